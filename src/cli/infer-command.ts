@@ -1,0 +1,54 @@
+import { writeFile } from 'node:fs/promises';
+import { type Command, InvalidArgumentError } from 'commander';
+import { loadBuildConfig } from '../encoder/config.ts';
+import { InternalError } from '../encoder/errors.ts';
+import { readModelPackage } from '../encoder/model-package.ts';
+import { PredictPipeline } from '../encoder/predict-pipeline.ts';
+import type { CliIo } from './program.ts';
+
+interface InferOptions {
+  config: string;
+  output?: string;
+  normalize: boolean;
+  threads?: number;
+}
+
+export function registerInferCommand(program: Command, io: CliIo): void {
+  program
+    .command('infer')
+    .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
+    .argument('<texts...>', 'texts to run')
+    .requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)')
+    .option('-o, --output <file>', 'write the JSON results to this file instead of standard output')
+    .option('--no-normalize', 'embedding models: do not scale token embeddings to unit length')
+    .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
+    .action(async (texts: string[], options: InferOptions) => {
+      const config = loadBuildConfig(options.config);
+      const pipeline = await PredictPipeline.load(readModelPackage(config), { threads: options.threads });
+      try {
+        for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
+        const body = pipeline.modelType === 'embedding' ? { inputs: texts, normalize: options.normalize } : { inputs: texts };
+        const json = `${JSON.stringify(await pipeline.predict(body))}\n`;
+        if (options.output) await writeOutput(options.output, json);
+        else io.stdout(json);
+      } finally {
+        await pipeline.close();
+      }
+    });
+}
+
+async function writeOutput(file: string, json: string): Promise<void> {
+  try {
+    await writeFile(file, json);
+  } catch (error) {
+    throw new InternalError(`cannot write ${file}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function parsePositiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) {
+    throw new InvalidArgumentError(`"${value}" is not a positive integer`);
+  }
+  return parsed;
+}

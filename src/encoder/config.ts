@@ -1,0 +1,269 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Ajv, type ErrorObject } from 'ajv';
+import { parseDocument } from 'yaml';
+import { ConfigError } from './errors.ts';
+
+export const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
+export type ModelType = (typeof MODEL_TYPES)[number];
+
+export const LUA_LIBRARIES = ['coroutine', 'table', 'io', 'os', 'string', 'utf8', 'math', 'package'] as const;
+export type LuaLibraryName = (typeof LUA_LIBRARIES)[number];
+export const DEFAULT_LUA_LIBRARIES: readonly LuaLibraryName[] = ['table', 'string', 'math'];
+
+export const DEFAULT_MODEL_VERSION = '0.1.0';
+
+/** Where the model's files are; every path absolute. */
+export interface ModelPaths {
+  modelConfigPath: string;
+  modelWeightsPath: string;
+  tokenizerPath: string;
+  /** Optional companion of the tokenizer; looked for beside it. */
+  tokenizerConfigPath: string;
+}
+
+/** The `encoder:` section of a build configuration, validated, with defaults applied and paths resolved. */
+export interface BuildConfig {
+  name: string;
+  version: string;
+  modelType: ModelType;
+  paths: ModelPaths;
+  /** Absolute; when the file does not set it, `./<name>` in the working directory (see `defaultOutputPath`). */
+  outputPath: string;
+  cacheDir: string;
+  /** The Lua source of the transform (read from `transform.path` when given as a file), or null. */
+  transform: string | null;
+  luaLibs: LuaLibraryName[];
+}
+
+const stringField = { type: 'string', minLength: 1 } as const;
+
+/** JSON schema of the YAML file; messages are rewritten by `describeSchemaError`. */
+const CONFIG_SCHEMA = {
+  type: 'object',
+  required: ['encoder'],
+  additionalProperties: false,
+  properties: {
+    encoder: {
+      type: 'object',
+      required: ['name', 'path', 'model_type'],
+      additionalProperties: false,
+      properties: {
+        name: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9._-]+$' },
+        version: stringField,
+        path: {
+          oneOf: [
+            stringField,
+            {
+              type: 'object',
+              required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
+              additionalProperties: false,
+              properties: {
+                model_config_path: stringField,
+                model_weights_path: stringField,
+                tokenizer_path: stringField,
+              },
+            },
+          ],
+        },
+        model_type: { type: 'string', enum: MODEL_TYPES },
+        output_path: stringField,
+        cache_dir: stringField,
+        transform: {
+          oneOf: [
+            { type: 'string' },
+            { type: 'object', required: ['path'], additionalProperties: false, properties: { path: stringField } },
+          ],
+        },
+        lua_libs: { type: 'array', items: { type: 'string', enum: LUA_LIBRARIES }, uniqueItems: true },
+      },
+    },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: false, verbose: true });
+const validateConfigDocument = ajv.compile(CONFIG_SCHEMA);
+
+/** Reads and validates a build configuration file; relative paths are relative to the file's folder. */
+export function loadBuildConfig(file: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): BuildConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`configuration file not found: ${file}`, { cause: error });
+  }
+  return parseBuildConfig(text, { ...options, baseDir: path.dirname(path.resolve(file)), source: file });
+}
+
+/** Validates YAML text of a build configuration. `baseDir` anchors relative paths. */
+export function parseBuildConfig(
+  text: string,
+  options: { baseDir: string; cwd?: string; env?: NodeJS.ProcessEnv; source?: string },
+): BuildConfig {
+  const source = options.source ?? 'configuration';
+  const document = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (document.errors.length > 0) {
+    const first = document.errors[0];
+    const line = first.linePos?.[0].line;
+    throw new ConfigError(`${source}: invalid YAML${line ? ` at line ${line}` : ''}: ${first.message.split('\n')[0]}`);
+  }
+  const raw: unknown = document.toJS();
+  if (!validateConfigDocument(raw)) {
+    throw new ConfigError(`${source}: ${describeSchemaError(validateConfigDocument.errors ?? [], raw)}`);
+  }
+  const encoder = (raw as { encoder: RawEncoderSection }).encoder;
+  const resolve = (p: string) => path.resolve(options.baseDir, expandHome(p));
+  const cwd = options.cwd ?? process.cwd();
+
+  return {
+    name: encoder.name,
+    version: encoder.version ?? DEFAULT_MODEL_VERSION,
+    modelType: encoder.model_type,
+    paths: resolveModelPaths(encoder.path, resolve),
+    outputPath: encoder.output_path ? path.resolve(cwd, expandHome(encoder.output_path)) : defaultOutputPath(encoder.name, cwd),
+    cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : defaultCacheDir(options.env ?? process.env),
+    transform: readTransform(encoder.transform, resolve),
+    luaLibs: encoder.lua_libs ? [...encoder.lua_libs] : [...DEFAULT_LUA_LIBRARIES],
+  };
+}
+
+interface RawEncoderSection {
+  name: string;
+  version?: string;
+  path: string | { model_config_path: string; model_weights_path: string; tokenizer_path: string };
+  model_type: ModelType;
+  output_path?: string;
+  cache_dir?: string;
+  transform?: string | { path: string };
+  lua_libs?: LuaLibraryName[];
+}
+
+function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string) => string): ModelPaths {
+  if (typeof spec === 'string') {
+    const dir = resolve(spec);
+    return {
+      modelConfigPath: path.join(dir, 'config.json'),
+      modelWeightsPath: path.join(dir, 'model.onnx'),
+      tokenizerPath: path.join(dir, 'tokenizer.json'),
+      tokenizerConfigPath: path.join(dir, 'tokenizer_config.json'),
+    };
+  }
+  const tokenizerPath = resolve(spec.tokenizer_path);
+  return {
+    modelConfigPath: resolve(spec.model_config_path),
+    modelWeightsPath: resolve(spec.model_weights_path),
+    tokenizerPath,
+    tokenizerConfigPath: path.join(path.dirname(tokenizerPath), 'tokenizer_config.json'),
+  };
+}
+
+function readTransform(spec: RawEncoderSection['transform'], resolve: (p: string) => string): string | null {
+  if (spec === undefined) return null;
+  if (typeof spec === 'string') return spec;
+  const file = resolve(spec.path);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`transform not found: ${file}`, { cause: error });
+  }
+}
+
+/** `./<name>` in the working directory, with `.exe` for Windows targets. */
+export function defaultOutputPath(name: string, cwd: string, targetIsWindows = process.platform === 'win32'): string {
+  return path.resolve(cwd, targetIsWindows ? `${name}.exe` : name);
+}
+
+/** The platform's per-user cache directory for this program. */
+export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
+  const home = env.HOME ?? os.homedir();
+  if (platform === 'darwin') return path.join(home, 'Library', 'Caches', 'encoder');
+  if (platform === 'win32') return path.join(env.LOCALAPPDATA ?? path.join(home, 'AppData', 'Local'), 'encoder', 'Cache');
+  return path.join(env.XDG_CACHE_HOME || path.join(home, '.cache'), 'encoder');
+}
+
+function expandHome(p: string): string {
+  return p === '~' || p.startsWith('~/') ? path.join(os.homedir(), p.slice(1)) : p;
+}
+
+/** Turns the first schema violation into a sentence that names the key and what it accepts. */
+function describeSchemaError(errors: ErrorObject[], raw: unknown): string {
+  // oneOf reports its branches first; the most specific branch error explains the problem best.
+  const error = pickMostRelevant(errors, raw);
+  const key = keyName(error.instancePath);
+  switch (error.keyword) {
+    case 'additionalProperties': {
+      const extra = (error.params as { additionalProperty: string }).additionalProperty;
+      const allowed = Object.keys((error.parentSchema as { properties: object }).properties);
+      const where = key ? `${key}.${extra}` : extra;
+      return `unknown key "${where}"; allowed keys: ${allowed.join(', ')}`;
+    }
+    case 'required': {
+      const missing = (error.params as { missingProperty: string }).missingProperty;
+      return `missing required key "${key ? `${key}.${missing}` : missing}"`;
+    }
+    case 'enum': {
+      const allowed = (error.params as { allowedValues: string[] }).allowedValues;
+      return `invalid value ${JSON.stringify(error.data)} for "${key}"; allowed values: ${allowed.join(', ')}`;
+    }
+    case 'type':
+      return `"${key}" must be ${describeType(key, error)}, got ${typeName(error.data)}`;
+    case 'minLength':
+      return `"${key}" must not be empty`;
+    case 'pattern':
+      return `"${key}" may only contain letters, digits, ".", "_" and "-" (it names the output file), got ${JSON.stringify(error.data)}`;
+    case 'uniqueItems':
+      return `"${key}" lists a value twice`;
+    case 'oneOf':
+      return `"${key}" must be ${describeType(key, error)}, got ${typeName(error.data)}`;
+    default:
+      return `"${key}" ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function pickMostRelevant(errors: ErrorObject[], raw: unknown): ErrorObject {
+  const oneOf = errors.find((e) => e.keyword === 'oneOf');
+  if (!oneOf) return errors[0];
+  const value = valueAt(raw, oneOf.instancePath);
+  // For an object given where "string or object" is allowed, the object branch's own error is the useful one.
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const inner = errors.find((e) => e.instancePath.startsWith(oneOf.instancePath) && e.keyword !== 'oneOf' && e.keyword !== 'type');
+    if (inner) return inner;
+  }
+  return oneOf;
+}
+
+function valueAt(raw: unknown, pointer: string): unknown {
+  let node = raw;
+  for (const part of pointer.split('/').slice(1)) node = (node as Record<string, unknown> | undefined)?.[part];
+  return node;
+}
+
+const TYPE_DESCRIPTIONS: Record<string, string> = {
+  'encoder.path': 'a directory path or an object with model_config_path, model_weights_path, tokenizer_path',
+  'encoder.transform': 'an inline Lua script or an object with path',
+  'encoder.lua_libs': `a list of ${LUA_LIBRARIES.join(', ')}`,
+  encoder: 'a mapping',
+};
+
+function describeType(key: string, error: ErrorObject): string {
+  if (TYPE_DESCRIPTIONS[key]) return TYPE_DESCRIPTIONS[key];
+  if (/^encoder\.lua_libs\[\d+\]$/.test(key)) return `one of ${LUA_LIBRARIES.join(', ')}`;
+  const expected = (error.params as { type?: string }).type;
+  return expected === 'object' ? 'a mapping' : `a ${expected ?? 'valid value'}`;
+}
+
+function keyName(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join('');
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return `${typeof value} ${JSON.stringify(value)}`;
+}

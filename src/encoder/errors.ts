@@ -1,0 +1,42 @@
+/**
+ * The three error kinds of spec 2's error table. Front ends map `kind` to their codes
+ * (HTTP 422/500, gRPC INVALID_ARGUMENT/INTERNAL, MCP INVALID_REQUEST/INTERNAL_ERROR).
+ */
+export type EncoderErrorKind = 'input' | 'internal' | 'config';
+
+export abstract class EncoderError extends Error {
+  abstract readonly kind: EncoderErrorKind;
+}
+
+/** Bad request data. The message always reads `Invalid input: <reason>`. */
+export class InputError extends EncoderError {
+  readonly kind = 'input';
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`Invalid input: ${reason}`);
+    this.name = 'InputError';
+    this.reason = reason;
+  }
+}
+
+/** A failure while running the model or a transform on valid input. */
+export class InternalError extends EncoderError {
+  readonly kind = 'internal';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'InternalError';
+  }
+}
+
+/** A build configuration, model package or transform that cannot be used. */
+export class ConfigError extends EncoderError {
+  readonly kind = 'config';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ConfigError';
+  }
+}
+
+export function isEncoderError(error: unknown): error is EncoderError {
+  return error instanceof EncoderError;
+}

@@ -1,0 +1,81 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import type { BuildConfig, LuaLibraryName, ModelType } from './config.ts';
+import { ConfigError } from './errors.ts';
+
+/** The `config.json` fields this program reads; the file holds more. */
+export interface ModelConfigJson {
+  id2label?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+/**
+ * Everything needed to run one model, in memory. A model directory (through a build configuration) and,
+ * later, the asset section of a built executable both produce this, so the predict pipeline has one source.
+ */
+export interface ModelPackage {
+  name: string;
+  version: string;
+  modelType: ModelType;
+  /** The ONNX file's bytes. */
+  weights: Uint8Array;
+  tokenizerJson: unknown;
+  tokenizerConfig: unknown | null;
+  modelConfig: ModelConfigJson;
+  transform: string | null;
+  luaLibs: LuaLibraryName[];
+}
+
+/** Checks that the required files exist (naming the first one missing) and reads them. */
+export function readModelPackage(config: BuildConfig): ModelPackage {
+  const { paths } = config;
+  requireFile(paths.modelWeightsPath, 'model weights');
+  requireFile(paths.modelConfigPath, 'model config');
+  requireFile(paths.tokenizerPath, 'tokenizer');
+  const modelConfig = readJsonFile(paths.modelConfigPath, 'model config');
+  if (modelConfig === null || typeof modelConfig !== 'object' || Array.isArray(modelConfig)) {
+    throw new ConfigError(`model config is not a JSON object: ${paths.modelConfigPath}`);
+  }
+  return {
+    name: config.name,
+    version: config.version,
+    modelType: config.modelType,
+    weights: readFileSync(paths.modelWeightsPath),
+    tokenizerJson: readJsonFile(paths.tokenizerPath, 'tokenizer'),
+    tokenizerConfig: existsSync(paths.tokenizerConfigPath) ? readJsonFile(paths.tokenizerConfigPath, 'tokenizer config') : null,
+    modelConfig: checkModelConfig(modelConfig as ModelConfigJson, paths.modelConfigPath),
+    transform: config.transform,
+    luaLibs: config.luaLibs,
+  };
+}
+
+/** The label names of a classification model, by index, from `config.json` `id2label`. */
+export function labelsOf(modelConfig: ModelConfigJson): Map<number, string> {
+  const labels = new Map<number, string>();
+  for (const [index, label] of Object.entries(modelConfig.id2label ?? {})) labels.set(Number(index), label);
+  return labels;
+}
+
+function checkModelConfig(modelConfig: ModelConfigJson, file: string): ModelConfigJson {
+  const { id2label } = modelConfig;
+  if (id2label === undefined || id2label === null) return modelConfig;
+  const valid =
+    typeof id2label === 'object' &&
+    !Array.isArray(id2label) &&
+    Object.entries(id2label).every(([key, value]) => /^\d+$/.test(key) && typeof value === 'string');
+  if (!valid) {
+    throw new ConfigError(`model config ${file}: id2label must map label indices ("0", "1", ...) to label names`);
+  }
+  return modelConfig;
+}
+
+function requireFile(file: string, what: string): void {
+  if (!existsSync(file) || !statSync(file).isFile()) throw new ConfigError(`${what} not found: ${file}`);
+}
+
+function readJsonFile(file: string, what: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`${what} is not valid JSON: ${file}: ${(error as Error).message}`, { cause: error });
+  }
+}

@@ -1,0 +1,139 @@
+import * as ort from 'onnxruntime-node';
+import type { ModelType } from './config.ts';
+import { ConfigError, InternalError } from './errors.ts';
+import { Tensor } from './tensor.ts';
+import type { PaddedBatch } from './tokenizer/index.ts';
+
+/** A model input or output as onnxruntime describes it. */
+export interface ValueInfo {
+  name: string;
+  type: string;
+  shape: readonly (number | string)[];
+}
+
+/** How this program binds to a model: inputs by name, and the one output it reads. */
+export interface ModelSignature {
+  hasTokenTypeIds: boolean;
+  output: ValueInfo;
+  /** Set when the output was chosen by a fallback rule, to be shown to the user once. */
+  note: string | null;
+}
+
+const REQUIRED_INPUTS = ['input_ids', 'attention_mask'] as const;
+const KNOWN_INPUTS = [...REQUIRED_INPUTS, 'token_type_ids'];
+const FLOAT_TYPES = new Set(['float32']);
+
+const EXPECTED_OUTPUT: Record<ModelType, { name: string; rank: number; layout: string }> = {
+  embedding: { name: 'last_hidden_state', rank: 3, layout: '[batch, sequence, hidden]' },
+  sequence_classification: { name: 'logits', rank: 2, layout: '[batch, labels]' },
+  token_classification: { name: 'logits', rank: 3, layout: '[batch, sequence, labels]' },
+};
+
+/** Checks that a model's inputs and outputs fit the model type; throws a ConfigError naming what does not. */
+export function validateSignature(modelType: ModelType, inputs: readonly ValueInfo[], outputs: readonly ValueInfo[]): ModelSignature {
+  for (const name of REQUIRED_INPUTS) {
+    if (!inputs.some((input) => input.name === name)) {
+      throw new ConfigError(`model has no input "${name}"; inputs: ${describeValues(inputs)}`);
+    }
+  }
+  for (const input of inputs) {
+    if (!KNOWN_INPUTS.includes(input.name)) {
+      throw new ConfigError(`model input "${input.name}" is not supported; inputs are bound by name: ${KNOWN_INPUTS.join(', ')}`);
+    }
+    if (input.type !== 'int64') {
+      throw new ConfigError(`model input "${input.name}" has type ${input.type}; it must be int64`);
+    }
+  }
+
+  const expected = EXPECTED_OUTPUT[modelType];
+  const named = outputs.find((output) => output.name === expected.name);
+  if (named) {
+    if (named.shape.length !== expected.rank || !FLOAT_TYPES.has(named.type)) {
+      throw new ConfigError(
+        `model output "${named.name}" is ${named.type} ${describeShape(named.shape)} (rank ${named.shape.length}); ` +
+          `a ${modelType} model needs float32 of rank ${expected.rank} ${expected.layout}`,
+      );
+    }
+    return { hasTokenTypeIds: inputs.some((i) => i.name === 'token_type_ids'), output: named, note: null };
+  }
+  if (modelType === 'embedding') {
+    const fallback = outputs.find((output) => output.shape.length === 3 && FLOAT_TYPES.has(output.type));
+    if (fallback) {
+      return {
+        hasTokenTypeIds: inputs.some((i) => i.name === 'token_type_ids'),
+        output: fallback,
+        note: `model has no output "last_hidden_state"; using "${fallback.name}" ${describeShape(fallback.shape)} as token embeddings`,
+      };
+    }
+  }
+  throw new ConfigError(
+    `a ${modelType} model needs output "${expected.name}" of rank ${expected.rank} ${expected.layout}` +
+      `${modelType === 'embedding' ? ' (or another float output of rank 3)' : ''}; outputs: ${describeValues(outputs)}`,
+  );
+}
+
+/** One onnxruntime session and the signature it was validated against. */
+export class OnnxModel {
+  readonly signature: ModelSignature;
+  readonly #session: ort.InferenceSession;
+
+  private constructor(session: ort.InferenceSession, signature: ModelSignature) {
+    this.#session = session;
+    this.signature = signature;
+  }
+
+  static async load(weights: Uint8Array, modelType: ModelType, options: { threads?: number } = {}): Promise<OnnxModel> {
+    let session: ort.InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(weights, {
+        graphOptimizationLevel: 'all',
+        ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+      });
+    } catch (error) {
+      throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
+    }
+    try {
+      return new OnnxModel(session, validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata)));
+    } catch (error) {
+      await session.release();
+      throw error;
+    }
+  }
+
+  /** Runs one padded batch and returns the signature's output. */
+  async run(batch: PaddedBatch): Promise<Tensor> {
+    const dims = [batch.batchSize, batch.sequenceLength];
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', batch.inputIds, dims),
+      attention_mask: new ort.Tensor('int64', batch.attentionMask, dims),
+    };
+    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new ort.Tensor('int64', batch.tokenTypeIds, dims);
+    const name = this.signature.output.name;
+    let result: ort.InferenceSession.OnnxValueMapType;
+    try {
+      result = await this.#session.run(feeds, [name]);
+    } catch (error) {
+      throw new InternalError(`onnxruntime failed: ${(error as Error).message}`, { cause: error });
+    }
+    const output = result[name];
+    return new Tensor(output.data as Float32Array, output.dims.map(Number));
+  }
+
+  async close(): Promise<void> {
+    await this.#session.release();
+  }
+}
+
+function toValueInfo(metadata: readonly ort.InferenceSession.ValueMetadata[]): ValueInfo[] {
+  return metadata.map((value) =>
+    value.isTensor ? { name: value.name, type: value.type, shape: value.shape } : { name: value.name, type: 'non-tensor', shape: [] },
+  );
+}
+
+function describeShape(shape: readonly (number | string)[]): string {
+  return `[${shape.join(', ')}]`;
+}
+
+function describeValues(values: readonly ValueInfo[]): string {
+  return values.length === 0 ? '(none)' : values.map((v) => `${v.name} ${v.type} ${describeShape(v.shape)}`).join('; ');
+}

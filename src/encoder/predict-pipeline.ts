@@ -1,0 +1,170 @@
+import type { ModelType } from './config.ts';
+import { labelsOf, type ModelPackage } from './model-package.ts';
+import { OnnxModel } from './onnx-model.ts';
+import { parsePredictRequest } from './requests.ts';
+import { embeddingResult, sequenceClassificationResult, tokenClassificationResult } from './results.ts';
+import type {
+  EmbeddingRequest,
+  EmbeddingResponse,
+  ModelMetadata,
+  PredictRequest,
+  PredictResponse,
+  SequenceClassificationResponse,
+  TokenClassificationResponse,
+} from './schemas.ts';
+import { lpNormalize, softmax, Tensor } from './tensor.ts';
+import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
+import { LuaTransform } from './transform/index.ts';
+
+export interface PipelineOptions {
+  /** onnxruntime intra-op threads; default: onnxruntime's choice (all cores). */
+  threads?: number;
+  /** Largest number of sequences in one onnxruntime run. */
+  maxBatchSequences?: number;
+  /** wasmoon's glue.wasm, when it is not beside the wasmoon package (single executable). */
+  luaWasmPath?: string;
+}
+
+const DEFAULT_MAX_BATCH_SEQUENCES = 32;
+
+/**
+ * The one path from a request body to spec 2's response: validate, tokenize, run onnxruntime, apply the Lua
+ * transform, shape the result. Every front end (CLI, HTTP, gRPC, MCP) calls `predict`.
+ */
+export class PredictPipeline {
+  readonly modelId: string;
+  readonly modelType: ModelType;
+  readonly tokenizer: EncoderTokenizer;
+  /** Things the user should know about how the model was bound (e.g. a fallback output). */
+  readonly notes: readonly string[];
+  readonly #model: OnnxModel;
+  readonly #transform: LuaTransform | null;
+  readonly #labels: ReadonlyMap<number, string>;
+  readonly #hasLabelMapping: boolean;
+  readonly #maxBatchSequences: number;
+
+  private constructor(fields: {
+    pkg: ModelPackage;
+    tokenizer: EncoderTokenizer;
+    model: OnnxModel;
+    transform: LuaTransform | null;
+    maxBatchSequences: number;
+  }) {
+    this.modelId = fields.pkg.name;
+    this.modelType = fields.pkg.modelType;
+    this.tokenizer = fields.tokenizer;
+    this.#model = fields.model;
+    this.#transform = fields.transform;
+    this.#labels = labelsOf(fields.pkg.modelConfig);
+    this.#hasLabelMapping = this.#labels.size > 0;
+    this.#maxBatchSequences = fields.maxBatchSequences;
+    this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
+  }
+
+  /** Loads tokenizer, model and transform; every problem is a ConfigError. */
+  static async load(pkg: ModelPackage, options: PipelineOptions = {}): Promise<PredictPipeline> {
+    const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
+    const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads });
+    let transform: LuaTransform | null = null;
+    try {
+      if (pkg.transform !== null) {
+        transform = await LuaTransform.create(pkg.transform, {
+          libs: pkg.luaLibs,
+          modelType: pkg.modelType,
+          wasmPath: options.luaWasmPath,
+        });
+      }
+    } catch (error) {
+      await model.close();
+      throw error;
+    }
+    return new PredictPipeline({
+      pkg,
+      tokenizer,
+      model,
+      transform,
+      maxBatchSequences: options.maxBatchSequences ?? DEFAULT_MAX_BATCH_SEQUENCES,
+    });
+  }
+
+  metadata(): ModelMetadata {
+    const metadata: ModelMetadata = { model_id: this.modelId, model_type: this.modelType };
+    if (this.modelType !== 'embedding') {
+      metadata.id2label = Object.fromEntries([...this.#labels].map(([index, label]) => [String(index), label]));
+    }
+    return metadata;
+  }
+
+  /** Validates the body (InputError) and returns the model type's response; runtime failures are InternalError. */
+  async predict(body: unknown): Promise<PredictResponse> {
+    const request = parsePredictRequest(this.modelType, body);
+    const encodings = this.tokenizer.encodeBatch(request.inputs);
+    const results = new Array<PredictResponse['results'][number]>(encodings.length);
+
+    for (const chunk of this.#chunksBySimilarLength(encodings)) {
+      const batch = this.tokenizer.pad(chunk.map((index) => encodings[index]));
+      let output = await this.#model.run(batch);
+      if (this.#transform) {
+        const mask = new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]);
+        output = await this.#transform.run(output, mask);
+      }
+      this.#shape(request, output, chunk, encodings, results);
+    }
+
+    const response = { results, model_id: this.modelId } as PredictResponse;
+    if (request.metadata !== undefined) response.metadata = request.metadata;
+    return response;
+  }
+
+  async close(): Promise<void> {
+    this.#transform?.close();
+    await this.#model.close();
+  }
+
+  #shape(
+    request: PredictRequest,
+    output: Tensor,
+    chunk: readonly number[],
+    encodings: readonly Encoding[],
+    results: PredictResponse['results'][number][],
+  ): void {
+    switch (this.modelType) {
+      case 'embedding': {
+        const hidden = (request as EmbeddingRequest).normalize ? lpNormalize(output, 2, -1) : output;
+        chunk.forEach((index, row) => {
+          (results as EmbeddingResponse['results'])[index] = embeddingResult(hidden, row, encodings[index]);
+        });
+        return;
+      }
+      case 'sequence_classification': {
+        const scores = softmax(output, -1);
+        const labels = this.#hasLabelMapping ? this.#labels : null;
+        chunk.forEach((index, row) => {
+          (results as SequenceClassificationResponse['results'])[index] = sequenceClassificationResult(output, scores, row, labels);
+        });
+        return;
+      }
+      case 'token_classification': {
+        const scores = softmax(output, -1);
+        chunk.forEach((index, row) => {
+          (results as TokenClassificationResponse['results'])[index] = tokenClassificationResult(
+            output,
+            scores,
+            row,
+            encodings[index],
+            this.#labels,
+          );
+        });
+        return;
+      }
+    }
+  }
+
+  /** Groups inputs of similar token length into runs of at most `maxBatchSequences`, to cut padding. */
+  #chunksBySimilarLength(encodings: readonly Encoding[]): number[][] {
+    const order = encodings.map((_, index) => index).sort((a, b) => encodings[a].ids.length - encodings[b].ids.length);
+    const chunks: number[][] = [];
+    for (let i = 0; i < order.length; i += this.#maxBatchSequences) chunks.push(order.slice(i, i + this.#maxBatchSequences));
+    return chunks;
+  }
+}

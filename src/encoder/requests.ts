@@ -1,0 +1,57 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ModelType } from './config.ts';
+import { InputError } from './errors.ts';
+import { REQUEST_SCHEMAS, type PredictRequest } from './schemas.ts';
+
+const ajv = new Ajv({ allErrors: false, verbose: true });
+const validators = Object.fromEntries(
+  Object.entries(REQUEST_SCHEMAS).map(([type, schema]) => [type, ajv.compile(schema)]),
+) as Record<ModelType, ValidateFunction>;
+
+/** Checks a prediction request body against the model type's schema; throws InputError with the reason. */
+export function parsePredictRequest(modelType: ModelType, body: unknown): PredictRequest {
+  const validate = validators[modelType];
+  if (!validate(body)) throw new InputError(describeRequestError(validate.errors?.[0], body));
+  return body as PredictRequest;
+}
+
+function describeRequestError(error: ErrorObject | undefined, body: unknown): string {
+  if (!error) return 'request does not match the schema';
+  const field = fieldName(error.instancePath);
+  switch (error.keyword) {
+    case 'type':
+      if (field === '') return `request body must be a JSON object, got ${typeName(body)}`;
+      return `${field} must be ${article((error.params as { type: string }).type)}, got ${typeName(error.data)}`;
+    case 'required':
+      return `missing required field "${(error.params as { missingProperty: string }).missingProperty}"`;
+    case 'additionalProperties': {
+      const extra = (error.params as { additionalProperty: string }).additionalProperty;
+      return field === '' ? `unknown field "${extra}"` : `unknown field "${extra}" in ${field}`;
+    }
+    case 'minItems':
+      return `${field} must not be empty`;
+    case 'minLength':
+      return `${field} is an empty string`;
+    default:
+      return `${field || 'request'} ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function fieldName(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join('');
+}
+
+function article(type: string): string {
+  return type === 'object' ? 'an object' : type === 'array' ? 'a list' : type === 'integer' ? 'an integer' : `a ${type}`;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'an object';
+  return typeof value;
+}

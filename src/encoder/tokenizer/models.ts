@@ -1,0 +1,343 @@
+/**
+ * The tokenization models. Ids come from @huggingface/tokenizers (design decision 4): each
+ * pre-token is handed to the library's WordPiece / BPE / Unigram model, and this layer only works
+ * out which chars of the pre-token each returned token covers, the way the Rust reference reports
+ * it (WordPiece: sub-word lengths, [UNK] covers the whole word; BPE: byte-fallback tokens such as
+ * <0xE2> each carry their char's span, unknown chars fuse into one unk when fuse_unk; Unigram:
+ * pieces, unknown pieces keep their text as token string like Rust).
+ *
+ * Results per distinct word are cached (bounded), which is where most of the time goes for
+ * WordPiece on real text.
+ */
+import { BPE as LibBPE, Unigram as LibUnigram, WordPiece as LibWordPiece } from '@huggingface/tokenizers';
+import { ConfigError } from '../errors.ts';
+import { codePointsOf } from './unicode.ts';
+
+/** Tokens of one pre-token: ids, strings and [start, end) char ranges inside the pre-token. */
+export interface WordTokens {
+  ids: number[];
+  tokens: string[];
+  starts: number[];
+  ends: number[];
+}
+
+export interface TokenModel {
+  readonly kind: 'WordPiece' | 'BPE' | 'Unigram';
+  readonly vocabSize: number;
+  tokenToId(token: string): number | undefined;
+  idToToken(id: number): string | undefined;
+  tokenizeWord(word: string, length: number): WordTokens;
+}
+
+type Json = Record<string, unknown>;
+
+const WORD_CACHE_LIMIT = 50_000;
+
+function cpLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdbff || i + 1 >= s.length) n++;
+    else {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+      n++;
+    }
+  }
+  return n;
+}
+
+/** Rust's model type inference for files written without `model.type`. */
+export function modelType(model: Json): string {
+  if (typeof model.type === 'string') return model.type;
+  if (Array.isArray(model.vocab)) return 'Unigram';
+  if ('merges' in model) return 'BPE';
+  if ('continuing_subword_prefix' in model || 'max_input_chars_per_word' in model) return 'WordPiece';
+  if (model.vocab && typeof model.vocab === 'object') return 'WordLevel';
+  return 'unknown';
+}
+
+abstract class CachedModel {
+  private cache = new Map<string, WordTokens>();
+
+  protected abstract compute(word: string, length: number): WordTokens;
+
+  tokenizeWord(word: string, length: number): WordTokens {
+    let r = this.cache.get(word);
+    if (r === undefined) {
+      r = this.compute(word, length);
+      if (this.cache.size >= WORD_CACHE_LIMIT) this.cache.clear();
+      this.cache.set(word, r);
+    }
+    return r;
+  }
+}
+
+function vocabObject(model: Json, name: string): Record<string, number> {
+  const vocab = model.vocab;
+  if (!vocab || typeof vocab !== 'object' || Array.isArray(vocab)) {
+    throw new ConfigError(`tokenizer: ${name} model needs a vocab object`);
+  }
+  for (const v of Object.values(vocab)) {
+    if (!Number.isInteger(v) || (v as number) < 0) throw new ConfigError(`tokenizer: ${name} vocab has a non-integer id`);
+  }
+  return vocab as Record<string, number>;
+}
+
+class WordPieceModel extends CachedModel implements TokenModel {
+  readonly kind = 'WordPiece' as const;
+  readonly vocabSize: number;
+  private readonly lib: LibWordPiece;
+  private readonly vocab: Map<string, number>;
+  private readonly idToTok: string[];
+  private readonly unk: string;
+  private readonly unkId: number;
+  private readonly prefixLength: number;
+
+  constructor(model: Json) {
+    super();
+    const vocab = vocabObject(model, 'WordPiece');
+    const unk = model.unk_token ?? '[UNK]';
+    if (typeof unk !== 'string') throw new ConfigError('tokenizer: WordPiece unk_token must be a string');
+    const prefix = model.continuing_subword_prefix ?? '##';
+    if (typeof prefix !== 'string') throw new ConfigError('tokenizer: WordPiece continuing_subword_prefix must be a string');
+    const maxChars = model.max_input_chars_per_word ?? 100;
+    if (!Number.isInteger(maxChars)) throw new ConfigError('tokenizer: WordPiece max_input_chars_per_word must be an integer');
+    this.vocab = new Map(Object.entries(vocab));
+    if (!this.vocab.has(unk)) throw new ConfigError(`tokenizer: WordPiece unk_token "${unk}" is not in the vocab`);
+    this.lib = new LibWordPiece({
+      type: 'WordPiece',
+      vocab,
+      unk_token: unk,
+      continuing_subword_prefix: prefix,
+      max_input_chars_per_word: maxChars,
+    } as never);
+    this.unk = unk;
+    this.unkId = this.vocab.get(unk) as number;
+    this.prefixLength = cpLength(prefix);
+    this.vocabSize = this.vocab.size;
+    this.idToTok = [];
+    for (const [k, v] of this.vocab) this.idToTok[v] = k;
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.vocab.get(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.idToTok[id];
+  }
+
+  protected compute(word: string, length: number): WordTokens {
+    const tokens = this.lib.encode([word]);
+    if (tokens.length === 1) {
+      const t = tokens[0];
+      return { ids: [t === this.unk ? this.unkId : (this.vocab.get(t) as number)], tokens: [t], starts: [0], ends: [length] };
+    }
+    const r: WordTokens = { ids: [], tokens: [], starts: [], ends: [] };
+    let pos = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i];
+      const id = this.vocab.get(t);
+      if (id === undefined || t === this.unk) throw new ConfigError(`tokenizer: WordPiece returned an unexpected token "${t}"`);
+      const len = cpLength(t) - (i > 0 ? this.prefixLength : 0);
+      r.ids.push(id);
+      r.tokens.push(t);
+      r.starts.push(pos);
+      pos += len;
+      r.ends.push(pos);
+    }
+    if (pos !== length) throw new ConfigError(`tokenizer: WordPiece pieces of "${word}" do not cover the word`);
+    return r;
+  }
+}
+
+const BYTE_TOKEN = /^<0x[0-9A-F]{2}>$/;
+
+class BpeModel extends CachedModel implements TokenModel {
+  readonly kind = 'BPE' as const;
+  readonly vocabSize: number;
+  private readonly lib: LibBPE;
+  private readonly vocab: Map<string, number>;
+  private readonly idToTok: string[];
+  private readonly unk: string | null;
+  private readonly fuseUnk: boolean;
+  private readonly byteFallback: boolean;
+  private readonly suffix: string;
+  private readonly encoder = new TextEncoder();
+
+  constructor(model: Json) {
+    super();
+    const vocab = vocabObject(model, 'BPE');
+    if (!Array.isArray(model.merges)) throw new ConfigError('tokenizer: BPE model needs a merges array');
+    for (const m of model.merges) {
+      const ok =
+        (typeof m === 'string' && m.split(' ').length === 2) ||
+        (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string');
+      if (!ok) throw new ConfigError('tokenizer: BPE merges must be "a b" strings or [a, b] pairs');
+    }
+    if (model.dropout !== undefined && model.dropout !== null && model.dropout !== 0) {
+      throw new ConfigError('tokenizer: unsupported BPE option "dropout" (random, offsets cannot be reproduced)');
+    }
+    if (typeof model.continuing_subword_prefix === 'string' && model.continuing_subword_prefix !== '') {
+      throw new ConfigError('tokenizer: unsupported BPE option "continuing_subword_prefix" (the id library ignores it)');
+    }
+    const suffix = model.end_of_word_suffix;
+    if (suffix !== undefined && suffix !== null && typeof suffix !== 'string') {
+      throw new ConfigError('tokenizer: BPE end_of_word_suffix must be a string');
+    }
+    if (model.continuing_subword_suffix !== undefined && model.continuing_subword_suffix !== null) {
+      throw new ConfigError('tokenizer: unsupported BPE option "continuing_subword_suffix"');
+    }
+    const unk = model.unk_token ?? null;
+    if (unk !== null && typeof unk !== 'string') throw new ConfigError('tokenizer: BPE unk_token must be a string or null');
+    this.vocab = new Map(Object.entries(vocab));
+    this.unk = unk !== null && this.vocab.has(unk) ? unk : null;
+    this.fuseUnk = model.fuse_unk === true;
+    this.byteFallback = model.byte_fallback === true;
+    this.suffix = typeof suffix === 'string' ? suffix : '';
+    this.lib = new LibBPE({ ...model, type: 'BPE', unk_token: this.unk } as never);
+    this.vocabSize = this.vocab.size;
+    this.idToTok = [];
+    for (const [k, v] of this.vocab) this.idToTok[v] = k;
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.vocab.get(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.idToTok[id];
+  }
+
+  /** Whether Rust's merge_word finds this char (with the end-of-word suffix when last) in the vocab. */
+  private known(ch: string, last: boolean): boolean {
+    return this.vocab.has(last && this.suffix ? ch + this.suffix : ch);
+  }
+
+  protected compute(word: string, length: number): WordTokens {
+    const tokens = this.lib.encode([word]);
+    const chars = Array.from(word);
+    const r: WordTokens = { ids: [], tokens: [], starts: [], ends: [] };
+    let pos = 0;
+    let pendingBytes = 0; // byte-fallback tokens still owed to chars[pos]
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i];
+      const id = this.vocab.get(t);
+      if (id === undefined) throw new ConfigError(`tokenizer: BPE returned a token outside the vocab: "${t}"`);
+      if (pendingBytes === 0) {
+        if (t === this.unk && pos < length && !this.known(chars[pos], pos === length - 1)) {
+          // unknown char(s): one unk, or one per run of unknown chars with fuse_unk
+          let end = pos + 1;
+          if (this.fuseUnk) while (end < length && !this.known(chars[end], end === length - 1)) end++;
+          push(r, id, t, pos, end);
+          pos = end;
+          continue;
+        }
+        // a real token: its text is the next chars of the word (the suffix ends the last one)
+        let text = t;
+        if (this.suffix && i === tokens.length - 1 && text.endsWith(this.suffix)) text = text.slice(0, -this.suffix.length);
+        if (text.length > 0 && word.startsWith(text, utf16Index(chars, pos))) {
+          const n = cpLength(text);
+          push(r, id, t, pos, pos + n);
+          pos += n;
+          continue;
+        }
+        if (!(this.byteFallback && BYTE_TOKEN.test(t) && pos < length)) {
+          throw new ConfigError(`tokenizer: cannot align BPE token "${t}" with "${word}"`);
+        }
+        pendingBytes = this.encoder.encode(chars[pos]).length;
+      }
+      push(r, id, t, pos, pos + 1);
+      pendingBytes--;
+      if (pendingBytes === 0) pos++;
+    }
+    if (pos !== length || pendingBytes !== 0) throw new ConfigError(`tokenizer: BPE tokens of "${word}" do not cover the word`);
+    return r;
+  }
+}
+
+function utf16Index(chars: string[], cpIndex: number): number {
+  let n = 0;
+  for (let i = 0; i < cpIndex; i++) n += chars[i].length;
+  return n;
+}
+
+function push(r: WordTokens, id: number, t: string, s: number, e: number): void {
+  r.ids.push(id);
+  r.tokens.push(t);
+  r.starts.push(s);
+  r.ends.push(e);
+}
+
+class UnigramModel extends CachedModel implements TokenModel {
+  readonly kind = 'Unigram' as const;
+  readonly vocabSize: number;
+  private readonly lib: LibUnigram;
+  private readonly vocab: Map<string, number>;
+  private readonly pieces: string[];
+  private readonly unkId: number;
+
+  constructor(model: Json, eosToken: string | undefined) {
+    super();
+    const vocab = model.vocab;
+    if (!Array.isArray(vocab) || vocab.length === 0) throw new ConfigError('tokenizer: Unigram model needs a non-empty vocab list');
+    for (const entry of vocab) {
+      if (!Array.isArray(entry) || typeof entry[0] !== 'string' || typeof entry[1] !== 'number') {
+        throw new ConfigError('tokenizer: Unigram vocab entries must be [piece, score]');
+      }
+    }
+    if (model.byte_fallback === true) throw new ConfigError('tokenizer: unsupported Unigram option "byte_fallback"');
+    const unkId = model.unk_id;
+    if (!Number.isInteger(unkId) || (unkId as number) < 0 || (unkId as number) >= vocab.length) {
+      throw new ConfigError('tokenizer: unsupported Unigram model without a valid unk_id');
+    }
+    this.pieces = vocab.map((e) => e[0] as string);
+    this.vocab = new Map();
+    this.pieces.forEach((p, i) => {
+      if (!this.vocab.has(p)) this.vocab.set(p, i);
+    });
+    this.unkId = unkId as number;
+    this.vocabSize = vocab.length;
+    this.lib = new LibUnigram({ ...model, type: 'Unigram' } as never, eosToken ?? '</s>');
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.vocab.get(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.pieces[id];
+  }
+
+  protected compute(word: string, length: number): WordTokens {
+    const pieces = this.lib.encode([word]);
+    const r: WordTokens = { ids: [], tokens: [], starts: [], ends: [] };
+    let pos = 0;
+    for (const p of pieces) {
+      const n = cpLength(p);
+      push(r, this.vocab.get(p) ?? this.unkId, p, pos, pos + n);
+      pos += n;
+    }
+    if (pos !== length) throw new ConfigError(`tokenizer: Unigram pieces of "${word}" do not cover the word`);
+    return r;
+  }
+}
+
+export function createModel(model: unknown, eosToken: string | undefined): TokenModel {
+  if (!model || typeof model !== 'object' || Array.isArray(model)) throw new ConfigError('tokenizer: "model" must be an object');
+  const m = model as Json;
+  const type = modelType(m);
+  switch (type) {
+    case 'WordPiece':
+      return new WordPieceModel(m);
+    case 'BPE':
+      return new BpeModel(m);
+    case 'Unigram':
+      return new UnigramModel(m, eosToken);
+    default:
+      throw new ConfigError(`tokenizer: unsupported model "${type}" (no ids from @huggingface/tokenizers)`);
+  }
+}
+
+export { codePointsOf };

@@ -1,0 +1,244 @@
+/**
+ * One instance of wasmoon's Lua 5.4 wasm build, and the small slice of the Lua C API the transform
+ * layer needs, driven directly from TypeScript. wasmoon's high-level engine (proxies, JS tables,
+ * async threads) is not used: tensors cross as 4-byte userdata that name a JS Tensor, and every
+ * tensor method is a lua_CFunction written in TS that calls the bulk operations of tensor.ts.
+ *
+ * All states of a transform (and of later pool members) share one instance: C functions are
+ * registered once per instance and find their tensors through the shared TensorHandles.
+ * Lua code runs synchronously, so at most one call is active in the process at any time.
+ */
+import { existsSync } from 'node:fs';
+import { LuaWasm } from 'wasmoon';
+import { ConfigError } from '../errors.ts';
+import type { Tensor } from '../tensor.ts';
+
+export type LuaState = number;
+/** A lua_CFunction body: reads its arguments from the stack, pushes results, returns their count. */
+export type CFunctionBody = (L: LuaState) => number;
+
+export const LUA_OK = 0;
+export const LUA_TNONE = -1;
+export const LUA_TNIL = 0;
+export const LUA_TNUMBER = 3;
+export const LUA_TSTRING = 4;
+export const LUA_TTABLE = 5;
+export const LUA_REGISTRYINDEX = -1_000_000 - 1000;
+export const LUA_MASKCOUNT = 8;
+
+/** Registry name of the tensor metatable; Lua's own messages call tensors by it ("got Tensor"). */
+export const TENSOR_METATABLE = 'Tensor';
+
+/** Libraries a state may open, with the module name luaL_requiref registers them under. */
+export const LIBRARY_OPENERS = {
+  base: '_G',
+  coroutine: 'coroutine',
+  table: 'table',
+  io: 'io',
+  os: 'os',
+  string: 'string',
+  utf8: 'utf8',
+  math: 'math',
+  package: 'package',
+} as const;
+export type OpenableLibrary = keyof typeof LIBRARY_OPENERS;
+
+/**
+ * JS tensors referenced by Lua userdata, by small integer id (0 means released). The userdata's
+ * __gc releases its id, so a tensor lives as long as Lua can still reach it.
+ */
+export class TensorHandles {
+  readonly #tensors: (Tensor | undefined)[] = [undefined];
+  readonly #free: number[] = [];
+
+  add(tensor: Tensor): number {
+    const id = this.#free.pop() ?? this.#tensors.length;
+    this.#tensors[id] = tensor;
+    return id;
+  }
+
+  get(id: number): Tensor | undefined {
+    return this.#tensors[id];
+  }
+
+  release(id: number): void {
+    if (id > 0 && this.#tensors[id] !== undefined) {
+      this.#tensors[id] = undefined;
+      this.#free.push(id);
+    }
+  }
+
+  /** How many tensors Lua still references (for leak checks). */
+  get live(): number {
+    return this.#tensors.length - 1 - this.#free.length;
+  }
+}
+
+export class LuaModule {
+  readonly lua: LuaWasm;
+  readonly handles = new TensorHandles();
+  /** Date.now() after which the running call is stopped by the count hook; undefined = no limit. */
+  deadline: number | undefined;
+  deadlineMs = 0;
+
+  /** Converts any error value to a string (its __tostring when it has one); used as pcall's handler. */
+  readonly messageHandler: number;
+  /** print() that writes to stderr, so that it never mixes with results on stdout. */
+  readonly print: number;
+  /** Count hook that enforces `deadline`. */
+  readonly timeoutHook: number;
+  readonly #openers = new Map<OpenableLibrary, number>();
+  readonly #trampoline: number;
+  #pending: ((L: LuaState) => void) | undefined;
+
+  constructor(lua: LuaWasm) {
+    this.lua = lua;
+    this.messageHandler = this.cfunction('error handler', (L) => {
+      const type = lua.lua_type(L, 1);
+      if (type === LUA_TSTRING || type === LUA_TNUMBER) return 1;
+      if (lua.luaL_callmeta(L, 1, '__tostring') && lua.lua_type(L, -1) === LUA_TSTRING) return 1;
+      lua.lua_pushstring(L, `(error object is a ${this.typeName(L, 1)} value)`);
+      return 1;
+    });
+    this.print = this.cfunction('print', (L) => {
+      const parts: string[] = [];
+      for (let i = 1, n = lua.lua_gettop(L); i <= n; i++) {
+        parts.push(lua.luaL_tolstring(L, i, null));
+        lua.lua_settop(L, -2);
+      }
+      process.stderr.write(`${parts.join('\t')}\n`);
+      return 0;
+    });
+    this.timeoutHook = lua.module.addFunction((L: LuaState) => {
+      if (this.deadline !== undefined && Date.now() > this.deadline) {
+        lua.luaL_where(L, 0);
+        lua.lua_pushstring(L, `the transform ran longer than its limit of ${this.deadlineMs} ms`);
+        lua.lua_concat(L, 2);
+        lua.lua_error(L);
+      }
+    }, 'vii');
+    for (const library of Object.keys(LIBRARY_OPENERS) as OpenableLibrary[]) {
+      const open = lua[`luaopen_${library}`].bind(lua);
+      this.#openers.set(library, lua.module.addFunction((L: LuaState) => open(L), 'ii'));
+    }
+    this.#trampoline = this.cfunction('setup', (L) => {
+      const action = this.#pending;
+      this.#pending = undefined;
+      action?.(L);
+      return 0;
+    });
+  }
+
+  /**
+   * Registers `body` as a lua_CFunction. An Error thrown by the body becomes a Lua error
+   * "<where>name: message", where <where> is the calling script line ("transform:12:").
+   */
+  cfunction(name: string, body: CFunctionBody): number {
+    const lua = this.lua;
+    return lua.module.addFunction((L: LuaState) => {
+      try {
+        return body(L);
+      } catch (error) {
+        // Lua's own errors unwind as a thrown non-Error (emscripten longjmp) and must pass through.
+        if (!(error instanceof Error)) throw error;
+        const message = error.message.startsWith(`${name}:`) ? error.message : `${name}: ${error.message}`;
+        lua.luaL_where(L, 1);
+        lua.lua_pushstring(L, message);
+        lua.lua_concat(L, 2);
+        return lua.lua_error(L);
+      }
+    }, 'ii');
+  }
+
+  /** Runs `action` inside a protected call (so a Lua error cannot panic); returns the error text. */
+  protect(L: LuaState, action: (L: LuaState) => void): string | undefined {
+    this.#pending = action;
+    this.lua.lua_pushcclosure(L, this.#trampoline, 0);
+    const status = this.lua.lua_pcallk(L, 0, 0, 0, 0, null);
+    this.#pending = undefined;
+    if (status === LUA_OK) return undefined;
+    const message = this.lua.lua_tolstring(L, -1, null);
+    this.lua.lua_settop(L, -2);
+    return message;
+  }
+
+  /** Opens one standard library as luaL_openlibs would (global + package.loaded entry). */
+  openLibrary(L: LuaState, library: OpenableLibrary): void {
+    this.lua.luaL_requiref(L, LIBRARY_OPENERS[library], this.#openers.get(library)!, 1);
+    this.lua.lua_settop(L, -2);
+  }
+
+  typeName(L: LuaState, index: number): string {
+    const type = this.lua.lua_type(L, index);
+    if (type === LUA_TNONE) return 'no value';
+    if (this.lua.luaL_testudata(L, index, TENSOR_METATABLE)) return 'Tensor';
+    return this.lua.lua_typename(L, type);
+  }
+
+  /** The tensor at `index`, or undefined when the value is not a tensor. */
+  toTensor(L: LuaState, index: number): Tensor | undefined {
+    const pointer = this.lua.luaL_testudata(L, index, TENSOR_METATABLE);
+    if (!pointer) return undefined;
+    const tensor = this.handles.get(this.lua.module.getValue(pointer, 'i32') as number);
+    if (tensor === undefined) throw new Error('the tensor has already been released');
+    return tensor;
+  }
+
+  pushTensor(L: LuaState, tensor: Tensor): void {
+    const lua = this.lua;
+    // Allocate first: if Lua runs out of memory it unwinds here, before an id is taken.
+    const pointer = lua.lua_newuserdatauv(L, 4, 0);
+    lua.module.setValue(pointer, this.handles.add(tensor), 'i32');
+    lua.luaL_getmetatable(L, TENSOR_METATABLE);
+    lua.lua_setmetatable(L, -2);
+  }
+
+  /** __gc of a tensor userdata. */
+  releaseTensor(L: LuaState, index: number): void {
+    const pointer = this.lua.lua_touserdata(L, index);
+    if (!pointer) return;
+    this.handles.release(this.lua.module.getValue(pointer, 'i32') as number);
+    this.lua.module.setValue(pointer, 0, 'i32');
+  }
+
+  /** Loads Lua source as a function on the stack; returns lua_load's status (message on the stack on error). */
+  loadChunk(L: LuaState, source: string, chunkName: string): number {
+    const module = this.lua.module;
+    const size = module.lengthBytesUTF8(source);
+    const buffer = module._malloc(size + 1);
+    try {
+      module.stringToUTF8(source, buffer, size + 1);
+      return this.lua.luaL_loadbufferx(L, buffer, size, chunkName, null);
+    } finally {
+      module._free(buffer);
+    }
+  }
+}
+
+const modules = new Map<string, Promise<LuaModule>>();
+
+/**
+ * The Lua wasm instance for `wasmPath` (wasmoon's glue.wasm; by default the one next to wasmoon's
+ * own script), created once per path. A missing file is a ConfigError.
+ */
+export function loadLuaModule(wasmPath?: string): Promise<LuaModule> {
+  const key = wasmPath ?? '';
+  let pending = modules.get(key);
+  if (pending === undefined) {
+    pending = instantiate(wasmPath);
+    modules.set(key, pending);
+    pending.catch(() => modules.delete(key));
+  }
+  return pending;
+}
+
+async function instantiate(wasmPath: string | undefined): Promise<LuaModule> {
+  if (wasmPath !== undefined && !existsSync(wasmPath)) {
+    throw new ConfigError(`transform: the Lua runtime (wasmoon .wasm file) was not found at ${wasmPath}`);
+  }
+  try {
+    return new LuaModule(await LuaWasm.initialize(wasmPath));
+  } catch (error) {
+    throw new ConfigError(`transform: cannot start the Lua runtime: ${String(error)}`, { cause: error });
+  }
+}

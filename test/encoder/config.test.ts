@@ -1,0 +1,145 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defaultCacheDir, loadBuildConfig, parseBuildConfig } from '../../src/encoder/config.ts';
+import { ConfigError } from '../../src/encoder/errors.ts';
+
+const base = { baseDir: '/models', cwd: '/work', env: { HOME: '/home/u' } };
+const minimal = 'encoder:\n  name: my-model\n  path: ./dir\n  model_type: embedding\n';
+
+function configError(yaml: string): string {
+  try {
+    parseBuildConfig(yaml, base);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('build configuration', () => {
+  it('applies every default of the spec table', () => {
+    const config = parseBuildConfig(minimal, base);
+    expect(config).toEqual({
+      name: 'my-model',
+      version: '0.1.0',
+      modelType: 'embedding',
+      paths: {
+        modelConfigPath: '/models/dir/config.json',
+        modelWeightsPath: '/models/dir/model.onnx',
+        tokenizerPath: '/models/dir/tokenizer.json',
+        tokenizerConfigPath: '/models/dir/tokenizer_config.json',
+      },
+      outputPath: process.platform === 'win32' ? path.resolve('/work', 'my-model.exe') : '/work/my-model',
+      cacheDir: defaultCacheDir({ HOME: '/home/u' }),
+      transform: null,
+      luaLibs: ['table', 'string', 'math'],
+    });
+  });
+
+  it('reads every field when given', () => {
+    const config = parseBuildConfig(
+      [
+        'encoder:',
+        '  name: ner',
+        '  version: 2.3.4',
+        '  path:',
+        '    model_config_path: a/config.json',
+        '    model_weights_path: /abs/model.onnx',
+        '    tokenizer_path: t/tokenizer.json',
+        '  model_type: token_classification',
+        '  output_path: out/ner-bin',
+        '  cache_dir: cache',
+        '  transform: "return output"',
+        '  lua_libs: [math]',
+      ].join('\n'),
+      base,
+    );
+    expect(config.version).toBe('2.3.4');
+    expect(config.modelType).toBe('token_classification');
+    expect(config.paths).toEqual({
+      modelConfigPath: '/models/a/config.json',
+      modelWeightsPath: '/abs/model.onnx',
+      tokenizerPath: '/models/t/tokenizer.json',
+      tokenizerConfigPath: '/models/t/tokenizer_config.json',
+    });
+    expect(config.outputPath).toBe('/work/out/ner-bin');
+    expect(config.cacheDir).toBe('/models/cache');
+    expect(config.transform).toBe('return output');
+    expect(config.luaLibs).toEqual(['math']);
+  });
+
+  it('reads a transform from a file relative to the configuration', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'config-'));
+    writeFileSync(path.join(dir, 't.lua'), 'function Postprocess(arr) return arr end\n');
+    writeFileSync(path.join(dir, 'encoder.yaml'), `${minimal}  transform:\n    path: t.lua\n`);
+    expect(loadBuildConfig(path.join(dir, 'encoder.yaml')).transform).toContain('function Postprocess');
+    writeFileSync(path.join(dir, 'missing.yaml'), `${minimal}  transform:\n    path: nope.lua\n`);
+    expect(() => loadBuildConfig(path.join(dir, 'missing.yaml'))).toThrow(`transform not found: ${path.join(dir, 'nope.lua')}`);
+  });
+
+  it('lists an empty lua_libs as no optional library', () => {
+    expect(parseBuildConfig(`${minimal}  lua_libs: []\n`, base).luaLibs).toEqual([]);
+  });
+
+  it('names an unknown key and the allowed keys', () => {
+    expect(configError(`${minimal}  modle_type: x\n`)).toBe(
+      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs',
+    );
+    expect(configError(`${minimal}extra: 1\n`)).toBe('configuration: unknown key "extra"; allowed keys: encoder');
+    expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, model_weights_path: b, tokenizer_path: c, vocab: d}\n')).toBe(
+      'configuration: unknown key "encoder.path.vocab"; allowed keys: model_config_path, model_weights_path, tokenizer_path',
+    );
+  });
+
+  it('names a bad enum value and the allowed values', () => {
+    expect(configError(minimal.replace('embedding', 'embeddings'))).toBe(
+      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sequence_classification, token_classification',
+    );
+    expect(configError(`${minimal}  lua_libs: [math, debug]\n`)).toBe(
+      'configuration: invalid value "debug" for "encoder.lua_libs[1]"; allowed values: coroutine, table, io, os, string, utf8, math, package',
+    );
+  });
+
+  it('names a wrong type and what the key accepts', () => {
+    expect(configError(minimal.replace('./dir', '42'))).toBe(
+      'configuration: "encoder.path" must be a directory path or an object with model_config_path, model_weights_path, tokenizer_path, got number 42',
+    );
+    expect(configError(`${minimal}  lua_libs: io\n`)).toBe(
+      'configuration: "encoder.lua_libs" must be a list of coroutine, table, io, os, string, utf8, math, package, got string "io"',
+    );
+    expect(configError(`${minimal}  transform: 7\n`)).toBe(
+      'configuration: "encoder.transform" must be an inline Lua script or an object with path, got number 7',
+    );
+    expect(configError(`${minimal}  version: 1.0\n`)).toBe('configuration: "encoder.version" must be a string, got number 1');
+    expect(configError('encoder: [1]\n')).toBe('configuration: "encoder" must be a mapping, got a list');
+  });
+
+  it('names a missing required key', () => {
+    expect(configError('encoder:\n  path: d\n  model_type: embedding\n')).toBe('configuration: missing required key "encoder.name"');
+    expect(configError('encoder:\n  name: m\n  path: d\n')).toBe('configuration: missing required key "encoder.model_type"');
+    expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, tokenizer_path: c}\n')).toBe(
+      'configuration: missing required key "encoder.path.model_weights_path"',
+    );
+    expect(configError('name: m\n')).toBe('configuration: missing required key "encoder"');
+  });
+
+  it('rejects names that cannot be a file name, duplicates and broken YAML', () => {
+    expect(configError(minimal.replace('my-model', 'a/b'))).toContain('"encoder.name" may only contain');
+    expect(configError(`${minimal}  lua_libs: [math, math]\n`)).toBe('configuration: "encoder.lua_libs" lists a value twice');
+    expect(configError(`${minimal}  name: other\n`)).toContain('invalid YAML');
+    expect(configError('encoder: [\n')).toContain('invalid YAML');
+  });
+
+  it('says when the configuration file is missing', () => {
+    expect(() => loadBuildConfig('/nonexistent/encoder.yaml')).toThrow('configuration file not found: /nonexistent/encoder.yaml');
+  });
+
+  it('uses the platform cache directory by default', () => {
+    expect(defaultCacheDir({ HOME: '/h' }, 'linux')).toBe('/h/.cache/encoder');
+    expect(defaultCacheDir({ HOME: '/h', XDG_CACHE_HOME: '/xdg' }, 'linux')).toBe('/xdg/encoder');
+    expect(defaultCacheDir({ HOME: '/h' }, 'darwin')).toBe('/h/Library/Caches/encoder');
+    expect(defaultCacheDir({ HOME: '/h', LOCALAPPDATA: 'C:\\L' }, 'win32')).toBe(path.join('C:\\L', 'encoder', 'Cache'));
+  });
+});

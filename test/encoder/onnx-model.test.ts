@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/encoder/errors.ts';
+import { OnnxModel, validateSignature, type ValueInfo } from '../../src/encoder/onnx-model.ts';
+import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
+
+const ids: ValueInfo = { name: 'input_ids', type: 'int64', shape: ['batch', 'sequence'] };
+const mask: ValueInfo = { name: 'attention_mask', type: 'int64', shape: ['batch', 'sequence'] };
+const types: ValueInfo = { name: 'token_type_ids', type: 'int64', shape: ['batch', 'sequence'] };
+const hidden: ValueInfo = { name: 'last_hidden_state', type: 'float32', shape: ['batch', 'sequence', 16] };
+const logits2: ValueInfo = { name: 'logits', type: 'float32', shape: ['batch', 2] };
+const logits3: ValueInfo = { name: 'logits', type: 'float32', shape: ['batch', 'sequence', 5] };
+
+function failure(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('ONNX signature validation', () => {
+  it('binds inputs by name, in any order, with token_type_ids optional', () => {
+    expect(validateSignature('embedding', [mask, ids, types], [hidden])).toEqual({ hasTokenTypeIds: true, output: hidden, note: null });
+    expect(validateSignature('embedding', [ids, mask], [hidden]).hasTokenTypeIds).toBe(false);
+  });
+
+  it('picks the output of each model type', () => {
+    expect(validateSignature('sequence_classification', [ids, mask], [logits2]).output).toBe(logits2);
+    expect(validateSignature('token_classification', [ids, mask], [logits3]).output).toBe(logits3);
+    const pooled: ValueInfo = { name: 'pooler_output', type: 'float32', shape: ['batch', 16] };
+    expect(validateSignature('embedding', [ids, mask], [pooled, hidden]).output).toBe(hidden);
+  });
+
+  it('falls back to the first float output of rank 3 for embeddings and says which', () => {
+    const out0: ValueInfo = { name: 'output_0', type: 'float32', shape: ['batch', 'sequence', 50] };
+    const out1: ValueInfo = { name: 'output_1', type: 'float32', shape: ['batch', 50] };
+    const signature = validateSignature('embedding', [ids, mask, types], [out1, out0]);
+    expect(signature.output).toBe(out0);
+    expect(signature.note).toBe('model has no output "last_hidden_state"; using "output_0" [batch, sequence, 50] as token embeddings');
+  });
+
+  it('names a missing, unknown or mistyped input', () => {
+    expect(failure(() => validateSignature('embedding', [ids], [hidden]))).toBe(
+      'model has no input "attention_mask"; inputs: input_ids int64 [batch, sequence]',
+    );
+    expect(failure(() => validateSignature('embedding', [ids, mask, { name: 'position_ids', type: 'int64', shape: [] }], [hidden]))).toBe(
+      'model input "position_ids" is not supported; inputs are bound by name: input_ids, attention_mask, token_type_ids',
+    );
+    expect(failure(() => validateSignature('embedding', [{ ...ids, type: 'int32' }, mask], [hidden]))).toBe(
+      'model input "input_ids" has type int32; it must be int64',
+    );
+  });
+
+  it('names the output and its shape when it does not fit the model type', () => {
+    expect(failure(() => validateSignature('sequence_classification', [ids, mask], [logits3]))).toBe(
+      'model output "logits" is float32 [batch, sequence, 5] (rank 3); a sequence_classification model needs float32 of rank 2 [batch, labels]',
+    );
+    expect(failure(() => validateSignature('token_classification', [ids, mask], [logits2]))).toBe(
+      'model output "logits" is float32 [batch, 2] (rank 2); a token_classification model needs float32 of rank 3 [batch, sequence, labels]',
+    );
+    expect(failure(() => validateSignature('embedding', [ids, mask], [{ ...hidden, shape: ['batch', 16] }]))).toContain(
+      'model output "last_hidden_state" is float32 [batch, 16] (rank 2)',
+    );
+    expect(failure(() => validateSignature('sequence_classification', [ids, mask], [hidden]))).toBe(
+      'a sequence_classification model needs output "logits" of rank 2 [batch, labels]; outputs: last_hidden_state float32 [batch, sequence, 16]',
+    );
+    expect(failure(() => validateSignature('embedding', [ids, mask], [logits2]))).toBe(
+      'a embedding model needs output "last_hidden_state" of rank 3 [batch, sequence, hidden] (or another float output of rank 3); outputs: logits float32 [batch, 2]',
+    );
+  });
+
+  it('says when the weights are not an ONNX model', async () => {
+    await expect(OnnxModel.load(new TextEncoder().encode('not a model'), 'embedding')).rejects.toThrow(
+      /^model weights are not a loadable ONNX model: /,
+    );
+  });
+});
+
+warnIfSharedMissing('ONNX validation of real exports');
+describe.skipIf(!hasShared)('ONNX validation of real exports', () => {
+  const load = (name: string, type: Parameters<typeof OnnxModel.load>[1]) =>
+    OnnxModel.load(readFileSync(path.join(sharedModel(name), 'model.onnx')), type);
+
+  it('accepts each tiny-bert export for its own type', async () => {
+    for (const [name, type, output] of [
+      ['tiny-bert-embedding', 'embedding', 'last_hidden_state'],
+      ['tiny-bert-sequence-classification', 'sequence_classification', 'logits'],
+      ['tiny-bert-token-classification', 'token_classification', 'logits'],
+    ] as const) {
+      const model = await load(name, type);
+      expect(model.signature.output.name).toBe(output);
+      expect(model.signature.hasTokenTypeIds).toBe(true);
+      await model.close();
+    }
+  });
+
+  it('rejects an export used as the wrong type, naming the output', async () => {
+    await expect(load('tiny-bert-token-classification', 'sequence_classification')).rejects.toThrow(
+      'model output "logits" is float32 [batch_size, sequence_length, 2] (rank 3); a sequence_classification model needs float32 of rank 2 [batch, labels]',
+    );
+    await expect(load('tiny-bert-embedding', 'token_classification')).rejects.toThrow(
+      'a token_classification model needs output "logits" of rank 3',
+    );
+  });
+
+  it('uses output_0 of the tinybert-golden export and says so', async () => {
+    const model = await load('tinybert-golden', 'embedding');
+    expect(model.signature.note).toContain('using "output_0" [batch, sequence, 50]');
+    await model.close();
+  });
+});

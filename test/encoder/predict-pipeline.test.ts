@@ -1,0 +1,163 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Ajv } from 'ajv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
+import { InputError, InternalError } from '../../src/encoder/errors.ts';
+import { readModelPackage } from '../../src/encoder/model-package.ts';
+import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
+import {
+  RESPONSE_SCHEMAS,
+  type EmbeddingResponse,
+  type SequenceClassificationResponse,
+  type TokenClassificationResponse,
+} from '../../src/encoder/schemas.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+
+const ajv = new Ajv();
+const pipelines: PredictPipeline[] = [];
+const texts = ['the cat sat on the mat', 'hi', 'a much longer sentence that has quite a few more words in it than the others', 'ok then'];
+
+async function pipelineFor(dir: string, modelType: ModelType, extra = '', options: PipelineOptions = {}): Promise<PredictPipeline> {
+  const config = parseBuildConfig(`encoder:\n  name: test-${modelType}\n  path: ${dir}\n  model_type: ${modelType}\n${extra}`, { baseDir: dir });
+  const pipeline = await PredictPipeline.load(readModelPackage(config), options);
+  pipelines.push(pipeline);
+  return pipeline;
+}
+
+let embeddingDir: string;
+let sequenceDir: string;
+let tokenDir: string;
+
+beforeAll(async () => {
+  [embeddingDir, sequenceDir, tokenDir] = await Promise.all([
+    generateTinyModel({ modelType: 'embedding' }),
+    generateTinyModel({ modelType: 'sequence_classification', labels: ['negative', 'positive', 'neutral'] }),
+    generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-PER', 'I-PER'] }),
+  ]);
+});
+
+afterAll(async () => {
+  await Promise.all(pipelines.map((p) => p.close()));
+});
+
+describe('predict pipeline on generated models', () => {
+  it('returns one embedding per input token, in input order, with metadata echoed', async () => {
+    const pipeline = await pipelineFor(embeddingDir, 'embedding');
+    const response = (await pipeline.predict({ inputs: texts, normalize: true, metadata: { request: '7' } })) as EmbeddingResponse;
+    expect(ajv.validate(RESPONSE_SCHEMAS.embedding, response)).toBe(true);
+    expect(response.model_id).toBe('test-embedding');
+    expect(response.metadata).toEqual({ request: '7' });
+    expect(response.results).toHaveLength(texts.length);
+    response.results.forEach((result, i) => {
+      const tokens = result.embeddings.map((e) => e.token_info!);
+      // token spans point back into the input text
+      expect(tokens.map((t) => texts[i].slice(t.start, t.end)).join(' ')).toBe(texts[i]);
+      for (const { embedding } of result.embeddings) {
+        expect(embedding).toHaveLength(32);
+        expect(Math.hypot(...embedding)).toBeCloseTo(1, 5);
+      }
+    });
+    expect(pipeline.metadata()).toEqual({ model_id: 'test-embedding', model_type: 'embedding' });
+  });
+
+  it('gives the same result for an input alone and inside a batch split into several runs', async () => {
+    const small = await pipelineFor(embeddingDir, 'embedding', '', { maxBatchSequences: 2 });
+    const batched = (await small.predict({ inputs: texts, normalize: false })) as EmbeddingResponse;
+    for (const [i, text] of texts.entries()) {
+      const alone = (await small.predict({ inputs: [text], normalize: false })) as EmbeddingResponse;
+      const a = alone.results[0].embeddings.flatMap((e) => e.embedding);
+      const b = batched.results[i].embeddings.flatMap((e) => e.embedding);
+      expect(b).toHaveLength(a.length);
+      expect(Math.max(...a.map((v, j) => Math.abs(v - b[j])))).toBeLessThan(1e-4);
+    }
+  });
+
+  it('truncates an input longer than the model maximum instead of failing', async () => {
+    const pipeline = await pipelineFor(embeddingDir, 'embedding');
+    const long = Array.from({ length: 400 }, () => 'word').join(' ');
+    const response = (await pipeline.predict({ inputs: [long], normalize: true })) as EmbeddingResponse;
+    // 128 positions minus [CLS] and [SEP]
+    expect(response.results[0].embeddings).toHaveLength(126);
+  });
+
+  it('classifies sequences with softmax scores and id2label labels', async () => {
+    const pipeline = await pipelineFor(sequenceDir, 'sequence_classification');
+    const response = (await pipeline.predict({ inputs: texts })) as SequenceClassificationResponse;
+    expect(ajv.validate(RESPONSE_SCHEMAS.sequence_classification, response)).toBe(true);
+    expect(response.metadata).toBeUndefined();
+    for (const result of response.results) {
+      expect(result.logits).toHaveLength(3);
+      expect(Math.abs(result.scores.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-6);
+      const max = Math.max(...result.logits);
+      const denominator = result.logits.reduce((sum, l) => sum + Math.exp(l - max), 0);
+      result.scores.forEach((score, k) => expect(score).toBeCloseTo(Math.exp(result.logits[k] - max) / denominator, 6));
+      expect(result.predicted_index).toBe(result.scores.indexOf(Math.max(...result.scores)));
+      expect(result.predicted_label).toBe(['negative', 'positive', 'neutral'][result.predicted_index]);
+    }
+    expect(pipeline.metadata()).toEqual({
+      model_id: 'test-sequence_classification',
+      model_type: 'sequence_classification',
+      id2label: { '0': 'negative', '1': 'positive', '2': 'neutral' },
+    });
+  });
+
+  it('labels every token with IOB labels and the probability of the label', async () => {
+    const pipeline = await pipelineFor(tokenDir, 'token_classification');
+    const response = (await pipeline.predict({ inputs: ['john lives in paris', 'hello'] })) as TokenClassificationResponse;
+    expect(ajv.validate(RESPONSE_SCHEMAS.token_classification, response)).toBe(true);
+    expect(response.results[0].tokens.map((t) => t.token_info.token)).toEqual(['john', 'lives', 'in', 'paris']);
+    for (const token of response.results.flatMap((r) => r.tokens)) {
+      const best = token.scores.indexOf(Math.max(...token.scores));
+      expect(token.label).toBe(['O', 'B-PER', 'I-PER'][best]);
+      expect(token.score).toBe(token.scores[best]);
+    }
+  });
+
+  it('falls back to LABEL_<i> for an index without a label, and omits predicted_label without any mapping', async () => {
+    const dir = await generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-X', 'I-X'] });
+    const configFile = path.join(dir, 'config.json');
+    const config = JSON.parse(readFileSync(configFile, 'utf8'));
+    config.id2label = { '0': 'O' };
+    writeFileSync(configFile, JSON.stringify(config));
+    const pipeline = await pipelineFor(dir, 'token_classification');
+    const response = (await pipeline.predict({ inputs: ['some words here to label'] })) as TokenClassificationResponse;
+    const labels = new Set(response.results[0].tokens.map((t) => t.label));
+    for (const label of labels) expect(['O', 'LABEL_1', 'LABEL_2']).toContain(label);
+    expect([...labels].some((l) => l.startsWith('LABEL_'))).toBe(true);
+
+    const seqDir = await generateTinyModel({ modelType: 'sequence_classification' });
+    const seqConfig = JSON.parse(readFileSync(path.join(seqDir, 'config.json'), 'utf8'));
+    delete seqConfig.id2label;
+    delete seqConfig.label2id;
+    writeFileSync(path.join(seqDir, 'config.json'), JSON.stringify(seqConfig));
+    const unlabeled = await pipelineFor(seqDir, 'sequence_classification');
+    const result = ((await unlabeled.predict({ inputs: ['x'] })) as SequenceClassificationResponse).results[0];
+    expect(result).not.toHaveProperty('predicted_label');
+    expect(unlabeled.metadata().id2label).toEqual({});
+  });
+
+  it('applies the Lua transform to the model output before shaping', async () => {
+    const plain = await pipelineFor(sequenceDir, 'sequence_classification');
+    const doubled = await pipelineFor(sequenceDir, 'sequence_classification', '  transform: |\n    function Postprocess(arr)\n      return arr * 2\n    end\n');
+    const a = ((await plain.predict({ inputs: texts })) as SequenceClassificationResponse).results;
+    const b = ((await doubled.predict({ inputs: texts })) as SequenceClassificationResponse).results;
+    a.forEach((result, i) => result.logits.forEach((logit, k) => expect(b[i].logits[k]).toBeCloseTo(logit * 2, 5)));
+  });
+
+  it('rejects bad requests with InputError and reports transform failures as InternalError', async () => {
+    const pipeline = await pipelineFor(embeddingDir, 'embedding');
+    await expect(pipeline.predict({ inputs: ['a'] })).rejects.toThrow(new InputError('missing required field "normalize"'));
+    await expect(pipeline.predict({ inputs: [], normalize: true })).rejects.toThrow('Invalid input: inputs must not be empty');
+
+    const failing = await pipelineFor(
+      sequenceDir,
+      'sequence_classification',
+      '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] > 1 then error("boom") end\n      return arr\n    end\n',
+    );
+    await expect(failing.predict({ inputs: ['one'] })).resolves.toBeDefined();
+    const error = await failing.predict({ inputs: ['one', 'two'] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InternalError);
+    expect((error as Error).message).toContain('boom');
+  });
+});

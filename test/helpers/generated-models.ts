@@ -1,0 +1,11 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PRESETS, writeModelDirectory, type GeneratorOptions } from '../../scripts/model-generator/index.ts';
+
+/** Writes a tiny generated model directory of the given type into a fresh temporary folder. */
+export async function generateTinyModel(overrides: Partial<GeneratorOptions> = {}): Promise<string> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tiny-model-'));
+  await writeModelDirectory(dir, { ...PRESETS.tiny, ...overrides });
+  return dir;
+}
