@@ -1,6 +1,6 @@
 import type { ModelType } from './config.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
-import { OnnxModel } from './onnx-model.ts';
+import { OnnxModel, type ModelSignature } from './onnx-model.ts';
 import { parsePredictRequest } from './requests.ts';
 import { embeddingResult, sequenceClassificationResult, tokenClassificationResult } from './results.ts';
 import type {
@@ -12,9 +12,9 @@ import type {
   SequenceClassificationResponse,
   TokenClassificationResponse,
 } from './schemas.ts';
-import { lpNormalize, softmax, Tensor } from './tensor.ts';
+import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
-import { LuaTransform } from './transform/index.ts';
+import { checkTransform, LuaTransform } from './transform/index.ts';
 
 export interface PipelineOptions {
   /** onnxruntime intra-op threads; default: onnxruntime's choice (all cores). */
@@ -68,11 +68,10 @@ export class PredictPipeline {
     let transform: LuaTransform | null = null;
     try {
       if (pkg.transform !== null) {
-        transform = await LuaTransform.create(pkg.transform, {
-          libs: pkg.luaLibs,
-          modelType: pkg.modelType,
-          wasmPath: options.luaWasmPath,
-        });
+        const settings = { libs: pkg.luaLibs, modelType: pkg.modelType, wasmPath: options.luaWasmPath };
+        // Run it once on a small output of the model's shape, so a broken script fails at load, not per request.
+        await checkTransform(pkg.transform, { ...settings, outputDims: sampleOutputDims(model.signature, pkg) });
+        transform = await LuaTransform.create(pkg.transform, settings);
       }
     } catch (error) {
       await model.close();
@@ -130,9 +129,9 @@ export class PredictPipeline {
   ): void {
     switch (this.modelType) {
       case 'embedding': {
-        const hidden = (request as EmbeddingRequest).normalize ? lpNormalize(output, 2, -1) : output;
+        const { normalize } = request as EmbeddingRequest;
         chunk.forEach((index, row) => {
-          (results as EmbeddingResponse['results'])[index] = embeddingResult(hidden, row, encodings[index]);
+          (results as EmbeddingResponse['results'])[index] = embeddingResult(output, row, encodings[index], normalize);
         });
         return;
       }
@@ -167,4 +166,11 @@ export class PredictPipeline {
     for (let i = 0; i < order.length; i += this.#maxBatchSequences) chunks.push(order.slice(i, i + this.#maxBatchSequences));
     return chunks;
   }
+}
+
+/** A small output of the model's shape for checking a transform: 2 sequences of 3 tokens. */
+function sampleOutputDims(signature: ModelSignature, pkg: ModelPackage): number[] {
+  const last = signature.output.shape.at(-1);
+  const width = typeof last === 'number' && last > 0 ? last : Math.max(labelsOf(pkg.modelConfig).size, 2);
+  return pkg.modelType === 'sequence_classification' ? [2, width] : [2, 3, width];
 }

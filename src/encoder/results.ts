@@ -14,15 +14,27 @@ import type { Encoding } from './tokenizer/index.ts';
 
 type EmbeddingResult = EmbeddingResponse['results'][number];
 
-/** `hidden` is [batch, sequence, hidden], already normalised when the request asked for it. */
-export function embeddingResult(hidden: Tensor, row: number, encoding: Encoding): EmbeddingResult {
+/**
+ * `hidden` is [batch, sequence, hidden]. With `normalize`, each token vector is scaled to unit L2 length while it
+ * is copied out (one pass, no intermediate tensor), dividing by max(norm, 1e-12) as torch's F.normalize does.
+ */
+export function embeddingResult(hidden: Tensor, row: number, encoding: Encoding, normalize: boolean): EmbeddingResult {
   const [, sequence, width] = hidden.dims;
   const embeddings: EmbeddingResult['embeddings'] = [];
   forEachInputToken(encoding, sequence, (position, tokenInfo) => {
     const start = (row * sequence + position) * width;
-    embeddings.push({ embedding: Array.from(hidden.data.subarray(start, start + width)), token_info: tokenInfo });
+    const embedding = numbersOf(hidden.data, start, width);
+    if (normalize) scaleToUnitLength(embedding);
+    embeddings.push({ embedding, token_info: tokenInfo });
   });
   return { embeddings };
+}
+
+function scaleToUnitLength(values: number[]): void {
+  let squares = 0;
+  for (const value of values) squares += value * value;
+  const scale = 1 / Math.max(Math.sqrt(squares), 1e-12);
+  for (let i = 0; i < values.length; i++) values[i] *= scale;
 }
 
 /** `logits` and `scores` are [batch, labels]. */
@@ -36,8 +48,8 @@ export function sequenceClassificationResult(
   const rowScores = scores.data.subarray(row * width, (row + 1) * width);
   const predictedIndex = indexOfMax(rowScores);
   const result: SequenceClassificationResult = {
-    logits: Array.from(logits.data.subarray(row * width, (row + 1) * width)),
-    scores: Array.from(rowScores),
+    logits: numbersOf(logits.data, row * width, width),
+    scores: numbersOf(rowScores, 0, width),
     predicted_index: predictedIndex,
   };
   if (labels) result.predicted_label = labelOf(labels, predictedIndex);
@@ -60,8 +72,8 @@ export function tokenClassificationResult(
     const best = indexOfMax(rowScores);
     tokens.push({
       token_info: tokenInfo,
-      logits: Array.from(logits.data.subarray(start, start + width)),
-      scores: Array.from(rowScores),
+      logits: numbersOf(logits.data, start, width),
+      scores: numbersOf(rowScores, 0, width),
       label: labelOf(labels, best),
       score: rowScores[best],
     });
@@ -87,4 +99,11 @@ function indexOfMax(values: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
   return best;
+}
+
+/** A plain array of `count` values from `start`; a counted loop is several times faster than Array.from(subarray). */
+function numbersOf(data: Float32Array, start: number, count: number): number[] {
+  const out = new Array<number>(count);
+  for (let i = 0; i < count; i++) out[i] = data[start + i];
+  return out;
 }

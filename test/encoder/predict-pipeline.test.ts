@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
-import { InputError, InternalError } from '../../src/encoder/errors.ts';
+import { ConfigError, InputError, InternalError } from '../../src/encoder/errors.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
 import {
@@ -51,8 +51,10 @@ describe('predict pipeline on generated models', () => {
     expect(response.results).toHaveLength(texts.length);
     response.results.forEach((result, i) => {
       const tokens = result.embeddings.map((e) => e.token_info!);
-      // token spans point back into the input text
-      expect(tokens.map((t) => texts[i].slice(t.start, t.end)).join(' ')).toBe(texts[i]);
+      // token spans point back into the input text: each span is its (lower-cased) word piece, spans in order
+      for (const token of tokens) expect(texts[i].slice(token.start, token.end).toLowerCase()).toBe(token.token.replace(/^##/, ''));
+      expect(tokens.map((t) => t.start)).toEqual([...tokens.map((t) => t.start)].sort((a, b) => a - b));
+      expect(tokens.at(-1)!.end).toBe(texts[i].length);
       for (const { embedding } of result.embeddings) {
         expect(embedding).toHaveLength(32);
         expect(Math.hypot(...embedding)).toBeCloseTo(1, 5);
@@ -104,9 +106,9 @@ describe('predict pipeline on generated models', () => {
 
   it('labels every token with IOB labels and the probability of the label', async () => {
     const pipeline = await pipelineFor(tokenDir, 'token_classification');
-    const response = (await pipeline.predict({ inputs: ['john lives in paris', 'hello'] })) as TokenClassificationResponse;
+    const response = (await pipeline.predict({ inputs: ['the man lives in paris', 'hello'] })) as TokenClassificationResponse;
     expect(ajv.validate(RESPONSE_SCHEMAS.token_classification, response)).toBe(true);
-    expect(response.results[0].tokens.map((t) => t.token_info.token)).toEqual(['john', 'lives', 'in', 'paris']);
+    expect(response.results[0].tokens.map((t) => t.token_info.token)).toEqual(['the', 'man', 'lives', 'in', 'paris']);
     for (const token of response.results.flatMap((r) => r.tokens)) {
       const best = token.scores.indexOf(Math.max(...token.scores));
       expect(token.label).toBe(['O', 'B-PER', 'I-PER'][best]);
@@ -137,6 +139,13 @@ describe('predict pipeline on generated models', () => {
     expect(unlabeled.metadata().id2label).toEqual({});
   });
 
+  it('checks the transform at load on an output of the model shape', async () => {
+    const wrongShape = pipelineFor(sequenceDir, 'sequence_classification', '  transform: |\n    function Postprocess(arr)\n      return arr:sum_axis(2)\n    end\n');
+    await expect(wrongShape).rejects.toThrow(ConfigError);
+    const failing = pipelineFor(embeddingDir, 'embedding', '  transform: |\n    function Postprocess(arr)\n      local x = nil\n      return x.y\n    end\n');
+    await expect(failing).rejects.toThrow(/^transform line 3: /);
+  });
+
   it('applies the Lua transform to the model output before shaping', async () => {
     const plain = await pipelineFor(sequenceDir, 'sequence_classification');
     const doubled = await pipelineFor(sequenceDir, 'sequence_classification', '  transform: |\n    function Postprocess(arr)\n      return arr * 2\n    end\n');
@@ -150,13 +159,14 @@ describe('predict pipeline on generated models', () => {
     await expect(pipeline.predict({ inputs: ['a'] })).rejects.toThrow(new InputError('missing required field "normalize"'));
     await expect(pipeline.predict({ inputs: [], normalize: true })).rejects.toThrow('Invalid input: inputs must not be empty');
 
+    // The load-time check runs on a batch of 2, so this script passes it and fails on a batch of 1.
     const failing = await pipelineFor(
       sequenceDir,
       'sequence_classification',
-      '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] > 1 then error("boom") end\n      return arr\n    end\n',
+      '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] == 1 then error("boom") end\n      return arr\n    end\n',
     );
-    await expect(failing.predict({ inputs: ['one'] })).resolves.toBeDefined();
-    const error = await failing.predict({ inputs: ['one', 'two'] }).catch((e: unknown) => e);
+    await expect(failing.predict({ inputs: ['one', 'two'] })).resolves.toBeDefined();
+    const error = await failing.predict({ inputs: ['one'] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InternalError);
     expect((error as Error).message).toContain('boom');
   });

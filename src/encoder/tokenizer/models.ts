@@ -9,9 +9,9 @@
  * Results per distinct word are cached (bounded), which is where most of the time goes for
  * WordPiece on real text.
  */
-import { BPE as LibBPE, Unigram as LibUnigram, WordPiece as LibWordPiece } from '@huggingface/tokenizers';
-import { ConfigError } from '../errors.ts';
-import { codePointsOf } from './unicode.ts';
+import { type LibraryModel, library } from './library.ts';
+import { BYTE_TO_CHAR } from './pre-tokenizers.ts';
+import { ConfigError, InternalError } from '../errors.ts';
 
 /** Tokens of one pre-token: ids, strings and [start, end) char ranges inside the pre-token. */
 export interface WordTokens {
@@ -32,6 +32,8 @@ export interface TokenModel {
 type Json = Record<string, unknown>;
 
 const WORD_CACHE_LIMIT = 50_000;
+/** Longer words are rare and would make the cache heavy. */
+const CACHED_WORD_LENGTH = 128;
 
 function cpLength(s: string): number {
   let n = 0;
@@ -57,12 +59,14 @@ export function modelType(model: Json): string {
   return 'unknown';
 }
 
+/** Per-word results, shared by reference: callers must not modify them. */
 abstract class CachedModel {
   private cache = new Map<string, WordTokens>();
 
   protected abstract compute(word: string, length: number): WordTokens;
 
   tokenizeWord(word: string, length: number): WordTokens {
+    if (word.length > CACHED_WORD_LENGTH) return this.compute(word, length);
     let r = this.cache.get(word);
     if (r === undefined) {
       r = this.compute(word, length);
@@ -87,7 +91,7 @@ function vocabObject(model: Json, name: string): Record<string, number> {
 class WordPieceModel extends CachedModel implements TokenModel {
   readonly kind = 'WordPiece' as const;
   readonly vocabSize: number;
-  private readonly lib: LibWordPiece;
+  private readonly lib: LibraryModel;
   private readonly vocab: Map<string, number>;
   private readonly idToTok: string[];
   private readonly unk: string;
@@ -105,13 +109,13 @@ class WordPieceModel extends CachedModel implements TokenModel {
     if (!Number.isInteger(maxChars)) throw new ConfigError('tokenizer: WordPiece max_input_chars_per_word must be an integer');
     this.vocab = new Map(Object.entries(vocab));
     if (!this.vocab.has(unk)) throw new ConfigError(`tokenizer: WordPiece unk_token "${unk}" is not in the vocab`);
-    this.lib = new LibWordPiece({
+    this.lib = new library.WordPiece({
       type: 'WordPiece',
       vocab,
       unk_token: unk,
       continuing_subword_prefix: prefix,
       max_input_chars_per_word: maxChars,
-    } as never);
+    });
     this.unk = unk;
     this.unkId = this.vocab.get(unk) as number;
     this.prefixLength = cpLength(prefix);
@@ -129,7 +133,7 @@ class WordPieceModel extends CachedModel implements TokenModel {
   }
 
   protected compute(word: string, length: number): WordTokens {
-    const tokens = this.lib.encode([word]);
+    const tokens = callModel(this.lib, word);
     if (tokens.length === 1) {
       const t = tokens[0];
       return { ids: [t === this.unk ? this.unkId : (this.vocab.get(t) as number)], tokens: [t], starts: [0], ends: [length] };
@@ -139,7 +143,7 @@ class WordPieceModel extends CachedModel implements TokenModel {
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i];
       const id = this.vocab.get(t);
-      if (id === undefined || t === this.unk) throw new ConfigError(`tokenizer: WordPiece returned an unexpected token "${t}"`);
+      if (id === undefined || t === this.unk) throw new InternalError(`tokenizer: WordPiece returned an unexpected token "${t}"`);
       const len = cpLength(t) - (i > 0 ? this.prefixLength : 0);
       r.ids.push(id);
       r.tokens.push(t);
@@ -147,7 +151,7 @@ class WordPieceModel extends CachedModel implements TokenModel {
       pos += len;
       r.ends.push(pos);
     }
-    if (pos !== length) throw new ConfigError(`tokenizer: WordPiece pieces of "${word}" do not cover the word`);
+    if (pos !== length) throw new InternalError(`tokenizer: WordPiece pieces of "${word}" do not cover the word`);
     return r;
   }
 }
@@ -157,7 +161,7 @@ const BYTE_TOKEN = /^<0x[0-9A-F]{2}>$/;
 class BpeModel extends CachedModel implements TokenModel {
   readonly kind = 'BPE' as const;
   readonly vocabSize: number;
-  private readonly lib: LibBPE;
+  private readonly lib: LibraryModel;
   private readonly vocab: Map<string, number>;
   private readonly idToTok: string[];
   private readonly unk: string | null;
@@ -196,7 +200,15 @@ class BpeModel extends CachedModel implements TokenModel {
     this.fuseUnk = model.fuse_unk === true;
     this.byteFallback = model.byte_fallback === true;
     this.suffix = typeof suffix === 'string' ? suffix : '';
-    this.lib = new LibBPE({ ...model, type: 'BPE', unk_token: this.unk } as never);
+    if (this.byteFallback) {
+      for (let b = 0; b < 256; b++) {
+        if (!this.vocab.has(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)) {
+          // Rust then emits a pending unk after later byte tokens; the id library does not
+          throw new ConfigError('tokenizer: unsupported BPE byte_fallback with an incomplete <0x00>..<0xFF> vocab');
+        }
+      }
+    }
+    this.lib = new library.BPE({ ...model, type: 'BPE', unk_token: this.unk });
     this.vocabSize = this.vocab.size;
     this.idToTok = [];
     for (const [k, v] of this.vocab) this.idToTok[v] = k;
@@ -210,57 +222,96 @@ class BpeModel extends CachedModel implements TokenModel {
     return this.idToTok[id];
   }
 
+  /**
+   * Without unk token or byte fallback, Rust drops unknown chars and then merges the chars on both
+   * sides of them, which the id library does not: only safe when nothing can be unknown.
+   */
+  get mayDropChars(): boolean {
+    return this.unk === null && !this.byteFallback;
+  }
+
+  /**
+   * Whether the vocab has the byte-level char of every byte that UTF-8 text can contain (all but
+   * 0xC0, 0xC1, 0xF5..0xFF), so that no byte-level pre-token holds an unknown char.
+   */
+  coversByteLevelAlphabet(alphabet: readonly number[]): boolean {
+    for (let b = 0; b < 256; b++) {
+      if (b === 0xc0 || b === 0xc1 || b >= 0xf5) continue;
+      if (!this.known(String.fromCodePoint(alphabet[b]), false)) return false;
+    }
+    return true;
+  }
+
   /** Whether Rust's merge_word finds this char (with the end-of-word suffix when last) in the vocab. */
   private known(ch: string, last: boolean): boolean {
     return this.vocab.has(last && this.suffix ? ch + this.suffix : ch);
   }
 
+  /** Whether byte fallback can spell this char (all its <0xXX> tokens are in the vocab). */
+  private spellable(ch: string): boolean {
+    if (!this.byteFallback) return false;
+    for (const b of this.encoder.encode(ch)) {
+      if (!this.vocab.has(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)) return false;
+    }
+    return true;
+  }
+
+  /** A char Rust cannot tokenize: it becomes the unk token, or disappears without one. */
+  private unknown(chars: string[], pos: number): boolean {
+    const ch = chars[pos];
+    return !this.known(ch, pos === chars.length - 1) && !this.spellable(ch);
+  }
+
   protected compute(word: string, length: number): WordTokens {
-    const tokens = this.lib.encode([word]);
+    const tokens = callModel(this.lib, word);
     const chars = Array.from(word);
     const r: WordTokens = { ids: [], tokens: [], starts: [], ends: [] };
     let pos = 0;
+    let u16 = 0; // UTF-16 index of chars[pos] in word
+    const advance = (to: number): void => {
+      while (pos < to) u16 += chars[pos++].length;
+    };
     let pendingBytes = 0; // byte-fallback tokens still owed to chars[pos]
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i];
       const id = this.vocab.get(t);
-      if (id === undefined) throw new ConfigError(`tokenizer: BPE returned a token outside the vocab: "${t}"`);
+      if (id === undefined) throw new InternalError(`tokenizer: BPE returned a token outside the vocab: "${t}"`);
       if (pendingBytes === 0) {
-        if (t === this.unk && pos < length && !this.known(chars[pos], pos === length - 1)) {
+        if (t === this.unk && pos < length && this.unknown(chars, pos)) {
           // unknown char(s): one unk, or one per run of unknown chars with fuse_unk
           let end = pos + 1;
-          if (this.fuseUnk) while (end < length && !this.known(chars[end], end === length - 1)) end++;
+          if (this.fuseUnk) while (end < length && this.unknown(chars, end)) end++;
           push(r, id, t, pos, end);
-          pos = end;
+          advance(end);
           continue;
         }
         // a real token: its text is the next chars of the word (the suffix ends the last one)
         let text = t;
         if (this.suffix && i === tokens.length - 1 && text.endsWith(this.suffix)) text = text.slice(0, -this.suffix.length);
-        if (text.length > 0 && word.startsWith(text, utf16Index(chars, pos))) {
+        if (text.length > 0 && word.startsWith(text, u16)) {
           const n = cpLength(text);
           push(r, id, t, pos, pos + n);
-          pos += n;
+          advance(pos + n);
           continue;
         }
         if (!(this.byteFallback && BYTE_TOKEN.test(t) && pos < length)) {
-          throw new ConfigError(`tokenizer: cannot align BPE token "${t}" with "${word}"`);
+          throw new InternalError(`tokenizer: cannot align BPE token "${t}" with "${word}"`);
         }
         pendingBytes = this.encoder.encode(chars[pos]).length;
       }
       push(r, id, t, pos, pos + 1);
       pendingBytes--;
-      if (pendingBytes === 0) pos++;
+      if (pendingBytes === 0) advance(pos + 1);
     }
-    if (pos !== length || pendingBytes !== 0) throw new ConfigError(`tokenizer: BPE tokens of "${word}" do not cover the word`);
+    if (pos !== length || pendingBytes !== 0) throw new InternalError(`tokenizer: BPE tokens of "${word}" do not cover the word`);
     return r;
   }
+
 }
 
-function utf16Index(chars: string[], cpIndex: number): number {
-  let n = 0;
-  for (let i = 0; i < cpIndex; i++) n += chars[i].length;
-  return n;
+/** The library's model entry point (`_call`: encode, then fuse_unk when the model asks for it). */
+function callModel(lib: LibraryModel, word: string): string[] {
+  return lib([word]);
 }
 
 function push(r: WordTokens, id: number, t: string, s: number, e: number): void {
@@ -273,7 +324,7 @@ function push(r: WordTokens, id: number, t: string, s: number, e: number): void 
 class UnigramModel extends CachedModel implements TokenModel {
   readonly kind = 'Unigram' as const;
   readonly vocabSize: number;
-  private readonly lib: LibUnigram;
+  private readonly lib: LibraryModel;
   private readonly vocab: Map<string, number>;
   private readonly pieces: string[];
   private readonly unkId: number;
@@ -299,7 +350,7 @@ class UnigramModel extends CachedModel implements TokenModel {
     });
     this.unkId = unkId as number;
     this.vocabSize = vocab.length;
-    this.lib = new LibUnigram({ ...model, type: 'Unigram' } as never, eosToken ?? '</s>');
+    this.lib = new library.Unigram({ ...model, type: 'Unigram' }, eosToken ?? '</s>');
   }
 
   tokenToId(token: string): number | undefined {
@@ -311,7 +362,7 @@ class UnigramModel extends CachedModel implements TokenModel {
   }
 
   protected compute(word: string, length: number): WordTokens {
-    const pieces = this.lib.encode([word]);
+    const pieces = callModel(this.lib, word);
     const r: WordTokens = { ids: [], tokens: [], starts: [], ends: [] };
     let pos = 0;
     for (const p of pieces) {
@@ -319,20 +370,30 @@ class UnigramModel extends CachedModel implements TokenModel {
       push(r, this.vocab.get(p) ?? this.unkId, p, pos, pos + n);
       pos += n;
     }
-    if (pos !== length) throw new ConfigError(`tokenizer: Unigram pieces of "${word}" do not cover the word`);
+    if (pos !== length) throw new InternalError(`tokenizer: Unigram pieces of "${word}" do not cover the word`);
     return r;
   }
 }
 
-export function createModel(model: unknown, eosToken: string | undefined): TokenModel {
+/**
+ * @param byteLevel whether a ByteLevel pre-tokenizer turns every pre-token into the byte-level alphabet
+ */
+export function createModel(model: unknown, eosToken: string | undefined, byteLevel = false): TokenModel {
   if (!model || typeof model !== 'object' || Array.isArray(model)) throw new ConfigError('tokenizer: "model" must be an object');
   const m = model as Json;
   const type = modelType(m);
   switch (type) {
     case 'WordPiece':
       return new WordPieceModel(m);
-    case 'BPE':
-      return new BpeModel(m);
+    case 'BPE': {
+      const bpe = new BpeModel(m);
+      if (bpe.mayDropChars && !(byteLevel && bpe.coversByteLevelAlphabet(BYTE_TO_CHAR))) {
+        throw new ConfigError(
+          'tokenizer: unsupported BPE without unk_token or byte_fallback outside a byte-level alphabet (Rust drops unknown chars and merges across them)',
+        );
+      }
+      return bpe;
+    }
     case 'Unigram':
       return new UnigramModel(m, eosToken);
     default:
@@ -340,4 +401,3 @@ export function createModel(model: unknown, eosToken: string | undefined): Token
   }
 }
 
-export { codePointsOf };

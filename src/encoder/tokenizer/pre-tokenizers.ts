@@ -5,7 +5,7 @@
  */
 import { ConfigError } from '../errors.ts';
 import {
-  NormalizedString,
+  type NormalizedString,
   type PatternMatches,
   type SplitBehavior,
   matchChars,
@@ -58,7 +58,9 @@ export const BYTE_TO_CHAR: number[] = (() => {
  * `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
  * written out by hand over the reference's Oniguruma classes.
  */
-export function byteLevelMatches(cps: ArrayLike<number>, n: number): PatternMatches {
+export function byteLevelMatches(ns: NormalizedString): PatternMatches {
+  const n = ns.len;
+  const cps = ns.codePoints();
   if (n === 0) return [0, 0, 0];
   const f = flags();
   const cls = (c: number): number => {
@@ -98,25 +100,46 @@ export function byteLevelMatches(cps: ArrayLike<number>, n: number): PatternMatc
   return out;
 }
 
+/** ASCII char -> its byte-level char, as a one-char string */
+const BYTE_LEVEL_ASCII: string[] = Array.from({ length: 128 }, (_, b) => String.fromCharCode(BYTE_TO_CHAR[b]));
+
 function byteLevel(cfg: Json): PreTokenizer {
   const addPrefixSpace = cfg.add_prefix_space === undefined ? true : cfg.add_prefix_space === true;
   const useRegex = cfg.use_regex === undefined ? true : cfg.use_regex === true;
   const encoder = new TextEncoder();
   return (ns) => {
-    if (addPrefixSpace && (ns.length === 0 || ns.cps[0] !== 0x20)) ns.prepend(' ');
-    const pieces = useRegex ? ns.split(byteLevelMatches(ns.cps, ns.length), 'Isolated') : [ns];
+    if (addPrefixSpace && (ns.length === 0 || ns.at(0) !== 0x20)) ns.prepend(' ');
+    const pieces = useRegex ? ns.split(byteLevelMatches(ns), 'Isolated') : [ns];
     for (const p of pieces) {
-      if (p.length === 0) continue;
+      const n = p.length;
+      if (n === 0) continue;
+      let ascii = true;
+      for (let i = 0; i < n; i++) {
+        if (p.at(i) >= 0x80) {
+          ascii = false;
+          break;
+        }
+      }
+      if (ascii) {
+        // one byte-level char per char: the alignments stay, only the chars change
+        const cps = new Int32Array(n);
+        let text = '';
+        for (let i = 0; i < n; i++) {
+          const c = p.at(i);
+          cps[i] = BYTE_TO_CHAR[c];
+          text += BYTE_LEVEL_ASCII[c];
+        }
+        p.setContent(cps, p.starts.subarray(p.off, p.off + n), p.ends.subarray(p.off, p.off + n), n, text);
+        continue;
+      }
       const cps: number[] = [];
       const changes: number[] = [];
-      let ascii = true;
-      for (let i = 0; i < p.length; i++) {
-        const c = p.cps[i];
+      for (let i = 0; i < n; i++) {
+        const c = p.at(i);
         if (c < 0x80) {
           cps.push(BYTE_TO_CHAR[c]);
           changes.push(0);
         } else {
-          ascii = false;
           const bytes = encoder.encode(String.fromCodePoint(c));
           for (let k = 0; k < bytes.length; k++) {
             cps.push(BYTE_TO_CHAR[bytes[k]]);
@@ -124,13 +147,7 @@ function byteLevel(cfg: Json): PreTokenizer {
           }
         }
       }
-      if (ascii) {
-        // one char per char: only the chars change, alignments stay
-        const out = new Int32Array(cps);
-        p.cps = out;
-      } else {
-        p.transform(cps, changes, cps.length, 0);
-      }
+      p.transform(cps, changes, cps.length, 0);
     }
     return pieces;
   };
@@ -154,13 +171,13 @@ function metaspace(cfg: Json): PreTokenizer {
   const space = [0x20];
   const r = rep[0];
   return (ns) => {
-    ns.replace(matchString(ns.cps, ns.length, space), rep);
-    const starts = ns.length > 0 && ns.cps[0] === r;
+    ns.replace(matchString(ns, space), rep);
+    const starts = ns.length > 0 && ns.at(0) === r;
     if (scheme === 'always' && !starts) ns.prepend(replacement);
     else if (scheme === 'first' && !starts && ns.origStart === 0) ns.prepend(replacement);
     if (!split) return [ns];
     return ns.split(
-      matchChars(ns.cps, ns.length, (c) => c === r),
+      matchChars(ns, (c) => c === r),
       'MergedWithNext',
     );
   };
@@ -170,7 +187,9 @@ function metaspace(cfg: Json): PreTokenizer {
  * Whitespace pre-tokenizer: Rust splits on `Invert(\w+|[^\w\s]+)` with Removed, so the regex
  * matches are kept (flag 0) and the whitespace gaps between them removed (flag 1).
  */
-function whitespaceMatches(cps: ArrayLike<number>, n: number): PatternMatches {
+function whitespaceMatches(ns: NormalizedString): PatternMatches {
+  const n = ns.len;
+  const cps = ns.codePoints();
   if (n === 0) return [0, 0, 0];
   const f = flags();
   const word = (c: number): boolean => (f[c] & F_ONIG_WORD) !== 0;
@@ -203,7 +222,7 @@ function split(cfg: Json): PreTokenizer {
   if (pattern && typeof pattern.String === 'string') {
     const pat = codePointsOf(pattern.String);
     return (ns) => {
-      const m = matchString(ns.cps, ns.length, pat);
+      const m = matchString(ns, pat);
       return ns.split(inv ? invert(m) : m, behavior);
     };
   }
@@ -224,18 +243,29 @@ export function createPreTokenizer(cfg: unknown): PreTokenizer | null {
   const f = flags();
   switch (c.type) {
     case 'BertPreTokenizer':
+      // split on whitespace (removed), then on punctuation (isolated), in one pass
       return (ns) => {
         const out: NormalizedString[] = [];
-        for (const w of ns.split(matchChars(ns.cps, ns.length, (cp) => (f[cp] & F_WHITESPACE) !== 0), 'Removed')) {
-          if (w.length === 0) continue;
-          for (const p of w.split(matchChars(w.cps, w.length, (cp) => (f[cp] & F_BERT_PUNCT) !== 0), 'Isolated')) out.push(p);
+        const n = ns.len;
+        let start = 0;
+        for (let i = 0; i < n; i++) {
+          const x = f[ns.at(i)];
+          if (x & F_WHITESPACE) {
+            if (start < i) out.push(ns.slice(start, i));
+            start = i + 1;
+          } else if (x & F_BERT_PUNCT) {
+            if (start < i) out.push(ns.slice(start, i));
+            out.push(ns.slice(i, i + 1));
+            start = i + 1;
+          }
         }
+        if (start < n) out.push(ns.slice(start, n));
         return out;
       };
     case 'WhitespaceSplit':
-      return (ns) => ns.split(matchChars(ns.cps, ns.length, (cp) => (f[cp] & F_WHITESPACE) !== 0), 'Removed');
+      return (ns) => ns.split(matchChars(ns, (cp) => (f[cp] & F_WHITESPACE) !== 0), 'Removed');
     case 'Whitespace':
-      return (ns) => ns.split(whitespaceMatches(ns.cps, ns.length), 'Removed');
+      return (ns) => ns.split(whitespaceMatches(ns), 'Removed');
     case 'ByteLevel':
       return byteLevel(c);
     case 'Metaspace':
@@ -244,20 +274,20 @@ export function createPreTokenizer(cfg: unknown): PreTokenizer | null {
       return split(c);
     case 'Punctuation': {
       const behavior = behaviorOf(c, 'Isolated');
-      return (ns) => ns.split(matchChars(ns.cps, ns.length, (cp) => (f[cp] & F_BERT_PUNCT) !== 0), behavior);
+      return (ns) => ns.split(matchChars(ns, (cp) => (f[cp] & F_BERT_PUNCT) !== 0), behavior);
     }
     case 'Digits': {
       const individual = c.individual_digits === true;
       return (ns) =>
         ns.split(
-          matchChars(ns.cps, ns.length, (cp) => cp >= 0x30 && cp <= 0x39),
+          matchChars(ns, (cp) => cp >= 0x30 && cp <= 0x39),
           individual ? 'Isolated' : 'Contiguous',
         );
     }
     case 'CharDelimiterSplit': {
       const d = codePointsOf(typeof c.delimiter === 'string' ? c.delimiter : '');
       if (d.length !== 1) throw new ConfigError('tokenizer: CharDelimiterSplit needs a one-char delimiter');
-      return (ns) => ns.split(matchChars(ns.cps, ns.length, (cp) => cp === d[0]), 'Removed');
+      return (ns) => ns.split(matchChars(ns, (cp) => cp === d[0]), 'Removed');
     }
     case 'Sequence': {
       if (!Array.isArray(c.pretokenizers)) throw new ConfigError('tokenizer: Sequence pre-tokenizer needs a "pretokenizers" list');

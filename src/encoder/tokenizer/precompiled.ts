@@ -1,10 +1,10 @@
 /**
  * The SentencePiece `precompiled_charsmap` normalizer (T5, ALBERT, XLM-R, ...), read from its binary
  * form: a little-endian u32 trie size, a darts-clone double-array trie over UTF-8 bytes, then the
- * NUL-separated replacement strings. The trie lookup, the grapheme walk and the odd `change` values
- * follow the Rust reference (`spm_precompiled` + tokenizers' `Precompiled` normalizer) exactly,
- * because they decide the offsets: a replacement longer than its source is recorded as insertions
- * that never consume the source char, which shifts the alignment of what follows; we keep that.
+ * NUL-separated replacement strings. The trie lookup (shortest matching prefix), the grapheme walk
+ * and the `change` values follow the Rust reference (`spm_precompiled` + tokenizers' `Precompiled`
+ * normalizer) exactly, because they decide the offsets: e.g. a removed char is folded into the
+ * previous transformation, so when nothing precedes it the next char inherits its alignment.
  */
 import { ConfigError } from '../errors.ts';
 import type { NormalizedString } from './normalized-string.ts';
@@ -79,8 +79,8 @@ export class PrecompiledCharsmap {
     const n = ns.length;
     let simple = true;
     for (let i = 0; i < n; i++) {
-      const c = ns.cps[i];
-      if (c >= 0x80 || (c === 0x0d && i + 1 < n && ns.cps[i + 1] === 0x0a)) {
+      const c = ns.at(i);
+      if (c >= 0x80 || (c === 0x0d && i + 1 < n && ns.at(i + 1) === 0x0a)) {
         simple = false;
         break;
       }
@@ -113,10 +113,19 @@ export class PrecompiledCharsmap {
     const cps: number[] = [];
     const changes: number[] = [];
     let modified = false;
+    // tokenizers' `replace`: the new chars replace (change 0); when longer, the last `diff` of them
+    // become insertions; when shorter, the last transformation so far (possibly a previous char's)
+    // also removes the difference.
     const emit = (norm: number[], oldCount: number): void => {
-      for (let i = 0; i < norm.length; i++) {
-        cps.push(norm[i]);
-        changes.push(i === 0 ? norm.length - oldCount : i);
+      for (const c of norm) {
+        cps.push(c);
+        changes.push(0);
+      }
+      const diff = norm.length - oldCount;
+      if (diff > 0) {
+        for (let k = changes.length - diff; k < changes.length; k++) changes[k] = 1;
+      } else if (diff < 0 && changes.length > 0) {
+        changes[changes.length - 1] += diff;
       }
     };
     for (let g = 0; g + 1 < bounds.length; g++) {
@@ -124,24 +133,24 @@ export class PrecompiledCharsmap {
       const b = bounds[g + 1];
       if (a === b) continue;
       if (b - a === 1) {
-        const norm = this.transformChar(ns.cps[a]);
+        const norm = this.transformChar(ns.at(a));
         if (norm !== null) {
           modified = true;
           emit(norm, 1);
         } else {
-          cps.push(ns.cps[a]);
+          cps.push(ns.at(a));
           changes.push(0);
         }
         continue;
       }
       let bytes = 0;
       for (let i = a; i < b; i++) {
-        const c = ns.cps[i];
+        const c = ns.at(i);
         bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
       }
       if (bytes < 6) {
         let chunk = '';
-        for (let i = a; i < b; i++) chunk += String.fromCodePoint(ns.cps[i]);
+        for (let i = a; i < b; i++) chunk += String.fromCodePoint(ns.at(i));
         const norm = this.transform(chunk);
         if (norm !== null) {
           modified = true;
@@ -150,12 +159,12 @@ export class PrecompiledCharsmap {
         }
       }
       for (let i = a; i < b; i++) {
-        const norm = this.transformChar(ns.cps[i]);
+        const norm = this.transformChar(ns.at(i));
         if (norm !== null) {
           modified = true;
           emit(norm, 1);
         } else {
-          cps.push(ns.cps[i]);
+          cps.push(ns.at(i));
           changes.push(0);
         }
       }

@@ -7,7 +7,7 @@
  * engines in corners, so only patterns whose offsets were verified against the reference
  * (test/encoder/tokenizer-oracle.test.ts) are accepted; anything else is a ConfigError at load.
  */
-import { SplitPreTokenizer } from '@huggingface/tokenizers';
+import { library } from './library.ts';
 import { ConfigError } from '../errors.ts';
 import { ONIG_LETTER, ONIG_NUMBER } from './unicode-tables.ts';
 
@@ -50,9 +50,7 @@ export function compileOnigRegex(pattern: string, where: string): RegExp {
 export function compileOnigRegexUnchecked(pattern: string): RegExp {
   let re: RegExp | null;
   try {
-    re = (new SplitPreTokenizer({ type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false } as never) as unknown as {
-      pattern: RegExp | null;
-    }).pattern;
+    re = new library.SplitPreTokenizer({ type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false }).pattern;
   } catch (cause) {
     throw new ConfigError(`tokenizer: cannot compile regex ${JSON.stringify(pattern)}`, { cause });
   }

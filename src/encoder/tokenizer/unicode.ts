@@ -12,6 +12,7 @@ import {
   BERT_PUNCT,
   BERT_REMOVED,
   CCC_RANKS,
+  COMBINING_MARK,
   MARK_NONSPACING,
   NORM_UNKNOWN,
   ONIG_LETTER,
@@ -30,6 +31,7 @@ export const F_NUMBER = 32;
 export const F_ONIG_SPACE = 64;
 export const F_NORM_UNKNOWN = 128;
 export const F_ONIG_WORD = 256;
+export const F_COMBINING_MARK = 512;
 
 const MAX_CP = 0x110000;
 
@@ -59,6 +61,7 @@ export function flags(): Uint16Array {
     fillRanges(t, ONIG_SPACE, F_ONIG_SPACE);
     fillRanges(t, NORM_UNKNOWN, F_NORM_UNKNOWN);
     fillRanges(t, ONIG_WORD, F_ONIG_WORD);
+    fillRanges(t, COMBINING_MARK, F_COMBINING_MARK);
     flagTable = t;
   }
   return flagTable;
@@ -156,6 +159,23 @@ function decomposition(cp: number, compat: boolean): number[] | null {
   return r;
 }
 
+/** Canonical decomposition as the Rust normalizer knows it, or null when the char is its own. */
+export function canonicalDecomposition(cp: number): number[] | null {
+  return decomposition(cp, false);
+}
+
+/**
+ * True when NFD of this char cannot be reordered with its neighbours' marks: the char is a starter
+ * and so is the first char of its decomposition.
+ */
+export function startsWithStarter(cp: number): boolean {
+  if (cp < 0x300) return true;
+  const ccc = cccRanks();
+  if (ccc[cp] !== 0) return false;
+  const d = decomposition(cp, false);
+  return d === null || ccc[d[0]] === 0;
+}
+
 /** Output of a Unicode normalization: code points and the `change` of each (see NormalizedString.transform). */
 export interface CharChanges {
   cps: number[];
@@ -175,7 +195,18 @@ export function decomposeWithChanges(input: ArrayLike<number>, length: number, c
   let pending = 0; // start of the part of the buffer not sorted yet
   const sortPending = (): void => {
     const n = cps.length - pending;
-    if (n > 1) {
+    if (n > 16) {
+      // long runs of marks (zalgo): a stable O(n log n) sort instead of insertion sort
+      const order = Array.from({ length: n }, (_, k) => pending + k).sort((x, y) => classes[x] - classes[y] || x - y);
+      const c0 = order.map((k) => cps[k]);
+      const h0 = order.map((k) => changes[k]);
+      const k0 = order.map((k) => classes[k]);
+      for (let k = 0; k < n; k++) {
+        cps[pending + k] = c0[k];
+        changes[pending + k] = h0[k];
+        classes[pending + k] = k0[k];
+      }
+    } else if (n > 1) {
       // insertion sort: stable, and runs are tiny
       for (let i = pending + 1; i < cps.length; i++) {
         const c = classes[i];

@@ -52,6 +52,7 @@ export interface ProbedTables {
   bertRemoved: number[];
   bertPunct: number[];
   markNonspacing: number[];
+  combiningMark: number[];
   onigLetter: number[];
   onigNumber: number[];
   onigSpace: number[];
@@ -89,6 +90,7 @@ export function probeTables(): ProbedTables {
   const bn = hf.bertNormalizer({ cleanText: true, handleChineseChars: false, stripAccents: false, lowercase: false });
   const bp = hf.bertPreTokenizer();
   const sa = hf.stripAccentsNormalizer();
+  const bs = hf.bertNormalizer({ cleanText: false, handleChineseChars: false, stripAccents: true, lowercase: false });
   const bl = hf.byteLevelPreTokenizer(false, true);
   const wsp = hf.whitespacePreTokenizer();
   const nfd = hf.nfdNormalizer();
@@ -98,6 +100,7 @@ export function probeTables(): ProbedTables {
     bertRemoved: [],
     bertPunct: [],
     markNonspacing: [],
+    combiningMark: [],
     onigLetter: [],
     onigNumber: [],
     onigSpace: [],
@@ -112,7 +115,8 @@ export function probeTables(): ProbedTables {
     if (ws.preTokenizeString('a' + s + 'b').length === 2) t.whitespace.push(cp);
     if (bn.normalizeString('a' + s + 'b') === 'ab') t.bertRemoved.push(cp);
     if (bp.preTokenizeString('a' + s + 'b').length === 3) t.bertPunct.push(cp);
-    if (sa.normalizeString('a' + s) === 'a') t.markNonspacing.push(cp);
+    if (bs.normalizeString('a' + s) === 'a') t.markNonspacing.push(cp);
+    if (sa.normalizeString('a' + s) === 'a') t.combiningMark.push(cp);
     const isL = bl.preTokenizeString('a' + s + 'a').length === 1;
     const isN = bl.preTokenizeString('1' + s + '1').length === 1;
     if (isL) t.onigLetter.push(cp);

@@ -1,0 +1,39 @@
+/** Small timing helpers for the benchmarks: medians over repeated runs, printed as tables. */
+
+export interface Timing {
+  medianMs: number;
+  minMs: number;
+  runs: number;
+}
+
+/** Runs `fn` `warmup` times, then `runs` times, and returns the median and minimum wall time. */
+export async function time(fn: () => unknown, options: { runs?: number; warmup?: number } = {}): Promise<Timing> {
+  const runs = options.runs ?? 10;
+  for (let i = 0; i < (options.warmup ?? 2); i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await fn();
+    samples.push(performance.now() - start);
+  }
+  return { medianMs: median(samples), minMs: Math.min(...samples), runs };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** Prints a Markdown table, so the output can go straight into docs/benchmarks.md. */
+export function printTable(title: string, header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((row) => row.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
+  const line = (row: string[]) => `| ${row.map((cell, i) => cell.padEnd(widths[i])).join(' | ')} |`;
+  console.log(`\n### ${title}\n`);
+  console.log(line(header));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const row of cells.slice(1)) console.log(line(row));
+}
+
+export const ms = (value: number): string => value.toFixed(value < 1 ? 3 : 1);

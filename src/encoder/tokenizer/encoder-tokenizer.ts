@@ -1,0 +1,334 @@
+/**
+ * The tokenizer of the encoder server: tokenizer.json in, ids + code-point offsets + tensors out.
+ *
+ * Pipeline (that of the Rust reference, `TokenizerImpl::encode_char_offsets`):
+ *   added tokens with normalized=false split off the raw text
+ *   -> normalizer on each remaining piece -> added tokens with normalized=true split off
+ *   -> pre-tokenizer -> model (ids from @huggingface/tokenizers) -> offsets mapped back through
+ *      the alignments -> truncation -> post-processor (special tokens, offset trimming) -> padding.
+ *
+ * Offsets are Unicode code points of the input string (Rust char indices), never UTF-16 units.
+ *
+ * What the server uses: `encode` truncates to `maxLength` (from tokenizer_config.json) and never
+ * pads; batches are padded by `pad` to their longest member. The truncation and padding stored in
+ * tokenizer.json are ignored there, but `encodeWith(text, fileSettings())` reproduces them
+ * exactly (that is how the golden files' own configuration is checked).
+ */
+import { ConfigError, InputError } from '../errors.ts';
+import { AddedVocabulary, type Split } from './added-vocabulary.ts';
+import { type TokenModel, createModel } from './models.ts';
+import { NormalizedString } from './normalized-string.ts';
+import { type Normalizer, createNormalizer } from './normalizers.ts';
+import {
+  type PadSpec,
+  type PostProcessor,
+  type WorkEncoding,
+  createPostProcessor,
+  padTo,
+  truncate,
+} from './post-processors.ts';
+import { type PreTokenizer, createPreTokenizer } from './pre-tokenizers.ts';
+
+export interface Encoding {
+  /** token ids including special tokens */
+  ids: number[];
+  /** token strings as the reference gives them */
+  tokens: string[];
+  /** code-point offsets into the input; [0, 0] for special tokens */
+  offsets: [number, number][];
+  typeIds: number[];
+  /** 1 for special tokens added by the post-processor (and padding) */
+  specialTokensMask: number[];
+  attentionMask: number[];
+}
+
+/** Ready for onnxruntime: row-major [batchSize, sequenceLength]. */
+export interface PaddedBatch {
+  batchSize: number;
+  sequenceLength: number;
+  inputIds: BigInt64Array;
+  attentionMask: BigInt64Array;
+  tokenTypeIds: BigInt64Array;
+}
+
+export interface TruncationSettings {
+  /** total length including special tokens */
+  maxLength: number;
+}
+
+export interface PaddingSettings {
+  /** 'longest' pads a single encode to its own length (BatchLongest on a batch of one) */
+  strategy: 'longest' | { fixed: number };
+  padToMultipleOf?: number;
+  padId: number;
+  padToken: string;
+  padTypeId: number;
+}
+
+export interface EncodeSettings {
+  truncation: TruncationSettings | null;
+  padding: PaddingSettings | null;
+}
+
+/** model_max_length above this is HF's "no limit" sentinel (1e30) or nonsense: the default applies. */
+const MAX_SANE_LENGTH = 1_000_000;
+const DEFAULT_MAX_LENGTH = 512;
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function parseJson(v: unknown, what: string): unknown {
+  if (typeof v !== 'string' && !(v instanceof Uint8Array)) return v;
+  try {
+    return JSON.parse(typeof v === 'string' ? v : new TextDecoder().decode(v));
+  } catch (cause) {
+    throw new ConfigError(`${what} is not valid JSON`, { cause });
+  }
+}
+
+/** Whether the pre-tokenizer config contains a ByteLevel step (possibly inside a Sequence). */
+function hasByteLevel(cfg: unknown): boolean {
+  if (!isObject(cfg)) return false;
+  if (cfg.type === 'ByteLevel') return true;
+  return cfg.type === 'Sequence' && Array.isArray(cfg.pretokenizers) && cfg.pretokenizers.some(hasByteLevel);
+}
+
+export class EncoderTokenizer {
+  /** model_max_length of tokenizer_config.json when it is a sane integer, else 512 */
+  readonly maxLength: number;
+  private readonly model: TokenModel;
+  private readonly normalizer: Normalizer | null;
+  private readonly preTokenizer: PreTokenizer | null;
+  private readonly postProcessor: PostProcessor | null;
+  private readonly added: AddedVocabulary;
+  private readonly padSpec: PadSpec;
+  private readonly fileTruncation: TruncationSettings | null = null;
+  private readonly filePadding: PaddingSettings | null = null;
+  /** Why the truncation / padding of tokenizer.json cannot be reproduced (they are not used by `encode`). */
+  private readonly fileSettingsProblem: string | null = null;
+
+  private constructor(json: Json, config: Json | null) {
+    const eos = config && typeof config.eos_token === 'string' ? config.eos_token : undefined;
+    this.model = createModel(json.model, eos, hasByteLevel(json.pre_tokenizer));
+    this.normalizer = createNormalizer(json.normalizer);
+    this.preTokenizer = createPreTokenizer(json.pre_tokenizer);
+    this.postProcessor = createPostProcessor(json.post_processor);
+    this.added = new AddedVocabulary(json.added_tokens, this.model, this.normalizer);
+    try {
+      this.fileTruncation = this.parseTruncation(json.truncation);
+      this.filePadding = this.parsePadding(json.padding);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      this.fileSettingsProblem = error.message;
+    }
+
+    const mml = config?.model_max_length;
+    this.maxLength =
+      typeof mml === 'number' && Number.isInteger(mml) && mml > 0 && mml <= MAX_SANE_LENGTH ? mml : DEFAULT_MAX_LENGTH;
+    if (this.maxLength <= this.addedTokens()) {
+      throw new ConfigError(`tokenizer: model_max_length ${this.maxLength} leaves no room next to the special tokens`);
+    }
+    this.padSpec = this.resolvePad(config);
+  }
+
+  /**
+   * Builds a tokenizer from the parsed tokenizer.json (or its text) and the optional
+   * tokenizer_config.json. Anything unusable or not reproducible exactly is a ConfigError.
+   */
+  static fromJson(tokenizerJson: unknown, tokenizerConfig?: unknown | null): EncoderTokenizer {
+    const json = parseJson(tokenizerJson, 'tokenizer: tokenizer.json');
+    if (!isObject(json)) throw new ConfigError('tokenizer: tokenizer.json must be a JSON object');
+    if (!isObject(json.model)) throw new ConfigError('tokenizer: tokenizer.json has no "model" object');
+    const config = tokenizerConfig === undefined || tokenizerConfig === null ? null : parseJson(tokenizerConfig, 'tokenizer: tokenizer_config.json');
+    if (config !== null && !isObject(config)) throw new ConfigError('tokenizer: tokenizer_config.json must be a JSON object');
+    try {
+      return new EncoderTokenizer(json, config);
+    } catch (error) {
+      if (error instanceof ConfigError) throw error;
+      throw new ConfigError(`tokenizer: cannot load tokenizer.json: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** Special tokens the post-processor adds to one sequence. */
+  addedTokens(): number {
+    return this.postProcessor?.addedTokens() ?? 0;
+  }
+
+  /** Id of the padding token used by `pad`. */
+  get padId(): number {
+    return this.padSpec.padId;
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.added.tokenToId(token) ?? this.model.tokenToId(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.added.idToToken(id) ?? this.model.idToToken(id);
+  }
+
+  /**
+   * The truncation and padding stored in tokenizer.json, for reproducing the file's own behaviour
+   * (`encode` does not use them). ConfigError when they use options not reproduced here.
+   */
+  fileSettings(): EncodeSettings {
+    if (this.fileSettingsProblem !== null) throw new ConfigError(this.fileSettingsProblem);
+    return { truncation: this.fileTruncation, padding: this.filePadding };
+  }
+
+  /** With special tokens, truncated to maxLength (content first, then the specials), no padding. */
+  encode(text: string): Encoding {
+    return this.encodeWith(text, { truncation: { maxLength: this.maxLength }, padding: null });
+  }
+
+  encodeBatch(texts: string[]): Encoding[] {
+    return texts.map((t) => this.encode(t));
+  }
+
+  /** Encode with explicit truncation / padding (Rust's TruncationParams / PaddingParams semantics). */
+  encodeWith(text: string, settings: EncodeSettings): Encoding {
+    if (typeof text !== 'string') throw new InputError('text must be a string');
+    let e = this.encodeContent(text);
+    if (settings.truncation) {
+      const max = settings.truncation.maxLength - this.addedTokens();
+      if (max < 0) throw new InputError(`truncation max_length ${settings.truncation.maxLength} is below the special tokens`);
+      truncate(e, max);
+    }
+    if (this.postProcessor) e = this.postProcessor.process(e, true);
+    const p = settings.padding;
+    if (p) {
+      let target = typeof p.strategy === 'object' ? p.strategy.fixed : e.ids.length;
+      const m = p.padToMultipleOf ?? 0;
+      if (m > 0 && target % m !== 0) target += m - (target % m);
+      padTo(e, target, { padId: p.padId, padToken: p.padToken, padTypeId: p.padTypeId });
+    }
+    return e;
+  }
+
+  /** Pads to the longest encoding with the pad id; attention 0 and type id 0 on padding. */
+  pad(encodings: Encoding[]): PaddedBatch {
+    const batchSize = encodings.length;
+    let sequenceLength = 0;
+    for (const e of encodings) sequenceLength = Math.max(sequenceLength, e.ids.length);
+    const size = batchSize * sequenceLength;
+    const inputIds = new BigInt64Array(size);
+    const attentionMask = new BigInt64Array(size);
+    const tokenTypeIds = new BigInt64Array(size);
+    const pad = BigInt(this.padSpec.padId);
+    for (let b = 0; b < batchSize; b++) {
+      const e = encodings[b];
+      const row = b * sequenceLength;
+      const n = e.ids.length;
+      for (let i = 0; i < n; i++) {
+        inputIds[row + i] = BigInt(e.ids[i]);
+        attentionMask[row + i] = BigInt(e.attentionMask[i]);
+        tokenTypeIds[row + i] = BigInt(e.typeIds[i]);
+      }
+      if (pad !== 0n) inputIds.fill(pad, row + n, row + sequenceLength);
+    }
+    return { batchSize, sequenceLength, inputIds, attentionMask, tokenTypeIds };
+  }
+
+  /** Everything before truncation and post-processing: the content tokens with their offsets. */
+  private encodeContent(text: string): WorkEncoding {
+    const root = NormalizedString.fromString(text);
+    const e: WorkEncoding = { ids: [], tokens: [], offsets: [], typeIds: [], specialTokensMask: [], attentionMask: [] };
+    if (root.length === 0) return e;
+    const first: Split[] = [];
+    this.added.splitRaw(root, first);
+    const splits: Split[] = [];
+    for (const s of first) {
+      if (s.token) {
+        splits.push(s);
+        continue;
+      }
+      if (this.normalizer) this.normalizer(s.ns);
+      this.added.splitNormalized(s.ns, splits);
+    }
+    for (const s of splits) {
+      if (s.token) {
+        const ns = s.ns;
+        const r = ns.originalRange(0, ns.length) as [number, number];
+        this.pushToken(e, s.token.id, ns.toString(), r[0], r[1]);
+        continue;
+      }
+      const words = this.preTokenizer ? this.preTokenizer(s.ns) : [s.ns];
+      for (const w of words) {
+        const n = w.length;
+        if (n === 0) continue;
+        const word = w.toString();
+        const t = this.model.tokenizeWord(word, n);
+        for (let k = 0; k < t.ids.length; k++) {
+          const a = t.starts[k];
+          const b = t.ends[k];
+          if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1));
+          else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b);
+        }
+      }
+    }
+    return e;
+  }
+
+  private pushToken(e: WorkEncoding, id: number, token: string, start: number, end: number): void {
+    e.ids.push(id);
+    e.tokens.push(token);
+    e.offsets.push([start, end]);
+    e.typeIds.push(0);
+    e.specialTokensMask.push(0);
+    e.attentionMask.push(1);
+  }
+
+  private parseTruncation(t: unknown): TruncationSettings | null {
+    if (t === undefined || t === null) return null;
+    if (!isObject(t)) throw new ConfigError('tokenizer: "truncation" must be an object or null');
+    const o = t;
+    if (!Number.isInteger(o.max_length) || (o.max_length as number) < 0) {
+      throw new ConfigError('tokenizer: truncation.max_length must be a non-negative integer');
+    }
+    const direction = o.direction ?? 'Right';
+    const strategy = o.strategy ?? 'LongestFirst';
+    const stride = o.stride ?? 0;
+    if (direction !== 'Right' || !['LongestFirst', 'OnlyFirst'].includes(strategy as string) || stride !== 0) {
+      throw new ConfigError('tokenizer: unsupported truncation (only right truncation without stride is reproduced)');
+    }
+    return { maxLength: o.max_length as number };
+  }
+
+  private parsePadding(p: unknown): PaddingSettings | null {
+    if (p === undefined || p === null) return null;
+    if (!isObject(p)) throw new ConfigError('tokenizer: "padding" must be an object or null');
+    if ((p.direction ?? 'Right') !== 'Right') throw new ConfigError('tokenizer: unsupported padding direction (only right padding)');
+    let strategy: PaddingSettings['strategy'];
+    if (p.strategy === 'BatchLongest' || p.strategy === undefined) strategy = 'longest';
+    else if (isObject(p.strategy) && Number.isInteger(p.strategy.Fixed)) strategy = { fixed: p.strategy.Fixed as number };
+    else throw new ConfigError('tokenizer: unsupported padding strategy');
+    const m = p.pad_to_multiple_of;
+    return {
+      strategy,
+      padToMultipleOf: Number.isInteger(m) && (m as number) > 0 ? (m as number) : undefined,
+      padId: Number.isInteger(p.pad_id) ? (p.pad_id as number) : 0,
+      padToken: typeof p.pad_token === 'string' ? p.pad_token : '[PAD]',
+      padTypeId: Number.isInteger(p.pad_type_id) ? (p.pad_type_id as number) : 0,
+    };
+  }
+
+  /** Pad token: tokenizer.json padding, else tokenizer_config pad_token, else a known pad special token, else id 0. */
+  private resolvePad(config: Json | null): PadSpec {
+    if (this.filePadding) {
+      return { padId: this.filePadding.padId, padToken: this.filePadding.padToken, padTypeId: this.filePadding.padTypeId };
+    }
+    const candidates: string[] = [];
+    const fromConfig = config?.pad_token;
+    if (typeof fromConfig === 'string') candidates.push(fromConfig);
+    else if (isObject(fromConfig) && typeof fromConfig.content === 'string') candidates.push(fromConfig.content);
+    candidates.push('[PAD]', '<pad>', '<|padding|>', '<|pad|>');
+    for (const c of candidates) {
+      const id = this.tokenToId(c);
+      if (id !== undefined) return { padId: id, padToken: c, padTypeId: 0 };
+    }
+    return { padId: 0, padToken: this.idToToken(0) ?? '', padTypeId: 0 };
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * The parts of @huggingface/tokenizers this layer uses. Its type declarations re-export through
+ * extensionless paths that `moduleResolution: nodenext` does not follow, so the shapes are
+ * declared here; the values are the library's own classes.
+ */
+import * as tokenizers from '@huggingface/tokenizers';
+
+/** A library model instance: callable (`_call` = encode, then fuse_unk when the model asks for it). */
+export type LibraryModel = (tokens: string[]) => string[];
+
+interface LibraryModelClass {
+  new (config: object, extra?: unknown): LibraryModel;
+}
+
+interface LibraryExports {
+  WordPiece: LibraryModelClass;
+  BPE: LibraryModelClass;
+  Unigram: LibraryModelClass;
+  SplitPreTokenizer: new (config: object) => { pattern: RegExp | null };
+  Tokenizer: new (tokenizerJson: object, tokenizerConfig: object) => {
+    encode(text: string): { ids: number[]; tokens: string[] };
+  };
+}
+
+export const library = tokenizers as unknown as LibraryExports;

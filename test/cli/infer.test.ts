@@ -1,0 +1,97 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { SequenceClassificationResponse } from '../../src/encoder/schemas.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { runCliCaptured } from '../helpers/run-cli.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
+
+let work: string;
+let modelDir: string;
+
+function config(name: string, extra = '', modelType = 'sequence_classification'): string {
+  const file = path.join(work, `${name}.yaml`);
+  writeFileSync(file, `encoder:\n  name: ${name}\n  path: ${modelDir}\n  model_type: ${modelType}\n${extra}`);
+  return file;
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'cli-infer-'));
+  modelDir = await generateTinyModel({ modelType: 'sequence_classification', labels: ['neg', 'pos'] });
+});
+
+describe('encoder infer', () => {
+  it('prints one result per text, in order, as JSON', async () => {
+    const { code, stdout, stderr } = await runCliCaptured(['infer', '--config', config('ok'), 'first text', 'second', 'third one here']);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const response = JSON.parse(stdout) as SequenceClassificationResponse;
+    expect(response.model_id).toBe('ok');
+    expect(response.results).toHaveLength(3);
+    const alone = JSON.parse((await runCliCaptured(['infer', '--config', config('ok'), 'second'])).stdout) as SequenceClassificationResponse;
+    expect(alone.results[0].logits[0]).toBeCloseTo(response.results[1].logits[0], 5);
+  });
+
+  it('writes the results to the -o file', async () => {
+    const out = path.join(work, 'out.json');
+    const { code, stdout } = await runCliCaptured(['infer', '-c', config('file'), 'text', '-o', out]);
+    expect(code).toBe(0);
+    expect(stdout).toBe('');
+    expect((JSON.parse(readFileSync(out, 'utf8')) as SequenceClassificationResponse).results).toHaveLength(1);
+  });
+
+  it('exits 2 for configuration errors, naming the problem', async () => {
+    const missing = await runCliCaptured(['infer', '--config', path.join(work, 'nope.yaml'), 'x']);
+    expect(missing).toMatchObject({ code: 2, stderr: `error: configuration file not found: ${path.join(work, 'nope.yaml')}\n` });
+
+    const badType = await runCliCaptured(['infer', '--config', config('bad', '', 'classification'), 'x']);
+    expect(badType.code).toBe(2);
+    expect(badType.stderr).toContain('invalid value "classification" for "encoder.model_type"; allowed values: embedding, sequence_classification, token_classification');
+
+    const noModel = path.join(work, 'nomodel.yaml');
+    writeFileSync(noModel, `encoder:\n  name: x\n  path: ${work}\n  model_type: embedding\n`);
+    const noWeights = await runCliCaptured(['infer', '--config', noModel, 'x']);
+    expect(noWeights).toMatchObject({ code: 2, stderr: `error: model weights not found: ${path.join(work, 'model.onnx')}\n` });
+
+    const syntax = await runCliCaptured(['infer', '--config', config('syntax', '  transform: "function Postprocess(arr) return arr"\n'), 'x']);
+    expect(syntax.code).toBe(2);
+    expect(syntax.stderr).toMatch(/^error: transform line 1: /);
+  });
+
+  it('exits 2 for input errors and bad arguments', async () => {
+    const empty = await runCliCaptured(['infer', '--config', config('empty'), '']);
+    expect(empty).toMatchObject({ code: 2, stderr: 'error: Invalid input: inputs[0] is an empty string\n' });
+    const noTexts = await runCliCaptured(['infer', '--config', config('none')]);
+    expect(noTexts.code).toBe(2);
+    expect(noTexts.stderr).toContain("missing required argument 'texts'");
+    const noConfig = await runCliCaptured(['infer', 'text']);
+    expect(noConfig.code).toBe(2);
+    expect(noConfig.stderr).toContain("required option '-c, --config <file>' not specified");
+    const badThreads = await runCliCaptured(['infer', '--config', config('threads'), '--threads', 'many', 'x']);
+    expect(badThreads.code).toBe(2);
+    expect(badThreads.stderr).toContain('"many" is not a positive integer');
+  });
+
+  it('exits 1 for internal errors: a transform failing at run time, an unwritable output', async () => {
+    const failing = await runCliCaptured(['infer', '--config', config('fail', '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] == 1 then error("exploded") end\n      return arr\n    end\n'), 'x']);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toMatch(/^error: transform line 2: .*exploded/);
+    const unwritable = await runCliCaptured(['infer', '--config', config('unwritable'), 'x', '-o', path.join(work, 'no-such-dir', 'out.json')]);
+    expect(unwritable.code).toBe(1);
+    expect(unwritable.stderr).toContain('cannot write');
+  });
+
+  it('runs from source through the package bin (bin/encoder.js) with the pinned Node', () => {
+    const env = { ...process.env, PATH: `${path.join(repoRoot, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH}` };
+    const bin = path.join(repoRoot, 'bin', 'encoder.js');
+    const result = spawnSync(bin, ['infer', '--config', config('bin'), 'hello there'], { encoding: 'utf8', env });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect((JSON.parse(result.stdout) as SequenceClassificationResponse).results[0].predicted_label).toMatch(/^(neg|pos)$/);
+    const usage = spawnSync(bin, ['infer', '--config', 'x.yaml', '--bogus', 'text'], { encoding: 'utf8', env });
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain("unknown option '--bogus'");
+  });
+});
