@@ -15,7 +15,7 @@ import {
   hasTokenizerFixtures,
   loadFamily,
   warnIfFixturesMissing,
-} from './helpers/tokenizer-fixtures.ts';
+} from '../helpers/tokenizer-fixtures.ts';
 
 function tokenizerOf(family: Family): EncoderTokenizer {
   const f = loadFamily(family);

@@ -21,8 +21,8 @@ import {
   tricky,
   warnIfFixturesMissing,
   wild,
-} from './helpers/tokenizer-fixtures.ts';
-import { cccToString, probeTables, toRanges } from './helpers/unicode-probe.ts';
+} from '../helpers/tokenizer-fixtures.ts';
+import { cccToString, probeTables, toRanges } from '../helpers/unicode-probe.ts';
 
 const oracle = loadOracle();
 if (!oracle) console.warn(`tokenizer oracle parity: skipped, the dev-only oracle "tokenizers" cannot be loaded: ${oracleProblem}`);

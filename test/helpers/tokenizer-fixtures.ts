@@ -7,10 +7,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { sharedDir } from './shared-fixtures.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const tokenizersDir = path.resolve(repoRoot, '..', 'shared', 'tokenizers');
+export const tokenizersDir = path.join(sharedDir, 'tokenizers');
 export const hasTokenizerFixtures = existsSync(path.join(tokenizersDir, 'golden'));
 
 export const FAMILIES = [

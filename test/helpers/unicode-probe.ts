@@ -5,7 +5,7 @@
  * Oniguruma), which differ from the Unicode 17 of Node's ICU, so these classes cannot be taken from
  * JS regex properties alone.
  *
- * Used by `gen-unicode-tables.ts` (writes src/encoder/tokenizer/unicode-tables.ts) and by the test
+ * Used by `scripts/gen-unicode-tables.ts` (writes src/encoder/tokenizer/unicode-tables.ts) and by the test
  * that checks the committed tables against the oracle.
  */
 import { createRequire } from 'node:module';
