@@ -35,6 +35,13 @@ function sentence(words: number, seed: number): string {
   return `${out.join(' ')}.`;
 }
 
+/** The longest text of `sentence` words (seeded) that encodes to at most `tokens` tokens, specials included. */
+function textOfTokens(tokenizer: EncoderTokenizer, tokens: number, seed: number): string {
+  let words = 1;
+  while (tokenizer.encode(sentence(words + 1, seed)).ids.length <= tokens) words++;
+  return sentence(words, seed);
+}
+
 async function main(): Promise<void> {
   if (!existsSync(path.join(modelDir, 'model.onnx'))) {
     console.log(`generating the MiniLM-shaped model in ${path.relative(root, modelDir)} …`);
@@ -121,7 +128,7 @@ async function batchBreakdown(): Promise<void> {
   const pkg = readModelPackage(config);
   const pipeline = await PredictPipeline.load(pkg);
   const model = await OnnxModel.load(pkg.weights, 'embedding');
-  const texts = Array.from({ length: 32 }, (_, i) => sentence(100, 1000 + i));
+  const texts = Array.from({ length: 32 }, (_, i) => textOfTokens(pipeline.tokenizer, 128, 1000 + i));
   const encodings = pipeline.tokenizer.encodeBatch(texts);
   const batch = pipeline.tokenizer.pad(encodings);
 

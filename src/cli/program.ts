@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import packageJson from '../../package.json' with { type: 'json' };
 import { isEncoderError } from '../encoder/errors.ts';
 import { registerInferCommand } from './infer-command.ts';
 
@@ -19,8 +20,8 @@ const processIo: CliIo = {
 
 export function createProgram(io: CliIo = processIo): Command {
   const program = new Command('encoder')
-    .description('Pack an encoder model into one executable and run it: infer, build, serve')
-    .version(process.env.npm_package_version ?? '0.1.0')
+    .description('Run an encoder model (ONNX + HuggingFace tokenizer) from the command line')
+    .version(packageJson.version)
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();

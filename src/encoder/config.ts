@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
+import { keyPathOf } from './schema-path.ts';
 
 export const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
 export type ModelType = (typeof MODEL_TYPES)[number];
@@ -190,7 +191,7 @@ function expandHome(p: string): string {
 function describeSchemaError(errors: ErrorObject[], raw: unknown): string {
   // oneOf reports its branches first; the most specific branch error explains the problem best.
   const error = pickMostRelevant(errors, raw);
-  const key = keyName(error.instancePath);
+  const key = keyPathOf(error.instancePath);
   switch (error.keyword) {
     case 'additionalProperties': {
       const extra = (error.params as { additionalProperty: string }).additionalProperty;
@@ -251,14 +252,6 @@ function describeType(key: string, error: ErrorObject): string {
   if (/^encoder\.lua_libs\[\d+\]$/.test(key)) return `one of ${LUA_LIBRARIES.join(', ')}`;
   const expected = (error.params as { type?: string }).type;
   return expected === 'object' ? 'a mapping' : `a ${expected ?? 'valid value'}`;
-}
-
-function keyName(instancePath: string): string {
-  return instancePath
-    .split('/')
-    .slice(1)
-    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
-    .join('');
 }
 
 function typeName(value: unknown): string {

@@ -40,7 +40,6 @@ export class PredictPipeline {
   readonly #model: OnnxModel;
   readonly #transform: LuaTransform | null;
   readonly #labels: ReadonlyMap<number, string>;
-  readonly #hasLabelMapping: boolean;
   readonly #maxBatchSequences: number;
 
   private constructor(fields: {
@@ -56,7 +55,6 @@ export class PredictPipeline {
     this.#model = fields.model;
     this.#transform = fields.transform;
     this.#labels = labelsOf(fields.pkg.modelConfig);
-    this.#hasLabelMapping = this.#labels.size > 0;
     this.#maxBatchSequences = fields.maxBatchSequences;
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
   }
@@ -137,7 +135,8 @@ export class PredictPipeline {
       }
       case 'sequence_classification': {
         const scores = softmax(output, -1);
-        const labels = this.#hasLabelMapping ? this.#labels : null;
+        // predicted_label only when the model has label mappings at all (spec 2)
+        const labels = this.#labels.size > 0 ? this.#labels : null;
         chunk.forEach((index, row) => {
           (results as SequenceClassificationResponse['results'])[index] = sequenceClassificationResult(output, scores, row, labels);
         });

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { ModelType } from './config.ts';
 import { InputError } from './errors.ts';
+import { keyPathOf } from './schema-path.ts';
 import { REQUEST_SCHEMAS, type PredictRequest } from './schemas.ts';
 
 const ajv = new Ajv({ allErrors: false, verbose: true });
@@ -17,7 +18,7 @@ export function parsePredictRequest(modelType: ModelType, body: unknown): Predic
 
 function describeRequestError(error: ErrorObject | undefined, body: unknown): string {
   if (!error) return 'request does not match the schema';
-  const field = fieldName(error.instancePath);
+  const field = keyPathOf(error.instancePath);
   switch (error.keyword) {
     case 'type':
       if (field === '') return `request body must be a JSON object, got ${typeName(body)}`;
@@ -35,14 +36,6 @@ function describeRequestError(error: ErrorObject | undefined, body: unknown): st
     default:
       return `${field || 'request'} ${error.message ?? 'is invalid'}`;
   }
-}
-
-function fieldName(instancePath: string): string {
-  return instancePath
-    .split('/')
-    .slice(1)
-    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
-    .join('');
 }
 
 function article(type: string): string {

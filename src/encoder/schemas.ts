@@ -33,6 +33,13 @@ const tokenInfoSchema = {
 
 const floats = { type: 'array', items: { type: 'number' } } as const;
 
+const classificationRequestSchema = {
+  type: 'object',
+  required: ['inputs'],
+  additionalProperties: false,
+  properties: { inputs: inputsSchema, metadata: metadataSchema },
+} as const;
+
 export const REQUEST_SCHEMAS = {
   embedding: {
     type: 'object',
@@ -44,18 +51,8 @@ export const REQUEST_SCHEMAS = {
       metadata: metadataSchema,
     },
   },
-  sequence_classification: {
-    type: 'object',
-    required: ['inputs'],
-    additionalProperties: false,
-    properties: { inputs: inputsSchema, metadata: metadataSchema },
-  },
-  token_classification: {
-    type: 'object',
-    required: ['inputs'],
-    additionalProperties: false,
-    properties: { inputs: inputsSchema, metadata: metadataSchema },
-  },
+  sequence_classification: classificationRequestSchema,
+  token_classification: classificationRequestSchema,
 } as const satisfies Record<ModelType, object>;
 
 export const RESPONSE_SCHEMAS = {

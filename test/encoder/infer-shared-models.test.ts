@@ -57,6 +57,15 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     }
   });
 
+  it('runs the sentence-embedding export as an embedding model too', async () => {
+    const config = writeConfig('sentence', 'tiny-bert-sentence-embedding', 'embedding');
+    const { code, stdout } = await runCliCaptured(['infer', '--config', config, 'Hello world!']);
+    expect(code).toBe(0);
+    const embeddings = (JSON.parse(stdout) as EmbeddingResponse).results[0].embeddings;
+    expect(embeddings.map((e) => e.token_info?.token_id)).toEqual([7592, 2088, 999]);
+    expect(norm(embeddings[0].embedding)).toBeCloseTo(1, 5);
+  });
+
   it('leaves embeddings unscaled with --no-normalize', async () => {
     const config = writeConfig('emb-raw', 'tiny-bert-embedding', 'embedding');
     const { code, stdout } = await runCliCaptured(['infer', '--config', config, '--no-normalize', 'Hello world!']);

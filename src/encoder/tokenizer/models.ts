@@ -59,9 +59,26 @@ export function modelType(model: Json): string {
   return 'unknown';
 }
 
-/** Per-word results, shared by reference: callers must not modify them. */
+/** The vocabulary lookups every model shares, and per-word results (shared by reference: callers must not modify them). */
 abstract class CachedModel {
+  readonly vocabSize: number;
+  protected readonly vocab: Map<string, number>;
+  private readonly tokensById: string[];
   private cache = new Map<string, WordTokens>();
+
+  constructor(vocab: Map<string, number>, tokensById?: string[]) {
+    this.vocab = vocab;
+    this.tokensById = tokensById ?? vocabToTokens(vocab);
+    this.vocabSize = tokensById?.length ?? vocab.size;
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.vocab.get(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.tokensById[id];
+  }
 
   protected abstract compute(word: string, length: number): WordTokens;
 
@@ -77,6 +94,12 @@ abstract class CachedModel {
   }
 }
 
+function vocabToTokens(vocab: Map<string, number>): string[] {
+  const tokens: string[] = [];
+  for (const [token, id] of vocab) tokens[id] = token;
+  return tokens;
+}
+
 function vocabObject(model: Json, name: string): Record<string, number> {
   const vocab = model.vocab;
   if (!vocab || typeof vocab !== 'object' || Array.isArray(vocab)) {
@@ -90,24 +113,20 @@ function vocabObject(model: Json, name: string): Record<string, number> {
 
 class WordPieceModel extends CachedModel implements TokenModel {
   readonly kind = 'WordPiece' as const;
-  readonly vocabSize: number;
   private readonly lib: LibraryModel;
-  private readonly vocab: Map<string, number>;
-  private readonly idToTok: string[];
   private readonly unk: string;
   private readonly unkId: number;
   private readonly prefixLength: number;
 
   constructor(model: Json) {
-    super();
     const vocab = vocabObject(model, 'WordPiece');
+    super(new Map(Object.entries(vocab)));
     const unk = model.unk_token ?? '[UNK]';
     if (typeof unk !== 'string') throw new ConfigError('tokenizer: WordPiece unk_token must be a string');
     const prefix = model.continuing_subword_prefix ?? '##';
     if (typeof prefix !== 'string') throw new ConfigError('tokenizer: WordPiece continuing_subword_prefix must be a string');
     const maxChars = model.max_input_chars_per_word ?? 100;
     if (!Number.isInteger(maxChars)) throw new ConfigError('tokenizer: WordPiece max_input_chars_per_word must be an integer');
-    this.vocab = new Map(Object.entries(vocab));
     if (!this.vocab.has(unk)) throw new ConfigError(`tokenizer: WordPiece unk_token "${unk}" is not in the vocab`);
     this.lib = new library.WordPiece({
       type: 'WordPiece',
@@ -119,17 +138,6 @@ class WordPieceModel extends CachedModel implements TokenModel {
     this.unk = unk;
     this.unkId = this.vocab.get(unk) as number;
     this.prefixLength = cpLength(prefix);
-    this.vocabSize = this.vocab.size;
-    this.idToTok = [];
-    for (const [k, v] of this.vocab) this.idToTok[v] = k;
-  }
-
-  tokenToId(token: string): number | undefined {
-    return this.vocab.get(token);
-  }
-
-  idToToken(id: number): string | undefined {
-    return this.idToTok[id];
   }
 
   protected compute(word: string, length: number): WordTokens {
@@ -160,10 +168,7 @@ const BYTE_TOKEN = /^<0x[0-9A-F]{2}>$/;
 
 class BpeModel extends CachedModel implements TokenModel {
   readonly kind = 'BPE' as const;
-  readonly vocabSize: number;
   private readonly lib: LibraryModel;
-  private readonly vocab: Map<string, number>;
-  private readonly idToTok: string[];
   private readonly unk: string | null;
   private readonly fuseUnk: boolean;
   private readonly byteFallback: boolean;
@@ -171,8 +176,8 @@ class BpeModel extends CachedModel implements TokenModel {
   private readonly encoder = new TextEncoder();
 
   constructor(model: Json) {
-    super();
     const vocab = vocabObject(model, 'BPE');
+    super(new Map(Object.entries(vocab)));
     if (!Array.isArray(model.merges)) throw new ConfigError('tokenizer: BPE model needs a merges array');
     for (const m of model.merges) {
       const ok =
@@ -195,7 +200,6 @@ class BpeModel extends CachedModel implements TokenModel {
     }
     const unk = model.unk_token ?? null;
     if (unk !== null && typeof unk !== 'string') throw new ConfigError('tokenizer: BPE unk_token must be a string or null');
-    this.vocab = new Map(Object.entries(vocab));
     this.unk = unk !== null && this.vocab.has(unk) ? unk : null;
     this.fuseUnk = model.fuse_unk === true;
     this.byteFallback = model.byte_fallback === true;
@@ -209,17 +213,6 @@ class BpeModel extends CachedModel implements TokenModel {
       }
     }
     this.lib = new library.BPE({ ...model, type: 'BPE', unk_token: this.unk });
-    this.vocabSize = this.vocab.size;
-    this.idToTok = [];
-    for (const [k, v] of this.vocab) this.idToTok[v] = k;
-  }
-
-  tokenToId(token: string): number | undefined {
-    return this.vocab.get(token);
-  }
-
-  idToToken(id: number): string | undefined {
-    return this.idToTok[id];
   }
 
   /**
@@ -323,14 +316,10 @@ function push(r: WordTokens, id: number, t: string, s: number, e: number): void 
 
 class UnigramModel extends CachedModel implements TokenModel {
   readonly kind = 'Unigram' as const;
-  readonly vocabSize: number;
   private readonly lib: LibraryModel;
-  private readonly vocab: Map<string, number>;
-  private readonly pieces: string[];
   private readonly unkId: number;
 
   constructor(model: Json, eosToken: string | undefined) {
-    super();
     const vocab = model.vocab;
     if (!Array.isArray(vocab) || vocab.length === 0) throw new ConfigError('tokenizer: Unigram model needs a non-empty vocab list');
     for (const entry of vocab) {
@@ -343,23 +332,16 @@ class UnigramModel extends CachedModel implements TokenModel {
     if (!Number.isInteger(unkId) || (unkId as number) < 0 || (unkId as number) >= vocab.length) {
       throw new ConfigError('tokenizer: unsupported Unigram model without a valid unk_id');
     }
-    this.pieces = vocab.map((e) => e[0] as string);
-    this.vocab = new Map();
-    this.pieces.forEach((p, i) => {
-      if (!this.vocab.has(p)) this.vocab.set(p, i);
+    const pieces = vocab.map((e) => e[0] as string);
+    const ids = new Map<string, number>();
+    pieces.forEach((piece, i) => {
+      if (!ids.has(piece)) ids.set(piece, i); // a repeated piece keeps its first id, as in Rust
     });
+    super(ids, pieces);
     this.unkId = unkId as number;
-    this.vocabSize = vocab.length;
     this.lib = new library.Unigram({ ...model, type: 'Unigram' }, eosToken ?? '</s>');
   }
 
-  tokenToId(token: string): number | undefined {
-    return this.vocab.get(token);
-  }
-
-  idToToken(id: number): string | undefined {
-    return this.pieces[id];
-  }
 
   protected compute(word: string, length: number): WordTokens {
     const pieces = callModel(this.lib, word);

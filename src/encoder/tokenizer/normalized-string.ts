@@ -292,18 +292,19 @@ export class NormalizedString {
     this.transform(cps, changes, cps.length, removed);
   }
 
+  /** Whether `fn` changes any char; most text needs no rewrite, so the common case allocates nothing. */
+  private changesAny(fn: (cp: number) => number | number[]): boolean {
+    for (let i = 0; i < this.len; i++) {
+      const c = this.cps[this.off + i];
+      if (fn(c) !== c) return true;
+    }
+    return false;
+  }
+
   /** One char to one char. */
   map(fn: (cp: number) => number): void {
     const n = this.len;
-    let changed = false;
-    for (let i = 0; i < n; i++) {
-      const c = this.cps[this.off + i];
-      if (fn(c) !== c) {
-        changed = true;
-        break;
-      }
-    }
-    if (!changed) return;
+    if (!this.changesAny(fn)) return;
     const cps = new Int32Array(n);
     for (let i = 0; i < n; i++) cps[i] = fn(this.cps[this.off + i]);
     this.transform(cps, new Int32Array(n), n, 0);
@@ -311,15 +312,7 @@ export class NormalizedString {
 
   lowercase(): void {
     const n = this.len;
-    let changed = false;
-    for (let i = 0; i < n; i++) {
-      const c = this.cps[this.off + i];
-      if (lowercaseOf(c) !== c) {
-        changed = true;
-        break;
-      }
-    }
-    if (!changed) return;
+    if (!this.changesAny(lowercaseOf)) return;
     const cps: number[] = [];
     const changes: number[] = [];
     for (let i = 0; i < n; i++) {

@@ -3,18 +3,12 @@
  * Rust reference: truncate the content to `max_length - added special tokens`, then post-process,
  * then pad.
  */
+import type { Encoding } from './encoder-tokenizer.ts';
 import { ConfigError } from '../errors.ts';
 import { isWhitespace } from './unicode.ts';
 
-/** Mutable encoding used while building; see Encoding in encoder-tokenizer.ts for the public shape. */
-export interface WorkEncoding {
-  ids: number[];
-  tokens: string[];
-  offsets: [number, number][];
-  typeIds: number[];
-  specialTokensMask: number[];
-  attentionMask: number[];
-}
+/** The encoding while it is built (mutated in place); the same shape as the public Encoding. */
+export type WorkEncoding = Encoding;
 
 export interface PostProcessor {
   /** Number of special tokens added to a single sequence. */
