@@ -1,30 +1,37 @@
 import { writeFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
-import { loadBuildConfig } from '../encoder/config.ts';
 import { InternalError } from '../encoder/errors.ts';
-import { readModelPackage } from '../encoder/model-package.ts';
-import { PredictPipeline } from '../encoder/predict-pipeline.ts';
+import type { ModelPackage } from '../encoder/model-package.ts';
+import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import type { CliIo } from './program.ts';
 
-interface InferOptions {
-  config: string;
+export interface InferOptions {
+  config?: string;
   output?: string;
   normalize: boolean;
   threads?: number;
 }
 
-export function registerInferCommand(program: Command, io: CliIo): void {
-  program
+export interface InferSource {
+  /** `--config <file>` is required (running from a model directory) rather than absent (a built model). */
+  configOption: boolean;
+  load: (options: InferOptions) => ModelPackage | Promise<ModelPackage>;
+  pipelineOptions?: PipelineOptions;
+}
+
+export function registerInferCommand(program: Command, io: CliIo, source: InferSource): void {
+  const command = program
     .command('infer')
     .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
-    .argument('<texts...>', 'texts to run')
-    .requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)')
+    .argument('<texts...>', 'texts to run');
+  if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
+  command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output')
     .option('--no-normalize', 'embedding models: do not scale token embeddings to unit length')
     .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
     .action(async (texts: string[], options: InferOptions) => {
-      const config = loadBuildConfig(options.config);
-      const pipeline = await PredictPipeline.load(readModelPackage(config), { threads: options.threads });
+      const pkg = await source.load(options);
+      const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: options.threads });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
         const body = pipeline.modelType === 'embedding' ? { inputs: texts, normalize: options.normalize } : { inputs: texts };

@@ -1,40 +1,67 @@
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isEncoderError } from '../encoder/errors.ts';
+import { loadBuildConfig } from '../encoder/config.ts';
+import { readModelPackage } from '../encoder/model-package.ts';
+import { registerBuildCommand } from './build-command.ts';
 import { registerInferCommand } from './infer-command.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Whether stderr is a terminal (progress bars only then). */
+  isTerminal?: boolean;
+}
+
+/** What the process that runs the command line provides: in a single executable, the extracted native files. */
+export interface CliContext {
+  luaWasmPath?: string;
 }
 
 export const EXIT_OK = 0;
 export const EXIT_INTERNAL_ERROR = 1;
 export const EXIT_INPUT_ERROR = 2;
 
-const processIo: CliIo = {
+export const RUNTIME_VERSION: string = packageJson.version;
+
+export const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+  isTerminal: process.stderr.isTTY === true,
 };
 
-export function createProgram(io: CliIo = processIo): Command {
-  const program = new Command('encoder')
-    .description('Run an encoder model (ONNX + HuggingFace tokenizer) from the command line')
-    .version(packageJson.version)
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
-  registerInferCommand(program, io);
+/** The builder's command line: what `encoder` (from source, or the base runtime without model assets) runs. */
+export function createProgram(io: CliIo = processIo, context: CliContext = {}): Command {
+  const program = baseProgram('encoder', io).description('Build an encoder model into one executable, or run it from its model directory');
+  registerBuildCommand(program, io, context);
+  registerInferCommand(program, io, {
+    configOption: true,
+    load: (options) => readModelPackage(loadBuildConfig(options.config!)),
+    pipelineOptions: { luaWasmPath: context.luaWasmPath },
+  });
   return program;
 }
 
+/** A commander program with this project's output, version and error conventions. */
+export function baseProgram(name: string, io: CliIo, version: string = RUNTIME_VERSION): Command {
+  return new Command(name)
+    .version(version)
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+}
+
+/** Runs the builder's command line; see `runProgram`. */
+export function runCli(argv: readonly string[], io: CliIo = processIo, context: CliContext = {}): Promise<number> {
+  return runProgram(createProgram(io, context), argv, io);
+}
+
 /**
- * Runs the command line and returns the exit code: 0 ok, 2 input or configuration error (including bad
- * arguments), 1 internal error. Never calls process.exit, so tests can run it in-process.
+ * Runs a program and returns the exit code: 0 ok, 2 input or configuration error (including bad arguments),
+ * 1 internal error. Never calls process.exit, so tests can run it in-process.
  */
-export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
-  const program = createProgram(io);
+export async function runProgram(program: Command, argv: readonly string[], io: CliIo): Promise<number> {
   try {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT_OK;

@@ -30,8 +30,8 @@ export interface BuildConfig {
   version: string;
   modelType: ModelType;
   paths: ModelPaths;
-  /** Absolute; when the file does not set it, `./<name>` in the working directory (see `defaultOutputPath`). */
-  outputPath: string;
+  /** Absolute; null when the file does not set it (the builder then uses `defaultOutputPath` for its target). */
+  outputPath: string | null;
   cacheDir: string;
   /** The Lua source of the transform (read from `transform.path` when given as a file), or null. */
   transform: string | null;
@@ -122,7 +122,7 @@ export function parseBuildConfig(
     version: encoder.version ?? DEFAULT_MODEL_VERSION,
     modelType: encoder.model_type,
     paths: resolveModelPaths(encoder.path, resolve),
-    outputPath: encoder.output_path ? path.resolve(cwd, expandHome(encoder.output_path)) : defaultOutputPath(encoder.name, cwd),
+    outputPath: encoder.output_path ? path.resolve(cwd, expandHome(encoder.output_path)) : null,
     cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : defaultCacheDir(options.env ?? process.env),
     transform: readTransform(encoder.transform, resolve),
     luaLibs: encoder.lua_libs ? [...encoder.lua_libs] : [...DEFAULT_LUA_LIBRARIES],
@@ -170,9 +170,9 @@ function readTransform(spec: RawEncoderSection['transform'], resolve: (p: string
   }
 }
 
-/** `./<name>` in the working directory, with `.exe` for Windows targets. */
-export function defaultOutputPath(name: string, cwd: string, targetIsWindows = process.platform === 'win32'): string {
-  return path.resolve(cwd, targetIsWindows ? `${name}.exe` : name);
+/** `./<name>` in the working directory, plus the target's executable extension (`.exe` on Windows targets). */
+export function defaultOutputPath(name: string, cwd: string, extension = ''): string {
+  return path.resolve(cwd, `${name}${extension}`);
 }
 
 /** The platform's per-user cache directory for this program. */

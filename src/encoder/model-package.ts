@@ -31,10 +31,7 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
   requireFile(paths.tokenizerPath, 'tokenizer');
-  const modelConfig = readJsonFile(paths.modelConfigPath, 'model config');
-  if (modelConfig === null || typeof modelConfig !== 'object' || Array.isArray(modelConfig)) {
-    throw new ConfigError(`model config is not a JSON object: ${paths.modelConfigPath}`);
-  }
+  const modelConfig = checkModelConfig(readJsonFile(paths.modelConfigPath, 'model config'), `model config ${paths.modelConfigPath}`);
   return {
     name: config.name,
     version: config.version,
@@ -42,7 +39,7 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
     weights: readFileSync(paths.modelWeightsPath),
     tokenizerJson: readJsonFile(paths.tokenizerPath, 'tokenizer'),
     tokenizerConfig: existsSync(paths.tokenizerConfigPath) ? readJsonFile(paths.tokenizerConfigPath, 'tokenizer config') : null,
-    modelConfig: checkModelConfig(modelConfig as ModelConfigJson, paths.modelConfigPath),
+    modelConfig,
     transform: config.transform,
     luaLibs: config.luaLibs,
   };
@@ -55,20 +52,22 @@ export function labelsOf(modelConfig: ModelConfigJson): Map<number, string> {
   return labels;
 }
 
-function checkModelConfig(modelConfig: ModelConfigJson, file: string): ModelConfigJson {
-  const { id2label } = modelConfig;
-  if (id2label === undefined || id2label === null) return modelConfig;
+/** The checks every model source applies to `config.json`; `source` names it in messages. */
+export function checkModelConfig(modelConfig: unknown, source: string): ModelConfigJson {
+  if (modelConfig === null || typeof modelConfig !== 'object' || Array.isArray(modelConfig)) {
+    throw new ConfigError(`${source} is not a JSON object`);
+  }
+  const { id2label } = modelConfig as ModelConfigJson;
+  if (id2label === undefined || id2label === null) return modelConfig as ModelConfigJson;
   const valid =
     typeof id2label === 'object' &&
     !Array.isArray(id2label) &&
     Object.entries(id2label).every(([key, value]) => /^\d+$/.test(key) && typeof value === 'string');
-  if (!valid) {
-    throw new ConfigError(`model config ${file}: id2label must map label indices ("0", "1", ...) to label names`);
-  }
-  return modelConfig;
+  if (!valid) throw new ConfigError(`${source}: id2label must map label indices ("0", "1", ...) to label names`);
+  return modelConfig as ModelConfigJson;
 }
 
-function requireFile(file: string, what: string): void {
+export function requireFile(file: string, what: string): void {
   if (!existsSync(file) || !statSync(file).isFile()) throw new ConfigError(`${what} not found: ${file}`);
 }
 

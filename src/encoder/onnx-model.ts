@@ -1,4 +1,4 @@
-import * as ort from 'onnxruntime-node';
+import type * as ort from 'onnxruntime-node';
 import type { ModelType } from './config.ts';
 import { ConfigError, InternalError } from './errors.ts';
 import { Tensor } from './tensor.ts';
@@ -72,20 +72,35 @@ export function validateSignature(modelType: ModelType, inputs: readonly ValueIn
   );
 }
 
+type Onnxruntime = typeof ort;
+let onnxruntime: Promise<Onnxruntime> | undefined;
+
+/**
+ * onnxruntime is loaded on first use, not at start-up: loading its native library costs time that commands such
+ * as `--version` or `inspect` should not pay (and in a single executable it is dlopened from extracted assets).
+ */
+function loadOnnxruntime(): Promise<Onnxruntime> {
+  onnxruntime ??= import('onnxruntime-node');
+  return onnxruntime;
+}
+
 /** One onnxruntime session and the signature it was validated against. */
 export class OnnxModel {
   readonly signature: ModelSignature;
   readonly #session: ort.InferenceSession;
+  readonly #ort: Onnxruntime;
 
-  private constructor(session: ort.InferenceSession, signature: ModelSignature) {
+  private constructor(runtime: Onnxruntime, session: ort.InferenceSession, signature: ModelSignature) {
+    this.#ort = runtime;
     this.#session = session;
     this.signature = signature;
   }
 
   static async load(weights: Uint8Array, modelType: ModelType, options: { threads?: number } = {}): Promise<OnnxModel> {
+    const runtime = await loadOnnxruntime();
     let session: ort.InferenceSession;
     try {
-      session = await ort.InferenceSession.create(weights, {
+      session = await runtime.InferenceSession.create(weights, {
         graphOptimizationLevel: 'all',
         ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
       });
@@ -93,7 +108,7 @@ export class OnnxModel {
       throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
     }
     try {
-      return new OnnxModel(session, validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata)));
+      return new OnnxModel(runtime, session, validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata)));
     } catch (error) {
       await session.release();
       throw error;
@@ -104,10 +119,10 @@ export class OnnxModel {
   async run(batch: PaddedBatch): Promise<Tensor> {
     const dims = [batch.batchSize, batch.sequenceLength];
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', batch.inputIds, dims),
-      attention_mask: new ort.Tensor('int64', batch.attentionMask, dims),
+      input_ids: new this.#ort.Tensor('int64', batch.inputIds, dims),
+      attention_mask: new this.#ort.Tensor('int64', batch.attentionMask, dims),
     };
-    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new ort.Tensor('int64', batch.tokenTypeIds, dims);
+    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new this.#ort.Tensor('int64', batch.tokenTypeIds, dims);
     const name = this.signature.output.name;
     let result: ort.InferenceSession.OnnxValueMapType;
     try {

@@ -84,6 +84,11 @@ export class PredictPipeline {
     });
   }
 
+  /** How the model was bound: inputs, and the output read. */
+  get signature(): ModelSignature {
+    return this.#model.signature;
+  }
+
   metadata(): ModelMetadata {
     const metadata: ModelMetadata = { model_id: this.modelId, model_type: this.modelType };
     if (this.modelType !== 'embedding') {

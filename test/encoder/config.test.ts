@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultCacheDir, loadBuildConfig, parseBuildConfig } from '../../src/encoder/config.ts';
+import { defaultCacheDir, defaultOutputPath, loadBuildConfig, parseBuildConfig } from '../../src/encoder/config.ts';
 import { ConfigError } from '../../src/encoder/errors.ts';
 
 const base = { baseDir: '/models', cwd: '/work', env: { HOME: '/home/u' } };
@@ -31,7 +31,7 @@ describe('build configuration', () => {
         tokenizerPath: '/models/dir/tokenizer.json',
         tokenizerConfigPath: '/models/dir/tokenizer_config.json',
       },
-      outputPath: process.platform === 'win32' ? path.resolve('/work', 'my-model.exe') : '/work/my-model',
+      outputPath: null,
       cacheDir: defaultCacheDir({ HOME: '/home/u' }),
       transform: null,
       luaLibs: ['table', 'string', 'math'],
@@ -134,6 +134,11 @@ describe('build configuration', () => {
 
   it('says when the configuration file is missing', () => {
     expect(() => loadBuildConfig('/nonexistent/encoder.yaml')).toThrow('configuration file not found: /nonexistent/encoder.yaml');
+  });
+
+  it('puts the output in the working directory by default, with the target extension', () => {
+    expect(defaultOutputPath('m', '/work')).toBe('/work/m');
+    expect(defaultOutputPath('m', '/work', '.exe')).toBe('/work/m.exe');
   });
 
   it('uses the platform cache directory by default', () => {

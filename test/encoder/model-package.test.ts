@@ -66,7 +66,7 @@ describe('model package from a directory', () => {
     writeModelDir({ 'model.onnx': 'x', 'tokenizer.json': '{', 'config.json': '{}' });
     expect(() => readModelPackage(configFor('.'))).toThrow(`tokenizer is not valid JSON: ${path.join(dir, 'tokenizer.json')}`);
     writeModelDir({ 'tokenizer.json': '{}', 'config.json': '[1]' });
-    expect(() => readModelPackage(configFor('.'))).toThrow(`model config is not a JSON object: ${path.join(dir, 'config.json')}`);
+    expect(() => readModelPackage(configFor('.'))).toThrow(`model config ${path.join(dir, 'config.json')} is not a JSON object`);
     writeModelDir({ 'config.json': '{"id2label":{"zero":"O"}}' });
     expect(() => readModelPackage(configFor('.'))).toThrow('id2label must map label indices');
   });

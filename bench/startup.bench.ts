@@ -1,0 +1,88 @@
+/**
+ * npm run bench:startup — what a user of the single executable waits for, for the tiny model and the
+ * MiniLM-shaped one: base and model binary sizes, build time, first run (empty cache: native files extracted),
+ * warm start-up to the first `infer` result, and the same `infer` through plain node from source, side by side.
+ *
+ * Needs the host's base runtime: npm run build:runtime -- --target host.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
+import { hostTarget } from '../src/builder/targets.ts';
+import { formatBytes } from '../src/builder/build-model.ts';
+import { median, ms, printTable } from './measure.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const base = path.join(root, 'dist', 'runtime', hostTarget(), 'encoder');
+const RUNS = 7;
+
+function timed(command: string, args: string[], env: NodeJS.ProcessEnv): number {
+  const start = performance.now();
+  const result = spawnSync(command, args, { env, encoding: 'utf8', maxBuffer: 2 ** 28 });
+  const elapsed = performance.now() - start;
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed: ${result.stderr}`);
+  return elapsed;
+}
+
+async function measure(name: string, modelDir: string, work: string): Promise<(string | number)[]> {
+  const config = path.join(work, `${name}.yaml`);
+  writeFileSync(config, `encoder:\n  name: ${name}\n  path: ${modelDir}\n  model_type: embedding\n`);
+  const output = path.join(work, name);
+  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+
+  const builds: number[] = [];
+  for (let i = 0; i < 3; i++) builds.push(timed(base, ['build', '-f', config, '--base-binary-path', base, '-o', output], env));
+
+  const text = 'The quick brown fox jumps over the lazy dog.';
+  const cold: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const cache = mkdtempSync(path.join(work, 'cold-'));
+    cold.push(timed(output, ['infer', text], { ...env, ENCODER_CACHE_DIR: cache }));
+    rmSync(cache, { recursive: true, force: true });
+  }
+  const warm = Array.from({ length: RUNS }, () => timed(output, ['infer', text], env));
+  const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
+  const fromSource = Array.from({ length: RUNS }, () =>
+    timed(nodeBin, [path.join(root, 'src', 'cli', 'main.ts'), 'infer', '--config', config, text], { PATH: process.env.PATH }),
+  );
+  const [warmMs, sourceMs] = [median(warm), median(fromSource)];
+  const manifest = JSON.parse(spawnSync(output, ['inspect'], { env, encoding: 'utf8' }).stdout) as { assets: { length: number }[] };
+  const assetBytes = manifest.assets.reduce((sum, asset) => sum + asset.length, 0);
+  const overhead = statSync(output).size - statSync(base).size - assetBytes;
+  return [
+    name,
+    formatBytes(statSync(base).size),
+    formatBytes(statSync(output).size),
+    formatBytes(assetBytes),
+    `${overhead} B`,
+    ms(median(builds)),
+    ms(median(cold)),
+    ms(warmMs),
+    ms(sourceMs),
+    `${(sourceMs / warmMs).toFixed(2)}x`,
+  ];
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
+  const work = mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
+  try {
+    const tiny = path.join(work, 'tiny-model');
+    await writeModelDirectory(tiny, PRESETS.tiny);
+    const minilm = path.join(root, '.cache', 'bench', 'minilm');
+    if (!existsSync(path.join(minilm, 'model.onnx'))) await writeModelDirectory(minilm, PRESETS.minilm);
+    const rows = [await measure('tiny', tiny, work), await measure('minilm', minilm, work)];
+    printTable(
+      `Single executable start-up (ms, medians: build of 3, first run of 3, warm of ${RUNS})`,
+      ['model', 'base binary', 'model binary', 'assets', 'section overhead', 'build', 'first run (empty cache)', 'warm infer', 'node from source', 'source / warm'],
+      rows,
+    );
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,46 @@
+/**
+ * The entry point of the single executable. With an asset section at the end of its own file it is a model
+ * (`./model infer|serve|inspect`); without one it is the builder (`encoder build|infer --config`).
+ */
+import { createModelProgram } from '../src/cli/model-program.ts';
+import { createProgram, EXIT_INPUT_ERROR, processIo, runProgram, type CliContext } from '../src/cli/program.ts';
+import { isEncoderError } from '../src/encoder/errors.ts';
+import { AssetSection } from './asset-section.ts';
+import { nativeFiles } from './native-assets.ts';
+
+async function main(argv: string[]): Promise<number> {
+  const io = processIo;
+  let section: AssetSection | null;
+  try {
+    section = await AssetSection.open(process.execPath);
+  } catch (error) {
+    if (!isEncoderError(error)) throw error;
+    io.stderr(`error: ${process.execPath}: ${error.message}\n`);
+    return EXIT_INPUT_ERROR;
+  }
+  const context: CliContext = { luaWasmPath: nativeFiles()?.luaWasm };
+  if (section) {
+    try {
+      return await runProgram(createModelProgram(section, io, context), argv, io);
+    } finally {
+      await section.close();
+    }
+  }
+  const program = createProgram(io, context);
+  if (argv.length === 0) {
+    io.stderr('This is the encoder base runtime: it holds no model assets. Build a model with it:\n\n');
+    io.stderr(program.helpInformation());
+    return EXIT_INPUT_ERROR;
+  }
+  return runProgram(program, argv, io);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,197 @@
+/**
+ * npm run build:runtime [-- --target <triple>] — makes the Node SEA base binary `encoder` of each target:
+ *
+ *   1. esbuild bundles runtime/main.ts (onnxruntime-node's computed require of its .node file is pointed at
+ *      runtime/onnxruntime-binding.ts, which dlopens the extracted SEA asset);
+ *   2. the target's Node binary comes from the npm registry at the pinned version (platforms/<triple>/platform.json);
+ *   3. the SEA blob is made by the pinned Node itself (a blob only runs in the Node version that made it) with the
+ *      target's onnxruntime binding and library and wasmoon's wasm as assets;
+ *   4. the Node binary is stripped, and postject injects the blob.
+ *
+ * Output: dist/runtime/<triple>/encoder. macOS targets need their signature removed before injection and an
+ * ad-hoc signature after, which only macOS's codesign does: they are built on a Mac (docs/building-runtimes.md).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+import * as esbuild from 'esbuild';
+import { TARGETS, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
+import { NATIVE_MANIFEST_ASSET, type NativeManifest } from '../runtime/native-assets.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = (await import('node:module')).createRequire(import.meta.url);
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+/** The Node version every base binary embeds: the pinned devDependency, which also runs this script. */
+export function pinnedNodeVersion(): string {
+  const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+  return packageJson.devDependencies.node as string;
+}
+
+/** Bundles the runtime once; every target's blob uses the same JavaScript. */
+export async function bundleRuntime(outFile: string): Promise<void> {
+  const bindingLoader = path.join(root, 'runtime', 'onnxruntime-binding.ts');
+  await esbuild.build({
+    entryPoints: [path.join(root, 'runtime', 'main.ts')],
+    outfile: outFile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node26',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    plugins: [
+      {
+        name: 'onnxruntime-binding-from-sea-assets',
+        setup(build) {
+          build.onLoad({ filter: /onnxruntime-node[\\/]dist[\\/]binding\.js$/ }, (args) => {
+            const source = readFileSync(args.path, 'utf8');
+            const computedRequire = /require\(`\.\.\/bin\/napi-v6\/\$\{process\.platform\}\/\$\{process\.arch\}\/onnxruntime_binding\.node`\)/;
+            if (!computedRequire.test(source)) {
+              throw new Error(`${args.path}: onnxruntime-node's binding require changed; update scripts/build-runtime.ts`);
+            }
+            const replaced = source.replace(computedRequire, `require(${JSON.stringify(bindingLoader)}).loadOnnxruntimeBinding()`);
+            return { contents: replaced, loader: 'js', resolveDir: path.dirname(args.path) };
+          });
+        },
+      },
+    ],
+  });
+}
+
+/** Fetches (once, cached under .cache/) the target's Node binary from the npm registry. */
+function nodeBinary(platform: PlatformEntry, version: string): string {
+  const dir = path.join(root, '.cache', 'node-binaries', `${platform.node.package}-${version}`);
+  const binary = path.join(dir, 'package', platform.node.binary);
+  if (existsSync(binary)) return binary;
+  mkdirSync(dir, { recursive: true });
+  const packed = execFileSync('npm', ['pack', `${platform.node.package}@${version}`, '--pack-destination', dir, '--silent'], {
+    encoding: 'utf8',
+  }).trim();
+  execFileSync('tar', ['-xzf', path.join(dir, packed.split('\n').at(-1)!), '-C', dir]);
+  if (!existsSync(binary)) throw new Error(`${platform.node.package}@${version} has no ${platform.node.binary}`);
+  return binary;
+}
+
+/** The SEA assets of a target: onnxruntime binding + library, wasmoon's wasm, and their manifest. */
+function nativeAssets(platform: PlatformEntry, workDir: string): Record<string, string> {
+  if (!platform.onnxruntime) {
+    throw new Error(
+      `${platform.target}: onnxruntime-node ${require('onnxruntime-node/package.json').version} ships no binding for this target, ` +
+        'so no base runtime can be built for it (see docs/building-runtimes.md)',
+    );
+  }
+  const ortDir = path.join(path.dirname(require.resolve('onnxruntime-node/package.json')), platform.onnxruntime.dir);
+  const wasm = path.join(path.dirname(require.resolve('wasmoon/package.json')), 'dist', 'glue.wasm');
+  const sources: Record<string, string> = {};
+  for (const file of [platform.onnxruntime.binding, ...platform.onnxruntime.libraries]) sources[`native/${file}`] = path.join(ortDir, file);
+  sources['native/glue.wasm'] = wasm;
+
+  const hash = createHash('sha256');
+  const files: Record<string, string> = {};
+  for (const [key, file] of Object.entries(sources)) {
+    hash.update(readFileSync(file));
+    files[key] = path.basename(key);
+  }
+  const manifest: NativeManifest = {
+    hash: hash.digest('hex').slice(0, 16),
+    files,
+    onnxruntimeBinding: platform.onnxruntime.binding,
+    luaWasm: 'glue.wasm',
+  };
+  const manifestFile = path.join(workDir, NATIVE_MANIFEST_ASSET);
+  writeFileSync(manifestFile, JSON.stringify(manifest));
+  return { [NATIVE_MANIFEST_ASSET]: manifestFile, ...sources };
+}
+
+function strip(binary: string, platform: PlatformEntry): string {
+  const tools = platform.binaryFormat === 'macho' ? ['llvm-strip'] : ['llvm-strip', platform.target === hostTarget() ? 'strip' : ''];
+  for (const tool of tools.filter(Boolean)) {
+    const result = spawnSync(tool, platform.binaryFormat === 'macho' ? ['-x', binary] : ['--strip-all', binary], { encoding: 'utf8' });
+    if (result.status === 0) return `stripped with ${tool}`;
+  }
+  return 'not stripped (install llvm or binutils for the target)';
+}
+
+/** Why a target cannot be built here, for the default all-targets run (an explicit --target fails instead). */
+function reasonToSkip(platform: PlatformEntry): string | null {
+  if (!platform.onnxruntime) return 'onnxruntime-node ships no binding for it';
+  if (platform.binaryFormat === 'macho' && process.platform !== 'darwin') return 'macOS binaries are signed with codesign: build on a Mac';
+  return null;
+}
+
+export async function buildRuntime(target: Target, bundle: string): Promise<string> {
+  const platform = platformOf(target);
+  const version = pinnedNodeVersion();
+  if (process.version !== `v${version}`) {
+    throw new Error(`the SEA blob must be made by Node ${version} (this is ${process.version}); run through npm run build:runtime`);
+  }
+  if (platform.binaryFormat === 'macho' && process.platform !== 'darwin') {
+    throw new Error(`${target}: macOS binaries need codesign (remove the signature, inject, sign ad hoc); build this target on a Mac`);
+  }
+  const outDir = path.join(root, 'dist', 'runtime', target);
+  const workDir = path.join(outDir, 'work');
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+
+  const blob = path.join(workDir, 'sea.blob');
+  const seaConfig = {
+    main: bundle,
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    // code cache and snapshots are specific to the platform that made them; blobs here serve other targets too
+    useCodeCache: false,
+    useSnapshot: false,
+    assets: nativeAssets(platform, workDir),
+  };
+  writeFileSync(path.join(workDir, 'sea-config.json'), JSON.stringify(seaConfig, null, 2));
+  execFileSync(process.execPath, ['--experimental-sea-config', path.join(workDir, 'sea-config.json')], { stdio: 'pipe' });
+
+  const output = path.join(outDir, 'encoder');
+  copyFileSync(nodeBinary(platform, version), output);
+  chmodSync(output, 0o755);
+  if (platform.binaryFormat === 'macho') execFileSync('codesign', ['--remove-signature', output]);
+  const stripped = strip(output, platform);
+  const { inject } = require('postject') as {
+    inject: (file: string, name: string, data: Buffer, options: { sentinelFuse: string; machoSegmentName?: string }) => Promise<void>;
+  };
+  await inject(output, 'NODE_SEA_BLOB', readFileSync(blob), {
+    sentinelFuse: SEA_FUSE,
+    ...(platform.binaryFormat === 'macho' ? { machoSegmentName: 'NODE_SEA' } : {}),
+  });
+  if (platform.binaryFormat === 'macho') execFileSync('codesign', ['--sign', '-', output]);
+  rmSync(workDir, { recursive: true, force: true });
+  console.log(`${target}: ${path.relative(root, output)} (${(statSync(output).size / 2 ** 20).toFixed(1)} MiB, Node ${version}, ${stripped})`);
+  return output;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const options = new Command('build-runtime')
+    .description('Build the Node SEA base runtime `encoder` (default: every target this machine can build)')
+    .option('--target <triple...>', `targets: ${TARGETS.join(', ')}, "host" (this machine's), or "all"`)
+    .parse()
+    .opts<{ target?: string[] }>();
+  const explicit = options.target && !options.target.includes('all');
+  const targets = explicit ? options.target!.map((t) => (t === 'host' ? hostTarget() : parseTarget(t))) : [...TARGETS];
+  const bundle = path.join(root, 'dist', 'runtime', 'main.cjs');
+  await bundleRuntime(bundle);
+  let failed = 0;
+  for (const target of targets) {
+    const skip = explicit ? null : reasonToSkip(platformOf(target));
+    if (skip) {
+      console.log(`${target}: skipped, ${skip}`);
+      continue;
+    }
+    try {
+      await buildRuntime(target, bundle);
+    } catch (error) {
+      failed++;
+      console.error(`${target}: ${(error as Error).message}`);
+    }
+  }
+  process.exitCode = failed ? 1 : 0;
+}

@@ -1,0 +1,108 @@
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import { writeModelExecutable } from '../../runtime/asset-section.ts';
+import { defaultCacheDir, defaultOutputPath, loadBuildConfig } from '../encoder/config.ts';
+import { readModelPackage } from '../encoder/model-package.ts';
+import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
+import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
+import { resolveBaseRuntime } from './base-runtime.ts';
+import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
+
+export interface BuildModelOptions {
+  configFile: string;
+  /** Target triple; default: this machine's. */
+  platform?: string;
+  baseBinaryPath?: string;
+  /** Overrides the configuration's output_path. */
+  outputPath?: string;
+  runtimeVersion: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  pipelineOptions?: PipelineOptions;
+}
+
+/** What the build tells its user: one line per finished step, and byte progress of downloads and appends. */
+export interface BuildReporter {
+  step(index: number, title: string, detail: string): void;
+  progress(label: string, doneBytes: number, totalBytes: number | null): void;
+}
+
+export interface BuiltModel {
+  outputPath: string;
+  target: Target;
+  bytes: number;
+}
+
+export const BUILD_STEPS = [
+  'detect platform and fetch the base runtime',
+  'load and validate the configuration',
+  'check required model files',
+  'validate the ONNX model structure',
+  'append the assets to the base runtime',
+  'write the output file',
+] as const;
+
+/** Spec 2's build steps, in order. Every failure is an EncoderError naming what is wrong. */
+export async function buildModel(options: BuildModelOptions, reporter: BuildReporter): Promise<BuiltModel> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+
+  const target = options.platform ? parseTarget(options.platform) : hostTarget();
+  requireBuildableTarget(target);
+  const base = await resolveBaseRuntime({
+    target,
+    version: options.runtimeVersion,
+    // The configuration is validated in the next step; here it only says where the cache is, when it can.
+    cacheDir: cacheDirOf(options.configFile, cwd, env),
+    baseBinaryPath: options.baseBinaryPath,
+    env,
+    onProgress: (event) => reporter.progress('download', event.doneBytes, event.totalBytes),
+  });
+  reporter.step(1, BUILD_STEPS[0], `${target}, ${base.source}: ${base.path}`);
+
+  const config = loadBuildConfig(options.configFile, { cwd, env });
+  reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})`);
+
+  const pkg = readModelPackage(config);
+  reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
+
+  const pipeline = await PredictPipeline.load(pkg, options.pipelineOptions);
+  const output = pipeline.signature.output;
+  await pipeline.close();
+  reporter.step(
+    4,
+    BUILD_STEPS[3],
+    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}`,
+  );
+
+  const outputPath = options.outputPath
+    ? path.resolve(cwd, options.outputPath)
+    : (config.outputPath ?? defaultOutputPath(config.name, cwd, executableExtension(target)));
+  const manifest = await writeModelExecutable({
+    baseBinaryPath: base.path,
+    outputPath,
+    assets: packageAssets(config),
+    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config) },
+    onProgress: (done, total) => reporter.progress('append', done, total),
+  });
+  reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));
+
+  const bytes = statSync(outputPath).size;
+  reporter.step(6, BUILD_STEPS[5], `${outputPath} (${formatBytes(bytes)})`);
+  return { outputPath, target, bytes };
+}
+
+
+function cacheDirOf(configFile: string, cwd: string, env: NodeJS.ProcessEnv): string {
+  try {
+    return loadBuildConfig(configFile, { cwd, env }).cacheDir;
+  } catch {
+    return defaultCacheDir(env);
+  }
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 2 ** 20) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}

@@ -1,0 +1,78 @@
+import { SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { BUILD_STEPS, buildModel, formatBytes, type BuildReporter } from '../builder/build-model.ts';
+import { TARGETS } from '../builder/targets.ts';
+import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
+
+interface BuildCommandOptions {
+  file: string;
+  platform?: string;
+  baseBinaryPath?: string;
+  output?: string;
+}
+
+export function registerBuildCommand(program: Command, io: CliIo, context: CliContext): void {
+  program
+    .command('build')
+    .description('Pack a model directory into one executable that serves it or runs it (spec 2 build steps)')
+    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder)')
+    .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
+    .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
+    .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)')
+    .addHelpText(
+      'after',
+      '\nx86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',
+    )
+    .action(async (options: BuildCommandOptions) => {
+      const reporter = io.isTerminal ? terminalReporter(io) : plainReporter(io);
+      const built = await buildModel(
+        {
+          configFile: options.file,
+          platform: options.platform,
+          baseBinaryPath: options.baseBinaryPath,
+          outputPath: options.output,
+          runtimeVersion: RUNTIME_VERSION,
+          pipelineOptions: { luaWasmPath: context.luaWasmPath },
+        },
+        reporter,
+      );
+      io.stderr(`built ${built.outputPath} for ${built.target}; run it with: ${built.outputPath} infer "some text"\n`);
+    });
+}
+
+function stepLine(index: number, title: string, detail: string): string {
+  return `[${index}/${BUILD_STEPS.length}] ${title}: ${detail}\n`;
+}
+
+/** Not a terminal (CI, pipes): one line per finished step, no progress bar. */
+function plainReporter(io: CliIo): BuildReporter {
+  return { step: (index, title, detail) => io.stderr(stepLine(index, title, detail)), progress: () => {} };
+}
+
+/** A terminal: the same lines, plus a cli-progress bar while bytes are downloaded or appended. */
+function terminalReporter(io: CliIo): BuildReporter {
+  let bar: SingleBar | null = null;
+  const stop = () => {
+    bar?.stop();
+    bar = null;
+  };
+  return {
+    step(index, title, detail) {
+      stop();
+      io.stderr(stepLine(index, title, detail));
+    },
+    progress(label, done, total) {
+      if (!bar) {
+        bar = new SingleBar({
+          format: `${label} [{bar}] {percentage}% {doneText} / {totalText}`,
+          stream: process.stderr,
+          clearOnComplete: true,
+          hideCursor: true,
+        });
+        bar.start(total ?? 0, 0, { doneText: '0 B', totalText: total === null ? '?' : formatBytes(total) });
+      }
+      if (total !== null) bar.setTotal(total);
+      bar.update(done, { doneText: formatBytes(done) });
+    },
+  };
+}

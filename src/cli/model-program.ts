@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import type { AssetSection } from '../../runtime/asset-section.ts';
+import { ConfigError } from '../encoder/errors.ts';
+import { readPackagedModel } from '../encoder/packaged-model.ts';
+import { registerInferCommand } from './infer-command.ts';
+import { baseProgram, type CliContext, type CliIo } from './program.ts';
+
+/** The command line of a built model executable: its model comes from the asset section of its own file. */
+export function createModelProgram(section: AssetSection, io: CliIo, context: CliContext = {}): Command {
+  const { manifest } = section;
+  const { model } = manifest;
+  const version = [
+    `${model.name} ${model.version} (${model.model_type})`,
+    `runtime: encoder ${manifest.runtime_version}, Node ${process.versions.node}`,
+    `target: ${manifest.target}`,
+  ].join('\n');
+  const program = baseProgram(model.name, io, version).description(`${model.name} ${model.version}: ${model.model_type.replaceAll("_", " ")} model in one executable`);
+
+  registerInferCommand(program, io, {
+    configOption: false,
+    load: () => readPackagedModel(section),
+    pipelineOptions: { luaWasmPath: context.luaWasmPath },
+  });
+
+  program
+    .command('serve')
+    .description('Serve the model over HTTP, gRPC and MCP (not yet available in this version)')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(() => {
+      throw new ConfigError('serve is not yet available in this version of the runtime; use infer');
+    });
+
+  program
+    .command('inspect')
+    .description('Print the manifest of the packed assets as JSON')
+    .action(() => io.stdout(`${JSON.stringify(manifest, null, 2)}\n`));
+  return program;
+}

@@ -1,0 +1,85 @@
+import { existsSync, statSync } from 'node:fs';
+import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
+import { LUA_LIBRARIES, MODEL_TYPES } from './config.ts';
+import type { BuildConfig, LuaLibraryName, ModelType } from './config.ts';
+import { ConfigError } from './errors.ts';
+import { checkModelConfig, requireFile, type ModelPackage } from './model-package.ts';
+
+/**
+ * The model package of a built executable: the same `ModelPackage` that `readModelPackage` makes from the
+ * model directory it was built from. Every asset is checked against its SHA-256 as it is read.
+ */
+export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
+  const { name, version, modelType, luaLibs } = modelOfManifest(section.manifest.model);
+  for (const required of ['model_weights', 'tokenizer', 'model_config']) {
+    if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
+  }
+  const [weights, tokenizerJson, tokenizerConfig, modelConfig, transform] = await Promise.all([
+    section.read('model_weights'),
+    readJsonAsset(section, 'tokenizer'),
+    section.has('tokenizer_config') ? readJsonAsset(section, 'tokenizer_config') : null,
+    readJsonAsset(section, 'model_config'),
+    section.has('transform') ? section.readText('transform') : null,
+  ]);
+  return {
+    name,
+    version,
+    modelType,
+    weights,
+    tokenizerJson,
+    tokenizerConfig,
+    modelConfig: checkModelConfig(modelConfig, 'asset model_config'),
+    transform,
+    luaLibs,
+  };
+}
+
+/**
+ * The assets of a build configuration, for `writeModelExecutable`: the model's files by path (streamed from
+ * disk, never read whole), `tokenizer_config` only when the file exists, the transform's text as data.
+ * Names the first missing required file the way `readModelPackage` does.
+ */
+export function packageAssets(config: BuildConfig): AssetSource[] {
+  const { paths } = config;
+  requireFile(paths.modelWeightsPath, 'model weights');
+  requireFile(paths.modelConfigPath, 'model config');
+  requireFile(paths.tokenizerPath, 'tokenizer');
+  const assets: AssetSource[] = [
+    { name: 'model_weights', path: paths.modelWeightsPath },
+    { name: 'tokenizer', path: paths.tokenizerPath },
+    { name: 'model_config', path: paths.modelConfigPath },
+  ];
+  if (existsSync(paths.tokenizerConfigPath) && statSync(paths.tokenizerConfigPath).isFile()) assets.push({ name: 'tokenizer_config', path: paths.tokenizerConfigPath });
+  if (config.transform !== null) assets.push({ name: 'transform', data: Buffer.from(config.transform, 'utf8') });
+  return assets;
+}
+
+/** The manifest's `model` object of a build configuration. */
+export function manifestModelOf(config: BuildConfig): ManifestModel {
+  return { name: config.name, version: config.version, model_type: config.modelType, lua_libs: [...config.luaLibs] };
+}
+
+function modelOfManifest(model: ManifestModel): { name: string; version: string; modelType: ModelType; luaLibs: LuaLibraryName[] } {
+  if (!(MODEL_TYPES as readonly string[]).includes(model.model_type)) {
+    throw new ConfigError(`packaged model: unknown model type "${model.model_type}"; this runtime knows ${MODEL_TYPES.join(', ')}`);
+  }
+  const unknownLib = model.lua_libs.find((lib) => !(LUA_LIBRARIES as readonly string[]).includes(lib));
+  if (unknownLib !== undefined) {
+    throw new ConfigError(`packaged model: unknown Lua library "${unknownLib}"; this runtime knows ${LUA_LIBRARIES.join(', ')}`);
+  }
+  return {
+    name: model.name,
+    version: model.version,
+    modelType: model.model_type as ModelType,
+    luaLibs: [...model.lua_libs] as LuaLibraryName[],
+  };
+}
+
+async function readJsonAsset(section: AssetSection, name: string): Promise<unknown> {
+  const text = await section.readText(name);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`asset ${name} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+}

@@ -1,0 +1,191 @@
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelType } from '../../src/encoder/config.ts';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { runCliCaptured } from '../helpers/run-cli.ts';
+import { hasShared, sharedModel } from '../helpers/shared-fixtures.ts';
+
+let work: string;
+let cacheDir: string;
+const texts = ['Hello world, this is a test.', 'second input', 'the third one is a little longer than the others'];
+
+function writeConfig(name: string, modelDir: string, modelType: ModelType, extra = ''): string {
+  const file = path.join(work, `${name}.yaml`);
+  writeFileSync(file, `encoder:\n  name: ${name}\n  path: ${modelDir}\n  model_type: ${modelType}\n${extra}`);
+  return file;
+}
+
+/** `encoder build` run by the base runtime itself, as a user would. */
+function build(config: string, output: string, extra: string[] = []) {
+  return runExecutable(baseRuntimePath(), ['build', '-f', config, '--base-binary-path', baseRuntimePath(), '-o', output, ...extra], {
+    cacheDir,
+    cwd: work,
+  });
+}
+
+function buildOk(config: string, name: string): string {
+  const output = path.join(work, name);
+  const result = build(config, output);
+  expect(result.stderr).toContain('[6/6] write the output file');
+  expect(result.status).toBe(0);
+  return output;
+}
+
+async function inProcessInfer(config: string, args: string[]): Promise<string> {
+  const { code, stdout, stderr } = await runCliCaptured(['infer', '--config', config, ...args]);
+  expect(stderr).not.toContain('error');
+  expect(code).toBe(0);
+  return stdout;
+}
+
+warnIfNoBaseRuntime('model executables');
+describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime', () => {
+  beforeAll(() => {
+    work = mkdtempSync(path.join(os.tmpdir(), 'e2e-exe-'));
+    cacheDir = path.join(work, 'cache');
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('says so when the base runtime holds no model, and shows the builder help', () => {
+    const result = runExecutable(baseRuntimePath(), [], { cacheDir });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('This is the encoder base runtime: it holds no model assets');
+    expect(result.stderr).toContain('build [options]');
+  });
+
+  for (const modelType of ['embedding', 'sequence_classification', 'token_classification'] as const) {
+    it(`builds a generated ${modelType} model whose infer output equals the in-process pipeline's`, async () => {
+      const dir = await generateTinyModel({ modelType });
+      const transform = modelType === 'sequence_classification' ? '  transform: |\n    function Postprocess(arr)\n      return arr * 0.5\n    end\n' : '';
+      const config = writeConfig(`gen-${modelType}`, dir, modelType, transform);
+      const executable = buildOk(config, `gen-${modelType}`);
+      expect(statSync(executable).mode & 0o111).not.toBe(0);
+      const result = runExecutable(executable, ['infer', ...texts], { cacheDir });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(result.stdout).toBe(await inProcessInfer(config, texts));
+
+      const out = path.join(work, `${modelType}.json`);
+      expect(runExecutable(executable, ['infer', texts[0], '-o', out], { cacheDir }).status).toBe(0);
+      expect(JSON.parse((await import('node:fs')).readFileSync(out, 'utf8')).results).toHaveLength(1);
+    });
+  }
+
+  it.skipIf(!hasShared)('builds the shared tiny-bert exports with identical infer output', async () => {
+    for (const [name, modelType] of [
+      ['tiny-bert-embedding', 'embedding'],
+      ['tiny-bert-sequence-classification', 'sequence_classification'],
+      ['tiny-bert-token-classification', 'token_classification'],
+    ] as const) {
+      const config = writeConfig(name, sharedModel(name), modelType);
+      const executable = buildOk(config, name);
+      const result = runExecutable(executable, ['infer', ...texts], { cacheDir });
+      expect(result.status).toBe(0);
+      expect(result.stdout).toBe(await inProcessInfer(config, texts));
+      rmSync(executable);
+    }
+  });
+
+  it('prints its version and its manifest, and says serve is not there yet', async () => {
+    const dir = await generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-X', 'I-X'] });
+    const executable = buildOk(writeConfig('ner', dir, 'token_classification', '  version: 2.1.0\n'), 'ner');
+    const version = runExecutable(executable, ['--version'], { cacheDir });
+    expect(version.stdout).toMatch(/^ner 2\.1\.0 \(token_classification\)\nruntime: encoder \d+\.\d+\.\d+, Node 26\.10\.0\ntarget: x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu/);
+    const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout);
+    expect(manifest.model).toEqual({ name: 'ner', version: '2.1.0', model_type: 'token_classification', lua_libs: ['table', 'string', 'math'] });
+    expect(manifest.assets.map((a: { name: string }) => a.name)).toEqual(['model_weights', 'tokenizer', 'model_config', 'tokenizer_config']);
+    const serve = runExecutable(executable, ['serve', '--http-port', '8080'], { cacheDir });
+    expect(serve.status).toBe(2);
+    expect(serve.stderr).toContain('serve is not yet available');
+  });
+
+  it('names build errors and exits non-zero', async () => {
+    const missing = build(writeConfig('missing', path.join(work, 'nowhere'), 'embedding'), path.join(work, 'missing'));
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain(`model weights not found: ${path.join(work, 'nowhere', 'model.onnx')}`);
+    const dir = await generateTinyModel();
+    const intel = build(writeConfig('intel', dir, 'embedding'), path.join(work, 'intel'), ['--platform', 'x86_64-apple-darwin']);
+    expect(intel.status).toBe(2);
+    expect(intel.stderr).toContain('x86_64-apple-darwin has no base runtime: onnxruntime-node 1.30 ships no binding for it');
+    const bogus = build(writeConfig('bogus', dir, 'embedding'), path.join(work, 'bogus'), ['--platform', 'riscv64']);
+    expect(bogus.stderr).toContain('unknown platform "riscv64"');
+  });
+
+  it('runs with an empty environment, a fresh cache and no network, then again with the cache filled', async () => {
+    const probe = spawnSync('unshare', ['-n', 'true']);
+    if (probe.status !== 0) {
+      console.warn('self-containment test: skipped, `unshare -n` is not permitted here (needs root)');
+      return;
+    }
+    const dir = await generateTinyModel({ modelType: 'sequence_classification', labels: ['a', 'b'] });
+    const config = writeConfig('sealed', dir, 'sequence_classification');
+    const executable = buildOk(config, 'sealed');
+    const home = path.join(work, 'empty-home');
+    mkdirSync(home);
+    const expected = await inProcessInfer(config, texts);
+    for (const run of ['cold', 'warm']) {
+      const result = spawnSync('env', ['-i', `HOME=${home}`, 'unshare', '-n', executable, 'infer', ...texts], { encoding: 'utf8' });
+      expect(result.stderr, run).toBe('');
+      expect(result.status, run).toBe(0);
+      expect(result.stdout, run).toBe(expected);
+    }
+    // the native files were extracted once into the fresh cache directory
+    expect(statSync(path.join(home, '.cache', 'encoder', 'native')).isDirectory()).toBe(true);
+  });
+
+  describe('a damaged model file', () => {
+    let pristine: string;
+    let manifest: { assets: { name: string; offset: number; length: number }[] };
+
+    beforeAll(async () => {
+      const dir = await generateTinyModel({ modelType: 'sequence_classification' });
+      const config = writeConfig('fragile', dir, 'sequence_classification', '  transform: "return output"\n');
+      pristine = buildOk(config, 'fragile');
+      manifest = JSON.parse(runExecutable(pristine, ['inspect'], { cacheDir }).stdout);
+    });
+
+    function damaged(change: (file: string) => void): ReturnType<typeof runExecutable> {
+      const copy = path.join(work, 'damaged');
+      copyFileSync(pristine, copy);
+      change(copy);
+      const result = runExecutable(copy, ['infer', 'some text'], { cacheDir });
+      rmSync(copy);
+      return result;
+    }
+
+    it('names the asset whose bytes changed', () => {
+      expect(manifest.assets.map((a) => a.name)).toEqual(['model_weights', 'tokenizer', 'model_config', 'tokenizer_config', 'transform']);
+      for (const asset of manifest.assets) {
+        const result = damaged((file) => flipByte(file, asset.offset + Math.floor(asset.length / 2)));
+        expect(result.status, asset.name).not.toBe(0);
+        expect(result.stderr, asset.name).toContain(`asset ${asset.name}: checksum mismatch`);
+      }
+    });
+
+    it('says when the file is truncated', () => {
+      const size = statSync(pristine).size;
+      const result = damaged((file) => truncateSync(file, size - 100));
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toMatch(/file is truncated/);
+    });
+
+    it('says when data was appended', () => {
+      const result = damaged((file) => appendFileSync(file, Buffer.alloc(300, 7)));
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain('appended data?');
+    });
+  });
+});
+
+function flipByte(file: string, offset: number): void {
+  const fd = openSync(file, 'r+');
+  const byte = Buffer.alloc(1);
+  readSync(fd, byte, 0, 1, offset);
+  byte[0] ^= 0xff;
+  writeSync(fd, byte, 0, 1, offset);
+  closeSync(fd);
+}
