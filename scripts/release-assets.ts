@@ -115,7 +115,7 @@ async function gzipFile(from: string, to: string): Promise<{ sha256: string; siz
   try {
     await pipeline(
       createReadStream(from),
-      createGzip({ level: zlibConstants.Z_BEST_COMPRESSION }),
+      createGzip({ level: zlibConstants.Z_DEFAULT_COMPRESSION }),
       async function* (chunks: AsyncIterable<Buffer>) {
         for await (const chunk of chunks) {
           hash.update(chunk);

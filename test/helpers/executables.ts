@@ -1,4 +1,4 @@
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFile, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { hostTarget, type Target } from '../../src/builder/targets.ts';
@@ -33,5 +33,21 @@ export function runExecutable(
     env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: options.cacheDir, ...options.env },
     maxBuffer: 256 * 2 ** 20,
     timeout: 120_000,
+  });
+}
+
+/** `runExecutable` without blocking the event loop: for tests whose own process serves the executable (HTTP). */
+export function runExecutableAsync(
+  file: string,
+  args: string[],
+  options: { cacheDir: string; env?: NodeJS.ProcessEnv },
+): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      file,
+      args,
+      { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: options.cacheDir, ...options.env }, timeout: 120_000, maxBuffer: 2 ** 28 },
+      (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
   });
 }
