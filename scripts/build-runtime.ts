@@ -117,11 +117,26 @@ function strip(binary: string, platform: PlatformEntry): string {
   return 'not stripped (install llvm or binutils for the target)';
 }
 
-/** Why a target cannot be built here, for the default all-targets run (an explicit --target fails instead). */
+/** Why a target cannot be built at all, for the default all-targets run (an explicit --target fails instead). */
 function reasonToSkip(platform: PlatformEntry): string | null {
-  if (!platform.onnxruntime) return 'onnxruntime-node ships no binding for it';
-  if (platform.binaryFormat === 'macho' && process.platform !== 'darwin') return 'macOS binaries are signed with codesign: build on a Mac';
-  return null;
+  return platform.onnxruntime ? null : 'onnxruntime-node ships no binding for it';
+}
+
+/** Mach-O on a machine without codesign: everything but the signature steps, and a script that finishes on a Mac. */
+function finishOnMacScript(): string {
+  return [
+    '#!/bin/sh',
+    '# Finishes the macOS base runtime prepared on Linux: only macOS codesign can remove and add the signature.',
+    'set -eu',
+    'cd "$(dirname "$0")"',
+    'cp node-stripped encoder',
+    'codesign --remove-signature encoder',
+    `npx --yes postject@1.0.0-alpha.6 encoder NODE_SEA_BLOB sea.blob --sentinel-fuse ${SEA_FUSE} --macho-segment-name NODE_SEA`,
+    'codesign --sign - encoder',
+    'rm node-stripped sea.blob finish-on-macos.sh',
+    'echo "$(pwd)/encoder"',
+    '',
+  ].join('\n');
 }
 
 export async function buildRuntime(target: Target, bundle: string): Promise<string> {
@@ -130,9 +145,7 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
   if (process.version !== `v${version}`) {
     throw new Error(`the SEA blob must be made by Node ${version} (this is ${process.version}); run through npm run build:runtime`);
   }
-  if (platform.binaryFormat === 'macho' && process.platform !== 'darwin') {
-    throw new Error(`${target}: macOS binaries need codesign (remove the signature, inject, sign ad hoc); build this target on a Mac`);
-  }
+  if (!platform.onnxruntime) throw new Error(reasonToSkip(platform) ?? 'no onnxruntime binding');
   const outDir = path.join(root, 'dist', 'runtime', target);
   const workDir = path.join(outDir, 'work');
   rmSync(outDir, { recursive: true, force: true });
@@ -152,6 +165,20 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
   execFileSync(process.execPath, ['--experimental-sea-config', path.join(workDir, 'sea-config.json')], { stdio: 'pipe' });
 
   const output = path.join(outDir, 'encoder');
+  const canSign = platform.binaryFormat !== 'macho' || process.platform === 'darwin';
+  if (!canSign) {
+    const node = path.join(outDir, 'node-stripped');
+    copyFileSync(nodeBinary(platform, version), node);
+    const stripped = strip(node, platform);
+    copyFileSync(blob, path.join(outDir, 'sea.blob'));
+    writeFileSync(path.join(outDir, 'finish-on-macos.sh'), finishOnMacScript(), { mode: 0o755 });
+    rmSync(workDir, { recursive: true, force: true });
+    console.log(
+      `${target}: prepared in ${path.relative(root, outDir)} (Node ${version}, ${stripped}); macOS codesign must finish it: ` +
+        `copy the folder to a Mac and run its finish-on-macos.sh`,
+    );
+    return outDir;
+  }
   copyFileSync(nodeBinary(platform, version), output);
   chmodSync(output, 0o755);
   if (platform.binaryFormat === 'macho') execFileSync('codesign', ['--remove-signature', output]);
