@@ -6,7 +6,9 @@ import { createModelProgram } from '../src/cli/model-program.ts';
 import { createProgram, EXIT_INPUT_ERROR, processIo, runProgram, type CliContext } from '../src/cli/program.ts';
 import { isEncoderError } from '../src/encoder/errors.ts';
 import { AssetSection } from './asset-section.ts';
-import { nativeFiles } from './native-assets.ts';
+import * as sea from 'node:sea';
+import { hostTarget } from '../src/builder/targets.ts';
+import { nativeFiles, PROTO_ASSET } from './native-assets.ts';
 
 async function main(argv: string[]): Promise<number> {
   const io = processIo;
@@ -18,7 +20,11 @@ async function main(argv: string[]): Promise<number> {
     io.stderr(`error: ${process.execPath}: ${error.message}\n`);
     return EXIT_INPUT_ERROR;
   }
-  const context: CliContext = { luaWasmPath: nativeFiles()?.luaWasm };
+  const context: CliContext = {
+    luaWasmPath: nativeFiles()?.luaWasm,
+    protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),
+    target: section?.manifest.target ?? hostTarget(),
+  };
   if (section) {
     try {
       return await runProgram(createModelProgram(section, io, context), argv, io);

@@ -12,6 +12,9 @@ import { defaultCacheDir } from '../src/encoder/config.ts';
  * folder, then renamed, so concurrent first starts never see half a folder) and loaded from there.
  */
 
+/** SEA asset with the text of proto/encoder.proto, for the gRPC front end. */
+export const PROTO_ASSET = 'encoder.proto';
+
 /** SEA asset holding `NativeManifest`, written by scripts/build-runtime.ts. */
 export const NATIVE_MANIFEST_ASSET = 'native.json';
 

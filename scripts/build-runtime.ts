@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import * as esbuild from 'esbuild';
 import { TARGETS, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
-import { NATIVE_MANIFEST_ASSET, type NativeManifest } from '../runtime/native-assets.ts';
+import { NATIVE_MANIFEST_ASSET, PROTO_ASSET, type NativeManifest } from '../runtime/native-assets.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = (await import('node:module')).createRequire(import.meta.url);
@@ -105,7 +105,7 @@ function nativeAssets(platform: PlatformEntry, workDir: string): Record<string, 
   };
   const manifestFile = path.join(workDir, NATIVE_MANIFEST_ASSET);
   writeFileSync(manifestFile, JSON.stringify(manifest));
-  return { [NATIVE_MANIFEST_ASSET]: manifestFile, ...sources };
+  return { [NATIVE_MANIFEST_ASSET]: manifestFile, [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'), ...sources };
 }
 
 function strip(binary: string, platform: PlatformEntry): string {

@@ -1,8 +1,9 @@
 import { writeFile } from 'node:fs/promises';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { InternalError } from '../encoder/errors.ts';
-import type { ModelPackage } from '../encoder/model-package.ts';
-import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
+import { PredictPipeline } from '../encoder/predict-pipeline.ts';
+import { parsePositiveInteger } from './arguments.ts';
+import type { ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
 
 export interface InferOptions {
@@ -12,14 +13,7 @@ export interface InferOptions {
   threads?: number;
 }
 
-export interface InferSource {
-  /** `--config <file>` is required (running from a model directory) rather than absent (a built model). */
-  configOption: boolean;
-  load: (options: InferOptions) => ModelPackage | Promise<ModelPackage>;
-  pipelineOptions?: PipelineOptions;
-}
-
-export function registerInferCommand(program: Command, io: CliIo, source: InferSource): void {
+export function registerInferCommand(program: Command, io: CliIo, source: ModelSource): void {
   const command = program
     .command('infer')
     .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
@@ -50,12 +44,4 @@ async function writeOutput(file: string, json: string): Promise<void> {
   } catch (error) {
     throw new InternalError(`cannot write ${file}: ${(error as Error).message}`, { cause: error });
   }
-}
-
-function parsePositiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) {
-    throw new InvalidArgumentError(`"${value}" is not a positive integer`);
-  }
-  return parsed;
 }

@@ -1,4 +1,10 @@
-import { runCli } from './program.ts';
+import { readFileSync } from 'node:fs';
+import { hostTarget } from '../builder/targets.ts';
+import { processIo, runCli } from './program.ts';
 
-// The command-line entry: `npx encoder …`, `node src/cli/main.ts …`, and later the single executable.
-process.exitCode = await runCli(process.argv.slice(2));
+// The command-line entry from source (`npx encoder …`, `node src/cli/main.ts …`); the single executable's is
+// runtime/main.ts. From source, the gRPC contract is read from the repository.
+process.exitCode = await runCli(process.argv.slice(2), processIo, {
+  protoText: () => readFileSync(new URL('../../proto/encoder.proto', import.meta.url), 'utf8'),
+  target: hostTarget(),
+});

@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
 import type { AssetSection } from '../../runtime/asset-section.ts';
-import { ConfigError } from '../encoder/errors.ts';
 import { readPackagedModel } from '../encoder/packaged-model.ts';
 import { registerInferCommand } from './infer-command.ts';
+import type { ModelSource } from './model-source.ts';
+import { registerServeCommand } from './serve-command.ts';
 import { baseProgram, type CliContext, type CliIo } from './program.ts';
 
 /** The command line of a built model executable: its model comes from the asset section of its own file. */
-export function createModelProgram(section: AssetSection, io: CliIo, context: CliContext = {}): Command {
+export function createModelProgram(section: AssetSection, io: CliIo, context: CliContext): Command {
   const { manifest } = section;
   const { model } = manifest;
   const version = [
@@ -16,20 +17,13 @@ export function createModelProgram(section: AssetSection, io: CliIo, context: Cl
   ].join('\n');
   const program = baseProgram(model.name, io, version).description(`${model.name} ${model.version}: ${model.model_type.replaceAll("_", " ")} model in one executable`);
 
-  registerInferCommand(program, io, {
+  const packaged: ModelSource = {
     configOption: false,
     load: () => readPackagedModel(section),
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
-  });
-
-  program
-    .command('serve')
-    .description('Serve the model over HTTP, gRPC and MCP (not yet available in this version)')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .action(() => {
-      throw new ConfigError('serve is not yet available in this version of the runtime; use infer');
-    });
+  };
+  registerInferCommand(program, io, packaged);
+  registerServeCommand(program, io, packaged, context);
 
   program
     .command('inspect')

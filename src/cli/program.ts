@@ -5,6 +5,8 @@ import { loadBuildConfig } from '../encoder/config.ts';
 import { readModelPackage } from '../encoder/model-package.ts';
 import { registerBuildCommand } from './build-command.ts';
 import { registerInferCommand } from './infer-command.ts';
+import type { ModelSource } from './model-source.ts';
+import { registerServeCommand } from './serve-command.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface CliIo {
@@ -14,9 +16,16 @@ export interface CliIo {
   isTerminal?: boolean;
 }
 
-/** What the process that runs the command line provides: in a single executable, the extracted native files. */
+/**
+ * What the process that runs the command line provides: from source, files of the repository; in the single
+ * executable, SEA assets and the extracted native files.
+ */
 export interface CliContext {
   luaWasmPath?: string;
+  /** The text of proto/encoder.proto (the gRPC contract). */
+  protoText: () => string;
+  /** The target triple this process runs as. */
+  target: string;
 }
 
 export const EXIT_OK = 0;
@@ -32,14 +41,16 @@ export const processIo: CliIo = {
 };
 
 /** The builder's command line: what `encoder` (from source, or the base runtime without model assets) runs. */
-export function createProgram(io: CliIo = processIo, context: CliContext = {}): Command {
+export function createProgram(io: CliIo, context: CliContext): Command {
   const program = baseProgram('encoder', io).description('Build an encoder model into one executable, or run it from its model directory');
-  registerBuildCommand(program, io, context);
-  registerInferCommand(program, io, {
+  const fromConfig: ModelSource = {
     configOption: true,
     load: (options) => readModelPackage(loadBuildConfig(options.config!)),
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
-  });
+  };
+  registerBuildCommand(program, io, context);
+  registerInferCommand(program, io, fromConfig);
+  registerServeCommand(program, io, fromConfig, context);
   return program;
 }
 
@@ -53,7 +64,7 @@ export function baseProgram(name: string, io: CliIo, version: string = RUNTIME_V
 }
 
 /** Runs the builder's command line; see `runProgram`. */
-export function runCli(argv: readonly string[], io: CliIo = processIo, context: CliContext = {}): Promise<number> {
+export function runCli(argv: readonly string[], io: CliIo, context: CliContext): Promise<number> {
   return runProgram(createProgram(io, context), argv, io);
 }
 

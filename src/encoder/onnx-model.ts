@@ -84,6 +84,40 @@ function loadOnnxruntime(): Promise<Onnxruntime> {
   return onnxruntime;
 }
 
+export interface OnnxModelOptions {
+  /** Intra-op threads; default: onnxruntime's choice, one per physical core (the calling thread is one of them). */
+  threads?: number;
+  /** Replaces single session options; for benchmarks that compare them (bench/batching.bench.ts). */
+  sessionOptions?: ort.InferenceSession.SessionOptions;
+}
+
+/**
+ * The session options, set on purpose and measured with `node bench/batching.bench.ts` on 2 cores (docs/decisions.md,
+ * "Batching and onnxruntime settings"). The binding runs a session synchronously on the JavaScript thread, so a
+ * process has one run at a time however many are started; what matters is making that one run fast:
+ * - intra-op threads: onnxruntime's default, one per physical core, the calling thread being one of them. One
+ *   thread nearly doubled latency and cut throughput by ~40%; four (oversubscribed) cost 2.5–3x the CPU per sequence;
+ * - sequential execution without an inter-op pool: a BERT graph is a chain, and the parallel executor cost 2.5–3x
+ *   the CPU per sequence;
+ * - all graph optimisations (attention, layer-norm and GELU fusions);
+ * - the CPU memory arena on (off: 7–21% more CPU per sequence) and memory patterns on (no measurable difference);
+ * - intra-op threads spin between the steps of a run (off: ~20% higher latency for one short request).
+ */
+export function sessionOptionsFor(options: OnnxModelOptions = {}): ort.InferenceSession.SessionOptions {
+  const chosen: ort.InferenceSession.SessionOptions = {
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    interOpNumThreads: 1,
+    ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+    extra: { session: { intra_op: { allow_spinning: '1' } } },
+    ...options.sessionOptions,
+  };
+  // An option replaced by undefined goes back to onnxruntime's default.
+  return Object.fromEntries(Object.entries(chosen).filter(([, value]) => value !== undefined));
+}
+
 /** One onnxruntime session and the signature it was validated against. */
 export class OnnxModel {
   readonly signature: ModelSignature;
@@ -96,14 +130,11 @@ export class OnnxModel {
     this.signature = signature;
   }
 
-  static async load(weights: Uint8Array, modelType: ModelType, options: { threads?: number } = {}): Promise<OnnxModel> {
+  static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
     const runtime = await loadOnnxruntime();
     let session: ort.InferenceSession;
     try {
-      session = await runtime.InferenceSession.create(weights, {
-        graphOptimizationLevel: 'all',
-        ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
-      });
+      session = await runtime.InferenceSession.create(weights, sessionOptionsFor(options));
     } catch (error) {
       throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
     }

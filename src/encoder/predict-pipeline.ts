@@ -1,37 +1,53 @@
+import type * as ort from 'onnxruntime-node';
+import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
 import type { ModelType } from './config.ts';
+import { InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { OnnxModel, type ModelSignature } from './onnx-model.ts';
 import { parsePredictRequest } from './requests.ts';
 import { embeddingResult, sequenceClassificationResult, tokenClassificationResult } from './results.ts';
-import type {
-  EmbeddingRequest,
-  EmbeddingResponse,
-  ModelMetadata,
-  PredictRequest,
-  PredictResponse,
-  SequenceClassificationResponse,
-  TokenClassificationResponse,
-} from './schemas.ts';
+import type { EmbeddingRequest, ModelMetadata, PredictRequest, PredictResponse } from './schemas.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
 import { checkTransform, LuaTransform } from './transform/index.ts';
 
 export interface PipelineOptions {
-  /** onnxruntime intra-op threads; default: onnxruntime's choice (all cores). */
+  /** onnxruntime intra-op threads; default: onnxruntime's choice (one per physical core). */
   threads?: number;
-  /** Largest number of sequences in one onnxruntime run. */
+  /**
+   * Largest padded size of one onnxruntime run (rows × longest row, in tokens), over the sequences of all waiting
+   * requests; a single longer sequence runs alone. Default: DEFAULT_BATCH_SETTINGS (measured, docs/decisions.md).
+   */
+  maxBatchTokens?: number;
+  /** Longest the oldest waiting sequence waits for others to join its run while onnxruntime is idle (0: none). */
+  maxWaitMs?: number;
+  /** Largest number of sequences in one run; default: only maxBatchTokens bounds a run. */
   maxBatchSequences?: number;
   /** wasmoon's glue.wasm, when it is not beside the wasmoon package (single executable). */
   luaWasmPath?: string;
+  /** The scheduler's other settings and clock; for benchmarks and tests (the defaults are the measured ones). */
+  schedulerTuning?: Omit<BatchSchedulerOptions, 'maxBatchTokens' | 'maxWaitMs' | 'maxBatchSequences'>;
+  /** Replaces onnxruntime session options; for benchmarks that compare them. */
+  sessionOptions?: ort.InferenceSession.SessionOptions;
 }
 
-const DEFAULT_MAX_BATCH_SEQUENCES = 32;
+/** What every front end (CLI, HTTP, gRPC, MCP) calls: one model, its metadata, and predictions. */
+export interface Predictor {
+  readonly modelId: string;
+  readonly modelType: ModelType;
+  metadata(): ModelMetadata;
+  /** Validates the body (InputError `Invalid input: …`) and returns the model type's response; runtime failures are InternalError. */
+  predict(body: unknown): Promise<PredictResponse>;
+}
 
 /**
  * The one path from a request body to spec 2's response: validate, tokenize, run onnxruntime, apply the Lua
- * transform, shape the result. Every front end (CLI, HTTP, gRPC, MCP) calls `predict`.
+ * transform, shape the result. Every front end (CLI, HTTP, gRPC, MCP) calls `predict`, concurrently: the sequences
+ * of all waiting requests are merged into onnxruntime runs by one BatchScheduler (design decision 6). Validation
+ * and tokenization happen before a request joins the queue, shaping after its rows come back; only padding,
+ * onnxruntime and the Lua transform run per merged batch.
  */
-export class PredictPipeline {
+export class PredictPipeline implements Predictor {
   readonly modelId: string;
   readonly modelType: ModelType;
   readonly tokenizer: EncoderTokenizer;
@@ -40,14 +56,17 @@ export class PredictPipeline {
   readonly #model: OnnxModel;
   readonly #transform: LuaTransform | null;
   readonly #labels: ReadonlyMap<number, string>;
-  readonly #maxBatchSequences: number;
+  readonly #scheduler: BatchScheduler<Encoding, Tensor>;
+  /** Softmax of a batch output, computed by the first request shaped from it and shared by the others. */
+  readonly #scores = new WeakMap<Tensor, Tensor>();
+  #closing: Promise<void> | undefined;
 
   private constructor(fields: {
     pkg: ModelPackage;
     tokenizer: EncoderTokenizer;
     model: OnnxModel;
     transform: LuaTransform | null;
-    maxBatchSequences: number;
+    batching: BatchSchedulerOptions;
   }) {
     this.modelId = fields.pkg.name;
     this.modelType = fields.pkg.modelType;
@@ -55,14 +74,21 @@ export class PredictPipeline {
     this.#model = fields.model;
     this.#transform = fields.transform;
     this.#labels = labelsOf(fields.pkg.modelConfig);
-    this.#maxBatchSequences = fields.maxBatchSequences;
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
+    this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), fields.batching);
   }
 
   /** Loads tokenizer, model and transform; every problem is a ConfigError. */
   static async load(pkg: ModelPackage, options: PipelineOptions = {}): Promise<PredictPipeline> {
+    const batching: BatchSchedulerOptions = {
+      ...options.schedulerTuning,
+      maxBatchTokens: options.maxBatchTokens,
+      maxWaitMs: options.maxWaitMs,
+      maxBatchSequences: options.maxBatchSequences,
+    };
+    resolveBatchSettings(batching); // a bad setting is a ConfigError before the model loads
     const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
-    const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads });
+    const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads, sessionOptions: options.sessionOptions });
     let transform: LuaTransform | null = null;
     try {
       if (pkg.transform !== null) {
@@ -75,13 +101,17 @@ export class PredictPipeline {
       await model.close();
       throw error;
     }
-    return new PredictPipeline({
-      pkg,
-      tokenizer,
-      model,
-      transform,
-      maxBatchSequences: options.maxBatchSequences ?? DEFAULT_MAX_BATCH_SEQUENCES,
-    });
+    return new PredictPipeline({ pkg, tokenizer, model, transform, batching });
+  }
+
+  /** How runs are formed (for the server banner): token budget, wait bound and the other scheduler settings. */
+  get batchingSettings(): Readonly<BatchSettings> {
+    return this.#scheduler.settings;
+  }
+
+  /** Counters of the batch scheduler: runs, sequences, tokens and padded tokens, what is queued now. */
+  batchingStats(): BatchStats {
+    return this.#scheduler.stats();
   }
 
   /** How the model was bound: inputs, and the output read. */
@@ -101,74 +131,62 @@ export class PredictPipeline {
   async predict(body: unknown): Promise<PredictResponse> {
     const request = parsePredictRequest(this.modelType, body);
     const encodings = this.tokenizer.encodeBatch(request.inputs);
-    const results = new Array<PredictResponse['results'][number]>(encodings.length);
-
-    for (const chunk of this.#chunksBySimilarLength(encodings)) {
-      const batch = this.tokenizer.pad(chunk.map((index) => encodings[index]));
-      let output = await this.#model.run(batch);
-      if (this.#transform) {
-        const mask = new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]);
-        output = await this.#transform.run(output, mask);
-      }
-      this.#shape(request, output, chunk, encodings, results);
-    }
-
+    const placed = await this.#scheduler.submit(encodings);
+    const results = placed.map(({ output, row }, index) => this.#shape(request, output, row, encodings[index]));
     const response = { results, model_id: this.modelId } as PredictResponse;
     if (request.metadata !== undefined) response.metadata = request.metadata;
     return response;
   }
 
-  async close(): Promise<void> {
-    this.#transform?.close();
-    await this.#model.close();
+  /**
+   * Stops taking requests, lets every request already queued run (it was accepted: a graceful shutdown answers it),
+   * waits for the runs, then releases the transform and the onnxruntime session. Later predicts are InternalErrors.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.#scheduler.close();
+      this.#transform?.close();
+      await this.#model.close();
+    })();
+    return this.#closing;
   }
 
-  #shape(
-    request: PredictRequest,
-    output: Tensor,
-    chunk: readonly number[],
-    encodings: readonly Encoding[],
-    results: PredictResponse['results'][number][],
-  ): void {
-    switch (this.modelType) {
-      case 'embedding': {
-        const { normalize } = request as EmbeddingRequest;
-        chunk.forEach((index, row) => {
-          (results as EmbeddingResponse['results'])[index] = embeddingResult(output, row, encodings[index], normalize);
-        });
-        return;
+  /** One merged batch: pad, run onnxruntime, apply the transform to the whole batch (transforms are row-wise). */
+  async #runBatch(rows: readonly Encoding[]): Promise<Tensor> {
+    try {
+      const batch = this.tokenizer.pad(rows as Encoding[]);
+      let output = await this.#model.run(batch);
+      if (this.#transform) {
+        const mask = new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]);
+        output = this.#transform.run(output, mask);
       }
-      case 'sequence_classification': {
-        const scores = softmax(output, -1);
-        // predicted_label only when the model has label mappings at all (spec 2)
-        const labels = this.#labels.size > 0 ? this.#labels : null;
-        chunk.forEach((index, row) => {
-          (results as SequenceClassificationResponse['results'])[index] = sequenceClassificationResult(output, scores, row, labels);
-        });
-        return;
-      }
-      case 'token_classification': {
-        const scores = softmax(output, -1);
-        chunk.forEach((index, row) => {
-          (results as TokenClassificationResponse['results'])[index] = tokenClassificationResult(
-            output,
-            scores,
-            row,
-            encodings[index],
-            this.#labels,
-          );
-        });
-        return;
-      }
+      return output;
+    } catch (error) {
+      if (isEncoderError(error)) throw error;
+      throw new InternalError(`running the model failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
     }
   }
 
-  /** Groups inputs of similar token length into runs of at most `maxBatchSequences`, to cut padding. */
-  #chunksBySimilarLength(encodings: readonly Encoding[]): number[][] {
-    const order = encodings.map((_, index) => index).sort((a, b) => encodings[a].ids.length - encodings[b].ids.length);
-    const chunks: number[][] = [];
-    for (let i = 0; i < order.length; i += this.#maxBatchSequences) chunks.push(order.slice(i, i + this.#maxBatchSequences));
-    return chunks;
+  /** One input's result from its row of a batch output; runs per request, after the scheduler handed the rows back. */
+  #shape(request: PredictRequest, output: Tensor, row: number, encoding: Encoding): PredictResponse['results'][number] {
+    switch (this.modelType) {
+      case 'embedding':
+        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize);
+      case 'sequence_classification':
+        // predicted_label only when the model has label mappings at all (spec 2)
+        return sequenceClassificationResult(output, this.#scoresOf(output), row, this.#labels.size > 0 ? this.#labels : null);
+      case 'token_classification':
+        return tokenClassificationResult(output, this.#scoresOf(output), row, encoding, this.#labels);
+    }
+  }
+
+  #scoresOf(output: Tensor): Tensor {
+    let scores = this.#scores.get(output);
+    if (!scores) {
+      scores = softmax(output, -1);
+      this.#scores.set(output, scores);
+    }
+    return scores;
   }
 }
 

@@ -90,7 +90,7 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     }
   });
 
-  it('prints its version and its manifest, and says serve is not there yet', async () => {
+  it('prints its version and its manifest', async () => {
     const dir = await generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-X', 'I-X'] });
     const executable = buildOk(writeConfig('ner', dir, 'token_classification', '  version: 2.1.0\n'), 'ner');
     const version = runExecutable(executable, ['--version'], { cacheDir });
@@ -98,9 +98,6 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout);
     expect(manifest.model).toEqual({ name: 'ner', version: '2.1.0', model_type: 'token_classification', lua_libs: ['table', 'string', 'math'] });
     expect(manifest.assets.map((a: { name: string }) => a.name)).toEqual(['model_weights', 'tokenizer', 'model_config', 'tokenizer_config']);
-    const serve = runExecutable(executable, ['serve', '--http-port', '8080'], { cacheDir });
-    expect(serve.status).toBe(2);
-    expect(serve.stderr).toContain('serve is not yet available');
   });
 
   it('names build errors and exits non-zero', async () => {

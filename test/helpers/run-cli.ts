@@ -1,16 +1,30 @@
-import { runCli } from '../../src/cli/program.ts';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { hostTarget } from '../../src/builder/targets.ts';
+import { runCli, type CliContext } from '../../src/cli/program.ts';
+import { repoRoot } from './shared-fixtures.ts';
+
+/** What src/cli/main.ts gives the command line when it runs from source. */
+export const sourceContext: CliContext = {
+  protoText: () => readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8'),
+  target: hostTarget(),
+};
 
 /** Runs the command line in-process and captures what it prints. */
 export async function runCliCaptured(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
+  const code = await runCli(
+    argv,
+    {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
     },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
+    sourceContext,
+  );
   return { code, stdout, stderr };
 }

@@ -1,0 +1,21 @@
+import { InvalidArgumentError } from 'commander';
+
+/** Option value parsers; commander turns their errors into usage errors (exit code 2). */
+
+export function parsePositiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`"${value}" is not a positive integer`);
+  return parsed;
+}
+
+export function parseNonNegativeNumber(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) throw new InvalidArgumentError(`"${value}" is not a number >= 0`);
+  return parsed;
+}
+
+export function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`"${value}" is not a port (0-65535)`);
+  return port;
+}

@@ -1,0 +1,81 @@
+import { type Command, Option } from 'commander';
+import { ConfigError } from '../encoder/errors.ts';
+import { PredictPipeline } from '../encoder/predict-pipeline.ts';
+import { startEncoderServer, type RunningServer } from '../serve/encoder-server.ts';
+import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
+import type { ModelSource } from './model-source.ts';
+import type { CliContext, CliIo } from './program.ts';
+
+interface ServeCommandOptions {
+  config?: string;
+  httpPort: number;
+  httpHostname: string;
+  grpcPort: number;
+  grpcHostname: string;
+  disableHttp?: boolean;
+  disableGrpc?: boolean;
+  bodyLimit: number;
+  maxBatchTokens?: number;
+  maxWaitMs?: number;
+  threads?: number;
+}
+
+/** `serve`: HTTP (REST + MCP) and gRPC front ends over one predict pipeline, until SIGTERM or SIGINT. */
+export function registerServeCommand(program: Command, io: CliIo, source: ModelSource, context: CliContext): void {
+  const command = program.command('serve').description('Serve the model over HTTP (REST and MCP at /mcp) and gRPC');
+  if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
+  command
+    .option('--http-port <port>', 'HTTP port', parsePort, 8080)
+    .option('--http-hostname <host>', 'HTTP address to listen on', '0.0.0.0')
+    .option('--grpc-port <port>', 'gRPC port', parsePort, 50051)
+    .option('--grpc-hostname <host>', 'gRPC address to listen on', '::')
+    .option('--disable-http', 'do not serve HTTP (REST and MCP)')
+    .option('--disable-grpc', 'do not serve gRPC')
+    .option('--body-limit <bytes>', 'largest HTTP request body; larger ones get 413', parsePositiveInteger, 8 * 2 ** 20)
+    .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
+    .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
+    .option('--threads <n>', 'onnxruntime intra-op threads (default: all cores)', parsePositiveInteger)
+    .action(async (options: ServeCommandOptions) => {
+      if (options.disableHttp && options.disableGrpc) {
+        throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
+      }
+      const pkg = await source.load(options);
+      const pipeline = await PredictPipeline.load(pkg, {
+        ...source.pipelineOptions,
+        threads: options.threads,
+        maxBatchTokens: options.maxBatchTokens,
+        maxWaitMs: options.maxWaitMs,
+      });
+      let server: RunningServer;
+      try {
+        server = await startEncoderServer(pipeline, {
+          http: !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit } : null,
+          grpc: !options.disableGrpc ? { host: options.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null,
+          target: context.target,
+        });
+      } catch (error) {
+        await pipeline.close();
+        throw error;
+      }
+      for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
+      io.stderr(banner(pipeline, server));
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      io.stderr(`${signal}: stopping; finishing requests in flight\n`);
+      await server.close();
+      await pipeline.close();
+      io.stderr('stopped\n');
+    });
+}
+
+function banner(pipeline: PredictPipeline, server: RunningServer): string {
+  const { modelId, modelType } = pipeline;
+  const lines = [`serving ${modelId} (${modelType})`];
+  if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict, GET /model /health /openapi.json, MCP at /mcp`);
+  if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
+  const batching = pipeline.batchingSettings;
+  lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
+  return `${lines.join('\n')}\n`;
+}

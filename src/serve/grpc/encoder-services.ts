@@ -1,0 +1,77 @@
+import * as grpc from '@grpc/grpc-js';
+import type { PackageDefinition } from '@grpc/proto-loader';
+import type { ModelType } from '../../encoder/config.ts';
+import { isEncoderError } from '../../encoder/errors.ts';
+import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import {
+  ENCODER_SERVICE_NAMES,
+  grpcModelMetadataOf,
+  grpcPredictResponseOf,
+  predictBodyOf,
+  type GrpcModelMetadata,
+  type GrpcPredictRequest,
+  type GrpcPredictResponse,
+} from './messages.ts';
+import { serviceDefinition } from './proto-text.ts';
+
+const ENCODER_METHODS = ['Predict', 'GetModelMetadata'] as const;
+const MODEL_TYPES = Object.keys(ENCODER_SERVICE_NAMES) as ModelType[];
+
+/**
+ * Registers spec 2's three services on `server`: the one of the predictor's model type answers, the other two
+ * answer every call with UNIMPLEMENTED naming the model type that is served (grpc-js's default handler would
+ * only say "not implemented", which does not tell a caller which service to use instead).
+ */
+export function addEncoderServices(server: grpc.Server, predictor: Predictor, definition: PackageDefinition, label: string): void {
+  for (const modelType of MODEL_TYPES) {
+    const service = serviceDefinition(definition, ENCODER_SERVICE_NAMES[modelType], ENCODER_METHODS, label);
+    if (modelType === predictor.modelType) {
+      server.addService(service, {
+        Predict: predictHandler(predictor),
+        GetModelMetadata: modelMetadataHandler(predictor),
+      });
+    } else {
+      const unimplemented = unimplementedHandler(ENCODER_SERVICE_NAMES[modelType], predictor.modelType);
+      server.addService(service, { Predict: unimplemented, GetModelMetadata: unimplemented });
+    }
+  }
+}
+
+function predictHandler(predictor: Predictor): grpc.handleUnaryCall<GrpcPredictRequest, GrpcPredictResponse> {
+  return (call, callback) => {
+    void answer(callback, async () => grpcPredictResponseOf(await predictor.predict(predictBodyOf(predictor.modelType, call.request))));
+  };
+}
+
+function modelMetadataHandler(predictor: Predictor): grpc.handleUnaryCall<object, GrpcModelMetadata> {
+  return (_call, callback) => {
+    void answer(callback, async () => grpcModelMetadataOf(predictor.metadata()));
+  };
+}
+
+function unimplementedHandler(service: string, served: ModelType): grpc.handleUnaryCall<object, never> {
+  const details = `${service} is not served: this server serves a ${served} model; call ${ENCODER_SERVICE_NAMES[served]}`;
+  return (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details });
+}
+
+/** Runs `work` and answers with its value or with the status of its error; the callback runs exactly once. */
+async function answer<T>(callback: grpc.sendUnaryData<T>, work: () => Promise<T>): Promise<void> {
+  let value: T;
+  try {
+    value = await work();
+  } catch (error) {
+    callback(statusOf(error));
+    return;
+  }
+  callback(null, value);
+}
+
+/**
+ * Spec 2's error table: InputError → INVALID_ARGUMENT, InternalError and ConfigError → INTERNAL, with the
+ * error's message. Anything else escaping the predictor is a runtime failure too, so INTERNAL.
+ */
+function statusOf(error: unknown): grpc.ServerErrorResponse {
+  const code = isEncoderError(error) && error.kind === 'input' ? grpc.status.INVALID_ARGUMENT : grpc.status.INTERNAL;
+  const message = error instanceof Error ? error.message : String(error);
+  return Object.assign(new Error(message), { code, details: message });
+}

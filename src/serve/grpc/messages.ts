@@ -1,0 +1,82 @@
+import type { ModelType } from '../../encoder/config.ts';
+import { InternalError } from '../../encoder/errors.ts';
+import type {
+  EmbeddingResponse,
+  ModelMetadata,
+  PredictResponse,
+  SequenceClassificationResponse,
+  TokenClassificationResponse,
+} from '../../encoder/schemas.ts';
+
+/**
+ * Translation between spec 2's protobuf messages (as proto-loader objects: original field names, enums as
+ * names, defaults filled in) and the HTTP-shaped bodies the predictor takes and returns. Field names are the
+ * same on both sides; what differs is what protobuf cannot say (absent map, absent bool) and the enum.
+ */
+
+/** The package and service of each model type, as spec 2 names them. */
+export const ENCODER_SERVICE_NAMES = {
+  embedding: 'encoder.Embedding',
+  sequence_classification: 'encoder.SequenceClassification',
+  token_classification: 'encoder.TokenClassification',
+} as const satisfies Record<ModelType, string>;
+
+export type GrpcModelType = 'MODEL_TYPE_UNSPECIFIED' | 'EMBEDDING' | 'SEQUENCE_CLASSIFICATION' | 'TOKEN_CLASSIFICATION';
+
+const GRPC_MODEL_TYPES = {
+  embedding: 'EMBEDDING',
+  sequence_classification: 'SEQUENCE_CLASSIFICATION',
+  token_classification: 'TOKEN_CLASSIFICATION',
+} as const satisfies Record<ModelType, GrpcModelType>;
+
+/** EmbeddingRequest, SequenceClassificationRequest and TokenClassificationRequest as decoded (defaults filled in). */
+export interface GrpcPredictRequest {
+  inputs: string[];
+  /** Only in EmbeddingRequest. */
+  normalize?: boolean;
+  metadata: Record<string, string>;
+}
+
+export interface GrpcModelMetadata {
+  model_id: string;
+  model_type: GrpcModelType;
+  /** map<uint32, string>: proto-loader takes the keys as decimal strings. */
+  id2label: Record<string, string>;
+}
+
+/** Any of the three Predict responses: the predictor's response with `metadata` always present (a map cannot be absent). */
+export type GrpcPredictResponse = Omit<PredictResponse, 'metadata'> & { metadata: Record<string, string> };
+
+/**
+ * The predictor's request body. A protobuf map cannot be absent, so an empty `metadata` map means "no metadata"
+ * and is left out; `normalize` is a proto3 bool, so unset means false (HTTP requires it; gRPC cannot tell).
+ * Validation (empty inputs, empty strings) is the predictor's, so every front end says the same thing.
+ */
+export function predictBodyOf(modelType: ModelType, request: GrpcPredictRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { inputs: request.inputs };
+  if (modelType === 'embedding') body.normalize = request.normalize ?? false;
+  if (Object.keys(request.metadata).length > 0) body.metadata = request.metadata;
+  return body;
+}
+
+/**
+ * The Predict response message. The predictor's result shapes already use the message field names; only the
+ * metadata map needs a value when absent. Optional `token_info` and `predicted_label` stay absent when absent.
+ */
+export function grpcPredictResponseOf(response: PredictResponse): GrpcPredictResponse {
+  const { metadata, ...rest } = response as EmbeddingResponse | SequenceClassificationResponse | TokenClassificationResponse;
+  return { ...rest, metadata: metadata ?? {} } as GrpcPredictResponse;
+}
+
+/** GetModelMetadataResponse: the ModelType enum by name and id2label keyed by index (empty for embedding models). */
+export function grpcModelMetadataOf(metadata: ModelMetadata): GrpcModelMetadata {
+  const id2label: Record<string, string> = {};
+  for (const [index, label] of Object.entries(metadata.id2label ?? {})) {
+    // The key becomes a uint32 on the wire; anything else would be silently mangled by the encoder.
+    if (!/^\d+$/.test(index) || Number(index) > 0xffffffff) {
+      throw new InternalError(`model metadata: id2label key "${index}" is not a label index (uint32)`);
+    }
+    id2label[index] = label;
+  }
+  return { model_id: metadata.model_id, model_type: GRPC_MODEL_TYPES[metadata.model_type], id2label };
+}

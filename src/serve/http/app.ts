@@ -1,0 +1,98 @@
+import type { Socket } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { ServerInfo } from '../server-info.ts';
+import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
+import { registerMcpRoute } from './mcp-route.ts';
+import { McpServerFactory } from './mcp-server.ts';
+import { openApiDocument } from './openapi.ts';
+import { registerModelRoutes } from './routes.ts';
+
+export interface HttpAppOptions {
+  /** Largest request body accepted; a larger one gets 413. */
+  bodyLimitBytes: number;
+  serverInfo: ServerInfo;
+  /** fastify's pino logger on stdout; default off. */
+  logger?: boolean;
+}
+
+/**
+ * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict and MCP at /mcp. Returned ready
+ * but not listening; the caller calls `listen` and `close`. Every error leaves as text/plain (JSON-RPC on /mcp),
+ * never as fastify's JSON error bodies.
+ */
+export async function createHttpApp(predictor: Predictor, options: HttpAppOptions): Promise<FastifyInstance> {
+  const { bodyLimitBytes } = options;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: bodyLimitBytes,
+    // Requests that arrive on open connections while closing are served (with Connection: close) rather than
+    // refused with fastify's JSON 503, so that a shutdown finishes the work it was given.
+    return503OnClosing: false,
+    clientErrorHandler: sendClientError,
+    frameworkErrors: (error, request, reply) => {
+      sendFailure(request, reply, httpFailureOf(error, { bodyLimitBytes, contentType: request.headers['content-type'] }));
+    },
+  });
+
+  // Only JSON bodies: fastify's text/plain parser would hand a string to /predict, which should be a 415.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (error) {
+      // JSON.parse says where and what: "Invalid JSON body: Expected ',' or '}' after property value in JSON at position 12 …"
+      done(new HttpError(400, invalidJsonMessage((error as Error).message)), undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const failure = httpFailureOf(error, { bodyLimitBytes, contentType: request.headers['content-type'] });
+    if (failure.status >= 500) request.log.error({ err: error }, failure.message);
+    else request.log.info({ status: failure.status }, failure.message);
+    return sendFailure(request, reply, failure);
+  });
+
+  // 405 with Allow for a path that exists under another method, 404 for any other path.
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    methodsByPath.set(route.url, methods);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = pathOf(request.url);
+    const allowed = methodsByPath.get(path);
+    if (!allowed) return sendFailure(request, reply, { status: 404, message: `Not Found: ${request.method} ${path}` });
+    const allow = [...allowed].sort().join(', ');
+    reply.header('allow', allow);
+    return sendFailure(request, reply, { status: 405, message: `Method Not Allowed: ${request.method} ${path}; allowed: ${allow}` });
+  });
+
+  const mcp = new McpServerFactory(predictor, options.serverInfo);
+  const openApiJson = JSON.stringify(
+    openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp }),
+  );
+  registerModelRoutes(app, predictor, openApiJson);
+  registerMcpRoute(app, mcp);
+  await app.ready();
+  return app;
+}
+
+/** Requests that are not HTTP at all (bad framing, huge headers, timeouts): fastify would write a JSON body. */
+function sendClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, body] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'Request Timeout: the request was not received in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large: the request headers exceed the limit']
+        : [400, 'Bad Request: the request is not valid HTTP/1.1'];
+  if (socket.writable) {
+    const reason = body.slice(0, body.indexOf(':'));
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PLAIN_TEXT}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}

@@ -1,0 +1,81 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isEncoderError } from '../../encoder/errors.ts';
+
+/** The path of the MCP endpoint: its errors are JSON-RPC objects, every other path's are text/plain. */
+export const MCP_PATH = '/mcp';
+
+export const PLAIN_TEXT = 'text/plain; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** A failure of the HTTP exchange itself (body, media type, method), not of the model. */
+export class HttpError extends Error {
+  readonly statusCode: number;
+  constructor(statusCode: number, message: string) {
+    super(message);
+    this.name = 'HttpError';
+    this.statusCode = statusCode;
+  }
+}
+
+/** The body of a 400 for a body that does not parse; `reason` is JSON.parse's own message. */
+export function invalidJsonMessage(reason: string): string {
+  return `Invalid JSON body: ${reason}`;
+}
+
+export function bodyTooLargeMessage(bodyLimitBytes: number): string {
+  return `Request body is too large: the limit is ${bodyLimitBytes} bytes`;
+}
+
+export function unsupportedMediaTypeMessage(contentType: string | undefined): string {
+  return `Unsupported Media Type: ${contentType ? `"${contentType}"` : 'a body without Content-Type'}; send application/json`;
+}
+
+export interface HttpFailure {
+  status: number;
+  message: string;
+}
+
+/**
+ * Spec 2's error table for HTTP (InputError 422, InternalError and ConfigError 500) plus the HTTP layer's own
+ * failures, each with the text the client reads. Fastify's own errors are reworded so that none of its JSON
+ * error bodies reaches a client.
+ */
+export function httpFailureOf(error: unknown, context: { bodyLimitBytes: number; contentType: string | undefined }): HttpFailure {
+  if (isEncoderError(error)) return { status: error.kind === 'input' ? 422 : 500, message: error.message };
+  if (error instanceof HttpError) return { status: error.statusCode, message: error.message };
+  const code = (error as { code?: unknown } | null)?.code;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, message: bodyTooLargeMessage(context.bodyLimitBytes) };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, message: unsupportedMediaTypeMessage(context.contentType) };
+  }
+  const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
+  const message = error instanceof Error ? error.message : String(error);
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) return { status: statusCode, message };
+  return { status: 500, message: `Internal error: ${message}` };
+}
+
+/** JSON-RPC error codes for failures that happen before a JSON-RPC message reaches the MCP server. */
+function jsonRpcCodeOf(status: number): number {
+  if (status === 400) return -32700; // Parse error: the body is not JSON
+  if (status === 413) return -32600; // Invalid Request
+  if (status >= 500) return -32603; // Internal error
+  return -32000; // what the SDK's Streamable HTTP transport uses for its own HTTP-level refusals (405, 406, 415)
+}
+
+/** Sends a failure in the dialect of the path: a JSON-RPC error object on /mcp, spec 2's text/plain elsewhere. */
+export function sendFailure(request: FastifyRequest, reply: FastifyReply, failure: HttpFailure): FastifyReply {
+  reply.code(failure.status);
+  if (pathOf(request.url) === MCP_PATH) {
+    const body = { jsonrpc: '2.0', error: { code: jsonRpcCodeOf(failure.status), message: failure.message, data: null }, id: null };
+    return reply.type(JSON_TYPE).send(JSON.stringify(body));
+  }
+  return reply.type(PLAIN_TEXT).send(failure.message);
+}
+
+/** The path of a request URL, without its query. */
+export function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}

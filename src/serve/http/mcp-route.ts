@@ -1,0 +1,45 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { MCP_PATH, sendFailure } from './errors.ts';
+import type { McpServerFactory } from './mcp-server.ts';
+
+/**
+ * POST /mcp: MCP over Streamable HTTP, stateless. Each request gets a fresh transport and server (no session id,
+ * so no GET stream and no DELETE: those methods get 405, which the transport's spec allows and the SDK's client
+ * expects). Responses are plain JSON rather than an SSE stream: the one tool sends no notifications, so a stream
+ * would only add framing. The body was parsed by fastify (same JSON parser, body limit and error dialect as every
+ * route) and is handed to the transport as it is.
+ */
+export function registerMcpRoute(app: FastifyInstance, servers: McpServerFactory): void {
+  app.post(MCP_PATH, async (request, reply) => {
+    // MCP requires servers to check Origin against DNS rebinding. Only browsers send it, and no web page can use
+    // this endpoint legitimately: it serves no pages (so nothing is same-origin) and sends no CORS headers (so a
+    // cross-origin page is stopped by the browser anyway). A request with an Origin is therefore refused outright.
+    const origin = request.headers.origin;
+    if (origin !== undefined) {
+      return sendFailure(request, reply, { status: 403, message: `Forbidden: requests from web pages (Origin ${origin}) are not accepted` });
+    }
+    const server = servers.create();
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // The transport reports the refusals it answers itself (406, 415, bad JSON-RPC); they are the client's problem.
+    transport.onerror = (error) => request.log.info({ err: error }, 'MCP request refused');
+    await server.connect(transport);
+    try {
+      // In JSON response mode the Response is complete (its body a string) once handleRequest resolves.
+      const response = await transport.handleRequest(webRequestOf(request), { parsedBody: request.body });
+      return reply.send(response);
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+/** The transport reads only the method, URL and headers; the body travels as `parsedBody`. */
+function webRequestOf(request: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  return new Request(new URL(request.url, 'http://localhost'), { method: request.method, headers });
+}

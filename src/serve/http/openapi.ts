@@ -1,0 +1,269 @@
+import type { ModelType } from '../../encoder/config.ts';
+import { InternalError } from '../../encoder/errors.ts';
+import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../encoder/schemas.ts';
+import type { ServerInfo } from '../server-info.ts';
+import { bodyTooLargeMessage, invalidJsonMessage, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
+import { predictExamples, type Example } from './examples.ts';
+import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
+import { toOpenApiSchema, type OpenApiSchema } from './openapi-schema.ts';
+
+export type OpenApiDocument = { openapi: '3.0.3' } & Record<string, unknown>;
+
+const COMPONENT_PREFIX: Record<ModelType, string> = {
+  embedding: 'Embedding',
+  sequence_classification: 'SequenceClassification',
+  token_classification: 'TokenClassification',
+};
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const plainText = (description: string, examples: Record<string, Example<string>>) => ({
+  description,
+  content: { 'text/plain': { schema: { type: 'string' }, examples } },
+});
+const json = (description: string, schema: object, examples?: Record<string, Example<unknown>>) => ({
+  description,
+  content: { 'application/json': { schema, ...(examples ? { examples } : {}) } },
+});
+const one = (summary: string, value: string): Record<string, Example<string>> => ({ example: { summary, value } });
+
+/**
+ * The OpenAPI 3.0 description of this server: exactly this model type's request and response schemas (converted
+ * from src/encoder/schemas.ts, the one source), every path with every status it can answer, examples that the
+ * tests check against the schemas the document gives for them.
+ */
+export function openApiDocument(options: {
+  metadata: ModelMetadata;
+  serverInfo: ServerInfo;
+  bodyLimitBytes: number;
+  mcp: McpServerFactory;
+}): OpenApiDocument {
+  const { metadata, serverInfo, bodyLimitBytes, mcp } = options;
+  const modelType = metadata.model_type;
+  const request = `${COMPONENT_PREFIX[modelType]}Request`;
+  const response = `${COMPONENT_PREFIX[modelType]}Response`;
+  const predict = predictExamples(metadata);
+  const { node, onnxruntime, target } = serverInfo.build;
+
+  const badJson = invalidJsonMessage(jsonParseErrorOf('{"inputs": ["hello",]}'));
+  const tooLarge = bodyTooLargeMessage(bodyLimitBytes);
+  const wrongMediaType = unsupportedMediaTypeMessage('text/plain');
+  const internalError = new InternalError('lp_normalize: p must be a number > 0, got 0').message;
+  const mcpError = (code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message, data: null }, id: null });
+
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: serverInfo.name,
+      version: serverInfo.version,
+      description:
+        `Serves the ${modelType} model "${metadata.model_id}" over HTTP, with MCP at ${MCP_PATH}. ` +
+        `Built with Node.js ${node} and onnxruntime ${onnxruntime} for ${target}. ` +
+        'Errors are text/plain messages (JSON-RPC error objects on /mcp); a path that exists answers other methods ' +
+        'with 405 and an Allow header, any other path with 404.',
+      'x-build': { ...serverInfo.build },
+    },
+    paths: {
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'Liveness: the JSON string "OK!"',
+          responses: { 200: json('The server is up.', { type: 'string', enum: ['OK!'] }, { ok: { summary: 'Up', value: 'OK!' } }) },
+        },
+      },
+      '/model': {
+        get: {
+          operationId: 'model',
+          summary: 'The model served: id, type and, for classification models, its labels',
+          responses: { 200: json('Model metadata.', ref('ModelMetadata'), { this_model: { summary: 'This model', value: metadata } }) },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'openapi',
+          summary: 'This document',
+          responses: { 200: json('The OpenAPI 3.0 document of this server.', { type: 'object' }) },
+        },
+      },
+      '/predict': {
+        post: {
+          operationId: 'predict',
+          summary: `Run the ${modelType} model on a list of texts: one result per text, in order`,
+          requestBody: { required: true, ...json('The texts and options.', ref(request), predict.requests) },
+          responses: {
+            200: json('One result per input, in input order.', ref(response), predict.responses),
+            400: plainText('The body is not valid JSON.', one('A trailing comma', badJson)),
+            413: plainText(`The body is larger than the server's limit (${bodyLimitBytes} bytes).`, one('Too large', tooLarge)),
+            415: plainText('The body is not application/json.', one('A text body', wrongMediaType)),
+            422: plainText(
+              'The body does not match the request schema: the message says which field and why.',
+              predict.inputErrors,
+            ),
+            500: plainText('The model, its transform or its configuration failed on valid input.', one('A failing transform', internalError)),
+          },
+        },
+      },
+      [MCP_PATH]: {
+        post: {
+          operationId: 'mcp',
+          summary: `MCP ${MCP_PROTOCOL_VERSION} over Streamable HTTP (stateless, JSON responses): the one tool ${RUN_ENCODER_TOOL}`,
+          description:
+            'A JSON-RPC message per POST; the client must accept application/json and text/event-stream. Tool errors ' +
+            'are JSON-RPC errors with data null: invalid arguments -32600 (INVALID_REQUEST), model failures -32603 ' +
+            '(INTERNAL_ERROR). No session id is issued.',
+          requestBody: {
+            required: true,
+            ...json('A JSON-RPC request, notification or response.', ref('JsonRpcMessage'), mcpRequestExamples(predict)),
+          },
+          responses: {
+            200: json('The JSON-RPC response to the request.', ref('JsonRpcResponse'), mcpResponseExamples(predict, mcp)),
+            202: { description: 'A notification or response was accepted; no body.' },
+            400: json('The body is not JSON, or not a JSON-RPC message.', ref('JsonRpcErrorResponse'), {
+              bad_json: { summary: 'A trailing comma', value: mcpError(-32700, badJson) },
+            }),
+            403: json('The request comes from a web page (it has an Origin header): refused against DNS rebinding.', ref('JsonRpcErrorResponse'), {
+              web_page: {
+                summary: 'A browser request',
+                value: mcpError(-32000, 'Forbidden: requests from web pages (Origin http://example.com) are not accepted'),
+              },
+            }),
+            406: json('The Accept header lacks application/json or text/event-stream.', ref('JsonRpcErrorResponse'), {
+              not_acceptable: {
+                summary: 'Accept: application/json only',
+                value: mcpError(-32000, 'Not Acceptable: Client must accept both application/json and text/event-stream'),
+              },
+            }),
+            413: json(`The body is larger than the server's limit (${bodyLimitBytes} bytes).`, ref('JsonRpcErrorResponse'), {
+              too_large: { summary: 'Too large', value: mcpError(-32600, tooLarge) },
+            }),
+            415: json('The body is not application/json.', ref('JsonRpcErrorResponse'), {
+              media_type: { summary: 'A text body', value: mcpError(-32000, wrongMediaType) },
+            }),
+          },
+        },
+        get: mcpNotAllowed('get', 'No server-initiated SSE stream: the endpoint is stateless.', mcpError),
+        delete: mcpNotAllowed('delete', 'No sessions to end: the endpoint is stateless.', mcpError),
+      },
+    },
+    components: {
+      schemas: {
+        [request]: toOpenApiSchema(REQUEST_SCHEMAS[modelType]),
+        [response]: toOpenApiSchema(RESPONSE_SCHEMAS[modelType]),
+        ModelMetadata: toOpenApiSchema(MODEL_METADATA_SCHEMA),
+        ...JSON_RPC_SCHEMAS,
+      },
+    },
+  };
+}
+
+function mcpNotAllowed(method: string, description: string, mcpError: (code: number, message: string) => unknown) {
+  return {
+    operationId: `mcp_${method}`,
+    summary: 'Not offered (405)',
+    responses: {
+      405: {
+        description,
+        headers: { Allow: { schema: { type: 'string', enum: ['POST'] } } },
+        content: {
+          'application/json': {
+            schema: ref('JsonRpcErrorResponse'),
+            examples: { not_allowed: { summary: 'Method Not Allowed', value: mcpError(-32000, `Method Not Allowed: ${method.toUpperCase()} ${MCP_PATH}; allowed: POST`) } },
+          },
+        },
+      },
+    },
+  };
+}
+
+function mcpRequestExamples(predict: ReturnType<typeof predictExamples>): Record<string, Example<unknown>> {
+  return {
+    initialize: {
+      summary: 'Initialize',
+      value: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'example-client', version: '1.0.0' } },
+      },
+    },
+    tools_list: { summary: 'List the tools', value: { jsonrpc: '2.0', id: 2, method: 'tools/list' } },
+    tools_call: {
+      summary: `Call ${RUN_ENCODER_TOOL} with the arguments of POST /predict`,
+      value: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: RUN_ENCODER_TOOL, arguments: predict.requests.two_texts.value } },
+    },
+  };
+}
+
+function mcpResponseExamples(predict: ReturnType<typeof predictExamples>, mcp: McpServerFactory): Record<string, Example<unknown>> {
+  const { code, message, data } = jsonRpcErrorOf(predict.inputError);
+  return {
+    initialize: { summary: 'The initialize result', value: { jsonrpc: '2.0', id: 1, result: mcp.initializeResult } },
+    tools_list: { summary: 'The one tool', value: { jsonrpc: '2.0', id: 2, result: { tools: [mcp.tool] } } },
+    tools_call: {
+      summary: 'The response of POST /predict, as structured content and as JSON text',
+      value: { jsonrpc: '2.0', id: 3, result: toolResultOf(predict.responses.two_texts.value) },
+    },
+    tools_call_invalid: {
+      summary: 'Invalid arguments: INVALID_REQUEST with the message of a 422',
+      value: { jsonrpc: '2.0', id: 4, error: { code, message, data } },
+    },
+  };
+}
+
+function jsonParseErrorOf(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error(`example of invalid JSON parses: ${text}`);
+}
+
+/** Loose JSON-RPC 2.0 shapes: the MCP schema itself is the protocol's, not this server's. */
+const JSON_RPC_SCHEMAS: Record<string, OpenApiSchema> = {
+  JsonRpcMessage: {
+    type: 'object',
+    description: 'A JSON-RPC 2.0 message of MCP: a request (id, method, params), a notification (method, params) or a response.',
+    required: ['jsonrpc'],
+    properties: {
+      jsonrpc: { type: 'string', enum: ['2.0'] },
+      id: { description: 'A string or an integer; absent in a notification.' },
+      method: { type: 'string' },
+      params: { type: 'object' },
+      result: { type: 'object' },
+      error: { $ref: '#/components/schemas/JsonRpcError' },
+    },
+  },
+  JsonRpcResponse: {
+    type: 'object',
+    description: 'A JSON-RPC 2.0 response: result, or error.',
+    required: ['jsonrpc', 'id'],
+    properties: {
+      jsonrpc: { type: 'string', enum: ['2.0'] },
+      id: { description: 'The id of the request answered.' },
+      result: { type: 'object' },
+      error: { $ref: '#/components/schemas/JsonRpcError' },
+    },
+  },
+  JsonRpcErrorResponse: {
+    type: 'object',
+    description: 'A JSON-RPC 2.0 error response to a message that failed before it reached the MCP server.',
+    required: ['jsonrpc', 'error', 'id'],
+    properties: {
+      jsonrpc: { type: 'string', enum: ['2.0'] },
+      error: { $ref: '#/components/schemas/JsonRpcError' },
+      id: { description: 'null: no request id was read.' },
+    },
+  },
+  JsonRpcError: {
+    type: 'object',
+    required: ['code', 'message'],
+    properties: {
+      code: {
+        type: 'integer',
+        description: '-32600 INVALID_REQUEST, -32603 INTERNAL_ERROR, -32602 unknown tool, -32700 parse error, -32000 refused by the transport.',
+      },
+      message: { type: 'string' },
+      data: { description: 'Always null in errors of this server.' },
+    },
+  },
+};

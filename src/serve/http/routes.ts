@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import { JSON_TYPE } from './errors.ts';
+
+/** Spec 2: `GET /health` answers the JSON string "OK!". */
+const HEALTH_BODY = JSON.stringify('OK!');
+
+/**
+ * GET /health, GET /model, GET /openapi.json and POST /predict. /predict hands the parsed body to the predictor
+ * as it is: the predictor validates it against src/encoder/schemas.ts (the one source) and throws InputError with
+ * spec 2's message, which the error handler turns into a 422. A second validation here, with fastify's ajv, would
+ * only produce other messages for the same schema.
+ */
+export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, openApiJson: string): void {
+  app.get('/health', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
+  app.get('/model', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(predictor.metadata())));
+  app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
+  app.post('/predict', async (request, reply) => {
+    const response = await predictor.predict(request.body);
+    // JSON.stringify, not a fast-json-stringify serializer from RESPONSE_SCHEMAS: measured faster on large
+    // embedding responses, where serialization is the dominant HTTP cost (docs/http-api.md).
+    return reply.type(JSON_TYPE).send(JSON.stringify(response));
+  });
+}

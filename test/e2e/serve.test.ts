@@ -1,0 +1,188 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ServiceError } from '@grpc/grpc-js';
+import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelType } from '../../src/encoder/config.ts';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { grpcClient, mcpClient, serveModel, type ServedModel } from '../helpers/served-model.ts';
+
+const GRPC_INVALID_ARGUMENT = 3;
+const GRPC_UNIMPLEMENTED = 12;
+const GRPC_INTERNAL = 13;
+
+let work: string;
+let cacheDir: string;
+
+/** Builds a model executable with a transform that fails on long batches, to reach the runtime-error rows. */
+async function buildServedModel(modelType: ModelType): Promise<string> {
+  const dir = await generateTinyModel({ modelType, ...(modelType === 'embedding' ? {} : { labels: ['O', 'B-X', 'I-X'] }) });
+  const config = path.join(work, `${modelType}.yaml`);
+  const transform =
+    modelType === 'sequence_classification'
+      ? '  transform: |\n    function Postprocess(arr, mask)\n      if mask ~= nil and mask:shape()[2] > 40 then error("batch too long for this test") end\n      return arr\n    end\n'
+      : '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[2] > 40 then error("batch too long for this test") end\n      return arr\n    end\n';
+  writeFileSync(config, `encoder:\n  name: served-${modelType}\n  path: ${dir}\n  model_type: ${modelType}\n${transform}`);
+  const output = path.join(work, `served-${modelType}`);
+  const built = runExecutable(baseRuntimePath(), ['build', '-f', config, '--base-binary-path', baseRuntimePath(), '-o', output], { cacheDir });
+  expect(built.status, built.stderr).toBe(0);
+  return output;
+}
+
+/** Every value of the HTTP response is in the gRPC one; floats equal after rounding to float32 (the wire type). */
+function expectSameAsGrpc(http: unknown, viaGrpc: unknown, where = 'response'): void {
+  if (typeof http === 'number') {
+    expect(viaGrpc, where).toBeTypeOf('number');
+    expect(Math.abs(Math.fround(http) - (viaGrpc as number)), where).toBeLessThanOrEqual(Math.abs(Math.fround(http)) * 1e-7);
+  } else if (Array.isArray(http)) {
+    expect((viaGrpc as unknown[]).length, where).toBe(http.length);
+    http.forEach((value, i) => expectSameAsGrpc(value, (viaGrpc as unknown[])[i], `${where}[${i}]`));
+  } else if (http && typeof http === 'object') {
+    for (const [key, value] of Object.entries(http)) expectSameAsGrpc(value, (viaGrpc as Record<string, unknown>)[key], `${where}.${key}`);
+  } else {
+    expect(viaGrpc, where).toEqual(http);
+  }
+}
+
+async function postPredict(served: ServedModel, body: unknown): Promise<Response> {
+  return fetch(`${served.httpUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+async function mcpError(served: ServedModel, args: Record<string, unknown>): Promise<McpError> {
+  const client = await mcpClient(served.httpUrl);
+  try {
+    await client.callTool({ name: 'run_encoder', arguments: args });
+  } catch (error) {
+    return error as McpError;
+  } finally {
+    await client.close();
+  }
+  throw new Error('expected an MCP error');
+}
+
+warnIfNoBaseRuntime('serve');
+describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => {
+  beforeAll(() => {
+    work = mkdtempSync(path.join(os.tmpdir(), 'e2e-serve-'));
+    cacheDir = path.join(work, 'cache');
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  for (const modelType of ['embedding', 'sequence_classification', 'token_classification'] as const) {
+    describe(modelType, () => {
+      let served: ServedModel;
+      let grpc: ReturnType<typeof grpcClient>;
+      const body = { inputs: ['the first text', 'a second and longer text here'], metadata: { request: '1' }, ...(modelType === 'embedding' ? { normalize: true } : {}) };
+
+      beforeAll(async () => {
+        served = await serveModel(await buildServedModel(modelType), { cacheDir });
+        grpc = grpcClient(served.grpcAddress, modelType);
+      }, 120_000);
+      afterAll(async () => {
+        grpc?.close();
+        expect(await served?.stop()).toBe(0);
+      });
+
+      it('names the model, the addresses and the batching settings at start-up', () => {
+        expect(served.banner).toContain(`serving served-${modelType} (${modelType})`);
+        expect(served.httpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        expect(served.grpcAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+        expect(served.banner).toMatch(/batching: up to \d+ tokens per onnxruntime run, waiting up to [\d.]+ ms/);
+      });
+
+      it('answers the same over HTTP, gRPC and MCP', async () => {
+        const response = await postPredict(served, body);
+        expect(response.status).toBe(200);
+        const http = (await response.json()) as { model_id: string; metadata: Record<string, string> };
+        expect(http.model_id).toBe(`served-${modelType}`);
+        expect(http.metadata).toEqual({ request: '1' });
+
+        const client = await mcpClient(served.httpUrl);
+        const result = await client.callTool({ name: 'run_encoder', arguments: body });
+        await client.close();
+        expect(result.structuredContent).toEqual(http);
+        expect(JSON.parse((result.content as { type: string; text: string }[])[0].text)).toEqual(http);
+
+        expectSameAsGrpc(http, await grpc.predict(body));
+        const metadata = (await (await fetch(`${served.httpUrl}/model`)).json()) as { model_id: string; id2label?: object };
+        const grpcMetadata = await grpc.metadata({});
+        expect(grpcMetadata.model_id).toBe(metadata.model_id);
+        expect(grpcMetadata.model_type).toBe(modelType.toUpperCase());
+        if (modelType !== 'embedding') expect(grpcMetadata.id2label).toEqual(metadata.id2label);
+      });
+
+      it('answers health and the OpenAPI document', async () => {
+        const health = await fetch(`${served.httpUrl}/health`);
+        expect(await health.json()).toBe('OK!');
+        const openapi = (await (await fetch(`${served.httpUrl}/openapi.json`)).json()) as { openapi: string; paths: object };
+        expect(openapi.openapi).toMatch(/^3\.0\./);
+        expect(Object.keys(openapi.paths)).toEqual(expect.arrayContaining(['/health', '/model', '/openapi.json', '/predict', '/mcp']));
+      });
+
+      it('gives every input error its code on every front end', async () => {
+        const bad = { ...body, inputs: ['fine', ''] };
+        const http = await postPredict(served, bad);
+        expect(http.status).toBe(422);
+        expect(http.headers.get('content-type')).toMatch(/^text\/plain/);
+        expect(await http.text()).toBe('Invalid input: inputs[1] is an empty string');
+
+        const grpcError = (await grpc.predict(bad).catch((e: unknown) => e)) as ServiceError;
+        expect(grpcError.code).toBe(GRPC_INVALID_ARGUMENT);
+        expect(grpcError.details).toBe('Invalid input: inputs[1] is an empty string');
+
+        const mcp = await mcpError(served, bad);
+        expect(mcp.code).toBe(-32600);
+        expect(mcp.message).toContain('Invalid input: inputs[1] is an empty string');
+        expect(mcp.data ?? null).toBeNull();
+      });
+
+      it('gives every runtime error its code on every front end', async () => {
+        const long = { ...body, inputs: [Array.from({ length: 60 }, () => 'word').join(' ')] };
+        const http = await postPredict(served, long);
+        expect(http.status).toBe(500);
+        expect(await http.text()).toContain('batch too long for this test');
+
+        const grpcError = (await grpc.predict(long).catch((e: unknown) => e)) as ServiceError;
+        expect(grpcError.code).toBe(GRPC_INTERNAL);
+        expect(grpcError.details).toContain('batch too long for this test');
+
+        const mcp = await mcpError(served, long);
+        expect(mcp.code).toBe(-32603);
+        expect(mcp.data ?? null).toBeNull();
+
+        // the failure was one batch's: the server goes on answering
+        expect((await postPredict(served, body)).status).toBe(200);
+      });
+
+      it('leaves the services of other model types unimplemented', async () => {
+        const other = modelType === 'embedding' ? 'token_classification' : 'embedding';
+        const client = grpcClient(served.grpcAddress, other);
+        const error = (await client.predict({ inputs: ['x'] }).catch((e: unknown) => e)) as ServiceError;
+        client.close();
+        expect(error.code).toBe(GRPC_UNIMPLEMENTED);
+      });
+    });
+  }
+
+  it('finishes requests in flight on SIGTERM and exits 0', async () => {
+    const served = await serveModel(await buildServedModel('embedding'), { cacheDir });
+    const inputs = Array.from({ length: 200 }, (_, i) => `request number ${i} with a few words`);
+    const inFlight = postPredict(served, { inputs, normalize: true });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    served.process.kill('SIGTERM');
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { results: unknown[] }).results).toHaveLength(200);
+    expect(await served.exited).toBe(0);
+    await expect(fetch(`${served.httpUrl}/health`)).rejects.toThrow();
+  });
+
+  it('refuses to start with both front ends disabled', async () => {
+    const executable = await buildServedModel('sequence_classification');
+    const result = runExecutable(executable, ['serve', '--disable-http', '--disable-grpc'], { cacheDir });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('--disable-http and --disable-grpc together leave nothing to serve');
+  });
+});
