@@ -64,7 +64,6 @@ describe.skipIf(!hasBaseRuntime())('load over HTTP and gRPC together', () => {
     const grpc = grpcClient(served.grpcAddress, 'sequence_classification');
 
     const samples: number[] = [];
-    let sampler: NodeJS.Timeout | undefined;
     const outcomes = new Map<Outcome, number>();
     const record = (outcome: Outcome) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
     let next = 0;
@@ -109,7 +108,7 @@ describe.skipIf(!hasBaseRuntime())('load over HTTP and gRPC together', () => {
     outcomes.clear();
     next = 0;
     total = REQUESTS;
-    sampler = setInterval(() => samples.push(residentKiB(served.process.pid!)), 50);
+    const sampler = setInterval(() => samples.push(residentKiB(served.process.pid!)), 50);
     const started = performance.now();
     await runAll();
     const seconds = (performance.now() - started) / 1000;
