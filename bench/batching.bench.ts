@@ -13,33 +13,16 @@
  * Requests hold 1 or 8 inputs of 8–64 words. Throughput is sequences per second; latency is per request.
  * Takes about 2.5 minutes. The model is generated once into .cache/bench/minilm.
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type * as ort from 'onnxruntime-node';
-import { ENGLISH_WORDS } from '../scripts/model-generator/english-words.ts';
-import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
 import { DEFAULT_BATCH_SETTINGS } from '../src/encoder/batch-scheduler.ts';
 import { parseBuildConfig } from '../src/encoder/config.ts';
 import { readModelPackage, type ModelPackage } from '../src/encoder/model-package.ts';
 import { OnnxModel } from '../src/encoder/onnx-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../src/encoder/predict-pipeline.ts';
+import { benchModelDir as modelDir, ensureBenchModel, repoRoot as root, sentence } from './workload.ts';
 import { median, ms, printTable } from './measure.ts';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const modelDir = path.join(root, '.cache', 'bench', 'minilm');
-
-/** Deterministic English-like text of `words` words (as bench/encoder.bench.ts makes it). */
-function sentence(words: number, seed: number): string {
-  const out: string[] = [];
-  let state = seed * 2654435761;
-  for (let i = 0; i < words; i++) {
-    state = (state * 1103515245 + 12345) >>> 0;
-    out.push(ENGLISH_WORDS[state % ENGLISH_WORDS.length]);
-  }
-  return `${out.join(' ')}.`;
-}
 
 /** `count` request bodies of `inputs` texts of 8–64 words each. */
 function requestBodies(inputs: number, count: number, seed: number): { inputs: string[]; normalize: boolean }[] {
@@ -161,10 +144,7 @@ const ROUNDS = 3;
 
 async function main(): Promise<void> {
   const began = performance.now();
-  if (!existsSync(path.join(modelDir, 'model.onnx'))) {
-    console.log(`generating the MiniLM-shaped model in ${path.relative(root, modelDir)} …`);
-    await writeModelDirectory(modelDir, PRESETS.minilm);
-  }
+  await ensureBenchModel();
   const config = parseBuildConfig(`encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: embedding\n`, { baseDir: root });
   const pkg = readModelPackage(config);
   console.log(

@@ -6,12 +6,9 @@
  * onnxruntime time for a 32-sequence batch against the whole predict pipeline, so the share of time spent
  * outside onnxruntime is visible (aim: under 10%).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Tokenizer as JsTokenizer } from '@huggingface/tokenizers';
-import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
-import { ENGLISH_WORDS } from '../scripts/model-generator/english-words.ts';
 import { parseBuildConfig } from '../src/encoder/config.ts';
 import { readModelPackage } from '../src/encoder/model-package.ts';
 import { OnnxModel } from '../src/encoder/onnx-model.ts';
@@ -19,21 +16,9 @@ import { PredictPipeline } from '../src/encoder/predict-pipeline.ts';
 import { lpNormalize, meanPool, softmax, Tensor } from '../src/encoder/tensor.ts';
 import { EncoderTokenizer } from '../src/encoder/tokenizer/index.ts';
 import { LuaTransform } from '../src/encoder/transform/index.ts';
+import { benchModelDir as modelDir, ensureBenchModel, repoRoot as root, sentence } from './workload.ts';
 import { median, ms, printTable, time } from './measure.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const modelDir = path.join(root, '.cache', 'bench', 'minilm');
-
-/** Deterministic English-like text of `words` words. */
-function sentence(words: number, seed: number): string {
-  const out: string[] = [];
-  let state = seed * 2654435761;
-  for (let i = 0; i < words; i++) {
-    state = (state * 1103515245 + 12345) >>> 0;
-    out.push(ENGLISH_WORDS[state % ENGLISH_WORDS.length]);
-  }
-  return `${out.join(' ')}.`;
-}
 
 /** The longest text of `sentence` words (seeded) that encodes to at most `tokens` tokens, specials included. */
 function textOfTokens(tokenizer: EncoderTokenizer, tokens: number, seed: number): string {
@@ -43,10 +28,7 @@ function textOfTokens(tokenizer: EncoderTokenizer, tokens: number, seed: number)
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(path.join(modelDir, 'model.onnx'))) {
-    console.log(`generating the MiniLM-shaped model in ${path.relative(root, modelDir)} …`);
-    await writeModelDirectory(modelDir, PRESETS.minilm);
-  }
+  await ensureBenchModel();
   const tokenizerJson = JSON.parse(readFileSync(path.join(modelDir, 'tokenizer.json'), 'utf8'));
   const tokenizerConfig = JSON.parse(readFileSync(path.join(modelDir, 'tokenizer_config.json'), 'utf8'));
   console.log(`node ${process.version}, ${process.platform}-${process.arch}; model: ${path.relative(root, modelDir)} (6 layers, hidden 384, vocab 30522)`);

@@ -11,35 +11,23 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
-import { ENGLISH_WORDS } from '../scripts/model-generator/english-words.ts';
-import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
 import { hostTarget } from '../src/builder/targets.ts';
 import { parseBuildConfig } from '../src/encoder/config.ts';
 import { readModelPackage } from '../src/encoder/model-package.ts';
 import { EncoderTokenizer } from '../src/encoder/tokenizer/index.ts';
 import { grpcClient, serveModel } from '../test/helpers/served-model.ts';
 import { median, printTable } from './measure.ts';
+import { benchModelDir as modelDir, ensureBenchModel, repoRoot as root, sentence } from './workload.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const modelDir = path.join(root, '.cache', 'bench', 'minilm');
 const base = path.join(root, 'dist', 'runtime', hostTarget(), 'encoder');
 const CONCURRENCY = [1, 8, 32];
 const INPUTS_PER_REQUEST = [1, 8];
 /** Requests per measurement: enough sequences for a stable median on a shared 2-core machine, bounded in time. */
 const requestCount = (concurrency: number, inputs: number) => Math.max(24, Math.min(320, Math.ceil(256 / inputs)), concurrency * 3);
 
-function sentence(seed: number): string {
-  let state = seed * 2654435761;
-  const words = 8 + (seed % 57); // 8–64 words
-  const out: string[] = [];
-  for (let i = 0; i < words; i++) {
-    state = (state * 1103515245 + 12345) >>> 0;
-    out.push(ENGLISH_WORDS[state % ENGLISH_WORDS.length]);
-  }
-  return out.join(' ');
-}
+/** A text of 8–64 words. */
+const textOf = (seed: number) => sentence(8 + (seed % 57), seed);
 
 interface Result {
   sequencesPerSecond: number;
@@ -55,7 +43,7 @@ async function drive(count: number, concurrency: number, inputs: number, send: (
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       for (let n = next++; n < count; n = next++) {
-        const texts = Array.from({ length: inputs }, (_, i) => sentence(n * inputs + i + 1));
+        const texts = Array.from({ length: inputs }, (_, i) => textOf(n * inputs + i + 1));
         const t = performance.now();
         await send(texts);
         latencies.push(performance.now() - t);
@@ -78,7 +66,7 @@ async function rawOnnxruntime(tokenizer: EncoderTokenizer, session: ort.Inferenc
   let runMs = 0;
   for (let first = 0; first < count; first += concurrency) {
     const requests = Math.min(concurrency, count - first);
-    const texts = Array.from({ length: requests * inputs }, (_, i) => sentence(first * inputs + i + 1));
+    const texts = Array.from({ length: requests * inputs }, (_, i) => textOf(first * inputs + i + 1));
     const batch = tokenizer.pad(tokenizer.encodeBatch(texts));
     const dims = [batch.batchSize, batch.sequenceLength];
     const t = performance.now();
@@ -98,7 +86,7 @@ async function rawOnnxruntime(tokenizer: EncoderTokenizer, session: ort.Inferenc
 
 async function main(): Promise<void> {
   if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
-  if (!existsSync(path.join(modelDir, 'model.onnx'))) await writeModelDirectory(modelDir, PRESETS.minilm);
+  await ensureBenchModel();
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-serve-'));
   try {
     // (c, d): the model executable

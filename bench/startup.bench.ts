@@ -9,13 +9,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
 import { hostTarget } from '../src/builder/targets.ts';
 import { formatBytes } from '../src/builder/build-model.ts';
 import { median, ms, printTable } from './measure.ts';
+import { ensureBenchModel, repoRoot as root } from './workload.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const base = path.join(root, 'dist', 'runtime', hostTarget(), 'encoder');
 const RUNS = 7;
 
@@ -72,8 +71,7 @@ async function main(): Promise<void> {
   try {
     const tiny = path.join(work, 'tiny-model');
     await writeModelDirectory(tiny, PRESETS.tiny);
-    const minilm = path.join(root, '.cache', 'bench', 'minilm');
-    if (!existsSync(path.join(minilm, 'model.onnx'))) await writeModelDirectory(minilm, PRESETS.minilm);
+    const minilm = await ensureBenchModel();
     const rows = [await measure('tiny', tiny, work), await measure('minilm', minilm, work)];
     printTable(
       `Single executable start-up (ms, medians: build of 3, first run of 3, warm of ${RUNS})`,
