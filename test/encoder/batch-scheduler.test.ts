@@ -17,7 +17,7 @@ import type {
   SequenceClassificationResponse,
   TokenClassificationResponse,
 } from '../../src/encoder/schemas.ts';
-import { generateTinyModel } from '../helpers/generated-models.ts';
+import { generateTinyModelsOfEachType } from '../helpers/generated-models.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Unit tests: a fake clock and a fake runner, so every decision point is deterministic.
@@ -432,11 +432,7 @@ async function oneAtATime(pipeline: PredictPipeline, bodies: unknown[]): Promise
 }
 
 beforeAll(async () => {
-  [embeddingDir, sequenceDir, tokenDir] = await Promise.all([
-    generateTinyModel({ modelType: 'embedding' }),
-    generateTinyModel({ modelType: 'sequence_classification', labels: ['negative', 'positive', 'neutral'] }),
-    generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-PER', 'I-PER'] }),
-  ]);
+  ({ embedding: embeddingDir, sequence: sequenceDir, token: tokenDir } = await generateTinyModelsOfEachType());
 });
 
 afterAll(async () => {

@@ -12,7 +12,7 @@ import {
   type SequenceClassificationResponse,
   type TokenClassificationResponse,
 } from '../../src/encoder/schemas.ts';
-import { generateTinyModel } from '../helpers/generated-models.ts';
+import { generateTinyModel, generateTinyModelsOfEachType } from '../helpers/generated-models.ts';
 
 const ajv = new Ajv();
 const pipelines: PredictPipeline[] = [];
@@ -30,11 +30,7 @@ let sequenceDir: string;
 let tokenDir: string;
 
 beforeAll(async () => {
-  [embeddingDir, sequenceDir, tokenDir] = await Promise.all([
-    generateTinyModel({ modelType: 'embedding' }),
-    generateTinyModel({ modelType: 'sequence_classification', labels: ['negative', 'positive', 'neutral'] }),
-    generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-PER', 'I-PER'] }),
-  ]);
+  ({ embedding: embeddingDir, sequence: sequenceDir, token: tokenDir } = await generateTinyModelsOfEachType());
 });
 
 afterAll(async () => {

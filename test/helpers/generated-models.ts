@@ -9,3 +9,13 @@ export async function generateTinyModel(overrides: Partial<GeneratorOptions> = {
   await writeModelDirectory(dir, { ...PRESETS.tiny, ...overrides });
   return dir;
 }
+
+/** One tiny model directory per model type, with labels for the classification ones. */
+export async function generateTinyModelsOfEachType(): Promise<{ embedding: string; sequence: string; token: string }> {
+  const [embedding, sequence, token] = await Promise.all([
+    generateTinyModel({ modelType: 'embedding' }),
+    generateTinyModel({ modelType: 'sequence_classification', labels: ['negative', 'positive', 'neutral'] }),
+    generateTinyModel({ modelType: 'token_classification', labels: ['O', 'B-PER', 'I-PER'] }),
+  ]);
+  return { embedding, sequence, token };
+}
