@@ -494,24 +494,8 @@ export class NormalizedString {
 }
 
 export function codePointsToString(cps: Int32Array, a: number, b: number): string {
-  if (b - a <= 16) {
-    let s = '';
-    for (let i = a; i < b; i++) {
-      const c = cps[i];
-      if (c < 0x10000) s += String.fromCharCode(c);
-      else s += String.fromCharCode(0xd800 + ((c - 0x10000) >> 10), 0xdc00 + ((c - 0x10000) & 0x3ff));
-    }
-    return s;
-  }
-  let bmp = true;
-  for (let i = a; i < b; i++) {
-    if (cps[i] > 0xffff) {
-      bmp = false;
-      break;
-    }
-  }
-  if (bmp) {
-    if (b - a <= 64) return String.fromCharCode.apply(null, cps.subarray(a, b) as unknown as number[]);
+  // Longer runs of BMP chars go through String.fromCharCode in chunks; short or astral runs char by char.
+  if (b - a > 16 && isBmpRun(cps, a, b)) {
     let s = '';
     for (let i = a; i < b; i += 64) s += String.fromCharCode.apply(null, cps.subarray(i, Math.min(b, i + 64)) as unknown as number[]);
     return s;
@@ -523,6 +507,11 @@ export function codePointsToString(cps: Int32Array, a: number, b: number): strin
     else s += String.fromCharCode(0xd800 + ((c - 0x10000) >> 10), 0xdc00 + ((c - 0x10000) & 0x3ff));
   }
   return s;
+}
+
+function isBmpRun(cps: Int32Array, a: number, b: number): boolean {
+  for (let i = a; i < b; i++) if (cps[i] > 0xffff) return false;
+  return true;
 }
 
 /** Pattern = a char predicate: every matching char is a match of its own. */
