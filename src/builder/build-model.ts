@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable } from '../../runtime/asset-section.ts';
-import { defaultCacheDir, defaultOutputPath, loadBuildConfig } from '../encoder/config.ts';
+import { defaultCacheDir, defaultOutputPath, loadBuildConfig, type BuildConfig } from '../encoder/config.ts';
 import { readModelPackage } from '../encoder/model-package.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
@@ -49,18 +49,20 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
 
   const target = options.platform ? parseTarget(options.platform) : hostTarget();
   requireBuildableTarget(target);
+  // Read once; a broken configuration is reported in its own step, after the base runtime.
+  const loaded = tryLoadBuildConfig(options.configFile, cwd, env);
   const base = await resolveBaseRuntime({
     target,
     version: options.runtimeVersion,
-    // The configuration is validated in the next step; here it only says where the cache is, when it can.
-    cacheDir: cacheDirOf(options.configFile, cwd, env),
+    cacheDir: 'config' in loaded ? loaded.config.cacheDir : defaultCacheDir(env),
     baseBinaryPath: options.baseBinaryPath,
     env,
     onProgress: (event) => reporter.progress('download', event.doneBytes, event.totalBytes),
   });
   reporter.step(1, BUILD_STEPS[0], `${target}, ${base.source}: ${base.path}`);
 
-  const config = loadBuildConfig(options.configFile, { cwd, env });
+  if ('error' in loaded) throw loaded.error;
+  const { config } = loaded;
   reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})`);
 
   const pkg = readModelPackage(config);
@@ -93,11 +95,11 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
 }
 
 
-function cacheDirOf(configFile: string, cwd: string, env: NodeJS.ProcessEnv): string {
+function tryLoadBuildConfig(configFile: string, cwd: string, env: NodeJS.ProcessEnv): { config: BuildConfig } | { error: unknown } {
   try {
-    return loadBuildConfig(configFile, { cwd, env }).cacheDir;
-  } catch {
-    return defaultCacheDir(env);
+    return { config: loadBuildConfig(configFile, { cwd, env }) };
+  } catch (error) {
+    return { error };
   }
 }
 
