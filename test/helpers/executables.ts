@@ -19,6 +19,11 @@ export function warnIfNoBaseRuntime(suite: string, target: Target = hostTarget()
   }
 }
 
+/** A minimal environment: no node on PATH, the given cache directory, plus `env`. */
+export function executableEnv(options: { cacheDir: string; env?: NodeJS.ProcessEnv }): NodeJS.ProcessEnv {
+  return { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: options.cacheDir, ...options.env };
+}
+
 /** Runs an executable with a minimal environment: no node on PATH, the given cache directory. */
 export function runExecutable(
   file: string,
@@ -30,7 +35,7 @@ export function runExecutable(
   return spawnSync(command, commandArgs, {
     encoding: 'utf8',
     cwd: options.cwd,
-    env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: options.cacheDir, ...options.env },
+    env: executableEnv(options),
     maxBuffer: 256 * 2 ** 20,
     timeout: 120_000,
   });
@@ -46,7 +51,7 @@ export function runExecutableAsync(
     execFile(
       file,
       args,
-      { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: options.cacheDir, ...options.env }, timeout: 120_000, maxBuffer: 2 ** 28 },
+      { encoding: 'utf8', env: executableEnv(options), timeout: 120_000, maxBuffer: 2 ** 28 },
       (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });

@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { executableEnv } from './executables.ts';
 import { repoRoot } from './shared-fixtures.ts';
 
 /** A model executable running `serve` on loopback ports chosen by the system, and real clients for it. */
@@ -21,7 +22,7 @@ export async function serveModel(executable: string, options: { cacheDir: string
   const child = spawn(
     executable,
     ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', ...(options.args ?? [])],
-    { env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: options.cacheDir, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: executableEnv(options), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let banner = '';
