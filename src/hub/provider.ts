@@ -1,0 +1,137 @@
+// The contract every Hub provider implements.
+//
+// Stability: other engineers implement this interface. Changes are additive only (new optional members); any
+// change is listed here with its date.
+//   2026-11-22  first version.
+//
+// Division of labour: the core (src/hub/hub.ts and friends) resolves credentials, validates parameters, applies the
+// timeout/abort signal, retries, converts errors to the unified exceptions and gives completion/completionStream to
+// providers that implement only `messages`. A provider only talks to its vendor: convert, call, convert back.
+// Providers must turn their SDK's own retries off (e.g. `maxRetries: 0`) so there is exactly one retry policy.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
+import type { HubError } from './errors.ts';
+
+/** What a provider can do; the spec's fields (name, streaming, embedding, responses, list_models) and more. */
+export interface ProviderMetadata {
+  /** The provider key, as used in `provider` and `provider:model`. */
+  name: string;
+  /** The environment variable holding the API key; null when the provider needs no key (local servers). */
+  env_key: string | null;
+  /** The vendor's documentation. */
+  doc_url: string;
+  /** The base address used when `api_base` is not given (empty when the SDK decides). */
+  default_api_base?: string;
+  streaming: boolean;
+  messages: boolean;
+  completion: boolean;
+  embedding: boolean;
+  responses: boolean;
+  list_models: boolean;
+  batch: boolean;
+  reasoning: boolean;
+  image: boolean;
+}
+
+/** Given to a provider's `create`. The core has already resolved the key (api_key option, else env var). */
+export interface ProviderOptions {
+  /** Resolved credential; undefined only for providers whose metadata.env_key is null. */
+  api_key?: string;
+  /** Base address override (`api_base`). */
+  api_base?: string;
+  /** Provider-specific client settings (`client_args`), passed to the vendor SDK client as they are. */
+  client_args?: Record<string, unknown>;
+  /** Per-call timeout in ms the core applies; informative (the core enforces it through CallOptions.signal). */
+  timeout?: number;
+}
+
+/** Per-call context. */
+export interface CallOptions {
+  /** Aborts the call (user abort or the core's timeout). Pass it to the SDK / fetch. */
+  signal?: AbortSignal;
+  /** Provider-specific passthrough options (the "extra keyword arguments" of the spec). */
+  extra: Record<string, unknown>;
+}
+
+/** Messages request in the Anthropic Messages format, without `stream` (streaming is a separate method). */
+export type MessagesParams = Omit<Anthropic.MessageCreateParamsBase, 'stream'>;
+export type MessagesResponse = Anthropic.Message;
+export type MessagesStreamEvent = Anthropic.RawMessageStreamEvent;
+
+/** OpenAI chat completions request, without `stream`. */
+export type CompletionParams = Omit<OpenAI.ChatCompletionCreateParamsBase, 'stream'>;
+export type CompletionResponse = OpenAI.ChatCompletion;
+export type CompletionChunk = OpenAI.ChatCompletionChunk;
+
+export type ResponsesParams = Omit<OpenAI.Responses.ResponseCreateParamsBase, 'stream'>;
+export type ResponsesResponse = OpenAI.Responses.Response;
+export type ResponsesStreamEvent = OpenAI.Responses.ResponseStreamEvent;
+
+export interface EmbeddingParams {
+  model: string;
+  inputs: string[];
+}
+export type EmbeddingResponse = OpenAI.CreateEmbeddingResponse;
+export type Model = OpenAI.Models.Model;
+
+/** Batches are normalised to the OpenAI Batch object (id, status, ...); vendors map their statuses onto it. */
+export type Batch = OpenAI.Batches.Batch;
+
+export interface CreateBatchParams {
+  /** Local JSONL file of {custom_id, method, url, body} lines. */
+  input_file_path: string;
+  /** Target path applied to every line, e.g. /v1/chat/completions. */
+  endpoint: string;
+  /** Defaults to '24h' (the core fills it in). */
+  completion_window: string;
+  metadata?: Record<string, string>;
+}
+
+export interface ListBatchesParams {
+  after?: string;
+  limit?: number;
+}
+
+/** One line of a batch's results. `result` is the response body for that line (e.g. a ChatCompletion). */
+export interface BatchResultItem {
+  custom_id: string;
+  result: unknown;
+  error: { code: string | null; message: string } | null;
+}
+
+export interface BatchOperations {
+  create(params: CreateBatchParams, call: CallOptions): Promise<Batch>;
+  retrieve(batch_id: string, call: CallOptions): Promise<Batch>;
+  cancel(batch_id: string, call: CallOptions): Promise<Batch>;
+  list(params: ListBatchesParams, call: CallOptions): Promise<Batch[]>;
+  /** Downloads the results; throws BatchNotCompleteError when the batch is not complete. */
+  results(batch_id: string, call: CallOptions): Promise<BatchResultItem[]>;
+}
+
+export interface Provider {
+  readonly metadata: ProviderMetadata;
+  messages(params: MessagesParams, call: CallOptions): Promise<MessagesResponse>;
+  messagesStream(params: MessagesParams, call: CallOptions): AsyncIterable<MessagesStreamEvent>;
+  /** Optional: when absent the core converts completion requests to messages and back. */
+  completion?(params: CompletionParams, call: CallOptions): Promise<CompletionResponse>;
+  completionStream?(params: CompletionParams, call: CallOptions): AsyncIterable<CompletionChunk>;
+  responses?(params: ResponsesParams, call: CallOptions): Promise<ResponsesResponse>;
+  responsesStream?(params: ResponsesParams, call: CallOptions): AsyncIterable<ResponsesStreamEvent>;
+  embedding?(params: EmbeddingParams, call: CallOptions): Promise<EmbeddingResponse>;
+  listModels?(call: CallOptions): Promise<Model[]>;
+  batches?: BatchOperations;
+  /**
+   * Describes a thrown error as a unified exception (use `mapProviderFailure` from errors.ts so the spec's
+   * status table and message rules apply). Return undefined for errors that are not the provider's (they are
+   * rethrown as they are). Called for every failure: the core reads status_code and RateLimitError.retry_after
+   * to decide on retries even when unified exceptions are off.
+   */
+  toHubError(error: unknown): HubError | undefined;
+}
+
+/** A registry entry: static metadata plus a factory. */
+export interface ProviderDefinition {
+  readonly metadata: ProviderMetadata;
+  create(options: ProviderOptions): Provider;
+}
