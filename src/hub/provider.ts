@@ -55,16 +55,16 @@ export interface CallOptions {
 }
 
 /** Messages request in the Anthropic Messages format, without `stream` (streaming is a separate method). */
-export type MessagesParams = Omit<Anthropic.MessageCreateParamsBase, 'stream'>;
+export type MessagesParams = Omit<Anthropic.MessageCreateParamsNonStreaming, 'stream'>;
 export type MessagesResponse = Anthropic.Message;
 export type MessagesStreamEvent = Anthropic.RawMessageStreamEvent;
 
 /** OpenAI chat completions request, without `stream`. */
-export type CompletionParams = Omit<OpenAI.ChatCompletionCreateParamsBase, 'stream'>;
+export type CompletionParams = Omit<OpenAI.ChatCompletionCreateParamsNonStreaming, 'stream'>;
 export type CompletionResponse = OpenAI.ChatCompletion;
 export type CompletionChunk = OpenAI.ChatCompletionChunk;
 
-export type ResponsesParams = Omit<OpenAI.Responses.ResponseCreateParamsBase, 'stream'>;
+export type ResponsesParams = Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'stream'>;
 export type ResponsesResponse = OpenAI.Responses.Response;
 export type ResponsesStreamEvent = OpenAI.Responses.ResponseStreamEvent;
 
