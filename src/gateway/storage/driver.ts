@@ -1,0 +1,26 @@
+/** One SQL statement with `?` placeholders (the PostgreSQL driver numbers them). */
+export interface Statement {
+  sql: string;
+  params: SqlValue[];
+}
+
+export type SqlValue = string | number | null;
+export type Row = Record<string, unknown>;
+
+/**
+ * The little a store needs from a database: run one statement, or several in one transaction. Statements in a
+ * transaction are fixed up front (no reads in between), which keeps SQLite's synchronous transactions from
+ * interleaving with other requests' statements.
+ */
+export interface SqlDriver {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Rows of a query. */
+  all(sql: string, params?: SqlValue[]): Promise<Row[]>;
+  /** Runs a statement; the number of rows it changed. */
+  run(sql: string, params?: SqlValue[]): Promise<number>;
+  /** Runs statements in one transaction; the rows changed by each. */
+  transaction(statements: Statement[]): Promise<number[]>;
+  /** Runs `fn` while holding the database-wide migration lock (a no-op on SQLite, whose writers are serialised). */
+  withMigrationLock<T>(fn: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,82 @@
+/**
+ * One ordered list of schema migrations for SQLite and PostgreSQL. The SQL is kept to the subset both accept:
+ * TEXT, BIGINT, INTEGER, DOUBLE PRECISION, no serial ids, no booleans (0/1), JSON as TEXT, times as epoch
+ * milliseconds. A migration is applied once, in a transaction, and recorded in schema_migrations.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  statements: string[];
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'users, virtual keys, budgets, pricing, usage',
+    statements: [
+      `CREATE TABLE budgets (
+        budget_id TEXT PRIMARY KEY,
+        max_budget_nanos BIGINT NOT NULL,
+        reset_every_seconds BIGINT,
+        period_started_at BIGINT NOT NULL,
+        spend_nanos BIGINT NOT NULL DEFAULT 0,
+        reserved_nanos BIGINT NOT NULL DEFAULT 0,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE users (
+        user_id TEXT PRIMARY KEY,
+        alias TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        budget_id TEXT REFERENCES budgets (budget_id),
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE virtual_keys (
+        id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        key_prefix TEXT NOT NULL,
+        key_name TEXT NOT NULL,
+        user_id TEXT REFERENCES users (user_id),
+        budget_id TEXT REFERENCES budgets (budget_id),
+        metadata TEXT NOT NULL DEFAULT '{}',
+        is_active INTEGER NOT NULL DEFAULT 1,
+        expires_at BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      `CREATE INDEX virtual_keys_user ON virtual_keys (user_id)`,
+      `CREATE TABLE model_pricing (
+        model TEXT PRIMARY KEY,
+        input_cost_per_million DOUBLE PRECISION NOT NULL,
+        output_cost_per_million DOUBLE PRECISION NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE usage (
+        id TEXT PRIMARY KEY,
+        request_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        user_id TEXT,
+        key_id TEXT,
+        endpoint TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cost_nanos BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        status_code INTEGER NOT NULL,
+        duration_ms DOUBLE PRECISION NOT NULL
+      )`,
+      `CREATE INDEX usage_user ON usage (user_id, created_at)`,
+      `CREATE INDEX usage_key ON usage (key_id, created_at)`,
+    ],
+  },
+];
+
+export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  applied_at BIGINT NOT NULL
+)`;

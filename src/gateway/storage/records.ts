@@ -1,0 +1,78 @@
+/** What the store keeps, as the store returns it: times in epoch milliseconds, money in nano-dollars. */
+export type Metadata = Record<string, unknown>;
+
+export interface UserRecord {
+  user_id: string;
+  alias: string;
+  metadata: Metadata;
+  budget_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  /** A short display prefix of the secret (`gw-` and four characters); the secret itself is never stored. */
+  key_prefix: string;
+  key_name: string;
+  user_id: string | null;
+  budget_id: string | null;
+  metadata: Metadata;
+  is_active: boolean;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface BudgetRecord {
+  budget_id: string;
+  max_budget_nanos: number;
+  reset_every_seconds: number | null;
+  period_started_at: number;
+  spend_nanos: number;
+  reserved_nanos: number;
+  metadata: Metadata;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PricingRecord {
+  model: string;
+  input_cost_per_million: number;
+  output_cost_per_million: number;
+  updated_at: number;
+}
+
+export interface UsageRecord {
+  id: string;
+  request_id: string;
+  created_at: number;
+  user_id: string | null;
+  key_id: string | null;
+  endpoint: string;
+  provider: string;
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_nanos: number;
+  /** `success`, `error` or `cancelled` (the client went away mid-stream). */
+  status: 'success' | 'error' | 'cancelled';
+  status_code: number;
+  duration_ms: number;
+}
+
+export interface UsageTotals {
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_nanos: number;
+}
+
+/** A reservation taken before a call, settled with the call's actual cost after it. */
+export interface BudgetSettlement {
+  budget_id: string;
+  reserved_nanos: number;
+  actual_nanos: number;
+}
+
+export const NANOS_PER_DOLLAR = 1e9;

@@ -1,0 +1,428 @@
+import { randomBytes } from 'node:crypto';
+import { conflict } from '../errors.ts';
+import type { Row, SqlDriver, SqlValue, Statement } from './driver.ts';
+import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from './migrations.ts';
+import type {
+  BudgetRecord,
+  BudgetSettlement,
+  KeyRecord,
+  Metadata,
+  PricingRecord,
+  UsageRecord,
+  UsageTotals,
+  UserRecord,
+} from './records.ts';
+
+export interface UsageQuery {
+  user_id?: string;
+  key_id?: string;
+  /** Epoch ms, inclusive. */
+  since?: number;
+  /** Epoch ms, exclusive. */
+  until?: number;
+  limit: number;
+}
+
+const json = (value: unknown) => JSON.stringify(value ?? {});
+const parseJson = (text: unknown): Metadata => (typeof text === 'string' ? (JSON.parse(text) as Metadata) : {});
+const num = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}
+
+/** Whether a database error is a unique-key violation (SQLite and PostgreSQL word it differently). */
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: unknown; errcode?: unknown; message?: unknown };
+  return e?.code === '23505' || (typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed'));
+}
+
+/** The condition "this budget's period is over": spend starts again from 0 in the same statement. */
+const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at + reset_every_seconds * 1000)`;
+
+/**
+ * The gateway's state in SQL, the same statements on SQLite and PostgreSQL. Budget reservations are single
+ * conditional UPDATEs, so concurrent requests (in one process or in several on one PostgreSQL) cannot all pass the
+ * check on the same headroom.
+ */
+export class GatewayStore {
+  readonly driver: SqlDriver;
+
+  constructor(driver: SqlDriver) {
+    this.driver = driver;
+  }
+
+  get dialect(): 'sqlite' | 'postgres' {
+    return this.driver.dialect;
+  }
+
+  /** Applies the migrations this database lacks; the versions applied now. */
+  async migrate(now = Date.now()): Promise<number[]> {
+    return this.driver.withMigrationLock(async () => {
+      await this.driver.run(SCHEMA_MIGRATIONS_TABLE);
+      const applied = new Set((await this.driver.all('SELECT version FROM schema_migrations')).map((row) => Number(row.version)));
+      const done: number[] = [];
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await this.driver.transaction([
+          ...migration.statements.map((sql) => ({ sql, params: [] })),
+          { sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', params: [migration.version, migration.name, now] },
+        ]);
+        done.push(migration.version);
+      }
+      return done;
+    });
+  }
+
+  async schemaVersion(): Promise<number> {
+    const rows = await this.driver.all('SELECT MAX(version) AS version FROM schema_migrations');
+    return Number(rows[0]?.version ?? 0);
+  }
+
+  async ping(): Promise<void> {
+    await this.driver.all('SELECT 1 AS ok');
+  }
+
+  close(): Promise<void> {
+    return this.driver.close();
+  }
+
+  // Users
+
+  async createUser(user: { user_id: string; alias: string; metadata?: Metadata; budget_id?: string | null }, now = Date.now()): Promise<UserRecord> {
+    try {
+      await this.driver.run('INSERT INTO users (user_id, alias, metadata, budget_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+        user.user_id,
+        user.alias,
+        json(user.metadata),
+        user.budget_id ?? null,
+        now,
+        now,
+      ]);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`A user with user_id "${user.user_id}" already exists`, 'user_exists');
+      throw error;
+    }
+    return (await this.getUser(user.user_id))!;
+  }
+
+  async getUser(userId: string): Promise<UserRecord | null> {
+    const rows = await this.driver.all('SELECT * FROM users WHERE user_id = ?', [userId]);
+    return rows[0] ? userOf(rows[0]) : null;
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    return (await this.driver.all('SELECT * FROM users ORDER BY created_at, user_id')).map(userOf);
+  }
+
+  async updateUser(userId: string, patch: { alias?: string; metadata?: Metadata; budget_id?: string | null }, now = Date.now()): Promise<UserRecord | null> {
+    const { sets, params } = assignments({ alias: patch.alias, metadata: patch.metadata === undefined ? undefined : json(patch.metadata), budget_id: patch.budget_id });
+    await this.driver.run(`UPDATE users SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE user_id = ?`, [...params, now, userId]);
+    return this.getUser(userId);
+  }
+
+  /** Deletes a user and the keys it owns; usage rows stay (they name the user by id). */
+  async deleteUser(userId: string): Promise<boolean> {
+    const [, users] = await this.driver.transaction([
+      { sql: 'DELETE FROM virtual_keys WHERE user_id = ?', params: [userId] },
+      { sql: 'DELETE FROM users WHERE user_id = ?', params: [userId] },
+    ]);
+    return users > 0;
+  }
+
+  // Virtual keys
+
+  async createKey(
+    key: { key_hash: string; key_prefix: string; key_name: string; user_id?: string | null; budget_id?: string | null; metadata?: Metadata; expires_at?: number | null },
+    now = Date.now(),
+  ): Promise<KeyRecord> {
+    const id = newId('key');
+    await this.driver.run(
+      'INSERT INTO virtual_keys (id, key_hash, key_prefix, key_name, user_id, budget_id, metadata, is_active, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)',
+      [id, key.key_hash, key.key_prefix, key.key_name, key.user_id ?? null, key.budget_id ?? null, json(key.metadata), key.expires_at ?? null, now, now],
+    );
+    return (await this.getKey(id))!;
+  }
+
+  async getKey(id: string): Promise<KeyRecord | null> {
+    const rows = await this.driver.all('SELECT * FROM virtual_keys WHERE id = ?', [id]);
+    return rows[0] ? keyOf(rows[0]) : null;
+  }
+
+  async getKeyByHash(hash: string): Promise<KeyRecord | null> {
+    const rows = await this.driver.all('SELECT * FROM virtual_keys WHERE key_hash = ?', [hash]);
+    return rows[0] ? keyOf(rows[0]) : null;
+  }
+
+  async listKeys(filter: { user_id?: string } = {}): Promise<KeyRecord[]> {
+    const rows =
+      filter.user_id === undefined
+        ? await this.driver.all('SELECT * FROM virtual_keys ORDER BY created_at, id')
+        : await this.driver.all('SELECT * FROM virtual_keys WHERE user_id = ? ORDER BY created_at, id', [filter.user_id]);
+    return rows.map(keyOf);
+  }
+
+  async updateKey(
+    id: string,
+    patch: { key_name?: string; is_active?: boolean; expires_at?: number | null; metadata?: Metadata; user_id?: string | null; budget_id?: string | null },
+    now = Date.now(),
+  ): Promise<KeyRecord | null> {
+    const { sets, params } = assignments({
+      key_name: patch.key_name,
+      is_active: patch.is_active === undefined ? undefined : patch.is_active ? 1 : 0,
+      expires_at: patch.expires_at,
+      metadata: patch.metadata === undefined ? undefined : json(patch.metadata),
+      user_id: patch.user_id,
+      budget_id: patch.budget_id,
+    });
+    await this.driver.run(`UPDATE virtual_keys SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE id = ?`, [...params, now, id]);
+    return this.getKey(id);
+  }
+
+  async deleteKey(id: string): Promise<boolean> {
+    return (await this.driver.run('DELETE FROM virtual_keys WHERE id = ?', [id])) > 0;
+  }
+
+  // Budgets
+
+  async createBudget(budget: { max_budget_nanos: number; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord> {
+    const id = newId('budget');
+    await this.driver.run(
+      'INSERT INTO budgets (budget_id, max_budget_nanos, reset_every_seconds, period_started_at, spend_nanos, reserved_nanos, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)',
+      [id, budget.max_budget_nanos, budget.reset_every_seconds ?? null, now, json(budget.metadata), now, now],
+    );
+    return (await this.getBudget(id))!;
+  }
+
+  /** The budget as of `now`: a period that is over reads as spend 0 even before the next reservation resets it. */
+  async getBudget(id: string, now = Date.now()): Promise<BudgetRecord | null> {
+    const rows = await this.driver.all('SELECT * FROM budgets WHERE budget_id = ?', [id]);
+    return rows[0] ? budgetOf(rows[0], now) : null;
+  }
+
+  async listBudgets(now = Date.now()): Promise<BudgetRecord[]> {
+    return (await this.driver.all('SELECT * FROM budgets ORDER BY created_at, budget_id')).map((row) => budgetOf(row, now));
+  }
+
+  async updateBudget(id: string, patch: { max_budget_nanos?: number; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord | null> {
+    const { sets, params } = assignments({
+      max_budget_nanos: patch.max_budget_nanos,
+      reset_every_seconds: patch.reset_every_seconds,
+      metadata: patch.metadata === undefined ? undefined : json(patch.metadata),
+    });
+    await this.driver.run(`UPDATE budgets SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE budget_id = ?`, [...params, now, id]);
+    return this.getBudget(id, now);
+  }
+
+  /** Deletes a budget after detaching it from every user and key. */
+  async deleteBudget(id: string): Promise<boolean> {
+    const changes = await this.driver.transaction([
+      { sql: 'UPDATE users SET budget_id = NULL WHERE budget_id = ?', params: [id] },
+      { sql: 'UPDATE virtual_keys SET budget_id = NULL WHERE budget_id = ?', params: [id] },
+      { sql: 'DELETE FROM budgets WHERE budget_id = ?', params: [id] },
+    ]);
+    return changes[2] > 0;
+  }
+
+  /**
+   * Takes `amount` nano-dollars of headroom if the budget has any left (spend + reserved < limit), resetting the
+   * period first when it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock
+   * makes a concurrent UPDATE re-check the condition on the new row). False when the budget is exhausted.
+   */
+  async reserveBudget(id: string, amount: number, now = Date.now()): Promise<boolean> {
+    const changed = await this.driver.run(
+      `UPDATE budgets SET
+        spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
+        period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
+        reserved_nanos = reserved_nanos + ?
+      WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos`,
+      [now, now, now, amount, id, now],
+    );
+    return changed > 0;
+  }
+
+  /** Gives back a reservation whose call never happened (another budget refused it). */
+  async releaseBudget(id: string, amount: number): Promise<void> {
+    await this.driver.run('UPDATE budgets SET reserved_nanos = reserved_nanos - ? WHERE budget_id = ?', [amount, id]);
+  }
+
+  /**
+   * Clears every reservation: in-flight calls of a process that was killed never settle. Only safe when no other
+   * gateway shares the database (SQLite at start).
+   */
+  async clearReservations(): Promise<void> {
+    await this.driver.run('UPDATE budgets SET reserved_nanos = 0 WHERE reserved_nanos <> 0');
+  }
+
+  // Pricing
+
+  async upsertPricing(pricing: { model: string; input_cost_per_million: number; output_cost_per_million: number }, now = Date.now()): Promise<PricingRecord> {
+    await this.driver.run(
+      `INSERT INTO model_pricing (model, input_cost_per_million, output_cost_per_million, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (model) DO UPDATE SET input_cost_per_million = excluded.input_cost_per_million,
+         output_cost_per_million = excluded.output_cost_per_million, updated_at = excluded.updated_at`,
+      [pricing.model, pricing.input_cost_per_million, pricing.output_cost_per_million, now],
+    );
+    return (await this.getPricing(pricing.model))!;
+  }
+
+  async getPricing(model: string): Promise<PricingRecord | null> {
+    const rows = await this.driver.all('SELECT * FROM model_pricing WHERE model = ?', [model]);
+    return rows[0] ? pricingOf(rows[0]) : null;
+  }
+
+  async listPricing(): Promise<PricingRecord[]> {
+    return (await this.driver.all('SELECT * FROM model_pricing ORDER BY model')).map(pricingOf);
+  }
+
+  async deletePricing(model: string): Promise<boolean> {
+    return (await this.driver.run('DELETE FROM model_pricing WHERE model = ?', [model])) > 0;
+  }
+
+  // Usage
+
+  /** Writes usage rows and settles their budget reservations in one transaction. */
+  async recordUsage(rows: UsageRecord[], settlements: BudgetSettlement[]): Promise<void> {
+    const statements: Statement[] = rows.map((row) => ({
+      sql: `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      params: [
+        row.id,
+        row.request_id,
+        row.created_at,
+        row.user_id,
+        row.key_id,
+        row.endpoint,
+        row.provider,
+        row.model,
+        row.prompt_tokens,
+        row.completion_tokens,
+        row.cost_nanos,
+        row.status,
+        row.status_code,
+        row.duration_ms,
+      ],
+    }));
+    for (const s of settlements) {
+      statements.push({
+        sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?',
+        params: [s.reserved_nanos, s.actual_nanos, s.budget_id],
+      });
+    }
+    if (statements.length > 0) await this.driver.transaction(statements);
+  }
+
+  async listUsage(query: UsageQuery): Promise<{ data: UsageRecord[]; totals: UsageTotals }> {
+    const where: string[] = [];
+    const params: SqlValue[] = [];
+    if (query.user_id !== undefined) (where.push('user_id = ?'), params.push(query.user_id));
+    if (query.key_id !== undefined) (where.push('key_id = ?'), params.push(query.key_id));
+    if (query.since !== undefined) (where.push('created_at >= ?'), params.push(query.since));
+    if (query.until !== undefined) (where.push('created_at < ?'), params.push(query.until));
+    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    const data = (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at DESC, id LIMIT ?`, [...params, query.limit])).map(usageOf);
+    const [totals] = await this.driver.all(
+      `SELECT COUNT(*) AS requests, CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens,
+        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos
+       FROM usage ${clause}`,
+      params,
+    );
+    return {
+      data,
+      totals: {
+        requests: Number(totals.requests),
+        prompt_tokens: Number(totals.prompt_tokens),
+        completion_tokens: Number(totals.completion_tokens),
+        cost_nanos: Number(totals.cost_nanos),
+      },
+    };
+  }
+
+  async countUsage(): Promise<number> {
+    const [row] = await this.driver.all('SELECT COUNT(*) AS n FROM usage');
+    return Number(row.n);
+  }
+}
+
+/** `column = ?` for each defined field (undefined = leave as is, null = clear). */
+function assignments(fields: Record<string, SqlValue | undefined>): { sets: string[]; params: SqlValue[] } {
+  const sets: string[] = [];
+  const params: SqlValue[] = [];
+  for (const [column, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    sets.push(`${column} = ?`);
+    params.push(value);
+  }
+  return { sets, params };
+}
+
+function userOf(row: Row): UserRecord {
+  return {
+    user_id: String(row.user_id),
+    alias: String(row.alias),
+    metadata: parseJson(row.metadata),
+    budget_id: (row.budget_id as string | null) ?? null,
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+  };
+}
+
+function keyOf(row: Row): KeyRecord {
+  return {
+    id: String(row.id),
+    key_prefix: String(row.key_prefix),
+    key_name: String(row.key_name),
+    user_id: (row.user_id as string | null) ?? null,
+    budget_id: (row.budget_id as string | null) ?? null,
+    metadata: parseJson(row.metadata),
+    is_active: Number(row.is_active) === 1,
+    expires_at: num(row.expires_at),
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+  };
+}
+
+function budgetOf(row: Row, now: number): BudgetRecord {
+  const reset = num(row.reset_every_seconds);
+  const started = Number(row.period_started_at);
+  const over = reset !== null && now >= started + reset * 1000;
+  return {
+    budget_id: String(row.budget_id),
+    max_budget_nanos: Number(row.max_budget_nanos),
+    reset_every_seconds: reset,
+    period_started_at: over ? now : started,
+    spend_nanos: over ? 0 : Number(row.spend_nanos),
+    reserved_nanos: Number(row.reserved_nanos),
+    metadata: parseJson(row.metadata),
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+  };
+}
+
+function pricingOf(row: Row): PricingRecord {
+  return {
+    model: String(row.model),
+    input_cost_per_million: Number(row.input_cost_per_million),
+    output_cost_per_million: Number(row.output_cost_per_million),
+    updated_at: Number(row.updated_at),
+  };
+}
+
+function usageOf(row: Row): UsageRecord {
+  return {
+    id: String(row.id),
+    request_id: String(row.request_id),
+    created_at: Number(row.created_at),
+    user_id: (row.user_id as string | null) ?? null,
+    key_id: (row.key_id as string | null) ?? null,
+    endpoint: String(row.endpoint),
+    provider: String(row.provider),
+    model: String(row.model),
+    prompt_tokens: Number(row.prompt_tokens),
+    completion_tokens: Number(row.completion_tokens),
+    cost_nanos: Number(row.cost_nanos),
+    status: row.status as UsageRecord['status'],
+    status_code: Number(row.status_code),
+    duration_ms: Number(row.duration_ms),
+  };
+}
