@@ -3,6 +3,7 @@
 // Stability: other engineers implement this interface. Changes are additive only (new optional members); any
 // change is listed here with its date.
 //   2026-11-22  first version.
+//   2026-11-22  ProviderMetadata.api_key_optional (optional): a key is read from env_key if set but not required.
 //
 // Division of labour: the core (src/hub/hub.ts and friends) resolves credentials, validates parameters, applies the
 // timeout/abort signal, retries, converts errors to the unified exceptions and gives completion/completionStream to
@@ -19,6 +20,8 @@ export interface ProviderMetadata {
   name: string;
   /** The environment variable holding the API key; null when the provider needs no key (local servers). */
   env_key: string | null;
+  /** True when env_key names a key that is used if present but not required (local servers such as vLLM). */
+  api_key_optional?: boolean;
   /** The vendor's documentation. */
   doc_url: string;
   /** The base address used when `api_base` is not given (empty when the SDK decides). */
