@@ -57,8 +57,15 @@ export interface CallOptions {
   extra: Record<string, unknown>;
 }
 
-/** Messages request in the Anthropic Messages format, without `stream` (streaming is a separate method). */
-export type MessagesParams = Omit<Anthropic.MessageCreateParamsNonStreaming, 'stream'>;
+/**
+ * Messages request in the Anthropic Messages format, without `stream` (streaming is a separate method). The spec's
+ * sampling parameters are added here because this SDK version no longer declares them (the API still takes them).
+ */
+export type MessagesParams = Omit<Anthropic.MessageCreateParamsNonStreaming, 'stream'> & {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+};
 export type MessagesResponse = Anthropic.Message;
 export type MessagesStreamEvent = Anthropic.RawMessageStreamEvent;
 
