@@ -1,0 +1,202 @@
+// OpenAI chat completion (and its chunk stream) → Anthropic Message (and its stream events).
+
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
+import { ProviderError } from '../errors.ts';
+
+type FinishReason = OpenAI.ChatCompletion.Choice['finish_reason'] | null;
+
+/** finish_reason → stop_reason. A `stop` caused by a stop sequence cannot be told apart in OpenAI chat. */
+export function stopReasonFromFinish(reason: FinishReason | string): Anthropic.StopReason | null {
+  switch (reason) {
+    case 'stop':
+      return 'end_turn';
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'content_filter':
+      return 'refusal';
+    case null:
+    case undefined:
+      return null;
+    default:
+      return 'end_turn';
+  }
+}
+
+/** OpenAI usage → Anthropic usage: cached prompt tokens become cache_read_input_tokens and leave input_tokens. */
+export function usageFromChat(usage: OpenAI.CompletionUsage | null | undefined): Anthropic.Usage {
+  const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  const reasoning = usage?.completion_tokens_details?.reasoning_tokens;
+  return {
+    cache_creation: null,
+    cache_creation_input_tokens: null,
+    cache_read_input_tokens: usage ? cached : null,
+    inference_geo: null,
+    input_tokens: Math.max(0, (usage?.prompt_tokens ?? 0) - cached),
+    output_tokens: usage?.completion_tokens ?? 0,
+    output_tokens_details: reasoning !== undefined ? { thinking_tokens: reasoning } : null,
+    server_tool_use: null,
+    service_tier: null,
+    speed: null,
+  };
+}
+
+/** Reasoning text some OpenAI-compatible services return beside the content (DeepSeek, Groq, vLLM, OpenRouter). */
+function reasoningOf(message: object): string | undefined {
+  const value = (message as { reasoning_content?: unknown; reasoning?: unknown }).reasoning_content ??
+    (message as { reasoning?: unknown }).reasoning;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function parseArguments(text: string): unknown {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Models sometimes emit invalid JSON; keep it visible instead of failing the whole response.
+    return { _raw_arguments: text };
+  }
+}
+
+export function chatCompletionToMessage(completion: OpenAI.ChatCompletion, provider_name: string): Anthropic.Message {
+  const choice = completion.choices[0];
+  if (!choice) throw new ProviderError('The response has no choices', null, provider_name);
+  const content: Anthropic.ContentBlock[] = [];
+  const reasoning = reasoningOf(choice.message);
+  if (reasoning !== undefined) content.push({ type: 'thinking', thinking: reasoning, signature: '' });
+  const text = choice.message.content ?? choice.message.refusal ?? null;
+  if (text) content.push({ type: 'text', text, citations: null });
+  for (const call of choice.message.tool_calls ?? []) {
+    if (call.type !== 'function') continue;
+    content.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function.name,
+      input: parseArguments(call.function.arguments),
+      caller: { type: 'direct' },
+    });
+  }
+  return {
+    id: completion.id,
+    type: 'message',
+    role: 'assistant',
+    model: completion.model,
+    content,
+    container: null,
+    diagnostics: null,
+    stop_details: null,
+    stop_reason: choice.message.refusal && !choice.message.content ? 'refusal' : stopReasonFromFinish(choice.finish_reason),
+    stop_sequence: null,
+    usage: usageFromChat(completion.usage),
+  };
+}
+
+/**
+ * Converts a chunk stream into Messages stream events. Blocks are opened and closed as the kind of delta changes
+ * (thinking, text, each tool call). A stream that ends without a finish_reason was cut: ProviderError.
+ */
+export async function* chatChunksToMessageEvents(
+  chunks: AsyncIterable<OpenAI.ChatCompletionChunk>,
+  provider_name: string,
+): AsyncGenerator<Anthropic.RawMessageStreamEvent> {
+  let started = false;
+  let index = -1;
+  let open: 'text' | 'thinking' | 'tool' | null = null;
+  let openToolIndex = -1;
+  let finish: FinishReason | string | null = null;
+  let usage: OpenAI.CompletionUsage | undefined;
+
+  const close = function* (): Generator<Anthropic.RawMessageStreamEvent> {
+    if (open !== null) yield { type: 'content_block_stop', index };
+    open = null;
+  };
+
+  for await (const chunk of chunks) {
+    if (!started) {
+      started = true;
+      yield {
+        type: 'message_start',
+        message: {
+          id: chunk.id,
+          type: 'message',
+          role: 'assistant',
+          model: chunk.model,
+          content: [],
+          container: null,
+          diagnostics: null,
+          stop_details: null,
+          stop_reason: null,
+          stop_sequence: null,
+          usage: usageFromChat(chunk.usage ?? undefined),
+        },
+      };
+    }
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    const delta = choice.delta ?? {};
+    const reasoning = reasoningOf(delta);
+    if (reasoning !== undefined) {
+      if (open !== 'thinking') {
+        yield* close();
+        index += 1;
+        open = 'thinking';
+        yield { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } };
+      }
+      yield { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: reasoning } };
+    }
+    const text = delta.content ?? delta.refusal;
+    if (text) {
+      if (open !== 'text') {
+        yield* close();
+        index += 1;
+        open = 'text';
+        yield { type: 'content_block_start', index, content_block: { type: 'text', text: '', citations: null } };
+      }
+      yield { type: 'content_block_delta', index, delta: { type: 'text_delta', text } };
+    }
+    for (const call of delta.tool_calls ?? []) {
+      if (open !== 'tool' || call.index !== openToolIndex) {
+        yield* close();
+        index += 1;
+        open = 'tool';
+        openToolIndex = call.index;
+        yield {
+          type: 'content_block_start',
+          index,
+          content_block: {
+            type: 'tool_use',
+            id: call.id ?? `call_${index}`,
+            name: call.function?.name ?? '',
+            input: {},
+            caller: { type: 'direct' },
+          },
+        };
+      }
+      const partial = call.function?.arguments;
+      if (partial) yield { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: partial } };
+    }
+    if (choice.finish_reason) finish = choice.finish_reason;
+  }
+  if (finish === null) {
+    throw new ProviderError('The stream ended before the response was complete', null, provider_name);
+  }
+  yield* close();
+  const final = usageFromChat(usage);
+  yield {
+    type: 'message_delta',
+    delta: { stop_reason: stopReasonFromFinish(finish), stop_sequence: null, container: null, stop_details: null },
+    usage: {
+      input_tokens: usage ? final.input_tokens : null,
+      output_tokens: final.output_tokens,
+      cache_read_input_tokens: final.cache_read_input_tokens,
+      cache_creation_input_tokens: null,
+      output_tokens_details: final.output_tokens_details,
+      server_tool_use: null,
+    },
+  };
+  yield { type: 'message_stop' };
+}

@@ -1,0 +1,9 @@
+// The provider registry: provider key → definition (static metadata + factory).
+// One import and one entry per provider; keep the entries sorted by key.
+
+import type { ProviderDefinition } from '../provider.ts';
+import { openAICompatibleProviders } from './openai/index.ts';
+
+export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
+  ...openAICompatibleProviders,
+};

@@ -1,0 +1,92 @@
+// One implementation for OpenAI and every OpenAI-compatible service, on the official `openai` SDK.
+// Messages requests are converted to chat completions and back by the shared converters in ../../convert/.
+
+import OpenAI from 'openai';
+import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../convert/chat-to-message.ts';
+import { messagesToChatRequest } from '../../convert/messages-to-chat.ts';
+import type { ChatDialect } from '../../convert/messages-to-chat.ts';
+import { InvalidRequestError } from '../../errors.ts';
+import type { Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { openAIBatches } from './batches.ts';
+import { openAIErrorToHub } from './errors.ts';
+import type { OpenAICompatibleService } from './services.ts';
+
+function baseAddress(service: OpenAICompatibleService, options: ProviderOptions): string {
+  if (options.api_base) return options.api_base;
+  if (service.azure) {
+    const endpoint = process.env.AZURE_OPENAI_ENDPOINT;
+    if (!endpoint) {
+      throw new InvalidRequestError('Pass api_base or set AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)', null, service.metadata.name);
+    }
+    return `${endpoint.replace(/\/+$/, '')}/openai/v1`;
+  }
+  return service.metadata.default_api_base ?? '';
+}
+
+function createClient(service: OpenAICompatibleService, options: ProviderOptions): OpenAI {
+  return new OpenAI({
+    // Local servers without a key still get a placeholder: the SDK refuses to start without one.
+    apiKey: options.api_key ?? 'no-key',
+    baseURL: baseAddress(service, options),
+    // The Hub core owns retries and timeouts (one policy).
+    maxRetries: 0,
+    ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+    ...(service.azure && options.api_key ? { defaultHeaders: { 'api-key': options.api_key } } : {}),
+    ...(options.client_args as Partial<ConstructorParameters<typeof OpenAI>[0]>),
+  });
+}
+
+export function createOpenAICompatible(service: OpenAICompatibleService, options: ProviderOptions): Provider {
+  const name = service.metadata.name;
+  const client = createClient(service, options);
+  const dialect: ChatDialect = { provider_name: name, ...service.dialect };
+  const streamOptions = service.stream_usage ? { stream_options: { include_usage: true } } : {};
+  return {
+    metadata: service.metadata,
+    async messages(params, call) {
+      const body = { ...messagesToChatRequest(params, dialect), ...call.extra };
+      const completion = await client.chat.completions.create(body, { signal: call.signal });
+      return chatCompletionToMessage(completion, name);
+    },
+    async *messagesStream(params, call) {
+      const body = { ...messagesToChatRequest(params, dialect), ...streamOptions, ...call.extra, stream: true as const };
+      const stream = await client.chat.completions.create(body, { signal: call.signal });
+      yield* chatChunksToMessageEvents(stream, name);
+    },
+    completion: (params, call) => client.chat.completions.create({ ...params, ...call.extra, stream: false }, { signal: call.signal }),
+    async *completionStream(params, call) {
+      const stream = await client.chat.completions.create({ ...params, ...call.extra, stream: true }, { signal: call.signal });
+      yield* stream;
+    },
+    ...(service.metadata.responses
+      ? {
+          responses: (params, call) => client.responses.create({ ...params, ...call.extra, stream: false }, { signal: call.signal }),
+          async *responsesStream(params, call) {
+            const stream = await client.responses.create({ ...params, ...call.extra, stream: true }, { signal: call.signal });
+            yield* stream;
+          },
+        }
+      : {}),
+    ...(service.metadata.embedding
+      ? {
+          embedding: ({ model, inputs }, call) =>
+            client.embeddings.create({ model, input: inputs, ...call.extra }, { signal: call.signal }),
+        }
+      : {}),
+    ...(service.metadata.list_models
+      ? {
+          async listModels(call) {
+            const models: Model[] = [];
+            for await (const model of client.models.list({ signal: call.signal })) models.push(model);
+            return models;
+          },
+        }
+      : {}),
+    ...(service.metadata.batch ? { batches: openAIBatches(client, name) } : {}),
+    toHubError: (error) => openAIErrorToHub(error, name),
+  };
+}
+
+export function openAICompatibleDefinition(service: OpenAICompatibleService): ProviderDefinition {
+  return { metadata: service.metadata, create: (options) => createOpenAICompatible(service, options) };
+}
