@@ -7,6 +7,7 @@ import { registerBuildCommand } from './build-command.ts';
 import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
 import { registerServeCommand } from './serve-command.ts';
+import { registerToolsCommand } from './tools-command.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface CliIo {
@@ -51,6 +52,7 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   registerBuildCommand(program, io, context);
   registerInferCommand(program, io, fromConfig);
   registerServeCommand(program, io, fromConfig, context);
+  registerToolsCommand(program, io);
   return program;
 }
 

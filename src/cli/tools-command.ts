@@ -1,0 +1,62 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { ConfigError } from '../encoder/errors.ts';
+import { startToolServer, ToolsConfigError } from '../tools/index.ts';
+import { RUNTIME_VERSION, type CliIo } from './program.ts';
+
+interface ToolsServeOptions {
+  config: string;
+  addr: { host: string; port: number };
+}
+
+/** `host:port`, `[v6]:port` or `:port` (all interfaces). */
+export function parseAddr(value: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) throw new InvalidArgumentError(`"${value}" is not an address (host:port, [::1]:port or :port)`);
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
+
+/** `tools serve`: the /api/v1 tool server in front of the configured MCP servers, until SIGTERM or SIGINT. */
+export function registerToolsCommand(program: Command, io: CliIo): void {
+  const tools = program.command('tools').description('Tool server: an HTTP API in front of MCP servers');
+  tools
+    .command('serve')
+    .description('Serve /api/v1 for the MCP servers of a configuration (SIGHUP reloads it, SIGTERM stops)')
+    .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
+    .option('--addr <host:port>', 'address to listen on', parseAddr, parseAddr('0.0.0.0:8090'))
+    .action(async (options: ToolsServeOptions) => {
+      const log = (line: string) => io.stderr(`${line}\n`);
+      let server;
+      try {
+        server = await startToolServer({ configFile: options.config, ...options.addr, version: RUNTIME_VERSION, log });
+      } catch (error) {
+        // A bad configuration is the user's to fix: exit code 2 like every configuration error.
+        if (error instanceof ToolsConfigError) throw new ConfigError(error.message);
+        throw error;
+      }
+      io.stderr(
+        `tool server on ${server.url}: ${server.config.servers.length} MCP server(s) (${server.upstreams.names().join(', ') || 'none'}); ` +
+          `API at /api/v1, OpenAPI at /openapi.json, docs at /docs\n`,
+      );
+      const onHup = () => {
+        try {
+          const summary = server.reload();
+          io.stderr(
+            `SIGHUP: configuration reloaded; added: ${summary.added.join(', ') || 'none'}; removed: ${summary.removed.join(', ') || 'none'}; ` +
+              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}\n`,
+          );
+        } catch (error) {
+          io.stderr(`SIGHUP: configuration not reloaded, keeping the current one: ${(error as Error).message}\n`);
+        }
+      };
+      process.on('SIGHUP', onHup);
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      process.off('SIGHUP', onHup);
+      io.stderr(`${signal}: stopping; closing every MCP session and child process\n`);
+      await server.close();
+      io.stderr('stopped\n');
+    });
+}

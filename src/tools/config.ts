@@ -1,0 +1,240 @@
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import { parse as parseYaml } from 'yaml';
+import { DURATION_PATTERN, parseDuration } from './duration.ts';
+
+/** A configuration that cannot be used: the message names the file, the entry and what is wrong. */
+export class ToolsConfigError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolsConfigError';
+  }
+}
+
+/** Timeouts of one server, in milliseconds. */
+export interface Timeouts {
+  /** Starting the process (or reaching the URL) and the MCP initialize handshake. */
+  startup: number;
+  /** One request to the server (list, call, read, render). */
+  request: number;
+  /** Time between two health pings. */
+  healthInterval: number;
+  /** A health ping without an answer in this time counts as `timeout`. */
+  healthTimeout: number;
+}
+
+/** Reconnection after a failed start or an exit: initialDelay, doubled after each failure up to maxDelay. */
+export interface RestartPolicy {
+  initialDelay: number;
+  maxDelay: number;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = { startup: 30_000, request: 60_000, healthInterval: 10_000, healthTimeout: 5_000 };
+export const DEFAULT_RESTART: RestartPolicy = { initialDelay: 1_000, maxDelay: 60_000 };
+
+interface ServerCommon {
+  name: string;
+  /** Tools that may be listed and called; undefined: all of the server's tools. */
+  tools?: string[];
+  timeouts: Timeouts;
+  restart: RestartPolicy;
+}
+
+export interface StdioServerConfig extends ServerCommon {
+  transport: 'stdio';
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+export interface HttpServerConfig extends ServerCommon {
+  transport: 'http';
+  url: string;
+  headers: Record<string, string>;
+}
+
+export type ServerConfig = StdioServerConfig | HttpServerConfig;
+
+export interface ToolsConfig {
+  /** In the order of the file. */
+  servers: ServerConfig[];
+}
+
+const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
+const duration = { type: 'string', pattern: DURATION_PATTERN };
+const stringMap = { type: 'object', additionalProperties: { type: 'string' } };
+const timeoutsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { startup: duration, request: duration, healthInterval: duration, healthTimeout: duration },
+};
+const restartSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { initialDelay: duration, maxDelay: duration },
+};
+
+/** The JSON Schema of the configuration file (after `${ENV}` substitution). docs/tools.md describes it. */
+export const TOOLS_CONFIG_SCHEMA = {
+  $id: 'tools-config',
+  type: 'object',
+  additionalProperties: false,
+  required: ['servers'],
+  properties: {
+    defaults: { type: 'object', additionalProperties: false, properties: { timeouts: timeoutsSchema, restart: restartSchema } },
+    servers: {
+      type: ['object', 'null'],
+      propertyNames: { pattern: NAME_PATTERN },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          command: { type: 'string', minLength: 1 },
+          args: { type: 'array', items: { type: 'string' } },
+          env: stringMap,
+          cwd: { type: 'string', minLength: 1 },
+          url: { type: 'string', pattern: '^https?://' },
+          headers: stringMap,
+          tools: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
+          timeouts: timeoutsSchema,
+          restart: restartSchema,
+        },
+        // Exactly one transport: stdio (command, args, env, cwd) or Streamable HTTP (url, headers).
+        if: { required: ['url'] },
+        then: { properties: { command: false, args: false, env: false, cwd: false } },
+        else: { required: ['command'], properties: { headers: false } },
+      },
+    },
+  },
+} as const;
+
+const validate = new Ajv({ allErrors: true, strict: true, strictRequired: false, verbose: true }).compile(TOOLS_CONFIG_SCHEMA);
+
+/** Reads, substitutes and validates a configuration file. */
+export function loadToolsConfig(file: string, env: NodeJS.ProcessEnv = process.env): ToolsConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ToolsConfigError(`cannot read the tools configuration ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  return parseToolsConfig(text, file, env);
+}
+
+/** Parses configuration text; `source` names it in error messages. */
+export function parseToolsConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): ToolsConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new ToolsConfigError(`${source}: not valid YAML: ${(error as Error).message}`, { cause: error });
+  }
+  const substituted = substituteEnv(raw, env, source, '');
+  if (!validate(substituted)) {
+    const problems = describeErrors(validate.errors ?? []);
+    throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
+  }
+  return resolve(substituted as RawConfig);
+}
+
+interface RawTimeouts {
+  startup?: string;
+  request?: string;
+  healthInterval?: string;
+  healthTimeout?: string;
+}
+interface RawRestart {
+  initialDelay?: string;
+  maxDelay?: string;
+}
+interface RawServer {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+  tools?: string[];
+  timeouts?: RawTimeouts;
+  restart?: RawRestart;
+}
+interface RawConfig {
+  defaults?: { timeouts?: RawTimeouts; restart?: RawRestart };
+  servers: Record<string, RawServer> | null;
+}
+
+function resolve(raw: RawConfig): ToolsConfig {
+  const timeoutsOf = (own: RawTimeouts | undefined): Timeouts => ({
+    ...DEFAULT_TIMEOUTS,
+    ...durations({ ...raw.defaults?.timeouts }),
+    ...durations({ ...own }),
+  });
+  const restartOf = (own: RawRestart | undefined): RestartPolicy => ({
+    ...DEFAULT_RESTART,
+    ...durations({ ...raw.defaults?.restart }),
+    ...durations({ ...own }),
+  });
+  const servers = Object.entries(raw.servers ?? {}).map(([name, entry]): ServerConfig => {
+    const common = { name, tools: entry.tools, timeouts: timeoutsOf(entry.timeouts), restart: restartOf(entry.restart) };
+    if (entry.url !== undefined) return { ...common, transport: 'http', url: entry.url, headers: entry.headers ?? {} };
+    return { ...common, transport: 'stdio', command: entry.command!, args: entry.args ?? [], env: entry.env ?? {}, cwd: entry.cwd };
+  });
+  return { servers };
+}
+
+function durations(values: Record<string, string | undefined>): Record<string, number> {
+  const result: Record<string, number> = {};
+  for (const [key, value] of Object.entries(values)) if (value !== undefined) result[key] = parseDuration(value)!;
+  return result;
+}
+
+/**
+ * Replaces `${NAME}` in every string (keys stay as written) by the environment variable NAME; an unset variable
+ * is an error that names it and where it is used. `$${` writes a literal `${`.
+ */
+function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, where: string): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$(\$)?\{([^}]*)\}/g, (whole, escaped: string | undefined, name: string) => {
+      if (escaped) return whole.slice(1);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        throw new ToolsConfigError(`${source}: ${where || '/'}: "\${${name}}" is not a valid environment variable reference`);
+      }
+      const replacement = env[name];
+      if (replacement === undefined) {
+        throw new ToolsConfigError(`${source}: ${where || '/'}: environment variable ${name} is not set`);
+      }
+      return replacement;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`)]));
+  }
+  return value;
+}
+
+/** Ajv's errors as `/servers/x/url: must match pattern "^https?://"` lines, without the if/then bookkeeping. */
+function describeErrors(errors: ErrorObject[]): string[] {
+  const lines = new Set<string>();
+  for (const error of errors) {
+    if (error.keyword === 'if') continue;
+    const at = error.instancePath || '/';
+    if (error.keyword === 'additionalProperties') {
+      lines.add(`${at}: unknown property "${(error.params as { additionalProperty: string }).additionalProperty}"`);
+    } else if (error.keyword === 'false schema') {
+      lines.add(`${at}: not allowed here (a server has either command, args, env, cwd for stdio or url, headers for Streamable HTTP)`);
+    } else if (error.keyword === 'required' && (error.params as { missingProperty: string }).missingProperty === 'command') {
+      lines.add(`${at}: a server needs "command" (stdio) or "url" (Streamable HTTP)`);
+    } else if (error.keyword === 'pattern' && error.schemaPath.includes('propertyNames')) {
+      lines.add(`${at}: server names use letters, digits, "_", "." and "-" and start with a letter or digit`);
+    } else if (error.keyword === 'propertyNames') {
+      continue;
+    } else if (error.keyword === 'pattern' && (error.params as { pattern: string }).pattern === DURATION_PATTERN) {
+      lines.add(`${at}: "${String(error.data)}" is not a duration (write e.g. 500ms, 5s, 1m)`);
+    } else {
+      lines.add(`${at}: ${error.message ?? error.keyword}`);
+    }
+  }
+  return [...lines];
+}

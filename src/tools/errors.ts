@@ -1,0 +1,52 @@
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * What went wrong with a request to a tool server, in terms of the tool server API (docs/tools.md, "Errors");
+ * the HTTP front end maps each kind to its status code.
+ */
+export type ToolsErrorKind =
+  | 'bad_request' // the API's caller sent something unusable
+  | 'not_found' // no such server, tool, prompt or resource
+  | 'forbidden' // a tool outside the server's allow-list
+  | 'not_implemented' // the MCP server does not offer this kind of request
+  | 'upstream' // the MCP server answered with an error (or a tool result with isError)
+  | 'unavailable' // the MCP server is not connected (starting, restarting, exited)
+  | 'timeout'; // no answer within the request timeout
+
+export class ToolsError extends Error {
+  readonly kind: ToolsErrorKind;
+  constructor(kind: ToolsErrorKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolsError';
+    this.kind = kind;
+  }
+}
+
+/** MCP's "resource not found" (spec 2025-06-18, resources); not in the SDK's ErrorCode. */
+export const RESOURCE_NOT_FOUND = -32002;
+
+/** Any failure of a request to an MCP server, as a ToolsError that names the server. */
+export function toolsErrorOf(error: unknown, server: string, what: string): ToolsError {
+  if (error instanceof ToolsError) return error;
+  if (error instanceof McpError) {
+    // The SDK prefixes "MCP error <code>: "; the server's own message is what the caller needs.
+    const message = error.message.replace(/^MCP error -?\d+: /, '');
+    switch (error.code) {
+      case ErrorCode.RequestTimeout:
+        return new ToolsError('timeout', `${what} on server "${server}" timed out: ${message}`, { cause: error });
+      case ErrorCode.MethodNotFound:
+        return new ToolsError('not_implemented', `server "${server}" does not implement ${what}: ${message}`, { cause: error });
+      case ErrorCode.ConnectionClosed:
+        return new ToolsError('unavailable', `server "${server}" closed the connection during ${what}: ${message}`, { cause: error });
+      case RESOURCE_NOT_FOUND:
+        return new ToolsError('not_found', `server "${server}": ${message}`, { cause: error });
+      default:
+        return new ToolsError('upstream', `server "${server}" answered ${what} with an error: ${message}`, { cause: error });
+    }
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  if (/not connected|fetch failed|ECONNREFUSED|ECONNRESET|EPIPE|socket hang up/i.test(`${message} ${String((error as { cause?: unknown })?.cause ?? '')}`)) {
+    return new ToolsError('unavailable', `server "${server}" is not connected: ${message}`, { cause: error });
+  }
+  return new ToolsError('upstream', `${what} on server "${server}" failed: ${message}`, { cause: error });
+}

@@ -1,0 +1,173 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { ToolsError } from '../errors.ts';
+import type { Upstreams } from '../upstreams.ts';
+import { DOCS_PAGE } from './docs-page.ts';
+import { toolsOpenApiDocument } from './openapi.ts';
+import { problemOf, schemaUrl, sendProblem } from './problem.ts';
+import { COMPONENT_SCHEMAS, standaloneSchema } from './schemas.ts';
+import {
+  generatedPromptOf,
+  promptsOf,
+  resourceContentsOf,
+  resourcesOf,
+  resourceTemplatesOf,
+  serverHealthOf,
+  TOOL_DETAILS,
+  toolAnswerOf,
+  toolOf,
+  type ToolDetail,
+} from './views.ts';
+
+export interface ToolsAppOptions {
+  /** Largest request body; a larger one gets 413. Default 4 MiB. */
+  bodyLimitBytes?: number;
+  /** The version the OpenAPI document shows. */
+  version: string;
+  /** fastify's pino logger on stdout; default off. */
+  logger?: boolean;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+type NameParams = { Params: { name: string } };
+
+/**
+ * The tool server's HTTP front end: /api/v1 (spec 3 Area A), /openapi.json, /docs and /schemas/<Name>.json.
+ * Returned ready but not listening. It translates HTTP to calls on the upstreams and their ToolsErrors to
+ * problem details; every failure leaves as application/problem+json.
+ */
+export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.bodyLimitBytes ?? 4 * 2 ** 20,
+    return503OnClosing: false,
+    frameworkErrors: (error, request, reply) => {
+      sendProblem(request, reply, problemOf(error));
+    },
+  });
+
+  // Bodies are JSON whatever their Content-Type says (curl -d sends form encoding); empty means none.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(new ToolsError('bad_request', `the request body is not valid JSON: ${(error as Error).message}`), undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const problem = problemOf(error);
+    if (problem.status >= 500 && !(error instanceof ToolsError)) request.log.error({ err: error }, problem.detail);
+    return sendProblem(request, reply, problem);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(request, reply, { status: 404, detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  );
+
+  /** An object response with its `$schema` first. */
+  const sendObject = (request: FastifyRequest, reply: FastifyReply, schema: string, body: Record<string, unknown>) =>
+    reply.type(JSON_TYPE).send(JSON.stringify({ $schema: schemaUrl(request, schema), ...body }));
+  const sendJson = (reply: FastifyReply, body: unknown) => reply.type(JSON_TYPE).send(JSON.stringify(body));
+
+  const openApiJson = JSON.stringify(toolsOpenApiDocument(options.version));
+  app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
+  app.get('/docs', (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
+  app.get<{ Params: { file: string } }>('/schemas/:file', (request, reply) => {
+    const name = request.params.file.replace(/\.json$/, '');
+    const schema = request.params.file.endsWith('.json') ? standaloneSchema(name, schemaUrl(request, name)) : undefined;
+    if (!schema) {
+      const known = Object.keys(COMPONENT_SCHEMAS).map((known) => `${known}.json`).join(', ');
+      return sendProblem(request, reply, { status: 404, detail: `no schema "${request.params.file}" (schemas: ${known})` });
+    }
+    return reply.type('application/schema+json').send(JSON.stringify(schema));
+  });
+
+  app.get('/api/v1/health/servers', (request, reply) =>
+    sendObject(request, reply, 'ServersHealthResponse', {
+      servers: upstreams.all().map((upstream) => ({ $schema: schemaUrl(request, 'ServerHealth'), ...serverHealthOf(upstream.health()) })),
+    }),
+  );
+  app.get<NameParams>('/api/v1/health/servers/:name', (request, reply) =>
+    sendObject(request, reply, 'ServerHealth', serverHealthOf(upstreams.get(request.params.name).health())),
+  );
+  app.get('/api/v1/servers', (_request, reply) => sendJson(reply, upstreams.names()));
+
+  app.get<NameParams & { Querystring: { detail?: string } }>('/api/v1/servers/:name/tools', async (request, reply) => {
+    const detail = request.query.detail ?? 'full';
+    if (!(TOOL_DETAILS as readonly string[]).includes(detail)) {
+      throw new ToolsError('bad_request', `detail must be one of ${TOOL_DETAILS.join(', ')}, not "${detail}"`);
+    }
+    const tools = await upstreams.get(request.params.name).listTools();
+    return sendObject(request, reply, 'ToolsResponse', { tools: tools.map((tool) => toolOf(tool, detail as ToolDetail)) });
+  });
+
+  app.post<{ Params: { name: string; tool: string }; Body: unknown }>('/api/v1/servers/:name/tools/:tool', async (request, reply) => {
+    const upstream = upstreams.get(request.params.name);
+    const args = request.body ?? {};
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      throw new ToolsError('bad_request', `the request body must be a JSON object of the tool's arguments, not ${describe(args)}`);
+    }
+    const result = await upstream.callTool(request.params.tool, args as Record<string, unknown>);
+    return sendJson(reply, toolAnswerOf(result));
+  });
+
+  app.get<NameParams & { Querystring: { cursor?: string } }>('/api/v1/servers/:name/prompts', async (request, reply) => {
+    const result = await upstreams.get(request.params.name).listPrompts(request.query.cursor);
+    return sendObject(request, reply, 'Prompts', promptsOf(result));
+  });
+
+  app.post<{ Params: { name: string; prompt: string }; Body: unknown }>('/api/v1/servers/:name/prompts/:prompt', async (request, reply) => {
+    const upstream = upstreams.get(request.params.name);
+    const args = promptArgumentsOf(request.body);
+    const result = await upstream.getPrompt(request.params.prompt, args);
+    return sendObject(request, reply, 'GeneratePromptResponse', generatedPromptOf(result));
+  });
+
+  app.get<NameParams & { Querystring: { cursor?: string } }>('/api/v1/servers/:name/resources', async (request, reply) => {
+    const result = await upstreams.get(request.params.name).listResources(request.query.cursor);
+    return sendObject(request, reply, 'Resources', resourcesOf(result));
+  });
+
+  app.get<NameParams & { Querystring: { uri?: string } }>('/api/v1/servers/:name/resources/content', async (request, reply) => {
+    const upstream = upstreams.get(request.params.name);
+    const uri = request.query.uri;
+    if (typeof uri !== 'string' || uri === '') throw new ToolsError('bad_request', 'the query parameter uri (the resource\'s URI) is required');
+    return sendJson(reply, resourceContentsOf(await upstream.readResource(uri)));
+  });
+
+  app.get<NameParams & { Querystring: { cursor?: string } }>('/api/v1/servers/:name/resources/templates', async (request, reply) => {
+    const result = await upstreams.get(request.params.name).listResourceTemplates(request.query.cursor);
+    return sendObject(request, reply, 'ResourceTemplates', resourceTemplatesOf(result));
+  });
+
+  await app.ready();
+  return app;
+}
+
+/** `{arguments: {string: string}}`, or nothing; anything else is a 400 that says what is wrong. */
+function promptArgumentsOf(body: unknown): Record<string, string> {
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ToolsError('bad_request', `the request body must be a JSON object {"arguments": {...}}, not ${describe(body)}`);
+  }
+  const unknown = Object.keys(body).filter((key) => key !== 'arguments');
+  if (unknown.length > 0) throw new ToolsError('bad_request', `unknown field(s) in the request body: ${unknown.join(', ')}; only "arguments" is allowed`);
+  const args = (body as { arguments?: unknown }).arguments;
+  if (args === undefined) return {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    throw new ToolsError('bad_request', `"arguments" must be an object of strings, not ${describe(args)}`);
+  }
+  for (const [key, value] of Object.entries(args)) {
+    if (typeof value !== 'string') throw new ToolsError('bad_request', `argument "${key}" must be a string, not ${describe(value)}`);
+  }
+  return args as Record<string, string>;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}

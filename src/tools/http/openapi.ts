@@ -1,0 +1,206 @@
+import { STATUS_CODES } from 'node:http';
+import { COMPONENT_SCHEMAS } from './schemas.ts';
+import { PROBLEM_TYPE } from './problem.ts';
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const ok = (description: string, schema: Json): Json => ({ 200: { description, content: { 'application/json': { schema } } } });
+
+const PROBLEM_WHEN: Record<number, string> = {
+  400: 'Bad request: a bad `detail` or missing `uri`, a body that is not JSON or not an object.',
+  403: 'The tool is not in the server\'s allow-list.',
+  404: 'No such server, tool, prompt or resource.',
+  413: 'The request body is larger than the limit.',
+  501: 'The MCP server does not implement this kind of request.',
+  502: 'The MCP server answered with an error (or the tool result has isError); `detail` carries its message.',
+  503: 'The MCP server is down: starting, restarting after a failure, or its process exited.',
+  504: 'The MCP server did not answer within the request timeout.',
+};
+
+function problems(...statuses: number[]): Json {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: `${STATUS_CODES[status]}. ${PROBLEM_WHEN[status]}`, content: { [PROBLEM_TYPE]: { schema: ref('ErrorModel') } } },
+    ]),
+  );
+}
+
+const nameParameter = (name: string, description: string): Json => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+const serverParameter = (name = 'name') => nameParameter(name, 'The server\'s name in the configuration.');
+const cursorParameter: Json = {
+  name: 'cursor',
+  in: 'query',
+  required: false,
+  description: 'The `nextCursor` of the previous page; passed to the MCP server as is.',
+  schema: { type: 'string' },
+};
+/** Every request to an MCP server can meet these. */
+const UPSTREAM_FAILURES = [404, 501, 502, 503, 504];
+
+/** The OpenAPI 3.1 description of the whole tool server API. */
+export function toolsOpenApiDocument(version: string): Json {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Tool server',
+      version,
+      description:
+        'An HTTP API in front of MCP servers: health, tools, prompts, resources and resource templates of each configured ' +
+        'server. Errors are RFC 9457 problem details (application/problem+json). Every object response carries `$schema`, ' +
+        'the address of its JSON Schema (served under /schemas/).',
+    },
+    paths: {
+      '/api/v1/health/servers': {
+        get: {
+          operationId: 'listServersHealth',
+          summary: 'Health of every server',
+          tags: ['health'],
+          responses: { ...ok('Health of every configured server, in configuration order.', ref('ServersHealthResponse')) },
+        },
+      },
+      '/api/v1/health/servers/{name}': {
+        get: {
+          operationId: 'getServerHealth',
+          summary: 'Health of one server',
+          tags: ['health'],
+          parameters: [serverParameter()],
+          responses: { ...ok('The server\'s health.', ref('ServerHealth')), ...problems(404) },
+        },
+      },
+      '/api/v1/servers': {
+        get: {
+          operationId: 'listServers',
+          summary: 'Names of the configured servers',
+          tags: ['servers'],
+          responses: { ...ok('Server names in configuration order.', { type: ['array', 'null'], items: { type: 'string' } }) },
+        },
+      },
+      '/api/v1/servers/{name}/tools': {
+        get: {
+          operationId: 'listTools',
+          summary: 'The server\'s tools (those of its allow-list, when it has one)',
+          tags: ['tools'],
+          parameters: [
+            serverParameter(),
+            {
+              name: 'detail',
+              in: 'query',
+              required: false,
+              description: 'minimal: name and title; summary: plus description; full: every field including the schemas.',
+              schema: { type: 'string', enum: ['minimal', 'summary', 'full'], default: 'full' },
+            },
+          ],
+          responses: { ...ok('The tools.', ref('ToolsResponse')), ...problems(400, ...UPSTREAM_FAILURES) },
+        },
+      },
+      '/api/v1/servers/{server}/tools/{tool}': {
+        post: {
+          operationId: 'callTool',
+          summary: 'Call a tool',
+          description:
+            'The body is the tool\'s arguments (a JSON object; an empty body means no arguments). The answer is a JSON ' +
+            'string: the text of the result\'s text content items joined with a newline, or, when the result has no text ' +
+            'but structured content, that content as JSON text.',
+          tags: ['tools'],
+          parameters: [serverParameter('server'), nameParameter('tool', 'The tool\'s name.')],
+          requestBody: {
+            required: false,
+            content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+          },
+          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(400, 403, 413, ...UPSTREAM_FAILURES) },
+        },
+      },
+      '/api/v1/servers/{name}/prompts': {
+        get: {
+          operationId: 'listPrompts',
+          summary: 'One page of the server\'s prompts',
+          tags: ['prompts'],
+          parameters: [serverParameter(), cursorParameter],
+          responses: { ...ok('The prompts.', ref('Prompts')), ...problems(...UPSTREAM_FAILURES) },
+        },
+      },
+      '/api/v1/servers/{name}/prompts/{promptName}': {
+        post: {
+          operationId: 'generatePrompt',
+          summary: 'Render a prompt with arguments',
+          tags: ['prompts'],
+          parameters: [serverParameter(), nameParameter('promptName', 'The prompt\'s name.')],
+          requestBody: { required: false, content: { 'application/json': { schema: ref('GeneratePromptRequest') } } },
+          responses: { ...ok('The rendered messages.', ref('GeneratePromptResponse')), ...problems(400, 413, ...UPSTREAM_FAILURES) },
+        },
+      },
+      '/api/v1/servers/{name}/resources': {
+        get: {
+          operationId: 'listResources',
+          summary: 'One page of the server\'s resources',
+          tags: ['resources'],
+          parameters: [serverParameter(), cursorParameter],
+          responses: { ...ok('The resources.', ref('Resources')), ...problems(...UPSTREAM_FAILURES) },
+        },
+      },
+      '/api/v1/servers/{name}/resources/content': {
+        get: {
+          operationId: 'getResourceContent',
+          summary: 'Read a resource',
+          tags: ['resources'],
+          parameters: [
+            serverParameter(),
+            { name: 'uri', in: 'query', required: true, description: 'The resource\'s URI.', schema: { type: 'string' } },
+          ],
+          responses: {
+            ...ok('The resource\'s contents: text, or base64 `blob` for binary data.', { type: 'array', items: ref('ResourceContent') }),
+            ...problems(400, ...UPSTREAM_FAILURES),
+          },
+        },
+      },
+      '/api/v1/servers/{name}/resources/templates': {
+        get: {
+          operationId: 'listResourceTemplates',
+          summary: 'One page of the server\'s resource templates',
+          tags: ['resources'],
+          parameters: [serverParameter(), cursorParameter],
+          responses: { ...ok('The resource templates.', ref('ResourceTemplates')), ...problems(...UPSTREAM_FAILURES) },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'openApi',
+          summary: 'This document',
+          tags: ['meta'],
+          responses: { ...ok('OpenAPI 3.1 document.', { type: 'object' }) },
+        },
+      },
+      '/docs': {
+        get: {
+          operationId: 'docs',
+          summary: 'This document, rendered as a web page (no external files)',
+          tags: ['meta'],
+          responses: { 200: { description: 'HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+        },
+      },
+      '/schemas/{schema}': {
+        get: {
+          operationId: 'getSchema',
+          summary: 'The JSON Schema of one object, the address of its `$schema`',
+          tags: ['meta'],
+          parameters: [
+            {
+              name: 'schema',
+              in: 'path',
+              required: true,
+              description: 'The object\'s name with .json, e.g. ServerHealth.json.',
+              schema: { type: 'string', enum: Object.keys(COMPONENT_SCHEMAS).map((name) => `${name}.json`) },
+            },
+          ],
+          responses: {
+            200: { description: 'JSON Schema 2020-12.', content: { 'application/schema+json': { schema: { type: 'object' } } } },
+            ...problems(404),
+          },
+        },
+      },
+    },
+    components: { schemas: COMPONENT_SCHEMAS },
+  };
+}

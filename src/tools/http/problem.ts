@@ -1,0 +1,53 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ToolsError, type ToolsErrorKind } from '../errors.ts';
+
+export const PROBLEM_TYPE = 'application/problem+json';
+
+/** The status of each kind of failure (docs/tools.md, "Errors"). */
+export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
+  bad_request: 400,
+  forbidden: 403,
+  not_found: 404,
+  not_implemented: 501,
+  upstream: 502,
+  unavailable: 503,
+  timeout: 504,
+};
+
+export interface Problem {
+  status: number;
+  detail: string;
+}
+
+/** Any error of a request as a problem: ToolsErrors by kind, fastify's own (body too large, …) by status. */
+export function problemOf(error: unknown): Problem {
+  if (error instanceof ToolsError) return { status: STATUS_OF_KIND[error.kind], detail: error.message };
+  const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
+  const message = error instanceof Error ? error.message : String(error);
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) return { status: statusCode, detail: message };
+  return { status: 500, detail: `internal error: ${message}` };
+}
+
+/** The base address of this server as the client reached it, for `$schema` links. */
+export function baseUrlOf(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host || 'localhost'}`;
+}
+
+export function schemaUrl(request: FastifyRequest, name: string): string {
+  return `${baseUrlOf(request)}/schemas/${name}.json`;
+}
+
+/** Sends an RFC 9457 problem details body. */
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
+  const path = request.url.split('?')[0];
+  const body = {
+    $schema: schemaUrl(request, 'ErrorModel'),
+    type: 'about:blank',
+    title: STATUS_CODES[problem.status] ?? 'Error',
+    status: problem.status,
+    detail: problem.detail,
+    instance: path,
+  };
+  return reply.code(problem.status).type(PROBLEM_TYPE).send(JSON.stringify(body));
+}

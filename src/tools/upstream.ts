@@ -1,0 +1,431 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import {
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type GetPromptResult,
+  type ListPromptsResult,
+  type ListResourcesResult,
+  type ListResourceTemplatesResult,
+  type ReadResourceResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ServerConfig } from './config.ts';
+import { ToolsError, toolsErrorOf } from './errors.ts';
+
+/** ok: the last ping was answered; timeout: it was not answered in time; unreachable: no session or the ping
+ * failed; unknown: not checked yet. */
+export type HealthStatus = 'ok' | 'timeout' | 'unreachable' | 'unknown';
+
+export interface Health {
+  name: string;
+  status: HealthStatus;
+  lastChecked?: Date;
+  lastSuccessful?: Date;
+  /** Round trip of the last answered ping, milliseconds. */
+  latencyMs?: number;
+  /** Why the last check failed, when it did. */
+  detail?: string;
+}
+
+/** The session's life: connecting (first start or restart), connected, waiting to retry, stopped for good. */
+export type UpstreamState = 'connecting' | 'connected' | 'backoff' | 'stopped';
+
+export interface UpstreamOptions {
+  /** Lines about the server's life and its stderr; default: dropped. */
+  log?: (line: string) => void;
+  clientInfo?: { name: string; version: string };
+}
+
+/** Lists of a misbehaving server that never ends its cursor chain stop here. */
+const MAX_PAGES = 1000;
+const STDERR_TAIL_LINES = 20;
+
+/**
+ * One configured MCP server: its MCP session through @modelcontextprotocol/sdk, restarted with exponential
+ * backoff when it fails to start or its process exits, health from periodic pings, and the requests of the API,
+ * each bounded by the request timeout and each failure turned into a ToolsError.
+ */
+export class Upstream {
+  readonly config: ServerConfig;
+  private readonly log: (line: string) => void;
+  private readonly clientInfo: { name: string; version: string };
+  private client: Client | undefined;
+  private transport: Transport | undefined;
+  private stateValue: UpstreamState = 'connecting';
+  /** Each connection attempt's number; events of an older attempt are ignored. */
+  private generation = 0;
+  private failures = 0;
+  private connectedAt = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private healthTimer: NodeJS.Timeout | undefined;
+  private healthValue: Health;
+  private lastError: string | undefined;
+  private toolsCache: Tool[] | undefined;
+  private readonly allowed: Set<string> | undefined;
+  private stderrTail: string[] = [];
+
+  constructor(config: ServerConfig, options: UpstreamOptions = {}) {
+    this.config = config;
+    this.log = options.log ?? (() => {});
+    this.clientInfo = options.clientInfo ?? { name: 'encoder-tools', version: '0.0.0' };
+    this.allowed = config.tools ? new Set(config.tools) : undefined;
+    this.healthValue = { name: config.name, status: 'unknown' };
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  get state(): UpstreamState {
+    return this.stateValue;
+  }
+
+  /** Starts connecting in the background; failures are retried, never thrown. */
+  start(): void {
+    void this.connect();
+  }
+
+  /** Resolves once connected, or rejects with the last error after `timeoutMs`. For tests and start-up banners. */
+  async waitConnected(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.stateValue !== 'connected') {
+      if (this.stateValue === 'stopped') throw new Error(`server "${this.name}" is stopped`);
+      if (Date.now() > deadline) throw new Error(`server "${this.name}" did not connect in ${timeoutMs} ms: ${this.lastError ?? 'still starting'}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  health(): Health {
+    return { ...this.healthValue };
+  }
+
+  /** The process id of a stdio server's current process. */
+  get pid(): number | undefined {
+    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+  }
+
+  async close(): Promise<void> {
+    this.stateValue = 'stopped';
+    this.generation++;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.healthTimer);
+    await this.dropSession();
+  }
+
+  // ---- requests ------------------------------------------------------------------------------------------
+
+  /** All of the server's tools that the allow-list lets through, every page. */
+  async listTools(): Promise<Tool[]> {
+    const tools = await this.fetchAllTools();
+    return this.allowed ? tools.filter((tool) => this.allowed!.has(tool.name)) : tools;
+  }
+
+  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    if (this.allowed && !this.allowed.has(name)) {
+      throw new ToolsError('forbidden', `tool "${name}" of server "${this.name}" is not in its allow-list (tools: ${[...this.allowed].join(', ')})`);
+    }
+    const client = this.session('tools');
+    if (!this.toolsCache?.some((tool) => tool.name === name)) {
+      // The cache may be stale (servers need not announce list changes): look once more before saying 404.
+      const tools = await this.fetchAllTools();
+      if (!tools.some((tool) => tool.name === name)) throw new ToolsError('not_found', `server "${this.name}" has no tool "${name}"`);
+    }
+    let result: CallToolResult;
+    try {
+      result = (await client.callTool({ name, arguments: args }, undefined, this.requestOptions())) as CallToolResult;
+    } catch (error) {
+      throw toolsErrorOf(error, this.name, `tools/call "${name}"`);
+    }
+    if (result.isError) {
+      const text = textOf(result) || JSON.stringify(result.structuredContent ?? result.content);
+      throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" returned an error: ${text}`);
+    }
+    return result;
+  }
+
+  async listPrompts(cursor: string | undefined): Promise<ListPromptsResult> {
+    const client = this.session('prompts');
+    return this.request('prompts/list', () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()));
+  }
+
+  async getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
+    const client = this.session('prompts');
+    try {
+      return await client.getPrompt({ name, arguments: args }, this.requestOptions());
+    } catch (error) {
+      const failure = toolsErrorOf(error, this.name, `prompts/get "${name}"`);
+      if (failure.kind === 'upstream' && !(await this.hasPrompt(name))) {
+        throw new ToolsError('not_found', `server "${this.name}" has no prompt "${name}"`, { cause: error });
+      }
+      throw failure;
+    }
+  }
+
+  async listResources(cursor: string | undefined): Promise<ListResourcesResult> {
+    const client = this.session('resources');
+    return this.request('resources/list', () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()));
+  }
+
+  async listResourceTemplates(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
+    const client = this.session('resources');
+    return this.request('resources/templates/list', () =>
+      client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
+    );
+  }
+
+  async readResource(uri: string): Promise<ReadResourceResult> {
+    const client = this.session('resources');
+    try {
+      return await client.readResource({ uri }, this.requestOptions());
+    } catch (error) {
+      const failure = toolsErrorOf(error, this.name, `resources/read "${uri}"`);
+      if (failure.kind === 'upstream' && !(await this.hasResource(uri))) {
+        throw new ToolsError('not_found', `server "${this.name}" has no resource "${uri}"`, { cause: error });
+      }
+      throw failure;
+    }
+  }
+
+  // ---- internals -----------------------------------------------------------------------------------------
+
+  private requestOptions() {
+    return { timeout: this.config.timeouts.request };
+  }
+
+  private async request<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw toolsErrorOf(error, this.name, what);
+    }
+  }
+
+  /** The connected client, when the server offers `capability`. */
+  private session(capability: 'tools' | 'prompts' | 'resources'): Client {
+    const client = this.client;
+    if (this.stateValue !== 'connected' || !client) {
+      const why = this.lastError ? `; last error: ${this.lastError}` : '';
+      throw new ToolsError('unavailable', `server "${this.name}" is not connected (${this.stateValue}${why})`);
+    }
+    if (!client.getServerCapabilities()?.[capability]) {
+      throw new ToolsError('not_implemented', `server "${this.name}" does not offer ${capability}`);
+    }
+    return client;
+  }
+
+  private async fetchAllTools(): Promise<Tool[]> {
+    const client = this.session('tools');
+    const tools = await this.collect('tools/list', (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.tools);
+    this.toolsCache = tools;
+    return tools;
+  }
+
+  private async collect<Page extends { nextCursor?: string }, Item>(
+    what: string,
+    fetchPage: (cursor: string | undefined) => Promise<Page>,
+    itemsOf: (page: Page) => Item[],
+  ): Promise<Item[]> {
+    const items: Item[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = await this.request(what, () => fetchPage(cursor));
+      items.push(...itemsOf(result));
+      cursor = result.nextCursor;
+      if (cursor === undefined || seen.has(cursor)) break;
+      seen.add(cursor);
+    }
+    return items;
+  }
+
+  private async hasPrompt(name: string): Promise<boolean> {
+    try {
+      const client = this.session('prompts');
+      const prompts = await this.collect('prompts/list', (cursor) => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.prompts);
+      return prompts.some((prompt) => prompt.name === name);
+    } catch {
+      return true; // cannot tell: keep the server's own error
+    }
+  }
+
+  private async hasResource(uri: string): Promise<boolean> {
+    try {
+      const client = this.session('resources');
+      const resources = await this.collect('resources/list', (cursor) => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.resources);
+      if (resources.some((resource) => resource.uri === uri)) return true;
+      const templates = await this.collect(
+        'resources/templates/list',
+        (cursor) => client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
+        (page) => page.resourceTemplates,
+      );
+      return templates.some((template) => {
+        try {
+          return new UriTemplate(template.uriTemplate).match(uri) !== null;
+        } catch {
+          return false;
+        }
+      });
+    } catch {
+      return true;
+    }
+  }
+
+  private createTransport(): Transport {
+    const config = this.config;
+    if (config.transport === 'http') {
+      return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+    }
+    const transport = new StdioClientTransport({
+      command: config.command,
+      args: config.args,
+      env: config.env,
+      cwd: config.cwd,
+      stderr: 'pipe',
+    });
+    let partial = '';
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) this.stderrLine(line);
+    });
+    return transport;
+  }
+
+  private stderrLine(line: string): void {
+    if (line.trim() === '') return;
+    this.stderrTail.push(line);
+    if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+    this.log(`[${this.name}] ${line}`);
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stateValue === 'stopped') return;
+    const generation = ++this.generation;
+    this.stateValue = 'connecting';
+    this.stderrTail = [];
+    const client = new Client(this.clientInfo, { capabilities: {} });
+    const transport = this.createTransport();
+    client.onerror = (error) => {
+      // While connecting, the failure is reported once by connect's own error.
+      if (generation === this.generation && this.stateValue === 'connected') this.log(`[${this.name}] MCP transport error: ${error.message}`);
+    };
+    client.onclose = () => {
+      if (generation === this.generation && this.stateValue === 'connected') this.lost('the connection closed');
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      if (generation === this.generation) this.toolsCache = undefined;
+    });
+    try {
+      await client.connect(transport, { timeout: this.config.timeouts.startup });
+    } catch (error) {
+      await client.close().catch(() => {});
+      if (generation !== this.generation) return;
+      const timedOut = error instanceof McpError && error.code === ErrorCode.RequestTimeout;
+      const reason = timedOut
+        ? `no answer to initialize within ${this.config.timeouts.startup} ms`
+        : `${(error as Error).message}${this.stderrSummary()}`;
+      this.failed(`start failed: ${reason}`);
+      return;
+    }
+    if (generation !== this.generation) {
+      await client.close().catch(() => {});
+      return;
+    }
+    this.client = client;
+    this.transport = transport;
+    this.stateValue = 'connected';
+    this.connectedAt = Date.now();
+    this.lastError = undefined;
+    this.log(`[${this.name}] connected${this.pid ? ` (pid ${this.pid})` : ''}`);
+    void this.fetchAllTools().catch(() => {});
+    void this.checkHealth();
+    clearInterval(this.healthTimer);
+    this.healthTimer = setInterval(() => void this.checkHealth(), this.config.timeouts.healthInterval);
+    this.healthTimer.unref();
+  }
+
+  /** The session ended (process exit, closed stream, failed ping): drop it and reconnect with backoff. */
+  private lost(reason: string): void {
+    if (this.stateValue === 'stopped') return;
+    // A session that lived longer than the longest delay was healthy: start the backoff over.
+    if (Date.now() - this.connectedAt >= this.config.restart.maxDelay) this.failures = 0;
+    this.generation++;
+    void this.dropSession();
+    this.failed(`${reason}${this.stderrSummary()}`);
+  }
+
+  private failed(reason: string): void {
+    this.lastError = reason;
+    this.stateValue = 'backoff';
+    clearInterval(this.healthTimer);
+    const now = new Date();
+    this.healthValue = { ...this.healthValue, status: 'unreachable', lastChecked: now, latencyMs: undefined, detail: reason };
+    const { initialDelay, maxDelay } = this.config.restart;
+    const delay = Math.min(maxDelay, initialDelay * 2 ** Math.min(this.failures, 30));
+    this.failures++;
+    this.log(`[${this.name}] ${reason}; retrying in ${delay} ms`);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => void this.connect(), delay);
+    this.retryTimer.unref();
+  }
+
+  private async dropSession(): Promise<void> {
+    const client = this.client;
+    const transport = this.transport;
+    this.client = undefined;
+    this.transport = undefined;
+    this.toolsCache = undefined;
+    if (transport instanceof StreamableHTTPClientTransport) {
+      // End the session on the server too, but do not wait long for a server that is gone.
+      await Promise.race([transport.terminateSession().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    }
+    await client?.close().catch(() => {});
+  }
+
+  private async checkHealth(): Promise<void> {
+    const client = this.client;
+    const generation = this.generation;
+    if (!client || this.stateValue !== 'connected') return;
+    const timeout = this.config.timeouts.healthTimeout;
+    const started = performance.now();
+    try {
+      await client.ping({ timeout });
+    } catch (error) {
+      if (generation !== this.generation) return;
+      const code = error instanceof McpError ? error.code : undefined;
+      if (code === ErrorCode.RequestTimeout) {
+        const detail = `no answer to ping within ${timeout} ms`;
+        this.healthValue = { ...this.healthValue, status: 'timeout', lastChecked: new Date(), latencyMs: undefined, detail };
+        return;
+      }
+      if (code === undefined || code === ErrorCode.ConnectionClosed) {
+        // The transport failed (an HTTP server that went away, a closed pipe): the session is lost; start a new one.
+        this.lost(`ping failed: ${(error as Error).message}`);
+        return;
+      }
+      // An error answer is still an answer: the server is there.
+    }
+    if (generation !== this.generation) return;
+    const now = new Date();
+    this.healthValue = { name: this.name, status: 'ok', lastChecked: now, lastSuccessful: now, latencyMs: performance.now() - started };
+  }
+
+  private stderrSummary(): string {
+    const tail = this.stderrTail.slice(-3).join(' | ');
+    return tail ? ` (stderr: ${tail})` : '';
+  }
+}
+
+/** The text of all text content items, joined with a newline. */
+export function textOf(result: CallToolResult): string {
+  return result.content
+    .filter((item): item is { type: 'text'; text: string } => item.type === 'text')
+    .map((item) => item.text)
+    .join('\n');
+}

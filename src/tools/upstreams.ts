@@ -1,0 +1,88 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { ServerConfig, ToolsConfig } from './config.ts';
+import { ToolsError } from './errors.ts';
+import { Upstream, type UpstreamOptions } from './upstream.ts';
+
+/** What a reload did, by server name. */
+export interface ReloadSummary {
+  added: string[];
+  removed: string[];
+  restarted: string[];
+  unchanged: string[];
+}
+
+/** The configured MCP servers by name, in the order of the configuration. */
+export class Upstreams {
+  private readonly byName = new Map<string, Upstream>();
+  private readonly options: UpstreamOptions;
+
+  constructor(options: UpstreamOptions = {}) {
+    this.options = options;
+  }
+
+  /** Starts every server of `config` (in the background; none waits for another). */
+  static start(config: ToolsConfig, options: UpstreamOptions = {}): Upstreams {
+    const upstreams = new Upstreams(options);
+    upstreams.apply(config);
+    return upstreams;
+  }
+
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  all(): Upstream[] {
+    return [...this.byName.values()];
+  }
+
+  /** The server called `name`; a ToolsError not_found otherwise. */
+  get(name: string): Upstream {
+    const upstream = this.byName.get(name);
+    if (!upstream) throw new ToolsError('not_found', `no server named "${name}" (servers: ${this.names().join(', ') || 'none'})`);
+    return upstream;
+  }
+
+  /**
+   * Makes the running servers match `config`: starts new entries, stops removed ones, restarts those whose entry
+   * changed and leaves the others (and their sessions) alone.
+   */
+  apply(config: ToolsConfig): ReloadSummary {
+    const summary: ReloadSummary = { added: [], removed: [], restarted: [], unchanged: [] };
+    const wanted = new Map<string, ServerConfig>(config.servers.map((server) => [server.name, server]));
+    for (const [name, upstream] of this.byName) {
+      if (!wanted.has(name)) {
+        this.byName.delete(name);
+        void upstream.close();
+        summary.removed.push(name);
+      }
+    }
+    const next = new Map<string, Upstream>();
+    for (const server of config.servers) {
+      const current = this.byName.get(server.name);
+      if (current && isDeepStrictEqual(current.config, server)) {
+        next.set(server.name, current);
+        summary.unchanged.push(server.name);
+        continue;
+      }
+      if (current) {
+        void current.close();
+        summary.restarted.push(server.name);
+      } else {
+        summary.added.push(server.name);
+      }
+      const upstream = new Upstream(server, this.options);
+      upstream.start();
+      next.set(server.name, upstream);
+    }
+    this.byName.clear();
+    for (const [name, upstream] of next) this.byName.set(name, upstream);
+    return summary;
+  }
+
+  /** Closes every session and stops every child process. */
+  async close(): Promise<void> {
+    const all = this.all();
+    this.byName.clear();
+    await Promise.all(all.map((upstream) => upstream.close()));
+  }
+}
