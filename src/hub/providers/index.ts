@@ -2,8 +2,10 @@
 // One import and one entry per provider; keep the entries sorted by key.
 
 import type { ProviderDefinition } from '../provider.ts';
+import { anthropicProvider } from './anthropic/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
+  anthropic: anthropicProvider,
 };

@@ -1,0 +1,89 @@
+// Helpers for reading a Messages request (Anthropic format) when converting it to another vendor's request.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import { UnsupportedParameterError } from '../errors.ts';
+import type { MessagesParams } from '../provider.ts';
+
+/** The request as converters read it (the provider contract's MessagesParams). */
+export type MessagesRequest = MessagesParams;
+
+export type ContentBlockParam = Anthropic.ContentBlockParam;
+export type ToolResultContent = NonNullable<Anthropic.ToolResultBlockParam['content']>;
+
+/**
+ * Throws UnsupportedParameterError for the first top-level parameter that is set and that the converter does not
+ * handle, so no parameter is dropped silently. `model`, `max_tokens` and `messages` are always handled.
+ */
+export function rejectUnhandledParameters(params: MessagesRequest, handled: readonly string[], provider: string): void {
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    if (key === 'model' || key === 'max_tokens' || key === 'messages' || handled.includes(key)) continue;
+    throw new UnsupportedParameterError(key, provider);
+  }
+}
+
+/** The system prompt as plain text; block-level cache_control is not honoured by vendors other than Anthropic. */
+export function systemText(system: MessagesRequest['system'], provider: string): string | undefined {
+  if (system === undefined || system === null) return undefined;
+  if (typeof system === 'string') return system;
+  for (const block of system) rejectCacheControl(block, provider, 'system');
+  return system.map((block) => block.text).join('\n\n');
+}
+
+export function rejectCacheControl(block: { cache_control?: unknown }, provider: string, where: string): void {
+  if (block.cache_control !== undefined && block.cache_control !== null) {
+    throw new UnsupportedParameterError('cache_control', provider, `Prompt caching marks (in ${where}) are an Anthropic feature`);
+  }
+}
+
+/** A message's content as a list of blocks (a string is one text block). */
+export function contentBlocks(content: string | ContentBlockParam[]): ContentBlockParam[] {
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+}
+
+/** Text of a tool_result's content; images inside a tool result are not representable as vendor tool output. */
+export function toolResultText(content: Anthropic.ToolResultBlockParam['content'], provider: string): string {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  return content
+    .map((block) => {
+      if (block.type === 'text') return block.text;
+      throw new UnsupportedParameterError(`tool_result content of type ${block.type}`, provider, 'Only text tool results can be converted');
+    })
+    .join('\n');
+}
+
+/** Maps tool_use ids to tool names across the conversation (some vendors name the tool in the result). */
+export function toolNamesById(messages: Anthropic.MessageParam[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const message of messages) {
+    if (typeof message.content === 'string') continue;
+    for (const block of message.content) if (block.type === 'tool_use') names.set(block.id, block.name);
+  }
+  return names;
+}
+
+/** A `tools` entry as a plain function tool; server tools (web search, code execution…) are Anthropic-only. */
+export function functionTool(tool: Anthropic.ToolUnion, provider: string): { name: string; description?: string; parameters: Record<string, unknown> } {
+  if ('input_schema' in tool && (tool.type === undefined || tool.type === null || tool.type === 'custom')) {
+    rejectCacheControl(tool, provider, 'tools');
+    return {
+      name: tool.name,
+      ...(tool.description !== undefined ? { description: tool.description } : {}),
+      parameters: tool.input_schema as Record<string, unknown>,
+    };
+  }
+  throw new UnsupportedParameterError(`tools[type=${'type' in tool ? String(tool.type) : 'unknown'}]`, provider, 'Only custom (function) tools can be converted');
+}
+
+/** thinking.budget_tokens, or null for the other thinking configurations. */
+export function thinkingBudget(thinking: Anthropic.ThinkingConfigParam): number | null {
+  return thinking.type === 'enabled' ? thinking.budget_tokens : null;
+}
+
+/** output_config.format (JSON schema) is supported by every converter; effort is not. */
+export function outputSchema(config: Anthropic.OutputConfig | undefined, provider: string): Record<string, unknown> | null {
+  if (!config) return null;
+  if (config.effort !== undefined && config.effort !== null) throw new UnsupportedParameterError('output_config.effort', provider);
+  return config.format ? config.format.schema : null;
+}

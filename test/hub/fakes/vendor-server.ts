@@ -1,0 +1,145 @@
+// The loopback HTTP server under every vendor fake: records each request, answers through the vendor's routes, and
+// lets a test script the next replies (an error status, a stream cut in the middle).
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** The body parsed as JSON (undefined when it is not JSON). */
+  json: unknown;
+}
+
+/** One reply: JSON (or text) with a status, an SSE stream, or an NDJSON stream. `cutAfter` destroys the socket. */
+export type Reply =
+  | { status?: number; headers?: Record<string, string>; json: unknown }
+  | { status?: number; headers?: Record<string, string>; text: string; contentType?: string }
+  | { sse: { event?: string; data: unknown }[]; cutAfter?: number; endEarly?: number }
+  | { ndjson: unknown[]; cutAfter?: number; endEarly?: number };
+
+export interface Route {
+  method: string;
+  path: RegExp;
+  handle(request: RecordedRequest, match: RegExpExecArray): Reply | Promise<Reply>;
+}
+
+interface Scripted {
+  reply: Reply;
+  when: (request: RecordedRequest) => boolean;
+}
+
+export class VendorServer {
+  readonly requests: RecordedRequest[] = [];
+  private readonly server: http.Server;
+  private readonly routes: Route[];
+  private readonly scripted: Scripted[] = [];
+  url = '';
+
+  private constructor(routes: Route[]) {
+    this.routes = routes;
+    this.server = http.createServer((req, res) => void this.serve(req, res));
+  }
+
+  static async start(routes: Route[]): Promise<VendorServer> {
+    const fake = new VendorServer(routes);
+    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  /** The next request that `when` accepts (default: any) gets this reply instead of the route's. */
+  enqueue(reply: Reply, when: (request: RecordedRequest) => boolean = () => true): void {
+    this.scripted.push({ reply, when });
+  }
+
+  get lastRequest(): RecordedRequest {
+    const last = this.requests.at(-1);
+    if (!last) throw new Error('the fake received no request');
+    return last;
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.scripted.length = 0;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const url = new URL(req.url ?? '/', 'http://fake');
+    let json: unknown;
+    try {
+      json = body.length > 0 ? JSON.parse(body.toString('utf8')) : undefined;
+    } catch {
+      json = undefined;
+    }
+    const request: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, json };
+    this.requests.push(request);
+    try {
+      const scriptedIndex = this.scripted.findIndex((s) => s.when(request));
+      let reply: Reply | undefined;
+      if (scriptedIndex >= 0) reply = this.scripted.splice(scriptedIndex, 1)[0].reply;
+      else {
+        for (const route of this.routes) {
+          const match = route.method === request.method ? route.path.exec(request.path) : null;
+          if (match) {
+            reply = await route.handle(request, match);
+            break;
+          }
+        }
+      }
+      await write(res, reply ?? { status: 404, json: { error: { message: `fake: no route for ${request.method} ${request.path}` } } });
+    } catch (error) {
+      await write(res, { status: 500, json: { error: { message: `fake failed: ${String(error)}` } } });
+    }
+  }
+}
+
+async function write(res: http.ServerResponse, reply: Reply): Promise<void> {
+  if ('json' in reply) {
+    res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
+    res.end(JSON.stringify(reply.json));
+    return;
+  }
+  if ('text' in reply) {
+    res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType ?? 'text/plain', ...reply.headers });
+    res.end(reply.text);
+    return;
+  }
+  const isSse = 'sse' in reply;
+  const items: unknown[] = isSse ? reply.sse : reply.ndjson;
+  res.writeHead(200, { 'content-type': isSse ? 'text/event-stream' : 'application/x-ndjson', 'cache-control': 'no-cache' });
+  for (let i = 0; i < items.length; i++) {
+    if (reply.cutAfter !== undefined && i === reply.cutAfter) {
+      // wait until what was written is flushed, then drop the connection without ending the response
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      res.socket?.destroy();
+      return;
+    }
+    if (reply.endEarly !== undefined && i === reply.endEarly) break;
+    if (isSse) {
+      const event = items[i] as { event?: string; data: unknown };
+      const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
+      res.write(`${event.event ? `event: ${event.event}\n` : ''}data: ${data}\n\n`);
+    } else {
+      res.write(`${JSON.stringify(items[i])}\n`);
+    }
+  }
+  res.end();
+}
+
+/** Reads the JSON body of a recorded request as a record (tests assert the wire shape on it). */
+export function bodyOf(request: RecordedRequest): Record<string, unknown> {
+  if (typeof request.json !== 'object' || request.json === null) throw new Error(`request body is not a JSON object: ${request.body.toString('utf8').slice(0, 200)}`);
+  return request.json as Record<string, unknown>;
+}
