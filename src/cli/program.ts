@@ -4,6 +4,7 @@ import { isEncoderError } from '../encoder/errors.ts';
 import { loadBuildConfig } from '../encoder/config.ts';
 import { readModelPackage } from '../encoder/model-package.ts';
 import { registerBuildCommand } from './build-command.ts';
+import { registerGatewayCommand } from './gateway-command.ts';
 import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
 import { registerServeCommand } from './serve-command.ts';
@@ -52,6 +53,7 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   registerBuildCommand(program, io, context);
   registerInferCommand(program, io, fromConfig);
   registerServeCommand(program, io, fromConfig, context);
+  registerGatewayCommand(program, io);
   registerToolsCommand(program, io);
   return program;
 }

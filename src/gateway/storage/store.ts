@@ -315,10 +315,15 @@ export class GatewayStore {
   async listUsage(query: UsageQuery): Promise<{ data: UsageRecord[]; totals: UsageTotals }> {
     const where: string[] = [];
     const params: SqlValue[] = [];
-    if (query.user_id !== undefined) (where.push('user_id = ?'), params.push(query.user_id));
-    if (query.key_id !== undefined) (where.push('key_id = ?'), params.push(query.key_id));
-    if (query.since !== undefined) (where.push('created_at >= ?'), params.push(query.since));
-    if (query.until !== undefined) (where.push('created_at < ?'), params.push(query.until));
+    const filter = (condition: string, value: SqlValue | undefined) => {
+      if (value === undefined) return;
+      where.push(condition);
+      params.push(value);
+    };
+    filter('user_id = ?', query.user_id);
+    filter('key_id = ?', query.key_id);
+    filter('created_at >= ?', query.since);
+    filter('created_at < ?', query.until);
     const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
     const data = (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at DESC, id LIMIT ?`, [...params, query.limit])).map(usageOf);
     const [totals] = await this.driver.all(

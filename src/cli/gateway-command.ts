@@ -1,0 +1,99 @@
+import type { Command } from 'commander';
+import { ConfigError } from '../encoder/errors.ts';
+import { generateMasterKey, GatewayConfigError, loadGatewayConfig, openStore, redactUrl, startGateway, type GatewayConfig } from '../gateway/index.ts';
+import { parsePort } from './arguments.ts';
+import { RUNTIME_VERSION, type CliIo } from './program.ts';
+
+interface ServeOptions {
+  config?: string;
+  host?: string;
+  port?: number;
+  databaseUrl?: string;
+  masterKey?: string;
+}
+
+/** Configuration problems leave as ConfigError: the program prints them and exits with 2. */
+function load(options: ServeOptions, requireMasterKey: boolean): GatewayConfig {
+  try {
+    return loadGatewayConfig(options, process.env, { requireMasterKey });
+  } catch (error) {
+    if (error instanceof GatewayConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
+}
+
+/** `gateway serve|keygen|migrate`: the LLM gateway of spec 1. */
+export function registerGatewayCommand(program: Command, io: CliIo): void {
+  const gateway = program.command('gateway').description('LLM gateway: master key, virtual keys, users, usage and budgets in front of model providers (deprecated)');
+
+  gateway
+    .command('serve')
+    .description('Serve the gateway until SIGTERM or SIGINT')
+    .option('-c, --config <file>', 'gateway configuration (YAML; ${ENV} is substituted)')
+    .option('--host <host>', 'address to listen on (default 0.0.0.0)')
+    .option('--port <port>', 'port (default 8000)', parsePort)
+    .option('--database-url <url>', 'sqlite:<file> (default sqlite:gateway.db) or postgres://user:password@host:port/database')
+    .option('--master-key <key>', 'master key (default: GATEWAY_MASTER_KEY, then master_key in the configuration)')
+    .action(async (options: ServeOptions) => {
+      const config = load(options, true);
+      for (const warning of config.warnings) io.stderr(`warning: ${warning}\n`);
+      let running;
+      try {
+        running = await startGateway(config, { version: RUNTIME_VERSION, logger: { level: config.logLevel } });
+      } catch (error) {
+        if (error instanceof GatewayConfigError) throw new ConfigError(error.message);
+        const e = error as { code?: string; message: string };
+        if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'ECONNREFUSED' || e.code === '28P01' || e.code === '3D000') {
+          throw new ConfigError(`cannot start the gateway (${redactUrl(config.databaseUrl)}): ${e.message}`);
+        }
+        throw error;
+      }
+      io.stderr(
+        `gateway listening on ${running.url} (database ${running.store.dialect}: ${redactUrl(config.databaseUrl)}; providers: ${Object.keys(config.providers).join(', ') || 'none configured'})\n` +
+          '  note: this gateway is deprecated and scheduled for removal on 2026-05-18; see docs/gateway.md\n',
+      );
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      io.stderr(`${signal}: stopping; finishing requests in flight\n`);
+      await running.close();
+      io.stderr('stopped\n');
+    });
+
+  gateway
+    .command('keygen')
+    .description('Print a new master key: 32 random bytes from a secure generator, URL-safe base64')
+    .action(() => {
+      io.stdout(`${generateMasterKey()}\n`);
+    });
+
+  gateway
+    .command('migrate')
+    .description('Apply the database migrations the database lacks (serve also does this at start)')
+    .option('-c, --config <file>', 'gateway configuration (for database_url)')
+    .option('--database-url <url>', 'sqlite:<file> or postgres://…')
+    .action(async (options: ServeOptions) => {
+      const config = load(options, false);
+      let store;
+      try {
+        store = openStore(config.databaseUrl);
+      } catch (error) {
+        if (error instanceof GatewayConfigError) throw new ConfigError(error.message);
+        throw error;
+      }
+      try {
+        const applied = await store.migrate();
+        const version = await store.schemaVersion();
+        io.stdout(
+          applied.length > 0
+            ? `applied migration(s) ${applied.join(', ')}; schema version ${version} (${redactUrl(config.databaseUrl)})\n`
+            : `already up to date at schema version ${version} (${redactUrl(config.databaseUrl)})\n`,
+        );
+      } catch (error) {
+        throw new ConfigError(`cannot migrate ${redactUrl(config.databaseUrl)}: ${(error as Error).message}`);
+      } finally {
+        await store.close();
+      }
+    });
+}

@@ -1,0 +1,69 @@
+import { GatewayError } from './errors.ts';
+import { hashSecret, matchesSecret, secretDigest, VIRTUAL_KEY_PREFIX } from './keys.ts';
+import type { GatewayStore, KeyRecord } from './storage/index.ts';
+import { isoTime } from './time.ts';
+
+/** Who sent a request: the master key holder, or the holder of one virtual key. */
+export type Principal = { kind: 'master' } | { kind: 'virtual'; key: KeyRecord };
+
+export type Headers = Record<string, string | string[] | undefined>;
+
+const BEARER = /^Bearer +(\S+)$/i;
+
+const unauthorized = (code: string, message: string) => new GatewayError(401, 'authentication_error', code, message);
+
+/** The token a request presents: X-Hub-Key wins over Authorization; `x-api-key` (raw) only where allowed. */
+export function presentedToken(headers: Headers, options: { allowXApiKey?: boolean } = {}): string {
+  for (const [header, name] of [
+    ['x-hub-key', 'X-Hub-Key'],
+    ['authorization', 'Authorization'],
+  ] as const) {
+    const value = headers[header];
+    if (value === undefined) continue;
+    const text = Array.isArray(value) ? value[0] : value;
+    const match = BEARER.exec(text.trim());
+    if (!match) throw unauthorized('malformed_api_key', `Malformed ${name} header: expected "Bearer <key>"`);
+    return match[1];
+  }
+  if (options.allowXApiKey) {
+    const value = headers['x-api-key'];
+    const text = (Array.isArray(value) ? value[0] : value)?.trim();
+    if (text) return text;
+  }
+  throw unauthorized(
+    'missing_api_key',
+    `Missing credential: send "X-Hub-Key: Bearer <key>" or "Authorization: Bearer <key>"${options.allowXApiKey ? ' or "x-api-key: <key>"' : ''} with the master key or a virtual key`,
+  );
+}
+
+/** Resolves credentials to a principal; every refusal is a 401 with its own code and message. */
+export class Authenticator {
+  readonly #masterDigest: Buffer;
+  readonly #store: GatewayStore;
+
+  constructor(masterKey: string, store: GatewayStore) {
+    this.#masterDigest = secretDigest(masterKey);
+    this.#store = store;
+  }
+
+  async authenticate(headers: Headers, options: { allowXApiKey?: boolean; now?: number } = {}): Promise<Principal> {
+    const token = presentedToken(headers, options);
+    if (matchesSecret(token, this.#masterDigest)) return { kind: 'master' };
+    const key = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(hashSecret(token)) : null;
+    if (!key) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
+    if (!key.is_active) {
+      throw unauthorized('key_inactive', `Virtual key ${key.id} is inactive (is_active is false); the master key holder can reactivate it`);
+    }
+    const now = options.now ?? Date.now();
+    if (key.expires_at !== null && key.expires_at <= now) {
+      throw unauthorized('key_expired', `Virtual key ${key.id} expired at ${isoTime(key.expires_at)} (UTC)`);
+    }
+    return { kind: 'virtual', key };
+  }
+}
+
+export function requireMaster(principal: Principal): void {
+  if (principal.kind !== 'master') {
+    throw new GatewayError(403, 'permission_error', 'master_key_required', 'This operation requires the master key; virtual keys can only make model calls');
+  }
+}

@@ -1,0 +1,146 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { GatewayConfigError } from './errors.ts';
+import { DEFAULT_DATABASE_URL } from './storage/index.ts';
+
+/** Shortest master key accepted without a warning. */
+export const MIN_MASTER_KEY_LENGTH = 32;
+
+const ProviderSettings = z.strictObject({
+  api_key: z.string().optional(),
+  api_base: z.string().url().optional(),
+});
+
+const Pricing = z.strictObject({
+  input_cost_per_million: z.number().nonnegative(),
+  output_cost_per_million: z.number().nonnegative(),
+});
+
+const RateLimits = z.strictObject({
+  /** Requests per minute per virtual key (or per named user with the master key), counted per gateway instance. */
+  requests_per_minute: z.number().int().positive(),
+});
+
+const ConfigFile = z.strictObject({
+  master_key: z.string().min(1).optional(),
+  database_url: z.string().min(1).optional(),
+  host: z.string().min(1).optional(),
+  port: z.number().int().min(0).max(65535).optional(),
+  providers: z.record(z.string(), ProviderSettings).optional(),
+  pricing: z.record(z.string().regex(/^[^:\s]+:.+$/, 'pricing keys are provider:model'), Pricing).optional(),
+  rate_limits: RateLimits.optional(),
+  /** Output tokens a call is assumed to produce when it sets no max_tokens, for the budget reservation. */
+  reserve_output_tokens: z.number().int().positive().optional(),
+  /** Timeout for one upstream call, in seconds. */
+  upstream_timeout_seconds: z.number().positive().optional(),
+  log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+});
+export type GatewayConfigFile = z.infer<typeof ConfigFile>;
+
+export interface GatewayConfig {
+  masterKey: string;
+  databaseUrl: string;
+  host: string;
+  port: number;
+  providers: Record<string, { api_key?: string; api_base?: string }>;
+  pricing: Record<string, { input_cost_per_million: number; output_cost_per_million: number }>;
+  rateLimits: { requests_per_minute: number } | null;
+  reserveOutputTokens: number;
+  upstreamTimeoutSeconds: number;
+  logLevel: string;
+  /** Things the operator should know at start (a short master key). */
+  warnings: string[];
+}
+
+export interface ConfigOverrides {
+  config?: string;
+  host?: string;
+  port?: number;
+  databaseUrl?: string;
+  masterKey?: string;
+}
+
+const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/**
+ * `${NAME}` in any string of the file becomes the environment variable's value; `${NAME:-default}` falls back to
+ * the default. An unset variable without a default is an error naming it and where it is used. Substitution
+ * happens on parsed values, so a value cannot inject YAML.
+ */
+export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at = ''): unknown {
+  if (typeof value === 'string') {
+    return value.replace(ENV_REFERENCE, (_match, name: string, fallback: string | undefined) => {
+      const found = env[name];
+      if (found !== undefined) return found;
+      if (fallback !== undefined) return fallback;
+      throw new GatewayConfigError(`environment variable ${name} is not set (used by ${at || 'the configuration'})`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, i) => substituteEnv(item, env, `${at}[${i}]`));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, at ? `${at}.${key}` : key)]));
+  }
+  return value;
+}
+
+export function parseConfigText(text: string, source: string, env: NodeJS.ProcessEnv = process.env): GatewayConfigFile {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (error) {
+    throw new GatewayConfigError(`${source}: not valid YAML: ${(error as Error).message}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new GatewayConfigError(`${source}: expected a mapping at the top level`);
+  const substituted = substituteEnv(raw, env);
+  const parsed = ConfigFile.safeParse(substituted);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+    throw new GatewayConfigError(`${source}: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/** The configuration of `gateway serve` and `migrate`: flags over environment over file over defaults. */
+export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.ProcessEnv = process.env, options: { requireMasterKey?: boolean } = {}): GatewayConfig {
+  let file: GatewayConfigFile = {};
+  if (overrides.config) {
+    let text: string;
+    try {
+      text = readFileSync(overrides.config, 'utf8');
+    } catch (error) {
+      throw new GatewayConfigError(`cannot read ${overrides.config}: ${(error as Error).message}`);
+    }
+    file = parseConfigText(text, overrides.config, env);
+  }
+  const masterKey = overrides.masterKey ?? nonEmpty(env.GATEWAY_MASTER_KEY) ?? file.master_key ?? '';
+  const warnings: string[] = [];
+  if (options.requireMasterKey !== false) {
+    if (!masterKey) {
+      throw new GatewayConfigError(
+        'no master key: set GATEWAY_MASTER_KEY, master_key in the configuration file, or --master-key. ' +
+          'Make one with `encoder gateway keygen` (32 random bytes, URL-safe).',
+      );
+    }
+    if (masterKey.length < MIN_MASTER_KEY_LENGTH) {
+      warnings.push(`the master key is ${masterKey.length} characters long; at least ${MIN_MASTER_KEY_LENGTH} are recommended (make one with \`encoder gateway keygen\`)`);
+    }
+  }
+  return {
+    masterKey,
+    databaseUrl: overrides.databaseUrl ?? nonEmpty(env.GATEWAY_DATABASE_URL) ?? file.database_url ?? DEFAULT_DATABASE_URL,
+    host: overrides.host ?? file.host ?? '0.0.0.0',
+    port: overrides.port ?? file.port ?? 8000,
+    providers: file.providers ?? {},
+    pricing: file.pricing ?? {},
+    rateLimits: file.rate_limits ?? null,
+    reserveOutputTokens: file.reserve_output_tokens ?? 1024,
+    upstreamTimeoutSeconds: file.upstream_timeout_seconds ?? 600,
+    logLevel: file.log_level ?? 'info',
+    warnings,
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}

@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import { Authenticator } from './auth.ts';
+import type { GatewayConfig } from './config.ts';
+import { createGatewayApp } from './http/app.ts';
+import type { GatewayContext } from './http/context.ts';
+import { CallLedger } from './ledger.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { openStore, type GatewayStore } from './storage/index.ts';
+import { SdkUpstream, type Upstream } from './upstream.ts';
+import { UsageRecorder } from './usage-recorder.ts';
+
+export interface RunningGateway {
+  app: FastifyInstance;
+  store: GatewayStore;
+  /** http://host:port of the listening server. */
+  url: string;
+  /** Stops accepting requests, finishes those in flight, writes the last usage rows, closes the database. */
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  version: string;
+  logger?: boolean | { level: string };
+  /** Replaces the provider calls (tests). */
+  upstream?: Upstream;
+  /** Listen (default) or only build the app (inject-based tests). */
+  listen?: boolean;
+}
+
+/** Opens the database, applies migrations, and serves the gateway. */
+export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<RunningGateway> {
+  const store = openStore(config.databaseUrl);
+  try {
+    await store.migrate();
+    // With SQLite this process is the only gateway on the file: reservations left by a killed process are void.
+    if (store.dialect === 'sqlite') await store.clearReservations();
+    for (const [model, pricing] of Object.entries(config.pricing)) await store.upsertPricing({ model, ...pricing });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const metrics = new GatewayMetrics();
+  const recorder = new UsageRecorder(store);
+  recorder.onBatch = (rows) => metrics.usageBatchRows.observe(rows);
+  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, requestsPerMinute: config.rateLimits?.requests_per_minute });
+  const authenticator = new Authenticator(config.masterKey, store);
+  const upstream = options.upstream ?? new SdkUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000 });
+  const context: GatewayContext = {
+    store,
+    ledger,
+    upstream,
+    metrics,
+    authenticator,
+    authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
+  };
+  const app = await createGatewayApp(context, { version: options.version, logger: options.logger });
+  let url = '';
+  if (options.listen !== false) {
+    try {
+      url = await app.listen({ host: config.host, port: config.port });
+    } catch (error) {
+      await app.close();
+      await store.close();
+      throw error;
+    }
+  }
+  return {
+    app,
+    store,
+    url,
+    async close() {
+      await app.close();
+      await recorder.drain();
+      await store.close();
+    },
+  };
+}

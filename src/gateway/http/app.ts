@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { GatewayError } from '../errors.ts';
+import type { GatewayContext } from './context.ts';
+import { gatewayErrorOf, sendGatewayError } from './errors.ts';
+import { registerManagementRoutes } from './management-routes.ts';
+import { registerModelRoutes } from './model-routes.ts';
+import { gatewayOpenApi } from './openapi.ts';
+
+export interface GatewayAppOptions {
+  /** fastify's pino logger (JSON lines on stdout); false in tests. */
+  logger?: boolean | { level: string };
+  bodyLimitBytes?: number;
+  version: string;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The gateway's HTTP front end: authentication per route, OpenAI-shaped errors everywhere, request ids, metrics,
+ * health, the OpenAPI document. Returned ready, not listening.
+ */
+export async function createGatewayApp(context: GatewayContext, options: GatewayAppOptions): Promise<FastifyInstance> {
+  const bodyLimit = options.bodyLimitBytes ?? 16 * 2 ** 20;
+  const app = Fastify({
+    logger:
+      options.logger === false || options.logger === undefined
+        ? false
+        : {
+            level: options.logger === true ? 'info' : options.logger.level,
+            // The default serializers log no headers; these paths are belt and braces for anyone who adds them.
+            redact: ['req.headers.authorization', 'req.headers["x-hub-key"]', 'req.headers["x-api-key"]'],
+          },
+    bodyLimit,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: false,
+    frameworkErrors: (error, request, reply) => {
+      sendGatewayError(request, reply, gatewayErrorOf(error, bodyLimit));
+    },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    context.metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    context.metrics.latency.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const failure = gatewayErrorOf(error, bodyLimit);
+    if (failure.status === 401) context.metrics.authFailures.inc({ reason: failure.code });
+    if (failure.status >= 500) request.log.error({ err: error, code: failure.code }, failure.message);
+    else request.log.info({ status: failure.status, code: failure.code }, failure.message);
+    return sendGatewayError(request, reply, failure);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendGatewayError(request, reply, new GatewayError(404, 'not_found_error', 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/health/readiness', async (_request, reply) => {
+    try {
+      await context.store.ping();
+      return { status: 'ok', database: context.store.dialect };
+    } catch (error) {
+      reply.header('retry-after', '5');
+      return reply
+        .code(503)
+        .send(new GatewayError(503, 'api_error', 'database_unavailable', `The database is not reachable: ${(error as Error).message}`).body());
+    }
+  });
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(context.metrics.registry.contentType);
+    return context.metrics.registry.metrics();
+  });
+  const openApiJson = JSON.stringify(gatewayOpenApi(options.version));
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
+
+  registerManagementRoutes(app, context);
+  registerModelRoutes(app, context);
+  await app.ready();
+  return app;
+}

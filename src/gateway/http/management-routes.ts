@@ -1,0 +1,209 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { requireMaster } from '../auth.ts';
+import { invalidRequest, notFound } from '../errors.ts';
+import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
+import { NANOS_PER_DOLLAR } from '../storage/records.ts';
+import { parseTimestamp } from '../time.ts';
+import type { GatewayContext } from './context.ts';
+import {
+  CreateBudgetBody,
+  CreateKeyBody,
+  CreateUserBody,
+  KeyListQuery,
+  PricingBody,
+  UpdateBudgetBody,
+  UpdateKeyBody,
+  UpdateUserBody,
+  UsageQuery,
+} from './management-schemas.ts';
+import { budgetResource, keyResource, pricingResource, usageResource, usageTotals, userResource } from './resources.ts';
+import { parseWith } from './validation.ts';
+
+type Params = { id: string; '*': string };
+
+const toNanos = (dollars: number) => Math.round(dollars * NANOS_PER_DOLLAR);
+
+/** Users, virtual keys, budgets, pricing and usage: master key only. */
+export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext): void {
+  const { store, ledger } = context;
+
+  const master = async (request: FastifyRequest) => {
+    requireMaster(await context.authenticate(request));
+  };
+
+  const budgetMustExist = async (budgetId: string | null | undefined, param: string) => {
+    if (budgetId && !(await store.getBudget(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
+  };
+  const userMustExist = async (userId: string | null | undefined, param: string) => {
+    if (userId && !(await store.getUser(userId))) throw invalidRequest(`No user with id "${userId}"`, param, 'user_not_found');
+  };
+  const expiresAt = (value: string | null | undefined, now: number): number | null | undefined => {
+    if (value === undefined || value === null) return value;
+    const ms = parseTimestamp(value, 'expires_at');
+    if (ms <= now) throw invalidRequest(`expires_at must be in the future, got ${value}`, 'expires_at');
+    return ms;
+  };
+
+  // Users
+
+  app.post('/v1/users', { preHandler: master }, async (request, reply) => {
+    const body = parseWith(CreateUserBody, request.body);
+    await budgetMustExist(body.budget_id, 'budget_id');
+    const user = await store.createUser(body);
+    return reply.code(201).send(userResource(user));
+  });
+
+  app.get('/v1/users', { preHandler: master }, async () => ({ object: 'list', data: (await store.listUsers()).map(userResource) }));
+
+  app.get<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
+    const user = await store.getUser(request.params.id);
+    if (!user) throw notFound('user', request.params.id);
+    return userResource(user);
+  });
+
+  app.patch<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
+    const body = parseWith(UpdateUserBody, request.body);
+    if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
+    await budgetMustExist(body.budget_id, 'budget_id');
+    return userResource((await store.updateUser(request.params.id, body))!);
+  });
+
+  app.delete<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
+    if (!(await store.deleteUser(request.params.id))) throw notFound('user', request.params.id);
+    return { object: 'user', user_id: request.params.id, deleted: true };
+  });
+
+  app.get<{ Params: Params }>('/v1/users/:id/usage', { preHandler: master }, async (request) => {
+    if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
+    return usageListing(context, { user_id: request.params.id }, request.query);
+  });
+
+  // Virtual keys
+
+  app.post('/v1/keys', { preHandler: master }, async (request, reply) => {
+    const body = parseWith(CreateKeyBody, request.body);
+    const now = Date.now();
+    await userMustExist(body.user_id, 'user_id');
+    await budgetMustExist(body.budget_id, 'budget_id');
+    const secret = generateVirtualKey();
+    const key = await store.createKey(
+      {
+        key_hash: hashSecret(secret),
+        key_prefix: displayPrefix(secret),
+        key_name: body.key_name,
+        user_id: body.user_id,
+        budget_id: body.budget_id,
+        metadata: body.metadata,
+        expires_at: expiresAt(body.expires_at, now),
+      },
+      now,
+    );
+    return reply.code(201).send({ ...keyResource(key, now), key: secret });
+  });
+
+  app.get('/v1/keys', { preHandler: master }, async (request) => {
+    const query = parseWith(KeyListQuery, request.query, 'query');
+    const now = Date.now();
+    return { object: 'list', data: (await store.listKeys(query)).map((key) => keyResource(key, now)) };
+  });
+
+  app.get<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
+    const key = await store.getKey(request.params.id);
+    if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
+    return keyResource(key);
+  });
+
+  app.patch<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
+    const body = parseWith(UpdateKeyBody, request.body);
+    const now = Date.now();
+    if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    await userMustExist(body.user_id, 'user_id');
+    await budgetMustExist(body.budget_id, 'budget_id');
+    const key = await store.updateKey(request.params.id, { ...body, expires_at: expiresAt(body.expires_at, now) }, now);
+    return keyResource(key!, now);
+  });
+
+  app.delete<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
+    if (!(await store.deleteKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    return { object: 'virtual_key', id: request.params.id, deleted: true };
+  });
+
+  app.get<{ Params: Params }>('/v1/keys/:id/usage', { preHandler: master }, async (request) => {
+    if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    return usageListing(context, { key_id: request.params.id }, request.query);
+  });
+
+  // Budgets
+
+  app.post('/v1/budgets', { preHandler: master }, async (request, reply) => {
+    const body = parseWith(CreateBudgetBody, request.body);
+    const budget = await store.createBudget({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    return reply.code(201).send(budgetResource(budget));
+  });
+
+  app.get('/v1/budgets', { preHandler: master }, async () => ({ object: 'list', data: (await store.listBudgets()).map(budgetResource) }));
+
+  app.get<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
+    const budget = await store.getBudget(request.params.id);
+    if (!budget) throw notFound('budget', request.params.id);
+    return budgetResource(budget);
+  });
+
+  app.patch<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
+    const body = parseWith(UpdateBudgetBody, request.body);
+    if (!(await store.getBudget(request.params.id))) throw notFound('budget', request.params.id);
+    const budget = await store.updateBudget(request.params.id, {
+      max_budget_nanos: body.max_budget === undefined ? undefined : toNanos(body.max_budget),
+      reset_every_seconds: body.reset_every_seconds,
+      metadata: body.metadata,
+    });
+    return budgetResource(budget!);
+  });
+
+  app.delete<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
+    if (!(await store.deleteBudget(request.params.id))) throw notFound('budget', request.params.id);
+    return { object: 'budget', budget_id: request.params.id, deleted: true };
+  });
+
+  // Pricing (model names contain ':' and may contain '/', hence the wildcard)
+
+  app.get('/v1/pricing', { preHandler: master }, async () => ({ object: 'list', data: (await store.listPricing()).map(pricingResource) }));
+
+  app.get<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
+    const pricing = await store.getPricing(modelParam(request.params['*']));
+    if (!pricing) throw notFound('pricing for model', request.params['*'], 'pricing_not_found');
+    return pricingResource(pricing);
+  });
+
+  app.put<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
+    const model = modelParam(request.params['*']);
+    const body = parseWith(PricingBody, request.body);
+    const pricing = await store.upsertPricing({ model, ...body });
+    ledger.forgetPricing(model);
+    return pricingResource(pricing);
+  });
+
+  app.delete<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
+    const model = modelParam(request.params['*']);
+    if (!(await store.deletePricing(model))) throw notFound('pricing for model', model, 'pricing_not_found');
+    ledger.forgetPricing(model);
+    return { object: 'model_pricing', model, deleted: true };
+  });
+}
+
+function modelParam(raw: string): string {
+  const model = decodeURIComponent(raw);
+  if (!/^[^:\s]+:.+$/.test(model)) throw invalidRequest(`Pricing is per provider:model, got "${model}"`, 'model');
+  return model;
+}
+
+async function usageListing(context: GatewayContext, subject: { user_id?: string; key_id?: string }, rawQuery: unknown) {
+  const query = parseWith(UsageQuery, rawQuery ?? {}, 'query');
+  const { data, totals } = await context.store.listUsage({
+    ...subject,
+    since: query.since === undefined ? undefined : parseTimestamp(query.since, 'since'),
+    until: query.until === undefined ? undefined : parseTimestamp(query.until, 'until'),
+    limit: query.limit ?? 100,
+  });
+  return { object: 'list', data: data.map(usageResource), totals: usageTotals(totals) };
+}

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+
+/** Request bodies of the management endpoints; also the source of their OpenAPI schemas. */
+const Metadata = z.record(z.string(), z.unknown()).describe('Free-form string-keyed entries');
+const Timestamp = z.string().describe('ISO 8601 timestamp, e.g. 2026-05-18T12:00:00Z (no designator = UTC)');
+const Id = z.string().min(1).max(256);
+
+export const CreateUserBody = z.strictObject({
+  user_id: Id.describe('Identifier chosen by the caller'),
+  alias: z.string().min(1).max(256).describe('Display name (required)'),
+  metadata: Metadata.optional(),
+  budget_id: Id.nullable().optional().describe('A budget this user spends from'),
+});
+
+export const UpdateUserBody = z.strictObject({
+  alias: z.string().min(1).max(256).optional(),
+  metadata: Metadata.optional(),
+  budget_id: Id.nullable().optional().describe('null detaches the budget'),
+});
+
+export const CreateKeyBody = z.strictObject({
+  key_name: z.string().min(1).max(256).describe('Descriptive name'),
+  expires_at: Timestamp.nullable().optional(),
+  metadata: Metadata.optional(),
+  user_id: Id.nullable().optional().describe('Owner: usage also counts against this user and its budget'),
+  budget_id: Id.nullable().optional().describe('A budget this key spends from'),
+});
+
+export const UpdateKeyBody = z.strictObject({
+  is_active: z.boolean().optional().describe('false deactivates the key; true reactivates it'),
+  key_name: z.string().min(1).max(256).optional(),
+  expires_at: Timestamp.nullable().optional().describe('null: never expires'),
+  metadata: Metadata.optional(),
+  user_id: Id.nullable().optional(),
+  budget_id: Id.nullable().optional(),
+});
+
+export const CreateBudgetBody = z.strictObject({
+  max_budget: z.number().nonnegative().describe('Spend limit in US dollars per period'),
+  reset_every_seconds: z.number().int().positive().nullable().optional().describe('Spend starts again from 0 every N seconds; null: never'),
+  metadata: Metadata.optional(),
+});
+
+export const UpdateBudgetBody = z.strictObject({
+  max_budget: z.number().nonnegative().optional(),
+  reset_every_seconds: z.number().int().positive().nullable().optional(),
+  metadata: Metadata.optional(),
+});
+
+export const PricingBody = z.strictObject({
+  input_cost_per_million: z.number().nonnegative().describe('US dollars per million prompt tokens'),
+  output_cost_per_million: z.number().nonnegative().describe('US dollars per million completion tokens'),
+});
+
+export const UsageQuery = z.strictObject({
+  since: Timestamp.optional().describe('Only rows at or after this time'),
+  until: Timestamp.optional().describe('Only rows before this time'),
+  limit: z.coerce.number().int().min(1).max(10_000).optional().describe('Most rows returned (default 100); totals cover all rows in range'),
+});
+
+export const KeyListQuery = z.strictObject({ user_id: Id.optional() });

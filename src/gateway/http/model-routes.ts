@@ -1,0 +1,286 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { invalidRequest, type GatewayError } from '../errors.ts';
+import type { CallTicket } from '../ledger.ts';
+import { upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk } from '../upstream.ts';
+import type { GatewayContext } from './context.ts';
+
+type Body = Record<string, unknown>;
+
+/** `provider:model` → its parts; the model part may itself contain ':' or '/'. */
+export function splitModel(value: unknown): { provider: string; model: string } {
+  if (typeof value !== 'string' || value === '') throw invalidRequest('"model" is required: a string of the form provider:model, e.g. openai:gpt-4o-mini', 'model');
+  const colon = value.indexOf(':');
+  if (colon <= 0 || colon === value.length - 1) throw invalidRequest(`"model" must be provider:model (e.g. openai:gpt-4o-mini), got "${value}"`, 'model');
+  return { provider: value.slice(0, colon), model: value.slice(colon + 1) };
+}
+
+function bodyOf(request: FastifyRequest): Body {
+  const body = request.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object');
+  return body as Body;
+}
+
+function checkMessages(messages: unknown): void {
+  if (!Array.isArray(messages) || messages.length === 0) throw invalidRequest('"messages" must be a non-empty array', 'messages');
+  messages.forEach((message, i) => {
+    if (message === null || typeof message !== 'object' || typeof (message as Body).role !== 'string') {
+      throw invalidRequest(`messages[${i}] must be an object with a string "role"`, `messages[${i}].role`);
+    }
+  });
+}
+
+function maxTokensOf(body: Body): number | null {
+  for (const field of ['max_completion_tokens', 'max_tokens']) {
+    const value = body[field];
+    if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  }
+  return null;
+}
+
+const estimateTokens = (value: unknown) => Math.ceil(JSON.stringify(value ?? '').length / 4);
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
+
+/** /v1/chat/completions, /v1/embeddings, /v1/models and the Anthropic-format /v1/messages. */
+export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
+  const { ledger, upstream } = context;
+
+  /** Runs one non-streaming call between its reservation and its usage row; the row is committed before the reply. */
+  async function around<T>(ticket: CallTicket, signal: AbortSignal, run: () => Promise<T>, usage: (result: T) => { prompt: number; completion: number }): Promise<T> {
+    let result: T;
+    try {
+      result = await run();
+    } catch (error) {
+      const failure = upstreamErrorOf(error, ticket.start.provider);
+      await ledger.finish(ticket, { status: signal.aborted ? 'cancelled' : 'error', statusCode: failure.status, promptTokens: 0, completionTokens: 0 });
+      throw failure;
+    }
+    const { prompt, completion } = usage(result);
+    await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens: prompt, completionTokens: completion });
+    return result;
+  }
+
+  /** Aborted when the client goes away before the answer is complete. */
+  function clientSignal(reply: FastifyReply): AbortController {
+    const controller = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    return controller;
+  }
+
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const principal = await context.authenticate(request);
+    const body = bodyOf(request);
+    const { provider, model } = splitModel(body.model);
+    checkMessages(body.messages);
+    const { user, model: _model, ...rest } = body;
+    // With a virtual key the client may still send its own end-user id; it is passed on, not interpreted.
+    const forwarded: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
+    const ticket = await ledger.begin({
+      principal,
+      user,
+      endpoint: 'chat.completions',
+      provider,
+      model,
+      requestId: request.id,
+      estimatedPromptTokens: estimateTokens(body.messages),
+      maxOutputTokens: maxTokensOf(body),
+    });
+    const controller = clientSignal(reply);
+    if (body.stream !== true) {
+      return around(
+        ticket,
+        controller.signal,
+        () => upstream.chat(provider, model, forwarded, controller.signal),
+        (completion) => ({ prompt: completion.usage?.prompt_tokens ?? 0, completion: completion.usage?.completion_tokens ?? 0 }),
+      );
+    }
+    const clientWantsUsage = (body.stream_options as Body | undefined)?.include_usage === true;
+    let stream: AsyncIterable<ChatCompletionChunk>;
+    try {
+      stream = await upstream.chatStream(provider, model, { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } }, controller.signal);
+    } catch (error) {
+      const failure = upstreamErrorOf(error, provider);
+      await ledger.finish(ticket, { status: 'error', statusCode: failure.status, promptTokens: 0, completionTokens: 0 });
+      throw failure;
+    }
+    let promptTokens = 0;
+    let completionTokens = 0;
+    let streamedChars = 0;
+    const events = sse(ticket, controller, stream, (chunk) => {
+      if (chunk.usage) {
+        promptTokens = chunk.usage.prompt_tokens;
+        completionTokens = chunk.usage.completion_tokens;
+      }
+      for (const choice of chunk.choices ?? []) streamedChars += choice.delta?.content?.length ?? 0;
+      // The usage-only chunk goes to clients that asked for it, as the provider would have done.
+      return !(chunk.usage && (chunk.choices ?? []).length === 0 && !clientWantsUsage);
+    }, () => ({ promptTokens: promptTokens || ticket.start.estimatedPromptTokens, completionTokens: completionTokens || Math.ceil(streamedChars / 4), exact: promptTokens > 0 }), true);
+    return reply.code(200).headers(SSE_HEADERS).send(Readable.from(events));
+  });
+
+  app.post('/v1/embeddings', async (request) => {
+    const principal = await context.authenticate(request);
+    const body = bodyOf(request);
+    const { provider, model } = splitModel(body.model);
+    const input = body.input;
+    const inputs = typeof input === 'string' ? [input] : input;
+    if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((item) => typeof item === 'string')) {
+      throw invalidRequest('"input" must be a string or a non-empty array of strings', 'input');
+    }
+    const format = body.encoding_format ?? 'float';
+    if (format !== 'float' && format !== 'base64') throw invalidRequest('"encoding_format" must be "float" or "base64"', 'encoding_format');
+    const ticket = await ledger.begin({
+      principal,
+      user: body.user,
+      endpoint: 'embeddings',
+      provider,
+      model,
+      requestId: request.id,
+      estimatedPromptTokens: estimateTokens(inputs),
+      maxOutputTokens: 0,
+    });
+    const controller = new AbortController();
+    const response = await around(
+      ticket,
+      controller.signal,
+      () => upstream.embeddings(provider, model, inputs as string[], controller.signal),
+      (result) => ({ prompt: result.usage?.prompt_tokens ?? 0, completion: 0 }),
+    );
+    if (format === 'base64') {
+      // The openai client asks for base64 by default and decodes little-endian float32.
+      return {
+        ...response,
+        data: response.data.map((item) => ({
+          ...item,
+          embedding: typeof item.embedding === 'string' ? item.embedding : Buffer.from(new Float32Array(item.embedding).buffer).toString('base64'),
+        })),
+      };
+    }
+    return response;
+  });
+
+  app.get<{ Querystring: { provider?: string } }>('/v1/models', async (request) => {
+    await context.authenticate(request);
+    const wanted = request.query.provider;
+    const providers = wanted ? [wanted] : upstream.providers;
+    if (wanted && !upstream.providers.includes(wanted)) throw invalidRequest(`Provider "${wanted}" is not configured on this gateway`, 'provider', 'unknown_provider');
+    const signal = AbortSignal.timeout(30_000);
+    const results = await Promise.allSettled(providers.map((provider) => upstream.models(provider, signal)));
+    const data: Record<string, unknown>[] = [];
+    const failures: GatewayError[] = [];
+    results.forEach((result, i) => {
+      if (result.status === 'rejected') failures.push(upstreamErrorOf(result.reason, providers[i]));
+      else for (const model of result.value) data.push({ ...model, id: `${providers[i]}:${model.id}` });
+    });
+    // One provider being down should not hide the others; all of them down is the provider's failure.
+    if (data.length === 0 && failures.length > 0) throw failures[0];
+    for (const failure of failures) request.log.warn({ code: failure.code }, failure.message);
+    return { object: 'list', data };
+  });
+
+  app.post('/v1/messages', async (request, reply) => {
+    const principal = await context.authenticate(request, { allowXApiKey: true });
+    const body = bodyOf(request);
+    const { provider, model } = splitModel(body.model);
+    checkMessages(body.messages);
+    if (typeof body.max_tokens !== 'number') throw invalidRequest('"max_tokens" is required (Anthropic Messages format)', 'max_tokens');
+    const metadata = body.metadata as Body | undefined;
+    const user = body.user ?? metadata?.user_id;
+    const { user: _user, model: _model, stream: _stream, ...forwarded } = body;
+    const ticket = await ledger.begin({
+      principal,
+      user,
+      endpoint: 'messages',
+      provider,
+      model,
+      requestId: request.id,
+      estimatedPromptTokens: estimateTokens([body.system, body.messages]),
+      maxOutputTokens: maxTokensOf(body),
+    });
+    const controller = clientSignal(reply);
+    if (body.stream !== true) {
+      return around(
+        ticket,
+        controller.signal,
+        () => upstream.messages(provider, model, forwarded, controller.signal),
+        (message) => ({ prompt: message.usage?.input_tokens ?? 0, completion: message.usage?.output_tokens ?? 0 }),
+      );
+    }
+    let stream: AsyncIterable<AnthropicStreamEvent>;
+    try {
+      stream = await upstream.messagesStream(provider, model, forwarded, controller.signal);
+    } catch (error) {
+      const failure = upstreamErrorOf(error, provider);
+      await ledger.finish(ticket, { status: 'error', statusCode: failure.status, promptTokens: 0, completionTokens: 0 });
+      throw failure;
+    }
+    let inputTokens = 0;
+    let outputTokens = 0;
+    let streamedChars = 0;
+    const events = sse(ticket, controller, stream, (event) => {
+      if (event.type === 'message_start') inputTokens = event.message.usage?.input_tokens ?? 0;
+      if (event.type === 'message_delta') {
+        outputTokens = event.usage?.output_tokens ?? outputTokens;
+        if (event.usage?.input_tokens) inputTokens = event.usage.input_tokens;
+      }
+      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') streamedChars += event.delta.text.length;
+      return true;
+    }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), false);
+    return reply.code(200).headers(SSE_HEADERS).send(Readable.from(events));
+  });
+
+  /**
+   * Server-Sent Events from an upstream stream. The usage row is committed before the last event (`[DONE]` for
+   * OpenAI, the provider's message_stop for Anthropic); an upstream failure mid-stream ends the stream with an
+   * error event; a client that goes away aborts the upstream call and the row records what was streamed so far.
+   */
+  async function* sse<T extends object>(
+    ticket: CallTicket,
+    controller: AbortController,
+    stream: AsyncIterable<T>,
+    observe: (event: T) => boolean,
+    tokens: () => { promptTokens: number; completionTokens: number; exact: boolean },
+    openAiDialect: boolean,
+  ): AsyncGenerator<string> {
+    const format = (event: T) => (openAiDialect ? `data: ${JSON.stringify(event)}\n\n` : `event: ${(event as { type?: string }).type}\ndata: ${JSON.stringify(event)}\n\n`);
+    let held: T | null = null;
+    try {
+      for await (const event of stream) {
+        if (!observe(event)) continue;
+        // Anthropic's message_stop is held back until the usage row is committed.
+        if (!openAiDialect && (event as { type?: string }).type === 'message_stop') {
+          held = event;
+          continue;
+        }
+        yield format(event);
+      }
+      const { promptTokens, completionTokens } = tokens();
+      await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens, completionTokens });
+      yield openAiDialect ? 'data: [DONE]\n\n' : held ? format(held) : '';
+    } catch (error) {
+      const failure = upstreamErrorOf(error, ticket.start.provider);
+      const { promptTokens, completionTokens } = tokens();
+      const cancelled = controller.signal.aborted;
+      await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: failure.status, promptTokens, completionTokens }).catch(() => {});
+      if (!cancelled) {
+        yield openAiDialect
+          ? `data: ${JSON.stringify(failure.body())}\n\n`
+          : `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: failure.type, message: failure.message } })}\n\n`;
+      }
+    } finally {
+      if (!ticket.finished) {
+        controller.abort();
+        const { promptTokens, completionTokens } = tokens();
+        void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens, completionTokens }).catch(() => {});
+      }
+    }
+  }
+
+}

@@ -1,0 +1,283 @@
+import { z } from 'zod';
+import {
+  CreateBudgetBody,
+  CreateKeyBody,
+  CreateUserBody,
+  PricingBody,
+  UpdateBudgetBody,
+  UpdateKeyBody,
+  UpdateUserBody,
+} from './management-schemas.ts';
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const bodySchema = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Schema;
+const nullable = (type: string, extra: Schema = {}) => ({ type: [type, 'null'], ...extra });
+const time = { type: 'string', description: 'ISO 8601, UTC, no zone designator', examples: ['2026-05-18T12:00:00.000'] };
+
+const err = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
+const ok = (description: string, schema: Schema) => ({ description, content: { 'application/json': { schema } } });
+const listOf = (item: string, extra: Schema = {}) => ({
+  type: 'object',
+  required: ['object', 'data'],
+  properties: { object: { const: 'list' }, data: { type: 'array', items: ref(item) }, ...extra },
+});
+const deleted = (object: string, idField: string) => ({
+  type: 'object',
+  required: ['object', idField, 'deleted'],
+  properties: { object: { const: object }, [idField]: { type: 'string' }, deleted: { const: true } },
+});
+
+const AUTH_ERRORS = {
+  401: err('Missing credential (missing_api_key), malformed header (malformed_api_key), unknown key (invalid_api_key), inactive key (key_inactive) or expired key (key_expired).'),
+};
+const MANAGEMENT_ERRORS = { ...AUTH_ERRORS, 403: err('A virtual key was used on a management endpoint (master_key_required).') };
+const BODY_ERRORS = {
+  400: err('Invalid JSON, or a field missing or of the wrong type (param names it).'),
+  413: err('The body is larger than the limit.'),
+  415: err('The body is not application/json.'),
+};
+const MODEL_CALL_ERRORS = {
+  ...BODY_ERRORS,
+  ...AUTH_ERRORS,
+  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); unknown provider; the provider refused the request as invalid.'),
+  403: err('A budget of the key or the user is exhausted (budget_exceeded).'),
+  404: err('The user named with the master key does not exist (user_not_found).'),
+  429: {
+    ...err('The provider rate-limited the call (upstream_rate_limited) or the gateway rate limit was hit (rate_limit_exceeded).'),
+    headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+  },
+  502: err("The provider failed, could not be reached, or refused the gateway's credentials."),
+  504: err('The provider did not answer in time.'),
+};
+
+const id = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
+const usageQuery = [
+  { name: 'since', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; rows at or after' },
+  { name: 'until', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; rows before' },
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 10000, default: 100 } },
+];
+
+const json = (schema: z.ZodType) => ({ required: true, content: { 'application/json': { schema: bodySchema(schema) } } });
+const passThrough = (description: string, required: string[]) => ({
+  required: true,
+  content: { 'application/json': { schema: { type: 'object', required, additionalProperties: true, description } } },
+});
+
+/** The OpenAPI 3.1 document of the gateway: every path, every status it answers and the body of each. */
+export function gatewayOpenApi(version: string): Schema {
+  const managed = (summary: string, extra: Schema) => ({ summary, security: [{ hubKey: [] }, { bearer: [] }], ...extra });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'encoder gateway',
+      version,
+      description:
+        'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins) or Authorization: Bearer <key>; ' +
+        'the master key for everything, virtual keys for model calls. Errors are {"error":{"message","type","code","param"}} ' +
+        '(on /v1/messages with "type":"error" added for Anthropic clients). Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
+        'Deprecated: the gateway bundled with the client library is scheduled for removal on 2026-05-18.',
+    },
+    components: {
+      securitySchemes: {
+        hubKey: { type: 'apiKey', in: 'header', name: 'X-Hub-Key', description: 'Bearer <key>' },
+        bearer: { type: 'http', scheme: 'bearer' },
+        anthropicKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The raw key; only on /v1/messages' },
+      },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: {
+            type: { const: 'error', description: 'Only on /v1/messages' },
+            error: {
+              type: 'object',
+              required: ['message', 'type', 'code', 'param'],
+              properties: { message: { type: 'string' }, type: { type: 'string' }, code: { type: 'string' }, param: nullable('string') },
+            },
+          },
+        },
+        User: {
+          type: 'object',
+          required: ['object', 'user_id', 'alias', 'metadata', 'budget_id', 'created_at', 'updated_at'],
+          properties: { object: { const: 'user' }, user_id: { type: 'string' }, alias: { type: 'string' }, metadata: { type: 'object' }, budget_id: nullable('string'), created_at: time, updated_at: time },
+        },
+        VirtualKey: {
+          type: 'object',
+          required: ['object', 'id', 'key_name', 'key_prefix', 'user_id', 'budget_id', 'created_at', 'updated_at', 'expires_at', 'is_active', 'status', 'metadata'],
+          properties: {
+            object: { const: 'virtual_key' },
+            id: { type: 'string' },
+            key_name: { type: 'string' },
+            key_prefix: { type: 'string', description: 'gw- and the first 4 characters of the secret' },
+            user_id: nullable('string'),
+            budget_id: nullable('string'),
+            created_at: time,
+            updated_at: time,
+            expires_at: nullable('string', { description: 'ISO 8601, UTC, no zone designator' }),
+            is_active: { type: 'boolean' },
+            status: { enum: ['active', 'inactive', 'expired'] },
+            metadata: { type: 'object' },
+          },
+        },
+        CreatedVirtualKey: { allOf: [ref('VirtualKey'), { type: 'object', required: ['key'], properties: { key: { type: 'string', description: 'The secret (gw-…); returned only here' } } }] },
+        Budget: {
+          type: 'object',
+          required: ['object', 'budget_id', 'max_budget', 'spend', 'reserved', 'remaining', 'reset_every_seconds', 'period_started_at', 'next_reset_at', 'metadata', 'created_at', 'updated_at'],
+          properties: {
+            object: { const: 'budget' },
+            budget_id: { type: 'string' },
+            max_budget: { type: 'number' },
+            spend: { type: 'number', description: 'Settled spend in this period' },
+            reserved: { type: 'number', description: 'Held by calls in flight' },
+            remaining: { type: 'number' },
+            reset_every_seconds: nullable('integer'),
+            period_started_at: time,
+            next_reset_at: nullable('string'),
+            metadata: { type: 'object' },
+            created_at: time,
+            updated_at: time,
+          },
+        },
+        ModelPricing: {
+          type: 'object',
+          required: ['object', 'model', 'input_cost_per_million', 'output_cost_per_million', 'updated_at'],
+          properties: { object: { const: 'model_pricing' }, model: { type: 'string' }, input_cost_per_million: { type: 'number' }, output_cost_per_million: { type: 'number' }, updated_at: time },
+        },
+        Usage: {
+          type: 'object',
+          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'status', 'status_code', 'duration_ms'],
+          properties: {
+            object: { const: 'usage' },
+            id: { type: 'string' },
+            request_id: { type: 'string' },
+            created_at: time,
+            user_id: nullable('string'),
+            key_id: nullable('string'),
+            endpoint: { enum: ['chat.completions', 'embeddings', 'messages'] },
+            provider: { type: 'string' },
+            model: { type: 'string' },
+            prompt_tokens: { type: 'integer' },
+            completion_tokens: { type: 'integer' },
+            total_tokens: { type: 'integer' },
+            cost: { type: 'number' },
+            status: { enum: ['success', 'error', 'cancelled'] },
+            status_code: { type: 'integer' },
+            duration_ms: { type: 'number' },
+          },
+        },
+        UsageList: listOf('Usage', {
+          totals: {
+            type: 'object',
+            required: ['requests', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost'],
+            properties: { requests: { type: 'integer' }, prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' }, cost: { type: 'number' } },
+          },
+        }),
+      },
+    },
+    paths: {
+      '/health': { get: { summary: 'Liveness', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
+      '/health/readiness': {
+        get: {
+          summary: 'Readiness: the database answers',
+          responses: { 200: ok('Ready', { type: 'object', properties: { status: { const: 'ok' }, database: { enum: ['sqlite', 'postgres'] } } }), 503: err('The database is not reachable (database_unavailable); Retry-After: 5.') },
+        },
+      },
+      '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+      '/openapi.json': { get: { summary: 'This document', responses: { 200: ok('OpenAPI 3.1', { type: 'object' }) } } },
+      '/v1/users': {
+        post: managed('Create a user', { requestBody: json(CreateUserBody), responses: { 201: ok('Created', ref('User')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS, 409: err('A user with this user_id exists (user_exists).') } }),
+        get: managed('List users', { responses: { 200: ok('Users', listOf('User')), ...MANAGEMENT_ERRORS } }),
+      },
+      '/v1/users/{user_id}': {
+        parameters: [id('user_id', 'The user')],
+        get: managed('Get a user', { responses: { 200: ok('The user', ref('User')), ...MANAGEMENT_ERRORS, 404: err('No such user.') } }),
+        patch: managed('Update a user', { requestBody: json(UpdateUserBody), responses: { 200: ok('Updated', ref('User')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS, 404: err('No such user.') } }),
+        delete: managed('Delete a user and its keys (usage rows stay)', { responses: { 200: ok('Deleted', deleted('user', 'user_id')), ...MANAGEMENT_ERRORS, 404: err('No such user.') } }),
+      },
+      '/v1/users/{user_id}/usage': {
+        parameters: [id('user_id', 'The user')],
+        get: managed("A user's usage, newest first, with totals", { parameters: usageQuery, responses: { 200: ok('Usage', ref('UsageList')), 400: err('Bad query.'), ...MANAGEMENT_ERRORS, 404: err('No such user.') } }),
+      },
+      '/v1/keys': {
+        post: managed('Create a virtual key (the secret is in this response only)', {
+          requestBody: json(CreateKeyBody),
+          responses: { 201: ok('Created', ref('CreatedVirtualKey')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS },
+        }),
+        get: managed('List virtual keys (never the secret)', {
+          parameters: [{ name: 'user_id', in: 'query', schema: { type: 'string' }, description: 'Only keys owned by this user' }],
+          responses: { 200: ok('Keys', listOf('VirtualKey')), 400: err('Bad query.'), ...MANAGEMENT_ERRORS },
+        }),
+      },
+      '/v1/keys/{key_id}': {
+        parameters: [id('key_id', 'The key record id')],
+        get: managed('Get a virtual key', { responses: { 200: ok('The key', ref('VirtualKey')), ...MANAGEMENT_ERRORS, 404: err('No such key (key_not_found).') } }),
+        patch: managed('Update a key: deactivate (is_active false), reactivate (true), rename, change expiry, owner, budget', {
+          requestBody: json(UpdateKeyBody),
+          responses: { 200: ok('Updated', ref('VirtualKey')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS, 404: err('No such key (key_not_found).') },
+        }),
+        delete: managed('Delete a key', { responses: { 200: ok('Deleted', deleted('virtual_key', 'id')), ...MANAGEMENT_ERRORS, 404: err('No such key (key_not_found).') } }),
+      },
+      '/v1/keys/{key_id}/usage': {
+        parameters: [id('key_id', 'The key record id')],
+        get: managed("A key's usage, newest first, with totals", { parameters: usageQuery, responses: { 200: ok('Usage', ref('UsageList')), 400: err('Bad query.'), ...MANAGEMENT_ERRORS, 404: err('No such key.') } }),
+      },
+      '/v1/budgets': {
+        post: managed('Create a budget', { requestBody: json(CreateBudgetBody), responses: { 201: ok('Created', ref('Budget')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS } }),
+        get: managed('List budgets', { responses: { 200: ok('Budgets', listOf('Budget')), ...MANAGEMENT_ERRORS } }),
+      },
+      '/v1/budgets/{budget_id}': {
+        parameters: [id('budget_id', 'The budget')],
+        get: managed('Get a budget', { responses: { 200: ok('The budget', ref('Budget')), ...MANAGEMENT_ERRORS, 404: err('No such budget.') } }),
+        patch: managed('Update a budget', { requestBody: json(UpdateBudgetBody), responses: { 200: ok('Updated', ref('Budget')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS, 404: err('No such budget.') } }),
+        delete: managed('Delete a budget (detached from users and keys)', { responses: { 200: ok('Deleted', deleted('budget', 'budget_id')), ...MANAGEMENT_ERRORS, 404: err('No such budget.') } }),
+      },
+      '/v1/pricing': { get: managed('List model pricing', { responses: { 200: ok('Pricing', listOf('ModelPricing')), ...MANAGEMENT_ERRORS } }) },
+      '/v1/pricing/{model}': {
+        parameters: [id('model', 'provider:model')],
+        get: managed('Get the pricing of a model', { responses: { 200: ok('Pricing', ref('ModelPricing')), 400: err('Not provider:model.'), ...MANAGEMENT_ERRORS, 404: err('No pricing for this model.') } }),
+        put: managed('Set the pricing of a model', { requestBody: json(PricingBody), responses: { 200: ok('Pricing', ref('ModelPricing')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS } }),
+        delete: managed('Remove the pricing of a model (its calls then cost 0)', { responses: { 200: ok('Deleted', deleted('model_pricing', 'model')), 400: err('Not provider:model.'), ...MANAGEMENT_ERRORS, 404: err('No pricing for this model.') } }),
+      },
+      '/v1/chat/completions': {
+        post: managed('OpenAI chat completion through the provider named in model (provider:model)', {
+          requestBody: passThrough('An OpenAI chat completion request; model is provider:model; user is required with the master key. Other fields are passed on.', ['model', 'messages']),
+          responses: {
+            200: {
+              description: 'An OpenAI ChatCompletion, or with stream true Server-Sent Events of ChatCompletionChunk ending in data: [DONE]; a failure mid-stream ends with a data: {"error":…} event.',
+              content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...MODEL_CALL_ERRORS,
+          },
+        }),
+      },
+      '/v1/embeddings': {
+        post: managed('OpenAI embeddings', {
+          requestBody: passThrough('model (provider:model), input (string or array of strings), encoding_format (float or base64), user (with the master key).', ['model', 'input']),
+          responses: { 200: ok('An OpenAI CreateEmbeddingResponse', { type: 'object' }), ...MODEL_CALL_ERRORS },
+        }),
+      },
+      '/v1/models': {
+        get: managed('Models of every configured provider, ids as provider:model', {
+          parameters: [{ name: 'provider', in: 'query', schema: { type: 'string' }, description: 'Only this provider' }],
+          responses: { 200: ok('An OpenAI model list', { type: 'object' }), 400: err('Unknown provider.'), ...AUTH_ERRORS, 429: MODEL_CALL_ERRORS[429], 502: MODEL_CALL_ERRORS[502], 504: MODEL_CALL_ERRORS[504] },
+        }),
+      },
+      '/v1/messages': {
+        post: {
+          summary: 'Anthropic Messages format; x-api-key accepted; user from user or metadata.user_id with the master key',
+          security: [{ hubKey: [] }, { bearer: [] }, { anthropicKey: [] }],
+          requestBody: passThrough('An Anthropic Messages request; model is provider:model.', ['model', 'messages', 'max_tokens']),
+          responses: {
+            200: {
+              description: 'An Anthropic Message, or with stream true its Server-Sent Events; a failure mid-stream ends with event: error.',
+              content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...MODEL_CALL_ERRORS,
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import type { BudgetRecord, KeyRecord, PricingRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
+import { NANOS_PER_DOLLAR } from '../storage/records.ts';
+import { isoTime, isoTimeOrNull } from '../time.ts';
+
+/** How records leave the gateway: ISO times without zone designator, money in US dollars. */
+const dollars = (n: number) => n / NANOS_PER_DOLLAR;
+
+export function userResource(user: UserRecord) {
+  return {
+    object: 'user' as const,
+    user_id: user.user_id,
+    alias: user.alias,
+    metadata: user.metadata,
+    budget_id: user.budget_id,
+    created_at: isoTime(user.created_at),
+    updated_at: isoTime(user.updated_at),
+  };
+}
+
+export function keyStatus(key: KeyRecord, now = Date.now()): 'active' | 'inactive' | 'expired' {
+  if (!key.is_active) return 'inactive';
+  if (key.expires_at !== null && key.expires_at <= now) return 'expired';
+  return 'active';
+}
+
+export function keyResource(key: KeyRecord, now = Date.now()) {
+  return {
+    object: 'virtual_key' as const,
+    id: key.id,
+    key_name: key.key_name,
+    key_prefix: key.key_prefix,
+    user_id: key.user_id,
+    budget_id: key.budget_id,
+    created_at: isoTime(key.created_at),
+    updated_at: isoTime(key.updated_at),
+    expires_at: isoTimeOrNull(key.expires_at),
+    is_active: key.is_active,
+    status: keyStatus(key, now),
+    metadata: key.metadata,
+  };
+}
+
+export function budgetResource(budget: BudgetRecord) {
+  const nextReset = budget.reset_every_seconds === null ? null : budget.period_started_at + budget.reset_every_seconds * 1000;
+  return {
+    object: 'budget' as const,
+    budget_id: budget.budget_id,
+    max_budget: dollars(budget.max_budget_nanos),
+    spend: dollars(budget.spend_nanos),
+    reserved: dollars(budget.reserved_nanos),
+    remaining: dollars(Math.max(0, budget.max_budget_nanos - budget.spend_nanos)),
+    reset_every_seconds: budget.reset_every_seconds,
+    period_started_at: isoTime(budget.period_started_at),
+    next_reset_at: isoTimeOrNull(nextReset),
+    metadata: budget.metadata,
+    created_at: isoTime(budget.created_at),
+    updated_at: isoTime(budget.updated_at),
+  };
+}
+
+export function pricingResource(pricing: PricingRecord) {
+  return {
+    object: 'model_pricing' as const,
+    model: pricing.model,
+    input_cost_per_million: pricing.input_cost_per_million,
+    output_cost_per_million: pricing.output_cost_per_million,
+    updated_at: isoTime(pricing.updated_at),
+  };
+}
+
+export function usageResource(row: UsageRecord) {
+  return {
+    object: 'usage' as const,
+    id: row.id,
+    request_id: row.request_id,
+    created_at: isoTime(row.created_at),
+    user_id: row.user_id,
+    key_id: row.key_id,
+    endpoint: row.endpoint,
+    provider: row.provider,
+    model: row.model,
+    prompt_tokens: row.prompt_tokens,
+    completion_tokens: row.completion_tokens,
+    total_tokens: row.prompt_tokens + row.completion_tokens,
+    cost: dollars(row.cost_nanos),
+    status: row.status,
+    status_code: row.status_code,
+    duration_ms: row.duration_ms,
+  };
+}
+
+export function usageTotals(totals: UsageTotals) {
+  return {
+    requests: totals.requests,
+    prompt_tokens: totals.prompt_tokens,
+    completion_tokens: totals.completion_tokens,
+    total_tokens: totals.prompt_tokens + totals.completion_tokens,
+    cost: dollars(totals.cost_nanos),
+  };
+}

@@ -1,0 +1,32 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const VIRTUAL_KEY_PREFIX = 'gw-';
+
+/** A new master key: 32 random bytes from the system's secure generator, base64url (43 characters). */
+export function generateMasterKey(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** A new virtual key secret: `gw-` and 32 random bytes, base64url. */
+export function generateVirtualKey(): string {
+  return VIRTUAL_KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** What is stored instead of a secret: its SHA-256 (hex). 256 bits of randomness need no salt or slow hash. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** The part of a secret shown in listings so that people can tell keys apart: `gw-` and 4 characters. */
+export function displayPrefix(secret: string): string {
+  return secret.slice(0, VIRTUAL_KEY_PREFIX.length + 4);
+}
+
+/** Compares a presented token with the master key in constant time (by their hashes, which have equal lengths). */
+export function matchesSecret(token: string, secretHash: Buffer): boolean {
+  return timingSafeEqual(createHash('sha256').update(token).digest(), secretHash);
+}
+
+export function secretDigest(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}

@@ -1,0 +1,190 @@
+import type { Principal } from './auth.ts';
+import { GatewayError, invalidRequest, notFound } from './errors.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { newId, type GatewayStore, type PricingRecord, type UsageRecord } from './storage/index.ts';
+import type { UsageRecorder } from './usage-recorder.ts';
+
+/** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
+const nanos = (tokens: number, perMillion: number) => tokens * perMillion * 1000;
+
+export interface CallStart {
+  principal: Principal;
+  /** The `user` field of the request (required with the master key). */
+  user: unknown;
+  endpoint: 'chat.completions' | 'embeddings' | 'messages';
+  provider: string;
+  model: string;
+  requestId: string;
+  /** Rough prompt size in tokens (characters / 4) and the most output tokens the call may produce. */
+  estimatedPromptTokens: number;
+  maxOutputTokens: number | null;
+}
+
+/** A model call between its budget reservation and its usage row. */
+export interface CallTicket {
+  readonly start: CallStart;
+  readonly userId: string | null;
+  readonly keyId: string | null;
+  readonly reservations: { budget_id: string; amount: number }[];
+  readonly startedAt: number;
+  readonly startedHr: bigint;
+  readonly pricing: PricingRecord | null;
+  finished: boolean;
+}
+
+export interface CallOutcome {
+  status: UsageRecord['status'];
+  statusCode: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * Budgets and usage around every model call: who pays (the named user with the master key; the key and its owner
+ * with a virtual key), the reservation before the call, the usage row and the settlement after it.
+ */
+export class CallLedger {
+  readonly #store: GatewayStore;
+  readonly #recorder: UsageRecorder;
+  readonly #metrics: GatewayMetrics;
+  readonly #reserveOutputTokens: number;
+  readonly #pricingTtlMs: number;
+  readonly #pricing = new Map<string, { record: PricingRecord | null; at: number }>();
+  readonly #rateLimit: { perMinute: number; windows: Map<string, { start: number; count: number }> } | null;
+
+  constructor(options: {
+    store: GatewayStore;
+    recorder: UsageRecorder;
+    metrics: GatewayMetrics;
+    reserveOutputTokens: number;
+    requestsPerMinute?: number | null;
+    pricingTtlMs?: number;
+  }) {
+    this.#store = options.store;
+    this.#recorder = options.recorder;
+    this.#metrics = options.metrics;
+    this.#reserveOutputTokens = options.reserveOutputTokens;
+    this.#pricingTtlMs = options.pricingTtlMs ?? 2000;
+    this.#rateLimit = options.requestsPerMinute ? { perMinute: options.requestsPerMinute, windows: new Map() } : null;
+  }
+
+  /** Pricing changes made through this instance apply at once; other instances see them within the TTL. */
+  forgetPricing(model?: string): void {
+    if (model === undefined) this.#pricing.clear();
+    else this.#pricing.delete(model);
+  }
+
+  async pricingOf(model: string, now = Date.now()): Promise<PricingRecord | null> {
+    const cached = this.#pricing.get(model);
+    if (cached && now - cached.at < this.#pricingTtlMs) return cached.record;
+    const record = await this.#store.getPricing(model);
+    this.#pricing.set(model, { record, at: now });
+    return record;
+  }
+
+  async begin(start: CallStart): Promise<CallTicket> {
+    const now = Date.now();
+    let userId: string | null = null;
+    let keyId: string | null = null;
+    const budgets: { id: string; scope: 'user' | 'key' }[] = [];
+    if (start.principal.kind === 'master') {
+      if (start.user === undefined || start.user === null || start.user === '') {
+        throw invalidRequest('The "user" field is required with the master key: it names the user whose budget and usage this call counts against', 'user', 'missing_user');
+      }
+      if (typeof start.user !== 'string') throw invalidRequest('"user" must be a string (a user_id)', 'user');
+      const user = await this.#store.getUser(start.user);
+      if (!user) throw notFound('user', start.user);
+      userId = user.user_id;
+      if (user.budget_id) budgets.push({ id: user.budget_id, scope: 'user' });
+    } else {
+      const key = start.principal.key;
+      keyId = key.id;
+      if (key.budget_id) budgets.push({ id: key.budget_id, scope: 'key' });
+      if (key.user_id) {
+        userId = key.user_id;
+        const owner = await this.#store.getUser(key.user_id);
+        if (owner?.budget_id) budgets.push({ id: owner.budget_id, scope: 'user' });
+      }
+    }
+    this.#checkRateLimit(keyId ?? `user:${userId}`, now);
+    const pricing = await this.pricingOf(`${start.provider}:${start.model}`, now);
+    const estimate = pricing
+      ? Math.ceil(
+          nanos(start.estimatedPromptTokens, pricing.input_cost_per_million) +
+            nanos(start.maxOutputTokens ?? this.#reserveOutputTokens, pricing.output_cost_per_million),
+        )
+      : 0;
+    const reservations: { budget_id: string; amount: number }[] = [];
+    for (const budget of budgets) {
+      if (await this.#store.reserveBudget(budget.id, estimate, now)) {
+        reservations.push({ budget_id: budget.id, amount: estimate });
+        continue;
+      }
+      for (const taken of reservations) await this.#store.releaseBudget(taken.budget_id, taken.amount);
+      this.#metrics.budgetRejections.inc({ scope: budget.scope });
+      const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
+      throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
+    }
+    return { start, userId, keyId, reservations, startedAt: now, startedHr: process.hrtime.bigint(), pricing, finished: false };
+  }
+
+  /**
+   * Records the call's usage row and settles its reservations; resolves once both are committed. Safe to call
+   * twice (the second call does nothing), so a stream's end and its cut can both report.
+   */
+  async finish(ticket: CallTicket, outcome: CallOutcome): Promise<void> {
+    if (ticket.finished) return;
+    ticket.finished = true;
+    const { start, pricing } = ticket;
+    const cost = pricing
+      ? Math.round(nanos(outcome.promptTokens, pricing.input_cost_per_million) + nanos(outcome.completionTokens, pricing.output_cost_per_million))
+      : 0;
+    const labels = { provider: start.provider, model: start.model };
+    if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
+    if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
+    if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
+    this.#metrics.upstreamCalls.inc({ provider: start.provider, endpoint: start.endpoint, status: outcome.status });
+    const row: UsageRecord = {
+      id: newId('usage'),
+      request_id: start.requestId,
+      created_at: ticket.startedAt,
+      user_id: ticket.userId,
+      key_id: ticket.keyId,
+      endpoint: start.endpoint,
+      provider: start.provider,
+      model: start.model,
+      prompt_tokens: outcome.promptTokens,
+      completion_tokens: outcome.completionTokens,
+      cost_nanos: cost,
+      status: outcome.status,
+      status_code: outcome.statusCode,
+      duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6,
+    };
+    try {
+      await this.#recorder.record(
+        row,
+        ticket.reservations.map((r) => ({ budget_id: r.budget_id, reserved_nanos: r.amount, actual_nanos: cost })),
+      );
+    } catch (error) {
+      this.#metrics.usageWriteFailures.inc();
+      throw error;
+    }
+  }
+
+  #checkRateLimit(subject: string, now: number): void {
+    if (!this.#rateLimit) return;
+    const { perMinute, windows } = this.#rateLimit;
+    let window = windows.get(subject);
+    if (!window || now - window.start >= 60_000) {
+      window = { start: now, count: 0 };
+      windows.set(subject, window);
+      if (windows.size > 100_000) windows.clear();
+    }
+    if (window.count >= perMinute) {
+      this.#metrics.rateLimited.inc();
+      const retryAfter = Math.max(1, Math.ceil((window.start + 60_000 - now) / 1000));
+      throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Rate limit exceeded: ${perMinute} requests per minute; retry in ${retryAfter} s`, { retryAfter });
+    }
+    window.count++;
+  }
+}
