@@ -106,7 +106,7 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
 
   app.post<{ Params: { name: string; tool: string }; Body: unknown }>('/api/v1/servers/:name/tools/:tool', async (request, reply) => {
     const upstream = upstreams.get(request.params.name);
-    const args = request.body ?? {};
+    const args = request.body === undefined ? {} : request.body;
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       throw new ToolsError('bad_request', `the request body must be a JSON object of the tool's arguments, not ${describe(args)}`);
     }
