@@ -1,0 +1,74 @@
+// Gemini (Google AI Studio API) through @google/genai: Messages converted to generateContent, embeddings, models.
+
+import { GoogleGenAI } from '@google/genai';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
+import { geminiErrorToHub } from './errors.ts';
+
+export const GEMINI_DEFAULT_API_BASE = 'https://generativelanguage.googleapis.com';
+
+const metadata: ProviderMetadata = {
+  name: 'gemini',
+  env_key: 'GEMINI_API_KEY',
+  doc_url: 'https://ai.google.dev/api',
+  default_api_base: GEMINI_DEFAULT_API_BASE,
+  streaming: true,
+  messages: true,
+  completion: false,
+  embedding: true,
+  responses: false,
+  list_models: true,
+  batch: false,
+  reasoning: true,
+  image: true,
+};
+
+function createGemini(options: ProviderOptions): Provider {
+  const clientArgs = (options.client_args ?? {}) as Partial<NonNullable<ConstructorParameters<typeof GoogleGenAI>[0]>>;
+  // no retryOptions: the SDK then makes exactly one attempt (the Hub core owns retries)
+  const client = new GoogleGenAI({
+    apiKey: options.api_key,
+    ...clientArgs,
+    httpOptions: { baseUrl: options.api_base ?? GEMINI_DEFAULT_API_BASE, ...clientArgs.httpOptions },
+  });
+  const modelId = (name: string | undefined) => (name ?? '').replace(/^models\//, '');
+
+  return {
+    metadata,
+    async messages(params, call) {
+      const request = toGeminiRequest(params, call.extra);
+      const response = await client.models.generateContent({ ...request, config: { ...request.config, abortSignal: call.signal } });
+      return fromGeminiResponse(response, params.model);
+    },
+    async *messagesStream(params, call) {
+      const request = toGeminiRequest(params, call.extra);
+      const chunks = await client.models.generateContentStream({ ...request, config: { ...request.config, abortSignal: call.signal } });
+      yield* fromGeminiStream(chunks, params.model);
+    },
+    async embedding(params, call): Promise<EmbeddingResponse> {
+      const response = await client.models.embedContent({
+        model: params.model,
+        contents: params.inputs,
+        config: { ...(call.extra as object), abortSignal: call.signal },
+      });
+      const embeddings = response.embeddings ?? [];
+      // the Gemini API reports no token counts for embeddings (Vertex AI does, in statistics)
+      const tokens = embeddings.reduce((sum, e) => sum + (e.statistics?.tokenCount ?? 0), 0);
+      return {
+        object: 'list',
+        model: params.model,
+        data: embeddings.map((e, index) => ({ object: 'embedding', index, embedding: e.values ?? [] })),
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      };
+    },
+    async listModels(call): Promise<Model[]> {
+      const models: Model[] = [];
+      const pager = await client.models.list({ config: { abortSignal: call.signal } });
+      for await (const model of pager) models.push({ id: modelId(model.name), object: 'model', created: 0, owned_by: 'google' });
+      return models;
+    },
+    toHubError: (error) => geminiErrorToHub(error, metadata.name),
+  };
+}
+
+export const geminiProvider: ProviderDefinition = { metadata, create: createGemini };
