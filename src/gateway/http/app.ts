@@ -43,6 +43,9 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
     },
   });
 
+  // JSON bodies only: anything else is a 415, not a string handed to a route.
+  app.removeContentTypeParser('text/plain');
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -1,0 +1,87 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { GatewayConfig } from '../../../src/gateway/config.ts';
+import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
+import { startPostgres, type TestPostgres } from './postgres.ts';
+
+export const MASTER_KEY = 'test-master-key-0123456789abcdefghijklmnop';
+
+export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
+  return {
+    masterKey: MASTER_KEY,
+    databaseUrl,
+    host: '127.0.0.1',
+    port: 0,
+    providers: {},
+    pricing: {},
+    rateLimits: null,
+    reserveOutputTokens: 1024,
+    upstreamTimeoutSeconds: 30,
+    logLevel: 'silent',
+    warnings: [],
+    ...overrides,
+  };
+}
+
+/** A database backend for a test file: SQLite files in a temporary folder, or databases on a throwaway PostgreSQL. */
+export interface Backend {
+  name: 'sqlite' | 'postgres';
+  /** Why the backend is unavailable (the suite skips and prints this), or null. */
+  skipReason: string | null;
+  newDatabaseUrl(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export function sqliteBackend(): Backend {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-sqlite-'));
+  let n = 0;
+  return {
+    name: 'sqlite',
+    skipReason: null,
+    newDatabaseUrl: async () => `sqlite:${path.join(dir, `gateway-${++n}.db`)}`,
+    close: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export async function postgresBackend(): Promise<Backend> {
+  const started = await startPostgres();
+  if (!started.server) {
+    console.warn(`skipping the PostgreSQL gateway tests: ${started.reason}`);
+    return { name: 'postgres', skipReason: started.reason, newDatabaseUrl: () => Promise.reject(new Error(started.reason)), close: async () => {} };
+  }
+  const server: TestPostgres = started.server;
+  return { name: 'postgres', skipReason: null, newDatabaseUrl: () => server.createDatabase(), close: () => server.stop() };
+}
+
+export interface TestGateway extends RunningGateway {
+  /** fetch against the gateway with a bearer credential in X-Hub-Key (or none). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
+  call(method: string, urlPath: string, options?: { key?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; json: any }>;
+}
+
+export async function startTestGateway(databaseUrl: string, overrides: Partial<GatewayConfig> = {}): Promise<TestGateway> {
+  const running = await startGateway(testConfig(databaseUrl, overrides), { version: '0.0.0-test' });
+  return {
+    ...running,
+    async call(method, urlPath, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      const key = options.key === undefined ? MASTER_KEY : options.key;
+      if (key !== null) headers['x-hub-key'] = `Bearer ${key}`;
+      if (options.body !== undefined) headers['content-type'] = 'application/json';
+      const response = await fetch(running.url + urlPath, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      });
+      const text = await response.text();
+      let json: unknown = text;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        // not JSON (metrics, SSE)
+      }
+      return { status: response.status, headers: response.headers, json };
+    },
+  };
+}
