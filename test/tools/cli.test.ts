@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAddr } from '../../src/cli/tools-command.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
+import { runCliCaptured } from '../helpers/run-cli.ts';
+import { NODE, eventually, fixture } from './helpers.ts';
+
+// `encoder tools serve` as a process: SIGHUP reloads the configuration restarting only what changed, SIGTERM
+// closes every session and child process.
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tools-cli-'));
+const configFile = path.join(dir, 'tools.yaml');
+const server = (calls: number) => `{command: ${NODE}, args: [${fixture('exits-after-calls.ts')}, --calls, "${calls}"]}`;
+const writeConfig = (entries: Record<string, string>) =>
+  writeFileSync(configFile, `servers:\n${Object.entries(entries).map(([name, entry]) => `  ${name}: ${entry}`).join('\n')}\n`);
+
+let child: ChildProcess;
+let stderr = '';
+let baseUrl: string;
+
+beforeAll(async () => {
+  writeConfig({ a: server(1000), b: server(1000), d: server(1000) });
+  child = spawn(NODE, [path.join(repoRoot, 'src/cli/main.ts'), 'tools', 'serve', '--config', configFile, '--addr', '127.0.0.1:0'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  baseUrl = await eventually(() => {
+    const match = /tool server on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
+    expect(match, stderr).not.toBeNull();
+    return match![1];
+  }, 60_000);
+});
+
+afterAll(() => {
+  if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The pid of the process behind server `name`, as its echo tool reports it. */
+async function pidOf(name: string): Promise<number> {
+  return eventually(async () => {
+    const response = await fetch(`${baseUrl}/api/v1/servers/${name}/tools/echo`, { method: 'POST', body: '{"message": "pid?"}' });
+    expect(response.status).toBe(200);
+    return Number(/pid (\d+)/.exec((await response.json()) as string)![1]);
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('encoder tools serve', () => {
+  it('reloads on SIGHUP: starts added servers, stops removed ones, restarts only changed ones', async () => {
+    const [a, b, d] = [await pidOf('a'), await pidOf('b'), await pidOf('d')];
+    writeConfig({ a: server(1000), b: server(999), c: server(1000) });
+    child.kill('SIGHUP');
+    await eventually(() => expect(stderr).toContain('added: c; removed: d; restarted: b; unchanged: a'));
+    expect(await (await fetch(`${baseUrl}/api/v1/servers`)).json()).toEqual(['a', 'b', 'c']);
+    expect(await pidOf('a')).toBe(a);
+    expect(await pidOf('b')).not.toBe(b);
+    expect(await pidOf('c')).toEqual(expect.any(Number));
+    await eventually(() => expect(alive(d)).toBe(false));
+    await eventually(() => expect(alive(b)).toBe(false));
+  });
+
+  it('keeps the running configuration when the new one is invalid', async () => {
+    writeFileSync(configFile, 'servers:\n  a: {command: "${TOOLS_CLI_TEST_UNSET}"}\n');
+    child.kill('SIGHUP');
+    await eventually(() => expect(stderr).toContain('configuration not reloaded, keeping the current one'));
+    expect(stderr).toContain('environment variable TOOLS_CLI_TEST_UNSET is not set');
+    expect(await (await fetch(`${baseUrl}/api/v1/servers`)).json()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('stops on SIGTERM, closing every child process', async () => {
+    const pids = [await pidOf('a'), await pidOf('b'), await pidOf('c')];
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('stopped');
+    for (const pid of pids) await eventually(() => expect(alive(pid)).toBe(false));
+  });
+});
+
+describe('command-line errors', () => {
+  it('exits 2 naming the problem for a bad configuration or address', async () => {
+    const missing = await runCliCaptured(['tools', 'serve', '--config', path.join(dir, 'absent.yaml')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('cannot read the tools configuration');
+    const badAddr = await runCliCaptured(['tools', 'serve', '--addr', 'localhost']);
+    expect(badAddr.code).toBe(2);
+    expect(badAddr.stderr).toContain('"localhost" is not an address');
+  });
+
+  it('parses addresses', () => {
+    expect(parseAddr('0.0.0.0:8090')).toEqual({ host: '0.0.0.0', port: 8090 });
+    expect(parseAddr(':9000')).toEqual({ host: '0.0.0.0', port: 9000 });
+    expect(parseAddr('[::1]:80')).toEqual({ host: '::1', port: 80 });
+    expect(() => parseAddr('host:70000')).toThrow(/not an address/);
+  });
+});

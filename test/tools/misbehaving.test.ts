@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE, OpenApiChecker, eventually, fixture, freePort, startHarness, type ToolsHarness } from './helpers.ts';
+
+// Small MCP servers that misbehave on purpose (test/tools/fixtures/): every error row of docs/tools.md, restarts
+// with backoff, timeouts and health transitions. Timeouts are short here; nothing assumes a fast machine beyond
+// "a request that never gets an answer takes at least the request timeout".
+
+let harness: ToolsHarness;
+let api: OpenApiChecker;
+
+const REQUEST_TIMEOUT_MS = 1500;
+
+beforeAll(async () => {
+  const closedPort = await freePort();
+  harness = await startHarness(`
+defaults:
+  timeouts: {startup: 20s, request: ${REQUEST_TIMEOUT_MS}ms, healthInterval: 200ms, healthTimeout: 400ms}
+  restart: {initialDelay: 100ms, maxDelay: 2s}
+servers:
+  exits:
+    command: ${NODE}
+    args: [${fixture('exits-after-calls.ts')}, --calls, "2"]
+  hangs:
+    command: ${NODE}
+    args: [${fixture('hangs.ts')}]
+  junk:
+    command: ${NODE}
+    args: [${fixture('junk-on-stdout.ts')}]
+  errors:
+    command: ${NODE}
+    args: [${fixture('answers-errors.ts')}]
+    tools: [fail, is-error, ghost]
+  never-initializes:
+    command: ${NODE}
+    args: [${fixture('hangs.ts')}, --hang-initialize]
+    timeouts: {startup: 1500ms}
+    restart: {initialDelay: 60s}
+  missing:
+    command: /nonexistent/mcp-server
+  down-http:
+    url: http://127.0.0.1:${closedPort}/mcp
+`);
+  await Promise.all(['exits', 'hangs', 'junk', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
+  api = await OpenApiChecker.of(harness.app);
+});
+
+afterAll(async () => {
+  await harness?.close();
+});
+
+async function call(method: 'GET' | 'POST', template: string, url: string, body?: string) {
+  const response = await harness.app.inject({ method, url, payload: body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });
+  api.check(method, template, response);
+  return response;
+}
+const CALL = '/api/v1/servers/{server}/tools/{tool}';
+const HEALTH = '/api/v1/health/servers/{name}';
+const health = async (name: string) => (await call('GET', HEALTH, `/api/v1/health/servers/${name}`)).json() as Record<string, string>;
+
+describe('a server that is down answers 503, and its health says unreachable', () => {
+  it('a command that does not exist: retried with exponential backoff', async () => {
+    const response = await call('POST', CALL, '/api/v1/servers/missing/tools/anything', '{}');
+    expect(response.statusCode).toBe(503);
+    expect(response.json().detail).toContain('ENOENT');
+    expect(await health('missing')).toMatchObject({ status: 'unreachable', lastChecked: expect.any(String) });
+    expect((await health('missing')).lastSuccessful).toBeUndefined();
+    const delays = await eventually(() => {
+      const found = harness.logs.filter((line) => line.startsWith('[missing]')).map((line) => Number(/retrying in (\d+) ms/.exec(line)?.[1]));
+      expect(found.length).toBeGreaterThanOrEqual(4);
+      return found;
+    });
+    expect(delays.slice(0, 4)).toEqual([100, 200, 400, 800]);
+  });
+
+  it('a Streamable HTTP server that is not listening', async () => {
+    for (const url of ['/api/v1/servers/down-http/tools', '/api/v1/servers/down-http/resources']) {
+      const response = await harness.app.inject(url);
+      expect(response.statusCode).toBe(503);
+    }
+    await eventually(async () => expect((await health('down-http')).status).toBe('unreachable'));
+  });
+
+  it('a server that never answers initialize: unknown at first, then unreachable after the start-up timeout', async () => {
+    // Its first start-up attempt lasts 1.5 s, and the next attempt is a minute later.
+    const first = await health('never-initializes');
+    expect(['unknown', 'unreachable']).toContain(first.status);
+    await eventually(async () => expect((await health('never-initializes')).status).toBe('unreachable'));
+    const response = await call('GET', '/api/v1/servers/{name}/tools', '/api/v1/servers/never-initializes/tools');
+    expect(response.statusCode).toBe(503);
+    expect(response.json().detail).toContain('no answer to initialize within 1500 ms');
+  });
+});
+
+describe('a stdio server that exits is restarted', () => {
+  it('answers its calls, 503 for the call it exits on, then a new process answers', async () => {
+    const first = (await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "one"}')).json() as string;
+    expect(first).toMatch(/^one \(call 1 of pid \d+\)$/);
+    const pid = /pid (\d+)/.exec(first)![1];
+    expect((await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "two"}')).json()).toContain('call 2');
+    const exiting = await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "three"}');
+    expect(exiting.statusCode).toBe(503);
+    const again = await eventually(async () => {
+      const response = await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "four"}');
+      expect(response.statusCode).toBe(200);
+      return response.json() as string;
+    });
+    expect(again).toMatch(/^four \(call 1 of pid \d+\)$/);
+    expect(/pid (\d+)/.exec(again)![1]).not.toBe(pid);
+    expect(harness.logs.some((line) => line.startsWith('[exits]') && line.includes('retrying in'))).toBe(true);
+  });
+});
+
+describe('a server that hangs', () => {
+  it('answers 504 after the request timeout, while other servers keep answering', async () => {
+    const started = Date.now();
+    const hanging = call('POST', CALL, '/api/v1/servers/hangs/tools/hang', '{}');
+    const meanwhile = await call('POST', CALL, '/api/v1/servers/junk/tools/echo', '{"message": "still here"}');
+    expect(meanwhile.json()).toBe('still here');
+    const response = await hanging;
+    expect(response.statusCode).toBe(504);
+    expect(response.json().detail).toContain('timed out');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+  });
+
+  it('health goes ok → timeout when pings are not answered, and back to ok', async () => {
+    await eventually(async () => expect((await health('hangs')).status).toBe('ok'));
+    await call('POST', CALL, '/api/v1/servers/hangs/tools/stop-answering-pings', '{}');
+    const timedOut = await eventually(async () => {
+      const value = await health('hangs');
+      expect(value.status).toBe('timeout');
+      return value;
+    });
+    expect(timedOut.latency).toBeUndefined();
+    expect(Date.parse(timedOut.lastChecked)).toBeGreaterThan(Date.parse(timedOut.lastSuccessful));
+    await call('POST', CALL, '/api/v1/servers/hangs/tools/answer-pings', '{}');
+    await eventually(async () => expect((await health('hangs')).status).toBe('ok'));
+  });
+});
+
+describe('a server that writes junk on stdout', () => {
+  it('still answers, stays healthy and is not restarted', async () => {
+    const pid = harness.upstreams.get('junk').pid;
+    for (const message of ['a', 'b', 'c']) {
+      expect((await call('POST', CALL, '/api/v1/servers/junk/tools/echo', JSON.stringify({ message }))).json()).toBe(message);
+    }
+    expect(await health('junk')).toMatchObject({ status: 'ok' });
+    expect(harness.upstreams.get('junk').pid).toBe(pid);
+    // The junk did reach the client: its lines were reported and skipped.
+    expect(harness.logs.some((line) => line.startsWith('[junk] MCP transport error'))).toBe(true);
+  });
+});
+
+describe('a server that answers errors', () => {
+  it('an MCP error of a tool call: 502 with the server message', async () => {
+    const response = await call('POST', CALL, '/api/v1/servers/errors/tools/fail', '{}');
+    expect(response.statusCode).toBe(502);
+    expect(response.json()).toMatchObject({ title: 'Bad Gateway', status: 502, detail: expect.stringContaining('the database is on fire') });
+  });
+
+  it('a tool result with isError: 502 with its text', async () => {
+    const response = await call('POST', CALL, '/api/v1/servers/errors/tools/is-error', '{}');
+    expect(response.statusCode).toBe(502);
+    expect(response.json().detail).toContain('quota exceeded for today');
+  });
+
+  it('a tool outside the allow-list: 403, listed or not; an allowed tool the server lacks: 404', async () => {
+    expect((await call('POST', CALL, '/api/v1/servers/errors/tools/secret', '{}')).statusCode).toBe(403);
+    const tools = (await call('GET', '/api/v1/servers/{name}/tools', '/api/v1/servers/errors/tools?detail=minimal')).json();
+    expect(tools.tools.map((tool: { name: string }) => tool.name)).toEqual(['fail', 'is-error']);
+    expect((await call('POST', CALL, '/api/v1/servers/errors/tools/ghost', '{}')).statusCode).toBe(404);
+  });
+
+  it('method not found: 501', async () => {
+    const response = await call('GET', '/api/v1/servers/{name}/prompts', '/api/v1/servers/errors/prompts');
+    expect(response.statusCode).toBe(501);
+    expect(response.json().detail).toContain('prompts are switched off');
+  });
+
+  it('resource not found (-32002): 404; another error reading a resource: 502', async () => {
+    const template = '/api/v1/servers/{name}/resources/content';
+    const missing = await call('GET', template, '/api/v1/servers/errors/resources/content?uri=fixture%3A%2F%2Fmissing');
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json().detail).toContain('fixture://missing');
+    const broken = await call('GET', template, '/api/v1/servers/errors/resources/content?uri=fixture%3A%2F%2Fbroken');
+    expect(broken.statusCode).toBe(502);
+    expect(broken.json().detail).toContain('disk read error');
+  });
+
+  it('health stays ok', async () => {
+    expect((await health('errors')).status).toBe('ok');
+  });
+});
