@@ -69,6 +69,8 @@ export class Upstream {
   private toolsCache: Tool[] | undefined;
   private readonly allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
+  /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
+  private connecting: { client: Client; transport: Transport } | undefined;
 
   constructor(config: ServerConfig, options: UpstreamOptions = {}) {
     this.config = config;
@@ -107,7 +109,8 @@ export class Upstream {
 
   /** The process id of a stdio server's current process. */
   get pid(): number | undefined {
-    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+    const transport = this.transport ?? this.connecting?.transport;
+    return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
   }
 
   async close(): Promise<void> {
@@ -115,7 +118,7 @@ export class Upstream {
     this.generation++;
     clearTimeout(this.retryTimer);
     clearInterval(this.healthTimer);
-    await this.dropSession();
+    await Promise.all([this.connecting?.client.close().catch(() => {}), this.dropSession()]);
   }
 
   // ---- requests ------------------------------------------------------------------------------------------
@@ -321,9 +324,11 @@ export class Upstream {
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       if (generation === this.generation) this.toolsCache = undefined;
     });
+    this.connecting = { client, transport };
     try {
       await client.connect(transport, { timeout: this.config.timeouts.startup });
     } catch (error) {
+      if (this.connecting?.client === client) this.connecting = undefined;
       await client.close().catch(() => {});
       if (generation !== this.generation) return;
       const timedOut = error instanceof McpError && error.code === ErrorCode.RequestTimeout;
@@ -333,6 +338,7 @@ export class Upstream {
       this.failed(`start failed: ${reason}`);
       return;
     }
+    if (this.connecting?.client === client) this.connecting = undefined;
     if (generation !== this.generation) {
       await client.close().catch(() => {});
       return;

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseToolsConfig } from '../../src/tools/config.ts';
+import { Upstream } from '../../src/tools/upstream.ts';
 import { NODE, OpenApiChecker, eventually, fixture, freePort, startHarness, type ToolsHarness } from './helpers.ts';
 
 // Small MCP servers that misbehave on purpose (test/tools/fixtures/): every error row of docs/tools.md, restarts
@@ -188,5 +190,21 @@ describe('a server that answers errors', () => {
 
   it('health stays ok', async () => {
     expect((await health('errors')).status).toBe('ok');
+  });
+});
+
+describe('stopping', () => {
+  it('closes a server that is still starting: its process does not outlive close()', async () => {
+    const [config] = parseToolsConfig(`servers:\n  slow: {command: ${NODE}, args: [${fixture('hangs.ts')}, --hang-initialize]}\n`, 'test.yaml').servers;
+    const upstream = new Upstream(config);
+    upstream.start();
+    const pid = await eventually(() => {
+      expect(upstream.pid).toEqual(expect.any(Number));
+      return upstream.pid!;
+    });
+    expect(upstream.state).toBe('connecting');
+    await upstream.close();
+    await eventually(() => expect(() => process.kill(pid, 0)).toThrow());
+    expect(upstream.state).toBe('stopped');
   });
 });
