@@ -99,6 +99,12 @@ export class SdkUpstream implements Upstream {
   async models(provider: string, signal: AbortSignal): Promise<ModelInfo[]> {
     return call(provider, async () => {
       const models: ModelInfo[] = [];
+      if (provider === 'anthropic') {
+        for await (const model of this.#anthropicClient(provider).models.list({}, { signal })) {
+          models.push({ id: model.id, object: 'model', created: Math.floor(Date.parse(model.created_at) / 1000), owned_by: 'anthropic' });
+        }
+        return models;
+      }
       for await (const model of this.#openaiClient(provider).models.list({ signal })) models.push(model);
       return models;
     });

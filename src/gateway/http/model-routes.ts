@@ -8,11 +8,15 @@ import type { GatewayContext } from './context.ts';
 type Body = Record<string, unknown>;
 
 /** `provider:model` → its parts; the model part may itself contain ':' or '/'. */
-export function splitModel(value: unknown): { provider: string; model: string } {
+export function splitModel(value: unknown, providers: string[]): { provider: string; model: string } {
   if (typeof value !== 'string' || value === '') throw invalidRequest('"model" is required: a string of the form provider:model, e.g. openai:gpt-4o-mini', 'model');
   const colon = value.indexOf(':');
   if (colon <= 0 || colon === value.length - 1) throw invalidRequest(`"model" must be provider:model (e.g. openai:gpt-4o-mini), got "${value}"`, 'model');
-  return { provider: value.slice(0, colon), model: value.slice(colon + 1) };
+  const provider = value.slice(0, colon);
+  if (!providers.includes(provider)) {
+    throw invalidRequest(`Provider "${provider}" is not configured on this gateway (configured: ${providers.join(', ') || 'none'})`, 'model', 'unknown_provider');
+  }
+  return { provider, model: value.slice(colon + 1) };
 }
 
 function bodyOf(request: FastifyRequest): Body {
@@ -77,7 +81,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/chat/completions', async (request, reply) => {
     const principal = await context.authenticate(request);
     const body = bodyOf(request);
-    const { provider, model } = splitModel(body.model);
+    const { provider, model } = splitModel(body.model, upstream.providers);
     checkMessages(body.messages);
     const { user, model: _model, ...rest } = body;
     // With a virtual key the client may still send its own end-user id; it is passed on, not interpreted.
@@ -128,7 +132,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/embeddings', async (request) => {
     const principal = await context.authenticate(request);
     const body = bodyOf(request);
-    const { provider, model } = splitModel(body.model);
+    const { provider, model } = splitModel(body.model, upstream.providers);
     const input = body.input;
     const inputs = typeof input === 'string' ? [input] : input;
     if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((item) => typeof item === 'string')) {
@@ -188,7 +192,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/messages', async (request, reply) => {
     const principal = await context.authenticate(request, { allowXApiKey: true });
     const body = bodyOf(request);
-    const { provider, model } = splitModel(body.model);
+    const { provider, model } = splitModel(body.model, upstream.providers);
     checkMessages(body.messages);
     if (typeof body.max_tokens !== 'number') throw invalidRequest('"max_tokens" is required (Anthropic Messages format)', 'max_tokens');
     const metadata = body.metadata as Body | undefined;

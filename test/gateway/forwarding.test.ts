@@ -1,0 +1,244 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.ts';
+import { COMPLETION_TOKENS, PROMPT_TOKENS, startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
+import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+
+const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
+let fake: FakeOpenAi;
+let anthropicFake: AnthropicFake;
+
+beforeAll(async () => {
+  fake = await startFakeOpenAi();
+  anthropicFake = await startAnthropicFake();
+});
+afterAll(async () => {
+  await fake?.close();
+  await anthropicFake?.close();
+  await Promise.all(backends.map((backend) => backend.close()));
+});
+
+/** Waits for the usage rows the gateway commits before it answers (streams: before the last event). */
+async function usageOf(gateway: TestGateway, path: string) {
+  return (await gateway.call('GET', path)).json;
+}
+
+describe.each(backends)('forwarding on $name', (backend) => {
+  let gateway: TestGateway;
+  let virtualKey: { id: string; key: string };
+  let viaKey: OpenAI;
+  let viaMaster: OpenAI;
+
+  beforeAll(async () => {
+    if (backend.skipReason) return;
+    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
+      providers: { fake: { api_key: 'sk-provider-secret', api_base: fake.url }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
+      pricing: { 'fake:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } },
+    });
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'carol', alias: 'Carol' } });
+    virtualKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'app', user_id: 'carol' } })).json;
+    viaKey = new OpenAI({ apiKey: virtualKey.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    viaMaster = new OpenAI({ apiKey: MASTER_KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it.skipIf(backend.skipReason)('the openai client with a virtual key: chat, passing other fields on, usage and cost recorded', async () => {
+    const completion = await viaKey.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.3, max_tokens: 50 });
+    expect(completion.choices[0].message.content).toBe('Hello world');
+    expect(completion.usage).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
+    const forwarded = fake.chatBodies.at(-1)!;
+    expect(forwarded).toMatchObject({ model: 'gpt-fake', temperature: 0.3, max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] });
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
+    expect(usage.data[0]).toMatchObject({
+      key_id: virtualKey.id,
+      user_id: 'carol',
+      endpoint: 'chat.completions',
+      provider: 'fake',
+      model: 'gpt-fake',
+      prompt_tokens: PROMPT_TOKENS,
+      completion_tokens: COMPLETION_TOKENS,
+      status: 'success',
+      status_code: 200,
+    });
+    // 10 tokens at $1000/M + 5 at $2000/M = $0.02
+    expect(usage.data[0].cost).toBeCloseTo(0.02, 10);
+    expect(usage.data[0].duration_ms).toBeGreaterThan(0);
+    expect(usage.totals).toMatchObject({ requests: 1, prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
+  });
+
+  it.skipIf(backend.skipReason)('the openai client with the master key: user is required (400), must exist (404), and is charged', async () => {
+    const missing = viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+    await expect(missing).rejects.toMatchObject({ status: 400, code: 'missing_user', param: 'user' });
+    const unknown = viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'nobody' });
+    await expect(unknown).rejects.toMatchObject({ status: 404, code: 'user_not_found' });
+    const completion = await viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'carol' });
+    expect(completion.choices[0].message.content).toBe('Hello world');
+    // The gateway's `user` selects whom to charge; it is not sent to the provider.
+    expect(fake.chatBodies.at(-1)).not.toHaveProperty('user');
+    const usage = await usageOf(gateway, '/v1/users/carol/usage');
+    expect(usage.data[0]).toMatchObject({ user_id: 'carol', key_id: null, status: 'success' });
+  });
+
+  it.skipIf(backend.skipReason)('streaming: chunks unchanged, [DONE] at the end, usage asked of the provider and recorded', async () => {
+    const stream = await viaKey.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    let text = '';
+    let usageChunks = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usageChunks++;
+    }
+    expect(text).toBe('Hello world');
+    // The client did not ask for usage, so it gets none, but the gateway asked the provider.
+    expect(usageChunks).toBe(0);
+    expect(fake.chatBodies.at(-1)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
+    expect(usage.data[0]).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS, status: 'success' });
+
+    const withUsage = await viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true }, user: 'carol' });
+    const chunks = [];
+    for await (const chunk of withUsage) chunks.push(chunk);
+    expect(chunks.at(-1)?.usage).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
+
+    const raw = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+    });
+    expect(raw.headers.get('content-type')).toContain('text/event-stream');
+    expect((await raw.text()).trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it.skipIf(backend.skipReason)('a stream cut by the provider ends with an error event and an error usage row with what was streamed', async () => {
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+    });
+    const text = await response.text();
+    const events = text.trim().split('\n\n');
+    expect(events[0]).toContain('Hello');
+    const last = JSON.parse(events.at(-1)!.replace(/^data: /, ''));
+    expect(last.error).toMatchObject({ type: 'upstream_error', code: 'upstream_error' });
+    expect(text).not.toContain('[DONE]');
+    const stream = await viaKey.chat.completions.create({ model: 'fake:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    await expect(
+      (async () => {
+        for await (const _chunk of stream) {
+          // consume
+        }
+      })(),
+    ).rejects.toThrow(/Provider fake/);
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
+    expect(usage.data[0]).toMatchObject({ model: 'cut-stream', status: 'error', status_code: 502 });
+    expect(usage.data[0].completion_tokens).toBeGreaterThan(0);
+  });
+
+  it.skipIf(backend.skipReason)('provider failures map to 429 with Retry-After, 400, 502 — never a bare 500 — and leak no provider key', async () => {
+    const call = (model: string) =>
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: `fake:${model}`, messages: [{ role: 'user', content: 'Hi' }] }),
+      });
+    const limited = await call('rate-limited');
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('7');
+    expect((await limited.json()).error).toMatchObject({ type: 'rate_limit_error', code: 'upstream_rate_limited' });
+    const bad = await call('bad-request');
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.message).toContain("Invalid value for 'temperature'");
+    expect((await call('server-error')).status).toBe(502);
+    const unauthorized = await call('unauthorized');
+    expect(unauthorized.status).toBe(502);
+    const body = await unauthorized.text();
+    expect(body).toContain('upstream_authentication_failed');
+    expect(body).not.toContain('sk-secret123456789');
+    const unknownProvider = await viaKey.chat.completions.create({ model: 'nope:x', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
+    expect(unknownProvider).toMatchObject({ status: 400, code: 'unknown_provider' });
+    const noProvider = await viaKey.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
+    expect(noProvider).toMatchObject({ status: 400, param: 'model' });
+    const noMessages = await viaKey.chat.completions.create({ model: 'fake:gpt-fake', messages: [] }).catch((e) => e);
+    expect(noMessages).toMatchObject({ status: 400, param: 'messages' });
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage?limit=4`);
+    expect(usage.data.map((row: { status_code: number }) => row.status_code)).toEqual([502, 502, 400, 429]);
+  });
+
+  it.skipIf(backend.skipReason)('embeddings (float and the client default base64) and model listing through the openai client', async () => {
+    const embeddings = await viaKey.embeddings.create({ model: 'fake:embed-fake', input: ['abc', 'hello'] });
+    expect(embeddings.data.map((item) => Array.from(item.embedding))).toEqual([
+      [3, 0.5, -0.25],
+      [5, 0.5, -0.25],
+    ]);
+    const floats = await viaMaster.embeddings.create({ model: 'fake:embed-fake', input: 'abcd', encoding_format: 'float', user: 'carol' });
+    expect(floats.data[0].embedding).toEqual([4, 0.5, -0.25]);
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
+    expect(usage.data[0]).toMatchObject({ endpoint: 'embeddings', prompt_tokens: 2 * PROMPT_TOKENS, completion_tokens: 0 });
+
+    const models = [];
+    for await (const model of viaKey.models.list()) models.push(model.id);
+    expect(models).toEqual(expect.arrayContaining(['fake:gpt-fake', 'fake:embed-fake', 'anthropic:claude-opus-4-5']));
+  });
+
+  it.skipIf(backend.skipReason)('the Anthropic client does messages (plain and streaming) with x-api-key', async () => {
+    const client = new Anthropic({ apiKey: virtualKey.key, baseURL: gateway.url, maxRetries: 0 });
+    const message = await client.messages.create({ model: 'anthropic:claude-haiku-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'ping' }] });
+    expect(message.content[0]).toMatchObject({ type: 'text', text: 'echo: ping' });
+    const stream = client.messages.stream({ model: 'anthropic:claude-haiku-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'pong' }] });
+    const final = await stream.finalMessage();
+    expect(final.content[0]).toMatchObject({ type: 'text', text: 'echo: pong' });
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage?limit=2`);
+    expect(usage.data.map((row: { endpoint: string; status: string }) => [row.endpoint, row.status])).toEqual([
+      ['messages', 'success'],
+      ['messages', 'success'],
+    ]);
+    expect(usage.data[0].prompt_tokens).toBe(final.usage.input_tokens);
+    expect(usage.data[0].completion_tokens).toBe(final.usage.output_tokens);
+    const refused = await new Anthropic({ apiKey: 'gw-wrong', baseURL: gateway.url, maxRetries: 0 }).messages
+      .create({ model: 'anthropic:claude-haiku-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
+    expect(refused).toBeInstanceOf(Anthropic.AuthenticationError);
+  });
+
+  it.skipIf(backend.skipReason)('a budget for 10 calls holds against 100 concurrent calls (overspend ≤ one call)', async () => {
+    // Each call costs $0.02 at the configured pricing. The reservation must not be below the cost for the bound to
+    // hold: max_tokens caps the output, and this prompt's size estimate (characters / 4) exceeds the 10 tokens billed.
+    const prompt = 'Please answer this question briefly and politely.';
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.2 } })).json;
+    const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'budgeted', budget_id: budget.budget_id } })).json;
+    const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 100 }, () => client.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: prompt }], max_tokens: COMPLETION_TOKENS })),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+    // Without reservations all 100 would pass the check "spend < limit" at once. With them at most 10 + 1 do.
+    expect(ok).toBeGreaterThanOrEqual(1);
+    expect(ok).toBeLessThanOrEqual(11);
+    expect(refused.length).toBe(100 - ok);
+    expect(refused.every((e) => e.status === 403 && e.code === 'budget_exceeded')).toBe(true);
+    const after = (await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json;
+    expect(after.reserved).toBe(0);
+    expect(after.spend).toBeCloseTo(ok * 0.02, 10);
+    expect(after.spend).toBeLessThanOrEqual(0.2 + 0.02 + 1e-12);
+    expect((await gateway.call('GET', `/v1/keys/${key.id}/usage`)).json.totals.requests).toBe(ok);
+    const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
+    expect(metrics).toMatch(/gateway_budget_rejections_total\{scope="key"\} (\d+)/);
+  });
+
+  it.skipIf(backend.skipReason)("a user's periodic budget resets on time; the key owner's budget applies to the key", async () => {
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.02, reset_every_seconds: 2 } })).json;
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'dave', alias: 'Dave', budget_id: budget.budget_id } });
+    const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'dave', user_id: 'dave' } })).json;
+    const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const ask = () => client.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], max_tokens: COMPLETION_TOKENS });
+    await ask();
+    await expect(ask()).rejects.toMatchObject({ status: 403, code: 'budget_exceeded' });
+    await expect(viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'dave' })).rejects.toMatchObject({ status: 403 });
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json.spend).toBe(0);
+    await expect(ask()).resolves.toBeDefined();
+  });
+});
