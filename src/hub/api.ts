@@ -1,0 +1,380 @@
+// The asynchronous function surface of the Hub (spec 3, Area B): amessages, acompletion, aresponses, aembedding,
+// alist_models and the batch functions. Each takes one object: the operation's parameters, the common options
+// (provider, api_key, api_base, client_args, timeout, max_retries, signal, unified_exceptions) and any extra
+// provider-specific fields, which are passed through to the provider.
+
+import type { z } from 'zod';
+import { chatRequestToMessages } from './convert/chat-to-messages-request.ts';
+import { messageEventsToChatChunks, messageToChatCompletion } from './convert/message-to-chat.ts';
+import { InvalidRequestError, UnsupportedParameterError } from './errors.ts';
+import { cachedHandle } from './core/handle.ts';
+import type { ProviderHandle } from './core/handle.ts';
+import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, invoke, invokeStream, unifiedFromEnv } from './core/invoke.ts';
+import type { InvokeSettings } from './core/invoke.ts';
+import { planOutputFormat, withParsedOutput } from './core/output-format.ts';
+import type { ParsedMessage } from './core/output-format.ts';
+import { selectProvider } from './core/selection.ts';
+import { validateMessagesParams } from './core/validate.ts';
+import type {
+  Batch,
+  BatchResultItem,
+  CompletionChunk,
+  CompletionParams,
+  CompletionResponse,
+  EmbeddingResponse,
+  MessagesParams,
+  MessagesResponse,
+  MessagesStreamEvent,
+  Model,
+  ResponsesParams,
+  ResponsesResponse,
+  ResponsesStreamEvent,
+} from './provider.ts';
+
+export type { ParsedMessage } from './core/output-format.ts';
+
+/** Options every function accepts. */
+export interface HubCallOptions {
+  api_key?: string;
+  api_base?: string;
+  client_args?: Record<string, unknown>;
+  /** Per attempt, in milliseconds (default 600000). For streams: until the first event. */
+  timeout?: number;
+  /** Retries of 429/502/503/504 answers (default 2). */
+  max_retries?: number;
+  signal?: AbortSignal;
+  /** Convert provider errors to the unified exceptions for this call (default: HUB_UNIFIED_EXCEPTIONS=1). */
+  unified_exceptions?: boolean;
+}
+
+/** The provider: a key such as 'openai' (or a value of LLMProvider). */
+export type ProviderKey = string;
+
+export type MessagesRequest = MessagesParams &
+  HubCallOptions & {
+    provider?: ProviderKey;
+    stream?: boolean;
+    /** A zod schema (typed parsed_output) or a JSON-schema output configuration (parsed JSON). */
+    output_format?: z.ZodType | Record<string, unknown>;
+    [extra: string]: unknown;
+  };
+
+export type CompletionRequest = CompletionParams & HubCallOptions & { provider?: ProviderKey; stream?: boolean };
+export type ResponsesRequest = ResponsesParams & HubCallOptions & { provider?: ProviderKey; stream?: boolean };
+export type EmbeddingRequest = HubCallOptions & {
+  model: string;
+  inputs: string | string[];
+  provider?: ProviderKey;
+  [extra: string]: unknown;
+};
+export type ListModelsRequest = HubCallOptions & { provider: ProviderKey; [extra: string]: unknown };
+export type CreateBatchRequest = HubCallOptions & {
+  provider: ProviderKey;
+  input_file_path: string;
+  endpoint: string;
+  completion_window?: string;
+  metadata?: Record<string, string>;
+  [extra: string]: unknown;
+};
+export type BatchRequest = HubCallOptions & { provider: ProviderKey; batch_id: string; [extra: string]: unknown };
+export type ListBatchesRequest = HubCallOptions & { provider: ProviderKey; after?: string; limit?: number; [extra: string]: unknown };
+
+const OPTION_KEYS = new Set([
+  'provider',
+  'api_key',
+  'api_base',
+  'client_args',
+  'timeout',
+  'max_retries',
+  'signal',
+  'unified_exceptions',
+  'stream',
+  'output_format',
+]);
+
+/** Fields of the Messages request body; anything else in a messages call is provider-specific passthrough. */
+const MESSAGES_FIELDS = new Set([
+  'model',
+  'messages',
+  'max_tokens',
+  'system',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop_sequences',
+  'tools',
+  'tool_choice',
+  'metadata',
+  'thinking',
+  'cache_control',
+  'output_config',
+  'container',
+  'service_tier',
+  'speed',
+  'inference_geo',
+  'diagnostics',
+  'user_profile_id',
+  'workspace_id',
+  'context_management',
+  'mcp_servers',
+]);
+
+/** An internal handle a bound Hub passes in (so its provider instance is reused). */
+export const BOUND_HANDLE = Symbol('hub.boundHandle');
+interface Bound {
+  [BOUND_HANDLE]?: ProviderHandle;
+}
+
+function split(request: Record<string, unknown>, fields?: ReadonlySet<string>) {
+  const options: Record<string, unknown> = {};
+  const params: Record<string, unknown> = {};
+  const extra: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(request)) {
+    if (value === undefined) continue;
+    if (OPTION_KEYS.has(key)) options[key] = value;
+    else if (!fields || fields.has(key)) params[key] = value;
+    else extra[key] = value;
+  }
+  return { options: options as HubCallOptions & { provider?: string; stream?: boolean; output_format?: unknown }, params, extra };
+}
+
+function handleFor(request: Bound, providerKey: string, options: HubCallOptions): ProviderHandle {
+  return request[BOUND_HANDLE] ?? cachedHandle(providerKey, options);
+}
+
+function settingsFor(handle: ProviderHandle, options: HubCallOptions, extra: Record<string, unknown>): InvokeSettings {
+  return {
+    provider: handle.provider,
+    max_retries: options.max_retries ?? DEFAULT_MAX_RETRIES,
+    timeout: options.timeout ?? DEFAULT_TIMEOUT_MS,
+    signal: options.signal,
+    unified: options.unified_exceptions ?? unifiedFromEnv(),
+    secret: handle.secret,
+    extra,
+  };
+}
+
+function requireProvider(provider: unknown, fn: string): string {
+  if (typeof provider !== 'string' || provider === '') {
+    throw new InvalidRequestError(`${fn} needs the provider parameter`, null, null, { param: 'provider' });
+  }
+  return provider;
+}
+
+function unsupported(handle: ProviderHandle, operation: string): UnsupportedParameterError {
+  return new UnsupportedParameterError(operation, handle.definition.metadata.name, 'The provider does not offer this operation.');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// messages
+
+export function amessages(request: MessagesRequest & { stream: true }): AsyncIterable<MessagesStreamEvent>;
+export function amessages<S extends z.ZodType>(
+  request: MessagesRequest & { output_format: S; stream?: false },
+): Promise<ParsedMessage<z.output<S>>>;
+export function amessages(request: MessagesRequest & { output_format: Record<string, unknown>; stream?: false }): Promise<ParsedMessage<unknown>>;
+export function amessages(request: MessagesRequest & { stream?: false }): Promise<MessagesResponse>;
+export function amessages(request: MessagesRequest): Promise<MessagesResponse> | AsyncIterable<MessagesStreamEvent>;
+export function amessages(request: MessagesRequest): Promise<MessagesResponse> | AsyncIterable<MessagesStreamEvent> {
+  if (request.stream) return messagesStream(request);
+  return messagesOnce(request);
+}
+
+function prepareMessages(request: MessagesRequest) {
+  const { options, params, extra } = split(request, MESSAGES_FIELDS);
+  const selected = selectProvider(options.provider, String(params.model ?? ''));
+  params.model = selected.model;
+  validateMessagesParams(params, selected.provider);
+  const handle = handleFor(request as Bound, selected.provider, options);
+  return { options, params: params as MessagesParams, extra, handle };
+}
+
+async function messagesOnce(request: MessagesRequest): Promise<MessagesResponse> {
+  const { options, params, extra, handle } = prepareMessages(request);
+  if (options.output_format !== undefined) {
+    const plan = planOutputFormat(options.output_format, handle.definition.metadata.name);
+    const withFormat = { ...params, output_config: { ...params.output_config, format: plan.format } };
+    const message = await invoke(settingsFor(handle, options, extra), (call) => handle.provider.messages(withFormat, call));
+    return withParsedOutput(message, plan);
+  }
+  return invoke(settingsFor(handle, options, extra), (call) => handle.provider.messages(params, call));
+}
+
+async function* messagesStream(request: MessagesRequest): AsyncGenerator<MessagesStreamEvent> {
+  const { options, params, extra, handle } = prepareMessages(request);
+  if (options.output_format !== undefined) {
+    throw new UnsupportedParameterError('output_format', handle.definition.metadata.name, 'output_format is not supported with stream: true.');
+  }
+  if (!handle.definition.metadata.streaming) throw unsupported(handle, 'stream');
+  yield* invokeStream(settingsFor(handle, options, extra), (call) => handle.provider.messagesStream(params, call));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// completion (OpenAI chat shape); providers without it go through the Messages adapter
+
+export function acompletion(request: CompletionRequest & { stream: true }): AsyncIterable<CompletionChunk>;
+export function acompletion(request: CompletionRequest & { stream?: false }): Promise<CompletionResponse>;
+export function acompletion(request: CompletionRequest): Promise<CompletionResponse> | AsyncIterable<CompletionChunk>;
+export function acompletion(request: CompletionRequest): Promise<CompletionResponse> | AsyncIterable<CompletionChunk> {
+  if (request.stream) return completionStream(request);
+  return completionOnce(request);
+}
+
+function prepareCompletion(request: CompletionRequest) {
+  const { options, params } = split(request as unknown as Record<string, unknown>);
+  const selected = selectProvider(options.provider, String(params.model ?? ''));
+  if (!Array.isArray(params.messages)) {
+    throw new InvalidRequestError('messages is required (a list of messages)', null, selected.provider, { param: 'messages' });
+  }
+  params.model = selected.model;
+  const handle = handleFor(request as Bound, selected.provider, options);
+  return { options, params: params as unknown as CompletionParams, handle };
+}
+
+async function completionOnce(request: CompletionRequest): Promise<CompletionResponse> {
+  const { options, params, handle } = prepareCompletion(request);
+  const provider = handle.provider;
+  const settings = settingsFor(handle, options, {});
+  if (provider.completion) return invoke(settings, (call) => provider.completion!(params, call));
+  const converted = chatRequestToMessages(params, provider.metadata.name);
+  return messageToChatCompletion(await invoke(settings, (call) => provider.messages(converted, call)));
+}
+
+async function* completionStream(request: CompletionRequest): AsyncGenerator<CompletionChunk> {
+  const { options, params, handle } = prepareCompletion(request);
+  const provider = handle.provider;
+  const settings = settingsFor(handle, options, {});
+  if (provider.completionStream) {
+    yield* invokeStream(settings, (call) => provider.completionStream!(params, call));
+    return;
+  }
+  const converted = chatRequestToMessages(params, provider.metadata.name);
+  yield* messageEventsToChatChunks(invokeStream(settings, (call) => provider.messagesStream(converted, call)));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// responses (OpenAI Responses API, where the provider offers it)
+
+export function aresponses(request: ResponsesRequest & { stream: true }): AsyncIterable<ResponsesStreamEvent>;
+export function aresponses(request: ResponsesRequest & { stream?: false }): Promise<ResponsesResponse>;
+export function aresponses(request: ResponsesRequest): Promise<ResponsesResponse> | AsyncIterable<ResponsesStreamEvent>;
+export function aresponses(request: ResponsesRequest): Promise<ResponsesResponse> | AsyncIterable<ResponsesStreamEvent> {
+  if (request.stream) return responsesStream(request);
+  return responsesOnce(request);
+}
+
+function prepareResponses(request: ResponsesRequest) {
+  const { options, params } = split(request as unknown as Record<string, unknown>);
+  const selected = selectProvider(options.provider, String(params.model ?? ''));
+  params.model = selected.model;
+  const handle = handleFor(request as Bound, selected.provider, options);
+  return { options, params: params as unknown as ResponsesParams, handle };
+}
+
+async function responsesOnce(request: ResponsesRequest): Promise<ResponsesResponse> {
+  const { options, params, handle } = prepareResponses(request);
+  const provider = handle.provider;
+  if (!provider.responses) throw unsupported(handle, 'responses');
+  return invoke(settingsFor(handle, options, {}), (call) => provider.responses!(params, call));
+}
+
+async function* responsesStream(request: ResponsesRequest): AsyncGenerator<ResponsesStreamEvent> {
+  const { options, params, handle } = prepareResponses(request);
+  const provider = handle.provider;
+  if (!provider.responsesStream) throw unsupported(handle, 'responses');
+  yield* invokeStream(settingsFor(handle, options, {}), (call) => provider.responsesStream!(params, call));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// embedding, models
+
+export async function aembedding(request: EmbeddingRequest): Promise<EmbeddingResponse> {
+  const { options, params, extra } = split(request, new Set(['model', 'inputs']));
+  const selected = selectProvider(options.provider, String(params.model ?? ''));
+  const inputs = typeof params.inputs === 'string' ? [params.inputs] : params.inputs;
+  if (!Array.isArray(inputs) || inputs.some((input) => typeof input !== 'string')) {
+    throw new InvalidRequestError('inputs must be a string or a list of strings', null, selected.provider, { param: 'inputs' });
+  }
+  const handle = handleFor(request as Bound, selected.provider, options);
+  const provider = handle.provider;
+  if (!provider.embedding) throw unsupported(handle, 'embedding');
+  return invoke(settingsFor(handle, options, extra), (call) =>
+    provider.embedding!({ model: selected.model, inputs: inputs as string[] }, call),
+  );
+}
+
+export async function alist_models(request: ListModelsRequest): Promise<Model[]> {
+  const { options, extra } = split(request, new Set());
+  const handle = handleFor(request as Bound, requireProvider(options.provider, 'list_models'), options);
+  const provider = handle.provider;
+  if (!provider.listModels) throw unsupported(handle, 'list_models');
+  return invoke(settingsFor(handle, options, extra), (call) => provider.listModels!(call));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// batches (experimental)
+
+let experimentalWarned = false;
+function warnExperimental(): void {
+  if (experimentalWarned) return;
+  experimentalWarned = true;
+  process.emitWarning('The Hub batch functions are experimental and may change; provider support is limited.', {
+    type: 'ExperimentalWarning',
+    code: 'HUB_EXPERIMENTAL_BATCH',
+  });
+}
+
+function batchContext(request: Record<string, unknown>, fields: ReadonlySet<string>, fn: string) {
+  warnExperimental();
+  const { options, params, extra } = split(request, fields);
+  const handle = handleFor(request as Bound, requireProvider(options.provider, fn), options);
+  const batches = handle.provider.batches;
+  if (!batches) throw unsupported(handle, fn);
+  return { batches, params, settings: settingsFor(handle, options, extra), handle };
+}
+
+function requireString(value: unknown, param: string, provider: string): string {
+  if (typeof value !== 'string' || value === '') {
+    throw new InvalidRequestError(`${param} is required (a string)`, null, provider, { param });
+  }
+  return value;
+}
+
+export async function acreate_batch(request: CreateBatchRequest): Promise<Batch> {
+  const fields = new Set(['input_file_path', 'endpoint', 'completion_window', 'metadata']);
+  const { batches, params, settings, handle } = batchContext(request, fields, 'create_batch');
+  const name = handle.definition.metadata.name;
+  const create = {
+    input_file_path: requireString(params.input_file_path, 'input_file_path', name),
+    endpoint: requireString(params.endpoint, 'endpoint', name),
+    completion_window: (params.completion_window as string | undefined) ?? '24h',
+    ...(params.metadata !== undefined ? { metadata: params.metadata as Record<string, string> } : {}),
+  };
+  return invoke(settings, (call) => batches.create(create, call));
+}
+
+export async function aretrieve_batch(request: BatchRequest): Promise<Batch> {
+  const { batches, params, settings, handle } = batchContext(request, new Set(['batch_id']), 'retrieve_batch');
+  const id = requireString(params.batch_id, 'batch_id', handle.definition.metadata.name);
+  return invoke(settings, (call) => batches.retrieve(id, call));
+}
+
+export async function acancel_batch(request: BatchRequest): Promise<Batch> {
+  const { batches, params, settings, handle } = batchContext(request, new Set(['batch_id']), 'cancel_batch');
+  const id = requireString(params.batch_id, 'batch_id', handle.definition.metadata.name);
+  return invoke(settings, (call) => batches.cancel(id, call));
+}
+
+export async function alist_batches(request: ListBatchesRequest): Promise<Batch[]> {
+  const { batches, params, settings } = batchContext(request, new Set(['after', 'limit']), 'list_batches');
+  const list: { after?: string; limit?: number } = {};
+  if (params.after !== undefined) list.after = params.after as string;
+  if (params.limit !== undefined) list.limit = params.limit as number;
+  return invoke(settings, (call) => batches.list(list, call));
+}
+
+export async function aretrieve_batch_results(request: BatchRequest): Promise<BatchResultItem[]> {
+  const { batches, params, settings, handle } = batchContext(request, new Set(['batch_id']), 'retrieve_batch_results');
+  const id = requireString(params.batch_id, 'batch_id', handle.definition.metadata.name);
+  return invoke(settings, (call) => batches.results(id, call));
+}

@@ -1,0 +1,187 @@
+// Runs one provider operation with the Hub's single policy: per-attempt timeout, caller's AbortSignal, retries
+// with exponential backoff that honour Retry-After, and the unified-exception conversion (opt-in).
+
+import { HubError, ProviderError, RateLimitError } from '../errors.ts';
+import type { CallOptions, Provider } from '../provider.ts';
+import { redact } from './credentials.ts';
+
+/** Statuses retried by default. */
+export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+export const DEFAULT_MAX_RETRIES = 2;
+export const DEFAULT_TIMEOUT_MS = 600_000;
+const INITIAL_DELAY_MS = 500;
+const MAX_DELAY_MS = 8_000;
+/** A Retry-After longer than this is not waited for (the error is raised instead). */
+const MAX_RETRY_AFTER_S = 60;
+
+export interface InvokeSettings {
+  provider: Provider;
+  max_retries: number;
+  /** Per attempt, in ms; 0 or Infinity turns it off. For streams it bounds the wait for the first event. */
+  timeout: number;
+  signal?: AbortSignal | undefined;
+  unified: boolean;
+  /** The API key in use, scrubbed from error messages. */
+  secret?: string | undefined;
+  extra: Record<string, unknown>;
+}
+
+/** HUB_UNIFIED_EXCEPTIONS=1 (or true) turns conversion on for every call; a Hub instance can turn it on for itself. */
+export function unifiedFromEnv(): boolean {
+  const value = process.env.HUB_UNIFIED_EXCEPTIONS;
+  return value === '1' || value?.toLowerCase() === 'true';
+}
+
+interface Attempt {
+  call: CallOptions;
+  timedOut: () => boolean;
+  /** Stops the timeout (for streams, after the first event). */
+  settle: () => void;
+}
+
+function startAttempt(settings: InvokeSettings): Attempt {
+  const limited = settings.timeout > 0 && Number.isFinite(settings.timeout);
+  if (!limited) {
+    return { call: { signal: settings.signal, extra: settings.extra }, timedOut: () => false, settle: () => {} };
+  }
+  const controller = new AbortController();
+  let fired = false;
+  const timer = setTimeout(() => {
+    fired = true;
+    controller.abort(new Error(`timed out after ${settings.timeout} ms`));
+  }, settings.timeout);
+  const signal = settings.signal ? AbortSignal.any([settings.signal, controller.signal]) : controller.signal;
+  return {
+    call: { signal, extra: settings.extra },
+    timedOut: () => fired,
+    settle: () => clearTimeout(timer),
+  };
+}
+
+function scrub(error: HubError, secret: string | undefined): HubError {
+  if (!secret || !error.message.includes(secret)) return error;
+  Object.defineProperty(error, 'message', { value: redact(error.message, secret), configurable: true, writable: true });
+  Object.defineProperty(error, 'raw_message', { value: redact(error.raw_message, secret), configurable: true });
+  return error;
+}
+
+/** Decides what a failure becomes: {retry delay} or the error to throw. */
+function judge(
+  error: unknown,
+  attempt: Attempt,
+  settings: InvokeSettings,
+  attemptNumber: number,
+): { retryInMs: number } | { throw: unknown } {
+  const name = settings.provider.metadata.name;
+  if (settings.signal?.aborted) return { throw: settings.signal.reason ?? error };
+  if (attempt.timedOut()) {
+    return { throw: new ProviderError(`Request timed out after ${settings.timeout} ms`, error, name) };
+  }
+  let hub: HubError | undefined;
+  try {
+    hub = settings.provider.toHubError(error);
+  } catch {
+    hub = undefined;
+  }
+  if (hub) scrub(hub, settings.secret);
+  const status = hub?.status_code ?? null;
+  if (status !== null && RETRY_STATUSES.has(status) && attemptNumber < settings.max_retries) {
+    const retryAfter = hub instanceof RateLimitError ? hub.retry_after : retryAfterOf(hub);
+    if (retryAfter === null || retryAfter <= MAX_RETRY_AFTER_S) {
+      return { retryInMs: retryAfter !== null ? retryAfter * 1000 : backoff(attemptNumber) };
+    }
+  }
+  // Hub's own errors (validation, stream cut, batch not complete) are always HubErrors.
+  if (error instanceof HubError) return { throw: scrub(error, settings.secret) };
+  if (settings.unified && hub) return { throw: hub };
+  return { throw: error };
+}
+
+/** Retry-After of non-429 errors (503 often carries one); providers expose it on RateLimitError only. */
+function retryAfterOf(hub: HubError | undefined): number | null {
+  const original = hub?.original_exception as { headers?: { get?(n: string): string | null } } | null | undefined;
+  const get = original?.headers?.get;
+  if (typeof get !== 'function') return null;
+  const value = get.call(original!.headers, 'retry-after');
+  if (value === null || value === undefined) return null;
+  const seconds = Number(value);
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : null;
+}
+
+function backoff(attemptNumber: number): number {
+  const delay = Math.min(MAX_DELAY_MS, INITIAL_DELAY_MS * 2 ** attemptNumber);
+  return delay * (0.75 + Math.random() * 0.25);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export async function invoke<T>(settings: InvokeSettings, operation: (call: CallOptions) => Promise<T>): Promise<T> {
+  for (let attemptNumber = 0; ; attemptNumber++) {
+    if (settings.signal?.aborted) throw settings.signal.reason;
+    const attempt = startAttempt(settings);
+    try {
+      return await operation(attempt.call);
+    } catch (error) {
+      const verdict = judge(error, attempt, settings, attemptNumber);
+      if ('throw' in verdict) throw verdict.throw;
+      await sleep(verdict.retryInMs, settings.signal);
+    } finally {
+      attempt.settle();
+    }
+  }
+}
+
+/**
+ * Streams with the same policy. Retries happen only before the first event (after it, a retry would repeat
+ * events); the timeout bounds the wait for the first event; errors later in the stream are converted the same way.
+ */
+export async function* invokeStream<T>(
+  settings: InvokeSettings,
+  operation: (call: CallOptions) => AsyncIterable<T>,
+): AsyncGenerator<T> {
+  for (let attemptNumber = 0; ; attemptNumber++) {
+    if (settings.signal?.aborted) throw settings.signal.reason;
+    const attempt = startAttempt(settings);
+    let iterator: AsyncIterator<T> | undefined;
+    let started = false;
+    try {
+      iterator = operation(attempt.call)[Symbol.asyncIterator]();
+      let step = await iterator.next();
+      started = true;
+      attempt.settle();
+      while (!step.done) {
+        yield step.value;
+        step = await iterator.next();
+      }
+      return;
+    } catch (error) {
+      attempt.settle();
+      const verdict = judge(error, attempt, started ? { ...settings, max_retries: 0 } : settings, attemptNumber);
+      if ('throw' in verdict) throw verdict.throw;
+      await sleep(verdict.retryInMs, settings.signal);
+    } finally {
+      attempt.settle();
+      // The consumer stopped early (break/return): let the provider close its connection.
+      if (iterator?.return && started) {
+        try {
+          await iterator.return();
+        } catch {
+          // closing is best effort
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,169 @@
+// The synchronous forms: each runs its asynchronous twin on a worker thread and blocks the caller with
+// Atomics.wait (through synckit) until the answer is there. Streams come back as Iterables that fetch one event
+// per step. Provider selection, credentials and HUB_UNIFIED_EXCEPTIONS are resolved on the calling thread (the
+// worker's environment is a copy taken when it started). Not available inside the single-executable bundle.
+
+import { createSyncFn } from 'synckit';
+import type { z } from 'zod';
+import type {
+  BatchRequest,
+  CompletionRequest,
+  CreateBatchRequest,
+  EmbeddingRequest,
+  ListBatchesRequest,
+  ListModelsRequest,
+  MessagesRequest,
+  ParsedMessage,
+  ResponsesRequest,
+} from '../api.ts';
+import { resolveApiKey } from '../core/credentials.ts';
+import { unifiedFromEnv } from '../core/invoke.ts';
+import { isZodSchema, planOutputFormat, withParsedOutput } from '../core/output-format.ts';
+import { providerDefinition, selectProvider } from '../core/selection.ts';
+import { InvalidRequestError } from '../errors.ts';
+import type {
+  Batch,
+  BatchResultItem,
+  CompletionChunk,
+  CompletionResponse,
+  EmbeddingResponse,
+  MessagesResponse,
+  MessagesStreamEvent,
+  Model,
+  ResponsesResponse,
+  ResponsesStreamEvent,
+} from '../provider.ts';
+import { reviveError } from './protocol.ts';
+import type { AsyncFunctionName, WorkerCommand, WorkerReply } from './protocol.ts';
+
+let run: ((command: WorkerCommand) => WorkerReply) | undefined;
+
+function worker(): (command: WorkerCommand) => WorkerReply {
+  if (run) return run;
+  // Resolved only on first use, so bundling src/hub never touches the worker file.
+  const url = import.meta.url;
+  if (!url) {
+    throw new InvalidRequestError('The synchronous Hub functions need the library from source or its package; use the a-prefixed forms');
+  }
+  run = createSyncFn<(command: WorkerCommand) => Promise<WorkerReply>>(new URL('./worker.ts', url));
+  return run;
+}
+
+function send(command: WorkerCommand): unknown {
+  const reply = worker()(command);
+  if ('error' in reply) throw reviveError(reply.error);
+  return reply.ok;
+}
+
+/** Resolves on this thread what the worker cannot see or receive. */
+function prepare(fn: AsyncFunctionName, request: Record<string, unknown>, modelField: boolean): Record<string, unknown> {
+  if (request.signal !== undefined) {
+    throw new InvalidRequestError('signal cannot cross to the worker of the synchronous forms; use timeout', null, null, {
+      param: 'signal',
+    });
+  }
+  const out: Record<string, unknown> = { ...request };
+  out.unified_exceptions = request.unified_exceptions ?? unifiedFromEnv();
+  if (modelField) {
+    const selected = selectProvider(request.provider as string | undefined, String(request.model ?? ''));
+    out.provider = selected.provider;
+    out.model = selected.model;
+  }
+  if (typeof out.provider === 'string' && !out.api_key) {
+    const key = resolveApiKey(providerDefinition(out.provider).metadata, undefined);
+    if (key !== undefined) out.api_key = key;
+  }
+  void fn;
+  return out;
+}
+
+function call<T>(fn: AsyncFunctionName, request: Record<string, unknown>, modelField = true): T {
+  return send({ op: 'call', fn, request: prepare(fn, request, modelField) }) as T;
+}
+
+function stream<T>(fn: AsyncFunctionName, request: Record<string, unknown>): Iterable<T> {
+  const { id, first } = send({ op: 'open', fn, request: prepare(fn, request, true) }) as {
+    id: number;
+    first: IteratorResult<T>;
+  };
+  return (function* () {
+    let finished = first.done === true;
+    try {
+      if (finished) return;
+      yield first.value as T;
+      for (;;) {
+        const step = send({ op: 'next', id }) as IteratorResult<T>;
+        if (step.done) {
+          finished = true;
+          return;
+        }
+        yield step.value;
+      }
+    } catch (error) {
+      finished = true;
+      throw error;
+    } finally {
+      if (!finished) send({ op: 'close', id });
+    }
+  })();
+}
+
+export function messages(request: MessagesRequest & { stream: true }): Iterable<MessagesStreamEvent>;
+export function messages<S extends z.ZodType>(request: MessagesRequest & { output_format: S; stream?: false }): ParsedMessage<z.output<S>>;
+export function messages(request: MessagesRequest & { output_format: Record<string, unknown>; stream?: false }): ParsedMessage<unknown>;
+export function messages(request: MessagesRequest & { stream?: false }): MessagesResponse;
+export function messages(request: MessagesRequest): MessagesResponse | Iterable<MessagesStreamEvent>;
+export function messages(request: MessagesRequest): MessagesResponse | Iterable<MessagesStreamEvent> {
+  if (request.stream) return stream('amessages', request);
+  if (isZodSchema(request.output_format)) {
+    // A zod schema cannot cross threads: the worker gets its JSON schema, the result is parsed here.
+    const plan = planOutputFormat(request.output_format, String(request.provider ?? ''));
+    const raw = call<MessagesResponse>('amessages', { ...request, output_format: { type: 'json_schema', schema: plan.format.schema } });
+    return withParsedOutput(raw, plan);
+  }
+  return call('amessages', request);
+}
+
+export function completion(request: CompletionRequest & { stream: true }): Iterable<CompletionChunk>;
+export function completion(request: CompletionRequest & { stream?: false }): CompletionResponse;
+export function completion(request: CompletionRequest): CompletionResponse | Iterable<CompletionChunk>;
+export function completion(request: CompletionRequest): CompletionResponse | Iterable<CompletionChunk> {
+  const plain = request as unknown as Record<string, unknown>;
+  return request.stream ? stream('acompletion', plain) : call('acompletion', plain);
+}
+
+export function responses(request: ResponsesRequest & { stream: true }): Iterable<ResponsesStreamEvent>;
+export function responses(request: ResponsesRequest & { stream?: false }): ResponsesResponse;
+export function responses(request: ResponsesRequest): ResponsesResponse | Iterable<ResponsesStreamEvent>;
+export function responses(request: ResponsesRequest): ResponsesResponse | Iterable<ResponsesStreamEvent> {
+  const plain = request as unknown as Record<string, unknown>;
+  return request.stream ? stream('aresponses', plain) : call('aresponses', plain);
+}
+
+export function embedding(request: EmbeddingRequest): EmbeddingResponse {
+  return call('aembedding', request);
+}
+
+export function list_models(request: ListModelsRequest): Model[] {
+  return call('alist_models', request, false);
+}
+
+export function create_batch(request: CreateBatchRequest): Batch {
+  return call('acreate_batch', request, false);
+}
+
+export function retrieve_batch(request: BatchRequest): Batch {
+  return call('aretrieve_batch', request, false);
+}
+
+export function cancel_batch(request: BatchRequest): Batch {
+  return call('acancel_batch', request, false);
+}
+
+export function list_batches(request: ListBatchesRequest): Batch[] {
+  return call('alist_batches', request, false);
+}
+
+export function retrieve_batch_results(request: BatchRequest): BatchResultItem[] {
+  return call('aretrieve_batch_results', request, false);
+}

@@ -1,0 +1,435 @@
+// A fake OpenAI-compatible server on loopback, speaking the real wire protocol the `openai` SDK uses:
+// chat completions (JSON and SSE), embeddings, models, files (multipart upload, content), batches, responses.
+//
+//   const fake = await FakeOpenAIServer.start();      // port 0 on 127.0.0.1; fake.baseURL ends in /v1
+//   fake.script('POST /v1/chat/completions', { status: 429, headers: { 'retry-after': '0' }, json: {...} });
+//   ... call the client ...
+//   fake.requests                                    // every request: method, path, query, headers, body
+//   await fake.close();
+//
+// Without a script a route answers with its default (a small completion, deterministic embeddings, ...).
+// Scripted replies are consumed in order, per route ("METHOD /path", path without query).
+
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage['headers'];
+  /** Parsed JSON when the body is JSON; the raw text otherwise (multipart uploads). */
+  body: unknown;
+  raw: Buffer;
+}
+
+export type ScriptedReply =
+  /** A JSON answer. */
+  | { status?: number; headers?: Record<string, string>; json: unknown }
+  /** A text answer (e.g. a non-JSON error page). */
+  | { status?: number; headers?: Record<string, string>; text: string }
+  /**
+   * An SSE stream of `data:` events, then `data: [DONE]` unless `done: false`. `cut: true` destroys the socket after
+   * the events (a connection lost in the middle). `delayMs` waits before each event.
+   */
+  | { status?: number; headers?: Record<string, string>; sse: unknown[]; done?: boolean; cut?: boolean; delayMs?: number }
+  /** Waits, then answers (for timeouts). */
+  | { delayMs: number; then: ScriptedReply }
+  /** Destroys the socket without answering. */
+  | { destroy: true };
+
+export type RouteHandler = (request: RecordedRequest) => ScriptedReply;
+
+interface StoredFile {
+  id: string;
+  filename: string;
+  purpose: string;
+  content: string;
+}
+
+export interface FakeBatch {
+  id: string;
+  object: 'batch';
+  endpoint: string;
+  input_file_id: string;
+  completion_window: string;
+  status: string;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  created_at: number;
+  metadata: Record<string, string> | null;
+  request_counts: { total: number; completed: number; failed: number };
+  [key: string]: unknown;
+}
+
+export const FAKE_MODEL_IDS = ['fake-model-1', 'fake-model-2', 'fake-embedder'];
+
+/** The default non-streaming completion text. */
+export const DEFAULT_COMPLETION_TEXT = 'Hello from the fake server';
+
+export function chatCompletionBody(model: string, text = DEFAULT_COMPLETION_TEXT, extra: Record<string, unknown> = {}) {
+  return {
+    id: 'chatcmpl-fake-1',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, finish_reason: 'stop', logprobs: null }],
+    usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, prompt_tokens_details: { cached_tokens: 4 } },
+    ...extra,
+  };
+}
+
+/** A text answer as the chunks the OpenAI API streams (role chunk, text pieces, finish, usage). */
+export function chatChunks(model: string, pieces: string[] = ['Hello', ' from', ' the fake'], finish = 'stop'): unknown[] {
+  const base = { id: 'chatcmpl-fake-stream', object: 'chat.completion.chunk', created: 1_700_000_000, model };
+  return [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
+    ...pieces.map((content) => ({ ...base, choices: [{ index: 0, delta: { content }, finish_reason: null }] })),
+    { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] },
+    { ...base, choices: [], usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } },
+  ];
+}
+
+/** A deterministic embedding of a text (4 numbers). */
+export function fakeEmbedding(text: string): number[] {
+  let h = 0;
+  for (const ch of text) h = (h * 31 + ch.codePointAt(0)!) % 1000;
+  return [text.length, h / 1000, 0.5, -0.25];
+}
+
+export class FakeOpenAIServer {
+  readonly requests: RecordedRequest[] = [];
+  readonly files = new Map<string, StoredFile>();
+  readonly batches = new Map<string, FakeBatch>();
+  readonly #scripts = new Map<string, ScriptedReply[]>();
+  readonly #handlers = new Map<string, RouteHandler>();
+  readonly #server: Server;
+  #counter = 0;
+  #control = false;
+
+  private constructor(server: Server) {
+    this.#server = server;
+  }
+
+  static async start(): Promise<FakeOpenAIServer> {
+    let fake: FakeOpenAIServer | undefined;
+    const server = createServer((req, res) => {
+      void fake!.#handle(req, res);
+    });
+    fake = new FakeOpenAIServer(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return fake;
+  }
+
+  get port(): number {
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  /** The server's origin, e.g. http://127.0.0.1:40123 */
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The OpenAI-style base address (origin + /v1), what `api_base` / `baseURL` take. */
+  get baseURL(): string {
+    return `${this.origin}/v1`;
+  }
+
+  /** Queues replies for a route, e.g. script('POST /v1/chat/completions', {status: 500, json: {...}}). */
+  script(route: string, ...replies: ScriptedReply[]): void {
+    const queue = this.#scripts.get(route) ?? [];
+    queue.push(...replies);
+    this.#scripts.set(route, queue);
+  }
+
+  /** Replaces a route's default behaviour. */
+  handle(route: string, handler: RouteHandler): void {
+    this.#handlers.set(route, handler);
+  }
+
+  /** Requests to a route ("METHOD /path"). */
+  requestsTo(route: string): RecordedRequest[] {
+    return this.requests.filter((r) => `${r.method} ${r.path}` === route);
+  }
+
+  /**
+   * Lets another process script this server: POST /__fake/script {route, replies}, GET /__fake/requests,
+   * POST /__fake/reset. Used when the server runs in a child process (the synchronous forms block their thread).
+   */
+  enableControlRoutes(): void {
+    this.#control = true;
+  }
+
+  /** Forgets requests, scripts and custom handlers (files and batches stay). */
+  reset(): void {
+    this.requests.length = 0;
+    this.#scripts.clear();
+    this.#handlers.clear();
+  }
+
+  /** Finishes a batch: every input line gets a chat completion answer (lines whose body has "fail": true fail). */
+  completeBatch(id: string): FakeBatch {
+    const batch = this.batches.get(id);
+    if (!batch) throw new Error(`no batch ${id}`);
+    const input = this.files.get(batch.input_file_id)?.content ?? '';
+    const out: string[] = [];
+    const errors: string[] = [];
+    for (const line of input.split('\n')) {
+      if (line.trim() === '') continue;
+      const item = JSON.parse(line) as { custom_id: string; body: { model: string; fail?: boolean } };
+      if (item.body.fail) {
+        errors.push(JSON.stringify({ id: `req-${item.custom_id}`, custom_id: item.custom_id, response: null, error: { code: 'invalid_request', message: 'line failed' } }));
+      } else {
+        out.push(
+          JSON.stringify({
+            id: `req-${item.custom_id}`,
+            custom_id: item.custom_id,
+            response: { status_code: 200, request_id: 'r', body: chatCompletionBody(item.body.model, `answer ${item.custom_id}`) },
+            error: null,
+          }),
+        );
+      }
+    }
+    batch.output_file_id = this.#storeFile('batch_output.jsonl', 'batch_output', out.join('\n') + '\n').id;
+    batch.error_file_id = errors.length > 0 ? this.#storeFile('batch_errors.jsonl', 'batch_output', errors.join('\n') + '\n').id : null;
+    batch.status = 'completed';
+    batch.request_counts = { total: out.length + errors.length, completed: out.length, failed: errors.length };
+    return batch;
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #nextId(prefix: string): string {
+    this.#counter += 1;
+    return `${prefix}-${String(this.#counter).padStart(4, '0')}`;
+  }
+
+  #storeFile(filename: string, purpose: string, content: string): StoredFile {
+    const file = { id: this.#nextId('file'), filename, purpose, content };
+    this.files.set(file.id, file);
+    return file;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const url = new URL(req.url ?? '/', this.origin);
+    let body: unknown = raw.toString('utf8');
+    if ((req.headers['content-type'] ?? '').includes('application/json') && raw.length > 0) {
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        // keep the text
+      }
+    }
+    if (this.#control && url.pathname.startsWith('/__fake/')) return this.#controlRoute(url.pathname, body, res);
+    const recorded: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, raw };
+    this.requests.push(recorded);
+    const route = `${recorded.method} ${recorded.path}`;
+    const queue = this.#scripts.get(route);
+    let reply: ScriptedReply;
+    if (queue && queue.length > 0) reply = queue.shift()!;
+    else {
+      const custom = this.#handlers.get(route);
+      reply = custom ? custom(recorded) : await this.#default(recorded);
+    }
+    await this.#send(res, reply);
+  }
+
+  #controlRoute(path: string, body: unknown, res: ServerResponse): void {
+    let answer: unknown = { ok: true };
+    if (path === '/__fake/script') {
+      const { route, replies } = (typeof body === 'string' ? JSON.parse(body) : body) as { route: string; replies: ScriptedReply[] };
+      this.script(route, ...replies);
+    } else if (path === '/__fake/reset') {
+      this.reset();
+    } else if (path === '/__fake/requests') {
+      answer = this.requests.map((r) => ({ method: r.method, path: r.path, query: r.query.toString(), headers: r.headers, body: r.body }));
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(answer));
+  }
+
+  async #send(res: ServerResponse, reply: ScriptedReply): Promise<void> {
+    if ('destroy' in reply) {
+      res.socket?.destroy();
+      return;
+    }
+    if ('then' in reply) {
+      await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+      if (res.socket?.destroyed) return;
+      return this.#send(res, reply.then);
+    }
+    const status = reply.status ?? 200;
+    if ('json' in reply) {
+      res.writeHead(status, { 'content-type': 'application/json', ...reply.headers });
+      res.end(JSON.stringify(reply.json));
+      return;
+    }
+    if ('text' in reply) {
+      res.writeHead(status, { 'content-type': 'text/plain', ...reply.headers });
+      res.end(reply.text);
+      return;
+    }
+    res.writeHead(status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...reply.headers });
+    res.flushHeaders();
+    for (const event of reply.sse) {
+      if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+      const typed = event as { type?: unknown };
+      // Responses API events carry an `event:` line too.
+      const prefix = typeof typed.type === 'string' && typed.type.startsWith('response.') ? `event: ${typed.type}\n` : '';
+      res.write(`${prefix}data: ${JSON.stringify(event)}\n\n`);
+    }
+    if (reply.cut) {
+      // Give the written events a moment to leave, then drop the connection without [DONE] or a last chunk.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      res.socket?.destroy();
+      return;
+    }
+    if (reply.done !== false) res.write('data: [DONE]\n\n');
+    res.end();
+  }
+
+  async #default(req: RecordedRequest): Promise<ScriptedReply> {
+    const route = `${req.method} ${req.path}`;
+    const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
+    if (route === 'POST /v1/chat/completions') {
+      const model = String(body.model ?? 'unknown');
+      if (body.stream) return { sse: chatChunks(model) };
+      return { json: chatCompletionBody(model) };
+    }
+    if (route === 'POST /v1/embeddings') {
+      const inputs = Array.isArray(body.input) ? (body.input as string[]) : [String(body.input)];
+      return {
+        json: {
+          object: 'list',
+          model: body.model,
+          // The SDK asks for base64 (little-endian float32) unless the caller chose a format.
+          data: inputs.map((text, index) => ({
+            object: 'embedding',
+            index,
+            embedding:
+              body.encoding_format === 'base64'
+                ? Buffer.from(new Float32Array(fakeEmbedding(text)).buffer).toString('base64')
+                : fakeEmbedding(text),
+          })),
+          usage: { prompt_tokens: inputs.length * 3, total_tokens: inputs.length * 3 },
+        },
+      };
+    }
+    if (route === 'GET /v1/models') {
+      return { json: { object: 'list', data: FAKE_MODEL_IDS.map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'fake' })) } };
+    }
+    if (route === 'POST /v1/responses') {
+      return { json: responseBody(String(body.model ?? 'unknown')) };
+    }
+    if (route === 'POST /v1/files') return this.#upload(req);
+    const fileContent = /^GET \/v1\/files\/([^/]+)\/content$/.exec(route);
+    if (fileContent) {
+      const file = this.files.get(fileContent[1]!);
+      if (!file) return notFound(`No such File object: ${fileContent[1]}`);
+      return { text: file.content, headers: { 'content-type': 'application/octet-stream' } };
+    }
+    if (route === 'POST /v1/batches') {
+      const input = this.files.get(String(body.input_file_id));
+      if (!input) return notFound(`No such File object: ${String(body.input_file_id)}`);
+      const batch: FakeBatch = {
+        id: this.#nextId('batch'),
+        object: 'batch',
+        endpoint: String(body.endpoint),
+        input_file_id: input.id,
+        completion_window: String(body.completion_window),
+        status: 'validating',
+        output_file_id: null,
+        error_file_id: null,
+        created_at: 1_700_000_000 + this.#counter,
+        metadata: (body.metadata as Record<string, string> | undefined) ?? null,
+        request_counts: { total: 0, completed: 0, failed: 0 },
+      };
+      this.batches.set(batch.id, batch);
+      return { json: batch };
+    }
+    if (route === 'GET /v1/batches') {
+      const all = [...this.batches.values()].sort((a, b) => b.created_at - a.created_at);
+      const after = req.query.get('after');
+      const start = after ? all.findIndex((b) => b.id === after) + 1 : 0;
+      const limit = Number(req.query.get('limit') ?? 20);
+      const page = all.slice(start, start + limit);
+      return {
+        json: {
+          object: 'list',
+          data: page,
+          first_id: page[0]?.id ?? null,
+          last_id: page.at(-1)?.id ?? null,
+          has_more: start + limit < all.length,
+        },
+      };
+    }
+    const batchRoute = /^(GET|POST) \/v1\/batches\/([^/]+)(\/cancel)?$/.exec(route);
+    if (batchRoute) {
+      const batch = this.batches.get(batchRoute[2]!);
+      if (!batch) return notFound(`No batch found with id '${batchRoute[2]}'`);
+      if (batchRoute[3]) {
+        if (batch.status === 'completed' || batch.status === 'failed') {
+          return { status: 409, json: { error: { message: `Cannot cancel a batch with status '${batch.status}'`, type: 'invalid_request_error', code: null, param: null } } };
+        }
+        batch.status = 'cancelled';
+      }
+      return { json: batch };
+    }
+    return notFound(`Unknown route ${route}`);
+  }
+
+  async #upload(req: RecordedRequest): Promise<ScriptedReply> {
+    const request = new Request(`${this.origin}${req.path}`, {
+      method: 'POST',
+      headers: { 'content-type': String(req.headers['content-type']) },
+      body: new Uint8Array(req.raw),
+    });
+    const form = await request.formData();
+    const file = form.get('file');
+    if (!(file instanceof Blob)) return { status: 400, json: { error: { message: 'file is required', type: 'invalid_request_error', code: null, param: 'file' } } };
+    const stored = this.#storeFile((file as File).name ?? 'upload.jsonl', String(form.get('purpose')), await file.text());
+    return {
+      json: { id: stored.id, object: 'file', bytes: stored.content.length, created_at: 1_700_000_000, filename: stored.filename, purpose: stored.purpose, status: 'processed' },
+    };
+  }
+}
+
+function notFound(message: string): ScriptedReply {
+  return { status: 404, json: { error: { message, type: 'invalid_request_error', code: 'not_found', param: null } } };
+}
+
+export function responseBody(model: string, text = DEFAULT_COMPLETION_TEXT) {
+  return {
+    id: 'resp-fake-1',
+    object: 'response',
+    created_at: 1_700_000_000,
+    status: 'completed',
+    model,
+    output: [
+      { type: 'message', id: 'msg-fake-1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] },
+    ],
+    output_text: text,
+    usage: { input_tokens: 5, output_tokens: 5, total_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+    parallel_tool_calls: true,
+    tool_choice: 'auto',
+    tools: [],
+    error: null,
+    incomplete_details: null,
+    instructions: null,
+    metadata: {},
+    temperature: 1,
+    top_p: 1,
+  };
+}
+
+/** An OpenAI-style error body. */
+export function errorBody(message: string, type = 'invalid_request_error', code: string | null = null, param: string | null = null) {
+  return { error: { message, type, code, param } };
+}

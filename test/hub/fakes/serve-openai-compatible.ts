@@ -1,0 +1,9 @@
+// Runs the fake OpenAI-compatible server in its own process (for the synchronous forms, which block the calling
+// thread) and prints its base address. Scripts and recorded requests are reachable over /__fake/ routes.
+
+import { FakeOpenAIServer } from './openai-compatible.ts';
+
+const fake = await FakeOpenAIServer.start();
+fake.enableControlRoutes();
+process.stdout.write(`${fake.baseURL}\n`);
+process.on('SIGTERM', () => void fake.close().then(() => process.exit(0)));
