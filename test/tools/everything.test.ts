@@ -175,6 +175,13 @@ describe('tools', () => {
     }
   });
 
+  it('answers 413 for a body over the limit', async () => {
+    const big = JSON.stringify({ message: 'x'.repeat(5 * 2 ** 20) });
+    const response = await call('POST', CALL, '/api/v1/servers/everything/tools/echo', big);
+    expect(response.statusCode).toBe(413);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+  });
+
   it('applies the allow-list: only its tools are listed, others answer 403 (Streamable HTTP server)', async () => {
     const tools = (await call('GET', TOOLS, '/api/v1/servers/everything-http/tools?detail=minimal')).json() as { tools: Json[] };
     expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['echo', 'get-sum']);
