@@ -3,6 +3,8 @@
 // per step. Provider selection, credentials and HUB_UNIFIED_EXCEPTIONS are resolved on the calling thread (the
 // worker's environment is a copy taken when it started). Not available inside the single-executable bundle.
 
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createSyncFn } from 'synckit';
 import type { z } from 'zod';
 import type {
@@ -38,14 +40,30 @@ import type { AsyncFunctionName, WorkerCommand, WorkerReply } from './protocol.t
 
 let run: ((command: WorkerCommand) => WorkerReply) | undefined;
 
+/**
+ * This module's own file, from the call site of this function. (Not `import.meta.url`: the sources are also
+ * bundled to CommonJS, where import.meta is empty and esbuild warns about it.)
+ */
+function thisModuleFile(): string | undefined {
+  const original = Error.prepareStackTrace;
+  try {
+    Error.prepareStackTrace = (_error, sites) => sites;
+    const sites = new Error().stack as unknown as NodeJS.CallSite[];
+    return sites[0]?.getFileName() ?? undefined;
+  } finally {
+    Error.prepareStackTrace = original;
+  }
+}
+
 function worker(): (command: WorkerCommand) => WorkerReply {
   if (run) return run;
   // Resolved only on first use, so bundling src/hub never touches the worker file.
-  const url = import.meta.url;
-  if (!url) {
+  const file = thisModuleFile();
+  if (!file || !/[\\/]sync[\\/]index\.[cm]?[tj]s$/.test(file)) {
     throw new InvalidRequestError('The synchronous Hub functions need the library from source or its package; use the a-prefixed forms');
   }
-  run = createSyncFn<(command: WorkerCommand) => Promise<WorkerReply>>(new URL('./worker.ts', url));
+  const here = file.startsWith('file:') ? new URL(file) : pathToFileURL(file);
+  run = createSyncFn<(command: WorkerCommand) => Promise<WorkerReply>>(new URL(`./worker${path.extname(here.pathname)}`, here));
   return run;
 }
 
