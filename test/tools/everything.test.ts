@@ -105,7 +105,7 @@ describe('servers and health', () => {
   it('serves the JSON Schema that each $schema names, and the responses match it', async () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     for (const name of ['ServerHealth', 'ServersHealthResponse']) {
-      const response = await harness.app.inject(`/schemas/${name}.json`);
+      const response = await call('GET', '/schemas/{schema}', `/schemas/${name}.json`);
       expect(response.statusCode).toBe(200);
       const schema = response.json() as Json;
       expect(schema.$id).toBe(`http://localhost:80/schemas/${name}.json`);
@@ -304,7 +304,7 @@ describe('pagination', () => {
 
 describe('documents', () => {
   it('serves /docs as a page that needs nothing from outside', async () => {
-    const response = await harness.app.inject('/docs');
+    const response = await call('GET', '/docs', '/docs');
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(response.body).toContain("fetch('openapi.json')");
@@ -312,6 +312,7 @@ describe('documents', () => {
   });
 
   it('documents every route it serves', async () => {
+    expect((await call('GET', '/openapi.json', '/openapi.json')).json()).toEqual(api.document);
     const paths = Object.keys(api.document.paths as Json);
     expect(paths).toEqual(expect.arrayContaining([CALL, TOOLS, PROMPTS, RENDER, RESOURCES, CONTENT, TEMPLATES, '/api/v1/health/servers/{name}']));
     expect((await harness.app.inject('/api/v1/nothing')).statusCode).toBe(404);
