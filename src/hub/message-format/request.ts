@@ -87,3 +87,9 @@ export function outputSchema(config: Anthropic.OutputConfig | undefined, provide
   if (config.effort !== undefined && config.effort !== null) throw new UnsupportedParameterError('output_config.effort', provider);
   return config.format ? config.format.schema : null;
 }
+
+/** A tool result as the text a vendor's tool message carries; an error result (is_error) is marked "Error: ". */
+export function toolOutput(block: Anthropic.ToolResultBlockParam, provider: string): string {
+  const text = toolResultText(block.content, provider);
+  return block.is_error ? `Error: ${text}` : text;
+}

@@ -4,10 +4,12 @@
 import type { ProviderDefinition } from '../provider.ts';
 import { anthropicProvider } from './anthropic/index.ts';
 import { geminiProvider } from './gemini/index.ts';
+import { mistralProvider } from './mistral/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
   anthropic: anthropicProvider,
   gemini: geminiProvider,
+  mistral: mistralProvider,
 };
