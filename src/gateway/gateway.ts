@@ -6,7 +6,8 @@ import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
-import { SdkUpstream, type Upstream } from './upstream.ts';
+import { HubUpstream } from './hub-upstream.ts';
+import type { Upstream } from './upstream.ts';
 import { UsageRecorder } from './usage-recorder.ts';
 
 export interface RunningGateway {
@@ -44,7 +45,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   recorder.onBatch = (rows) => metrics.usageBatchRows.observe(rows);
   const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, requestsPerMinute: config.rateLimits?.requests_per_minute });
   const authenticator = new Authenticator(config.masterKey, store);
-  const upstream = options.upstream ?? new SdkUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000 });
+  const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000 });
   const context: GatewayContext = {
     store,
     ledger,

@@ -1,5 +1,5 @@
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
 import { GatewayError } from './errors.ts';
 
 export type ChatCompletion = OpenAI.ChatCompletion;
@@ -15,9 +15,9 @@ export interface ProviderSettings {
 }
 
 /**
- * The gateway's one door to the providers. Route handlers call these methods and never a vendor SDK; the
- * implementation below is to be backed by Hub (src/hub) once its public API lands, without changing callers.
- * Every failure comes out as a GatewayError with the status the client should see (see `upstreamErrorOf`).
+ * The gateway's one door to the providers. Route handlers call these methods, never Hub or a vendor SDK; the
+ * implementation is HubUpstream (hub-upstream.ts); tests may pass their own. Every failure comes out as a
+ * GatewayError with the status the client should see (see `upstreamErrorOf`).
  */
 export interface Upstream {
   chat(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion>;
@@ -28,116 +28,6 @@ export interface Upstream {
   messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>>;
   /** Providers named in the configuration (listed by GET /v1/models). */
   readonly providers: string[];
-}
-
-/**
- * Provider calls through the vendors' own SDKs: OpenAI-compatible providers through `openai`, `anthropic`
- * through `@anthropic-ai/sdk`. Retries are off (the client decides). Interim until Hub's public API exists.
- */
-export class SdkUpstream implements Upstream {
-  readonly #settings: Record<string, ProviderSettings>;
-  readonly #timeoutMs: number;
-  readonly #openai = new Map<string, OpenAI>();
-  readonly #anthropic = new Map<string, Anthropic>();
-
-  constructor(settings: Record<string, ProviderSettings>, options: { timeoutMs?: number } = {}) {
-    this.#settings = settings;
-    this.#timeoutMs = options.timeoutMs ?? 600_000;
-  }
-
-  get providers(): string[] {
-    return Object.keys(this.#settings);
-  }
-
-  #openaiClient(provider: string): OpenAI {
-    let client = this.#openai.get(provider);
-    if (!client) {
-      const settings = this.#settingsOf(provider);
-      client = new OpenAI({ apiKey: settings.api_key ?? 'none', baseURL: settings.api_base, maxRetries: 0, timeout: this.#timeoutMs });
-      this.#openai.set(provider, client);
-    }
-    return client;
-  }
-
-  #anthropicClient(provider: string): Anthropic {
-    let client = this.#anthropic.get(provider);
-    if (!client) {
-      const settings = this.#settingsOf(provider);
-      client = new Anthropic({ apiKey: settings.api_key ?? 'none', baseURL: settings.api_base, maxRetries: 0, timeout: this.#timeoutMs });
-      this.#anthropic.set(provider, client);
-    }
-    return client;
-  }
-
-  #settingsOf(provider: string): ProviderSettings {
-    const settings = this.#settings[provider];
-    if (!settings) {
-      throw new GatewayError(400, 'invalid_request_error', 'unknown_provider', `Provider "${provider}" is not configured on this gateway (configured: ${this.providers.join(', ') || 'none'})`, {
-        param: 'model',
-      });
-    }
-    return settings;
-  }
-
-  async chat(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion> {
-    return call(provider, () =>
-      this.#openaiClient(provider).chat.completions.create({ ...body, model, stream: false } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal }),
-    );
-  }
-
-  async chatStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>> {
-    const stream = await call(provider, () =>
-      this.#openaiClient(provider).chat.completions.create({ ...body, model, stream: true } as unknown as OpenAI.ChatCompletionCreateParamsStreaming, { signal }),
-    );
-    return mapErrors(provider, stream);
-  }
-
-  async embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal): Promise<EmbeddingResponse> {
-    return call(provider, () => this.#openaiClient(provider).embeddings.create({ model, input: inputs, encoding_format: 'float' }, { signal }));
-  }
-
-  async models(provider: string, signal: AbortSignal): Promise<ModelInfo[]> {
-    return call(provider, async () => {
-      const models: ModelInfo[] = [];
-      if (provider === 'anthropic') {
-        for await (const model of this.#anthropicClient(provider).models.list({}, { signal })) {
-          models.push({ id: model.id, object: 'model', created: Math.floor(Date.parse(model.created_at) / 1000), owned_by: 'anthropic' });
-        }
-        return models;
-      }
-      for await (const model of this.#openaiClient(provider).models.list({ signal })) models.push(model);
-      return models;
-    });
-  }
-
-  async messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage> {
-    return call(provider, () =>
-      this.#anthropicClient(provider).messages.create({ ...body, model, stream: false } as unknown as Anthropic.MessageCreateParamsNonStreaming, { signal }),
-    );
-  }
-
-  async messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>> {
-    const stream = await call(provider, () =>
-      this.#anthropicClient(provider).messages.create({ ...body, model, stream: true } as unknown as Anthropic.MessageCreateParamsStreaming, { signal }),
-    );
-    return mapErrors(provider, stream);
-  }
-}
-
-async function call<T>(provider: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    throw upstreamErrorOf(error, provider);
-  }
-}
-
-async function* mapErrors<T>(provider: string, stream: AsyncIterable<T>): AsyncIterable<T> {
-  try {
-    yield* stream;
-  } catch (error) {
-    throw upstreamErrorOf(error, provider);
-  }
 }
 
 /**

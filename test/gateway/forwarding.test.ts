@@ -5,6 +5,8 @@ import { startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.t
 import { COMPLETION_TOKENS, PROMPT_TOKENS, startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
 import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
 
+type ErrorBody = { error: { message: string; type: string; code: string; param: string | null } };
+
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
 let fake: FakeOpenAi;
 let anthropicFake: AnthropicFake;
@@ -33,8 +35,8 @@ describe.each(backends)('forwarding on $name', (backend) => {
   beforeAll(async () => {
     if (backend.skipReason) return;
     gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      providers: { fake: { api_key: 'sk-provider-secret', api_base: fake.url }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
-      pricing: { 'fake:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } },
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.url }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
+      pricing: { 'openai:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } },
     });
     await gateway.call('POST', '/v1/users', { body: { user_id: 'carol', alias: 'Carol' } });
     virtualKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'app', user_id: 'carol' } })).json;
@@ -46,7 +48,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('the openai client with a virtual key: chat, passing other fields on, usage and cost recorded', async () => {
-    const completion = await viaKey.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.3, max_tokens: 50 });
+    const completion = await viaKey.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.3, max_tokens: 50 });
     expect(completion.choices[0].message.content).toBe('Hello world');
     expect(completion.usage).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
     const forwarded = fake.chatBodies.at(-1)!;
@@ -56,7 +58,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
       key_id: virtualKey.id,
       user_id: 'carol',
       endpoint: 'chat.completions',
-      provider: 'fake',
+      provider: 'openai',
       model: 'gpt-fake',
       prompt_tokens: PROMPT_TOKENS,
       completion_tokens: COMPLETION_TOKENS,
@@ -70,11 +72,11 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('the openai client with the master key: user is required (400), must exist (404), and is charged', async () => {
-    const missing = viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+    const missing = viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
     await expect(missing).rejects.toMatchObject({ status: 400, code: 'missing_user', param: 'user' });
-    const unknown = viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'nobody' });
+    const unknown = viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'nobody' });
     await expect(unknown).rejects.toMatchObject({ status: 404, code: 'user_not_found' });
-    const completion = await viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'carol' });
+    const completion = await viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'carol' });
     expect(completion.choices[0].message.content).toBe('Hello world');
     // The gateway's `user` selects whom to charge; it is not sent to the provider.
     expect(fake.chatBodies.at(-1)).not.toHaveProperty('user');
@@ -83,7 +85,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('streaming: chunks unchanged, [DONE] at the end, usage asked of the provider and recorded', async () => {
-    const stream = await viaKey.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    const stream = await viaKey.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true });
     let text = '';
     let usageChunks = 0;
     for await (const chunk of stream) {
@@ -97,7 +99,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
     expect(usage.data[0]).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS, status: 'success' });
 
-    const withUsage = await viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true }, user: 'carol' });
+    const withUsage = await viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true }, user: 'carol' });
     const chunks = [];
     for await (const chunk of withUsage) chunks.push(chunk);
     expect(chunks.at(-1)?.usage).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
@@ -105,7 +107,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const raw = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
     });
     expect(raw.headers.get('content-type')).toContain('text/event-stream');
     expect((await raw.text()).trimEnd().endsWith('data: [DONE]')).toBe(true);
@@ -115,7 +117,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'fake:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      body: JSON.stringify({ model: 'openai:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
     });
     const text = await response.text();
     const events = text.trim().split('\n\n');
@@ -123,14 +125,14 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const last = JSON.parse(events.at(-1)!.replace(/^data: /, ''));
     expect(last.error).toMatchObject({ type: 'upstream_error', code: 'upstream_error' });
     expect(text).not.toContain('[DONE]');
-    const stream = await viaKey.chat.completions.create({ model: 'fake:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    const stream = await viaKey.chat.completions.create({ model: 'openai:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true });
     await expect(
       (async () => {
         for await (const _chunk of stream) {
           // consume
         }
       })(),
-    ).rejects.toThrow(/Provider fake/);
+    ).rejects.toThrow(/Provider openai/);
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
     expect(usage.data[0]).toMatchObject({ model: 'cut-stream', status: 'error', status_code: 502 });
     expect(usage.data[0].completion_tokens).toBeGreaterThan(0);
@@ -141,15 +143,15 @@ describe.each(backends)('forwarding on $name', (backend) => {
       fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: `fake:${model}`, messages: [{ role: 'user', content: 'Hi' }] }),
+        body: JSON.stringify({ model: `openai:${model}`, messages: [{ role: 'user', content: 'Hi' }] }),
       });
     const limited = await call('rate-limited');
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('7');
-    expect((await limited.json()).error).toMatchObject({ type: 'rate_limit_error', code: 'upstream_rate_limited' });
+    expect(((await limited.json()) as ErrorBody).error).toMatchObject({ type: 'rate_limit_error', code: 'upstream_rate_limited' });
     const bad = await call('bad-request');
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.message).toContain("Invalid value for 'temperature'");
+    expect(((await bad.json()) as ErrorBody).error.message).toContain("Invalid value for 'temperature'");
     expect((await call('server-error')).status).toBe(502);
     const unauthorized = await call('unauthorized');
     expect(unauthorized.status).toBe(502);
@@ -160,26 +162,26 @@ describe.each(backends)('forwarding on $name', (backend) => {
     expect(unknownProvider).toMatchObject({ status: 400, code: 'unknown_provider' });
     const noProvider = await viaKey.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
     expect(noProvider).toMatchObject({ status: 400, param: 'model' });
-    const noMessages = await viaKey.chat.completions.create({ model: 'fake:gpt-fake', messages: [] }).catch((e) => e);
+    const noMessages = await viaKey.chat.completions.create({ model: 'openai:gpt-fake', messages: [] }).catch((e) => e);
     expect(noMessages).toMatchObject({ status: 400, param: 'messages' });
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage?limit=4`);
     expect(usage.data.map((row: { status_code: number }) => row.status_code)).toEqual([502, 502, 400, 429]);
   });
 
   it.skipIf(backend.skipReason)('embeddings (float and the client default base64) and model listing through the openai client', async () => {
-    const embeddings = await viaKey.embeddings.create({ model: 'fake:embed-fake', input: ['abc', 'hello'] });
+    const embeddings = await viaKey.embeddings.create({ model: 'openai:embed-fake', input: ['abc', 'hello'] });
     expect(embeddings.data.map((item) => Array.from(item.embedding))).toEqual([
       [3, 0.5, -0.25],
       [5, 0.5, -0.25],
     ]);
-    const floats = await viaMaster.embeddings.create({ model: 'fake:embed-fake', input: 'abcd', encoding_format: 'float', user: 'carol' });
+    const floats = await viaMaster.embeddings.create({ model: 'openai:embed-fake', input: 'abcd', encoding_format: 'float', user: 'carol' });
     expect(floats.data[0].embedding).toEqual([4, 0.5, -0.25]);
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
     expect(usage.data[0]).toMatchObject({ endpoint: 'embeddings', prompt_tokens: 2 * PROMPT_TOKENS, completion_tokens: 0 });
 
     const models = [];
     for await (const model of viaKey.models.list()) models.push(model.id);
-    expect(models).toEqual(expect.arrayContaining(['fake:gpt-fake', 'fake:embed-fake', 'anthropic:claude-opus-4-5']));
+    expect(models).toEqual(expect.arrayContaining(['openai:gpt-fake', 'openai:embed-fake', 'anthropic:claude-opus-4-5']));
   });
 
   it.skipIf(backend.skipReason)('the Anthropic client does messages (plain and streaming) with x-api-key', async () => {
@@ -210,7 +212,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'budgeted', budget_id: budget.budget_id } })).json;
     const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
     const results = await Promise.allSettled(
-      Array.from({ length: 100 }, () => client.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: prompt }], max_tokens: COMPLETION_TOKENS })),
+      Array.from({ length: 100 }, () => client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: prompt }], max_tokens: COMPLETION_TOKENS })),
     );
     const ok = results.filter((r) => r.status === 'fulfilled').length;
     const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
@@ -233,10 +235,10 @@ describe.each(backends)('forwarding on $name', (backend) => {
     await gateway.call('POST', '/v1/users', { body: { user_id: 'dave', alias: 'Dave', budget_id: budget.budget_id } });
     const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'dave', user_id: 'dave' } })).json;
     const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-    const ask = () => client.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], max_tokens: COMPLETION_TOKENS });
+    const ask = () => client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], max_tokens: COMPLETION_TOKENS });
     await ask();
     await expect(ask()).rejects.toMatchObject({ status: 403, code: 'budget_exceeded' });
-    await expect(viaMaster.chat.completions.create({ model: 'fake:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'dave' })).rejects.toMatchObject({ status: 403 });
+    await expect(viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'dave' })).rejects.toMatchObject({ status: 403 });
     await new Promise((resolve) => setTimeout(resolve, 2100));
     expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json.spend).toBe(0);
     await expect(ask()).resolves.toBeDefined();

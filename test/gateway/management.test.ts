@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
 
 const ISO_NO_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;
+type ErrorBody = { error: { message: string; type: string; code: string; param: string | null } };
+
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
 
 afterAll(async () => {
@@ -217,10 +219,10 @@ describe.each(backends)('management API on $name', (backend) => {
   it.skipIf(backend.skipReason)('bad bodies get OpenAI-shaped 400/415, unknown routes 404', async () => {
     const response = await fetch(`${gateway.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: '{"user_id": ' });
     expect(response.status).toBe(400);
-    expect((await response.json()).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
+    expect(((await response.json()) as ErrorBody).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
     const text = await fetch(`${gateway.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'text/plain' }, body: 'hi' });
     expect(text.status).toBe(415);
-    expect((await text.json()).error.code).toBe('unsupported_media_type');
+    expect(((await text.json()) as ErrorBody).error.code).toBe('unsupported_media_type');
     const missing = await gateway.call('GET', '/v1/nothing');
     expect(missing.status).toBe(404);
     expect(missing.json.error.code).toBe('route_not_found');

@@ -68,7 +68,12 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, body: Record
       JSON.stringify({
         object: 'list',
         model,
-        data: inputs.map((input, index) => ({ object: 'embedding', index, embedding: [input.length, 0.5, -0.25] })),
+        data: inputs.map((input, index) => {
+          const vector = [input.length, 0.5, -0.25];
+          // Like OpenAI: base64 of little-endian float32 when asked (the openai client asks by default).
+          const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+          return { object: 'embedding', index, embedding };
+        }),
         usage: { prompt_tokens: PROMPT_TOKENS * inputs.length, total_tokens: PROMPT_TOKENS * inputs.length },
       }),
     );

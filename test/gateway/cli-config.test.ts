@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadGatewayConfig, parseConfigText } from '../../src/gateway/config.ts';
+import { runCliCaptured } from '../helpers/run-cli.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, text: string): string {
+  const target = path.join(dir, name);
+  writeFileSync(target, text);
+  return target;
+}
+
+describe('encoder gateway keygen and migrate', () => {
+  it('keygen prints 32 random bytes, URL-safe, different every time', async () => {
+    const first = await runCliCaptured(['gateway', 'keygen']);
+    const second = await runCliCaptured(['gateway', 'keygen']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
+    expect(Buffer.from(first.stdout.trim(), 'base64url')).toHaveLength(32);
+    expect(second.stdout).not.toBe(first.stdout);
+  });
+
+  it('migrate applies the migrations once, then reports the database up to date', async () => {
+    const url = `sqlite:${path.join(dir, 'migrate.db')}`;
+    const first = await runCliCaptured(['gateway', 'migrate', '--database-url', url]);
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    expect(first.stdout).toContain('applied migration(s) 1; schema version 1');
+    const again = await runCliCaptured(['gateway', 'migrate', '--database-url', url]);
+    expect(again.stdout).toContain('already up to date at schema version 1');
+  });
+
+  it('migrate refuses an unsupported database URL with exit code 2', async () => {
+    const result = await runCliCaptured(['gateway', 'migrate', '--database-url', 'mysql://u:secret@host/db']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unsupported scheme');
+    expect(result.stderr).not.toContain('secret');
+  });
+});
+
+describe('encoder gateway serve refuses to start without a usable configuration', () => {
+  it('without a master key, it says how to make one (exit code 2)', async () => {
+    const saved = process.env.GATEWAY_MASTER_KEY;
+    delete process.env.GATEWAY_MASTER_KEY;
+    try {
+      const result = await runCliCaptured(['gateway', 'serve', '--port', '0', '--database-url', 'sqlite::memory:']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('no master key');
+      expect(result.stderr).toContain('encoder gateway keygen');
+    } finally {
+      if (saved !== undefined) process.env.GATEWAY_MASTER_KEY = saved;
+    }
+  });
+
+  it('an unset ${VARIABLE} in the configuration is an error naming it and where it is used', async () => {
+    const config = file('unset.yaml', 'master_key: ${GATEWAY_TEST_SURELY_UNSET}\n');
+    const result = await runCliCaptured(['gateway', 'serve', '--config', config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('environment variable GATEWAY_TEST_SURELY_UNSET is not set (used by master_key)');
+  });
+
+  it('a malformed configuration names the field', async () => {
+    const config = file('bad.yaml', 'master_key: abc\nport: "eighty"\nproviders:\n  openai:\n    api_base: not a url\n');
+    const result = await runCliCaptured(['gateway', 'serve', '--config', config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/port: .*; providers\.openai\.api_base: /);
+  });
+});
+
+describe('configuration precedence and substitution', () => {
+  it('substitutes ${VAR} and ${VAR:-default} in strings, nested, without YAML injection', () => {
+    const parsed = parseConfigText(
+      'master_key: "${KEY}"\ndatabase_url: sqlite:${DIR:-/tmp}/gw.db\nproviders:\n  openai:\n    api_key: ${OPENAI}\n',
+      'test.yaml',
+      { KEY: 'k: {injected: true}', OPENAI: 'sk-1' },
+    );
+    expect(parsed).toEqual({ master_key: 'k: {injected: true}', database_url: 'sqlite:/tmp/gw.db', providers: { openai: { api_key: 'sk-1' } } });
+  });
+
+  it('flag over GATEWAY_MASTER_KEY over the file; a short key is a warning, not an error', () => {
+    const config = file('keys.yaml', 'master_key: from-the-file-0123456789-0123456789\npricing:\n  openai:gpt-4o-mini: {input_cost_per_million: 0.15, output_cost_per_million: 0.6}\n');
+    expect(loadGatewayConfig({ config }, {}).masterKey).toBe('from-the-file-0123456789-0123456789');
+    expect(loadGatewayConfig({ config }, { GATEWAY_MASTER_KEY: 'from-env-0123456789-0123456789-012' }).masterKey).toBe('from-env-0123456789-0123456789-012');
+    const short = loadGatewayConfig({ config, masterKey: 'short' }, { GATEWAY_MASTER_KEY: 'x'.repeat(40) });
+    expect(short.masterKey).toBe('short');
+    expect(short.warnings).toEqual([expect.stringContaining('5 characters long; at least 32 are recommended')]);
+    expect(loadGatewayConfig({ config }, {}).pricing).toEqual({ 'openai:gpt-4o-mini': { input_cost_per_million: 0.15, output_cost_per_million: 0.6 } });
+    expect(loadGatewayConfig({ config }, {})).toMatchObject({ host: '0.0.0.0', port: 8000, databaseUrl: 'sqlite:gateway.db', warnings: [] });
+  });
+});

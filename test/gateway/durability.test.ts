@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/gateway/storage/index.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
+import { COMPLETION_TOKENS, startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
+import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend } from './helpers/gateway.ts';
+
+const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
+const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-crash-'));
+let fake: FakeOpenAi;
+const children = new Set<ChildProcess>();
+
+beforeAll(async () => {
+  fake = await startFakeOpenAi({ record: false });
+});
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await fake?.close();
+  await Promise.all(backends.map((backend) => backend.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** `encoder gateway serve` as its own process, as users run it; resolves with its URL once it listens. */
+async function spawnGateway(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
+  const config = path.join(dir, `gateway-${children.size}.yaml`);
+  writeFileSync(
+    config,
+    ['master_key: ${TEST_MASTER_KEY}', 'log_level: warn', 'providers:', '  openai:', '    api_key: sk-test', '    api_base: ${FAKE_PROVIDER_URL}', ''].join('\n'),
+  );
+  const child = spawn(
+    path.join(repoRoot, 'node_modules', '.bin', 'node'),
+    [path.join(repoRoot, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl],
+    { env: { PATH: process.env.PATH, TEST_MASTER_KEY: MASTER_KEY, FAKE_PROVIDER_URL: fake.url }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  children.add(child);
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start in 60 s: ${stderr}`)), 60_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/[^\s]+)/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}: ${stderr}`));
+    });
+  });
+  return { child, url };
+}
+
+describe.each(backends)('durability on $name', (backend) => {
+  it.skipIf(backend.skipReason)('SIGKILL under load: every request answered 200 before the kill has its usage row', async () => {
+    const databaseUrl = await backend.newDatabaseUrl();
+    const { child, url } = await spawnGateway(databaseUrl);
+    const keyResponse = await fetch(`${url}/v1/keys`, {
+      method: 'POST',
+      headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ key_name: 'load' }),
+    });
+    const key = (await keyResponse.json()) as { id: string; key: string };
+
+    const answered: string[] = [];
+    let failed = 0;
+    let killed = false;
+    let sequence = 0;
+    const worker = async () => {
+      while (!killed) {
+        const id = `crash-${++sequence}`;
+        try {
+          const response = await fetch(`${url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'x-request-id': id },
+            body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] }),
+          });
+          await response.arrayBuffer();
+          if (response.status === 200) answered.push(id);
+        } catch {
+          failed++;
+        }
+      }
+    };
+    const workers = Array.from({ length: 16 }, worker);
+    // Kill once a few hundred calls have been answered, while 16 more are in flight.
+    while (answered.length < 300) await new Promise((resolve) => setTimeout(resolve, 10));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+    killed = true;
+    await Promise.all(workers);
+    children.delete(child);
+
+    const store = openStore(databaseUrl);
+    try {
+      const rows = await store.driver.all('SELECT request_id FROM usage WHERE key_id = ?', [key.id]);
+      const recorded = new Set(rows.map((row) => String(row.request_id)));
+      const missing = answered.filter((id) => !recorded.has(id));
+      expect(missing).toEqual([]);
+      expect(recorded.size).toBeGreaterThanOrEqual(answered.length);
+      console.info(`${backend.name}: ${answered.length} answered 200 before SIGKILL, ${recorded.size} usage rows, ${failed} requests cut by the kill`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it.skipIf(backend.skipReason || backend.name !== 'postgres')('two instances on one PostgreSQL share keys and keep one consistent spend', async () => {
+    const databaseUrl = await backend.newDatabaseUrl();
+    const providers = { openai: { api_key: 'sk-test', api_base: fake.url } };
+    const pricing = { 'openai:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } };
+    const [a, b] = await Promise.all([startTestGateway(databaseUrl, { providers, pricing }), startTestGateway(databaseUrl, { providers, pricing })]);
+    try {
+      // Made on A, used on B.
+      const budget = (await a.call('POST', '/v1/budgets', { body: { max_budget: 0.4 } })).json;
+      const key = (await a.call('POST', '/v1/keys', { body: { key_name: 'shared', budget_id: budget.budget_id } })).json;
+      const clients = [a, b].map((gateway) => new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 }));
+      const prompt = 'Please answer this question briefly and politely.';
+      const results = await Promise.allSettled(
+        Array.from({ length: 120 }, (_, i) =>
+          clients[i % 2].chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: prompt }], max_tokens: COMPLETION_TOKENS }),
+        ),
+      );
+      const ok = results.filter((r) => r.status === 'fulfilled').length;
+      // $0.02 per call against $0.40: at most 20 + 1, whichever instance served them.
+      expect(ok).toBeGreaterThanOrEqual(1);
+      expect(ok).toBeLessThanOrEqual(21);
+      const [fromA, fromB] = await Promise.all([a.call('GET', `/v1/budgets/${budget.budget_id}`), b.call('GET', `/v1/budgets/${budget.budget_id}`)]);
+      expect(fromA.json.spend).toBe(fromB.json.spend);
+      expect(fromA.json.reserved).toBe(0);
+      const usage = (await b.call('GET', `/v1/keys/${key.id}/usage`)).json;
+      expect(usage.totals.requests).toBe(ok);
+      expect(fromA.json.spend).toBeCloseTo(usage.totals.cost, 10);
+      expect(fromA.json.spend).toBeLessThanOrEqual(0.4 + 0.02 + 1e-12);
+      // Deactivated on B, refused on A.
+      await b.call('PATCH', `/v1/keys/${key.id}`, { body: { is_active: false } });
+      await expect(clients[0].models.list()).rejects.toMatchObject({ status: 401, code: 'key_inactive' });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
