@@ -113,11 +113,12 @@ export class FakeOpenAIServer {
   }
 
   static async start(): Promise<FakeOpenAIServer> {
-    let fake: FakeOpenAIServer | undefined;
+    const holder: { fake?: FakeOpenAIServer } = {};
     const server = createServer((req, res) => {
-      void fake!.#handle(req, res);
+      void holder.fake!.#handle(req, res);
     });
-    fake = new FakeOpenAIServer(server);
+    const fake = new FakeOpenAIServer(server);
+    holder.fake = fake;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return fake;
   }
