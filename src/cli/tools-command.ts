@@ -32,6 +32,10 @@ export function registerToolsCommand(program: Command, io: CliIo): void {
       } catch (error) {
         // A bad configuration is the user's to fix: exit code 2 like every configuration error.
         if (error instanceof ToolsConfigError) throw new ConfigError(error.message);
+        const code = (error as { code?: string }).code;
+        if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+          throw new ConfigError(`cannot listen on ${options.addr.host}:${options.addr.port}: ${(error as Error).message}`);
+        }
         throw error;
       }
       io.stderr(

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAddr } from '../../src/cli/tools-command.ts';
@@ -91,9 +92,17 @@ describe('encoder tools serve', () => {
 
 describe('command-line errors', () => {
   it('exits 2 naming the problem for a bad configuration or address', async () => {
+    writeFileSync(path.join(dir, 'empty.yaml'), 'servers: {}\n');
     const missing = await runCliCaptured(['tools', 'serve', '--config', path.join(dir, 'absent.yaml')]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('cannot read the tools configuration');
+    const occupier = createServer();
+    await new Promise<void>((resolve) => occupier.listen(0, '127.0.0.1', resolve));
+    const taken = `127.0.0.1:${(occupier.address() as AddressInfo).port}`;
+    const busy = await runCliCaptured(['tools', 'serve', '--config', path.join(dir, 'empty.yaml'), '--addr', taken]);
+    occupier.close();
+    expect(busy.code).toBe(2);
+    expect(busy.stderr).toContain(`cannot listen on ${taken}`);
     const badAddr = await runCliCaptured(['tools', 'serve', '--addr', 'localhost']);
     expect(badAddr.code).toBe(2);
     expect(badAddr.stderr).toContain('"localhost" is not an address');
