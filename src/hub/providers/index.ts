@@ -3,6 +3,7 @@
 
 import type { ProviderDefinition } from '../provider.ts';
 import { anthropicProvider } from './anthropic/index.ts';
+import { cohereProvider } from './cohere/index.ts';
 import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
@@ -10,6 +11,7 @@ import { openAICompatibleProviders } from './openai/index.ts';
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
   anthropic: anthropicProvider,
+  cohere: cohereProvider,
   gemini: geminiProvider,
   mistral: mistralProvider,
 };

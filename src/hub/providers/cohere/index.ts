@@ -1,0 +1,72 @@
+// Cohere through cohere-ai (API v2): Messages converted to v2 chat, embeddings (v2 embed), models.
+
+import { CohereClientV2 } from 'cohere-ai';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { fromCohereResponse, fromCohereStream, toCohereRequest } from './convert.ts';
+import { cohereErrorToHub } from './errors.ts';
+
+export const COHERE_DEFAULT_API_BASE = 'https://api.cohere.com';
+
+const metadata: ProviderMetadata = {
+  name: 'cohere',
+  env_key: 'CO_API_KEY',
+  doc_url: 'https://docs.cohere.com/reference/chat',
+  default_api_base: COHERE_DEFAULT_API_BASE,
+  streaming: true,
+  messages: true,
+  completion: false,
+  embedding: true,
+  responses: false,
+  list_models: true,
+  batch: false,
+  reasoning: true,
+  image: true,
+};
+
+function createCohere(options: ProviderOptions): Provider {
+  const client = new CohereClientV2({
+    token: options.api_key,
+    baseUrl: options.api_base ?? COHERE_DEFAULT_API_BASE,
+    // the Hub core owns retries
+    maxRetries: 0,
+    ...(options.client_args as object),
+  });
+  const requestOptions = (signal: AbortSignal | undefined) => ({ maxRetries: 0, ...(signal ? { abortSignal: signal } : {}) });
+
+  return {
+    metadata,
+    async messages(params, call) {
+      return fromCohereResponse(await client.chat(toCohereRequest(params, call.extra), requestOptions(call.signal)), params.model);
+    },
+    async *messagesStream(params, call) {
+      yield* fromCohereStream(await client.chatStream(toCohereRequest(params, call.extra), requestOptions(call.signal)), params.model);
+    },
+    async embedding(params, call): Promise<EmbeddingResponse> {
+      const response = await client.embed(
+        { model: params.model, texts: params.inputs, inputType: 'search_document', embeddingTypes: ['float'], ...call.extra },
+        requestOptions(call.signal),
+      );
+      const vectors = response.embeddings.float ?? [];
+      const tokens = response.meta?.billedUnits?.inputTokens ?? 0;
+      return {
+        object: 'list',
+        model: params.model,
+        data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      };
+    },
+    async listModels(call): Promise<Model[]> {
+      const models: Model[] = [];
+      let pageToken: string | undefined;
+      do {
+        const page = await client.models.list({ pageSize: 1000, ...(pageToken ? { pageToken } : {}) }, requestOptions(call.signal));
+        for (const model of page.models) models.push({ id: model.name ?? '', object: 'model', created: 0, owned_by: 'cohere' });
+        pageToken = page.nextPageToken || undefined;
+      } while (pageToken);
+      return models;
+    },
+    toHubError: (error) => cohereErrorToHub(error, metadata.name),
+  };
+}
+
+export const cohereProvider: ProviderDefinition = { metadata, create: createCohere };
