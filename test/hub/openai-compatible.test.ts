@@ -1,0 +1,444 @@
+// OpenAI and the OpenAI-compatible services through the public Hub API, against the fake OpenAI-compatible server
+// (the real `openai` SDK on the wire).
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  AuthenticationError,
+  BatchNotCompleteError,
+  ContextLengthExceededError,
+  GatewayTimeoutError,
+  Hub,
+  HubError,
+  InvalidRequestError,
+  MissingApiKeyError,
+  ModelNotFoundError,
+  ProviderError,
+  RateLimitError,
+  UnsupportedParameterError,
+  UpstreamProviderError,
+  acancel_batch,
+  acompletion,
+  acreate_batch,
+  aembedding,
+  alist_batches,
+  alist_models,
+  amessages,
+  aresponses,
+  aretrieve_batch,
+  aretrieve_batch_results,
+} from '../../src/hub/index.ts';
+import type { MessagesStreamEvent } from '../../src/hub/index.ts';
+import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/index.ts';
+import { FAKE_MODEL_IDS, FakeOpenAIServer, chatChunks, chatCompletionBody, errorBody, fakeEmbedding } from './fakes/openai-compatible.ts';
+
+let fake: FakeOpenAIServer;
+const KEY = 'sk-test-secret-0123456789';
+let opts: { api_key: string; api_base: string };
+const ask = { model: 'openai:gpt-test', max_tokens: 64, messages: [{ role: 'user' as const, content: 'hi' }] };
+const savedEnv = { ...process.env };
+
+beforeAll(async () => {
+  fake = await FakeOpenAIServer.start();
+  opts = { api_key: KEY, api_base: fake.baseURL };
+});
+afterEach(() => {
+  fake.reset();
+  process.env = { ...savedEnv };
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('messages over OpenAI chat', () => {
+  it('sends the converted request with the key, and converts the answer', async () => {
+    const message = await amessages({
+      ...opts,
+      ...ask,
+      system: 'be brief',
+      temperature: 0.2,
+      stop_sequences: ['STOP'],
+      seed: 7, // provider-specific passthrough
+    });
+    const [request] = fake.requestsTo('POST /v1/chat/completions');
+    expect(request!.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(request!.body).toEqual({
+      model: 'gpt-test',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hi' },
+      ],
+      max_completion_tokens: 64,
+      temperature: 0.2,
+      stop: ['STOP'],
+      seed: 7,
+    });
+    expect(message).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      model: 'gpt-test',
+      content: [{ type: 'text', text: 'Hello from the fake server' }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 8, cache_read_input_tokens: 4, output_tokens: 6 },
+    });
+  });
+
+  it('streams the spec event kinds and asks for usage', async () => {
+    const events = await collect(amessages({ ...opts, ...ask, stream: true }));
+    expect(events.map((e) => e.type)).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    const text = events
+      .filter((e): e is Extract<MessagesStreamEvent, { type: 'content_block_delta' }> => e.type === 'content_block_delta')
+      .map((e) => (e.delta.type === 'text_delta' ? e.delta.text : ''))
+      .join('');
+    expect(text).toBe('Hello from the fake');
+    expect(fake.requestsTo('POST /v1/chat/completions')[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+
+  it.each([false, true])('a stream cut in the middle yields what arrived, then fails (unified: %s)', async (unified) => {
+    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['one', 'two']).slice(0, 3), cut: true });
+    const seen: string[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const event of amessages({ ...opts, ...ask, stream: true, unified_exceptions: unified })) seen.push(event.type);
+      })(),
+    );
+    expect(error).toBeInstanceOf(Error);
+    if (unified) {
+      expect(error).toBeInstanceOf(ProviderError);
+      expect((error as ProviderError).status_code).toBeNull();
+    }
+    expect(seen.slice(0, 3)).toEqual(['message_start', 'content_block_start', 'content_block_delta']);
+    expect(seen).not.toContain('message_stop');
+  });
+
+  it('a stream that ends cleanly but early (no finish_reason) is a ProviderError', async () => {
+    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['one', 'two']).slice(0, 3) });
+    expect(await failure(collect(amessages({ ...opts, ...ask, stream: true })))).toBeInstanceOf(ProviderError);
+  });
+
+  it('rejects bad parameters before any request', async () => {
+    const hot = await failure(amessages({ ...opts, ...ask, temperature: 1.5 }));
+    expect(hot).toBeInstanceOf(InvalidRequestError);
+    expect((hot as InvalidRequestError).param).toBe('temperature');
+    expect(await failure(amessages({ ...opts, ...ask, top_k: 3 }))).toBeInstanceOf(UnsupportedParameterError);
+    expect(await failure(amessages({ ...opts, model: 'openai:x', messages: [] } as never))).toBeInstanceOf(InvalidRequestError);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('output_format with a zod schema gives a typed parsed_output and sends response_format', async () => {
+    fake.script('POST /v1/chat/completions', { json: chatCompletionBody('gpt-test', '{"city":"Oslo","days":3}') });
+    const Answer = z.object({ city: z.string(), days: z.number() });
+    const message = await amessages({ ...opts, ...ask, output_format: Answer });
+    const parsed: { city: string; days: number } | null = message.parsed_output;
+    expect(parsed).toEqual({ city: 'Oslo', days: 3 });
+    const body = fake.requestsTo('POST /v1/chat/completions')[0]!.body as { response_format: { type: string; json_schema: { schema: { properties: object } } } };
+    expect(body.response_format.type).toBe('json_schema');
+    expect(Object.keys(body.response_format.json_schema.schema.properties)).toEqual(['city', 'days']);
+  });
+
+  it('output_format with a raw JSON-schema configuration gives parsed JSON; a non-matching answer fails', async () => {
+    fake.script('POST /v1/chat/completions', { json: chatCompletionBody('gpt-test', '{"n":1}') }, { json: chatCompletionBody('gpt-test', '{"n":"x"}') });
+    const raw = await amessages({ ...opts, ...ask, output_format: { type: 'json_schema', schema: { type: 'object', properties: { n: { type: 'number' } } } } });
+    expect(raw.parsed_output).toEqual({ n: 1 });
+    expect(await failure(amessages({ ...opts, ...ask, output_format: z.object({ n: z.number() }) }))).toBeInstanceOf(ProviderError);
+  });
+
+  it('output_format with stream is an UnsupportedParameterError', async () => {
+    const error = await failure(collect(amessages({ ...opts, ...ask, stream: true, output_format: z.object({}) })));
+    expect(error).toBeInstanceOf(UnsupportedParameterError);
+    expect((error as UnsupportedParameterError).parameter_name).toBe('output_format');
+  });
+});
+
+describe('every OpenAI-compatible service', () => {
+  it.each(OPENAI_COMPATIBLE_SERVICES.map((s) => [s.metadata.name, s] as const))('%s: key from its env var, messages round trip', async (name, service) => {
+    process.env[service.metadata.env_key!] = `${name}-env-key`;
+    if (name === 'azureopenai') process.env.AZURE_OPENAI_ENDPOINT = 'http://127.0.0.1:1';
+    const message = await amessages({ api_base: fake.baseURL, provider: name, model: 'some/model', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] });
+    expect(message.content).toEqual([{ type: 'text', text: 'Hello from the fake server', citations: null }]);
+    const request = fake.requestsTo('POST /v1/chat/completions')[0]!;
+    expect(request.headers.authorization).toBe(`Bearer ${name}-env-key`);
+    if (name === 'azureopenai') expect(request.headers['api-key']).toBe(`${name}-env-key`);
+    expect((request.body as { model: string }).model).toBe('some/model');
+    const limitField = service.dialect.max_tokens_field;
+    expect(request.body).toHaveProperty(limitField, 5);
+  });
+
+  it('a missing key raises MissingApiKeyError naming the variable; local servers need none', async () => {
+    delete process.env.GROQ_API_KEY;
+    const error = await failure(amessages({ api_base: fake.baseURL, provider: 'groq', ...ask, model: 'm' }));
+    expect(error).toBeInstanceOf(MissingApiKeyError);
+    expect((error as MissingApiKeyError).env_var_name).toBe('GROQ_API_KEY');
+    expect((error as MissingApiKeyError).provider_name).toBe('groq');
+    expect(() => Hub.create('groq')).toThrow(MissingApiKeyError);
+    delete process.env.VLLM_API_KEY;
+    await expect(amessages({ api_base: fake.baseURL, provider: 'vllm', ...ask, model: 'm' })).resolves.toMatchObject({ type: 'message' });
+  });
+
+  it('azureopenai without an endpoint says what to set', async () => {
+    delete process.env.AZURE_OPENAI_ENDPOINT;
+    const error = await failure(amessages({ api_key: 'k', provider: 'azureopenai', ...ask, model: 'm' }));
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(String(error)).toContain('AZURE_OPENAI_ENDPOINT');
+  });
+});
+
+describe('completion, responses, embeddings, models', () => {
+  it('completion passes the OpenAI request through and returns the ChatCompletion', async () => {
+    const chat = await acompletion({ ...opts, model: 'groq:llama', messages: [{ role: 'user', content: 'hi' }], n: 1, logit_bias: { 5: 1 } });
+    expect(chat).toMatchObject({ object: 'chat.completion', choices: [{ message: { content: 'Hello from the fake server' } }] });
+    expect(fake.requestsTo('POST /v1/chat/completions')[0]!.body).toEqual({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], n: 1, logit_bias: { 5: 1 }, stream: false });
+    const chunks = await collect(acompletion({ ...opts, model: 'groq:llama', messages: [{ role: 'user', content: 'hi' }], stream: true }));
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Hello from the fake');
+  });
+
+  it('responses where offered; elsewhere UnsupportedParameterError', async () => {
+    const response = await aresponses({ ...opts, model: 'openai:gpt-test', input: 'hi' });
+    expect(response.output_text).toBe('Hello from the fake server');
+    expect(fake.requestsTo('POST /v1/responses')[0]!.body).toMatchObject({ model: 'gpt-test', input: 'hi' });
+    expect(await failure(aresponses({ ...opts, model: 'deepseek:x', input: 'hi' }))).toBeInstanceOf(UnsupportedParameterError);
+  });
+
+  it('embedding returns CreateEmbeddingResponse for a string or a list', async () => {
+    const one = await aembedding({ ...opts, model: 'openai:fake-embedder', inputs: 'abc' });
+    expect(one.data).toHaveLength(1);
+    expect(one.data[0]!.embedding).toEqual(Array.from(new Float32Array(fakeEmbedding('abc'))));
+    const many = await aembedding({ ...opts, provider: 'openai', model: 'fake-embedder', inputs: ['a', 'bb'], dimensions: 4 });
+    expect(many.data.map((d) => d.index)).toEqual([0, 1]);
+    expect(many).toMatchObject({ model: 'fake-embedder', usage: { prompt_tokens: 6, total_tokens: 6 } });
+    expect(fake.requestsTo('POST /v1/embeddings')[1]!.body).toMatchObject({ input: ['a', 'bb'], dimensions: 4 });
+    expect(await failure(aembedding({ ...opts, model: 'deepseek:e', inputs: 'x' }))).toBeInstanceOf(UnsupportedParameterError);
+    expect(await failure(aembedding({ ...opts, model: 'openai:e', inputs: [1] as never }))).toBeInstanceOf(InvalidRequestError);
+  });
+
+  it('list_models returns Model objects; a provider without listing says so', async () => {
+    const models = await alist_models({ ...opts, provider: 'openai' });
+    expect(models.map((m) => m.id)).toEqual(FAKE_MODEL_IDS);
+    expect(await failure(alist_models({ ...opts, provider: 'perplexity' }))).toBeInstanceOf(UnsupportedParameterError);
+    expect(await failure(alist_models({ ...opts } as never))).toBeInstanceOf(InvalidRequestError);
+  });
+});
+
+describe('batches (OpenAI)', () => {
+  it('upload, create, poll, results when complete, cancel, list with paging; one experimental warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const dir = mkdtempSync(path.join(tmpdir(), 'hub-batch-'));
+    const file = path.join(dir, 'input.jsonl');
+    const lines = [
+      { custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: { model: 'gpt-test', messages: [{ role: 'user', content: 'one' }] } },
+      { custom_id: 'b', method: 'POST', url: '/v1/chat/completions', body: { model: 'gpt-test', messages: [], fail: true } },
+    ];
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    try {
+      const batch = await acreate_batch({ ...opts, provider: 'openai', input_file_path: file, endpoint: '/v1/chat/completions', metadata: { job: 'test' } });
+      expect(batch).toMatchObject({ status: 'validating', completion_window: '24h', endpoint: '/v1/chat/completions', metadata: { job: 'test' } });
+      const upload = fake.requestsTo('POST /v1/files')[0]!;
+      expect(String(upload.headers['content-type'])).toMatch(/^multipart\/form-data/);
+      expect(fake.files.get(batch.input_file_id)).toMatchObject({ purpose: 'batch', content: lines.map((l) => JSON.stringify(l)).join('\n') + '\n' });
+
+      expect((await aretrieve_batch({ ...opts, provider: 'openai', batch_id: batch.id })).status).toBe('validating');
+      const early = await failure(aretrieve_batch_results({ ...opts, provider: 'openai', batch_id: batch.id }));
+      expect(early).toBeInstanceOf(BatchNotCompleteError);
+      expect((early as BatchNotCompleteError).batch_status).toBe('validating');
+
+      fake.completeBatch(batch.id);
+      const results = await aretrieve_batch_results({ ...opts, provider: 'openai', batch_id: batch.id });
+      expect(results).toEqual([
+        { custom_id: 'a', result: expect.objectContaining({ object: 'chat.completion', choices: [expect.objectContaining({ message: expect.objectContaining({ content: 'answer a' }) })] }), error: null },
+        { custom_id: 'b', result: null, error: { code: 'invalid_request', message: 'line failed' } },
+      ]);
+
+      const second = await acreate_batch({ ...opts, provider: 'openai', input_file_path: file, endpoint: '/v1/chat/completions', completion_window: '24h' });
+      const cancelled = await acancel_batch({ ...opts, provider: 'openai', batch_id: second.id });
+      expect(cancelled).toMatchObject({ id: second.id, status: 'cancelled' });
+      const third = await acreate_batch({ ...opts, provider: 'openai', input_file_path: file, endpoint: '/v1/chat/completions' });
+
+      const page1 = await alist_batches({ ...opts, provider: 'openai', limit: 2 });
+      expect(page1.map((b) => b.id)).toEqual([third.id, second.id]);
+      const page2 = await alist_batches({ ...opts, provider: 'openai', limit: 2, after: page1.at(-1)!.id });
+      expect(page2.map((b) => b.id)).toEqual([batch.id]);
+      expect(fake.requestsTo('GET /v1/batches').map((r) => r.query.toString())).toEqual(['limit=2', `after=${second.id}&limit=2`]);
+
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => (w as Error & { code?: string }).code === 'HUB_EXPERIMENTAL_BATCH').length).toBeLessThanOrEqual(1);
+      expect(await failure(acreate_batch({ ...opts, provider: 'deepseek', input_file_path: file, endpoint: '/v1/chat/completions' }))).toBeInstanceOf(UnsupportedParameterError);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
+
+describe('errors, retries, timeouts, abort', () => {
+  const statusCases: [number, string, typeof HubError][] = [
+    [401, 'Incorrect API key provided', AuthenticationError],
+    [404, 'The model `x` does not exist', ModelNotFoundError],
+    [429, 'Rate limit reached', RateLimitError],
+    [502, 'bad gateway', UpstreamProviderError],
+    [504, 'upstream timed out', GatewayTimeoutError],
+    [500, 'content policy', ProviderError],
+    [400, "This model's maximum context length is 128000 tokens", ContextLengthExceededError],
+    [400, 'Unrecognized request argument', InvalidRequestError],
+  ];
+
+  it.each(statusCases)('unified on: %i → %o, with status, code and param', async (status, message, type) => {
+    fake.script('POST /v1/chat/completions', { status, json: errorBody(message, 'invalid_request_error', 'some_code', 'messages') });
+    const error = await failure(amessages({ ...opts, ...ask, unified_exceptions: true, max_retries: 0 }));
+    expect(error).toBeInstanceOf(type);
+    const hub = error as HubError;
+    expect(hub.message).toBe(`[openai] ${message}`);
+    expect([hub.status_code, hub.code, hub.param, hub.error_type]).toEqual([status, 'some_code', 'messages', 'invalid_request_error']);
+    expect(hub.original_exception).toBeInstanceOf(OpenAI.APIError);
+  });
+
+  it('unified off (default): the SDK error comes through; HUB_UNIFIED_EXCEPTIONS=1 turns conversion on', async () => {
+    delete process.env.HUB_UNIFIED_EXCEPTIONS;
+    fake.script('POST /v1/chat/completions', { status: 404, json: errorBody('no model') }, { status: 404, json: errorBody('no model') });
+    const raw = await failure(amessages({ ...opts, ...ask }));
+    expect(raw).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(raw).not.toBeInstanceOf(HubError);
+    process.env.HUB_UNIFIED_EXCEPTIONS = '1';
+    expect(await failure(amessages({ ...opts, ...ask }))).toBeInstanceOf(ModelNotFoundError);
+  });
+
+  it('a Hub instance can turn unified exceptions on for itself', async () => {
+    delete process.env.HUB_UNIFIED_EXCEPTIONS;
+    fake.script('POST /v1/chat/completions', { status: 401, json: errorBody('bad key') });
+    const hub = Hub.create('openai', { ...opts, unified_exceptions: true });
+    expect(await failure(hub.amessages({ model: 'gpt', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }))).toBeInstanceOf(AuthenticationError);
+  });
+
+  it('a key echoed by the provider never appears in the error message', async () => {
+    fake.script('POST /v1/chat/completions', { status: 401, json: errorBody(`Incorrect API key provided: ${KEY}`) });
+    const error = (await failure(amessages({ ...opts, ...ask, unified_exceptions: true }))) as HubError;
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.message).not.toContain(KEY);
+    expect(String(error)).toContain('***');
+  });
+
+  it('retries 429 honouring Retry-After, and 503, then succeeds', async () => {
+    fake.script(
+      'POST /v1/chat/completions',
+      { status: 429, headers: { 'retry-after': '0' }, json: errorBody('slow down') },
+      { status: 503, headers: { 'retry-after': '0' }, json: errorBody('overloaded') },
+    );
+    const message = await amessages({ ...opts, ...ask });
+    expect(message.content[0]).toMatchObject({ text: 'Hello from the fake server' });
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(3);
+  });
+
+  it('backs off exponentially without Retry-After', async () => {
+    fake.script('POST /v1/chat/completions', { status: 502, json: errorBody('bad gateway') });
+    const started = performance.now();
+    await amessages({ ...opts, ...ask });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(300); // first delay: 500 ms × [0.75, 1]
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(2);
+  });
+
+  it('stops after max_retries and raises RateLimitError with retry_after; no retry for 400 or a long Retry-After', async () => {
+    fake.script(
+      'POST /v1/chat/completions',
+      { status: 429, headers: { 'retry-after': '0' }, json: errorBody('limit') },
+      { status: 429, headers: { 'retry-after': '0' }, json: errorBody('limit') },
+    );
+    const error = await failure(amessages({ ...opts, ...ask, max_retries: 1, unified_exceptions: true }));
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect((error as RateLimitError).retry_after).toBe(0);
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(2);
+
+    fake.reset();
+    fake.script('POST /v1/chat/completions', { status: 400, json: errorBody('bad') });
+    await failure(amessages({ ...opts, ...ask }));
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
+
+    fake.reset();
+    fake.script('POST /v1/chat/completions', { status: 429, headers: { 'retry-after': '3600' }, json: errorBody('come back later') });
+    const long = await failure(amessages({ ...opts, ...ask, unified_exceptions: true }));
+    expect((long as RateLimitError).retry_after).toBe(3600);
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
+  });
+
+  it('streams are retried before their first event', async () => {
+    fake.script('POST /v1/chat/completions', { status: 503, headers: { 'retry-after': '0' }, json: errorBody('busy') });
+    const events = await collect(amessages({ ...opts, ...ask, stream: true }));
+    expect(events.at(-1)!.type).toBe('message_stop');
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(2);
+  });
+
+  it('a per-call timeout raises ProviderError with no status and is not retried', async () => {
+    fake.script('POST /v1/chat/completions', { delayMs: 3000, then: { json: chatCompletionBody('gpt-test') } });
+    const error = await failure(amessages({ ...opts, ...ask, timeout: 200 }));
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).status_code).toBeNull();
+    expect(String(error)).toContain('timed out after 200 ms');
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
+  });
+
+  it('the timeout of a stream bounds the wait for the first event only', async () => {
+    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['a', 'b', 'c']), delayMs: 120 });
+    const events = await collect(amessages({ ...opts, ...ask, stream: true, timeout: 350 }));
+    expect(events.at(-1)!.type).toBe('message_stop');
+  });
+
+  it('an AbortSignal cancels the call with its reason', async () => {
+    fake.script('POST /v1/chat/completions', { delayMs: 3000, then: { json: chatCompletionBody('gpt-test') } });
+    const controller = new AbortController();
+    const reason = new Error('user gave up');
+    setTimeout(() => controller.abort(reason), 100);
+    expect(await failure(amessages({ ...opts, ...ask, signal: controller.signal }))).toBe(reason);
+    const aborted = AbortSignal.abort(reason);
+    expect(await failure(amessages({ ...opts, ...ask, signal: aborted }))).toBe(reason);
+  });
+
+  it('connection failures → ProviderError (unified)', async () => {
+    fake.script('POST /v1/chat/completions', { destroy: true });
+    const error = await failure(amessages({ ...opts, ...ask, unified_exceptions: true }));
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).status_code).toBeNull();
+  });
+});
+
+describe('the Hub class', () => {
+  it('binds a provider and its options; get_provider_metadata; instance methods', async () => {
+    const hub = Hub.create('openai', opts);
+    expect(hub.get_provider_metadata()).toMatchObject({ name: 'openai', env_key: 'OPENAI_API_KEY', streaming: true, embedding: true, batch: true });
+    const message = await hub.amessages({ model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] });
+    expect(message.content[0]).toMatchObject({ text: 'Hello from the fake server' });
+    expect((await hub.alist_models()).map((m) => m.id)).toEqual(FAKE_MODEL_IDS);
+    const chat = await hub.acompletion({ model: 'gpt-test', messages: [{ role: 'user', content: 'x' }] });
+    expect(chat.choices[0]!.message.content).toBe('Hello from the fake server');
+    expect((await hub.aembedding({ model: 'e', inputs: ['q'] })).data).toHaveLength(1);
+    const events = await collect(hub.amessages({ model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user', content: 'x' }], stream: true }));
+    expect(events[0]!.type).toBe('message_start');
+    for (const request of fake.requests) expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+});
