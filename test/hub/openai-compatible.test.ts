@@ -149,7 +149,7 @@ describe('messages over OpenAI chat', () => {
     expect(hot).toBeInstanceOf(InvalidRequestError);
     expect((hot as InvalidRequestError).param).toBe('temperature');
     expect(await failure(amessages({ ...opts, ...ask, top_k: 3 }))).toBeInstanceOf(UnsupportedParameterError);
-    expect(await failure(amessages({ ...opts, model: 'openai:x', messages: [] } as never) as Promise<unknown>)).toBeInstanceOf(InvalidRequestError);
+    expect(await failure(amessages({ ...opts, model: 'openai:x', messages: [] } as never) as unknown as Promise<unknown>)).toBeInstanceOf(InvalidRequestError);
     expect(fake.requests).toHaveLength(0);
   });
 
