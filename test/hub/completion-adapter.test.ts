@@ -1,0 +1,74 @@
+// acompletion on a provider that implements only `messages` (Anthropic): the core converts the OpenAI chat request
+// to Messages, and the Message (or its events) back to a ChatCompletion (or chunks). Uses the Anthropic fake.
+
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Hub, UnsupportedParameterError, acompletion } from '../../src/hub/index.ts';
+import { startAnthropicFake } from './fakes/anthropic.ts';
+import type { AnthropicFake } from './fakes/anthropic.ts';
+import { bodyOf } from './fakes/vendor-server.ts';
+
+let fake: AnthropicFake;
+let opts: { api_key: string; api_base: string };
+
+beforeAll(async () => {
+  fake = await startAnthropicFake();
+  opts = { api_key: 'sk-ant-test', api_base: fake.server.url };
+});
+afterAll(() => fake.close());
+beforeEach(() => fake.server.reset());
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+describe.skipIf(!Hub.get_supported_providers().includes('anthropic'))('completion through the Messages adapter', () => {
+  it('converts the chat request on the wire and the Message back to a ChatCompletion', async () => {
+    const chat = await acompletion({
+      ...opts,
+      model: 'anthropic:claude-sonnet-4-5',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hello there' },
+      ],
+      max_tokens: 40,
+      stop: ['END'],
+      temperature: 0.5,
+    });
+    expect(bodyOf(fake.server.requests[0]!)).toMatchObject({
+      model: 'claude-sonnet-4-5',
+      system: 'be brief',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hello there' }] }],
+      max_tokens: 40,
+      stop_sequences: ['END'],
+      temperature: 0.5,
+    });
+    expect(chat).toMatchObject({
+      object: 'chat.completion',
+      model: 'claude-sonnet-4-5',
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'echo: hello there' } }],
+      usage: { prompt_tokens: 14, prompt_tokens_details: { cached_tokens: 3 } },
+    });
+  });
+
+  it('streams chunks converted from Messages events', async () => {
+    const chunks = await collect(acompletion({ ...opts, model: 'anthropic:claude-sonnet-4-5', messages: [{ role: 'user', content: 'stream me' }], stream: true }));
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('echo: stream me');
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('a chat parameter Messages cannot honour is an UnsupportedParameterError, before any request', async () => {
+    await expect(acompletion({ ...opts, model: 'anthropic:claude-sonnet-4-5', messages: [{ role: 'user', content: 'x' }], n: 3 })).rejects.toBeInstanceOf(
+      UnsupportedParameterError,
+    );
+    expect(fake.server.requests).toHaveLength(0);
+  });
+
+  it('a bound Hub offers completion on the Messages-only provider too', async () => {
+    const hub = Hub.create('anthropic', opts);
+    const chat = await hub.acompletion({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] });
+    expect(chat.choices[0]!.message.content).toBe('echo: hi');
+  });
+});
