@@ -6,6 +6,7 @@ import { anthropicProvider } from './anthropic/index.ts';
 import { cohereProvider } from './cohere/index.ts';
 import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
+import { ollamaProvider } from './ollama/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
@@ -14,4 +15,5 @@ export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   cohere: cohereProvider,
   gemini: geminiProvider,
   mistral: mistralProvider,
+  ollama: ollamaProvider,
 };

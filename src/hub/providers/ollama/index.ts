@@ -1,0 +1,89 @@
+// Ollama through the ollama SDK: Messages converted to /api/chat (NDJSON streaming), embeddings (/api/embed),
+// local models (/api/tags). No key is needed; one given is sent as a bearer token (for Ollama behind a proxy).
+
+import { Ollama, type ChatResponse } from 'ollama';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { fromOllamaResponse, fromOllamaStream, toOllamaRequest } from './convert.ts';
+import { isOllamaResponseError, ollamaErrorToHub } from './errors.ts';
+
+export const OLLAMA_DEFAULT_API_BASE = 'http://127.0.0.1:11434';
+
+const metadata: ProviderMetadata = {
+  name: 'ollama',
+  env_key: null,
+  doc_url: 'https://github.com/ollama/ollama/blob/main/docs/api.md',
+  default_api_base: OLLAMA_DEFAULT_API_BASE,
+  streaming: true,
+  messages: true,
+  completion: false,
+  embedding: true,
+  responses: false,
+  list_models: true,
+  batch: false,
+  reasoning: true,
+  image: true,
+};
+
+function createOllama(options: ProviderOptions): Provider {
+  const host = options.api_base ?? OLLAMA_DEFAULT_API_BASE;
+  const headers = options.api_key ? { Authorization: `Bearer ${options.api_key}` } : undefined;
+
+  /**
+   * One SDK client per call: its fetch carries the call's AbortSignal (the SDK has no per-call signal) and keeps
+   * the headers of a failed response so Retry-After reaches the error (the SDK's ResponseError drops them).
+   */
+  async function withClient<T>(signal: AbortSignal | undefined, run: (client: Ollama) => Promise<T>): Promise<T> {
+    let failedHeaders: Headers | undefined;
+    const client = new Ollama({
+      host,
+      ...(headers ? { headers } : {}),
+      ...(options.client_args as object),
+      fetch: async (input: string | URL | Request, init?: RequestInit) => {
+        const response = await fetch(input, { ...init, ...(signal ? { signal } : {}) });
+        if (!response.ok) failedHeaders = response.headers;
+        return response;
+      },
+    });
+    try {
+      return await run(client);
+    } catch (error) {
+      if (isOllamaResponseError(error) && failedHeaders) error.headers = failedHeaders;
+      throw error;
+    }
+  }
+
+  return {
+    metadata,
+    async messages(params, call) {
+      const request = toOllamaRequest(params, call.extra);
+      return fromOllamaResponse(await withClient(call.signal, (client) => client.chat({ ...request, stream: false })));
+    },
+    async *messagesStream(params, call) {
+      const request = toOllamaRequest(params, call.extra);
+      const chunks = await withClient(call.signal, (client) => client.chat({ ...request, stream: true }));
+      yield* fromOllamaStream(chunks as AsyncIterable<ChatResponse>, params.model);
+    },
+    async embedding(params, call): Promise<EmbeddingResponse> {
+      const response = await withClient(call.signal, (client) => client.embed({ model: params.model, input: params.inputs, ...call.extra }));
+      const tokens = response.prompt_eval_count ?? 0;
+      return {
+        object: 'list',
+        model: response.model ?? params.model,
+        data: response.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      };
+    },
+    async listModels(call): Promise<Model[]> {
+      const list = await withClient(call.signal, (client) => client.list());
+      return list.models.map((model) => ({
+        id: model.name,
+        object: 'model',
+        created: model.modified_at ? Math.floor(new Date(model.modified_at).getTime() / 1000) : 0,
+        owned_by: 'ollama',
+      }));
+    },
+    toHubError: (error) => ollamaErrorToHub(error, metadata.name),
+  };
+}
+
+export const ollamaProvider: ProviderDefinition = { metadata, create: createOllama };
