@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
-import { startToolServer, ToolsConfigError } from '../tools/index.ts';
+import { startToolServer, ToolsConfigError, type RunningToolServer } from '../tools/index.ts';
 import { RUNTIME_VERSION, type CliIo } from './program.ts';
 
 interface ToolsServeOptions {
@@ -26,7 +26,7 @@ export function registerToolsCommand(program: Command, io: CliIo): void {
     .option('--addr <host:port>', 'address to listen on', parseAddr, parseAddr('0.0.0.0:8090'))
     .action(async (options: ToolsServeOptions) => {
       const log = (line: string) => io.stderr(`${line}\n`);
-      let server;
+      let server: RunningToolServer;
       try {
         server = await startToolServer({ configFile: options.config, ...options.addr, version: RUNTIME_VERSION, log });
       } catch (error) {
@@ -38,10 +38,10 @@ export function registerToolsCommand(program: Command, io: CliIo): void {
         }
         throw error;
       }
-      io.stderr(
-        `tool server on ${server.url}: ${server.config.servers.length} MCP server(s) (${server.upstreams.names().join(', ') || 'none'}); ` +
-          `API at /api/v1, OpenAPI at /openapi.json, docs at /docs\n`,
-      );
+      const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
       const onHup = () => {
         try {
           const summary = server.reload();
@@ -54,10 +54,19 @@ export function registerToolsCommand(program: Command, io: CliIo): void {
         }
       };
       process.on('SIGHUP', onHup);
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
-      });
+      // The banner comes once every server has connected or failed its first start (bounded by its start-up
+      // timeout), so that a client that waits for it finds the servers ready; a signal meanwhile stops at once.
+      const started = await Promise.race([server.upstreams.firstAttemptsSettled().then(() => true), stopSignal.then(() => false)]);
+      if (started) {
+        const states = server.upstreams
+          .all()
+          .map((upstream) => `  ${upstream.name}: ${upstream.state === 'connected' ? 'connected' : `not connected (${upstream.lastFailure ?? upstream.state}), retrying`}`);
+        io.stderr(
+          `tool server on ${server.url}: ${server.config.servers.length} MCP server(s); API at /api/v1, OpenAPI at /openapi.json, docs at /docs\n` +
+            (states.length ? `${states.join('\n')}\n` : ''),
+        );
+      }
+      const signal = await stopSignal;
       process.off('SIGHUP', onHup);
       io.stderr(`${signal}: stopping; closing every MCP session and child process\n`);
       await server.close();

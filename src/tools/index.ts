@@ -28,7 +28,10 @@ export interface RunningToolServer {
   close(): Promise<void>;
 }
 
-/** Loads the configuration, starts every MCP server (in the background) and listens. */
+/**
+ * Loads the configuration, starts every MCP server in the background and listens; `upstreams.firstAttemptsSettled()`
+ * tells when every server's first start attempt has ended.
+ */
 export async function startToolServer(options: ToolServerOptions): Promise<RunningToolServer> {
   const config = loadToolsConfig(options.configFile, options.env);
   const upstreams = Upstreams.start(config, { log: options.log, clientInfo: { name: 'encoder-tools', version: options.version } });

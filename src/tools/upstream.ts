@@ -71,6 +71,8 @@ export class Upstream {
   private stderrTail: string[] = [];
   /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
   private connecting: { client: Client; transport: Transport } | undefined;
+  private readonly firstAttempt: Promise<void>;
+  private endFirstAttempt: () => void = () => {};
 
   constructor(config: ServerConfig, options: UpstreamOptions = {}) {
     this.config = config;
@@ -78,6 +80,7 @@ export class Upstream {
     this.clientInfo = options.clientInfo ?? { name: 'encoder-tools', version: '0.0.0' };
     this.allowed = config.tools ? new Set(config.tools) : undefined;
     this.healthValue = { name: config.name, status: 'unknown' };
+    this.firstAttempt = new Promise((resolve) => (this.endFirstAttempt = resolve));
   }
 
   get name(): string {
@@ -91,6 +94,16 @@ export class Upstream {
   /** Starts connecting in the background; failures are retried, never thrown. */
   start(): void {
     void this.connect();
+  }
+
+  /** Resolves when the first start attempt has ended, connected or not (at most the start-up timeout). */
+  firstAttemptSettled(): Promise<void> {
+    return this.firstAttempt;
+  }
+
+  /** Why the last start failed or the session was lost; undefined while connected. */
+  get lastFailure(): string | undefined {
+    return this.lastError;
   }
 
   /** Resolves once connected, or rejects with the last error after `timeoutMs`. For tests and start-up banners. */
@@ -115,6 +128,7 @@ export class Upstream {
 
   async close(): Promise<void> {
     this.stateValue = 'stopped';
+    this.endFirstAttempt();
     this.generation++;
     clearTimeout(this.retryTimer);
     clearInterval(this.healthTimer);
@@ -349,6 +363,7 @@ export class Upstream {
     this.connectedAt = Date.now();
     this.lastError = undefined;
     this.log(`[${this.name}] connected${this.pid ? ` (pid ${this.pid})` : ''}`);
+    this.endFirstAttempt();
     void this.fetchAllTools().catch(() => {});
     void this.checkHealth();
     clearInterval(this.healthTimer);
@@ -367,6 +382,7 @@ export class Upstream {
   }
 
   private failed(reason: string): void {
+    this.endFirstAttempt();
     this.lastError = reason;
     this.stateValue = 'backoff';
     clearInterval(this.healthTimer);

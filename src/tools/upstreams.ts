@@ -79,6 +79,11 @@ export class Upstreams {
     return summary;
   }
 
+  /** Resolves when every server's first start attempt has ended (each bounded by its start-up timeout). */
+  async firstAttemptsSettled(): Promise<void> {
+    await Promise.all(this.all().map((upstream) => upstream.firstAttemptSettled()));
+  }
+
   /** Closes every session and stops every child process. */
   async close(): Promise<void> {
     const all = this.all();

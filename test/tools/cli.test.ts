@@ -59,6 +59,13 @@ const alive = (pid: number) => {
 };
 
 describe('encoder tools serve', () => {
+  it('announces itself once every server has started, listing their states', async () => {
+    expect(stderr).toMatch(/MCP server\(s\); API at \/api\/v1.*\n  a: connected\n  b: connected\n  d: connected\n/);
+    // No waiting after the banner: the servers answer at once.
+    const response = await fetch(`${baseUrl}/api/v1/servers/a/tools/echo`, { method: 'POST', body: '{"message": "ready?"}' });
+    expect(response.status).toBe(200);
+  });
+
   it('reloads on SIGHUP: starts added servers, stops removed ones, restarts only changed ones', async () => {
     const [a, b, d] = [await pidOf('a'), await pidOf('b'), await pidOf('d')];
     writeConfig({ a: server(1000), b: server(999), c: server(1000) });
