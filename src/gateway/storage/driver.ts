@@ -18,6 +18,12 @@ export interface SqlDriver {
   all(sql: string, params?: SqlValue[]): Promise<Row[]>;
   /** Runs a statement; the number of rows it changed. */
   run(sql: string, params?: SqlValue[]): Promise<number>;
+  /**
+   * Runs a statement whose loss in a database crash would be harmless (budget reservations): PostgreSQL commits it
+   * without waiting for the WAL flush (synchronous_commit off), so the budget row's lock is not held across an
+   * fsync. SQLite runs it like `run`.
+   */
+  runRelaxed(sql: string, params?: SqlValue[]): Promise<number>;
   /** Runs statements in one transaction; the rows changed by each. */
   transaction(statements: Statement[]): Promise<number[]>;
   /** Runs `fn` while holding the database-wide migration lock (a no-op on SQLite, whose writers are serialised). */

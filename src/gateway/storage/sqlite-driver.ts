@@ -35,6 +35,10 @@ export class SqliteDriver implements SqlDriver {
     return Number(this.#prepare(sql).run(...params).changes);
   }
 
+  runRelaxed(sql: string, params: SqlValue[] = []): Promise<number> {
+    return this.run(sql, params);
+  }
+
   async transaction(statements: Statement[]): Promise<number[]> {
     // Synchronous from BEGIN to COMMIT: no other request's statement can land inside this transaction.
     this.#db.exec('BEGIN IMMEDIATE');

@@ -37,6 +37,25 @@ function isUniqueViolation(error: unknown): boolean {
   return e?.code === '23505' || (typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed'));
 }
 
+const USAGE_COLUMNS = [
+  'id',
+  'request_id',
+  'created_at',
+  'user_id',
+  'key_id',
+  'endpoint',
+  'provider',
+  'model',
+  'prompt_tokens',
+  'completion_tokens',
+  'cost_nanos',
+  'status',
+  'status_code',
+  'duration_ms',
+] as const satisfies readonly (keyof UsageRecord)[];
+const USAGE_PLACEHOLDERS = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
+const USAGE_ROWS_PER_INSERT = 500;
+
 /** The condition "this budget's period is over": spend starts again from 0 in the same statement. */
 const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at + reset_every_seconds * 1000)`;
 
@@ -230,7 +249,7 @@ export class GatewayStore {
    * makes a concurrent UPDATE re-check the condition on the new row). False when the budget is exhausted.
    */
   async reserveBudget(id: string, amount: number, now = Date.now()): Promise<boolean> {
-    const changed = await this.driver.run(
+    const changed = await this.driver.runRelaxed(
       `UPDATE budgets SET
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
@@ -243,7 +262,7 @@ export class GatewayStore {
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
   async releaseBudget(id: string, amount: number): Promise<void> {
-    await this.driver.run('UPDATE budgets SET reserved_nanos = reserved_nanos - ? WHERE budget_id = ?', [amount, id]);
+    await this.driver.runRelaxed('UPDATE budgets SET reserved_nanos = reserved_nanos - ? WHERE budget_id = ?', [amount, id]);
   }
 
   /**
@@ -281,32 +300,31 @@ export class GatewayStore {
 
   // Usage
 
-  /** Writes usage rows and settles their budget reservations in one transaction. */
+  /**
+   * Writes usage rows and settles their budget reservations in one transaction: one multi-row INSERT per 500 rows
+   * and one UPDATE per budget (settlements of the same budget are added up first), so a group-commit batch costs a
+   * handful of statements whatever its size.
+   */
   async recordUsage(rows: UsageRecord[], settlements: BudgetSettlement[]): Promise<void> {
-    const statements: Statement[] = rows.map((row) => ({
-      sql: `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      params: [
-        row.id,
-        row.request_id,
-        row.created_at,
-        row.user_id,
-        row.key_id,
-        row.endpoint,
-        row.provider,
-        row.model,
-        row.prompt_tokens,
-        row.completion_tokens,
-        row.cost_nanos,
-        row.status,
-        row.status_code,
-        row.duration_ms,
-      ],
-    }));
+    const statements: Statement[] = [];
+    for (let start = 0; start < rows.length; start += USAGE_ROWS_PER_INSERT) {
+      const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
+      statements.push({
+        sql: `INSERT INTO usage (${USAGE_COLUMNS.join(', ')}) VALUES ${chunk.map(() => USAGE_PLACEHOLDERS).join(', ')}`,
+        params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => row[column])),
+      });
+    }
+    const perBudget = new Map<string, { reserved: number; actual: number }>();
     for (const s of settlements) {
+      const sum = perBudget.get(s.budget_id) ?? { reserved: 0, actual: 0 };
+      sum.reserved += s.reserved_nanos;
+      sum.actual += s.actual_nanos;
+      perBudget.set(s.budget_id, sum);
+    }
+    for (const [budgetId, sum] of perBudget) {
       statements.push({
         sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?',
-        params: [s.reserved_nanos, s.actual_nanos, s.budget_id],
+        params: [sum.reserved, sum.actual, budgetId],
       });
     }
     if (statements.length > 0) await this.driver.transaction(statements);

@@ -1,0 +1,216 @@
+/**
+ * npm run bench:gateway — non-streaming chat completions against a loopback fake OpenAI-compatible provider,
+ * (a) directly and (b) through `encoder gateway serve` with a virtual key that has a budget (so every call does
+ * the key lookup, the budget reservation, the usage row and the settlement), at concurrency 1, 32 and 128, with
+ * the gateway on SQLite and on PostgreSQL. Requests per second, latency p50/p99, the latency the gateway adds
+ * (p50 and p99 through it minus direct at the same concurrency) and the gateway's memory (RSS at the end, peak).
+ * The fake provider and the gateway run as their own processes; this process only sends requests.
+ *
+ * Options: --seconds <n> per measurement (default 4), --only sqlite|postgres.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startFakeOpenAi } from '../test/gateway/helpers/fake-openai.ts';
+import { startPostgres } from '../test/gateway/helpers/postgres.ts';
+import { ms, printTable } from './measure.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
+const CONCURRENCY = [1, 32, 128];
+const MASTER_KEY = 'bench-master-key-0123456789abcdefghijklmnop';
+const args = process.argv.slice(2);
+const option = (name: string) => {
+  const at = args.indexOf(name);
+  return at === -1 ? undefined : args[at + 1];
+};
+
+// Child role: the fake provider in its own process, printing its URL.
+if (args[0] === '--fake-provider') {
+  const fake = await startFakeOpenAi({ record: false });
+  process.stdout.write(`${fake.url}\n`);
+  process.on('SIGTERM', () => void fake.close().then(() => process.exit(0)));
+} else {
+  await main();
+}
+
+interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+/** Sends the same chat completion for `seconds` with `concurrency` callers on keep-alive connections. */
+async function load(url: string, key: string, concurrency: number, seconds: number): Promise<Measurement> {
+  const target = new URL(`${url}/chat/completions`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16 });
+  const send = () =>
+    new Promise<number>((resolve, reject) => {
+      const request = http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          agent,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode ?? 0));
+        },
+      );
+      request.on('error', reject);
+      request.end(body);
+    });
+  // Warm up connections and JIT.
+  for (let i = 0; i < Math.max(50, concurrency * 2); i++) await send();
+  const latencies: number[] = [];
+  let errors = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const start = performance.now();
+        const status = await send().catch(() => 0);
+        latencies.push(performance.now() - start);
+        if (status !== 200) errors++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors };
+}
+
+async function startFakeProvider(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(nodeBin, [fileURLToPath(import.meta.url), '--fake-provider'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(out.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`fake provider exited with ${code}`)));
+  });
+  return { url, child };
+}
+
+async function startGatewayProcess(databaseUrl: string, providerUrl: string, dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const config = path.join(dir, 'gateway.yaml');
+  writeFileSync(
+    config,
+    [
+      'log_level: warn',
+      'providers:',
+      '  openai:',
+      '    api_key: sk-bench',
+      `    api_base: ${providerUrl}`,
+      'pricing:',
+      '  openai:gpt-fake: {input_cost_per_million: 0.15, output_cost_per_million: 0.6}',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(nodeBin, [path.join(root, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl], {
+    env: { PATH: process.env.PATH, GATEWAY_MASTER_KEY: MASTER_KEY },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(err);
+      if (match) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${err}`)));
+  });
+  return { url, child };
+}
+
+async function management(url: string, method: string, pathname: string, body: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(url + pathname, {
+    method,
+    headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+/** Resident and peak resident memory of a process, in MiB (Linux). */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+async function main(): Promise<void> {
+  const seconds = Number(option('--seconds') ?? 4);
+  const only = option('--only');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-bench-'));
+  const provider = await startFakeProvider();
+  const cleanups: (() => Promise<void> | void)[] = [() => void provider.child.kill('SIGTERM'), () => rmSync(dir, { recursive: true, force: true })];
+  try {
+    const direct = new Map<number, Measurement>();
+    for (const concurrency of CONCURRENCY) direct.set(concurrency, await load(provider.url, 'sk-bench', concurrency, seconds));
+
+    const databases: { name: string; url: string }[] = [];
+    if (only !== 'postgres') databases.push({ name: 'SQLite', url: `sqlite:${path.join(dir, 'gateway.db')}` });
+    if (only !== 'sqlite') {
+      // Durable settings (fsync on), as a production server would run.
+      const postgres = await startPostgres({ durable: process.env.BENCH_PG_FSYNC !== "off" });
+      if (postgres.server) {
+        cleanups.push(() => postgres.server.stop());
+        databases.push({ name: 'PostgreSQL', url: await postgres.server.createDatabase() });
+      } else {
+        console.log(`PostgreSQL skipped: ${postgres.reason}`);
+      }
+    }
+
+    const rows: (string | number)[][] = [];
+    for (const database of databases) {
+      const gateway = await startGatewayProcess(database.url, provider.url, dir);
+      try {
+        const budget = await management(gateway.url, 'POST', '/v1/budgets', { max_budget: 1_000_000 });
+        const key = await management(gateway.url, 'POST', '/v1/keys', { key_name: 'bench', budget_id: budget.budget_id });
+        for (const concurrency of CONCURRENCY) {
+          const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds);
+          const base = direct.get(concurrency)!;
+          const memory = memoryOf(gateway.child.pid!);
+          rows.push([
+            database.name,
+            concurrency,
+            Math.round(base.rps),
+            Math.round(through.rps),
+            `${ms(base.p50)} / ${ms(base.p99)}`,
+            `${ms(through.p50)} / ${ms(through.p99)}`,
+            `${ms(through.p50 - base.p50)} / ${ms(through.p99 - base.p99)}`,
+            `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)}`,
+            through.errors + base.errors,
+          ]);
+        }
+        const usage = await fetch(`${gateway.url}/v1/keys/${String(key.id)}/usage?limit=1`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } });
+        const totals = ((await usage.json()) as { totals: { requests: number } }).totals;
+        console.log(`${database.name}: ${totals.requests} usage rows recorded for the calls through the gateway`);
+      } finally {
+        gateway.child.kill('SIGTERM');
+        await new Promise((resolve) => gateway.child.once('exit', resolve));
+      }
+    }
+    printTable(
+      `Gateway overhead, non-streaming chat completions, ${seconds} s per cell (node ${process.versions.node}, ${os.cpus().length} cores)`,
+      ['database', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway RSS / peak MiB', 'errors'],
+      rows,
+    );
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  }
+}
