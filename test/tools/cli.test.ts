@@ -60,7 +60,7 @@ const alive = (pid: number) => {
 
 describe('encoder tools serve', () => {
   it('announces itself once every server has started, listing their states', async () => {
-    expect(stderr).toMatch(/MCP server\(s\); API at \/api\/v1.*\n  a: connected\n  b: connected\n  d: connected\n/);
+    expect(stderr).toMatch(/MCP server\(s\); API at \/api\/v1.*\n {2}a: connected\n {2}b: connected\n {2}d: connected\n/);
     // No waiting after the banner: the servers answer at once.
     const response = await fetch(`${baseUrl}/api/v1/servers/a/tools/echo`, { method: 'POST', body: '{"message": "ready?"}' });
     expect(response.status).toBe(200);
