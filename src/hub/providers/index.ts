@@ -4,16 +4,20 @@
 import type { ProviderDefinition } from '../provider.ts';
 import { anthropicProvider } from './anthropic/index.ts';
 import { cohereProvider } from './cohere/index.ts';
+import { encoderProvider } from './encoder/index.ts';
 import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { ollamaProvider } from './ollama/index.ts';
+import { voyageProvider } from './voyage/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
   anthropic: anthropicProvider,
   cohere: cohereProvider,
+  encoder: encoderProvider,
   gemini: geminiProvider,
   mistral: mistralProvider,
   ollama: ollamaProvider,
+  voyage: voyageProvider,
 };

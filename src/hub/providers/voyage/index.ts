@@ -1,0 +1,84 @@
+// Voyage AI embeddings over its REST API with fetch (its TypeScript SDK is generated and thinly kept; the API is
+// one POST): POST /v1/embeddings {input, model, input_type?, …} → {data: [{embedding, index}], model, usage}.
+
+import { mapProviderFailure, parseRetryAfter, UnsupportedParameterError, type HubError } from '../../errors.ts';
+import type { EmbeddingResponse, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { errorBodyFields, isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { joinUrl, requestJson, VendorHttpError } from '../../vendor/http-json.ts';
+
+export const VOYAGE_DEFAULT_API_BASE = 'https://api.voyageai.com/v1';
+
+const metadata: ProviderMetadata = {
+  name: 'voyage',
+  env_key: 'VOYAGE_API_KEY',
+  doc_url: 'https://docs.voyageai.com/reference/embeddings-api',
+  default_api_base: VOYAGE_DEFAULT_API_BASE,
+  streaming: false,
+  messages: false,
+  completion: false,
+  embedding: true,
+  responses: false,
+  list_models: false,
+  batch: false,
+  reasoning: false,
+  image: false,
+};
+
+interface VoyageEmbeddings {
+  object: 'list';
+  data: { object: 'embedding'; embedding: number[]; index: number }[];
+  model: string;
+  usage: { total_tokens: number };
+}
+
+/** Voyage errors: {detail: "..."} with the HTTP status. */
+export function voyageErrorToHub(error: unknown, provider = 'voyage'): HubError | undefined {
+  if (isAbortError(error)) return undefined;
+  if (error instanceof VendorHttpError) {
+    const fields = errorBodyFields(error.body);
+    return mapProviderFailure({
+      provider_name: provider,
+      status_code: error.status,
+      message: fields.message ?? error.message,
+      code: fields.code ?? null,
+      param: fields.param ?? null,
+      error_type: fields.type ?? null,
+      retry_after: parseRetryAfter(error.headers),
+      original_exception: error,
+    });
+  }
+  if (isNetworkError(error)) return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+  return undefined;
+}
+
+function createVoyage(options: ProviderOptions): Provider {
+  const base = options.api_base ?? VOYAGE_DEFAULT_API_BASE;
+  const unsupported = (): never => {
+    throw new UnsupportedParameterError('messages', metadata.name, 'Voyage AI serves embeddings only');
+  };
+  return {
+    metadata,
+    messages: async () => unsupported(),
+    // eslint-disable-next-line require-yield
+    messagesStream: async function* () {
+      unsupported();
+    },
+    async embedding(params, call): Promise<EmbeddingResponse> {
+      const response = await requestJson<VoyageEmbeddings>(joinUrl(base, 'embeddings'), {
+        headers: { authorization: `Bearer ${options.api_key ?? ''}`, ...(options.client_args?.headers as Record<string, string> | undefined) },
+        // extra options are Voyage's own fields: input_type, truncation, output_dimension, output_dtype
+        body: { input: params.inputs, model: params.model, ...call.extra },
+        ...(call.signal ? { signal: call.signal } : {}),
+      });
+      return {
+        object: 'list',
+        model: response.model,
+        data: response.data.map((item) => ({ object: 'embedding', index: item.index, embedding: item.embedding })),
+        usage: { prompt_tokens: response.usage.total_tokens, total_tokens: response.usage.total_tokens },
+      };
+    },
+    toHubError: (error) => voyageErrorToHub(error, metadata.name),
+  };
+}
+
+export const voyageProvider: ProviderDefinition = { metadata, create: createVoyage };
