@@ -21,7 +21,7 @@ export interface RunningGateway {
 
 export interface GatewayOptions {
   version: string;
-  logger?: boolean | { level: string };
+  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   /** Replaces the provider calls (tests). */
   upstream?: Upstream;
   /** Listen (default) or only build the app (inject-based tests). */

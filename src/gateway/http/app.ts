@@ -8,8 +8,8 @@ import { registerModelRoutes } from './model-routes.ts';
 import { gatewayOpenApi } from './openapi.ts';
 
 export interface GatewayAppOptions {
-  /** fastify's pino logger (JSON lines on stdout); false in tests. */
-  logger?: boolean | { level: string };
+  /** fastify's pino logger (JSON lines on stdout, or on `stream`); false in tests. */
+  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   bodyLimitBytes?: number;
   version: string;
 }
@@ -28,6 +28,7 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
         ? false
         : {
             level: options.logger === true ? 'info' : options.logger.level,
+            ...(options.logger !== true && options.logger.stream ? { stream: options.logger.stream } : {}),
             // The default serializers log no headers; these paths are belt and braces for anyone who adds them.
             redact: ['req.headers.authorization', 'req.headers["x-hub-key"]', 'req.headers["x-api-key"]'],
           },
@@ -58,7 +59,10 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   app.setErrorHandler((error, request, reply) => {
     const failure = gatewayErrorOf(error, bodyLimit);
     if (failure.status === 401) context.metrics.authFailures.inc({ reason: failure.code });
-    if (failure.status >= 500) request.log.error({ err: error, code: failure.code }, failure.message);
+    // A GatewayError's message is written for clients (provider keys stripped); its cause may quote a provider's
+    // raw answer, so only unexpected errors are logged whole.
+    if (error instanceof GatewayError) request.log[failure.status >= 500 ? 'warn' : 'info']({ status: failure.status, code: failure.code }, failure.message);
+    else if (failure.status >= 500) request.log.error({ err: error, code: failure.code }, failure.message);
     else request.log.info({ status: failure.status, code: failure.code }, failure.message);
     return sendGatewayError(request, reply, failure);
   });

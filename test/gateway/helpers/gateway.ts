@@ -60,8 +60,15 @@ export interface TestGateway extends RunningGateway {
   call(method: string, urlPath: string, options?: { key?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; json: any }>;
 }
 
-export async function startTestGateway(databaseUrl: string, overrides: Partial<GatewayConfig> = {}): Promise<TestGateway> {
-  const running = await startGateway(testConfig(databaseUrl, overrides), { version: '0.0.0-test' });
+export async function startTestGateway(
+  databaseUrl: string,
+  overrides: Partial<GatewayConfig> = {},
+  options: { logStream?: NodeJS.WritableStream } = {},
+): Promise<TestGateway> {
+  const running = await startGateway(testConfig(databaseUrl, overrides), {
+    version: '0.0.0-test',
+    logger: options.logStream ? { level: 'info', stream: options.logStream } : false,
+  });
   return {
     ...running,
     async call(method, urlPath, options = {}) {

@@ -1,0 +1,46 @@
+import { Writable } from 'node:stream';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
+import { MASTER_KEY, sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
+
+const backend = sqliteBackend();
+const lines: string[] = [];
+const sink = new Writable({
+  write(chunk: Buffer, _encoding, done) {
+    lines.push(...chunk.toString().split('\n').filter(Boolean));
+    done();
+  },
+});
+let fake: FakeOpenAi;
+let gateway: TestGateway;
+const PROVIDER_KEY = 'sk-provider-very-secret-0001';
+
+beforeAll(async () => {
+  fake = await startFakeOpenAi();
+  gateway = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: PROVIDER_KEY, api_base: fake.url } } }, { logStream: sink });
+});
+afterAll(async () => {
+  await gateway?.close();
+  await fake?.close();
+  await backend.close();
+});
+
+it('logs are JSON lines with a request id, and no master key, virtual key or provider key appears in them', async () => {
+  const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'logged' } })).json;
+  const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+  await client.chat.completions.create({ model: 'openai:unauthorized', messages: [{ role: 'user', content: 'Hi' }] }).catch(() => {});
+  await client.chat.completions.create({ model: 'openai:server-error', messages: [{ role: 'user', content: 'Hi' }] }).catch(() => {});
+  await gateway.call('GET', '/v1/users', { key: `${key.key}x` });
+  const response = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key.key}`, 'x-request-id': 'trace-me-42' } });
+  expect(response.headers.get('x-request-id')).toBe('trace-me-42');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+
+  const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(records.length).toBeGreaterThan(5);
+  expect(records.filter((record) => record.reqId === 'trace-me-42').length).toBeGreaterThanOrEqual(2);
+  expect(records.some((record) => record.code === 'upstream_authentication_failed')).toBe(true);
+  const all = lines.join('\n');
+  for (const secret of [MASTER_KEY, key.key, key.key.slice(3), PROVIDER_KEY, 'sk-secret123456789']) expect(all).not.toContain(secret);
+});
