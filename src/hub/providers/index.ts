@@ -8,8 +8,8 @@ import { encoderProvider } from './encoder/index.ts';
 import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { ollamaProvider } from './ollama/index.ts';
-import { voyageProvider } from './voyage/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
+import { voyageProvider } from './voyage/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
