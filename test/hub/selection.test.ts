@@ -93,7 +93,8 @@ describe('registry and metadata', () => {
       for (const flag of ['streaming', 'embedding', 'responses', 'list_models', 'messages', 'batch', 'completion'] as const) {
         expect(typeof metadata[flag], `${metadata.name}.${flag}`).toBe('boolean');
       }
-      expect(metadata.messages).toBe(true);
+      // every provider speaks Messages except the embeddings-only services
+      expect(metadata.messages, metadata.name).toBe(!['encoder', 'voyage'].includes(metadata.name));
     }
   });
 
