@@ -55,6 +55,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
   };
   const app = await createGatewayApp(context, { version: options.version, logger: options.logger });
+  ledger.onWriteError = (error, row) =>
+    app.log.error({ err: error, reqId: row.request_id, usage: { ...row } }, 'usage row could not be written; the call was answered');
   let url = '';
   if (options.listen !== false) {
     try {

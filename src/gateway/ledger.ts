@@ -128,8 +128,12 @@ export class CallLedger {
     return { start, userId, keyId, reservations, startedAt: now, startedHr: process.hrtime.bigint(), pricing, finished: false };
   }
 
+  /** Told about usage rows that could not be written (the gateway logs them). */
+  onWriteError: ((error: unknown, row: UsageRecord) => void) | null = null;
+
   /**
-   * Records the call's usage row and settles its reservations; resolves once both are committed. Safe to call
+   * Records the call's usage row and settles its reservations; resolves once both are committed (or the write
+   * failed, see onWriteError). Safe to call
    * twice (the second call does nothing), so a stream's end and its cut can both report.
    */
   async finish(ticket: CallTicket, outcome: CallOutcome): Promise<void> {
@@ -166,8 +170,10 @@ export class CallLedger {
         ticket.reservations.map((r) => ({ budget_id: r.budget_id, reserved_nanos: r.amount, actual_nanos: cost })),
       );
     } catch (error) {
+      // The provider has answered (and been paid); the client still gets the answer. The failure is visible in
+      // the logs and metrics.
       this.#metrics.usageWriteFailures.inc();
-      throw error;
+      this.onWriteError?.(error, row);
     }
   }
 

@@ -44,3 +44,18 @@ it('logs are JSON lines with a request id, and no master key, virtual key or pro
   const all = lines.join('\n');
   for (const secret of [MASTER_KEY, key.key, key.key.slice(3), PROVIDER_KEY, 'sk-secret123456789']) expect(all).not.toContain(secret);
 });
+
+it('a usage row that cannot be written is logged and counted; the answered call still gets its answer', async () => {
+  const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'broken-db' } })).json;
+  await gateway.store.driver.run('ALTER TABLE usage RENAME TO usage_moved');
+  try {
+    const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(completion.choices[0].message.content).toBe('Hello world');
+  } finally {
+    await gateway.store.driver.run('ALTER TABLE usage_moved RENAME TO usage');
+  }
+  const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
+  expect(metrics).toMatch(/gateway_usage_write_failures_total 1\b/);
+  expect(lines.some((line) => line.includes('usage row could not be written'))).toBe(true);
+});
