@@ -89,6 +89,7 @@ export class Hub {
 
   amessages(request: Bound<MessagesRequest> & { stream: true }): AsyncIterable<MessagesStreamEvent>;
   amessages<S extends z.ZodType>(request: Bound<MessagesRequest> & { output_format: S; stream?: false }): Promise<ParsedMessage<z.output<S>>>;
+  amessages(request: Bound<MessagesRequest> & { output_format: Record<string, unknown>; stream?: false }): Promise<ParsedMessage<unknown>>;
   amessages(request: Bound<MessagesRequest> & { stream?: false }): Promise<MessagesResponse>;
   amessages(request: Bound<MessagesRequest>): Promise<MessagesResponse> | AsyncIterable<MessagesStreamEvent>;
   amessages(request: Bound<MessagesRequest>): Promise<MessagesResponse> | AsyncIterable<MessagesStreamEvent> {
@@ -97,6 +98,7 @@ export class Hub {
 
   messages(request: Bound<MessagesRequest> & { stream: true }): Iterable<MessagesStreamEvent>;
   messages<S extends z.ZodType>(request: Bound<MessagesRequest> & { output_format: S; stream?: false }): ParsedMessage<z.output<S>>;
+  messages(request: Bound<MessagesRequest> & { output_format: Record<string, unknown>; stream?: false }): ParsedMessage<unknown>;
   messages(request: Bound<MessagesRequest> & { stream?: false }): MessagesResponse;
   messages(request: Bound<MessagesRequest>): MessagesResponse | Iterable<MessagesStreamEvent>;
   messages(request: Bound<MessagesRequest>): MessagesResponse | Iterable<MessagesStreamEvent> {

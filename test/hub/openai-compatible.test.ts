@@ -356,6 +356,14 @@ describe('errors, retries, timeouts, abort', () => {
     expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(3);
   });
 
+  it('waits the Retry-After of a 503 before retrying', async () => {
+    fake.script('POST /v1/chat/completions', { status: 503, headers: { 'retry-after': '1' }, json: errorBody('busy') });
+    const started = performance.now();
+    await amessages({ ...opts, ...ask });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(950);
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(2);
+  });
+
   it('backs off exponentially without Retry-After', async () => {
     fake.script('POST /v1/chat/completions', { status: 502, json: errorBody('bad gateway') });
     const started = performance.now();
