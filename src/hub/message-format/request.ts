@@ -12,28 +12,23 @@ export type ToolResultContent = NonNullable<Anthropic.ToolResultBlockParam['cont
 
 /**
  * Throws UnsupportedParameterError for the first top-level parameter that is set and that the converter does not
- * handle, so no parameter is dropped silently. `model`, `max_tokens` and `messages` are always handled.
+ * handle, so no parameter is dropped silently. `model`, `max_tokens` and `messages` are always handled, and so is
+ * `cache_control`: these vendors cache prompt prefixes automatically, so a caching mark asks for nothing they do
+ * not already do (the same rule as the OpenAI-compatible services; see docs/hub.md).
  */
 export function rejectUnhandledParameters(params: MessagesRequest, handled: readonly string[], provider: string): void {
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined || value === null) continue;
-    if (key === 'model' || key === 'max_tokens' || key === 'messages' || handled.includes(key)) continue;
+    if (key === 'model' || key === 'max_tokens' || key === 'messages' || key === 'cache_control' || handled.includes(key)) continue;
     throw new UnsupportedParameterError(key, provider);
   }
 }
 
-/** The system prompt as plain text; block-level cache_control is not honoured by vendors other than Anthropic. */
-export function systemText(system: MessagesRequest['system'], provider: string): string | undefined {
+/** The system prompt as plain text (blocks joined by a blank line; their cache_control marks are not sent). */
+export function systemText(system: MessagesRequest['system'], _provider: string): string | undefined {
   if (system === undefined || system === null) return undefined;
   if (typeof system === 'string') return system;
-  for (const block of system) rejectCacheControl(block, provider, 'system');
   return system.map((block) => block.text).join('\n\n');
-}
-
-export function rejectCacheControl(block: { cache_control?: unknown }, provider: string, where: string): void {
-  if (block.cache_control !== undefined && block.cache_control !== null) {
-    throw new UnsupportedParameterError('cache_control', provider, `Prompt caching marks (in ${where}) are an Anthropic feature`);
-  }
 }
 
 /** A message's content as a list of blocks (a string is one text block). */
@@ -66,7 +61,6 @@ export function toolNamesById(messages: Anthropic.MessageParam[]): Map<string, s
 /** A `tools` entry as a plain function tool; server tools (web search, code execution…) are Anthropic-only. */
 export function functionTool(tool: Anthropic.ToolUnion, provider: string): { name: string; description?: string; parameters: Record<string, unknown> } {
   if ('input_schema' in tool && (tool.type === undefined || tool.type === null || tool.type === 'custom')) {
-    rejectCacheControl(tool, provider, 'tools');
     return {
       name: tool.name,
       ...(tool.description !== undefined ? { description: tool.description } : {}),

@@ -73,7 +73,6 @@ describe('cohere request conversion', () => {
 
   const unsupported: [string, Partial<MessagesParams>, string][] = [
     ['metadata', { metadata: { user_id: 'u' } }, 'metadata'],
-    ['cache_control', { cache_control: { type: 'ephemeral' } }, 'cache_control'],
     ['disable_parallel_tool_use', { tools: [weather], tool_choice: { type: 'any', disable_parallel_tool_use: true } }, 'tool_choice.disable_parallel_tool_use'],
     ['PDF document', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'x' } }] }] }, 'document source base64'],
     ['output_config.effort', { output_config: { effort: 'low' } }, 'output_config.effort'],
@@ -92,6 +91,11 @@ describe('cohere request conversion', () => {
   it('tool_choice naming a tool not offered is an InvalidRequestError', () => {
     expect(() => toCohereRequest({ ...base, tools: [weather], tool_choice: { type: 'tool', name: 'nope' } })).toThrow(InvalidRequestError);
   });
+});
+
+it('cohere: cache_control marks are accepted and not sent', () => {
+  const request = toCohereRequest({ ...base, cache_control: { type: 'ephemeral' }, system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }] });
+  expect(JSON.stringify(request)).not.toMatch(/cache/i);
 });
 
 describe('cohere response conversion', () => {

@@ -107,6 +107,17 @@ describe('gemini request conversion', () => {
     expect(toGeminiRequest({ ...base, ...change } as MessagesParams)).toMatchObject(expected);
   });
 
+  it('cache_control marks are accepted and not sent (Gemini caches prefixes implicitly)', () => {
+    const request = toGeminiRequest({
+      ...base,
+      cache_control: { type: 'ephemeral' },
+      system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }],
+    });
+    expect(JSON.stringify(request)).not.toMatch(/cache/i);
+    expect(request).toMatchObject({ contents: [{ parts: [{ text: 'hi' }] }], config: { systemInstruction: 's' } });
+  });
+
   it('merges provider-specific extra options into the config', () => {
     const request = toGeminiRequest(base, { safetySettings: [{ category: 'HARM_CATEGORY_HATE_SPEECH', threshold: 'BLOCK_NONE' }] });
     expect(request.config?.safetySettings).toHaveLength(1);
@@ -114,8 +125,6 @@ describe('gemini request conversion', () => {
 
   const unsupported: [string, Partial<MessagesParams>, string][] = [
     ['metadata', { metadata: { user_id: 'u' } }, 'metadata'],
-    ['top-level cache_control', { cache_control: { type: 'ephemeral' } }, 'cache_control'],
-    ['cache_control on a system block', { system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }] }, 'cache_control'],
     ['service_tier', { service_tier: 'auto' }, 'service_tier'],
     ['disable_parallel_tool_use', { tools: [weather], tool_choice: { type: 'auto', disable_parallel_tool_use: true } }, 'tool_choice.disable_parallel_tool_use'],
     ['URL image', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://x/y.png' } }] }] }, 'image source url'],

@@ -122,6 +122,11 @@ describe('mistral request conversion', () => {
     expect(toMistralRequest({ ...base, ...change } as MessagesParams)).toMatchObject(expected);
   });
 
+  it('cache_control marks are accepted and not sent (Mistral caches prefixes automatically)', () => {
+    const request = toMistralRequest({ ...base, cache_control: { type: 'ephemeral' }, messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }] }] });
+    expect(JSON.stringify(request)).not.toMatch(/cache/i);
+  });
+
   it('thinking disabled sends no prompt mode; extra options pass through', () => {
     const request = toMistralRequest({ ...base, thinking: { type: 'disabled' } }, { safePrompt: true, randomSeed: 7 });
     expect(request.promptMode).toBeUndefined();
@@ -130,8 +135,6 @@ describe('mistral request conversion', () => {
 
   const unsupported: [string, Partial<MessagesParams>, string][] = [
     ['top_k', { top_k: 5 }, 'top_k'],
-    ['cache_control', { cache_control: { type: 'ephemeral' } }, 'cache_control'],
-    ['cache_control on a block', { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }] }] }, 'cache_control'],
     ['base64 PDF', { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVB' } }] }] }, 'document source base64'],
     ['server tools', { tools: [{ type: 'bash_20250124', name: 'bash' } as Anthropic.ToolUnion] }, 'tools[type=bash_20250124]'],
     ['thinking between_tools', { thinking: { type: 'between_tools' } }, 'thinking.type=between_tools'],

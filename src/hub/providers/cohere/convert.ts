@@ -4,7 +4,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { Cohere } from 'cohere-ai';
 import { InvalidRequestError, ProviderError, UnsupportedParameterError } from '../../errors.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent } from '../../provider.ts';
-import { contentBlocks, functionTool, outputSchema, rejectCacheControl, rejectUnhandledParameters, systemText, toolNamesById, toolOutput } from '../../message-format/request.ts';
+import { contentBlocks, functionTool, outputSchema, rejectUnhandledParameters, systemText, toolNamesById, toolOutput } from '../../message-format/request.ts';
 import { generateId, messageUsage, newMessage, parseToolArguments, textBlock, thinkingBlock, toolUseBlock, type UsageCounts } from '../../message-format/response.ts';
 import { incompleteStreamError, MessageStreamBuilder } from '../../message-format/stream-builder.ts';
 
@@ -58,7 +58,6 @@ function toMessages(params: MessagesParams): Cohere.ChatMessageV2[] {
   const names = toolNamesById(params.messages);
   for (const message of params.messages) {
     const blocks = contentBlocks(message.content);
-    for (const block of blocks) if ('cache_control' in block) rejectCacheControl(block, PROVIDER, 'messages');
     if (message.role === 'assistant') {
       messages.push(toAssistantMessage(blocks));
       continue;

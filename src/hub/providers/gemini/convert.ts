@@ -18,7 +18,6 @@ import {
   contentBlocks,
   functionTool,
   outputSchema,
-  rejectCacheControl,
   rejectUnhandledParameters,
   systemText,
   toolNamesById,
@@ -98,7 +97,6 @@ function toContents(messages: Anthropic.MessageParam[]): Content[] {
       parts.push(part);
     };
     for (const block of contentBlocks(message.content)) {
-      if ('cache_control' in block) rejectCacheControl(block, PROVIDER, 'messages');
       switch (block.type) {
         case 'text':
           push({ text: block.text });

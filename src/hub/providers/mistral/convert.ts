@@ -9,7 +9,6 @@ import {
   contentBlocks,
   functionTool,
   outputSchema,
-  rejectCacheControl,
   rejectUnhandledParameters,
   systemText,
   toolNamesById,
@@ -76,7 +75,6 @@ function toMessages(params: MessagesParams): MistralMessage[] {
     // tool results become tool messages, which must directly follow the assistant's tool calls
     const chunks: Chunk[] = [];
     for (const block of blocks) {
-      if ('cache_control' in block) rejectCacheControl(block, PROVIDER, 'messages');
       if (block.type === 'tool_result') {
         const name = names.get(block.tool_use_id);
         if (name === undefined) throw new InvalidRequestError(`tool_result ${block.tool_use_id} answers no tool_use in the conversation`, null, PROVIDER, { param: 'messages' });
@@ -111,7 +109,6 @@ function toAssistantMessage(blocks: Anthropic.ContentBlockParam[]): MistralMessa
   const chunks: Chunk[] = [];
   const toolCalls: components.ToolCall[] = [];
   for (const block of blocks) {
-    if ('cache_control' in block) rejectCacheControl(block, PROVIDER, 'messages');
     if (block.type === 'text') chunks.push({ type: 'text', text: block.text });
     else if (block.type === 'thinking') chunks.push({ type: 'thinking', thinking: [{ type: 'text', text: block.thinking }], ...(block.signature ? { signature: block.signature } : {}) });
     else if (block.type === 'tool_use') {

@@ -5,7 +5,7 @@ import type { ChatRequest, ChatResponse, Message, Options } from 'ollama';
 import { HubError, InvalidRequestError, ProviderError, UnsupportedParameterError } from '../../errors.ts';
 import { isAbortError, isNetworkError } from '../../vendor/error-body.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent } from '../../provider.ts';
-import { contentBlocks, functionTool, outputSchema, rejectCacheControl, rejectUnhandledParameters, systemText, toolNamesById, toolOutput } from '../../message-format/request.ts';
+import { contentBlocks, functionTool, outputSchema, rejectUnhandledParameters, systemText, toolNamesById, toolOutput } from '../../message-format/request.ts';
 import { generateId, messageUsage, newMessage, textBlock, thinkingBlock, toolUseBlock, type UsageCounts } from '../../message-format/response.ts';
 import { incompleteStreamError, MessageStreamBuilder } from '../../message-format/stream-builder.ts';
 
@@ -59,7 +59,6 @@ function toMessages(params: MessagesParams): Message[] {
     let thinking = '';
     const toolCalls: NonNullable<Message['tool_calls']> = [];
     for (const block of contentBlocks(message.content)) {
-      if ('cache_control' in block) rejectCacheControl(block, PROVIDER, 'messages');
       switch (block.type) {
         case 'text':
           texts.push(block.text);
