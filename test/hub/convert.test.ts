@@ -98,6 +98,17 @@ describe('Messages request → chat request (every rule)', () => {
     ]);
   });
 
+  it('a base64 PDF document → a file part', () => {
+    const chat = messagesToChatRequest(
+      {
+        ...base,
+        messages: [{ role: 'user', content: [{ type: 'document', title: 'a.pdf', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBE' } }] }],
+      },
+      openaiDialect,
+    );
+    expect(chat.messages).toEqual([{ role: 'user', content: [{ type: 'file', file: { file_data: 'data:application/pdf;base64,JVBE', filename: 'a.pdf' } }] }]);
+  });
+
   it('tool_use → assistant tool_calls; tool_result → tool messages before the rest of the user turn; thinking dropped', () => {
     const chat = messagesToChatRequest(
       {

@@ -10,10 +10,12 @@ import { z } from 'zod';
 import {
   AuthenticationError,
   BatchNotCompleteError,
+  ContentFilterError,
   ContextLengthExceededError,
   GatewayTimeoutError,
   Hub,
   HubError,
+  InsufficientFundsError,
   InvalidRequestError,
   MissingApiKeyError,
   ModelNotFoundError,
@@ -301,6 +303,10 @@ describe('batches (OpenAI)', () => {
 describe('errors, retries, timeouts, abort', () => {
   const statusCases: [number, string, typeof HubError][] = [
     [401, 'Incorrect API key provided', AuthenticationError],
+    [403, 'Country not supported', AuthenticationError],
+    [402, 'Payment required', InsufficientFundsError],
+    [422, 'Content blocked by the safety system', ContentFilterError],
+    [409, 'Batch is already being cancelled', InvalidRequestError],
     [404, 'The model `x` does not exist', ModelNotFoundError],
     [429, 'Rate limit reached', RateLimitError],
     [502, 'bad gateway', UpstreamProviderError],
