@@ -8,7 +8,7 @@ import { isEncoderError } from '../src/encoder/errors.ts';
 import { AssetSection } from './asset-section.ts';
 import * as sea from 'node:sea';
 import { hostTarget } from '../src/builder/targets.ts';
-import { nativeFiles, PROTO_ASSET } from './native-assets.ts';
+import { nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
 
 async function main(argv: string[]): Promise<number> {
   const io = processIo;
@@ -23,6 +23,7 @@ async function main(argv: string[]): Promise<number> {
   const context: CliContext = {
     luaWasmPath: nativeFiles()?.luaWasm,
     protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),
+    swaggerUiFiles: (file) => new Uint8Array(sea.getAsset(swaggerUiAsset(file))),
     target: section?.manifest.target ?? hostTarget(),
   };
   if (section) {

@@ -14,6 +14,8 @@ import { defaultCacheDir } from '../src/encoder/config.ts';
 
 /** SEA asset with the text of proto/encoder.proto, for the gRPC front end. */
 export const PROTO_ASSET = 'encoder.proto';
+/** Swagger UI's files for the tool server's /docs, read from the blob without extraction. */
+export const swaggerUiAsset = (file: string): string => `swagger-ui/${file}`;
 
 /** SEA asset holding `NativeManifest`, written by scripts/build-runtime.ts. */
 export const NATIVE_MANIFEST_ASSET = 'native.json';

@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import * as esbuild from 'esbuild';
 import { TARGETS, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
-import { NATIVE_MANIFEST_ASSET, PROTO_ASSET, type NativeManifest } from '../runtime/native-assets.ts';
+import { NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
+import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = (await import('node:module')).createRequire(import.meta.url);
@@ -77,7 +78,10 @@ function nodeBinary(platform: PlatformEntry, version: string): string {
   return binary;
 }
 
-/** The SEA assets of a target: onnxruntime binding + library, wasmoon's wasm, and their manifest. */
+/**
+ * The SEA assets of a target: onnxruntime binding + library, wasmoon's wasm, and their manifest (extracted to disk at
+ * run time); the gRPC contract and Swagger UI's files (read in memory).
+ */
 function nativeAssets(platform: PlatformEntry, workDir: string): Record<string, string> {
   if (!platform.onnxruntime) {
     throw new Error(
@@ -105,7 +109,8 @@ function nativeAssets(platform: PlatformEntry, workDir: string): Record<string, 
   };
   const manifestFile = path.join(workDir, NATIVE_MANIFEST_ASSET);
   writeFileSync(manifestFile, JSON.stringify(manifest));
-  return { [NATIVE_MANIFEST_ASSET]: manifestFile, [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'), ...sources };
+  const swaggerUi = Object.fromEntries(SWAGGER_UI_FILES.map((file) => [swaggerUiAsset(file), require.resolve(`swagger-ui-dist/${file}`)]));
+  return { [NATIVE_MANIFEST_ASSET]: manifestFile, [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'), ...swaggerUi, ...sources };
 }
 
 function strip(binary: string, platform: PlatformEntry): string {

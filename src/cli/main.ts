@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { hostTarget } from '../builder/targets.ts';
+import { installedSwaggerUiFile, repositoryProtoText } from './installed-files.ts';
 import { processIo, runCli } from './program.ts';
 
 // The command-line entry from source (`npx encoder …`, `node src/cli/main.ts …`); the single executable's is
-// runtime/main.ts. From source, the gRPC contract is read from the repository.
+// runtime/main.ts. From source, the gRPC contract and Swagger UI are read from the repository and its packages.
 process.exitCode = await runCli(process.argv.slice(2), processIo, {
-  protoText: () => readFileSync(new URL('../../proto/encoder.proto', import.meta.url), 'utf8'),
+  protoText: repositoryProtoText,
+  swaggerUiFiles: installedSwaggerUiFile,
   target: runningTarget(),
 });
 

@@ -7,6 +7,7 @@ import { registerBuildCommand } from './build-command.ts';
 import { registerGatewayCommand } from './gateway-command.ts';
 import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
+import type { SwaggerUiFiles } from '../tools/http/docs-page.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerToolsCommand } from './tools-command.ts';
 
@@ -26,6 +27,8 @@ export interface CliContext {
   luaWasmPath?: string;
   /** The text of proto/encoder.proto (the gRPC contract). */
   protoText: () => string;
+  /** Swagger UI's files, for the tool server's /docs. */
+  swaggerUiFiles: SwaggerUiFiles;
   /** The target triple this process runs as. */
   target: string;
 }
@@ -54,7 +57,7 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   registerInferCommand(program, io, fromConfig);
   registerServeCommand(program, io, fromConfig, context);
   registerGatewayCommand(program, io);
-  registerToolsCommand(program, io);
+  registerToolsCommand(program, io, context);
   return program;
 }
 

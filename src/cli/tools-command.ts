@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import { startToolServer, ToolsConfigError, type RunningToolServer } from '../tools/index.ts';
-import { RUNTIME_VERSION, type CliIo } from './program.ts';
+import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 
 interface ToolsServeOptions {
   config: string;
@@ -17,7 +17,7 @@ export function parseAddr(value: string): { host: string; port: number } {
 }
 
 /** `tools serve`: the /api/v1 tool server in front of the configured MCP servers, until SIGTERM or SIGINT. */
-export function registerToolsCommand(program: Command, io: CliIo): void {
+export function registerToolsCommand(program: Command, io: CliIo, context: CliContext): void {
   const tools = program.command('tools').description('Tool server: an HTTP API in front of MCP servers');
   tools
     .command('serve')
@@ -28,7 +28,7 @@ export function registerToolsCommand(program: Command, io: CliIo): void {
       const log = (line: string) => io.stderr(`${line}\n`);
       let server: RunningToolServer;
       try {
-        server = await startToolServer({ configFile: options.config, ...options.addr, version: RUNTIME_VERSION, log });
+        server = await startToolServer({ configFile: options.config, ...options.addr, version: RUNTIME_VERSION, log, swaggerUiFiles: context.swaggerUiFiles });
       } catch (error) {
         // A bad configuration is the user's to fix: exit code 2 like every configuration error.
         if (error instanceof ToolsConfigError) throw new ConfigError(error.message);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { loadToolsConfig, type ToolsConfig } from './config.ts';
 import { createToolsApp } from './http/app.ts';
+import type { SwaggerUiFiles } from './http/docs-page.ts';
 import { Upstreams, type ReloadSummary } from './upstreams.ts';
 
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
@@ -15,6 +16,8 @@ export interface ToolServerOptions {
   /** Lines about servers starting, failing, restarting, and their stderr. */
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** Swagger UI's files for /docs (the caller knows where they are: installed package or SEA assets). */
+  swaggerUiFiles: SwaggerUiFiles;
 }
 
 export interface RunningToolServer {
@@ -37,7 +40,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const upstreams = Upstreams.start(config, { log: options.log, clientInfo: { name: 'encoder-tools', version: options.version } });
   let app: FastifyInstance;
   try {
-    app = await createToolsApp(upstreams, { version: options.version });
+    app = await createToolsApp(upstreams, { version: options.version, swaggerUiFiles: options.swaggerUiFiles });
     await app.listen({ host: options.host, port: options.port });
   } catch (error) {
     await upstreams.close();

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
 import { FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
 import { baseRuntimePath, executableEnv, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
@@ -164,6 +165,10 @@ describe.runIf(hasBaseRuntime())('gateway and tools in the single executable', (
       });
       expect(graph.status).toBe(200);
       expect(await graph.text()).toContain('ships as one file');
+      // /docs: Swagger UI's files travel inside the executable as SEA assets
+      const bundle = await fetch(`${started.url}/docs/swagger-ui-bundle.js`);
+      expect(bundle.status).toBe(200);
+      expect(Buffer.from(await bundle.arrayBuffer()).equals(Buffer.from(installedSwaggerUiFile('swagger-ui-bundle.js')))).toBe(true);
       expect(await stop(tools)).toBe(0);
     } finally {
       await stop(tools);

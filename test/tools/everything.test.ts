@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operationOf, renderDocsPage, renderedOperations } from './docs-page-dom.ts';
+import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
+import type { SwaggerUiFile } from '../../src/tools/http/docs-page.ts';
 import { EVERYTHING, MEMORY, NODE, OpenApiChecker, eventually, fixture, freePort, startHarness, type ToolsHarness } from './helpers.ts';
 
 // Real MCP servers from npm: @modelcontextprotocol/server-everything over stdio and over Streamable HTTP,
@@ -304,36 +305,23 @@ describe('pagination', () => {
 });
 
 describe('documents', () => {
-  it('serves /docs as a page that needs nothing from outside', async () => {
+  it('serves /docs as Swagger UI on /openapi.json, with every file it loads served from here', async () => {
     const response = await call('GET', '/docs', '/docs');
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(response.body).toContain("fetch('openapi.json')");
+    expect(response.body).toContain("SwaggerUIBundle({ url: '/openapi.json'");
     expect(response.body).not.toMatch(/(src|href)=["']?(https?:)?\/\//);
-  });
-
-  it('renders every operation and schema of the document, and sends requests from its forms', async () => {
-    const page = await renderDocsPage(harness.app);
-    expect(page.title.textContent).toBe('Tool server 0.0.0-test');
-    const operations = Object.entries(api.document.paths as Record<string, Json>).flatMap(([path, item]) =>
-      Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
-    );
-    expect(renderedOperations(page.ops).sort()).toEqual(operations.sort());
-    expect(page.schemas.children).toHaveLength(Object.keys((api.document.components as Json).schemas as Json).length);
-
-    const tools = operationOf(page.ops, 'GET', TOOLS);
-    tools.inputs.name.value = 'memory';
-    tools.inputs.detail.value = 'minimal';
-    await tools.send();
-    expect(tools.output.textContent).toContain('GET /api/v1/servers/memory/tools?detail=minimal\n200 application/json');
-    expect(tools.output.textContent).toContain('"name": "create_entities"');
-
-    const sum = operationOf(page.ops, 'POST', CALL);
-    sum.inputs.server.value = 'everything';
-    sum.inputs.tool.value = 'get-sum';
-    sum.body!.value = '{"a": 2, "b": 3}';
-    await sum.send();
-    expect(sum.output.textContent).toContain('"The sum of 2 and 3 is 5."');
+    const loaded = [...response.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]);
+    expect(loaded.sort()).toEqual(['/docs/swagger-ui-bundle.js', '/docs/swagger-ui.css']);
+    for (const file of loaded) {
+      const served = await call('GET', '/docs/{file}', file);
+      expect(served.statusCode).toBe(200);
+      expect(served.rawPayload.equals(Buffer.from(installedSwaggerUiFile(path.basename(file) as SwaggerUiFile)))).toBe(true);
+      expect(served.headers['content-type']).toMatch(file.endsWith('.js') ? /^text\/javascript/ : /^text\/css/);
+    }
+    const missing = await call('GET', '/docs/{file}', '/docs/index.html');
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json().detail).toContain('swagger-ui-bundle.js');
   });
 
   it('documents every route it serves', async () => {

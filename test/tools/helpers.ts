@@ -4,6 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
 import { parseToolsConfig } from '../../src/tools/config.ts';
 import { createToolsApp } from '../../src/tools/http/app.ts';
 import { Upstreams } from '../../src/tools/upstreams.ts';
@@ -41,7 +42,7 @@ export interface ToolsHarness {
 export async function startHarness(yaml: string, env: NodeJS.ProcessEnv = process.env): Promise<ToolsHarness> {
   const logs: string[] = [];
   const upstreams = Upstreams.start(parseToolsConfig(yaml, 'test.yaml', env), { log: (line) => logs.push(line) });
-  const app = await createToolsApp(upstreams, { version: '0.0.0-test' });
+  const app = await createToolsApp(upstreams, { version: '0.0.0-test', swaggerUiFiles: installedSwaggerUiFile });
   return {
     app,
     upstreams,

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ToolsError } from '../errors.ts';
 import type { Upstreams } from '../upstreams.ts';
-import { DOCS_PAGE } from './docs-page.ts';
+import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFiles } from './docs-page.ts';
 import { toolsOpenApiDocument } from './openapi.ts';
 import { problemOf, schemaUrl, sendProblem } from './problem.ts';
 import { COMPONENT_SCHEMAS, standaloneSchema } from './schemas.ts';
@@ -23,6 +23,8 @@ export interface ToolsAppOptions {
   bodyLimitBytes?: number;
   /** The version the OpenAPI document shows. */
   version: string;
+  /** Swagger UI's files, served under /docs/. */
+  swaggerUiFiles: SwaggerUiFiles;
   /** fastify's pino logger on stdout; default off. */
   logger?: boolean;
 }
@@ -75,6 +77,13 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
   const openApiJson = JSON.stringify(toolsOpenApiDocument(options.version));
   app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
   app.get('/docs', (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
+  app.get<{ Params: { file: string } }>('/docs/:file', (request, reply) => {
+    const { file } = request.params;
+    if (!isSwaggerUiFile(file)) {
+      return sendProblem(request, reply, { status: 404, detail: `no file "${file}" (files: ${SWAGGER_UI_FILES.join(', ')})` });
+    }
+    return reply.type(SWAGGER_UI_TYPES[file]).header('cache-control', 'public, max-age=86400').send(Buffer.from(options.swaggerUiFiles(file)));
+  });
   app.get<{ Params: { file: string } }>('/schemas/:file', (request, reply) => {
     const name = request.params.file.replace(/\.json$/, '');
     const schema = request.params.file.endsWith('.json') ? standaloneSchema(name, schemaUrl(request, name)) : undefined;

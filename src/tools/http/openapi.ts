@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { COMPONENT_SCHEMAS } from './schemas.ts';
 import { PROBLEM_TYPE } from './problem.ts';
+import { SWAGGER_UI_FILES } from './docs-page.ts';
 
 type Json = Record<string, unknown>;
 
@@ -175,9 +176,24 @@ export function toolsOpenApiDocument(version: string): Json {
       '/docs': {
         get: {
           operationId: 'docs',
-          summary: 'This document, rendered as a web page (no external files)',
+          summary: 'This document, rendered by Swagger UI (served from here: nothing is fetched from elsewhere)',
           tags: ['meta'],
           responses: { 200: { description: 'HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+        },
+      },
+      '/docs/{file}': {
+        get: {
+          operationId: 'getDocsFile',
+          summary: 'A file of Swagger UI, which /docs loads',
+          tags: ['meta'],
+          parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string', enum: [...SWAGGER_UI_FILES] } }],
+          responses: {
+            200: {
+              description: 'The file.',
+              content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
+            },
+            ...problems(404),
+          },
         },
       },
       '/schemas/{schema}': {
