@@ -15,6 +15,7 @@ import { mistralError, startMistralFake, type MistralFake } from '../fakes/mistr
 import { startOllamaFake } from '../fakes/ollama.ts';
 import { startVoyageFake } from '../fakes/voyage.ts';
 import type { VendorServer } from '../fakes/vendor-server.ts';
+import { PROVIDERS } from '../../../src/hub/providers/index.ts';
 import { collect, failureOf } from './helpers.ts';
 
 let anthropic: AnthropicFake;
@@ -69,6 +70,19 @@ describe.each([0, 1, 2, 3, 4])('chat provider #%i through amessages and acomplet
     const [provider, model, api_base] = pick();
     const completion = await acompletion({ provider, model, api_key: 'k', api_base, messages: [{ role: 'user', content: 'hello hub' }] });
     expect(completion.choices[0].message.content).toBe('echo: hello hub');
+  });
+});
+
+describe('the SDK clients do not retry on their own (the core owns retries)', () => {
+  it.each([0, 1, 2, 3, 4])('chat provider #%i: a 503 reaches the fake once when the provider is called directly', async (i) => {
+    const [name, model, api_base] = chatProviders()[i];
+    const server = { anthropic: anthropic.server, gemini, mistral: mistral.server, cohere, ollama }[name];
+    server.reset();
+    server.enqueue({ status: 503, json: { error: { message: 'overloaded', type: 'overloaded_error', code: 503, status: 'UNAVAILABLE' }, message: 'overloaded' } });
+    const provider = PROVIDERS[name].create({ api_key: 'k', api_base });
+    const failure = await failureOf(provider.messages({ model, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }, { extra: {} }));
+    expect(provider.toHubError(failure)?.status_code).toBe(503);
+    expect(server.requests).toHaveLength(1);
   });
 });
 
