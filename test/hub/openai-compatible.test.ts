@@ -227,6 +227,9 @@ describe('completion, responses, embeddings, models', () => {
     expect(response.output_text).toBe('Hello from the fake server');
     expect(fake.requestsTo('POST /v1/responses')[0]!.body).toMatchObject({ model: 'gpt-test', input: 'hi' });
     expect(await failure(aresponses({ ...opts, model: 'deepseek:x', input: 'hi' }))).toBeInstanceOf(UnsupportedParameterError);
+    const events = await collect(aresponses({ ...opts, model: 'openai:gpt-test', input: 'hi', stream: true }));
+    expect(events.map((e) => e.type)).toEqual(['response.created', 'response.output_text.delta', 'response.output_text.delta', 'response.completed']);
+    expect(fake.requestsTo('POST /v1/responses').at(-1)!.body).toMatchObject({ stream: true });
   });
 
   it('embedding returns CreateEmbeddingResponse for a string or a list', async () => {

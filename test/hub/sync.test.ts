@@ -81,6 +81,9 @@ describe('sync and async forms give equal results', () => {
     expect(embedding({ ...opts, model: 'openai:e', inputs: ['a', 'b'] })).toEqual(await aembedding({ ...opts, model: 'openai:e', inputs: ['a', 'b'] }));
     expect(list_models({ ...opts, provider: 'openai' })).toEqual(await alist_models({ ...opts, provider: 'openai' }));
     expect(responses({ ...opts, model: 'openai:gpt-test', input: 'q' })).toEqual(await aresponses({ ...opts, model: 'openai:gpt-test', input: 'q' }));
+    expect([...responses({ ...opts, model: 'openai:gpt-test', input: 'q', stream: true })]).toEqual(
+      await collect(aresponses({ ...opts, model: 'openai:gpt-test', input: 'q', stream: true })),
+    );
   });
 
   it('output_format: a zod schema still gives a parsed, typed result', async () => {
@@ -94,6 +97,8 @@ describe('sync and async forms give equal results', () => {
 
   it('Hub instance sync methods', () => {
     const hub = Hub.create('openai', opts);
+    const events = [...hub.messages({ model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user', content: 'x' }], stream: true })];
+    expect(events.at(-1)!.type).toBe('message_stop');
     expect(hub.messages({ model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).content[0]).toMatchObject({ type: 'text' });
     expect(hub.list_models().length).toBeGreaterThan(0);
     expect(hub.embedding({ model: 'e', inputs: 'x' }).data).toHaveLength(1);

@@ -327,7 +327,20 @@ export class FakeOpenAIServer {
       return { json: { object: 'list', data: FAKE_MODEL_IDS.map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'fake' })) } };
     }
     if (route === 'POST /v1/responses') {
-      return { json: responseBody(String(body.model ?? 'unknown')) };
+      const response = responseBody(String(body.model ?? 'unknown'));
+      if (body.stream) {
+        const pending = { ...response, status: 'in_progress', output: [], output_text: '' };
+        return {
+          sse: [
+            { type: 'response.created', sequence_number: 0, response: pending },
+            { type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg-fake-1', output_index: 0, content_index: 0, delta: 'Hello from', logprobs: [] },
+            { type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg-fake-1', output_index: 0, content_index: 0, delta: ' the fake server', logprobs: [] },
+            { type: 'response.completed', sequence_number: 3, response },
+          ],
+          done: false,
+        };
+      }
+      return { json: response };
     }
     if (route === 'POST /v1/files') return this.#upload(req);
     const fileContent = /^GET \/v1\/files\/([^/]+)\/content$/.exec(route);
