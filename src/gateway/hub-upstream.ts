@@ -1,16 +1,24 @@
-import { acompletion, aembedding, alist_models, amessages } from '../hub/index.ts';
+import { Hub } from '../hub/index.ts';
+import { OPENAI_COMPATIBLE_SERVICES } from '../hub/providers/openai/index.ts';
+import { createNodeFetch } from './node-fetch.ts';
 import type { AnthropicMessage, AnthropicStreamEvent, ChatCompletion, ChatCompletionChunk, EmbeddingResponse, ModelInfo, ProviderSettings, Upstream } from './upstream.ts';
 import { upstreamErrorOf } from './upstream.ts';
 
+/** Hub providers built on the openai or Anthropic SDK, whose clients take a `fetch` option (client_args). */
+const FETCH_OPTION_PROVIDERS = new Set([...OPENAI_COMPATIBLE_SERVICES.map((service) => service.metadata.name), 'anthropic']);
+
 /**
  * Provider calls through Hub (src/hub): `provider:model` names a Hub provider, whose key and base address come from
- * the gateway configuration. Hub's own retries are off (max_retries 0): the gateway's client decides whether to
- * retry, and a retried call would otherwise hold its budget reservation and connection for several attempts.
- * Errors come back as Hub's unified exceptions and leave as GatewayErrors (see upstreamErrorOf).
+ * the gateway configuration; one `Hub` instance per provider, made at its first call. Hub's own retries are off
+ * (max_retries 0): the gateway's client decides whether to retry, and a retried call would otherwise hold its
+ * budget reservation and connection for several attempts. Errors come back as Hub's unified exceptions and leave
+ * as GatewayErrors (see upstreamErrorOf).
  */
 export class HubUpstream implements Upstream {
   readonly #settings: Record<string, ProviderSettings>;
   readonly #timeoutMs: number;
+  readonly #hubs = new Map<string, Hub>();
+  readonly #fetch = createNodeFetch();
 
   constructor(settings: Record<string, ProviderSettings>, options: { timeoutMs?: number } = {}) {
     this.#settings = settings;
@@ -21,43 +29,45 @@ export class HubUpstream implements Upstream {
     return Object.keys(this.#settings);
   }
 
-  #options(provider: string, signal: AbortSignal) {
-    const settings = this.#settings[provider] ?? {};
-    return {
-      provider,
-      api_key: settings.api_key,
-      api_base: settings.api_base,
-      max_retries: 0,
-      timeout: this.#timeoutMs,
-      unified_exceptions: true,
-      signal,
-    };
+  #hub(provider: string): Hub {
+    let hub = this.#hubs.get(provider);
+    if (!hub) {
+      const settings = this.#settings[provider] ?? {};
+      hub = Hub.create(provider, {
+        api_key: settings.api_key,
+        api_base: settings.api_base,
+        max_retries: 0,
+        timeout: this.#timeoutMs,
+        unified_exceptions: true,
+        ...(FETCH_OPTION_PROVIDERS.has(provider) ? { client_args: { fetch: this.#fetch } } : {}),
+      });
+      this.#hubs.set(provider, hub);
+    }
+    return hub;
   }
 
   async chat(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion> {
-    return call(provider, () => acompletion({ ...body, ...this.#options(provider, signal), model, stream: false } as Parameters<typeof acompletion>[0] & { stream: false }));
+    return call(provider, () => this.#hub(provider).acompletion({ ...body, model, signal, stream: false } as Parameters<Hub['acompletion']>[0] & { stream: false }));
   }
 
   async chatStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>> {
-    const stream = acompletion({ ...body, ...this.#options(provider, signal), model, stream: true } as Parameters<typeof acompletion>[0] & { stream: true });
-    return firstEventOrError(provider, stream);
+    return firstEventOrError(provider, () => this.#hub(provider).acompletion({ ...body, model, signal, stream: true } as Parameters<Hub['acompletion']>[0] & { stream: true }));
   }
 
   async embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal): Promise<EmbeddingResponse> {
-    return call(provider, () => aembedding({ ...this.#options(provider, signal), model, inputs }));
+    return call(provider, () => this.#hub(provider).aembedding({ model, inputs, signal }));
   }
 
   async models(provider: string, signal: AbortSignal): Promise<ModelInfo[]> {
-    return call(provider, () => alist_models(this.#options(provider, signal)));
+    return call(provider, () => this.#hub(provider).alist_models({ signal }));
   }
 
   async messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage> {
-    return call(provider, () => amessages({ ...body, ...this.#options(provider, signal), model, stream: false } as Parameters<typeof amessages>[0] & { stream: false }) as Promise<AnthropicMessage>);
+    return call(provider, () => this.#hub(provider).amessages({ ...body, model, signal, stream: false } as Parameters<Hub['amessages']>[0] & { stream: false }) as Promise<AnthropicMessage>);
   }
 
   async messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>> {
-    const stream = amessages({ ...body, ...this.#options(provider, signal), model, stream: true } as Parameters<typeof amessages>[0] & { stream: true });
-    return firstEventOrError(provider, stream);
+    return firstEventOrError(provider, () => this.#hub(provider).amessages({ ...body, model, signal, stream: true } as Parameters<Hub['amessages']>[0] & { stream: true }));
   }
 }
 
@@ -73,10 +83,11 @@ async function call<T>(provider: string, fn: () => Promise<T>): Promise<T> {
  * Waits for a stream's first event, so that a call the provider refuses outright (429, 400, 401) is answered with
  * that status instead of a 200 stream that carries an error event; later failures surface while iterating.
  */
-async function firstEventOrError<T>(provider: string, stream: AsyncIterable<T>): Promise<AsyncIterable<T>> {
-  const iterator = stream[Symbol.asyncIterator]();
+async function firstEventOrError<T>(provider: string, open: () => AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  let iterator: AsyncIterator<T>;
   let first: IteratorResult<T>;
   try {
+    iterator = open()[Symbol.asyncIterator]();
     first = await iterator.next();
   } catch (error) {
     throw upstreamErrorOf(error, provider);

@@ -138,6 +138,31 @@ describe.each(backends)('forwarding on $name', (backend) => {
     expect(usage.data[0].completion_tokens).toBeGreaterThan(0);
   });
 
+  it.skipIf(backend.skipReason)('a client that goes away mid-stream aborts the provider call; the row says cancelled', async () => {
+    const abandoned = fake.abandonedStreams;
+    const controller = new AbortController();
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json', 'x-request-id': `walk-away-${backend.name}` },
+      body: JSON.stringify({ model: 'openai:slow-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    const { value } = await reader.read();
+    expect(new TextDecoder().decode(value)).toContain('Hello');
+    controller.abort();
+    let row: { status: string; status_code: number; completion_tokens: number } | undefined;
+    for (let attempt = 0; attempt < 200 && !row; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage?limit=5`);
+      row = usage.data.find((r: { request_id: string }) => r.request_id === `walk-away-${backend.name}`);
+    }
+    expect(row).toMatchObject({ status: 'cancelled', status_code: 499 });
+    expect(row!.completion_tokens).toBeGreaterThan(0);
+    for (let attempt = 0; attempt < 200 && fake.abandonedStreams === abandoned; attempt++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(fake.abandonedStreams).toBe(abandoned + 1);
+  });
+
   it.skipIf(backend.skipReason)('provider failures map to 429 with Retry-After, 400, 502 — never a bare 500 — and leak no provider key', async () => {
     const call = (model: string) =>
       fetch(`${gateway.url}/v1/chat/completions`, {

@@ -61,7 +61,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       result = await run();
     } catch (error) {
       const failure = upstreamErrorOf(error, ticket.start.provider);
-      await ledger.finish(ticket, { status: signal.aborted ? 'cancelled' : 'error', statusCode: failure.status, promptTokens: 0, completionTokens: 0 });
+      await ledger.finish(ticket, { status: signal.aborted ? 'cancelled' : 'error', statusCode: signal.aborted ? 499 : failure.status, promptTokens: 0, completionTokens: 0 });
       throw failure;
     }
     const { prompt, completion } = usage(result);
@@ -272,7 +272,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       const failure = upstreamErrorOf(error, ticket.start.provider);
       const { promptTokens, completionTokens } = tokens();
       const cancelled = controller.signal.aborted;
-      await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: failure.status, promptTokens, completionTokens }).catch(() => {});
+      await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: cancelled ? 499 : failure.status, promptTokens, completionTokens });
       if (!cancelled) {
         yield openAiDialect
           ? `data: ${JSON.stringify(failure.body())}\n\n`
@@ -282,7 +282,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       if (!ticket.finished) {
         controller.abort();
         const { promptTokens, completionTokens } = tokens();
-        void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens, completionTokens }).catch(() => {});
+        void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens, completionTokens });
       }
     }
   }

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
  * A small, fast fake of an OpenAI-compatible provider on loopback, for the gateway's tests and benchmark. It
  * speaks the real wire format (JSON bodies, SSE chunks, `data: [DONE]`, OpenAI error bodies) and behaves by model
  * name: `rate-limited` (429, Retry-After: 7), `bad-request` (400), `server-error` (500), `unauthorized` (401),
- * `cut-stream` (two chunks, then the socket is destroyed), `slow-<ms>` (answers after ms), anything else answers.
+ * `cut-stream` (two chunks, then the socket is destroyed), `slow-stream` (one chunk, then nothing until the
+ * client goes away; counted in `abandonedStreams`), `slow-<ms>` (answers after ms), anything else answers.
  * Every answer uses PROMPT_TOKENS and COMPLETION_TOKENS.
  */
 export const PROMPT_TOKENS = 10;
@@ -16,6 +17,8 @@ export interface FakeOpenAi {
   /** Bodies of the chat completion requests received, in order. */
   chatBodies: Record<string, unknown>[];
   requests: number;
+  /** `slow-stream` responses whose client (the gateway) closed the connection. */
+  abandonedStreams: number;
   close(): Promise<void>;
 }
 
@@ -25,7 +28,7 @@ const error = (res: http.ServerResponse, status: number, message: string, type: 
 };
 
 export async function startFakeOpenAi(options: { record?: boolean } = {}): Promise<FakeOpenAi> {
-  const fake: FakeOpenAi = { url: '', chatBodies: [], requests: 0, close: async () => {} };
+  const fake: FakeOpenAi = { url: '', chatBodies: [], requests: 0, abandonedStreams: 0, close: async () => {} };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -106,6 +109,11 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, body: Record
     choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
   });
   const events = [chunk({ role: 'assistant', content: 'Hello' }, null), chunk({ content: ' world' }, null), chunk({}, 'stop')];
+  if (model === 'slow-stream') {
+    res.write(`data: ${JSON.stringify(events[0])}\n\n`);
+    res.on('close', () => fake.abandonedStreams++);
+    return;
+  }
   if (model === 'cut-stream') {
     res.write(`data: ${JSON.stringify(events[0])}\n\n`);
     res.write(`data: ${JSON.stringify(events[1])}\n\n`, () => setTimeout(() => res.destroy(), 20));
