@@ -195,7 +195,7 @@ async function messagesOnce(request: MessagesRequest): Promise<MessagesResponse>
     const plan = planOutputFormat(options.output_format, handle.definition.metadata.name);
     const withFormat = { ...params, output_config: { ...params.output_config, format: plan.format } };
     const message = await invoke(settingsFor(handle, options, extra), (call) => handle.provider.messages(withFormat, call));
-    return withParsedOutput(message, plan);
+    return withParsedOutput(message, plan, handle.definition.metadata.name);
   }
   return invoke(settingsFor(handle, options, extra), (call) => handle.provider.messages(params, call));
 }

@@ -11,12 +11,14 @@ import {
   AuthenticationError,
   BatchNotCompleteError,
   ContentFilterError,
+  ContentFilterFinishReasonError,
   ContextLengthExceededError,
   GatewayTimeoutError,
   Hub,
   HubError,
   InsufficientFundsError,
   InvalidRequestError,
+  LengthFinishReasonError,
   MissingApiKeyError,
   ModelNotFoundError,
   ProviderError,
@@ -171,6 +173,18 @@ describe('messages over OpenAI chat', () => {
     const raw = await amessages({ ...opts, ...ask, output_format: { type: 'json_schema', schema: { type: 'object', properties: { n: { type: 'number' } } } } });
     expect(raw.parsed_output).toEqual({ n: 1 });
     expect(await failure(amessages({ ...opts, ...ask, output_format: z.object({ n: z.number() }) }))).toBeInstanceOf(ProviderError);
+  });
+
+  it('output_format on an answer cut at the token limit or refused raises the finish-reason errors', async () => {
+    const cut = chatCompletionBody('gpt-test', '{"n":');
+    cut.choices[0]!.finish_reason = 'length';
+    const refused = chatCompletionBody('gpt-test', 'I cannot help with that');
+    refused.choices[0]!.finish_reason = 'content_filter';
+    fake.script('POST /v1/chat/completions', { json: cut }, { json: refused });
+    const length = await failure(amessages({ ...opts, ...ask, output_format: z.object({ n: z.number() }) }));
+    expect(length).toBeInstanceOf(LengthFinishReasonError);
+    expect((length as HubError).provider_name).toBe('openai');
+    expect(await failure(amessages({ ...opts, ...ask, output_format: z.object({ n: z.number() }) }))).toBeInstanceOf(ContentFilterFinishReasonError);
   });
 
   it('output_format with stream is an UnsupportedParameterError', async () => {

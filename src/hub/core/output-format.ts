@@ -3,7 +3,7 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { z } from 'zod';
-import { InvalidRequestError, ProviderError } from '../errors.ts';
+import { ContentFilterFinishReasonError, InvalidRequestError, LengthFinishReasonError, ProviderError } from '../errors.ts';
 
 export type ParsedMessage<T> = Anthropic.Message & { parsed_output: T | null };
 
@@ -57,7 +57,17 @@ function parseJson(text: string, provider_name: string): unknown {
   }
 }
 
-export function withParsedOutput<T>(message: Anthropic.Message, plan: OutputFormatPlan): ParsedMessage<T> {
+/**
+ * Adds parsed_output. An answer cut by the token limit or refused cannot hold the structured output: those raise
+ * LengthFinishReasonError / ContentFilterFinishReasonError (the message is in original_exception's place: `cause`).
+ */
+export function withParsedOutput<T>(message: Anthropic.Message, plan: OutputFormatPlan, provider_name: string | null = null): ParsedMessage<T> {
+  if (message.stop_reason === 'max_tokens' || message.stop_reason === 'model_context_window_exceeded') {
+    throw new LengthFinishReasonError('The answer was cut at the token limit before the structured output was complete', null, provider_name);
+  }
+  if (message.stop_reason === 'refusal') {
+    throw new ContentFilterFinishReasonError('The answer was refused, so it has no structured output', null, provider_name);
+  }
   const text = message.content
     .filter((block): block is Anthropic.TextBlock => block.type === 'text')
     .map((block) => block.text)

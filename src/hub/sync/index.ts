@@ -135,9 +135,11 @@ export function messages(request: MessagesRequest): MessagesResponse | Iterable<
   if (request.stream) return stream('amessages', request);
   if (isZodSchema(request.output_format)) {
     // A zod schema cannot cross threads: the worker gets its JSON schema, the result is parsed here.
-    const plan = planOutputFormat(request.output_format, String(request.provider ?? ''));
+    // The worker raises the finish-reason errors; parse failures are raised here, with the provider's name.
+    const provider = selectProvider(request.provider, String(request.model ?? '')).provider;
+    const plan = planOutputFormat(request.output_format, provider);
     const raw = call<MessagesResponse>('amessages', { ...request, output_format: { type: 'json_schema', schema: plan.format.schema } });
-    return withParsedOutput(raw, plan);
+    return withParsedOutput(raw, plan, provider);
   }
   return call('amessages', request);
 }
