@@ -3,6 +3,7 @@
 // (provider, api_key, api_base, client_args, timeout, max_retries, signal, unified_exceptions) and any extra
 // provider-specific fields, which are passed through to the provider.
 
+import { statSync } from 'node:fs';
 import type { z } from 'zod';
 import { chatRequestToMessages } from './convert/chat-to-messages-request.ts';
 import { messageEventsToChatChunks, messageToChatCompletion } from './convert/message-to-chat.ts';
@@ -344,8 +345,12 @@ export async function acreate_batch(request: CreateBatchRequest): Promise<Batch>
   const fields = new Set(['input_file_path', 'endpoint', 'completion_window', 'metadata']);
   const { batches, params, settings, handle } = batchContext(request, fields, 'create_batch');
   const name = handle.definition.metadata.name;
+  const inputFile = requireString(params.input_file_path, 'input_file_path', name);
+  if (!statSync(inputFile, { throwIfNoEntry: false })?.isFile()) {
+    throw new InvalidRequestError(`input_file_path '${inputFile}' is not a readable file`, null, name, { param: 'input_file_path' });
+  }
   const create = {
-    input_file_path: requireString(params.input_file_path, 'input_file_path', name),
+    input_file_path: inputFile,
     endpoint: requireString(params.endpoint, 'endpoint', name),
     completion_window: (params.completion_window as string | undefined) ?? '24h',
     ...(params.metadata !== undefined ? { metadata: params.metadata as Record<string, string> } : {}),

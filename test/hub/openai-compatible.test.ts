@@ -311,6 +311,11 @@ describe('batches (OpenAI)', () => {
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.filter((w) => (w as Error & { code?: string }).code === 'HUB_EXPERIMENTAL_BATCH').length).toBeLessThanOrEqual(1);
       expect(await failure(acreate_batch({ ...opts, provider: 'deepseek', input_file_path: file, endpoint: '/v1/chat/completions' }))).toBeInstanceOf(UnsupportedParameterError);
+      const missing = await failure(acreate_batch({ ...opts, provider: 'openai', input_file_path: path.join(dir, 'nope.jsonl'), endpoint: '/v1/chat/completions' }));
+      expect(missing).toBeInstanceOf(InvalidRequestError);
+      expect((missing as InvalidRequestError).param).toBe('input_file_path');
+      const unknown = await failure(aretrieve_batch({ ...opts, provider: 'openai', batch_id: 'batch-nope', unified_exceptions: true }));
+      expect(unknown).toBeInstanceOf(ModelNotFoundError); // a 404, per the spec's table
     } finally {
       process.off('warning', onWarning);
     }
