@@ -440,8 +440,8 @@ describe('errors, retries, timeouts, abort', () => {
   });
 
   it('the timeout of a stream bounds the wait for the first event only', async () => {
-    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['a', 'b', 'c']), delayMs: 120 });
-    const events = await collect(amessages({ ...opts, ...ask, stream: true, timeout: 350 }));
+    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['a', 'b', 'c']), delayMs: 250 });
+    const events = await collect(amessages({ ...opts, ...ask, stream: true, timeout: 800 }));
     expect(events.at(-1)!.type).toBe('message_stop');
   });
 
