@@ -207,6 +207,12 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const models = [];
     for await (const model of viaKey.models.list()) models.push(model.id);
     expect(models).toEqual(expect.arrayContaining(['openai:gpt-fake', 'openai:embed-fake', 'anthropic:claude-opus-4-5']));
+    const viaMasterModels = [];
+    for await (const model of viaMaster.models.list()) viaMasterModels.push(model.id);
+    expect(viaMasterModels.sort()).toEqual([...models].sort());
+    const one = await gateway.call('GET', '/v1/models?provider=anthropic', { key: virtualKey.key });
+    expect(one.json.data.every((model: { id: string }) => model.id.startsWith('anthropic:'))).toBe(true);
+    expect((await gateway.call('GET', '/v1/models?provider=nope', { key: virtualKey.key })).json.error.code).toBe('unknown_provider');
   });
 
   it.skipIf(backend.skipReason)('the Anthropic client does messages (plain and streaming) with x-api-key', async () => {
@@ -227,6 +233,18 @@ describe.each(backends)('forwarding on $name', (backend) => {
       .create({ model: 'anthropic:claude-haiku-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
       .catch((e) => e);
     expect(refused).toBeInstanceOf(Anthropic.AuthenticationError);
+  });
+
+  it.skipIf(backend.skipReason)('messages with the master key charge metadata.user_id; Hub converts them for an OpenAI-compatible provider', async () => {
+    const client = new Anthropic({ apiKey: MASTER_KEY, baseURL: gateway.url, maxRetries: 0 });
+    const missing = await client.messages.create({ model: 'openai:gpt-fake', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(missing).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(missing.error).toMatchObject({ type: 'error', error: { code: 'missing_user', param: 'user' } });
+    const message = await client.messages.create({ model: 'openai:gpt-fake', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], metadata: { user_id: 'carol' } });
+    expect(message.content[0]).toMatchObject({ type: 'text', text: 'Hello world' });
+    expect(message.usage).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: COMPLETION_TOKENS });
+    const usage = await usageOf(gateway, '/v1/users/carol/usage?limit=1');
+    expect(usage.data[0]).toMatchObject({ endpoint: 'messages', provider: 'openai', model: 'gpt-fake', key_id: null, prompt_tokens: PROMPT_TOKENS });
   });
 
   it.skipIf(backend.skipReason)('a budget for 10 calls holds against 100 concurrent calls (overspend ≤ one call)', async () => {
