@@ -62,6 +62,8 @@ interface FakeJob {
   status: string;
   polls: number;
   output_file: string | null;
+  error_file: string | null;
+  failed: number;
   lines: number;
 }
 
@@ -91,30 +93,44 @@ export async function startMistralFake(): Promise<MistralFake> {
     endpoint: job.endpoint,
     model: job.model,
     output_file: job.output_file,
-    error_file: null,
-    errors: [],
+    error_file: job.error_file,
+    errors: job.failed > 0 ? [{ message: `${job.failed} request(s) failed`, count: job.failed }] : [],
     status: job.status,
     created_at: job.created_at,
     total_requests: job.lines,
     completed_requests: job.status === 'SUCCESS' ? job.lines : 0,
-    succeeded_requests: job.status === 'SUCCESS' ? job.lines : 0,
-    failed_requests: 0,
+    succeeded_requests: job.status === 'SUCCESS' ? job.lines - job.failed : 0,
+    failed_requests: job.failed,
     started_at: job.created_at + 1,
     completed_at: ['SUCCESS', 'CANCELLED'].includes(job.status) ? job.created_at + 60 : null,
   });
   const findJob = (id: string) => jobs.find((j) => j.id === id);
   const noJob = (id: string) => mistralError(404, `Batch job ${id} not found`, 'not_found', '3000');
 
-  /** Runs a finished job: one output line per input line, answered by the fake model. */
+  /**
+   * Runs a finished job: one output line per input line, answered by the fake model; a line asking for
+   * max_tokens 0 fails and goes to the error file instead.
+   */
   function finish(job: FakeJob): void {
     const input = files.get(job.input_files[0])!.content.split('\n').filter((l) => l.trim() !== '');
-    const output = input.map((raw, i) => {
+    const output: object[] = [];
+    const errors: object[] = [];
+    input.forEach((raw, i) => {
       const line = JSON.parse(raw) as { custom_id: string; body: Body };
-      return { id: `batch-line-${i}`, custom_id: line.custom_id, response: { status_code: 200, body: fakeChatCompletion({ ...line.body, model: job.model }) }, error: null };
+      if (line.body.max_tokens === 0) {
+        errors.push({ id: `batch-line-${i}`, custom_id: line.custom_id, response: null, error: { message: 'max_tokens must be at least 1', code: '3001' } });
+      } else {
+        output.push({ id: `batch-line-${i}`, custom_id: line.custom_id, response: { status_code: 200, body: fakeChatCompletion({ ...line.body, model: job.model }) }, error: null });
+      }
     });
-    const id = `file-out-${job.id}`;
-    files.set(id, { id, name: `${job.id}.jsonl`, content: output.map((o) => JSON.stringify(o)).join('\n') + '\n', purpose: 'batch_result' });
-    job.output_file = id;
+    const store = (id: string, lines: object[]) => files.set(id, { id, name: `${id}.jsonl`, content: lines.map((o) => JSON.stringify(o)).join('\n') + '\n', purpose: 'batch_result' });
+    job.output_file = `file-out-${job.id}`;
+    store(job.output_file, output);
+    if (errors.length > 0) {
+      job.error_file = `file-err-${job.id}`;
+      store(job.error_file, errors);
+    }
+    job.failed = errors.length;
     job.status = 'SUCCESS';
   }
 
@@ -226,6 +242,8 @@ export async function startMistralFake(): Promise<MistralFake> {
           status: 'QUEUED',
           polls: 0,
           output_file: null,
+          error_file: null,
+          failed: 0,
           lines: input.content.split('\n').filter((l) => l.trim() !== '').length,
         };
         jobs.push(job);

@@ -393,6 +393,20 @@ describe('mistral provider against the fake API', () => {
       ]);
     });
 
+    it('failed lines come from the error file; the job errors and counts say so', async () => {
+      const failing = { ...line('bad', 'x'), body: { ...line('bad', 'x').body, max_tokens: 0 } };
+      const batch = await create(input('f.jsonl', [line('good', 'fine'), failing]));
+      let done = batch;
+      for (let polls = 0; done.status !== 'completed' && polls < 5; polls++) done = await provider.batches!.retrieve(batch.id, call);
+      expect(done).toMatchObject({ status: 'completed', request_counts: { total: 2, completed: 1, failed: 1 }, errors: { object: 'list', data: [{ message: '1 request(s) failed' }] } });
+      expect(done.error_file_id).toBeTruthy();
+      const results = await provider.batches!.results(batch.id, call);
+      expect(results.map((r) => [r.custom_id, r.error])).toEqual([
+        ['good', null],
+        ['bad', { code: '3001', message: 'max_tokens must be at least 1' }],
+      ]);
+    });
+
     it('results of an unfinished job: BatchNotCompleteError', async () => {
       const batch = await create(input('b.jsonl', [line('r1', 'x')]));
       fake.pollsUntilDone = 100;

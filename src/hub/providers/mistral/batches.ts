@@ -164,6 +164,6 @@ export function toBatch(job: components.BatchJob, completionWindow = '24h'): Bat
     request_counts: { total: job.totalRequests, completed: job.succeededRequests, failed: job.failedRequests },
     metadata: (job.metadata as Record<string, string> | null | undefined) ?? null,
     ...(job.model ? { model: job.model } : {}),
-    ...(job.errors.length > 0 ? { errors: { object: 'list', data: job.errors.map((e) => ({ message: e.message, ...(e.count !== undefined ? { line: null } : {}) })) } } : {}),
+    ...(job.errors.length > 0 ? { errors: { object: 'list', data: job.errors.map((e) => ({ message: e.message })) } } : {}),
   };
 }
