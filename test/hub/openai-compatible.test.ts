@@ -371,6 +371,12 @@ describe('errors, retries, timeouts, abort', () => {
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.message).not.toContain(KEY);
     expect(String(error)).toContain('***');
+    fake.script('POST /v1/chat/completions', { status: 401, json: errorBody(`Incorrect API key provided: ${KEY}`) });
+    const raw = (await failure(amessages({ ...opts, ...ask, unified_exceptions: false }))) as Error;
+    expect(raw).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(raw.message).not.toContain(KEY);
+    expect(raw.stack).not.toContain(KEY);
+    expect(JSON.stringify((raw as InstanceType<typeof OpenAI.APIError>).error)).not.toContain(KEY);
   });
 
   it('retries 429 honouring Retry-After, and 503, then succeeds', async () => {

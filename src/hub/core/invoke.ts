@@ -94,7 +94,21 @@ function judge(
   // Hub's own errors (validation, stream cut, batch not complete) are always HubErrors.
   if (error instanceof HubError) return { throw: scrub(error, settings.secret) };
   if (settings.unified && hub) return { throw: hub };
-  return { throw: error };
+  return { throw: scrubForeign(error, settings.secret) };
+}
+
+/** A provider's own error can echo the key too (e.g. "Incorrect API key provided: …"). */
+function scrubForeign(error: unknown, secret: string | undefined): unknown {
+  if (secret && error instanceof Error && error.message.includes(secret)) {
+    Object.defineProperty(error, 'message', { value: redact(error.message, secret), configurable: true, writable: true });
+    if (error.stack) Object.defineProperty(error, 'stack', { value: redact(error.stack, secret), configurable: true, writable: true });
+    // The parsed error body the SDKs keep (e.g. OpenAI's `error.error.message`).
+    const body = (error as { error?: unknown }).error;
+    if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
+      (body as { message: string }).message = redact((body as { message: string }).message, secret);
+    }
+  }
+  return error;
 }
 
 /** Retry-After of non-429 errors (503 often carries one); providers expose it on RateLimitError only. */
