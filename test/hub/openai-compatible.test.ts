@@ -371,6 +371,7 @@ describe('errors, retries, timeouts, abort', () => {
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.message).not.toContain(KEY);
     expect(String(error)).toContain('***');
+    expect((error.original_exception as Error).message).not.toContain(KEY);
     fake.script('POST /v1/chat/completions', { status: 401, json: errorBody(`Incorrect API key provided: ${KEY}`) });
     const raw = (await failure(amessages({ ...opts, ...ask, unified_exceptions: false }))) as Error;
     expect(raw).toBeInstanceOf(OpenAI.AuthenticationError);

@@ -84,6 +84,7 @@ function judge(
     hub = undefined;
   }
   if (hub) scrub(hub, settings.secret);
+  scrubForeign(error, settings.secret);
   const status = hub?.status_code ?? null;
   if (status !== null && RETRY_STATUSES.has(status) && attemptNumber < settings.max_retries) {
     const retryAfter = hub instanceof RateLimitError ? hub.retry_after : retryAfterOf(hub);
