@@ -70,7 +70,8 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     asRoot
       ? execFileSync('runuser', ['-u', 'postgres', '--', path.join(bin, program), ...args], { stdio: 'pipe' })
       : execFileSync(path.join(bin, program), args, { stdio: 'pipe' });
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-pg-'));
+  // As root the server runs as `postgres`, which must reach the folder: /tmp, not a TMPDIR that may be private.
+  const dir = mkdtempSync(path.join(asRoot ? '/tmp' : os.tmpdir(), 'gateway-pg-'));
   try {
     if (asRoot) {
       const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
