@@ -462,6 +462,18 @@ describe('errors, retries, timeouts, abort', () => {
     expect(await failure(amessages({ ...opts, ...ask, signal: aborted }))).toBe(reason);
   });
 
+  it('aborting during a backoff wait stops the retries', async () => {
+    fake.script('POST /v1/chat/completions', { status: 503, json: errorBody('busy') });
+    const controller = new AbortController();
+    const reason = new Error('stop waiting');
+    const pending = failure(amessages({ ...opts, ...ask, signal: controller.signal }));
+    while (fake.requestsTo('POST /v1/chat/completions').length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    controller.abort(reason);
+    expect(await pending).toBe(reason);
+    await new Promise((resolve) => setTimeout(resolve, 700)); // longer than the first backoff
+    expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
+  });
+
   it('connection failures → ProviderError (unified)', async () => {
     fake.script('POST /v1/chat/completions', { destroy: true });
     const error = await failure(amessages({ ...opts, ...ask, unified_exceptions: true }));
