@@ -87,3 +87,13 @@ export function toolOutput(block: Anthropic.ToolResultBlockParam, provider: stri
   const text = toolResultText(block.content, provider);
   return block.is_error ? `Error: ${text}` : text;
 }
+
+/**
+ * Extra (provider-specific) options must be fields the vendor SDK knows: SDKs that serialise through a schema drop
+ * unknown fields without a word, so an unknown one raises UnsupportedParameterError instead.
+ */
+export function rejectUnknownExtra(extra: Record<string, unknown>, known: readonly string[], provider: string): void {
+  for (const key of Object.keys(extra)) {
+    if (!known.includes(key)) throw new UnsupportedParameterError(key, provider, `Known ${provider} options: ${known.join(', ')}`);
+  }
+}

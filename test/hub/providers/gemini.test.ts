@@ -119,8 +119,13 @@ describe('gemini request conversion', () => {
   });
 
   it('merges provider-specific extra options into the config', () => {
-    const request = toGeminiRequest(base, { safetySettings: [{ category: 'HARM_CATEGORY_HATE_SPEECH', threshold: 'BLOCK_NONE' }] });
+    const request = toGeminiRequest(base, { safetySettings: [{ category: 'HARM_CATEGORY_HATE_SPEECH', threshold: 'BLOCK_NONE' }], seed: 7 });
     expect(request.config?.safetySettings).toHaveLength(1);
+    expect(request.config?.seed).toBe(7);
+  });
+
+  it('an extra option the SDK would drop silently is an UnsupportedParameterError', () => {
+    expect(() => toGeminiRequest(base, { safety_settings: [] })).toThrow(UnsupportedParameterError);
   });
 
   const unsupported: [string, Partial<MessagesParams>, string][] = [

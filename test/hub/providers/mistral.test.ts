@@ -127,6 +127,10 @@ describe('mistral request conversion', () => {
     expect(JSON.stringify(request)).not.toMatch(/cache/i);
   });
 
+  it('an extra option the SDK would drop silently (e.g. snake_case) is an UnsupportedParameterError', () => {
+    expect(() => toMistralRequest(base, { safe_prompt: true })).toThrow(UnsupportedParameterError);
+  });
+
   it('thinking disabled sends no prompt mode; extra options pass through', () => {
     const request = toMistralRequest({ ...base, thinking: { type: 'disabled' } }, { safePrompt: true, randomSeed: 7 });
     expect(request.promptMode).toBeUndefined();
@@ -314,6 +318,12 @@ describe('mistral provider against the fake API', () => {
       ],
       usage: { prompt_tokens: 3, total_tokens: 3 },
     });
+  });
+
+  it('embedding: known extra options reach the wire, unknown ones are refused', async () => {
+    await provider.embedding!({ model: 'mistral-embed', inputs: ['x'] }, { extra: { outputDimension: 256 } });
+    expect(bodyOf(fake.server.lastRequest).output_dimension).toBe(256);
+    await expect(provider.embedding!({ model: 'mistral-embed', inputs: ['x'] }, { extra: { dims: 3 } })).rejects.toBeInstanceOf(UnsupportedParameterError);
   });
 
   it('listModels: GET /v1/models', async () => {

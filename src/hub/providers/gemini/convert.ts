@@ -19,6 +19,7 @@ import {
   functionTool,
   outputSchema,
   rejectUnhandledParameters,
+  rejectUnknownExtra,
   systemText,
   toolNamesById,
   toolResultText,
@@ -29,9 +30,37 @@ import { incompleteStreamError, MessageStreamBuilder } from '../../message-forma
 const PROVIDER = 'gemini';
 const HANDLED = ['system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice', 'thinking', 'output_config'];
 
+/** GenerateContentConfig fields a caller may pass as extra options (the SDK drops unknown ones silently). */
+export const GEMINI_CONFIG_OPTIONS = [
+  'serviceTier',
+  'candidateCount',
+  'responseLogprobs',
+  'logprobs',
+  'presencePenalty',
+  'frequencyPenalty',
+  'seed',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+  'routingConfig',
+  'modelSelectionConfig',
+  'safetySettings',
+  'labels',
+  'cachedContent',
+  'responseModalities',
+  'mediaResolution',
+  'speechConfig',
+  'audioTimestamp',
+  'imageConfig',
+  'enableEnhancedCivicAnswers',
+  'modelArmorConfig',
+  'store',
+] as const satisfies readonly (keyof GenerateContentConfig)[];
+
 /** Builds the SDK's generateContent parameters; `extra` is merged into the config (e.g. safetySettings). */
 export function toGeminiRequest(params: MessagesParams, extra: Record<string, unknown> = {}): GenerateContentParameters {
   rejectUnhandledParameters(params, HANDLED, PROVIDER);
+  rejectUnknownExtra(extra, GEMINI_CONFIG_OPTIONS, PROVIDER);
   const config: GenerateContentConfig = { maxOutputTokens: params.max_tokens };
   const system = systemText(params.system, PROVIDER);
   if (system !== undefined) config.systemInstruction = system;

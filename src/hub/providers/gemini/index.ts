@@ -1,11 +1,14 @@
 // Gemini (Google AI Studio API) through @google/genai: Messages converted to generateContent, embeddings, models.
 
-import { GoogleGenAI } from '@google/genai';
+import { GoogleGenAI, type EmbedContentConfig } from '@google/genai';
+import { rejectUnknownExtra } from '../../message-format/request.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
 import { geminiErrorToHub } from './errors.ts';
 
 export const GEMINI_DEFAULT_API_BASE = 'https://generativelanguage.googleapis.com';
+
+const GEMINI_EMBED_OPTIONS = ['taskType', 'title', 'outputDimensionality', 'mimeType', 'autoTruncate'] as const satisfies readonly (keyof EmbedContentConfig)[];
 
 const metadata: ProviderMetadata = {
   name: 'gemini',
@@ -46,6 +49,7 @@ function createGemini(options: ProviderOptions): Provider {
       yield* fromGeminiStream(chunks, params.model);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
+      rejectUnknownExtra(call.extra, GEMINI_EMBED_OPTIONS, metadata.name);
       const response = await client.models.embedContent({
         model: params.model,
         contents: params.inputs,

@@ -10,6 +10,7 @@ import {
   functionTool,
   outputSchema,
   rejectUnhandledParameters,
+  rejectUnknownExtra,
   systemText,
   toolNamesById,
   toolOutput,
@@ -21,6 +22,23 @@ const PROVIDER = 'mistral';
 const HANDLED = ['system', 'temperature', 'top_p', 'stop_sequences', 'tools', 'tool_choice', 'thinking', 'metadata', 'output_config'];
 
 type MistralMessage = components.ChatCompletionRequest['messages'][number];
+
+/** ChatCompletionRequest fields a caller may pass as extra options (the SDK drops unknown ones silently). */
+export const MISTRAL_CHAT_OPTIONS = [
+  'randomSeed',
+  'responseFormat',
+  'presencePenalty',
+  'frequencyPenalty',
+  'n',
+  'prediction',
+  'parallelToolCalls',
+  'reasoningEffort',
+  'promptMode',
+  'guardrails',
+  'promptCacheKey',
+  'serviceTier',
+  'safePrompt',
+] as const satisfies readonly (keyof components.ChatCompletionRequest)[];
 type Chunk = components.ContentChunk;
 
 /**
@@ -34,6 +52,7 @@ export function mistralToolCallId(id: string): string {
 
 export function toMistralRequest(params: MessagesParams, extra: Record<string, unknown> = {}): components.ChatCompletionRequest {
   rejectUnhandledParameters(params, HANDLED, PROVIDER);
+  rejectUnknownExtra(extra, MISTRAL_CHAT_OPTIONS, PROVIDER);
   if (params.top_k !== undefined && params.top_k !== null) throw new UnsupportedParameterError('top_k', PROVIDER);
   const request: components.ChatCompletionRequest = { model: params.model, maxTokens: params.max_tokens, messages: toMessages(params) };
   if (params.temperature !== undefined) request.temperature = params.temperature;

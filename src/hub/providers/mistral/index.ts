@@ -2,6 +2,7 @@
 
 import { Mistral } from '@mistralai/mistralai';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { rejectUnknownExtra } from '../../message-format/request.ts';
 import { mistralBatches } from './batches.ts';
 import { fromMistralResponse, fromMistralStream, toMistralRequest } from './convert.ts';
 import { mistralErrorToHub } from './errors.ts';
@@ -45,6 +46,7 @@ function createMistral(options: ProviderOptions): Provider {
       yield* fromMistralStream(events, params.model);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
+      rejectUnknownExtra(call.extra, ['outputDimension', 'outputDtype', 'encodingFormat', 'metadata'], metadata.name);
       const response = await client.embeddings.create({ model: params.model, inputs: params.inputs, ...call.extra }, requestOptions(call.signal));
       return {
         object: 'list',
