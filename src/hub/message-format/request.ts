@@ -31,9 +31,25 @@ export function systemText(system: MessagesRequest['system'], _provider: string)
   return system.map((block) => block.text).join('\n\n');
 }
 
-/** A message's content as a list of blocks (a string is one text block). */
-export function contentBlocks(content: string | ContentBlockParam[]): ContentBlockParam[] {
-  return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+/**
+ * A message's content as a list of blocks (a string is one text block). Block fields that only Anthropic reads
+ * (citations, a document's title and context, image transformations) raise UnsupportedParameterError when set;
+ * cache_control is accepted (see rejectUnhandledParameters).
+ */
+export function contentBlocks(content: string | ContentBlockParam[], provider: string): ContentBlockParam[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  for (const block of content) {
+    const fields = block as { citations?: unknown; title?: unknown; context?: unknown; transformations?: unknown };
+    const set = (value: unknown) => value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+    if (block.type === 'text' && set(fields.citations)) throw new UnsupportedParameterError('text.citations', provider);
+    if (block.type === 'document') {
+      if ((fields.citations as { enabled?: boolean } | null | undefined)?.enabled) throw new UnsupportedParameterError('document.citations', provider);
+      if (set(fields.title)) throw new UnsupportedParameterError('document.title', provider);
+      if (set(fields.context)) throw new UnsupportedParameterError('document.context', provider);
+    }
+    if (block.type === 'image' && set(fields.transformations)) throw new UnsupportedParameterError('image.transformations', provider);
+  }
+  return content;
 }
 
 /** Text of a tool_result's content; images inside a tool result are not representable as vendor tool output. */

@@ -26,7 +26,7 @@ import { collect, failureOf } from './helpers.ts';
 let fake: AnthropicFake;
 let provider: Provider;
 const call = { extra: {} };
-const params: MessagesParams = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] };
+const params: MessagesParams = { model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] };
 
 beforeAll(async () => {
   fake = await startAnthropicFake();
@@ -97,10 +97,10 @@ describe('anthropic messages', () => {
 describe('anthropic models', () => {
   it('lists every model across the API pages as OpenAI Model objects', async () => {
     const models = await provider.listModels!(call);
-    expect(models.map((m) => m.id)).toEqual(['claude-opus-4-5', 'claude-sonnet-4-5', 'claude-haiku-4-5']);
+    expect(models.map((m) => m.id)).toEqual(['claude-opus-4-5', 'claude-sonnet-4-6', 'claude-haiku-4-5']);
     expect(models[0]).toEqual({ id: 'claude-opus-4-5', object: 'model', created: Date.parse('2025-11-01T00:00:00Z') / 1000, owned_by: 'anthropic' });
     expect(fake.server.requests.filter((r) => r.path === '/v1/models')).toHaveLength(2);
-    expect(fake.server.requests[1].query.get('after_id')).toBe('claude-sonnet-4-5');
+    expect(fake.server.requests[1].query.get('after_id')).toBe('claude-sonnet-4-6');
   });
 });
 

@@ -136,6 +136,21 @@ describe('gemini request conversion', () => {
     ['server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search' } as Anthropic.ToolUnion] }, 'tools[type=web_search_20250305]'],
     ['redacted thinking', { messages: [{ role: 'assistant', content: [{ type: 'redacted_thinking', data: 'xx' }] }] }, 'content block redacted_thinking'],
     ['thinking between_tools', { thinking: { type: 'between_tools' } }, 'thinking.type=between_tools'],
+    [
+      'document title',
+      { messages: [{ role: 'user', content: [{ type: 'document', title: 'Report', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] },
+      'document.title',
+    ],
+    [
+      'document citations',
+      { messages: [{ role: 'user', content: [{ type: 'document', citations: { enabled: true }, source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] },
+      'document.citations',
+    ],
+    [
+      'citations on a text block',
+      { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', citations: [{ type: 'char_location', cited_text: 'x', document_index: 0, document_title: null, start_char_index: 0, end_char_index: 1 }] }] }] },
+      'text.citations',
+    ],
     ['output_config.effort', { output_config: { effort: 'high' } }, 'output_config.effort'],
     [
       'an image inside a tool result',

@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 const chat = [
-  ['anthropic', 'claude-sonnet-4-5'],
+  ['anthropic', 'claude-sonnet-4-6'],
   ['gemini', 'gemini-2.5-flash'],
   ['mistral', 'mistral-small-latest'],
   ['cohere', 'command-a-03-2025'],
@@ -82,7 +82,7 @@ describe.each([
 
 describe('batches in the synchronous form', () => {
   it.each([
-    ['anthropic', '/v1/messages', 'claude-sonnet-4-5'],
+    ['anthropic', '/v1/messages', 'claude-sonnet-4-6'],
     ['mistral', '/v1/chat/completions', 'mistral-small-latest'],
   ])('%s: create, poll, results', (provider, endpoint, model) => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'hub-sync-batch-')), 'in.jsonl');

@@ -39,7 +39,7 @@ afterAll(() => Promise.all([anthropic.close(), mistral.close(), gemini.close(), 
 
 const chatProviders = () =>
   [
-    ['anthropic', 'claude-sonnet-4-5', anthropic.server.url],
+    ['anthropic', 'claude-sonnet-4-6', anthropic.server.url],
     ['gemini', 'gemini-2.5-flash', gemini.url],
     ['mistral', 'mistral-small-latest', mistral.server.url],
     ['cohere', 'command-a-03-2025', cohere.url],
@@ -188,7 +188,7 @@ describe('batches through the Hub', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'hub-batches-'));
 
   it.each([
-    ['anthropic', '/v1/messages', 'claude-sonnet-4-5'],
+    ['anthropic', '/v1/messages', 'claude-sonnet-4-6'],
     ['mistral', '/v1/chat/completions', 'mistral-small-latest'],
   ])('%s: create, poll, results, list', async (provider, endpoint, model) => {
     const file = path.join(dir, `${provider}.jsonl`);

@@ -57,7 +57,7 @@ function toMessages(params: MessagesParams): Cohere.ChatMessageV2[] {
   if (system !== undefined) messages.push({ role: 'system', content: system });
   const names = toolNamesById(params.messages);
   for (const message of params.messages) {
-    const blocks = contentBlocks(message.content);
+    const blocks = contentBlocks(message.content, PROVIDER);
     if (message.role === 'assistant') {
       messages.push(toAssistantMessage(blocks));
       continue;

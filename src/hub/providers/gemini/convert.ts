@@ -125,7 +125,7 @@ function toContents(messages: Anthropic.MessageParam[]): Content[] {
       pendingSignature = undefined;
       parts.push(part);
     };
-    for (const block of contentBlocks(message.content)) {
+    for (const block of contentBlocks(message.content, PROVIDER)) {
       switch (block.type) {
         case 'text':
           push({ text: block.text });

@@ -58,7 +58,7 @@ function toMessages(params: MessagesParams): Message[] {
     const images: string[] = [];
     let thinking = '';
     const toolCalls: NonNullable<Message['tool_calls']> = [];
-    for (const block of contentBlocks(message.content)) {
+    for (const block of contentBlocks(message.content, PROVIDER)) {
       switch (block.type) {
         case 'text':
           texts.push(block.text);
