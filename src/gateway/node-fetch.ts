@@ -39,15 +39,20 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
             for (const item of Array.isArray(value) ? value : [value]) responseHeaders.append(name, item);
           }
           const status = response.statusCode ?? 500;
-          const nullBody = status === 204 || status === 205 || status === 304 || init.method === 'HEAD';
-          if (nullBody) response.resume();
-          resolve(
-            new Response(nullBody ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>), {
-              status,
-              statusText: response.statusMessage,
-              headers: responseHeaders,
-            }),
-          );
+          const meta = { status, statusText: response.statusMessage, headers: responseHeaders };
+          if (status === 204 || status === 205 || status === 304 || init.method === 'HEAD') {
+            response.resume();
+            return resolve(new Response(null, meta));
+          }
+          // Event streams are handed on as they arrive; anything else is read whole first, which is much cheaper
+          // than a web stream for the small JSON answers that make up most calls.
+          if (/^text\/event-stream/i.test(response.headers['content-type'] ?? '')) {
+            return resolve(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>, meta));
+          }
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => resolve(new Response(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), meta)));
+          response.on('error', reject);
         },
       );
       const onAbort = () => request.destroy(signal?.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'));
