@@ -216,6 +216,25 @@ describe('cohere provider against the fake API', () => {
     expect(events.at(-1)).toEqual({ type: 'message_stop' });
   });
 
+  it('a streamed tool call on the wire (snake_case) arrives as a tool_use block', async () => {
+    const event = (type: string, data: object) => ({ event: type, data: { type, ...data } });
+    fake.enqueue({
+      sse: [
+        event('message-start', { id: 'c2', delta: { message: { role: 'assistant' } } }),
+        event('tool-plan-delta', { delta: { message: { tool_plan: 'Checking.' } } }),
+        event('tool-call-start', { index: 0, delta: { message: { tool_calls: { id: 'weather_x1', type: 'function', function: { name: 'weather', arguments: '' } } } } }),
+        event('tool-call-delta', { index: 0, delta: { message: { tool_calls: { function: { arguments: '{"city":"Oslo"}' } } } } }),
+        event('tool-call-end', { index: 0 }),
+        event('message-end', { delta: { finish_reason: 'TOOL_CALL', usage: { tokens: { input_tokens: 8, output_tokens: 3 } } } }),
+      ],
+    });
+    const events = await collect(provider.messagesStream({ ...base, tools: [weather] }, call));
+    expect(events.find((e) => e.type === 'content_block_start' && e.content_block.type === 'tool_use')).toMatchObject({ content_block: { id: 'weather_x1', name: 'weather' } });
+    const json = events.flatMap((e) => (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta' ? [e.delta.partial_json] : [])).join('');
+    expect(JSON.parse(json)).toEqual({ city: 'Oslo' });
+    expect(events.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { input_tokens: 8, output_tokens: 3 } });
+  });
+
   it('a stream cut in the middle, or ended before message-end, is a ProviderError', async () => {
     const events = fakeCohereEvents({ messages: [{ role: 'user', content: 'a long enough text' }] });
     fake.enqueue({ sse: events, cutAfter: 3 });

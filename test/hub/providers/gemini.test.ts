@@ -317,6 +317,24 @@ describe('gemini provider against the fake API', () => {
     expect(events.at(-1)).toEqual({ type: 'message_stop' });
   });
 
+  it('a function call in the SSE stream arrives as a tool_use block', async () => {
+    fake.enqueue({
+      sse: [
+        { data: { candidates: [{ content: { role: 'model', parts: [{ text: 'Checking.' }] } }], usageMetadata: { promptTokenCount: 5 } } },
+        {
+          data: {
+            candidates: [{ content: { role: 'model', parts: [{ functionCall: { id: 'fc-1', name: 'weather', args: { city: 'Oslo' } }, thoughtSignature: 'sig' }] }, finishReason: 'STOP' }],
+            usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 6 },
+          },
+        },
+      ],
+    });
+    const events = await collect(provider.messagesStream({ ...base, tools: [weather] }, call));
+    expect(events.filter((e) => e.type === 'content_block_start').map((e) => (e as Anthropic.RawContentBlockStartEvent).content_block.type)).toEqual(['text', 'thinking', 'tool_use']);
+    expect(events.find((e) => e.type === 'content_block_delta' && e.delta.type === 'signature_delta')).toMatchObject({ delta: { signature: 'sig' } });
+    expect(events.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { input_tokens: 5, output_tokens: 6 } });
+  });
+
   it('a stream cut in the middle fails (ProviderError) instead of hanging', async () => {
     const chunks = fakeGeminiChunks({ contents: [{ role: 'user', parts: [{ text: 'a long enough text to split' }] }] });
     fake.enqueue({ sse: chunks, cutAfter: 2 });

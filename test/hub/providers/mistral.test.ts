@@ -297,6 +297,23 @@ describe('mistral provider against the fake API', () => {
     expect(events.at(-2)).toMatchObject({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5 } });
   });
 
+  it('a streamed tool call on the wire (snake_case) arrives as a tool_use block', async () => {
+    const chunk = (delta: object, finish_reason: string | null, usage?: object) => ({
+      data: { id: 'c3', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason }], ...(usage ? { usage } : {}) },
+    });
+    fake.server.enqueue({
+      sse: [
+        chunk({ role: 'assistant', content: '' }, null),
+        chunk({ tool_calls: [{ id: 'Abc123XYZ', type: 'function', index: 0, function: { name: 'weather', arguments: '{"city": "Oslo"}' } }] }, null),
+        chunk({ content: '' }, 'tool_calls', { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 }),
+        { data: '[DONE]' },
+      ],
+    });
+    const events = await collect(provider.messagesStream({ ...base, tools: [weather] }, call));
+    expect(events.find((e) => e.type === 'content_block_start')).toMatchObject({ content_block: { type: 'tool_use', id: 'Abc123XYZ', name: 'weather' } });
+    expect(events.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { input_tokens: 9, output_tokens: 4 } });
+  });
+
   it('a stream cut in the middle, or ended before finish_reason, is a ProviderError', async () => {
     const chunks = fakeChatChunks({ model: 'm', messages: [{ role: 'user', content: 'a long enough text' }] });
     fake.server.enqueue({ sse: chunks, cutAfter: 2 });
