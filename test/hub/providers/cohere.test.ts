@@ -208,6 +208,23 @@ describe('cohere provider against the fake API', () => {
     expect(message).toMatchObject({ id: 'chat-fake-1', content: [{ type: 'text', text: 'echo: Weather in Paris?' }], stop_reason: 'end_turn', usage: { input_tokens: 20, cache_read_input_tokens: 100, output_tokens: 6 } });
   });
 
+  it('a tool call answer on the wire (snake_case) becomes text (the plan) and tool_use', async () => {
+    fake.enqueue({
+      json: {
+        id: 'c5',
+        finish_reason: 'TOOL_CALL',
+        message: { role: 'assistant', tool_plan: 'I will check.', tool_calls: [{ id: 'weather_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Lyon"}' } }] },
+        usage: { tokens: { input_tokens: 40, output_tokens: 9 }, cached_tokens: 16 },
+      },
+    });
+    const message = await provider.messages({ ...base, tools: [weather] }, call);
+    expect(message).toMatchObject({
+      stop_reason: 'tool_use',
+      content: [{ type: 'text', text: 'I will check.' }, { type: 'tool_use', id: 'weather_1', name: 'weather', input: { city: 'Lyon' } }],
+      usage: { input_tokens: 24, cache_read_input_tokens: 16, output_tokens: 9 },
+    });
+  });
+
   it('messagesStream: the v2 SSE events become Messages events', async () => {
     const events = await collect(provider.messagesStream({ ...base, messages: [{ role: 'user', content: 'stream me' }] }, call));
     expect(bodyOf(fake.lastRequest).stream).toBe(true);

@@ -308,6 +308,17 @@ describe('gemini provider against the fake API', () => {
     expect(message.usage).toMatchObject({ input_tokens: 10, cache_read_input_tokens: 2, output_tokens: 4 });
   });
 
+  it('a function call answer on the wire becomes tool_use', async () => {
+    fake.enqueue({
+      json: {
+        candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: 'weather', args: { city: 'Lyon' } } }] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 3 },
+      },
+    });
+    const message = await provider.messages({ ...base, tools: [weather] }, call);
+    expect(message).toMatchObject({ stop_reason: 'tool_use', content: [{ type: 'tool_use', name: 'weather', input: { city: 'Lyon' } }] });
+  });
+
   it('messagesStream: SSE from :streamGenerateContent?alt=sse becomes Messages events', async () => {
     const events = await collect(provider.messagesStream({ ...base, messages: [{ role: 'user', content: 'stream me' }] }, call));
     expect(fake.lastRequest.path).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent');

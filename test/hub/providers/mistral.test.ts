@@ -289,6 +289,21 @@ describe('mistral provider against the fake API', () => {
     expect(message).toMatchObject({ id: 'cmpl-fake-1', content: [{ type: 'text', text: 'echo: And tomorrow?' }], stop_reason: 'end_turn', usage: { input_tokens: 14, output_tokens: 5 } });
   });
 
+  it('a tool call answer on the wire (snake_case) becomes tool_use with stop_reason tool_use', async () => {
+    fake.server.enqueue({
+      json: {
+        id: 'c4',
+        object: 'chat.completion',
+        model: 'mistral-small-latest',
+        created: 1,
+        choices: [{ index: 0, message: { role: 'assistant', content: '', tool_calls: [{ id: 'Zyx987abc', type: 'function', function: { name: 'weather', arguments: '{"city":"Lyon"}' } }] }, finish_reason: 'tool_calls' }],
+        usage: { prompt_tokens: 30, completion_tokens: 8, total_tokens: 38, prompt_tokens_details: { cached_tokens: 10 } },
+      },
+    });
+    const message = await provider.messages({ ...base, tools: [weather] }, call);
+    expect(message).toMatchObject({ stop_reason: 'tool_use', content: [{ type: 'tool_use', id: 'Zyx987abc', name: 'weather', input: { city: 'Lyon' } }], usage: { input_tokens: 20, cache_read_input_tokens: 10 } });
+  });
+
   it('messagesStream: SSE chunks up to [DONE] become Messages events', async () => {
     const events = await collect(provider.messagesStream({ ...base, messages: [{ role: 'user', content: 'stream me' }] }, call));
     expect(bodyOf(fake.server.lastRequest).stream).toBe(true);

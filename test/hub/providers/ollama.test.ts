@@ -177,6 +177,25 @@ describe('ollama provider against the fake server', () => {
     expect(message).toMatchObject({ model: 'llama3.2', content: [{ type: 'text', text: 'echo: Weather in Paris?' }], usage: { input_tokens: 26, output_tokens: 7 } });
   });
 
+  it('tool calls and thinking on the wire, answered and streamed', async () => {
+    const answer = {
+      model: 'qwen3:8b',
+      created_at: '2026-11-22T00:00:00Z',
+      message: { role: 'assistant', content: '', thinking: 'need the tool', tool_calls: [{ function: { name: 'weather', arguments: { city: 'Lyon' } } }] },
+      done: true,
+      done_reason: 'stop',
+      prompt_eval_count: 20,
+      eval_count: 5,
+    };
+    fake.enqueue({ json: answer });
+    const message = await provider.messages({ ...base, model: 'qwen3:8b', tools: [weather] }, call);
+    expect(message).toMatchObject({ stop_reason: 'tool_use', content: [{ type: 'thinking', thinking: 'need the tool' }, { type: 'tool_use', name: 'weather', input: { city: 'Lyon' } }] });
+    fake.enqueue({ ndjson: [{ ...answer, done: false, done_reason: undefined }, { ...answer, message: { role: 'assistant', content: '' } }] });
+    const events = await collect(provider.messagesStream({ ...base, model: 'qwen3:8b', tools: [weather] }, call));
+    expect(events.filter((e) => e.type === 'content_block_start').map((e) => (e as Anthropic.RawContentBlockStartEvent).content_block.type)).toEqual(['thinking', 'tool_use']);
+    expect(events.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { input_tokens: 20, output_tokens: 5 } });
+  });
+
   it('messagesStream: NDJSON chunks become Messages events', async () => {
     const events = await collect(provider.messagesStream({ ...base, messages: [{ role: 'user', content: 'stream me' }] }, call));
     expect(bodyOf(fake.lastRequest).stream).toBe(true);
