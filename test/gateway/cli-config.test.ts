@@ -3,10 +3,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadGatewayConfig, parseConfigText } from '../../src/gateway/config.ts';
+import { redactUrl } from '../../src/gateway/storage/index.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
+import { postgresBackend } from './helpers/gateway.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-cli-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const postgres = await postgresBackend();
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await postgres.close();
+});
 
 function file(name: string, text: string): string {
   const target = path.join(dir, name);
@@ -31,6 +37,16 @@ describe('encoder gateway keygen and migrate', () => {
     expect(first.stdout).toContain('applied migration(s) 1; schema version 1');
     const again = await runCliCaptured(['gateway', 'migrate', '--database-url', url]);
     expect(again.stdout).toContain('already up to date at schema version 1');
+  });
+
+  it.skipIf(postgres.skipReason)('migrate on PostgreSQL, twice at once: the advisory lock lets one apply and the other find it done', async () => {
+    const url = await postgres.newDatabaseUrl();
+    const results = await Promise.all([runCliCaptured(['gateway', 'migrate', '--database-url', url]), runCliCaptured(['gateway', 'migrate', '--database-url', url])]);
+    expect(results.map((r) => r.code)).toEqual([0, 0]);
+    const outputs = results.map((r) => r.stdout).sort();
+    expect(outputs[0]).toContain('already up to date at schema version 1');
+    expect(outputs[1]).toContain('applied migration(s) 1; schema version 1');
+    expect(redactUrl('postgres://gateway:s3cret@db:5432/gw')).toBe('postgres://gateway:***@db:5432/gw');
   });
 
   it('migrate refuses an unsupported database URL with exit code 2', async () => {
