@@ -67,6 +67,7 @@ export async function startCohereFake(): Promise<VendorServer> {
         if (denied) return denied;
         const body = request.json as { texts: string[]; input_type?: string };
         if (!body.input_type) return cohereError(400, 'invalid request: input_type is required for embed v2');
+        if (body.texts.length > 96) return cohereError(400, `invalid request: total number of texts must be at most 96 - received ${body.texts.length}`);
         const tokens = body.texts.reduce((n, text) => n + text.split(/\s+/).length, 0);
         return {
           json: {

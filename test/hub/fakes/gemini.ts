@@ -80,6 +80,7 @@ export async function startGeminiFake(): Promise<VendorServer> {
         const denied = authorised(request);
         if (denied) return denied;
         const requests = (request.json as { requests: { content: { parts: { text: string }[] } }[] }).requests;
+        if (requests.length > 100) return googleError(400, 'INVALID_ARGUMENT', '* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch');
         return { json: { embeddings: requests.map((r) => ({ values: fakeVector(r.content.parts.map((p) => p.text).join('')) })) } };
       },
     },

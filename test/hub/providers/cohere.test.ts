@@ -276,6 +276,15 @@ describe('cohere provider against the fake API', () => {
     expect(bodyOf(fake.lastRequest).input_type).toBe('search_query');
   });
 
+  it('embedding: more than 96 texts go in several calls, answers in order', async () => {
+    const inputs = Array.from({ length: 200 }, (_, i) => `text number ${i}`);
+    const response = await provider.embedding!({ model: 'embed-v4.0', inputs }, call);
+    expect(fake.requests.filter((r) => r.path === '/v2/embed').map((r) => (bodyOf(r).texts as string[]).length)).toEqual([96, 96, 8]);
+    expect(response.data.map((d) => d.index)).toEqual(inputs.map((_, i) => i));
+    expect(response.data[150].embedding).toEqual(fakeVector('text number 150'));
+    expect(response.usage.prompt_tokens).toBe(600);
+  });
+
   it('listModels follows next_page_token', async () => {
     const models = await provider.listModels!(call);
     expect(models.map((m) => m.id)).toEqual(['command-a-03-2025', 'command-r7b-12-2024', 'embed-v4.0']);

@@ -373,6 +373,14 @@ describe('gemini provider against the fake API', () => {
     });
   });
 
+  it('embedding: more than 100 inputs go in several batchEmbedContents calls, answers in order', async () => {
+    const inputs = Array.from({ length: 230 }, (_, i) => `input ${i}`);
+    const response = await provider.embedding!({ model: 'text-embedding-004', inputs }, call);
+    expect(fake.requests.map((r) => (bodyOf(r).requests as unknown[]).length)).toEqual([100, 100, 30]);
+    expect(response.data.map((d) => d.index)).toEqual(inputs.map((_, i) => i));
+    expect(response.data[229].embedding).toEqual(fakeVector('input 229'));
+  });
+
   it('listModels: every page, ids without the models/ prefix', async () => {
     const models = await provider.listModels!(call);
     expect(models.map((m) => m.id)).toEqual(['gemini-2.5-flash', 'gemini-2.5-pro', 'text-embedding-004']);

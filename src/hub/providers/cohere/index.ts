@@ -2,10 +2,12 @@
 
 import { CohereClientV2 } from 'cohere-ai';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { inChunks } from '../../message-format/request.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from './convert.ts';
 import { cohereErrorToHub } from './errors.ts';
 
 export const COHERE_DEFAULT_API_BASE = 'https://api.cohere.com';
+export const COHERE_EMBED_BATCH = 96;
 
 const metadata: ProviderMetadata = {
   name: 'cohere',
@@ -42,12 +44,17 @@ function createCohere(options: ProviderOptions): Provider {
       yield* fromCohereStream(await client.chatStream(toCohereRequest(params, call.extra), requestOptions(call.signal)), params.model);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
-      const response = await client.embed(
-        { model: params.model, texts: params.inputs, inputType: 'search_document', embeddingTypes: ['float'], ...call.extra },
-        requestOptions(call.signal),
-      );
-      const vectors = response.embeddings.float ?? [];
-      const tokens = response.meta?.billedUnits?.inputTokens ?? 0;
+      // embed takes at most 96 texts: larger inputs go in several calls, in order
+      const vectors: number[][] = [];
+      let tokens = 0;
+      for (const texts of inChunks(params.inputs, COHERE_EMBED_BATCH)) {
+        const response = await client.embed(
+          { model: params.model, texts, inputType: 'search_document', embeddingTypes: ['float'], ...call.extra },
+          requestOptions(call.signal),
+        );
+        vectors.push(...(response.embeddings.float ?? []));
+        tokens += response.meta?.billedUnits?.inputTokens ?? 0;
+      }
       return {
         object: 'list',
         model: params.model,

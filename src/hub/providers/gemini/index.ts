@@ -1,13 +1,14 @@
 // Gemini (Google AI Studio API) through @google/genai: Messages converted to generateContent, embeddings, models.
 
 import { GoogleGenAI, type EmbedContentConfig } from '@google/genai';
-import { rejectUnknownExtra } from '../../message-format/request.ts';
+import { inChunks, rejectUnknownExtra } from '../../message-format/request.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
 import { geminiErrorToHub } from './errors.ts';
 
 export const GEMINI_DEFAULT_API_BASE = 'https://generativelanguage.googleapis.com';
 
+export const GEMINI_EMBED_BATCH = 100;
 const GEMINI_EMBED_OPTIONS = ['taskType', 'title', 'outputDimensionality', 'mimeType', 'autoTruncate'] as const satisfies readonly (keyof EmbedContentConfig)[];
 
 const metadata: ProviderMetadata = {
@@ -50,12 +51,12 @@ function createGemini(options: ProviderOptions): Provider {
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
       rejectUnknownExtra(call.extra, GEMINI_EMBED_OPTIONS, metadata.name);
-      const response = await client.models.embedContent({
-        model: params.model,
-        contents: params.inputs,
-        config: { ...(call.extra as object), abortSignal: call.signal },
-      });
-      const embeddings = response.embeddings ?? [];
+      // batchEmbedContents takes at most 100 requests: larger inputs go in several calls, in order
+      const embeddings = [];
+      for (const contents of inChunks(params.inputs, GEMINI_EMBED_BATCH)) {
+        const response = await client.models.embedContent({ model: params.model, contents, config: { ...(call.extra as object), abortSignal: call.signal } });
+        embeddings.push(...(response.embeddings ?? []));
+      }
       // the Gemini API reports no token counts for embeddings (Vertex AI does, in statistics)
       const tokens = embeddings.reduce((sum, e) => sum + (e.statistics?.tokenCount ?? 0), 0);
       return {
