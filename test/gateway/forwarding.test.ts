@@ -274,7 +274,7 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)("a user's periodic budget resets on time; the key owner's budget applies to the key", async () => {
-    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.02, reset_every_seconds: 2 } })).json;
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.02, reset_every_seconds: 3 } })).json;
     await gateway.call('POST', '/v1/users', { body: { user_id: 'dave', alias: 'Dave', budget_id: budget.budget_id } });
     const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'dave', user_id: 'dave' } })).json;
     const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
@@ -282,7 +282,9 @@ describe.each(backends)('forwarding on $name', (backend) => {
     await ask();
     await expect(ask()).rejects.toMatchObject({ status: 403, code: 'budget_exceeded' });
     await expect(viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'dave' })).rejects.toMatchObject({ status: 403 });
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    // Wait until the period is over, as the budget itself says.
+    const nextReset = Date.parse(`${budget.next_reset_at}Z`);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, nextReset - Date.now()) + 150));
     expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json.spend).toBe(0);
     await expect(ask()).resolves.toBeDefined();
   });
