@@ -113,10 +113,3 @@ export function rejectUnknownExtra(extra: Record<string, unknown>, known: readon
     if (!known.includes(key)) throw new UnsupportedParameterError(key, provider, `Known ${provider} options: ${known.join(', ')}`);
   }
 }
-
-/** Splits embedding inputs into the vendor's largest request (Cohere: 96 texts, Gemini: 100 requests). */
-export function inChunks<T>(items: readonly T[], size: number): T[][] {
-  const chunks: T[][] = [];
-  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
-  return chunks;
-}

@@ -3,7 +3,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { BatchNotCompleteError, UnsupportedParameterError } from '../../errors.ts';
 import type { Batch, BatchOperations, BatchResultItem, CallOptions, CreateBatchParams } from '../../provider.ts';
-import { readBatchInput } from '../../vendor/batch-input.ts';
+import { readBatchInput } from '../shared/batch-input.ts';
 
 const PROVIDER = 'anthropic';
 const ENDPOINT = '/v1/messages';

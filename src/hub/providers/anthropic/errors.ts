@@ -1,12 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
-import { errorBodyFields, isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 
 /** Anthropic SDK errors → unified exceptions. Body: {type: "error", error: {type, message, details?: {error_code}}}. */
 export function anthropicErrorToHub(error: unknown, provider = 'anthropic'): HubError | undefined {
   if (error instanceof Anthropic.APIUserAbortError || isAbortError(error)) return undefined;
   if (error instanceof Anthropic.APIConnectionError) {
-    return mapProviderFailure({ provider_name: provider, message: error.message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   if (error instanceof Anthropic.APIError) {
     const fields = errorBodyFields(error.error);
@@ -22,7 +22,7 @@ export function anthropicErrorToHub(error: unknown, provider = 'anthropic'): Hub
     });
   }
   if (isNetworkError(error)) {
-    return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   return undefined;
 }

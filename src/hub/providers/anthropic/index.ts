@@ -1,28 +1,21 @@
 // Anthropic: the Messages format is native, so requests and events pass through the official SDK unchanged.
 
 import Anthropic from '@anthropic-ai/sdk';
-import type { CallOptions, MessagesParams, MessagesStreamEvent, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import type { CallOptions, MessagesParams, MessagesStreamEvent, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { providerMetadata } from '../shared/metadata.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { anthropicBatches } from './batches.ts';
 import { anthropicErrorToHub } from './errors.ts';
 
 export const ANTHROPIC_DEFAULT_API_BASE = 'https://api.anthropic.com';
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: 'anthropic',
   env_key: 'ANTHROPIC_API_KEY',
   doc_url: 'https://docs.anthropic.com/en/api/messages',
   default_api_base: ANTHROPIC_DEFAULT_API_BASE,
-  streaming: true,
-  messages: true,
-  completion: false,
-  embedding: false,
-  responses: false,
-  list_models: true,
-  batch: true,
-  reasoning: true,
-  image: true,
-};
+  streaming: true, messages: true, list_models: true, batch: true, reasoning: true, image: true,
+});
 
 function createAnthropic(options: ProviderOptions): Provider {
   const client = new Anthropic({

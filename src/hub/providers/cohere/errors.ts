@@ -1,12 +1,12 @@
 import { CohereError, CohereTimeoutError } from 'cohere-ai';
 import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
-import { errorBodyFields, isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 
 /** cohere-ai errors → unified exceptions. Body: {id, message}; 498 is Cohere's "invalid token". */
 export function cohereErrorToHub(error: unknown, provider = 'cohere'): HubError | undefined {
   if (isAbortError(error)) return undefined;
   if (error instanceof CohereTimeoutError) {
-    return mapProviderFailure({ provider_name: provider, message: error.message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   if (error instanceof CohereError) {
     const fields = errorBodyFields(error.body);
@@ -27,7 +27,7 @@ export function cohereErrorToHub(error: unknown, provider = 'cohere'): HubError 
     });
   }
   if (isNetworkError(error)) {
-    return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   return undefined;
 }

@@ -1,29 +1,22 @@
 // Cohere through cohere-ai (API v2): Messages converted to v2 chat, embeddings (v2 embed), models.
 
 import { CohereClientV2 } from 'cohere-ai';
-import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
-import { inChunks } from '../../message-format/request.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { providerMetadata } from '../shared/metadata.ts';
+import { embeddingList, inChunks } from '../shared/embeddings.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from './convert.ts';
 import { cohereErrorToHub } from './errors.ts';
 
 export const COHERE_DEFAULT_API_BASE = 'https://api.cohere.com';
 export const COHERE_EMBED_BATCH = 96;
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: 'cohere',
   env_key: 'CO_API_KEY',
   doc_url: 'https://docs.cohere.com/reference/chat',
   default_api_base: COHERE_DEFAULT_API_BASE,
-  streaming: true,
-  messages: true,
-  completion: false,
-  embedding: true,
-  responses: false,
-  list_models: true,
-  batch: false,
-  reasoning: true,
-  image: true,
-};
+  streaming: true, messages: true, embedding: true, list_models: true, reasoning: true, image: true,
+});
 
 function createCohere(options: ProviderOptions): Provider {
   const client = new CohereClientV2({
@@ -55,12 +48,7 @@ function createCohere(options: ProviderOptions): Provider {
         vectors.push(...(response.embeddings.float ?? []));
         tokens += response.meta?.billedUnits?.inputTokens ?? 0;
       }
-      return {
-        object: 'list',
-        model: params.model,
-        data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
-      };
+      return embeddingList(params.model, vectors, tokens);
     },
     async listModels(call): Promise<Model[]> {
       const models: Model[] = [];

@@ -3,28 +3,22 @@
 // length, the sentence embedding of sentence-transformers' mean-pooling models. GET /model names the served model.
 
 import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, ProviderError, UnsupportedParameterError, type HubError } from '../../errors.ts';
-import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
-import { isAbortError, isNetworkError } from '../../vendor/error-body.ts';
-import { joinUrl, requestJson, VendorHttpError } from '../../vendor/http-json.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { embeddingList, embeddingsOnly } from '../shared/embeddings.ts';
+import { providerMetadata } from '../shared/metadata.ts';
+import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
+import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
 
 export const ENCODER_DEFAULT_API_BASE = 'http://127.0.0.1:8080';
 const PROVIDER = 'encoder';
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: PROVIDER,
   env_key: null,
   doc_url: 'docs/http-api.md',
   default_api_base: ENCODER_DEFAULT_API_BASE,
-  streaming: false,
-  messages: false,
-  completion: false,
-  embedding: true,
-  responses: false,
-  list_models: true,
-  batch: false,
-  reasoning: false,
-  image: false,
-};
+  embedding: true, list_models: true,
+});
 
 interface PredictResponse {
   model_id: string;
@@ -54,25 +48,18 @@ export function encoderErrorToHub(error: unknown): HubError | undefined {
   if (error instanceof VendorHttpError) {
     return mapProviderFailure({ provider_name: PROVIDER, status_code: error.status, message: error.body.trim() || error.message, original_exception: error });
   }
-  if (isNetworkError(error)) return mapProviderFailure({ provider_name: PROVIDER, message: (error as Error).message, network: true, original_exception: error });
+  if (isNetworkError(error)) return networkFailure(PROVIDER, error);
   return undefined;
 }
 
 function createEncoder(options: ProviderOptions): Provider {
   const base = options.api_base ?? ENCODER_DEFAULT_API_BASE;
   const headers = (options.client_args?.headers as Record<string, string> | undefined) ?? {};
-  const unsupported = (): never => {
-    throw new UnsupportedParameterError('messages', PROVIDER, 'The encoder server serves embeddings only');
-  };
   const notEmbedding = (cause: unknown) =>
     new InvalidRequestError(`The encoder server at ${base} does not serve an embedding model`, cause, PROVIDER, { param: 'model' });
   return {
     metadata,
-    messages: async () => unsupported(),
-    // eslint-disable-next-line require-yield
-    messagesStream: async function* () {
-      unsupported();
-    },
+    ...embeddingsOnly(PROVIDER, 'The encoder server serves embeddings only'),
     async embedding(params, call): Promise<EmbeddingResponse> {
       if (Object.keys(call.extra).length > 0) throw new UnsupportedParameterError(Object.keys(call.extra)[0], PROVIDER);
       const response = await requestJson<PredictResponse>(joinUrl(base, 'predict'), {
@@ -88,13 +75,13 @@ function createEncoder(options: ProviderOptions): Provider {
         throw new ModelNotFoundError(`The encoder server at ${base} serves ${response.model_id}, not ${params.model}`, null, PROVIDER, { status_code: null });
       }
       let tokens = 0;
-      const data = response.results.map((result, index) => {
+      const vectors = response.results.map((result, index) => {
         if (!Array.isArray(result.embeddings)) throw notEmbedding(null);
         if (result.embeddings.length === 0) throw new ProviderError(`The encoder server answered no token vectors for input ${index}`, null, PROVIDER);
         tokens += result.embeddings.length;
-        return { object: 'embedding' as const, index, embedding: meanPooledUnitVector(result.embeddings) };
+        return meanPooledUnitVector(result.embeddings);
       });
-      return { object: 'list', model: response.model_id, data, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+      return embeddingList(response.model_id, vectors, tokens);
     },
     async listModels(call): Promise<Model[]> {
       const model = await requestJson<{ model_id: string }>(joinUrl(base, 'model'), { headers, ...(call.signal ? { signal: call.signal } : {}) });

@@ -1,6 +1,6 @@
 import { ApiError } from '@google/genai';
 import { mapProviderFailure, type HubError } from '../../errors.ts';
-import { errorBodyFields, isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 
 /**
  * @google/genai ApiError → unified exceptions. The SDK puts the JSON error body in the message:
@@ -24,7 +24,7 @@ export function geminiErrorToHub(error: unknown, provider = 'gemini'): HubError 
     });
   }
   if (isNetworkError(error)) {
-    return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   return undefined;
 }

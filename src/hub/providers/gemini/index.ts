@@ -1,8 +1,10 @@
 // Gemini (Google AI Studio API) through @google/genai: Messages converted to generateContent, embeddings, models.
 
 import { GoogleGenAI, type EmbedContentConfig } from '@google/genai';
-import { inChunks, rejectUnknownExtra } from '../../message-format/request.ts';
-import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import { rejectUnknownExtra } from '../../message-format/request.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { embeddingList, inChunks } from '../shared/embeddings.ts';
+import { providerMetadata } from '../shared/metadata.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
 import { geminiErrorToHub } from './errors.ts';
 
@@ -11,21 +13,13 @@ export const GEMINI_DEFAULT_API_BASE = 'https://generativelanguage.googleapis.co
 export const GEMINI_EMBED_BATCH = 100;
 const GEMINI_EMBED_OPTIONS = ['taskType', 'title', 'outputDimensionality', 'mimeType', 'autoTruncate'] as const satisfies readonly (keyof EmbedContentConfig)[];
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: 'gemini',
   env_key: 'GEMINI_API_KEY',
   doc_url: 'https://ai.google.dev/api',
   default_api_base: GEMINI_DEFAULT_API_BASE,
-  streaming: true,
-  messages: true,
-  completion: false,
-  embedding: true,
-  responses: false,
-  list_models: true,
-  batch: false,
-  reasoning: true,
-  image: true,
-};
+  streaming: true, messages: true, embedding: true, list_models: true, reasoning: true, image: true,
+});
 
 function createGemini(options: ProviderOptions): Provider {
   const clientArgs = (options.client_args ?? {}) as Partial<NonNullable<ConstructorParameters<typeof GoogleGenAI>[0]>>;
@@ -59,12 +53,7 @@ function createGemini(options: ProviderOptions): Provider {
       }
       // the Gemini API reports no token counts for embeddings (Vertex AI does, in statistics)
       const tokens = embeddings.reduce((sum, e) => sum + (e.statistics?.tokenCount ?? 0), 0);
-      return {
-        object: 'list',
-        model: params.model,
-        data: embeddings.map((e, index) => ({ object: 'embedding', index, embedding: e.values ?? [] })),
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
-      };
+      return embeddingList(params.model, embeddings.map((e) => e.values ?? []), tokens);
     },
     async listModels(call): Promise<Model[]> {
       const models: Model[] = [];

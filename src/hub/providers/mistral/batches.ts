@@ -5,7 +5,7 @@ import type { Mistral } from '@mistralai/mistralai';
 import type * as components from '@mistralai/mistralai/models/components';
 import { BatchNotCompleteError, InvalidRequestError, UnsupportedParameterError } from '../../errors.ts';
 import type { Batch, BatchOperations, BatchResultItem, CallOptions, CreateBatchParams } from '../../provider.ts';
-import { readBatchInput } from '../../vendor/batch-input.ts';
+import { readBatchInput } from '../shared/batch-input.ts';
 
 const PROVIDER = 'mistral';
 const ENDPOINTS = [

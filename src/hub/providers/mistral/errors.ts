@@ -1,7 +1,7 @@
 import { MistralError } from '@mistralai/mistralai/models/errors';
 import { ConnectionError, RequestTimeoutError } from '@mistralai/mistralai/models/errors';
 import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
-import { errorBodyFields, isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 
 /**
  * Mistral SDK errors → unified exceptions. Bodies: {object: "error", message, type, param, code} and, for 422,
@@ -23,7 +23,7 @@ export function mistralErrorToHub(error: unknown, provider = 'mistral'): HubErro
     });
   }
   if (error instanceof ConnectionError || error instanceof RequestTimeoutError || isNetworkError(error)) {
-    return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   return undefined;
 }

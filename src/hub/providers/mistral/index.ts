@@ -1,7 +1,8 @@
 // Mistral through @mistralai/mistralai: Messages converted to chat completions, embeddings, models, batch jobs.
 
 import { Mistral } from '@mistralai/mistralai';
-import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { providerMetadata } from '../shared/metadata.ts';
 import { rejectUnknownExtra } from '../../message-format/request.ts';
 import { mistralBatches } from './batches.ts';
 import { fromMistralResponse, fromMistralStream, toMistralRequest } from './convert.ts';
@@ -9,21 +10,13 @@ import { mistralErrorToHub } from './errors.ts';
 
 export const MISTRAL_DEFAULT_API_BASE = 'https://api.mistral.ai';
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: 'mistral',
   env_key: 'MISTRAL_API_KEY',
   doc_url: 'https://docs.mistral.ai/api/',
   default_api_base: MISTRAL_DEFAULT_API_BASE,
-  streaming: true,
-  messages: true,
-  completion: false,
-  embedding: true,
-  responses: false,
-  list_models: true,
-  batch: true,
-  reasoning: true,
-  image: true,
-};
+  streaming: true, messages: true, embedding: true, list_models: true, batch: true, reasoning: true, image: true,
+});
 
 function createMistral(options: ProviderOptions): Provider {
   const client = new Mistral({

@@ -3,7 +3,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { ChatRequest, ChatResponse, Message, Options } from 'ollama';
 import { HubError, InvalidRequestError, ProviderError, UnsupportedParameterError } from '../../errors.ts';
-import { isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { isAbortError, isNetworkError } from '../shared/error-body.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent } from '../../provider.ts';
 import { contentBlocks, functionTool, outputSchema, rejectUnhandledParameters, systemText, toolNamesById, toolOutput } from '../../message-format/request.ts';
 import { generateId, messageUsage, newMessage, textBlock, thinkingBlock, toolUseBlock, type UsageCounts } from '../../message-format/response.ts';

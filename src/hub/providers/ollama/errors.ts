@@ -1,5 +1,5 @@
 import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
-import { isAbortError, isNetworkError } from '../../vendor/error-body.ts';
+import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 
 /** The ollama SDK's ResponseError (not exported by the package): `error` is the body's "error" text. */
 interface ResponseErrorLike extends Error {
@@ -26,7 +26,7 @@ export function ollamaErrorToHub(error: unknown, provider = 'ollama'): HubError 
     });
   }
   if (isNetworkError(error)) {
-    return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+    return networkFailure(provider, error);
   }
   return undefined;
 }

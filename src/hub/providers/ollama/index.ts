@@ -2,27 +2,21 @@
 // local models (/api/tags). No key is needed; one given is sent as a bearer token (for Ollama behind a proxy).
 
 import { Ollama, type ChatResponse } from 'ollama';
-import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { embeddingList } from '../shared/embeddings.ts';
+import { providerMetadata } from '../shared/metadata.ts';
 import { fromOllamaResponse, fromOllamaStream, toOllamaRequest } from './convert.ts';
 import { isOllamaResponseError, ollamaErrorToHub } from './errors.ts';
 
 export const OLLAMA_DEFAULT_API_BASE = 'http://127.0.0.1:11434';
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: 'ollama',
   env_key: null,
   doc_url: 'https://github.com/ollama/ollama/blob/main/docs/api.md',
   default_api_base: OLLAMA_DEFAULT_API_BASE,
-  streaming: true,
-  messages: true,
-  completion: false,
-  embedding: true,
-  responses: false,
-  list_models: true,
-  batch: false,
-  reasoning: true,
-  image: true,
-};
+  streaming: true, messages: true, embedding: true, list_models: true, reasoning: true, image: true,
+});
 
 function createOllama(options: ProviderOptions): Provider {
   const host = options.api_base ?? OLLAMA_DEFAULT_API_BASE;
@@ -65,13 +59,7 @@ function createOllama(options: ProviderOptions): Provider {
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
       const response = await withClient(call.signal, (client) => client.embed({ model: params.model, input: params.inputs, ...call.extra }));
-      const tokens = response.prompt_eval_count ?? 0;
-      return {
-        object: 'list',
-        model: response.model ?? params.model,
-        data: response.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
-      };
+      return embeddingList(response.model ?? params.model, response.embeddings, response.prompt_eval_count ?? 0);
     },
     async listModels(call): Promise<Model[]> {
       const list = await withClient(call.signal, (client) => client.list());

@@ -2,6 +2,7 @@
 
 import OpenAI from 'openai';
 import { HubError, mapProviderFailure, parseRetryAfter } from '../../errors.ts';
+import { networkFailure } from '../shared/error-body.ts';
 
 /** The vendor's own message: the body's error.message, else the SDK message without its "<status> " prefix. */
 function vendorMessage(error: InstanceType<typeof OpenAI.APIError>): string {
@@ -15,7 +16,7 @@ export function openAIErrorToHub(error: unknown, provider_name: string): HubErro
   if (error instanceof HubError) return error;
   if (error instanceof OpenAI.APIUserAbortError) return undefined;
   if (error instanceof OpenAI.APIConnectionError) {
-    return mapProviderFailure({ provider_name, message: error.message, network: true, original_exception: error });
+    return networkFailure(provider_name, error);
   }
   if (error instanceof OpenAI.APIError) {
     return mapProviderFailure({
@@ -30,7 +31,7 @@ export function openAIErrorToHub(error: unknown, provider_name: string): HubErro
     });
   }
   if (error instanceof TypeError && /fetch failed|terminated|socket/i.test(error.message)) {
-    return mapProviderFailure({ provider_name, message: error.message, network: true, original_exception: error });
+    return networkFailure(provider_name, error);
   }
   return undefined;
 }

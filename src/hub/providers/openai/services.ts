@@ -3,6 +3,7 @@
 
 import type { ChatDialect } from '../../convert/messages-to-chat.ts';
 import type { ProviderMetadata } from '../../provider.ts';
+import { providerMetadata } from '../shared/metadata.ts';
 
 export interface OpenAICompatibleService {
   metadata: ProviderMetadata;
@@ -34,22 +35,22 @@ interface ServiceSpec {
 
 function service(spec: ServiceSpec): OpenAICompatibleService {
   return {
-    metadata: {
+    metadata: providerMetadata({
       name: spec.name,
       env_key: spec.env_key,
-      ...(spec.api_key_optional ? { api_key_optional: true } : {}),
+      api_key_optional: spec.api_key_optional,
       doc_url: spec.doc_url,
       default_api_base: spec.base,
       streaming: true,
       messages: true,
       completion: true,
-      embedding: spec.embedding ?? false,
-      responses: spec.responses ?? false,
+      embedding: spec.embedding,
+      responses: spec.responses,
       list_models: spec.list_models ?? true,
-      batch: spec.batch ?? false,
-      reasoning: spec.reasoning ?? false,
-      image: spec.image ?? false,
-    },
+      batch: spec.batch,
+      reasoning: spec.reasoning,
+      image: spec.image,
+    }),
     dialect: {
       top_k: spec.top_k ?? false,
       reasoning: spec.reasoning ?? false,

@@ -1,28 +1,22 @@
 // Voyage AI embeddings over its REST API with fetch (its TypeScript SDK is generated and thinly kept; the API is
 // one POST): POST /v1/embeddings {input, model, input_type?, …} → {data: [{embedding, index}], model, usage}.
 
-import { mapProviderFailure, parseRetryAfter, UnsupportedParameterError, type HubError } from '../../errors.ts';
-import type { EmbeddingResponse, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
-import { errorBodyFields, isAbortError, isNetworkError } from '../../vendor/error-body.ts';
-import { joinUrl, requestJson, VendorHttpError } from '../../vendor/http-json.ts';
+import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
+import type { EmbeddingResponse, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import { embeddingsOnly } from '../shared/embeddings.ts';
+import { providerMetadata } from '../shared/metadata.ts';
+import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
+import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
 
 export const VOYAGE_DEFAULT_API_BASE = 'https://api.voyageai.com/v1';
 
-const metadata: ProviderMetadata = {
+const metadata = providerMetadata({
   name: 'voyage',
   env_key: 'VOYAGE_API_KEY',
   doc_url: 'https://docs.voyageai.com/reference/embeddings-api',
   default_api_base: VOYAGE_DEFAULT_API_BASE,
-  streaming: false,
-  messages: false,
-  completion: false,
   embedding: true,
-  responses: false,
-  list_models: false,
-  batch: false,
-  reasoning: false,
-  image: false,
-};
+});
 
 interface VoyageEmbeddings {
   object: 'list';
@@ -47,22 +41,15 @@ export function voyageErrorToHub(error: unknown, provider = 'voyage'): HubError 
       original_exception: error,
     });
   }
-  if (isNetworkError(error)) return mapProviderFailure({ provider_name: provider, message: (error as Error).message, network: true, original_exception: error });
+  if (isNetworkError(error)) return networkFailure(provider, error);
   return undefined;
 }
 
 function createVoyage(options: ProviderOptions): Provider {
   const base = options.api_base ?? VOYAGE_DEFAULT_API_BASE;
-  const unsupported = (): never => {
-    throw new UnsupportedParameterError('messages', metadata.name, 'Voyage AI serves embeddings only');
-  };
   return {
     metadata,
-    messages: async () => unsupported(),
-    // eslint-disable-next-line require-yield
-    messagesStream: async function* () {
-      unsupported();
-    },
+    ...embeddingsOnly(metadata.name, 'Voyage AI serves embeddings only'),
     async embedding(params, call): Promise<EmbeddingResponse> {
       const response = await requestJson<VoyageEmbeddings>(joinUrl(base, 'embeddings'), {
         headers: { authorization: `Bearer ${options.api_key ?? ''}`, ...(options.client_args?.headers as Record<string, string> | undefined) },

@@ -1,4 +1,7 @@
-// Reads the fields of the unified exceptions (message, code, param, type) out of the error bodies vendors send.
+// Reads vendors' failures for the unified exceptions: the fields (message, code, param, type) of their error bodies,
+// and whether a failure is the caller's abort or a network failure.
+
+import { mapProviderFailure, type HubError } from '../../errors.ts';
 
 /** The error fields found in a vendor's JSON error body; absent fields stay undefined. */
 export interface ErrorBodyFields {
@@ -72,4 +75,9 @@ export function isNetworkError(error: unknown): boolean {
 /** True for an abort the caller asked for (AbortSignal), which is not the provider's failure. */
 export function isAbortError(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'APIUserAbortError' || error.name === 'RequestAbortedError');
+}
+
+/** The unified exception of a failure without an answer (refused, reset, timed out): a ProviderError. */
+export function networkFailure(provider_name: string, error: unknown): HubError {
+  return mapProviderFailure({ provider_name, message: (error as Error).message, network: true, original_exception: error });
 }

@@ -1,7 +1,7 @@
 // Reads the local JSONL batch input ({custom_id, method, url, body} per line) that create_batch uploads.
 
 import { readFile } from 'node:fs/promises';
-import { InvalidRequestError } from '../errors.ts';
+import { InvalidRequestError } from '../../errors.ts';
 
 export interface BatchInputLine {
   custom_id: string;

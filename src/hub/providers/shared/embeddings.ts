@@ -1,0 +1,36 @@
+// Pieces the embedding providers share: the OpenAI-shaped answer, input chunking, and the refusal of `messages`
+// by services that serve embeddings only.
+
+import { UnsupportedParameterError } from '../../errors.ts';
+import type { EmbeddingResponse, Provider } from '../../provider.ts';
+
+/** The OpenAI CreateEmbeddingResponse for vectors in input order (vendors without token counts report 0). */
+export function embeddingList(model: string, vectors: readonly number[][], tokens: number): EmbeddingResponse {
+  return {
+    object: 'list',
+    model,
+    data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  };
+}
+
+/** Splits embedding inputs into the vendor's largest request (Cohere: 96 texts, Gemini: 100 requests). */
+export function inChunks<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}
+
+/** messages and messagesStream of an embeddings-only service: both raise UnsupportedParameterError('messages'). */
+export function embeddingsOnly(provider: string, reason: string): Pick<Provider, 'messages' | 'messagesStream'> {
+  const unsupported = (): never => {
+    throw new UnsupportedParameterError('messages', provider, reason);
+  };
+  return {
+    messages: async () => unsupported(),
+    // eslint-disable-next-line require-yield
+    messagesStream: async function* () {
+      unsupported();
+    },
+  };
+}
