@@ -58,7 +58,9 @@ export function upstreamErrorOf(error: unknown, provider: string): GatewayError 
   if (name === 'RateLimitError' || status === 429) {
     return new GatewayError(429, 'rate_limit_error', 'upstream_rate_limited', message, { retryAfter: retryAfterOf(e) ?? 1, cause: error });
   }
-  if (name === 'GatewayTimeoutError' || name === 'APIConnectionTimeoutError' || status === 504 || status === 408) {
+  // Hub reports its own per-attempt timeout as a ProviderError "Request timed out after N ms" (no status).
+  const hubTimeout = status === null && /^Request timed out\b/.test(e.raw_message ?? '');
+  if (name === 'GatewayTimeoutError' || name === 'APIConnectionTimeoutError' || hubTimeout || status === 504 || status === 408) {
     return new GatewayError(504, 'timeout_error', 'upstream_timeout', message, { cause: error });
   }
   if (name === 'AbortError' || name === 'APIUserAbortError') {
