@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { chatRequestToMessages } from './convert/chat-to-messages-request.ts';
 import { messageEventsToChatChunks, messageToChatCompletion } from './convert/message-to-chat.ts';
 import { InvalidRequestError, UnsupportedParameterError } from './errors.ts';
+import { PORTABLE_MESSAGES_FIELDS } from './message-format/request.ts';
 import { cachedHandle } from './core/handle.ts';
 import type { ProviderHandle } from './core/handle.ts';
 import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, invoke, invokeStream, unifiedFromEnv } from './core/invoke.ts';
@@ -95,20 +96,8 @@ const OPTION_KEYS = new Set([
 
 /** Fields of the Messages request body; anything else in a messages call is provider-specific passthrough. */
 const MESSAGES_FIELDS = new Set([
-  'model',
-  'messages',
-  'max_tokens',
-  'system',
-  'temperature',
-  'top_p',
-  'top_k',
-  'stop_sequences',
-  'tools',
-  'tool_choice',
-  'metadata',
-  'thinking',
-  'cache_control',
-  'output_config',
+  ...PORTABLE_MESSAGES_FIELDS,
+  // read by Anthropic only (other providers refuse them)
   'container',
   'service_tier',
   'speed',

@@ -6,6 +6,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { UnsupportedParameterError } from '../errors.ts';
+import { PORTABLE_MESSAGES_FIELDS } from '../message-format/request.ts';
 import type { MessagesParams } from '../provider.ts';
 
 /** How one OpenAI-compatible service differs. */
@@ -28,24 +29,8 @@ type ChatRequest = OpenAI.ChatCompletionCreateParamsNonStreaming & { top_k?: num
 /** Converts a Messages request. `extra` fields are merged into the body unchanged (provider passthrough). */
 export function messagesToChatRequest(params: MessagesParams, dialect: ChatDialect): ChatRequest {
   const p = dialect.provider_name;
-  const known = new Set([
-    'model',
-    'messages',
-    'max_tokens',
-    'system',
-    'temperature',
-    'top_p',
-    'top_k',
-    'stop_sequences',
-    'tools',
-    'tool_choice',
-    'metadata',
-    'thinking',
-    'cache_control',
-    'output_config',
-  ]);
   for (const [key, value] of Object.entries(params)) {
-    if (!known.has(key) && value !== undefined) throw new UnsupportedParameterError(key, p);
+    if (!PORTABLE_MESSAGES_FIELDS.includes(key) && value !== undefined) throw new UnsupportedParameterError(key, p);
   }
   const body: ChatRequest = { model: params.model, messages: [] };
   if (params.system !== undefined) {

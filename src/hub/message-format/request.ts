@@ -7,6 +7,24 @@ import type { MessagesParams } from '../provider.ts';
 /** The request as converters read it (the provider contract's MessagesParams). */
 export type MessagesRequest = MessagesParams;
 
+/** The Messages request fields other vendors' formats can express; converters handle these and refuse the rest. */
+export const PORTABLE_MESSAGES_FIELDS: readonly string[] = [
+  'model',
+  'messages',
+  'max_tokens',
+  'system',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop_sequences',
+  'tools',
+  'tool_choice',
+  'metadata',
+  'thinking',
+  'cache_control',
+  'output_config',
+];
+
 export type ContentBlockParam = Anthropic.ContentBlockParam;
 export type ToolResultContent = NonNullable<Anthropic.ToolResultBlockParam['content']>;
 
