@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.ts';
+import { fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.ts';
 import { COMPLETION_TOKENS, PROMPT_TOKENS, startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
 import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
 
@@ -233,6 +233,18 @@ describe.each(backends)('forwarding on $name', (backend) => {
       .create({ model: 'anthropic:claude-haiku-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
       .catch((e) => e);
     expect(refused).toBeInstanceOf(Anthropic.AuthenticationError);
+  });
+
+  it.skipIf(backend.skipReason)('an Anthropic stream cut mid-way ends with an error event the Anthropic client raises', async () => {
+    const body = { model: 'claude-haiku-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'a long answer please' }] };
+    anthropicFake.server.enqueue({ sse: fakeMessageEvents(body), cutAfter: 4 });
+    const client = new Anthropic({ apiKey: virtualKey.key, baseURL: gateway.url, maxRetries: 0 });
+    const stream = client.messages.stream({ ...body, model: 'anthropic:claude-haiku-4-5' } as Anthropic.MessageCreateParamsNonStreaming);
+    const failure = await stream.finalMessage().catch((e) => e);
+    expect(failure).toBeInstanceOf(Error);
+    expect(String(failure.message)).toMatch(/Provider anthropic/);
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage?limit=1`);
+    expect(usage.data[0]).toMatchObject({ endpoint: 'messages', status: 'error', status_code: 502 });
   });
 
   it.skipIf(backend.skipReason)('messages with the master key charge metadata.user_id; Hub converts them for an OpenAI-compatible provider', async () => {
