@@ -1,7 +1,7 @@
 // Helpers for reading a Messages request (Anthropic format) when converting it to another vendor's request.
 
 import type Anthropic from '@anthropic-ai/sdk';
-import { UnsupportedParameterError } from '../errors.ts';
+import { InvalidRequestError, UnsupportedParameterError } from '../errors.ts';
 import type { MessagesParams } from '../provider.ts';
 
 /** The request as converters read it (the provider contract's MessagesParams). */
@@ -130,4 +130,52 @@ export function rejectUnknownExtra(extra: Record<string, unknown>, known: readon
   for (const key of Object.keys(extra)) {
     if (!known.includes(key)) throw new UnsupportedParameterError(key, provider, `Known ${provider} options: ${known.join(', ')}`);
   }
+}
+
+/** How a vendor with chat roles (system, user, assistant, tool) writes each kind of turn; see toRoleMessages. */
+export interface RoleMessageWriter<Message, Part extends { type: string }> {
+  system(text: string): Message;
+  assistant(blocks: ContentBlockParam[]): Message;
+  /** A tool result as a tool message; `name` is the tool the result answers. */
+  toolResult(block: Anthropic.ToolResultBlockParam, name: string): Message;
+  userPart(block: ContentBlockParam): Part;
+  /** A user turn: a lone text part comes as its string. */
+  user(content: string | Part[]): Message;
+}
+
+/**
+ * A conversation as role messages: the system prompt first, then each turn. A user turn's tool results become tool
+ * messages placed before the rest of the turn, as tool messages must directly follow the assistant's tool calls.
+ */
+export function toRoleMessages<Message, Part extends { type: string }>(
+  params: MessagesRequest,
+  provider: string,
+  writer: RoleMessageWriter<Message, Part>,
+): Message[] {
+  const messages: Message[] = [];
+  const system = systemText(params.system, provider);
+  if (system !== undefined) messages.push(writer.system(system));
+  const names = toolNamesById(params.messages);
+  for (const message of params.messages) {
+    const blocks = contentBlocks(message.content, provider);
+    if (message.role === 'assistant') {
+      messages.push(writer.assistant(blocks));
+      continue;
+    }
+    const parts: Part[] = [];
+    for (const block of blocks) {
+      if (block.type === 'tool_result') {
+        const name = names.get(block.tool_use_id);
+        if (name === undefined) {
+          throw new InvalidRequestError(`tool_result ${block.tool_use_id} answers no tool_use in the conversation`, null, provider, { param: 'messages' });
+        }
+        messages.push(writer.toolResult(block, name));
+      } else parts.push(writer.userPart(block));
+    }
+    if (parts.length > 0) {
+      const lone = parts.length === 1 && parts[0].type === 'text' ? (parts[0] as unknown as { text: string }).text : undefined;
+      messages.push(writer.user(lone ?? parts));
+    }
+  }
+  return messages;
 }

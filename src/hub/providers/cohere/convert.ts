@@ -4,7 +4,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { Cohere } from 'cohere-ai';
 import { InvalidRequestError, ProviderError, UnsupportedParameterError } from '../../errors.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent } from '../../provider.ts';
-import { contentBlocks, functionTool, outputSchema, rejectUnhandledParameters, systemText, toolNamesById, toolOutput } from '../../message-format/request.ts';
+import { functionTool, outputSchema, rejectUnhandledParameters, toolOutput, toRoleMessages } from '../../message-format/request.ts';
 import { generateId, messageUsage, newMessage, parseToolArguments, textBlock, thinkingBlock, toolUseBlock, type UsageCounts } from '../../message-format/response.ts';
 import { incompleteStreamError, MessageStreamBuilder } from '../../message-format/stream-builder.ts';
 
@@ -52,26 +52,13 @@ export function toCohereRequest(params: MessagesParams, extra: Record<string, un
 }
 
 function toMessages(params: MessagesParams): Cohere.ChatMessageV2[] {
-  const messages: Cohere.ChatMessageV2[] = [];
-  const system = systemText(params.system, PROVIDER);
-  if (system !== undefined) messages.push({ role: 'system', content: system });
-  const names = toolNamesById(params.messages);
-  for (const message of params.messages) {
-    const blocks = contentBlocks(message.content, PROVIDER);
-    if (message.role === 'assistant') {
-      messages.push(toAssistantMessage(blocks));
-      continue;
-    }
-    const content: Cohere.Content[] = [];
-    for (const block of blocks) {
-      if (block.type === 'tool_result') {
-        if (!names.has(block.tool_use_id)) throw new InvalidRequestError(`tool_result ${block.tool_use_id} answers no tool_use in the conversation`, null, PROVIDER, { param: 'messages' });
-        messages.push({ role: 'tool', toolCallId: block.tool_use_id, content: toolOutput(block, PROVIDER) });
-      } else content.push(toUserContent(block));
-    }
-    if (content.length > 0) messages.push({ role: 'user', content: content.length === 1 && content[0].type === 'text' ? content[0].text : content });
-  }
-  return messages;
+  return toRoleMessages<Cohere.ChatMessageV2, Cohere.Content>(params, PROVIDER, {
+    system: (text) => ({ role: 'system', content: text }),
+    assistant: toAssistantMessage,
+    toolResult: (block) => ({ role: 'tool', toolCallId: block.tool_use_id, content: toolOutput(block, PROVIDER) }),
+    userPart: toUserContent,
+    user: (content) => ({ role: 'user', content }),
+  });
 }
 
 function toUserContent(block: Anthropic.ContentBlockParam): Cohere.Content {

@@ -3,18 +3,9 @@
 import { createHash } from 'node:crypto';
 import type Anthropic from '@anthropic-ai/sdk';
 import type * as components from '@mistralai/mistralai/models/components';
-import { InvalidRequestError, ProviderError, UnsupportedParameterError } from '../../errors.ts';
+import { ProviderError, UnsupportedParameterError } from '../../errors.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent } from '../../provider.ts';
-import {
-  contentBlocks,
-  functionTool,
-  outputSchema,
-  rejectUnhandledParameters,
-  rejectUnknownExtra,
-  systemText,
-  toolNamesById,
-  toolOutput,
-} from '../../message-format/request.ts';
+import { functionTool, outputSchema, rejectUnhandledParameters, rejectUnknownExtra, toolOutput, toRoleMessages } from '../../message-format/request.ts';
 import { generateId, messageUsage, newMessage, parseToolArguments, textBlock, thinkingBlock, toolUseBlock, type UsageCounts } from '../../message-format/response.ts';
 import { incompleteStreamError, MessageStreamBuilder } from '../../message-format/stream-builder.ts';
 
@@ -81,30 +72,13 @@ export function toMistralRequest(params: MessagesParams, extra: Record<string, u
 }
 
 function toMessages(params: MessagesParams): MistralMessage[] {
-  const messages: MistralMessage[] = [];
-  const system = systemText(params.system, PROVIDER);
-  if (system !== undefined) messages.push({ role: 'system', content: system });
-  const names = toolNamesById(params.messages);
-  for (const message of params.messages) {
-    const blocks = contentBlocks(message.content, PROVIDER);
-    if (message.role === 'assistant') {
-      messages.push(toAssistantMessage(blocks));
-      continue;
-    }
-    // tool results become tool messages, which must directly follow the assistant's tool calls
-    const chunks: Chunk[] = [];
-    for (const block of blocks) {
-      if (block.type === 'tool_result') {
-        const name = names.get(block.tool_use_id);
-        if (name === undefined) throw new InvalidRequestError(`tool_result ${block.tool_use_id} answers no tool_use in the conversation`, null, PROVIDER, { param: 'messages' });
-        messages.push({ role: 'tool', toolCallId: mistralToolCallId(block.tool_use_id), name, content: toolOutput(block, PROVIDER) });
-      } else {
-        chunks.push(toUserChunk(block));
-      }
-    }
-    if (chunks.length > 0) messages.push({ role: 'user', content: chunks.length === 1 && chunks[0].type === 'text' ? chunks[0].text : chunks });
-  }
-  return messages;
+  return toRoleMessages<MistralMessage, Chunk>(params, PROVIDER, {
+    system: (text) => ({ role: 'system', content: text }),
+    assistant: toAssistantMessage,
+    toolResult: (block, name) => ({ role: 'tool', toolCallId: mistralToolCallId(block.tool_use_id), name, content: toolOutput(block, PROVIDER) }),
+    userPart: toUserChunk,
+    user: (content) => ({ role: 'user', content }),
+  });
 }
 
 function toUserChunk(block: Anthropic.ContentBlockParam): Chunk {
