@@ -1,4 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.ts';
@@ -257,6 +258,43 @@ describe.each(backends)('forwarding on $name', (backend) => {
     expect(message.usage).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: COMPLETION_TOKENS });
     const usage = await usageOf(gateway, '/v1/users/carol/usage?limit=1');
     expect(usage.data[0]).toMatchObject({ endpoint: 'messages', provider: 'openai', model: 'gpt-fake', key_id: null, prompt_tokens: PROMPT_TOKENS });
+  });
+
+  it.skipIf(backend.skipReason)('every response body matches the schema the OpenAPI document gives for its path and status', async () => {
+    const document = (await gateway.call('GET', '/openapi.json', { key: null })).json;
+    const ajv = new Ajv2020({ strict: false });
+    ajv.addSchema(document, 'openapi');
+    const check = async (method: string, path: string, template: string, options: { key?: string | null; body?: unknown } = {}) => {
+      const response = await gateway.call(method, path, options);
+      const described = document.paths[template][method.toLowerCase()].responses[String(response.status)];
+      expect(described, `${method} ${path} → ${response.status} is documented`).toBeDefined();
+      const pointer = ['paths', template, method.toLowerCase(), 'responses', String(response.status), 'content', 'application/json', 'schema']
+        .map((part) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1')))
+        .join('/');
+      const validate = ajv.compile({ $ref: `openapi#/${pointer}` });
+      expect(validate(response.json), `${method} ${path} → ${response.status}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+      return response;
+    };
+    const budget = (await check('POST', '/v1/budgets', '/v1/budgets', { body: { max_budget: 5, reset_every_seconds: 60 } })).json;
+    await check('POST', '/v1/users', '/v1/users', { body: { user_id: 'schema-user', alias: 'S', budget_id: budget.budget_id } });
+    await check('POST', '/v1/users', '/v1/users', { body: { user_id: 'schema-user', alias: 'S' } });
+    await check('GET', '/v1/users/schema-user', '/v1/users/{user_id}');
+    await check('GET', '/v1/users/nobody', '/v1/users/{user_id}');
+    const key = (await check('POST', '/v1/keys', '/v1/keys', { body: { key_name: 'schema', user_id: 'schema-user' } })).json;
+    await check('GET', `/v1/keys/${key.id}`, '/v1/keys/{key_id}');
+    await check('PATCH', `/v1/keys/${key.id}`, '/v1/keys/{key_id}', { body: { is_active: true } });
+    await check('GET', `/v1/keys/${key.id}`, '/v1/keys/{key_id}', { key: key.key });
+    await check('GET', `/v1/budgets/${budget.budget_id}`, '/v1/budgets/{budget_id}');
+    await check('PUT', '/v1/pricing/openai:schema', '/v1/pricing/{model}', { body: { input_cost_per_million: 1, output_cost_per_million: 2 } });
+    await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: key.key, body: { model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] } });
+    await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: key.key, body: { model: 'openai:rate-limited', messages: [{ role: 'user', content: 'Hi' }] } });
+    await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: null, body: { model: 'openai:gpt-fake', messages: [] } });
+    await check('POST', '/v1/embeddings', '/v1/embeddings', { key: key.key, body: { model: 'openai:embed-fake', input: 'x' } });
+    await check('GET', '/v1/models', '/v1/models', { key: key.key });
+    await check('POST', '/v1/messages', '/v1/messages', { key: key.key, body: { model: 'anthropic:claude-haiku-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] } });
+    await check('GET', `/v1/keys/${key.id}/usage`, '/v1/keys/{key_id}/usage');
+    await check('GET', '/v1/users/schema-user/usage', '/v1/users/{user_id}/usage');
+    await check('DELETE', `/v1/keys/${key.id}`, '/v1/keys/{key_id}');
   });
 
   it.skipIf(backend.skipReason)('a budget for 10 calls holds against 100 concurrent calls (overspend ≤ one call)', async () => {

@@ -167,6 +167,69 @@ export function gatewayOpenApi(version: string): Schema {
             duration_ms: { type: 'number' },
           },
         },
+        ChatCompletion: {
+          type: 'object',
+          description: "The provider's OpenAI chat completion, unchanged",
+          required: ['id', 'object', 'created', 'model', 'choices'],
+          properties: {
+            id: { type: 'string' },
+            object: { const: 'chat.completion' },
+            created: { type: 'integer' },
+            model: { type: 'string' },
+            choices: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['index', 'message', 'finish_reason'],
+                properties: { index: { type: 'integer' }, message: { type: 'object', properties: { role: { type: 'string' }, content: nullable('string') } }, finish_reason: nullable('string') },
+              },
+            },
+            usage: { type: 'object', properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } },
+          },
+        },
+        Embeddings: {
+          type: 'object',
+          required: ['object', 'data', 'model'],
+          properties: {
+            object: { const: 'list' },
+            model: { type: 'string' },
+            data: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['object', 'index', 'embedding'],
+                properties: {
+                  object: { const: 'embedding' },
+                  index: { type: 'integer' },
+                  embedding: { oneOf: [{ type: 'array', items: { type: 'number' } }, { type: 'string', description: 'base64 of little-endian float32 (encoding_format base64)' }] },
+                },
+              },
+            },
+            usage: { type: 'object', properties: { prompt_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } },
+          },
+        },
+        ModelList: {
+          type: 'object',
+          required: ['object', 'data'],
+          properties: {
+            object: { const: 'list' },
+            data: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'provider:model' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } } } },
+          },
+        },
+        AnthropicMessage: {
+          type: 'object',
+          description: 'An Anthropic Messages API message',
+          required: ['id', 'type', 'role', 'content', 'model', 'usage'],
+          properties: {
+            id: { type: 'string' },
+            type: { const: 'message' },
+            role: { const: 'assistant' },
+            content: { type: 'array', items: { type: 'object' } },
+            model: { type: 'string' },
+            stop_reason: nullable('string'),
+            usage: { type: 'object', properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } } },
+          },
+        },
         UsageList: listOf('Usage', {
           totals: {
             type: 'object',
@@ -246,7 +309,7 @@ export function gatewayOpenApi(version: string): Schema {
           responses: {
             200: {
               description: 'An OpenAI ChatCompletion, or with stream true Server-Sent Events of ChatCompletionChunk ending in data: [DONE]; a failure mid-stream ends with a data: {"error":…} event.',
-              content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: ref('ChatCompletion') }, 'text/event-stream': { schema: { type: 'string' } } },
             },
             ...MODEL_CALL_ERRORS,
           },
@@ -255,13 +318,13 @@ export function gatewayOpenApi(version: string): Schema {
       '/v1/embeddings': {
         post: managed('OpenAI embeddings', {
           requestBody: passThrough('model (provider:model), input (string or array of strings), encoding_format (float or base64), user (with the master key).', ['model', 'input']),
-          responses: { 200: ok('An OpenAI CreateEmbeddingResponse', { type: 'object' }), ...MODEL_CALL_ERRORS },
+          responses: { 200: ok('An OpenAI CreateEmbeddingResponse', ref('Embeddings')), ...MODEL_CALL_ERRORS },
         }),
       },
       '/v1/models': {
         get: managed('Models of every configured provider, ids as provider:model', {
           parameters: [{ name: 'provider', in: 'query', schema: { type: 'string' }, description: 'Only this provider' }],
-          responses: { 200: ok('An OpenAI model list', { type: 'object' }), 400: err('Unknown provider.'), ...AUTH_ERRORS, 429: MODEL_CALL_ERRORS[429], 502: MODEL_CALL_ERRORS[502], 504: MODEL_CALL_ERRORS[504] },
+          responses: { 200: ok('An OpenAI model list', ref('ModelList')), 400: err('Unknown provider.'), ...AUTH_ERRORS, 429: MODEL_CALL_ERRORS[429], 502: MODEL_CALL_ERRORS[502], 504: MODEL_CALL_ERRORS[504] },
         }),
       },
       '/v1/messages': {
@@ -272,7 +335,7 @@ export function gatewayOpenApi(version: string): Schema {
           responses: {
             200: {
               description: 'An Anthropic Message, or with stream true its Server-Sent Events; a failure mid-stream ends with event: error.',
-              content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: ref('AnthropicMessage') }, 'text/event-stream': { schema: { type: 'string' } } },
             },
             ...MODEL_CALL_ERRORS,
           },
