@@ -1,6 +1,6 @@
 import { CohereError, CohereTimeoutError } from 'cohere-ai';
-import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
-import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
+import { mapProviderFailure, type HubError } from '../../errors.ts';
+import { answerFailure, errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 
 /** cohere-ai errors → unified exceptions. Body: {id, message}; 498 is Cohere's "invalid token". */
 export function cohereErrorToHub(error: unknown, provider = 'cohere'): HubError | undefined {
@@ -15,16 +15,7 @@ export function cohereErrorToHub(error: unknown, provider = 'cohere'): HubError 
     if (status === null) {
       return mapProviderFailure({ provider_name: provider, message: fields.message ?? error.message, network: true, original_exception: error });
     }
-    return mapProviderFailure({
-      provider_name: provider,
-      status_code: status,
-      message: fields.message ?? error.message,
-      code: fields.code ?? null,
-      param: fields.param ?? null,
-      error_type: fields.type ?? null,
-      retry_after: parseRetryAfter(error.rawResponse?.headers),
-      original_exception: error,
-    });
+    return answerFailure(provider, { status, body: error.body, headers: error.rawResponse?.headers, fallback_message: error.message }, error);
   }
   if (isNetworkError(error)) {
     return networkFailure(provider, error);

@@ -1,7 +1,7 @@
 // Reads vendors' failures for the unified exceptions: the fields (message, code, param, type) of their error bodies,
 // and whether a failure is the caller's abort or a network failure.
 
-import { mapProviderFailure, type HubError } from '../../errors.ts';
+import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
 
 /** The error fields found in a vendor's JSON error body; absent fields stay undefined. */
 export interface ErrorBodyFields {
@@ -80,4 +80,31 @@ export function isAbortError(error: unknown): boolean {
 /** The unified exception of a failure without an answer (refused, reset, timed out): a ProviderError. */
 export function networkFailure(provider_name: string, error: unknown): HubError {
   return mapProviderFailure({ provider_name, message: (error as Error).message, network: true, original_exception: error });
+}
+
+/** An HTTP error answer as a provider's SDK hands it over. */
+export interface ErrorAnswer {
+  status: number | null;
+  /** The error body (text or parsed JSON), read by errorBodyFields. */
+  body: unknown;
+  headers?: { get(name: string): string | null } | null;
+  /** The message when the body has none. */
+  fallback_message: string;
+  /** An error code the SDK read elsewhere (it wins over the body's). */
+  code?: string | null;
+}
+
+/** The unified exception of an HTTP error answer: its status, the body's fields and Retry-After. */
+export function answerFailure(provider_name: string, answer: ErrorAnswer, error: unknown): HubError {
+  const fields = errorBodyFields(answer.body);
+  return mapProviderFailure({
+    provider_name,
+    status_code: answer.status,
+    message: fields.message ?? answer.fallback_message,
+    code: answer.code ?? fields.code ?? null,
+    param: fields.param ?? null,
+    error_type: fields.type ?? null,
+    retry_after: parseRetryAfter(answer.headers),
+    original_exception: error,
+  });
 }

@@ -1,11 +1,11 @@
 // Voyage AI embeddings over its REST API with fetch (its TypeScript SDK is generated and thinly kept; the API is
 // one POST): POST /v1/embeddings {input, model, input_type?, …} → {data: [{embedding, index}], model, usage}.
 
-import { mapProviderFailure, parseRetryAfter, type HubError } from '../../errors.ts';
+import type { HubError } from '../../errors.ts';
 import type { EmbeddingResponse, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
 import { embeddingsOnly } from '../shared/embeddings.ts';
 import { providerMetadata } from '../shared/metadata.ts';
-import { errorBodyFields, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
+import { answerFailure, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
 
 export const VOYAGE_DEFAULT_API_BASE = 'https://api.voyageai.com/v1';
@@ -29,17 +29,7 @@ interface VoyageEmbeddings {
 export function voyageErrorToHub(error: unknown, provider = 'voyage'): HubError | undefined {
   if (isAbortError(error)) return undefined;
   if (error instanceof VendorHttpError) {
-    const fields = errorBodyFields(error.body);
-    return mapProviderFailure({
-      provider_name: provider,
-      status_code: error.status,
-      message: fields.message ?? error.message,
-      code: fields.code ?? null,
-      param: fields.param ?? null,
-      error_type: fields.type ?? null,
-      retry_after: parseRetryAfter(error.headers),
-      original_exception: error,
-    });
+    return answerFailure(provider, { status: error.status, body: error.body, headers: error.headers, fallback_message: error.message }, error);
   }
   if (isNetworkError(error)) return networkFailure(provider, error);
   return undefined;
