@@ -5,8 +5,8 @@
 
 import { statSync } from 'node:fs';
 import type { z } from 'zod';
-import { chatRequestToMessages } from './convert/chat-to-messages-request.ts';
-import { messageEventsToChatChunks, messageToChatCompletion } from './convert/message-to-chat.ts';
+import { chatRequestToMessages } from './openai-chat/request-from-chat.ts';
+import { messageEventsToChatChunks, messageToChatCompletion } from './openai-chat/response-to-chat.ts';
 import { InvalidRequestError, UnsupportedParameterError } from './errors.ts';
 import { PORTABLE_MESSAGES_FIELDS } from './message-format/request.ts';
 import { cachedHandle } from './core/handle.ts';

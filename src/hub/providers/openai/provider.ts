@@ -1,10 +1,10 @@
 // One implementation for OpenAI and every OpenAI-compatible service, on the official `openai` SDK.
-// Messages requests are converted to chat completions and back by the shared converters in ../../convert/.
+// Messages requests are converted to chat completions and back by the shared converters in ../../openai-chat/.
 
 import OpenAI from 'openai';
-import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../convert/chat-to-message.ts';
-import { messagesToChatRequest } from '../../convert/messages-to-chat.ts';
-import type { ChatDialect } from '../../convert/messages-to-chat.ts';
+import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../openai-chat/response-from-chat.ts';
+import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
+import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import { InvalidRequestError } from '../../errors.ts';
 import type { Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
 import { openAIBatches } from './batches.ts';

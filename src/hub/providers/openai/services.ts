@@ -1,7 +1,7 @@
 // The OpenAI-compatible services: one implementation (./provider.ts), a default base address, an environment
 // variable and what each service's chat dialect accepts. Capability flags follow each vendor's documentation.
 
-import type { ChatDialect } from '../../convert/messages-to-chat.ts';
+import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { ProviderMetadata } from '../../provider.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 

@@ -1,11 +1,11 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../src/hub/convert/chat-to-message.ts';
-import { DEFAULT_MAX_TOKENS, chatRequestToMessages } from '../../src/hub/convert/chat-to-messages-request.ts';
-import { messageEventsToChatChunks, messageToChatCompletion } from '../../src/hub/convert/message-to-chat.ts';
-import { messagesToChatRequest } from '../../src/hub/convert/messages-to-chat.ts';
-import type { ChatDialect } from '../../src/hub/convert/messages-to-chat.ts';
+import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../src/hub/openai-chat/response-from-chat.ts';
+import { DEFAULT_MAX_TOKENS, chatRequestToMessages } from '../../src/hub/openai-chat/request-from-chat.ts';
+import { messageEventsToChatChunks, messageToChatCompletion } from '../../src/hub/openai-chat/response-to-chat.ts';
+import { messagesToChatRequest } from '../../src/hub/openai-chat/request-to-chat.ts';
+import type { ChatDialect } from '../../src/hub/openai-chat/request-to-chat.ts';
 import { ProviderError, UnsupportedParameterError } from '../../src/hub/errors.ts';
 import type { CompletionParams, MessagesParams } from '../../src/hub/provider.ts';
 import { chatChunks } from './fakes/openai-compatible.ts';
