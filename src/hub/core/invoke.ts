@@ -6,7 +6,7 @@ import type { CallOptions, Provider } from '../provider.ts';
 import { redact } from './credentials.ts';
 
 /** Statuses retried by default. */
-export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
 export const DEFAULT_MAX_RETRIES = 2;
 export const DEFAULT_TIMEOUT_MS = 600_000;
 const INITIAL_DELAY_MS = 500;

@@ -26,7 +26,6 @@ export const PORTABLE_MESSAGES_FIELDS: readonly string[] = [
 ];
 
 export type ContentBlockParam = Anthropic.ContentBlockParam;
-export type ToolResultContent = NonNullable<Anthropic.ToolResultBlockParam['content']>;
 
 /**
  * Throws UnsupportedParameterError for the first top-level parameter that is set and that the converter does not

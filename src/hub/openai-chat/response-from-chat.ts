@@ -7,7 +7,7 @@ import { ProviderError } from '../errors.ts';
 type FinishReason = OpenAI.ChatCompletion.Choice['finish_reason'] | null;
 
 /** finish_reason → stop_reason. A `stop` caused by a stop sequence cannot be told apart in OpenAI chat. */
-export function stopReasonFromFinish(reason: FinishReason | string): Anthropic.StopReason | null {
+function stopReasonFromFinish(reason: FinishReason | string): Anthropic.StopReason | null {
   switch (reason) {
     case 'stop':
       return 'end_turn';
@@ -27,7 +27,7 @@ export function stopReasonFromFinish(reason: FinishReason | string): Anthropic.S
 }
 
 /** OpenAI usage → Anthropic usage: cached prompt tokens become cache_read_input_tokens and leave input_tokens. */
-export function usageFromChat(usage: OpenAI.CompletionUsage | null | undefined): Anthropic.Usage {
+function usageFromChat(usage: OpenAI.CompletionUsage | null | undefined): Anthropic.Usage {
   const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
   const reasoning = usage?.completion_tokens_details?.reasoning_tokens;
   return {

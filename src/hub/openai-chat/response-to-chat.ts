@@ -6,7 +6,7 @@ import type OpenAI from 'openai';
 
 type FinishReason = OpenAI.ChatCompletion.Choice['finish_reason'];
 
-export function finishFromStopReason(reason: Anthropic.StopReason | null): FinishReason {
+function finishFromStopReason(reason: Anthropic.StopReason | null): FinishReason {
   switch (reason) {
     case 'max_tokens':
     case 'model_context_window_exceeded':
@@ -21,7 +21,7 @@ export function finishFromStopReason(reason: Anthropic.StopReason | null): Finis
 }
 
 /** Anthropic usage → OpenAI usage: prompt tokens include cached reads and cache writes. */
-export function usageFromMessage(usage: Partial<Anthropic.Usage> | Anthropic.MessageDeltaUsage): OpenAI.CompletionUsage {
+function usageFromMessage(usage: Partial<Anthropic.Usage> | Anthropic.MessageDeltaUsage): OpenAI.CompletionUsage {
   const cacheRead = usage.cache_read_input_tokens ?? 0;
   const prompt = (usage.input_tokens ?? 0) + cacheRead + (usage.cache_creation_input_tokens ?? 0);
   const completion = usage.output_tokens ?? 0;
@@ -35,9 +35,6 @@ export function usageFromMessage(usage: Partial<Anthropic.Usage> | Anthropic.Mes
   if (thinking !== undefined) out.completion_tokens_details = { reasoning_tokens: thinking };
   return out;
 }
-
-/** The assistant message carries `reasoning_content` (a de-facto extension) when the model thought aloud. */
-export type ChatCompletionWithReasoning = OpenAI.ChatCompletion;
 
 export function messageToChatCompletion(message: Anthropic.Message): OpenAI.ChatCompletion {
   let text = '';

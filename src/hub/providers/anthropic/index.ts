@@ -7,7 +7,7 @@ import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { anthropicBatches } from './batches.ts';
 import { anthropicErrorToHub } from './errors.ts';
 
-export const ANTHROPIC_DEFAULT_API_BASE = 'https://api.anthropic.com';
+const ANTHROPIC_DEFAULT_API_BASE = 'https://api.anthropic.com';
 
 const metadata = providerMetadata({
   name: 'anthropic',

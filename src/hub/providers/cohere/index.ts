@@ -7,8 +7,8 @@ import { embeddingList, inChunks } from '../shared/embeddings.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from './convert.ts';
 import { cohereErrorToHub } from './errors.ts';
 
-export const COHERE_DEFAULT_API_BASE = 'https://api.cohere.com';
-export const COHERE_EMBED_BATCH = 96;
+const COHERE_DEFAULT_API_BASE = 'https://api.cohere.com';
+const COHERE_EMBED_BATCH = 96;
 
 const metadata = providerMetadata({
   name: 'cohere',

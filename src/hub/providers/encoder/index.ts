@@ -9,7 +9,7 @@ import { providerMetadata } from '../shared/metadata.ts';
 import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
 
-export const ENCODER_DEFAULT_API_BASE = 'http://127.0.0.1:8080';
+const ENCODER_DEFAULT_API_BASE = 'http://127.0.0.1:8080';
 const PROVIDER = 'encoder';
 
 const metadata = providerMetadata({
@@ -43,7 +43,7 @@ export function meanPooledUnitVector(tokens: readonly { embedding: readonly numb
 }
 
 /** The server's errors are text/plain: 422 "Invalid input: …" (the caller's), 500 (the server's). */
-export function encoderErrorToHub(error: unknown): HubError | undefined {
+function encoderErrorToHub(error: unknown): HubError | undefined {
   if (isAbortError(error)) return undefined;
   if (error instanceof VendorHttpError) {
     return mapProviderFailure({ provider_name: PROVIDER, status_code: error.status, message: error.body.trim() || error.message, original_exception: error });

@@ -31,7 +31,7 @@ const PROVIDER = 'gemini';
 const HANDLED = ['system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice', 'thinking', 'output_config'];
 
 /** GenerateContentConfig fields a caller may pass as extra options (the SDK drops unknown ones silently). */
-export const GEMINI_CONFIG_OPTIONS = [
+const GEMINI_CONFIG_OPTIONS = [
   'serviceTier',
   'candidateCount',
   'responseLogprobs',

@@ -8,9 +8,9 @@ import { providerMetadata } from '../shared/metadata.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
 import { geminiErrorToHub } from './errors.ts';
 
-export const GEMINI_DEFAULT_API_BASE = 'https://generativelanguage.googleapis.com';
+const GEMINI_DEFAULT_API_BASE = 'https://generativelanguage.googleapis.com';
 
-export const GEMINI_EMBED_BATCH = 100;
+const GEMINI_EMBED_BATCH = 100;
 const GEMINI_EMBED_OPTIONS = ['taskType', 'title', 'outputDimensionality', 'mimeType', 'autoTruncate'] as const satisfies readonly (keyof EmbedContentConfig)[];
 
 const metadata = providerMetadata({

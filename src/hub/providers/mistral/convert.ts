@@ -15,7 +15,7 @@ const HANDLED = ['system', 'temperature', 'top_p', 'stop_sequences', 'tools', 't
 type MistralMessage = components.ChatCompletionRequest['messages'][number];
 
 /** ChatCompletionRequest fields a caller may pass as extra options (the SDK drops unknown ones silently). */
-export const MISTRAL_CHAT_OPTIONS = [
+const MISTRAL_CHAT_OPTIONS = [
   'randomSeed',
   'responseFormat',
   'presencePenalty',

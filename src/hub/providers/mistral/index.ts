@@ -8,7 +8,7 @@ import { mistralBatches } from './batches.ts';
 import { fromMistralResponse, fromMistralStream, toMistralRequest } from './convert.ts';
 import { mistralErrorToHub } from './errors.ts';
 
-export const MISTRAL_DEFAULT_API_BASE = 'https://api.mistral.ai';
+const MISTRAL_DEFAULT_API_BASE = 'https://api.mistral.ai';
 
 const metadata = providerMetadata({
   name: 'mistral',

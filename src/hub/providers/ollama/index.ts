@@ -8,7 +8,7 @@ import { providerMetadata } from '../shared/metadata.ts';
 import { fromOllamaResponse, fromOllamaStream, toOllamaRequest } from './convert.ts';
 import { isOllamaResponseError, ollamaErrorToHub } from './errors.ts';
 
-export const OLLAMA_DEFAULT_API_BASE = 'http://127.0.0.1:11434';
+const OLLAMA_DEFAULT_API_BASE = 'http://127.0.0.1:11434';
 
 const metadata = providerMetadata({
   name: 'ollama',

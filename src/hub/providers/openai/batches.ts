@@ -12,7 +12,7 @@ interface OutputLine {
   error?: { code?: string | null; message?: string } | null;
 }
 
-export function parseBatchOutput(text: string, provider_name: string): BatchResultItem[] {
+function parseBatchOutput(text: string, provider_name: string): BatchResultItem[] {
   const items: BatchResultItem[] = [];
   for (const [n, line] of text.split('\n').entries()) {
     if (line.trim() === '') continue;

@@ -8,6 +8,4 @@ export const openAICompatibleProviders: Readonly<Record<string, ProviderDefiniti
   OPENAI_COMPATIBLE_SERVICES.map((service) => [service.metadata.name, openAICompatibleDefinition(service)]),
 );
 
-export { createOpenAICompatible, openAICompatibleDefinition } from './provider.ts';
 export { OPENAI_COMPATIBLE_SERVICES } from './services.ts';
-export type { OpenAICompatibleService } from './services.ts';

@@ -36,7 +36,7 @@ function createClient(service: OpenAICompatibleService, options: ProviderOptions
   });
 }
 
-export function createOpenAICompatible(service: OpenAICompatibleService, options: ProviderOptions): Provider {
+function createOpenAICompatible(service: OpenAICompatibleService, options: ProviderOptions): Provider {
   const name = service.metadata.name;
   const client = createClient(service, options);
   const dialect: ChatDialect = { provider_name: name, ...service.dialect };

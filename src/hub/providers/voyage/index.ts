@@ -8,7 +8,7 @@ import { providerMetadata } from '../shared/metadata.ts';
 import { answerFailure, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
 
-export const VOYAGE_DEFAULT_API_BASE = 'https://api.voyageai.com/v1';
+const VOYAGE_DEFAULT_API_BASE = 'https://api.voyageai.com/v1';
 
 const metadata = providerMetadata({
   name: 'voyage',
@@ -26,7 +26,7 @@ interface VoyageEmbeddings {
 }
 
 /** Voyage errors: {detail: "..."} with the HTTP status. */
-export function voyageErrorToHub(error: unknown, provider = 'voyage'): HubError | undefined {
+function voyageErrorToHub(error: unknown, provider = 'voyage'): HubError | undefined {
   if (isAbortError(error)) return undefined;
   if (error instanceof VendorHttpError) {
     return answerFailure(provider, { status: error.status, body: error.body, headers: error.headers, fallback_message: error.message }, error);
