@@ -34,6 +34,8 @@ const ConfigFile = z.strictObject({
   reserve_output_tokens: z.number().int().positive().optional(),
   /** Timeout for one upstream call, in seconds. */
   upstream_timeout_seconds: z.number().positive().optional(),
+  /** PostgreSQL: an instance silent for this long is taken for dead and its budget holds are given back. */
+  instance_lease_seconds: z.number().positive().optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
 });
 export type GatewayConfigFile = z.infer<typeof ConfigFile>;
@@ -48,6 +50,7 @@ export interface GatewayConfig {
   rateLimits: { requests_per_minute: number } | null;
   reserveOutputTokens: number;
   upstreamTimeoutSeconds: number;
+  instanceLeaseSeconds: number;
   logLevel: string;
   /** Things the operator should know at start (a short master key). */
   warnings: string[];
@@ -136,6 +139,7 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
     rateLimits: file.rate_limits ?? null,
     reserveOutputTokens: file.reserve_output_tokens ?? 1024,
     upstreamTimeoutSeconds: file.upstream_timeout_seconds ?? 600,
+    instanceLeaseSeconds: file.instance_lease_seconds ?? 30,
     logLevel: file.log_level ?? 'info',
     warnings,
   };

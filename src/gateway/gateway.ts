@@ -34,7 +34,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   try {
     await store.migrate();
     // With SQLite this process is the only gateway on the file: reservations left by a killed process are void.
+    // With PostgreSQL, instances that stopped heartbeating get their holds given back (see GatewayStore).
     if (store.dialect === 'sqlite') await store.clearReservations();
+    else {
+      await store.heartbeat();
+      await store.reapDeadInstances(Date.now() - config.instanceLeaseSeconds * 1000);
+    }
     for (const [model, pricing] of Object.entries(config.pricing)) await store.upsertPricing({ model, ...pricing });
   } catch (error) {
     await store.close();
@@ -67,13 +72,29 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       throw error;
     }
   }
+  const lease = config.instanceLeaseSeconds * 1000;
+  const heartbeat =
+    store.dialect === 'postgres'
+      ? setInterval(() => {
+          const now = Date.now();
+          store
+            .heartbeat(now)
+            .then(() => store.reapDeadInstances(now - lease))
+            .then((reaped) => {
+              if (reaped > 0) app.log.warn({ reaped }, 'gave back the budget holds of gateway instances that stopped heartbeating');
+            })
+            .catch((error: unknown) => app.log.error({ err: error }, 'instance heartbeat failed'));
+        }, lease / 3).unref()
+      : null;
   return {
     app,
     store,
     url,
     async close() {
+      if (heartbeat) clearInterval(heartbeat);
       await app.close();
       await recorder.drain();
+      await store.leave().catch((error: unknown) => app.log.error({ err: error }, 'could not leave the instance table'));
       await store.close();
     },
   };

@@ -3,9 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadGatewayConfig, parseConfigText } from '../../src/gateway/config.ts';
+import { MIGRATIONS } from '../../src/gateway/storage/migrations.ts';
 import { redactUrl } from '../../src/gateway/storage/index.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { postgresBackend } from './helpers/gateway.ts';
+
+const LATEST = MIGRATIONS.at(-1)!.version;
+const APPLIED = `applied migration(s) ${MIGRATIONS.map((m) => m.version).join(', ')}; schema version ${LATEST}`;
+const UP_TO_DATE = `already up to date at schema version ${LATEST}`;
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-cli-'));
 const postgres = await postgresBackend();
@@ -34,9 +39,9 @@ describe('encoder gateway keygen and migrate', () => {
     const url = `sqlite:${path.join(dir, 'migrate.db')}`;
     const first = await runCliCaptured(['gateway', 'migrate', '--database-url', url]);
     expect(first).toMatchObject({ code: 0, stderr: '' });
-    expect(first.stdout).toContain('applied migration(s) 1; schema version 1');
+    expect(first.stdout).toContain(APPLIED);
     const again = await runCliCaptured(['gateway', 'migrate', '--database-url', url]);
-    expect(again.stdout).toContain('already up to date at schema version 1');
+    expect(again.stdout).toContain(UP_TO_DATE);
   });
 
   it.skipIf(postgres.skipReason)('migrate on PostgreSQL, twice at once: the advisory lock lets one apply and the other find it done', async () => {
@@ -44,8 +49,8 @@ describe('encoder gateway keygen and migrate', () => {
     const results = await Promise.all([runCliCaptured(['gateway', 'migrate', '--database-url', url]), runCliCaptured(['gateway', 'migrate', '--database-url', url])]);
     expect(results.map((r) => r.code)).toEqual([0, 0]);
     const outputs = results.map((r) => r.stdout).sort();
-    expect(outputs[0]).toContain('already up to date at schema version 1');
-    expect(outputs[1]).toContain('applied migration(s) 1; schema version 1');
+    expect(outputs[0]).toContain(UP_TO_DATE);
+    expect(outputs[1]).toContain(APPLIED);
     expect(redactUrl('postgres://gateway:s3cret@db:5432/gw')).toBe('postgres://gateway:***@db:5432/gw');
   });
 

@@ -29,7 +29,18 @@ async function spawnGateway(databaseUrl: string): Promise<{ child: ChildProcess;
   const config = path.join(dir, `gateway-${children.size}.yaml`);
   writeFileSync(
     config,
-    ['master_key: ${TEST_MASTER_KEY}', 'log_level: warn', 'providers:', '  openai:', '    api_key: sk-test', '    api_base: ${FAKE_PROVIDER_URL}', ''].join('\n'),
+    [
+      'master_key: ${TEST_MASTER_KEY}',
+      'log_level: warn',
+      'instance_lease_seconds: 1',
+      'providers:',
+      '  openai:',
+      '    api_key: sk-test',
+      '    api_base: ${FAKE_PROVIDER_URL}',
+      'pricing:',
+      '  openai:gpt-fake: {input_cost_per_million: 1000, output_cost_per_million: 2000}',
+      '',
+    ].join('\n'),
   );
   const child = spawn(
     path.join(repoRoot, 'node_modules', '.bin', 'node'),
@@ -60,12 +71,12 @@ describe.each(backends)('durability on $name', (backend) => {
   it.skipIf(backend.skipReason)('SIGKILL under load: every request answered 200 before the kill has its usage row', async () => {
     const databaseUrl = await backend.newDatabaseUrl();
     const { child, url } = await spawnGateway(databaseUrl);
-    const keyResponse = await fetch(`${url}/v1/keys`, {
-      method: 'POST',
-      headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ key_name: 'load' }),
-    });
-    const key = (await keyResponse.json()) as { id: string; key: string };
+    const manage = async (path: string, body: unknown) =>
+      (await (
+        await fetch(`${url}${path}`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      ).json()) as Record<string, string>;
+    const budget = await manage('/v1/budgets', { max_budget: 1000 });
+    const key = await manage('/v1/keys', { key_name: 'load', budget_id: budget.budget_id });
 
     const answered: string[] = [];
     let failed = 0;
@@ -104,9 +115,25 @@ describe.each(backends)('durability on $name', (backend) => {
       const missing = answered.filter((id) => !recorded.has(id));
       expect(missing).toEqual([]);
       expect(recorded.size).toBeGreaterThanOrEqual(answered.length);
-      console.info(`${backend.name}: ${answered.length} answered 200 before SIGKILL, ${recorded.size} usage rows, ${failed} requests cut by the kill`);
+      const [held] = await store.driver.all('SELECT reserved_nanos FROM budgets WHERE budget_id = ?', [budget.budget_id]);
+      console.info(
+        `${backend.name}: ${answered.length} answered 200 before SIGKILL, ${recorded.size} usage rows, ${failed} requests cut by the kill, ${Number(held.reserved_nanos)} nano-dollars left held`,
+      );
     } finally {
       await store.close();
+    }
+
+    // The next gateway on the database gives back the dead one's holds (SQLite: at start; PostgreSQL: once its
+    // lease of 1 s has run out), and the budget's spend is exactly the sum of its usage rows.
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const next = await startTestGateway(databaseUrl, { instanceLeaseSeconds: 1 });
+    try {
+      const after = (await next.call('GET', `/v1/budgets/${budget.budget_id}`)).json;
+      expect(after.reserved).toBe(0);
+      const usage = (await next.call('GET', `/v1/keys/${key.id}/usage?limit=1`)).json;
+      expect(after.spend).toBeCloseTo(usage.totals.cost, 9);
+    } finally {
+      await next.close();
     }
   });
 

@@ -73,6 +73,23 @@ export const MIGRATIONS: Migration[] = [
       `CREATE INDEX usage_key ON usage (key_id, created_at)`,
     ],
   },
+  {
+    version: 2,
+    name: 'gateway instances and their budget reservations (PostgreSQL: reclaiming the holds of dead instances)',
+    statements: [
+      `CREATE TABLE gateway_instances (
+        instance_id TEXT PRIMARY KEY,
+        started_at BIGINT NOT NULL,
+        heartbeat_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE budget_reservations (
+        instance_id TEXT NOT NULL,
+        budget_id TEXT NOT NULL,
+        reserved_nanos BIGINT NOT NULL,
+        PRIMARY KEY (instance_id, budget_id)
+      )`,
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

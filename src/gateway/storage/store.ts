@@ -63,12 +63,23 @@ const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at
  * The gateway's state in SQL, the same statements on SQLite and PostgreSQL. Budget reservations are single
  * conditional UPDATEs, so concurrent requests (in one process or in several on one PostgreSQL) cannot all pass the
  * check on the same headroom.
+ *
+ * On PostgreSQL, where several instances share the budgets, each instance also keeps the sum of its own holds per
+ * budget in budget_reservations (in the same statement as the hold) and a heartbeat in gateway_instances, so that
+ * the holds of an instance that died (SIGKILL, lost machine) can be given back by the others (`reapDeadInstances`).
+ * SQLite has one gateway per file, which clears all holds at start instead.
  */
 export class GatewayStore {
   readonly driver: SqlDriver;
+  /** This process's identity in gateway_instances (PostgreSQL). */
+  readonly instanceId = newId('instance');
 
   constructor(driver: SqlDriver) {
     this.driver = driver;
+  }
+
+  get #shared(): boolean {
+    return this.driver.dialect === 'postgres';
   }
 
   get dialect(): 'sqlite' | 'postgres' {
@@ -249,20 +260,79 @@ export class GatewayStore {
    * makes a concurrent UPDATE re-check the condition on the new row). False when the budget is exhausted.
    */
   async reserveBudget(id: string, amount: number, now = Date.now()): Promise<boolean> {
-    const changed = await this.driver.runRelaxed(
-      `UPDATE budgets SET
+    const hold = `UPDATE budgets SET
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
         reserved_nanos = reserved_nanos + ?
-      WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos`,
-      [now, now, now, amount, id, now],
+      WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos`;
+    const params = [now, now, now, amount, id, now];
+    if (!this.#shared) return (await this.driver.runRelaxed(hold, params)) > 0;
+    const changed = await this.driver.runRelaxed(
+      `WITH hold AS (${hold} RETURNING budget_id)
+       INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
+       ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos`,
+      [...params, this.instanceId, amount],
     );
     return changed > 0;
   }
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
   async releaseBudget(id: string, amount: number): Promise<void> {
-    await this.driver.runRelaxed('UPDATE budgets SET reserved_nanos = reserved_nanos - ? WHERE budget_id = ?', [amount, id]);
+    await this.driver.transaction(this.#settleStatements(id, amount, 0));
+  }
+
+  /** Settling `reserved` with `actual`: the budget, and on PostgreSQL this instance's share of the holds. */
+  #settleStatements(budgetId: string, reserved: number, actual: number): Statement[] {
+    const statements: Statement[] = [
+      { sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?', params: [reserved, actual, budgetId] },
+    ];
+    if (this.#shared) {
+      statements.push({
+        sql: 'UPDATE budget_reservations SET reserved_nanos = reserved_nanos - ? WHERE instance_id = ? AND budget_id = ?',
+        params: [reserved, this.instanceId, budgetId],
+      });
+    }
+    return statements;
+  }
+
+  /** Announces this instance (PostgreSQL) and refreshes its heartbeat; call it every few seconds. */
+  async heartbeat(now = Date.now()): Promise<void> {
+    if (!this.#shared) return;
+    await this.driver.runRelaxed(
+      `INSERT INTO gateway_instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+      [this.instanceId, now, now],
+    );
+  }
+
+  /**
+   * Gives back the holds of instances whose heartbeat is older than `staleBefore` (they died without settling)
+   * and forgets them; the budgets they held become usable again. One statement, so two instances reaping at once
+   * cannot give the same hold back twice. The number of instances reaped.
+   */
+  async reapDeadInstances(staleBefore: number): Promise<number> {
+    if (!this.#shared) return 0;
+    const [row] = await this.driver.all(
+      `WITH dead AS (DELETE FROM gateway_instances WHERE heartbeat_at < ? RETURNING instance_id),
+       freed AS (DELETE FROM budget_reservations r USING dead WHERE r.instance_id = dead.instance_id RETURNING r.budget_id, r.reserved_nanos),
+       totals AS (SELECT budget_id, SUM(reserved_nanos) AS total FROM freed GROUP BY budget_id),
+       given AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos - t.total FROM totals t WHERE b.budget_id = t.budget_id RETURNING 1)
+       SELECT (SELECT COUNT(*) FROM dead) AS instances, (SELECT COUNT(*) FROM given) AS budgets`,
+      [staleBefore],
+    );
+    return Number(row.instances);
+  }
+
+  /** A clean stop: this instance's remaining holds (none once every call settled) are given back, and it leaves. */
+  async leave(): Promise<void> {
+    if (!this.#shared) return;
+    await this.driver.all(
+      `WITH gone AS (DELETE FROM gateway_instances WHERE instance_id = ? RETURNING instance_id),
+       freed AS (DELETE FROM budget_reservations WHERE instance_id = ? RETURNING budget_id, reserved_nanos),
+       given AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos - f.reserved_nanos FROM freed f WHERE b.budget_id = f.budget_id RETURNING 1)
+       SELECT (SELECT COUNT(*) FROM gone) AS gone, (SELECT COUNT(*) FROM given) AS given`,
+      [this.instanceId, this.instanceId],
+    );
   }
 
   /**
@@ -321,12 +391,7 @@ export class GatewayStore {
       sum.actual += s.actual_nanos;
       perBudget.set(s.budget_id, sum);
     }
-    for (const [budgetId, sum] of perBudget) {
-      statements.push({
-        sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?',
-        params: [sum.reserved, sum.actual, budgetId],
-      });
-    }
+    for (const [budgetId, sum] of perBudget) statements.push(...this.#settleStatements(budgetId, sum.reserved, sum.actual));
     if (statements.length > 0) await this.driver.transaction(statements);
   }
 

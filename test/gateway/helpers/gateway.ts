@@ -18,6 +18,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig
     rateLimits: null,
     reserveOutputTokens: 1024,
     upstreamTimeoutSeconds: 30,
+    instanceLeaseSeconds: 30,
     logLevel: 'silent',
     warnings: [],
     ...overrides,
