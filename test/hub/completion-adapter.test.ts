@@ -6,6 +6,7 @@ import { Hub, UnsupportedParameterError, acompletion } from '../../src/hub/index
 import { startAnthropicFake } from './fakes/anthropic.ts';
 import type { AnthropicFake } from './fakes/anthropic.ts';
 import { bodyOf } from './fakes/vendor-server.ts';
+import { collect } from './helpers.ts';
 
 let fake: AnthropicFake;
 let opts: { api_key: string; api_base: string };
@@ -16,12 +17,6 @@ beforeAll(async () => {
 });
 afterAll(() => fake.close());
 beforeEach(() => fake.server.reset());
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of iterable) out.push(item);
-  return out;
-}
 
 describe.skipIf(!Hub.get_supported_providers().includes('anthropic'))('completion through the Messages adapter', () => {
   it('converts the chat request on the wire and the Message back to a ChatCompletion', async () => {

@@ -9,16 +9,11 @@ import type { ChatDialect } from '../../src/hub/openai-chat/request-to-chat.ts';
 import { ProviderError, UnsupportedParameterError } from '../../src/hub/errors.ts';
 import type { CompletionParams, MessagesParams } from '../../src/hub/provider.ts';
 import { chatChunks } from './fakes/openai-compatible.ts';
+import { collect } from './helpers.ts';
 
 const openaiDialect: ChatDialect = { provider_name: 'openai', top_k: false, reasoning: true, max_tokens_field: 'max_completion_tokens', user: true };
 const localDialect: ChatDialect = { provider_name: 'vllm', top_k: true, reasoning: false, max_tokens_field: 'max_tokens', user: false };
 const base: MessagesParams = { model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] };
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of iterable) out.push(item);
-  return out;
-}
 
 async function* from<T>(items: T[]): AsyncGenerator<T> {
   for (const item of items) yield item;

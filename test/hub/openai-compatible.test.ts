@@ -39,6 +39,7 @@ import {
 import type { MessagesStreamEvent } from '../../src/hub/index.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/index.ts';
 import { FAKE_MODEL_IDS, FakeOpenAIServer, chatChunks, chatCompletionBody, errorBody, fakeEmbedding } from './fakes/openai-compatible.ts';
+import { collect } from './helpers.ts';
 
 let fake: FakeOpenAIServer;
 const KEY = 'sk-test-secret-0123456789';
@@ -57,12 +58,6 @@ afterEach(() => {
 afterAll(async () => {
   await fake.close();
 });
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of iterable) out.push(item);
-  return out;
-}
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {
   try {

@@ -33,6 +33,7 @@ import {
 } from '../../src/hub/index.ts';
 import { chatChunks, chatCompletionBody, errorBody } from './fakes/openai-compatible.ts';
 import { FakeOpenAIProcess } from './fakes/openai-compatible-process.ts';
+import { collect } from './helpers.ts';
 
 let fake: FakeOpenAIProcess;
 let opts: { api_key: string; api_base: string };
@@ -49,12 +50,6 @@ afterEach(async () => {
 afterAll(async () => {
   await fake.close();
 });
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of iterable) out.push(item);
-  return out;
-}
 
 function thrown(fn: () => unknown): unknown {
   try {

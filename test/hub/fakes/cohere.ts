@@ -1,8 +1,7 @@
 // A fake of the Cohere API on loopback: POST /v2/chat (JSON, and SSE with "event: <type>" + "data: {type, …}" from
 // message-start to message-end), POST /v2/embed, GET /v1/models (paged by page_token). Errors: {id, message}.
 
-import { VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
-import { fakeVector } from './gemini.ts';
+import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
 
 export const cohereError = (status: number, message: string, headers?: Record<string, string>): Reply => ({ status, headers, json: { id: 'err-fake', message } });
 

@@ -2,7 +2,7 @@
 // streamGenerateContent?alt=sse, batchEmbedContents/embedContent, models (paged by pageToken).
 // Errors are Google's {error: {code, message, status, details}}; an invalid key is a 400 with reason API_KEY_INVALID.
 
-import { VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
+import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
 
 export const GEMINI_MODELS = ['gemini-2.5-flash', 'gemini-2.5-pro', 'text-embedding-004'];
 
@@ -42,11 +42,7 @@ export function fakeGeminiChunks(body: Record<string, unknown>): { data: unknown
   });
 }
 
-/** A deterministic embedding of a text: 4 numbers from its characters. */
-export function fakeVector(text: string): number[] {
-  const codes = [...text].map((c) => c.codePointAt(0)!);
-  return [text.length, codes.reduce((a, b) => a + b, 0) % 97, codes[0] ?? 0, codes.at(-1) ?? 0].map((n) => n / 100);
-}
+export { fakeVector } from './vendor-server.ts';
 
 export async function startGeminiFake(): Promise<VendorServer> {
   const authorised = (request: RecordedRequest): Reply | null => {

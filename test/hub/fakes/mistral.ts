@@ -2,8 +2,7 @@
 // /v1/embeddings, /v1/models, /v1/files (multipart upload, content download), /v1/batch/jobs (create, get, cancel,
 // list by page). Errors: {object: "error", message, type, param, code}; 422: {detail: [{type, loc, msg}]}.
 
-import { VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
-import { fakeVector } from './gemini.ts';
+import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
 
 export const mistralError = (status: number, message: string, type = 'invalid_request_error', code: string | null = null, param: string | null = null, headers?: Record<string, string>): Reply => ({
   status,

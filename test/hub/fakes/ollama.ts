@@ -1,8 +1,7 @@
 // A fake of the Ollama server API on loopback: POST /api/chat (JSON, or NDJSON when stream is true or absent, as
 // Ollama streams by default), POST /api/embed, GET /api/tags. Errors: {"error": "..."} with the HTTP status.
 
-import { VendorServer, type Reply, type Route } from './vendor-server.ts';
-import { fakeVector } from './gemini.ts';
+import { fakeVector, VendorServer, type Reply, type Route } from './vendor-server.ts';
 
 export const ollamaError = (status: number, error: string, headers?: Record<string, string>): Reply => ({ status, headers, json: { error } });
 

@@ -143,3 +143,9 @@ export function bodyOf(request: RecordedRequest): Record<string, unknown> {
   if (typeof request.json !== 'object' || request.json === null) throw new Error(`request body is not a JSON object: ${request.body.toString('utf8').slice(0, 200)}`);
   return request.json as Record<string, unknown>;
 }
+
+/** A deterministic embedding of a text: 4 numbers from its characters (every embedding fake answers these). */
+export function fakeVector(text: string): number[] {
+  const codes = [...text].map((c) => c.codePointAt(0)!);
+  return [text.length, codes.reduce((a, b) => a + b, 0) % 97, codes[0] ?? 0, codes.at(-1) ?? 0].map((n) => n / 100);
+}

@@ -1,7 +1,6 @@
 // A fake of the Voyage AI embeddings API on loopback: POST /v1/embeddings. Errors: {detail: "..."}.
 
-import { VendorServer, type Reply } from './vendor-server.ts';
-import { fakeVector } from './gemini.ts';
+import { fakeVector, VendorServer, type Reply } from './vendor-server.ts';
 
 export const voyageError = (status: number, detail: string, headers?: Record<string, string>): Reply => ({ status, headers, json: { detail } });
 

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
   BatchNotCompleteError,
@@ -21,19 +21,17 @@ import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { anthropicProvider } from '../../../src/hub/providers/anthropic/index.ts';
 import { anthropicError, fakeMessage, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../fakes/anthropic.ts';
 import { bodyOf } from '../fakes/vendor-server.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, failureOf, useVendorFake } from '../helpers.ts';
 
 let fake: AnthropicFake;
 let provider: Provider;
 const call = { extra: {} };
 const params: MessagesParams = { model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] };
 
-beforeAll(async () => {
-  fake = await startAnthropicFake();
+useVendorFake(startAnthropicFake, (started) => {
+  fake = started;
   provider = anthropicProvider.create({ api_key: 'sk-ant-test', api_base: fake.server.url });
 });
-afterAll(() => fake.close());
-beforeEach(() => fake.server.reset());
 
 describe('anthropic messages', () => {
   it('sends the Messages request unchanged, with the key and version headers, and returns the Message', async () => {

@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Cohere } from 'cohere-ai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
   ContextLengthExceededError,
@@ -17,12 +17,10 @@ import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from '../../../src/hub/providers/cohere/convert.ts';
 import { cohereProvider } from '../../../src/hub/providers/cohere/index.ts';
 import { cohereError, fakeCohereEvents, startCohereFake } from '../fakes/cohere.ts';
-import { fakeVector } from '../fakes/gemini.ts';
-import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
-import { collect, failureOf } from './helpers.ts';
+import { bodyOf, fakeVector, type VendorServer } from '../fakes/vendor-server.ts';
+import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'command-a-03-2025', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
-const weather: Anthropic.Tool = { name: 'weather', description: 'Weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
 const clock: Anthropic.Tool = { name: 'clock', input_schema: { type: 'object', properties: {} } };
 const toolConversation: Anthropic.MessageParam[] = [
   { role: 'user', content: 'Weather in Paris?' },
@@ -179,12 +177,10 @@ describe('cohere provider against the fake API', () => {
   let fake: VendorServer;
   let provider: Provider;
   const call = { extra: {} };
-  beforeAll(async () => {
-    fake = await startCohereFake();
+  useVendorFake(startCohereFake, (started) => {
+    fake = started;
     provider = cohereProvider.create({ api_key: 'co-key', api_base: fake.url });
   });
-  afterAll(() => fake.close());
-  beforeEach(() => fake.reset());
 
   it('messages: POST /v2/chat with the bearer key and the snake_case body', async () => {
     const message = await provider.messages({ ...base, system: 'sys', top_k: 3, stop_sequences: ['X'], tools: [weather], messages: toolConversation }, call);
@@ -264,11 +260,7 @@ describe('cohere provider against the fake API', () => {
   it('embedding: POST /v2/embed with float embeddings for documents', async () => {
     const response = await provider.embedding!({ model: 'embed-v4.0', inputs: ['red fox', 'blue'] }, call);
     expect(bodyOf(fake.lastRequest)).toEqual({ model: 'embed-v4.0', texts: ['red fox', 'blue'], input_type: 'search_document', embedding_types: ['float'] });
-    expect(response.data).toEqual([
-      { object: 'embedding', index: 0, embedding: fakeVector('red fox') },
-      { object: 'embedding', index: 1, embedding: fakeVector('blue') },
-    ]);
-    expect(response.usage).toEqual({ prompt_tokens: 3, total_tokens: 3 });
+    expect(response).toEqual(fakeEmbeddings('embed-v4.0', ['red fox', 'blue'], 3));
   });
 
   it('embedding: extra options (input_type for queries) pass through', async () => {

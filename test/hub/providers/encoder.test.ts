@@ -10,7 +10,7 @@ import type { Provider } from '../../../src/hub/provider.ts';
 import { encoderProvider, meanPooledUnitVector } from '../../../src/hub/providers/encoder/index.ts';
 import { startEncoderServer, type RunningServer } from '../../../src/serve/encoder-server.ts';
 import { generateTinyModel } from '../../helpers/generated-models.ts';
-import { failureOf } from './helpers.ts';
+import { failureOf } from '../helpers.ts';
 
 const servers: RunningServer[] = [];
 const pipelines: PredictPipeline[] = [];

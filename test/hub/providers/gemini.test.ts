@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { GenerateContentResponse } from '@google/genai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type {
   HubError} from '../../../src/hub/errors.ts';
 import {
@@ -18,7 +18,7 @@ import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from '../../../
 import { geminiProvider } from '../../../src/hub/providers/gemini/index.ts';
 import { fakeGeminiChunks, fakeVector, googleError, startGeminiFake } from '../fakes/gemini.ts';
 import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, failureOf, fakeEmbeddings, useVendorFake } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'gemini-2.5-flash', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
 const weather: Anthropic.Tool = { name: 'weather', description: 'Weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
@@ -284,12 +284,10 @@ describe('gemini provider against the fake API', () => {
   let fake: VendorServer;
   let provider: Provider;
   const call = { extra: {} };
-  beforeAll(async () => {
-    fake = await startGeminiFake();
+  useVendorFake(startGeminiFake, (started) => {
+    fake = started;
     provider = geminiProvider.create({ api_key: 'gm-key', api_base: fake.url });
   });
-  afterAll(() => fake.close());
-  beforeEach(() => fake.reset());
 
   it('messages: POST /v1beta/models/{model}:generateContent with the key header and the converted body', async () => {
     const message = await provider.messages({ ...base, system: 'sys', temperature: 0.5, tools: [weather], tool_choice: { type: 'any' }, messages: toolConversation }, call);
@@ -362,15 +360,7 @@ describe('gemini provider against the fake API', () => {
       { model: 'models/text-embedding-004', content: { role: 'user', parts: [{ text: 'alpha' }] } },
       { model: 'models/text-embedding-004', content: { role: 'user', parts: [{ text: 'beta' }] } },
     ]);
-    expect(response).toEqual({
-      object: 'list',
-      model: 'text-embedding-004',
-      data: [
-        { object: 'embedding', index: 0, embedding: fakeVector('alpha') },
-        { object: 'embedding', index: 1, embedding: fakeVector('beta') },
-      ],
-      usage: { prompt_tokens: 0, total_tokens: 0 },
-    });
+    expect(response).toEqual(fakeEmbeddings('text-embedding-004', ['alpha', 'beta'], 0));
   });
 
   it('embedding: more than 100 inputs go in several batchEmbedContents calls, answers in order', async () => {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type * as components from '@mistralai/mistralai/models/components';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
   BatchNotCompleteError,
@@ -21,12 +21,10 @@ import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromMistralResponse, fromMistralStream, mistralToolCallId, toMistralRequest } from '../../../src/hub/providers/mistral/convert.ts';
 import { mistralProvider } from '../../../src/hub/providers/mistral/index.ts';
 import { fakeChatChunks, mistralError, startMistralFake, type MistralFake } from '../fakes/mistral.ts';
-import { fakeVector } from '../fakes/gemini.ts';
 import { bodyOf } from '../fakes/vendor-server.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'mistral-small-latest', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
-const weather: Anthropic.Tool = { name: 'weather', description: 'Weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
 const toolConversation: Anthropic.MessageParam[] = [
   { role: 'user', content: 'Weather in Paris?' },
   { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_01ABC', name: 'weather', input: { city: 'Paris' } }] },
@@ -258,12 +256,10 @@ describe('mistral provider against the fake API', () => {
   let fake: MistralFake;
   let provider: Provider;
   const call = { extra: {} };
-  beforeAll(async () => {
-    fake = await startMistralFake();
+  useVendorFake(startMistralFake, (started) => {
+    fake = started;
     provider = mistralProvider.create({ api_key: 'ms-key', api_base: fake.server.url });
   });
-  afterAll(() => fake.close());
-  beforeEach(() => fake.server.reset());
 
   it('messages: POST /v1/chat/completions with the bearer key and the snake_case body', async () => {
     const message = await provider.messages({ ...base, system: 'sys', temperature: 0.3, tools: [weather], tool_choice: { type: 'tool', name: 'weather' }, messages: toolConversation }, call);
@@ -341,15 +337,7 @@ describe('mistral provider against the fake API', () => {
   it('embedding: POST /v1/embeddings with input, vectors and usage back', async () => {
     const response = await provider.embedding!({ model: 'mistral-embed', inputs: ['one two', 'three'] }, call);
     expect(bodyOf(fake.server.lastRequest)).toEqual({ model: 'mistral-embed', input: ['one two', 'three'] });
-    expect(response).toEqual({
-      object: 'list',
-      model: 'mistral-embed',
-      data: [
-        { object: 'embedding', index: 0, embedding: fakeVector('one two') },
-        { object: 'embedding', index: 1, embedding: fakeVector('three') },
-      ],
-      usage: { prompt_tokens: 3, total_tokens: 3 },
-    });
+    expect(response).toEqual(fakeEmbeddings('mistral-embed', ['one two', 'three'], 3));
   });
 
   it('embedding: known extra options reach the wire, unknown ones are refused', async () => {

@@ -1,17 +1,15 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { ChatResponse } from 'ollama';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, ModelNotFoundError, ProviderError, RateLimitError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromOllamaResponse, fromOllamaStream, toOllamaRequest } from '../../../src/hub/providers/ollama/convert.ts';
 import { ollamaProvider } from '../../../src/hub/providers/ollama/index.ts';
-import { fakeVector } from '../fakes/gemini.ts';
 import { fakeOllamaChunks, ollamaError, startOllamaFake } from '../fakes/ollama.ts';
 import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'llama3.2', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
-const weather: Anthropic.Tool = { name: 'weather', description: 'Weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
 const toolConversation: Anthropic.MessageParam[] = [
   { role: 'user', content: 'Weather in Paris?' },
   { role: 'assistant', content: [{ type: 'thinking', thinking: 'use the tool', signature: '' }, { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }] },
@@ -140,12 +138,10 @@ describe('ollama provider against the fake server', () => {
   let fake: VendorServer;
   let provider: Provider;
   const call = { extra: {} };
-  beforeAll(async () => {
-    fake = await startOllamaFake();
+  useVendorFake(startOllamaFake, (started) => {
+    fake = started;
     provider = ollamaProvider.create({ api_base: fake.url });
   });
-  afterAll(() => fake.close());
-  beforeEach(() => fake.reset());
 
   it('needs no key: metadata says so and no authorization header is sent', async () => {
     expect(ollamaProvider.metadata.env_key).toBeNull();
@@ -222,15 +218,7 @@ describe('ollama provider against the fake server', () => {
   it('embedding: POST /api/embed', async () => {
     const response = await provider.embedding!({ model: 'nomic-embed-text', inputs: ['one', 'two'] }, call);
     expect(bodyOf(fake.lastRequest)).toEqual({ model: 'nomic-embed-text', input: ['one', 'two'] });
-    expect(response).toEqual({
-      object: 'list',
-      model: 'nomic-embed-text',
-      data: [
-        { object: 'embedding', index: 0, embedding: fakeVector('one') },
-        { object: 'embedding', index: 1, embedding: fakeVector('two') },
-      ],
-      usage: { prompt_tokens: 6, total_tokens: 6 },
-    });
+    expect(response).toEqual(fakeEmbeddings('nomic-embed-text', ['one', 'two'], 6));
   });
 
   it('listModels: GET /api/tags', async () => {

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aembedding, alist_models, amessages, create_batch, embedding, list_models, messages, retrieve_batch, retrieve_batch_results } from '../../../src/hub/index.ts';
 import type { MessagesResponse, MessagesStreamEvent } from '../../../src/hub/provider.ts';
-import { collect } from './helpers.ts';
+import { collect } from '../helpers.ts';
 
 let child: ChildProcess;
 let bases: Record<string, string>;

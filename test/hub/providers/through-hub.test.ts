@@ -16,7 +16,7 @@ import { startOllamaFake } from '../fakes/ollama.ts';
 import { startVoyageFake } from '../fakes/voyage.ts';
 import type { VendorServer } from '../fakes/vendor-server.ts';
 import { PROVIDERS } from '../../../src/hub/providers/index.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, failureOf } from '../helpers.ts';
 
 let anthropic: AnthropicFake;
 let mistral: MistralFake;

@@ -1,22 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuthenticationError, InvalidRequestError, ProviderError, RateLimitError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
 import type { Provider } from '../../../src/hub/provider.ts';
 import { voyageProvider } from '../../../src/hub/providers/voyage/index.ts';
-import { fakeVector } from '../fakes/gemini.ts';
 import { startVoyageFake, voyageError } from '../fakes/voyage.ts';
 import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, failureOf, fakeEmbeddings, useVendorFake } from '../helpers.ts';
 
 describe('voyage provider against the fake API', () => {
   let fake: VendorServer;
   let provider: Provider;
   const call = { extra: {} };
-  beforeAll(async () => {
-    fake = await startVoyageFake();
+  useVendorFake(startVoyageFake, (started) => {
+    fake = started;
     provider = voyageProvider.create({ api_key: 'vo-key', api_base: `${fake.url}/v1` });
   });
-  afterAll(() => fake.close());
-  beforeEach(() => fake.reset());
 
   it('metadata: embeddings only, key from VOYAGE_API_KEY', () => {
     expect(voyageProvider.metadata).toMatchObject({ name: 'voyage', env_key: 'VOYAGE_API_KEY', embedding: true, messages: false, streaming: false, list_models: false });
@@ -27,15 +24,7 @@ describe('voyage provider against the fake API', () => {
     expect(fake.lastRequest.path).toBe('/v1/embeddings');
     expect(fake.lastRequest.headers.authorization).toBe('Bearer vo-key');
     expect(bodyOf(fake.lastRequest)).toEqual({ input: ['first text', 'second'], model: 'voyage-3.5', input_type: 'document', output_dimension: 256 });
-    expect(response).toEqual({
-      object: 'list',
-      model: 'voyage-3.5',
-      data: [
-        { object: 'embedding', index: 0, embedding: fakeVector('first text') },
-        { object: 'embedding', index: 1, embedding: fakeVector('second') },
-      ],
-      usage: { prompt_tokens: 3, total_tokens: 3 },
-    });
+    expect(response).toEqual(fakeEmbeddings('voyage-3.5', ['first text', 'second'], 3));
   });
 
   it('messages are not offered: UnsupportedParameterError', async () => {
