@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { loadGatewayConfig, parseConfigText } from '../../src/gateway/config.ts'
 import { MIGRATIONS } from '../../src/gateway/storage/migrations.ts';
 import { redactUrl } from '../../src/gateway/storage/index.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
 import { postgresBackend } from './helpers/gateway.ts';
 
 const LATEST = MIGRATIONS.at(-1)!.version;
@@ -111,4 +112,13 @@ describe('configuration precedence and substitution', () => {
     expect(loadGatewayConfig({ config }, {}).pricing).toEqual({ 'openai:gpt-4o-mini': { input_cost_per_million: 0.15, output_cost_per_million: 0.6 } });
     expect(loadGatewayConfig({ config }, {})).toMatchObject({ host: '0.0.0.0', port: 8000, databaseUrl: 'sqlite:gateway.db', warnings: [] });
   });
+});
+
+it('the configuration example in docs/gateway.md is valid', () => {
+  const doc = readFileSync(path.join(repoRoot, 'docs', 'gateway.md'), 'utf8');
+  const example = /## Configuration file\n\n```yaml\n([\s\S]*?)```/.exec(doc)?.[1];
+  expect(example).toBeDefined();
+  const env = { GATEWAY_MASTER_KEY: 'k'.repeat(43), PGPASSWORD: 'pw', OPENAI_API_KEY: 'sk-1', ANTHROPIC_API_KEY: 'sk-2' };
+  const parsed = parseConfigText(example!, 'docs/gateway.md', env);
+  expect(parsed).toMatchObject({ database_url: 'postgres://gateway:pw@db:5432/gateway', providers: { openai: { api_key: 'sk-1' } }, instance_lease_seconds: 30 });
 });
