@@ -42,7 +42,7 @@ export function rejectUnhandledParameters(params: MessagesRequest, handled: read
 }
 
 /** The system prompt as plain text (blocks joined by a blank line; their cache_control marks are not sent). */
-export function systemText(system: MessagesRequest['system'], _provider: string): string | undefined {
+export function systemText(system: MessagesRequest['system']): string | undefined {
   if (system === undefined || system === null) return undefined;
   if (typeof system === 'string') return system;
   return system.map((block) => block.text).join('\n\n');
@@ -152,7 +152,7 @@ export function toRoleMessages<Message, Part extends { type: string }>(
   writer: RoleMessageWriter<Message, Part>,
 ): Message[] {
   const messages: Message[] = [];
-  const system = systemText(params.system, provider);
+  const system = systemText(params.system);
   if (system !== undefined) messages.push(writer.system(system));
   const names = toolNamesById(params.messages);
   for (const message of params.messages) {

@@ -74,7 +74,7 @@ function send(command: WorkerCommand): unknown {
 }
 
 /** Resolves on this thread what the worker cannot see or receive. */
-function prepare(fn: AsyncFunctionName, request: Record<string, unknown>, modelField: boolean): Record<string, unknown> {
+function prepare(request: Record<string, unknown>, modelField: boolean): Record<string, unknown> {
   if (request.signal !== undefined) {
     throw new InvalidRequestError('signal cannot cross to the worker of the synchronous forms; use timeout', null, null, {
       param: 'signal',
@@ -91,16 +91,15 @@ function prepare(fn: AsyncFunctionName, request: Record<string, unknown>, modelF
     const key = resolveApiKey(providerDefinition(out.provider).metadata, undefined);
     if (key !== undefined) out.api_key = key;
   }
-  void fn;
   return out;
 }
 
 function call<T>(fn: AsyncFunctionName, request: Record<string, unknown>, modelField = true): T {
-  return send({ op: 'call', fn, request: prepare(fn, request, modelField) }) as T;
+  return send({ op: 'call', fn, request: prepare(request, modelField) }) as T;
 }
 
 function stream<T>(fn: AsyncFunctionName, request: Record<string, unknown>): Iterable<T> {
-  const { id, first } = send({ op: 'open', fn, request: prepare(fn, request, true) }) as {
+  const { id, first } = send({ op: 'open', fn, request: prepare(request, true) }) as {
     id: number;
     first: IteratorResult<T>;
   };

@@ -1,8 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { GenerateContentResponse } from '@google/genai';
 import { describe, expect, it } from 'vitest';
-import type {
-  HubError} from '../../../src/hub/errors.ts';
 import {
   AuthenticationError,
   GatewayTimeoutError,
@@ -12,6 +10,7 @@ import {
   RateLimitError,
   UnsupportedParameterError,
   UpstreamProviderError,
+  type HubError,
 } from '../../../src/hub/errors.ts';
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from '../../../src/hub/providers/gemini/convert.ts';

@@ -62,7 +62,7 @@ export function toGeminiRequest(params: MessagesParams, extra: Record<string, un
   rejectUnhandledParameters(params, HANDLED, PROVIDER);
   rejectUnknownExtra(extra, GEMINI_CONFIG_OPTIONS, PROVIDER);
   const config: GenerateContentConfig = { maxOutputTokens: params.max_tokens };
-  const system = systemText(params.system, PROVIDER);
+  const system = systemText(params.system);
   if (system !== undefined) config.systemInstruction = system;
   if (params.temperature !== undefined) config.temperature = params.temperature;
   if (params.top_p !== undefined) config.topP = params.top_p;

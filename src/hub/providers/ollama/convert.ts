@@ -50,7 +50,7 @@ export function toOllamaRequest(params: MessagesParams, extra: Record<string, un
 
 function toMessages(params: MessagesParams): Message[] {
   const messages: Message[] = [];
-  const system = systemText(params.system, PROVIDER);
+  const system = systemText(params.system);
   if (system !== undefined) messages.push({ role: 'system', content: system });
   const names = toolNamesById(params.messages);
   for (const message of params.messages) {
