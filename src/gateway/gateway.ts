@@ -26,6 +26,8 @@ export interface GatewayOptions {
   upstream?: Upstream;
   /** Listen (default) or only build the app (inject-based tests). */
   listen?: boolean;
+  /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
+  closeGraceMs?: number;
 }
 
 /** Opens the database, applies migrations, and serves the gateway. */
@@ -92,7 +94,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     url,
     async close() {
       if (heartbeat) clearInterval(heartbeat);
+      // Requests in flight may finish; a stream that does not end within the grace period is cut (its usage row is
+      // still written, as for any client that goes away).
+      const force = setTimeout(() => app.server.closeAllConnections(), options.closeGraceMs ?? 30_000).unref();
       await app.close();
+      clearTimeout(force);
+      // Cut streams report their rows a moment after their connection closed.
+      await ledger.whenIdle(5_000);
       await recorder.drain();
       await store.leave().catch((error: unknown) => app.log.error({ err: error }, 'could not leave the instance table'));
       await store.close();

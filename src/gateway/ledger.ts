@@ -51,6 +51,9 @@ export class CallLedger {
   readonly #pricingTtlMs: number;
   readonly #pricing = new Map<string, { record: PricingRecord | null; at: number }>();
   readonly #rateLimit: { perMinute: number; windows: Map<string, { start: number; count: number }> } | null;
+  /** Calls between `begin` and `finish`; a stop waits for them so that their rows are written. */
+  readonly #open = new Set<CallTicket>();
+  #idle: (() => void) | null = null;
 
   constructor(options: {
     store: GatewayStore;
@@ -125,7 +128,22 @@ export class CallLedger {
       const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
       throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
     }
-    return { start, userId, keyId, reservations, startedAt: now, startedHr: process.hrtime.bigint(), pricing, finished: false };
+    const ticket: CallTicket = { start, userId, keyId, reservations, startedAt: now, startedHr: process.hrtime.bigint(), pricing, finished: false };
+    this.#open.add(ticket);
+    return ticket;
+  }
+
+  /** Resolves when every call begun so far has finished (its row handed to the recorder), or after `timeoutMs`. */
+  async whenIdle(timeoutMs: number): Promise<void> {
+    if (this.#open.size === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs).unref();
+      this.#idle = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.#idle = null;
   }
 
   /** Told about usage rows that could not be written (the gateway logs them). */
@@ -139,6 +157,7 @@ export class CallLedger {
   async finish(ticket: CallTicket, outcome: CallOutcome): Promise<void> {
     if (ticket.finished) return;
     ticket.finished = true;
+    this.#open.delete(ticket);
     const { start, pricing } = ticket;
     const cost = pricing
       ? Math.round(nanos(outcome.promptTokens, pricing.input_cost_per_million) + nanos(outcome.completionTokens, pricing.output_cost_per_million))
@@ -164,11 +183,14 @@ export class CallLedger {
       status_code: outcome.statusCode,
       duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6,
     };
+    // The row is queued synchronously here, so a stop that waits for idle and then drains the recorder writes it.
+    const recorded = this.#recorder.record(
+      row,
+      ticket.reservations.map((r) => ({ budget_id: r.budget_id, reserved_nanos: r.amount, actual_nanos: cost })),
+    );
+    if (this.#open.size === 0) this.#idle?.();
     try {
-      await this.#recorder.record(
-        row,
-        ticket.reservations.map((r) => ({ budget_id: r.budget_id, reserved_nanos: r.amount, actual_nanos: cost })),
-      );
+      await recorded;
     } catch (error) {
       // The provider has answered (and been paid); the client still gets the answer. The failure is visible in
       // the logs and metrics.

@@ -1,7 +1,9 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
-import { sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { startGateway } from '../../src/gateway/gateway.ts';
+import { openStore } from '../../src/gateway/storage/index.ts';
+import { MASTER_KEY, sqliteBackend, startTestGateway, testConfig, type TestGateway } from './helpers/gateway.ts';
 
 const backend = sqliteBackend();
 let fake: FakeOpenAi;
@@ -48,4 +50,30 @@ it('a provider that does not answer within upstream_timeout_seconds is a 504, re
   expect(Date.now() - started).toBeLessThan(4000);
   const usage = (await gateway.call('GET', `/v1/keys/${key.id}/usage`)).json;
   expect(usage.data[0]).toMatchObject({ status: 'error', status_code: 504 });
+});
+
+it('closing the gateway cuts a stream that does not end within the grace period, and still records it', async () => {
+  const url = await backend.newDatabaseUrl();
+  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.url } } }), { version: 't', closeGraceMs: 300 });
+  await fetch(`${own.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'u', alias: 'U' }) });
+  const response = await fetch(`${own.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'x-request-id': 'stuck-stream' },
+    body: JSON.stringify({ model: 'openai:slow-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true, user: 'u' }),
+  });
+  const reader = response.body!.getReader();
+  await reader.read();
+  const started = Date.now();
+  await own.close();
+  expect(Date.now() - started).toBeLessThan(10_000);
+  // The connection was cut: the body ends with an error (or, at best, ends).
+  const rest = await reader.read().catch((error: unknown) => error);
+  expect(rest instanceof Error || (rest as { done: boolean }).done).toBe(true);
+  const store = openStore(url);
+  try {
+    const rows = await store.driver.all('SELECT status FROM usage WHERE request_id = ?', ['stuck-stream']);
+    expect(rows.map((row) => row.status)).toEqual(['cancelled']);
+  } finally {
+    await store.close();
+  }
 });
