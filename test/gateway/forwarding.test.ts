@@ -323,6 +323,25 @@ describe.each(backends)('forwarding on $name', (backend) => {
     expect(metrics).toMatch(/gateway_budget_rejections_total\{scope="key"\} (\d+)/);
   });
 
+  it.skipIf(backend.skipReason)("a key's own budget and its owner's both apply; a refusal by one gives the other's hold back", async () => {
+    const keyBudget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 100 } })).json;
+    const userBudget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0 } })).json;
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'erin', alias: 'Erin', budget_id: userBudget.budget_id } });
+    const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'erin', user_id: 'erin', budget_id: keyBudget.budget_id } })).json;
+    const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const refused = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
+    expect(refused).toMatchObject({ status: 403, code: 'budget_exceeded' });
+    expect(refused.message).toContain(`user "erin"`);
+    expect((await gateway.call('GET', `/v1/budgets/${keyBudget.budget_id}`)).json).toMatchObject({ reserved: 0, spend: 0 });
+    // Raising the owner's limit lets the key spend, and both budgets are charged.
+    await gateway.call('PATCH', `/v1/budgets/${userBudget.budget_id}`, { body: { max_budget: 1 } });
+    await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], max_tokens: COMPLETION_TOKENS });
+    const [forKey, forUser] = await Promise.all([keyBudget, userBudget].map(async (b) => (await gateway.call('GET', `/v1/budgets/${b.budget_id}`)).json));
+    expect(forKey).toMatchObject({ reserved: 0 });
+    expect(forKey.spend).toBeCloseTo(0.02, 10);
+    expect(forUser.spend).toBeCloseTo(0.02, 10);
+  });
+
   it.skipIf(backend.skipReason)("a user's periodic budget resets on time; the key owner's budget applies to the key", async () => {
     const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.02, reset_every_seconds: 3 } })).json;
     await gateway.call('POST', '/v1/users', { body: { user_id: 'dave', alias: 'Dave', budget_id: budget.budget_id } });
