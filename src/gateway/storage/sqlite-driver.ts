@@ -41,13 +41,13 @@ export class SqliteDriver implements SqlDriver {
 
   async transaction(statements: Statement[]): Promise<number[]> {
     // Synchronous from BEGIN to COMMIT: no other request's statement can land inside this transaction.
-    this.#db.exec('BEGIN IMMEDIATE');
+    this.#prepare('BEGIN IMMEDIATE').run();
     try {
       const changes = statements.map(({ sql, params }) => Number(this.#prepare(sql).run(...params).changes));
-      this.#db.exec('COMMIT');
+      this.#prepare('COMMIT').run();
       return changes;
     } catch (error) {
-      this.#db.exec('ROLLBACK');
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
       throw error;
     }
   }
