@@ -47,13 +47,16 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   // JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser('text/plain');
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: they run on every request, and an async hook costs a promise each time.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     context.metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     context.metrics.latency.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    done();
   });
 
   app.setErrorHandler((error, request, reply) => {
