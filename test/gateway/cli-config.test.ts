@@ -77,6 +77,23 @@ describe('encoder gateway serve refuses to start without a usable configuration'
     }
   });
 
+  it('an unreachable database or an unusable file is exit code 2 with the password masked', async () => {
+    const saved = process.env.GATEWAY_MASTER_KEY;
+    process.env.GATEWAY_MASTER_KEY = 'k'.repeat(40);
+    try {
+      const postgres = await runCliCaptured(['gateway', 'serve', '--port', '0', '--database-url', 'postgres://u:secretpw@127.0.0.1:1/db']);
+      expect(postgres.code).toBe(2);
+      expect(postgres.stderr).toContain('cannot start the gateway (postgres://u:***@127.0.0.1:1/db)');
+      expect(postgres.stderr).not.toContain('secretpw');
+      const sqlite = await runCliCaptured(['gateway', 'serve', '--port', '0', '--database-url', `sqlite:${path.join(dir, 'missing', 'x.db')}`]);
+      expect(sqlite.code).toBe(2);
+      expect(sqlite.stderr).toContain('cannot open SQLite database');
+    } finally {
+      if (saved === undefined) delete process.env.GATEWAY_MASTER_KEY;
+      else process.env.GATEWAY_MASTER_KEY = saved;
+    }
+  });
+
   it('an unset ${VARIABLE} in the configuration is an error naming it and where it is used', async () => {
     const config = file('unset.yaml', 'master_key: ${GATEWAY_TEST_SURELY_UNSET}\n');
     const result = await runCliCaptured(['gateway', 'serve', '--config', config]);
