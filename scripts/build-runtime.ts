@@ -161,8 +161,10 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
     main: bundle,
     output: blob,
     disableExperimentalSEAWarning: true,
-    // code cache and snapshots are specific to the platform that made them; blobs here serve other targets too
-    useCodeCache: false,
+    // V8's code cache is specific to the V8 build and CPU that made it: only the host's own target gets one (it saves
+    // compiling the whole bundle at every start, measured in docs/benchmarks.md); other targets compile at start.
+    // Snapshots would need the program to be snapshot-safe at build time; off.
+    useCodeCache: target === hostTarget(),
     useSnapshot: false,
     assets: nativeAssets(platform, workDir),
   };

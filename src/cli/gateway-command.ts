@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
-import { generateMasterKey, GatewayConfigError, loadGatewayConfig, openStore, redactUrl, startGateway, type GatewayConfig } from '../gateway/index.ts';
+import type { GatewayConfig } from '../gateway/index.ts';
 import { parsePort } from './arguments.ts';
 import { RUNTIME_VERSION, type CliIo } from './program.ts';
 
@@ -12,8 +12,15 @@ interface ServeOptions {
   masterKey?: string;
 }
 
+/**
+ * The gateway (Hub and every vendor SDK, pg, node:sqlite) loads only when a gateway command runs: the same
+ * executable serves models, whose start-up must not pay for it.
+ */
+const loadGateway = () => import('../gateway/index.ts');
+
 /** Configuration problems leave as ConfigError: the program prints them and exits with 2. */
-function load(options: ServeOptions, requireMasterKey: boolean): GatewayConfig {
+async function load(options: ServeOptions, requireMasterKey: boolean): Promise<GatewayConfig> {
+  const { GatewayConfigError, loadGatewayConfig } = await loadGateway();
   try {
     return loadGatewayConfig(options, process.env, { requireMasterKey });
   } catch (error) {
@@ -35,7 +42,8 @@ export function registerGatewayCommand(program: Command, io: CliIo): void {
     .option('--database-url <url>', 'sqlite:<file> (default sqlite:gateway.db) or postgres://user:password@host:port/database')
     .option('--master-key <key>', 'master key (default: GATEWAY_MASTER_KEY, then master_key in the configuration)')
     .action(async (options: ServeOptions) => {
-      const config = load(options, true);
+      const { GatewayConfigError, redactUrl, startGateway } = await loadGateway();
+      const config = await load(options, true);
       for (const warning of config.warnings) io.stderr(`warning: ${warning}\n`);
       let running;
       try {
@@ -64,7 +72,8 @@ export function registerGatewayCommand(program: Command, io: CliIo): void {
   gateway
     .command('keygen')
     .description('Print a new master key: 32 random bytes from a secure generator, URL-safe base64')
-    .action(() => {
+    .action(async () => {
+      const { generateMasterKey } = await loadGateway();
       io.stdout(`${generateMasterKey()}\n`);
     });
 
@@ -74,7 +83,8 @@ export function registerGatewayCommand(program: Command, io: CliIo): void {
     .option('-c, --config <file>', 'gateway configuration (for database_url)')
     .option('--database-url <url>', 'sqlite:<file> or postgres://…')
     .action(async (options: ServeOptions) => {
-      const config = load(options, false);
+      const { GatewayConfigError, openStore, redactUrl } = await loadGateway();
+      const config = await load(options, false);
       let store;
       try {
         store = openStore(config.databaseUrl);

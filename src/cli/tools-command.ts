@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
-import { startToolServer, ToolsConfigError, type RunningToolServer } from '../tools/index.ts';
+import type { RunningToolServer } from '../tools/index.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 
 interface ToolsServeOptions {
@@ -25,6 +25,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
     .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
     .option('--addr <host:port>', 'address to listen on', parseAddr, parseAddr('0.0.0.0:8090'))
     .action(async (options: ToolsServeOptions) => {
+      // loaded only when the tool server runs: the same executable serves models, whose start-up must not pay for it
+      const { startToolServer, ToolsConfigError } = await import('../tools/index.ts');
       const log = (line: string) => io.stderr(`${line}\n`);
       let server: RunningToolServer;
       try {
