@@ -41,11 +41,6 @@ function residentKiB(pid: number): number {
   return match ? Number(match[1]) : Number.NaN;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
 warnIfNoBaseRuntime('load test');
 describe.skipIf(!hasBaseRuntime())('load over HTTP and gRPC together', () => {
   const work = mkdtempSync(path.join(os.tmpdir(), 'e2e-load-'));
@@ -119,10 +114,14 @@ describe.skipIf(!hasBaseRuntime())('load over HTTP and gRPC together', () => {
     const invalidOf = (count: number) => Array.from({ length: count }, (_, n) => requestFor(n)).filter((r) => !r.valid).length;
     expect(Object.fromEntries(warmUpOutcomes)).toEqual({ 'valid-ok': WARM_UP - invalidOf(WARM_UP), 'invalid-rejected': invalidOf(WARM_UP) });
     expect(Object.fromEntries(outcomes)).toEqual({ 'valid-ok': REQUESTS - invalidOf(REQUESTS), 'invalid-rejected': invalidOf(REQUESTS) });
+    // Growth of the high-water mark between the halves. RSS saws up and down by ~45 MB every few seconds (V8's old
+    // generation filling, then a full collection giving pages back; measured with a 200 ms trace), so a median or a
+    // percentile moves by whichever half a drop falls in, and a half can end lower than it began. A leak raises the
+    // high-water mark; a drop is memory given back, not kept.
     const half = Math.floor(samples.length / 2);
-    const [first, second] = [median(samples.slice(0, half)), median(samples.slice(half))];
-    console.log(`load: ${REQUESTS} requests in ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)}/s); RSS median ${first} KiB then ${second} KiB`);
-    if (process.env.LOAD_TRACE) console.log(samples.filter((_, i) => i % 20 === 0).join(' '));
-    expect(Math.abs(second - first) / first).toBeLessThan(0.1);
+    const [first, second] = [Math.max(...samples.slice(0, half)), Math.max(...samples.slice(half))];
+    const trace = samples.filter((_, i) => i % 4 === 0).map((kib) => Math.round(kib / 1024)).join(' ');
+    console.log(`load: ${REQUESTS} requests in ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)}/s); RSS high-water ${first} KiB then ${second} KiB`);
+    expect((second - first) / first, `RSS (MiB, every 200 ms): ${trace}`).toBeLessThan(0.1);
   });
 });
