@@ -47,6 +47,7 @@ export function upstreamErrorOf(error: unknown, provider: string): GatewayError 
     headers?: unknown;
     message?: string;
     raw_message?: string;
+    error_type?: unknown;
     code?: unknown;
     param?: unknown;
   };
@@ -58,8 +59,8 @@ export function upstreamErrorOf(error: unknown, provider: string): GatewayError 
   if (name === 'RateLimitError' || status === 429) {
     return new GatewayError(429, 'rate_limit_error', 'upstream_rate_limited', message, { retryAfter: retryAfterOf(e) ?? 1, cause: error });
   }
-  // Hub reports its own per-attempt timeout as a ProviderError "Request timed out after N ms" (no status).
-  const hubTimeout = status === null && /^Request timed out\b/.test(e.raw_message ?? '');
+  // Hub reports its own per-attempt timeout as a ProviderError with error_type "timeout" (spec: timeouts → ProviderError).
+  const hubTimeout = name === 'ProviderError' && e.error_type === 'timeout';
   if (name === 'GatewayTimeoutError' || name === 'APIConnectionTimeoutError' || hubTimeout || status === 504 || status === 408) {
     return new GatewayError(504, 'timeout_error', 'upstream_timeout', message, { cause: error });
   }

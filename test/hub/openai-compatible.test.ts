@@ -437,6 +437,7 @@ describe('errors, retries, timeouts, abort', () => {
     const error = await failure(amessages({ ...opts, ...ask, timeout: 200 }));
     expect(error).toBeInstanceOf(ProviderError);
     expect((error as ProviderError).status_code).toBeNull();
+    expect((error as ProviderError).error_type).toBe('timeout');
     expect(String(error)).toContain('timed out after 200 ms');
     expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
   });

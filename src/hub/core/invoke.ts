@@ -75,7 +75,7 @@ function judge(
   const name = settings.provider.metadata.name;
   if (settings.signal?.aborted) return { throw: settings.signal.reason ?? error };
   if (attempt.timedOut()) {
-    return { throw: new ProviderError(`Request timed out after ${settings.timeout} ms`, error, name) };
+    return { throw: new ProviderError(`Request timed out after ${settings.timeout} ms`, error, name, { error_type: 'timeout' }) };
   }
   let hub: HubError | undefined;
   try {
