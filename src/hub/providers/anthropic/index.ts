@@ -1,56 +1,7 @@
-// Anthropic: the Messages format is native, so requests and events pass through the official SDK unchanged.
+// The Anthropic registry entry: static metadata; the SDK-backed implementation (./provider.ts) loads on first use.
 
-import Anthropic from '@anthropic-ai/sdk';
-import type { CallOptions, MessagesParams, MessagesStreamEvent, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
-import { providerMetadata } from '../shared/metadata.ts';
-import { incompleteStreamError } from '../../message-format/stream-builder.ts';
-import { anthropicBatches } from './batches.ts';
-import { anthropicErrorToHub } from './errors.ts';
+import type { ProviderDefinition } from '../../provider.ts';
+import { lazyDefinition } from '../shared/lazy.ts';
+import { metadata } from './metadata.ts';
 
-const ANTHROPIC_DEFAULT_API_BASE = 'https://api.anthropic.com';
-
-const metadata = providerMetadata({
-  name: 'anthropic',
-  env_key: 'ANTHROPIC_API_KEY',
-  doc_url: 'https://docs.anthropic.com/en/api/messages',
-  default_api_base: ANTHROPIC_DEFAULT_API_BASE,
-  streaming: true, messages: true, list_models: true, batch: true, reasoning: true, image: true,
-});
-
-function createAnthropic(options: ProviderOptions): Provider {
-  const client = new Anthropic({
-    apiKey: options.api_key ?? null,
-    baseURL: options.api_base ?? ANTHROPIC_DEFAULT_API_BASE,
-    // the Hub core owns retries and timeouts
-    maxRetries: 0,
-    ...(options.client_args as Partial<ConstructorParameters<typeof Anthropic>[0]>),
-  });
-  const request = (params: MessagesParams, call: CallOptions): MessagesParams => ({ ...params, ...call.extra });
-
-  return {
-    metadata,
-    async messages(params, call) {
-      return client.messages.create({ ...request(params, call), stream: false } as Anthropic.MessageCreateParamsNonStreaming, { signal: call.signal });
-    },
-    async *messagesStream(params, call): AsyncIterable<MessagesStreamEvent> {
-      const stream = await client.messages.create({ ...request(params, call), stream: true } as Anthropic.MessageCreateParamsStreaming, { signal: call.signal });
-      let stopped = false;
-      for await (const event of stream) {
-        if (event.type === 'message_stop') stopped = true;
-        yield event;
-      }
-      if (!stopped) throw incompleteStreamError(metadata.name);
-    },
-    async listModels(call): Promise<Model[]> {
-      const models: Model[] = [];
-      for await (const info of client.models.list({}, { signal: call.signal })) {
-        models.push({ id: info.id, object: 'model', created: Math.floor(Date.parse(info.created_at) / 1000), owned_by: 'anthropic' });
-      }
-      return models;
-    },
-    batches: anthropicBatches(client),
-    toHubError: (error) => anthropicErrorToHub(error, metadata.name),
-  };
-}
-
-export const anthropicProvider: ProviderDefinition = { metadata, create: createAnthropic };
+export const anthropicProvider: ProviderDefinition = lazyDefinition(metadata, () => import('./provider.ts').then((module) => module.createAnthropic));

@@ -5,23 +5,10 @@ import OpenAI from 'openai';
 import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../openai-chat/response-from-chat.ts';
 import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
-import { InvalidRequestError } from '../../errors.ts';
-import type { Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import type { Model, Provider, ProviderOptions } from '../../provider.ts';
 import { openAIBatches } from './batches.ts';
 import { openAIErrorToHub } from './errors.ts';
-import type { OpenAICompatibleService } from './services.ts';
-
-function baseAddress(service: OpenAICompatibleService, options: ProviderOptions): string {
-  if (options.api_base) return options.api_base;
-  if (service.azure) {
-    const endpoint = process.env.AZURE_OPENAI_ENDPOINT;
-    if (!endpoint) {
-      throw new InvalidRequestError('Pass api_base or set AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)', null, service.metadata.name);
-    }
-    return `${endpoint.replace(/\/+$/, '')}/openai/v1`;
-  }
-  return service.metadata.default_api_base ?? '';
-}
+import { baseAddress, type OpenAICompatibleService } from './services.ts';
 
 function createClient(service: OpenAICompatibleService, options: ProviderOptions): OpenAI {
   return new OpenAI({
@@ -36,7 +23,7 @@ function createClient(service: OpenAICompatibleService, options: ProviderOptions
   });
 }
 
-function createOpenAICompatible(service: OpenAICompatibleService, options: ProviderOptions): Provider {
+export function createOpenAICompatible(service: OpenAICompatibleService, options: ProviderOptions): Provider {
   const name = service.metadata.name;
   const client = createClient(service, options);
   const dialect: ChatDialect = { provider_name: name, ...service.dialect };
@@ -85,8 +72,4 @@ function createOpenAICompatible(service: OpenAICompatibleService, options: Provi
     ...(service.metadata.batch ? { batches: openAIBatches(client, name) } : {}),
     toHubError: (error) => openAIErrorToHub(error, name),
   };
-}
-
-export function openAICompatibleDefinition(service: OpenAICompatibleService): ProviderDefinition {
-  return { metadata: service.metadata, create: (options) => createOpenAICompatible(service, options) };
 }

@@ -2,7 +2,8 @@
 // variable and what each service's chat dialect accepts. Capability flags follow each vendor's documentation.
 
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
-import type { ProviderMetadata } from '../../provider.ts';
+import { InvalidRequestError } from '../../errors.ts';
+import type { ProviderMetadata, ProviderOptions } from '../../provider.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 
 export interface OpenAICompatibleService {
@@ -91,3 +92,16 @@ export const OPENAI_COMPATIBLE_SERVICES: readonly OpenAICompatibleService[] = [
   service({ name: 'vllm', env_key: 'VLLM_API_KEY', base: 'http://localhost:8000/v1', doc_url: 'https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html', ...local, reasoning: true }),
   service({ name: 'xai', env_key: 'XAI_API_KEY', base: 'https://api.x.ai/v1', doc_url: 'https://docs.x.ai/docs/api-reference', responses: true, reasoning: true, image: true, user: true }),
 ];
+
+/** The base address of a client: api_base, else Azure's from AZURE_OPENAI_ENDPOINT, else the service's default. */
+export function baseAddress(service: OpenAICompatibleService, options: ProviderOptions): string {
+  if (options.api_base) return options.api_base;
+  if (service.azure) {
+    const endpoint = process.env.AZURE_OPENAI_ENDPOINT;
+    if (!endpoint) {
+      throw new InvalidRequestError('Pass api_base or set AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)', null, service.metadata.name);
+    }
+    return `${endpoint.replace(/\/+$/, '')}/openai/v1`;
+  }
+  return service.metadata.default_api_base ?? '';
+}

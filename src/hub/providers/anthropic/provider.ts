@@ -1,0 +1,44 @@
+// Anthropic: the Messages format is native, so requests and events pass through the official SDK unchanged.
+
+import Anthropic from '@anthropic-ai/sdk';
+import type { CallOptions, MessagesParams, MessagesStreamEvent, Model, Provider, ProviderOptions } from '../../provider.ts';
+import { incompleteStreamError } from '../../message-format/stream-builder.ts';
+import { anthropicBatches } from './batches.ts';
+import { anthropicErrorToHub } from './errors.ts';
+import { ANTHROPIC_DEFAULT_API_BASE, metadata } from './metadata.ts';
+
+export function createAnthropic(options: ProviderOptions): Provider {
+  const client = new Anthropic({
+    apiKey: options.api_key ?? null,
+    baseURL: options.api_base ?? ANTHROPIC_DEFAULT_API_BASE,
+    // the Hub core owns retries and timeouts
+    maxRetries: 0,
+    ...(options.client_args as Partial<ConstructorParameters<typeof Anthropic>[0]>),
+  });
+  const request = (params: MessagesParams, call: CallOptions): MessagesParams => ({ ...params, ...call.extra });
+
+  return {
+    metadata,
+    async messages(params, call) {
+      return client.messages.create({ ...request(params, call), stream: false } as Anthropic.MessageCreateParamsNonStreaming, { signal: call.signal });
+    },
+    async *messagesStream(params, call): AsyncIterable<MessagesStreamEvent> {
+      const stream = await client.messages.create({ ...request(params, call), stream: true } as Anthropic.MessageCreateParamsStreaming, { signal: call.signal });
+      let stopped = false;
+      for await (const event of stream) {
+        if (event.type === 'message_stop') stopped = true;
+        yield event;
+      }
+      if (!stopped) throw incompleteStreamError(metadata.name);
+    },
+    async listModels(call): Promise<Model[]> {
+      const models: Model[] = [];
+      for await (const info of client.models.list({}, { signal: call.signal })) {
+        models.push({ id: info.id, object: 'model', created: Math.floor(Date.parse(info.created_at) / 1000), owned_by: 'anthropic' });
+      }
+      return models;
+    },
+    batches: anthropicBatches(client),
+    toHubError: (error) => anthropicErrorToHub(error, metadata.name),
+  };
+}
