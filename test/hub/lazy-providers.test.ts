@@ -21,6 +21,7 @@ import { createMistral } from '../../src/hub/providers/mistral/provider.ts';
 import { createOllama } from '../../src/hub/providers/ollama/provider.ts';
 import { createOpenAICompatible } from '../../src/hub/providers/openai/provider.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/services.ts';
+import { invoke } from '../../src/hub/core/invoke.ts';
 import { lazyDefinition } from '../../src/hub/providers/shared/lazy.ts';
 import { providerMetadata } from '../../src/hub/providers/shared/metadata.ts';
 import { startMistralFake } from './fakes/mistral.ts';
@@ -188,6 +189,27 @@ describe('the lazy-loading wrapper', () => {
       break;
     }
     expect(impl.state.streamClosed).toBe(true);
+  });
+
+  it('loads before the first attempt: a load slower than the timeout does not time the call out', async () => {
+    const impl = fakeImplementation();
+    let loads = 0;
+    const provider = lazyDefinition(metadata, async () => {
+      loads++;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return () => ({ ...impl.create(), messages: async (_params, { signal }) => (signal?.throwIfAborted(), answer) });
+    }).create({});
+    const settings = { provider, max_retries: 0, timeout: 100, unified: true, extra: {} };
+    expect(await invoke(settings, (callOptions) => provider.messages(params, callOptions))).toBe(answer);
+    expect(loads).toBe(1);
+  });
+
+  it('a failed load still fails the call with the load’s error, through the core', async () => {
+    const provider = lazyDefinition(metadata, async () => {
+      throw new Error('Cannot find package');
+    }).create({});
+    const settings = { provider, max_retries: 2, timeout: 10_000, unified: true, extra: {} };
+    expect(await failureOf(invoke(settings, (callOptions) => provider.messages(params, callOptions)))).toMatchObject({ message: 'Cannot find package' });
   });
 
   it('raises a missing Azure endpoint at Hub.create, before anything is loaded, as before', () => {

@@ -3,6 +3,7 @@
 
 import { HubError, ProviderError, RateLimitError } from '../errors.ts';
 import type { CallOptions, Provider } from '../provider.ts';
+import { whenLoaded } from '../providers/shared/lazy.ts';
 import { redact } from './credentials.ts';
 
 /** Statuses retried by default. */
@@ -143,7 +144,20 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/**
+ * Loads a lazily loaded provider before the first attempt, so the timeout bounds the call and not the SDK's load. A
+ * failed load is left to the first attempt, which loads again and reports the failure like any other.
+ */
+async function loaded(provider: Provider): Promise<void> {
+  try {
+    await whenLoaded(provider);
+  } catch {
+    // raised again by the attempt
+  }
+}
+
 export async function invoke<T>(settings: InvokeSettings, operation: (call: CallOptions) => Promise<T>): Promise<T> {
+  await loaded(settings.provider);
   for (let attemptNumber = 0; ; attemptNumber++) {
     if (settings.signal?.aborted) throw settings.signal.reason;
     const attempt = startAttempt(settings);
@@ -167,6 +181,7 @@ export async function* invokeStream<T>(
   settings: InvokeSettings,
   operation: (call: CallOptions) => AsyncIterable<T>,
 ): AsyncGenerator<T> {
+  await loaded(settings.provider);
   for (let attemptNumber = 0; ; attemptNumber++) {
     if (settings.signal?.aborted) throw settings.signal.reason;
     const attempt = startAttempt(settings);

@@ -33,6 +33,17 @@ export function onceLoader<T>(load: () => Promise<T>): () => Promise<T> {
  * implementation agrees. toHubError delegates to the real provider once it exists; before that nothing vendor-
  * specific can have been raised (only a failed import or constructor), so it maps nothing.
  */
+/** The lazy providers and how to load each; read by the core through whenLoaded. */
+const pendingLoads = new WeakMap<Provider, () => Promise<Provider>>();
+
+/**
+ * Resolves when a lazy provider's implementation is loaded (undefined for any other provider). The core awaits it
+ * before a call's first attempt so that loading an SDK (up to ~1 s) does not count against the call's timeout.
+ */
+export function whenLoaded(provider: Provider): Promise<unknown> | undefined {
+  return pendingLoads.get(provider)?.();
+}
+
 export function lazyProvider(metadata: ProviderMetadata, createReal: () => Promise<Provider>): Provider {
   let real: Provider | undefined;
   let creating: Promise<Provider> | undefined;
@@ -55,7 +66,7 @@ export function lazyProvider(metadata: ProviderMetadata, createReal: () => Promi
     results: async (id, call) => (await provider()).batches!.results(id, call),
   };
 
-  return {
+  const lazy: Provider = {
     metadata,
     messages: async (params, call) => (await provider()).messages(params, call),
     async *messagesStream(params, call) {
@@ -82,6 +93,8 @@ export function lazyProvider(metadata: ProviderMetadata, createReal: () => Promi
     ...(metadata.batch ? { batches } : {}),
     toHubError: (error) => real?.toHubError(error),
   };
+  pendingLoads.set(lazy, provider);
+  return lazy;
 }
 
 /** A registry entry whose `create` returns a lazyProvider; the module is loaded once per process. */
