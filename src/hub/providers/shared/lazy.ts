@@ -1,9 +1,10 @@
 // Providers whose vendor SDK loads on first use. Importing the Hub then costs only the registry's static metadata;
 // a process pays for an SDK (up to 700 ms and 120 MiB for @mistralai/mistralai) only when it calls that provider.
 //
-// A provider folder keeps its metadata in index.ts and its SDK-backed implementation in provider.ts, loaded with
-// `lazyDefinition(metadata, () => import('./provider.ts').then((m) => m.create…))`. The import path must be a
-// string literal: esbuild then bundles the module and loads it lazily (computed paths are not bundled).
+// A provider folder keeps its metadata in metadata.ts, its SDK-backed implementation in provider.ts, and in
+// index.ts the registry entry `lazyDefinition(metadata, () => import('./provider.ts').then((m) => m.create…))`.
+// The import path must be a string literal: esbuild then bundles the module and loads it lazily (computed paths
+// are not bundled).
 
 import type { BatchOperations, Provider, ProviderDefinition, ProviderMetadata, ProviderOptions } from '../../provider.ts';
 
@@ -25,14 +26,6 @@ export function onceLoader<T>(load: () => Promise<T>): () => Promise<T> {
   };
 }
 
-/**
- * A Provider that loads and creates the real one on its first call. The optional members exist exactly when the
- * metadata flag says so (completion/completionStream ← completion, responses/responsesStream ← responses,
- * embedding ← embedding, listModels ← list_models, batches ← batch), because the core decides what a provider can
- * do by their presence before anything is loaded; test/hub/lazy-providers.test.ts checks that every real
- * implementation agrees. toHubError delegates to the real provider once it exists; before that nothing vendor-
- * specific can have been raised (only a failed import or constructor), so it maps nothing.
- */
 /** The lazy providers and how to load each; read by the core through whenLoaded. */
 const pendingLoads = new WeakMap<Provider, () => Promise<Provider>>();
 
@@ -44,6 +37,14 @@ export function whenLoaded(provider: Provider): Promise<unknown> | undefined {
   return pendingLoads.get(provider)?.();
 }
 
+/**
+ * A Provider that loads and creates the real one on its first call. The optional members exist exactly when the
+ * metadata flag says so (completion/completionStream ← completion, responses/responsesStream ← responses,
+ * embedding ← embedding, listModels ← list_models, batches ← batch), because the core decides what a provider can
+ * do by their presence before anything is loaded; test/hub/lazy-providers.test.ts checks that every real
+ * implementation agrees. toHubError delegates to the real provider once it exists; before that nothing vendor-
+ * specific can have been raised (only a failed import or constructor), so it maps nothing.
+ */
 export function lazyProvider(metadata: ProviderMetadata, createReal: () => Promise<Provider>): Provider {
   let real: Provider | undefined;
   let creating: Promise<Provider> | undefined;
