@@ -1,4 +1,4 @@
-import { execFile, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { hostTarget, type Target } from '../../src/builder/targets.ts';
@@ -54,5 +54,54 @@ export function runExecutableAsync(
       { encoding: 'utf8', env: executableEnv(options), timeout: 120_000, maxBuffer: 2 ** 28 },
       (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
+  });
+}
+
+/** A long-running executable (a server) and what it printed on stderr. */
+export interface ListeningExecutable {
+  child: ChildProcess;
+  /** The first group of the pattern that told it is listening, e.g. its address. */
+  address: string;
+  stderr(): string;
+  /** SIGTERM, then SIGKILL after 20 s; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `file args` with the minimal environment and resolves once its stderr matches `listening` (whose first
+ * group is the address); rejects if it exits first or prints nothing matching within 60 s.
+ */
+export function startListening(
+  file: string,
+  args: string[],
+  options: { cacheDir: string; env?: NodeJS.ProcessEnv },
+  listening: RegExp,
+): Promise<ListeningExecutable> {
+  const child = spawn(file, args, { env: executableEnv(options), stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const stop = () => {
+    if (child.exitCode !== null || child.signalCode !== null) return exited;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.kill('SIGTERM');
+    return exited.finally(() => clearTimeout(timer));
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${path.basename(file)} ${args.join(' ')}: not listening within 60 s; stderr:\n${stderr}`));
+    }, 60_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = listening.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, address: match[1], stderr: () => stderr, stop });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${path.basename(file)} ${args.join(' ')}: exited with ${code} before listening; stderr:\n${stderr}`));
+    });
   });
 }

@@ -1,13 +1,10 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { hostTarget } from '../../src/builder/targets.ts';
-import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
+import { installedSwaggerUiFile, repositoryProtoText } from '../../src/cli/installed-files.ts';
 import { runCli, type CliContext } from '../../src/cli/program.ts';
-import { repoRoot } from './shared-fixtures.ts';
 
 /** What src/cli/main.ts gives the command line when it runs from source. */
 export const sourceContext: CliContext = {
-  protoText: () => readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8'),
+  protoText: repositoryProtoText,
   swaggerUiFiles: installedSwaggerUiFile,
   target: hostTarget(),
 };
