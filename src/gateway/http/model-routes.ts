@@ -54,15 +54,24 @@ const SSE_HEADERS = {
 export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { ledger, upstream } = context;
 
+  /**
+   * A call that failed before anything was answered: its usage row (no tokens; `cancelled` when the client went
+   * away, given the signal), and the error to answer with.
+   */
+  async function failedCall(ticket: CallTicket, error: unknown, signal?: AbortSignal): Promise<GatewayError> {
+    const failure = upstreamErrorOf(error, ticket.start.provider);
+    const cancelled = signal?.aborted === true;
+    await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: cancelled ? 499 : failure.status, promptTokens: 0, completionTokens: 0 });
+    return failure;
+  }
+
   /** Runs one non-streaming call between its reservation and its usage row; the row is committed before the reply. */
   async function around<T>(ticket: CallTicket, signal: AbortSignal, run: () => Promise<T>, usage: (result: T) => { prompt: number; completion: number }): Promise<T> {
     let result: T;
     try {
       result = await run();
     } catch (error) {
-      const failure = upstreamErrorOf(error, ticket.start.provider);
-      await ledger.finish(ticket, { status: signal.aborted ? 'cancelled' : 'error', statusCode: signal.aborted ? 499 : failure.status, promptTokens: 0, completionTokens: 0 });
-      throw failure;
+      throw await failedCall(ticket, error, signal);
     }
     const { prompt, completion } = usage(result);
     await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens: prompt, completionTokens: completion });
@@ -110,9 +119,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     try {
       stream = await upstream.chatStream(provider, model, { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } }, controller.signal);
     } catch (error) {
-      const failure = upstreamErrorOf(error, provider);
-      await ledger.finish(ticket, { status: 'error', statusCode: failure.status, promptTokens: 0, completionTokens: 0 });
-      throw failure;
+      throw await failedCall(ticket, error);
     }
     let promptTokens = 0;
     let completionTokens = 0;
@@ -221,9 +228,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     try {
       stream = await upstream.messagesStream(provider, model, forwarded, controller.signal);
     } catch (error) {
-      const failure = upstreamErrorOf(error, provider);
-      await ledger.finish(ticket, { status: 'error', statusCode: failure.status, promptTokens: 0, completionTokens: 0 });
-      throw failure;
+      throw await failedCall(ticket, error);
     }
     let inputTokens = 0;
     let outputTokens = 0;
@@ -286,5 +291,4 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       }
     }
   }
-
 }
