@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ToolsError } from '../errors.ts';
 import type { Upstreams } from '../upstreams.ts';
-import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFiles } from './docs-page.ts';
+import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFile, type SwaggerUiFiles } from './docs-page.ts';
 import { toolsOpenApiDocument } from './openapi.ts';
 import { problemOf, schemaUrl, sendProblem } from './problem.ts';
 import { COMPONENT_SCHEMAS, standaloneSchema } from './schemas.ts';
@@ -77,12 +77,20 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
   const openApiJson = JSON.stringify(toolsOpenApiDocument(options.version));
   app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
   app.get('/docs', (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
+  // read once (1.7 MB from a file or the SEA blob), then served from memory
+  const swaggerUi = new Map<SwaggerUiFile, Buffer>();
   app.get<{ Params: { file: string } }>('/docs/:file', (request, reply) => {
     const { file } = request.params;
     if (!isSwaggerUiFile(file)) {
       return sendProblem(request, reply, { status: 404, detail: `no file "${file}" (files: ${SWAGGER_UI_FILES.join(', ')})` });
     }
-    return reply.type(SWAGGER_UI_TYPES[file]).header('cache-control', 'public, max-age=86400').send(Buffer.from(options.swaggerUiFiles(file)));
+    let content = swaggerUi.get(file);
+    if (!content) {
+      const bytes = options.swaggerUiFiles(file);
+      content = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      swaggerUi.set(file, content);
+    }
+    return reply.type(SWAGGER_UI_TYPES[file]).header('cache-control', 'public, max-age=86400').send(content);
   });
   app.get<{ Params: { file: string } }>('/schemas/:file', (request, reply) => {
     const name = request.params.file.replace(/\.json$/, '');
