@@ -102,7 +102,7 @@ describe.skipIf(!hasBaseRuntime())('load over HTTP and gRPC together', () => {
     total = WARM_UP;
     const warmUpTail: number[] = [];
     const sampleTail = setInterval(() => {
-      if (next >= WARM_UP - WARM_UP_TAIL) warmUpTail.push(residentKiB(served.process.pid!));
+      if (next >= WARM_UP - WARM_UP_TAIL) warmUpTail.push(residentKiB(served.child.pid!));
     }, 50);
     await runAll();
     clearInterval(sampleTail);
@@ -110,7 +110,7 @@ describe.skipIf(!hasBaseRuntime())('load over HTTP and gRPC together', () => {
     outcomes.clear();
     next = 0;
     total = REQUESTS;
-    const sampler = setInterval(() => samples.push(residentKiB(served.process.pid!)), 50);
+    const sampler = setInterval(() => samples.push(residentKiB(served.child.pid!)), 50);
     const started = performance.now();
     await runAll();
     const seconds = (performance.now() - started) / 1000;

@@ -86,10 +86,10 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
       });
 
       it('names the model, the addresses and the batching settings at start-up', () => {
-        expect(served.banner).toContain(`serving served-${modelType} (${modelType})`);
+        expect(served.stderr()).toContain(`serving served-${modelType} (${modelType})`);
         expect(served.httpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
         expect(served.grpcAddress).toMatch(/^127\.0\.0\.1:\d+$/);
-        expect(served.banner).toMatch(/batching: up to \d+ tokens per onnxruntime run, waiting up to [\d.]+ ms/);
+        expect(served.stderr()).toMatch(/batching: up to \d+ tokens per onnxruntime run, waiting up to [\d.]+ ms/);
       });
 
       it('answers the same over HTTP, gRPC and MCP', async () => {
@@ -171,11 +171,11 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
     const inputs = Array.from({ length: 200 }, (_, i) => `request number ${i} with a few words`);
     const inFlight = postPredict(served, { inputs, normalize: true });
     await new Promise((resolve) => setTimeout(resolve, 20));
-    served.process.kill('SIGTERM');
+    const exited = served.stop(); // SIGTERM
     const response = await inFlight;
     expect(response.status).toBe(200);
     expect(((await response.json()) as { results: unknown[] }).results).toHaveLength(200);
-    expect(await served.exited).toBe(0);
+    expect(await exited).toBe(0);
     await expect(fetch(`${served.httpUrl}/health`)).rejects.toThrow();
   });
 

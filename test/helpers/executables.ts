@@ -60,7 +60,7 @@ export function runExecutableAsync(
 /** A long-running executable (a server) and what it printed on stderr. */
 export interface ListeningExecutable {
   child: ChildProcess;
-  /** The first group of the pattern that told it is listening, e.g. its address. */
+  /** The first group of the pattern that told it is listening, e.g. its address ('' when the pattern has none). */
   address: string;
   stderr(): string;
   /** SIGTERM, then SIGKILL after 20 s; resolves with the exit code. */
@@ -96,7 +96,7 @@ export function startListening(
       const match = listening.exec(stderr);
       if (match) {
         clearTimeout(timer);
-        resolve({ child, address: match[1], stderr: () => stderr, stop });
+        resolve({ child, address: match[1] ?? '', stderr: () => stderr, stop });
       }
     });
     void exited.then((code) => {

@@ -1,58 +1,23 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { executableEnv } from './executables.ts';
+import { startListening, type ListeningExecutable } from './executables.ts';
 import { repoRoot } from './shared-fixtures.ts';
 
-/** A model executable running `serve` on loopback ports chosen by the system, and real clients for it. */
-export interface ServedModel {
-  process: ChildProcess;
+/** A model executable running `serve` on loopback ports chosen by the system; `stderr()` holds its banner. */
+export interface ServedModel extends ListeningExecutable {
   httpUrl: string;
   grpcAddress: string;
-  banner: string;
-  /** Resolves with the exit code once the process has ended. */
-  exited: Promise<number | null>;
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Starts `serve` with both front ends on 127.0.0.1, ports 0, and resolves once the banner's last line is out. */
 export async function serveModel(executable: string, options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
-  const child = spawn(
-    executable,
-    ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', ...(options.args ?? [])],
-    { env: executableEnv(options), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let banner = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start within 60 s: ${banner}`)), 60_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      banner += chunk.toString();
-      if (/batching: .*\n/.test(banner)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}: ${banner}`));
-    });
-  });
-  const httpUrl = /HTTP +(http:\/\/\S+)/.exec(banner)?.[1] ?? '';
-  const grpcAddress = /gRPC +(\S+)/.exec(banner)?.[1] ?? '';
-  return {
-    process: child,
-    httpUrl,
-    grpcAddress,
-    banner,
-    exited,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null) child.kill(signal);
-      return exited;
-    },
-  };
+  const args = ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', ...(options.args ?? [])];
+  const served = await startListening(executable, args, options, /batching: .*\n/);
+  const banner = served.stderr();
+  return { ...served, httpUrl: /HTTP +(http:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };
 }
 
 const packageDefinition = protoLoader.loadSync(path.join(repoRoot, 'proto', 'encoder.proto'), {
