@@ -14,7 +14,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startFakeOpenAi } from '../test/gateway/helpers/fake-openai.ts';
+import { FakeOpenAIProcess } from '../test/hub/fakes/openai-compatible-process.ts';
 import { startPostgres } from '../test/gateway/helpers/postgres.ts';
 import { ms, printTable } from './measure.ts';
 
@@ -28,14 +28,7 @@ const option = (name: string) => {
   return at === -1 ? undefined : args[at + 1];
 };
 
-// Child role: the fake provider in its own process, printing its URL.
-if (args[0] === '--fake-provider') {
-  const fake = await startFakeOpenAi({ record: false });
-  process.stdout.write(`${fake.url}\n`);
-  process.on('SIGTERM', () => void fake.close().then(() => process.exit(0)));
-} else {
-  await main();
-}
+await main();
 
 interface Measurement {
   rps: number;
@@ -91,19 +84,6 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
   return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors };
 }
 
-async function startFakeProvider(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(nodeBin, [fileURLToPath(import.meta.url), '--fake-provider'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('\n')) resolve(out.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`fake provider exited with ${code}`)));
-  });
-  return { url, child };
-}
-
 async function startGatewayProcess(databaseUrl: string, providerUrl: string, dir: string): Promise<{ url: string; child: ChildProcess }> {
   const config = path.join(dir, 'gateway.yaml');
   writeFileSync(
@@ -156,11 +136,12 @@ async function main(): Promise<void> {
   const seconds = Number(option('--seconds') ?? 4);
   const only = option('--only');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-bench-'));
-  const provider = await startFakeProvider();
-  const cleanups: (() => Promise<void> | void)[] = [() => void provider.child.kill('SIGTERM'), () => rmSync(dir, { recursive: true, force: true })];
+  // Keeps no requests: the benchmark sends hundreds of thousands.
+  const provider = await FakeOpenAIProcess.start({ record: false });
+  const cleanups: (() => Promise<void> | void)[] = [() => provider.close(), () => rmSync(dir, { recursive: true, force: true })];
   try {
     const direct = new Map<number, Measurement>();
-    for (const concurrency of CONCURRENCY) direct.set(concurrency, await load(provider.url, 'sk-bench', concurrency, seconds));
+    for (const concurrency of CONCURRENCY) direct.set(concurrency, await load(provider.baseURL, 'sk-bench', concurrency, seconds));
 
     const databases: { name: string; url: string }[] = [];
     if (only !== 'postgres') databases.push({ name: 'SQLite', url: `sqlite:${path.join(dir, 'gateway.db')}` });
@@ -177,7 +158,7 @@ async function main(): Promise<void> {
 
     const rows: (string | number)[][] = [];
     for (const database of databases) {
-      const gateway = await startGatewayProcess(database.url, provider.url, dir);
+      const gateway = await startGatewayProcess(database.url, provider.baseURL, dir);
       try {
         const budget = await management(gateway.url, 'POST', '/v1/budgets', { max_budget: 1_000_000 });
         const key = await management(gateway.url, 'POST', '/v1/keys', { key_name: 'bench', budget_id: budget.budget_id });

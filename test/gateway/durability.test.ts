@@ -6,16 +6,17 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/gateway/storage/index.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
-import { COMPLETION_TOKENS, startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
-import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend } from './helpers/gateway.ts';
+import { CHAT_USAGE, FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
+import { CHAT_COST, MASTER_KEY, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend } from './helpers/gateway.ts';
 
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-crash-'));
-let fake: FakeOpenAi;
+let fake: FakeOpenAIServer;
 const children = new Set<ChildProcess>();
 
 beforeAll(async () => {
-  fake = await startFakeOpenAi({ record: false });
+  // Keeps no requests: the load test sends thousands and reads none.
+  fake = await FakeOpenAIServer.start({ record: false });
 });
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
@@ -38,14 +39,14 @@ async function spawnGateway(databaseUrl: string): Promise<{ child: ChildProcess;
       '    api_key: sk-test',
       '    api_base: ${FAKE_PROVIDER_URL}',
       'pricing:',
-      '  openai:gpt-fake: {input_cost_per_million: 1000, output_cost_per_million: 2000}',
+      `  openai:gpt-fake: ${JSON.stringify(TEST_PRICING)}`,
       '',
     ].join('\n'),
   );
   const child = spawn(
     path.join(repoRoot, 'node_modules', '.bin', 'node'),
     [path.join(repoRoot, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl],
-    { env: { PATH: process.env.PATH, TEST_MASTER_KEY: MASTER_KEY, FAKE_PROVIDER_URL: fake.url }, stdio: ['ignore', 'ignore', 'pipe'] },
+    { env: { PATH: process.env.PATH, TEST_MASTER_KEY: MASTER_KEY, FAKE_PROVIDER_URL: fake.baseURL }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   children.add(child);
   let stderr = '';
@@ -139,22 +140,22 @@ describe.each(backends)('durability on $name', (backend) => {
 
   it.skipIf(backend.skipReason || backend.name !== 'postgres')('two instances on one PostgreSQL share keys and keep one consistent spend', async () => {
     const databaseUrl = await backend.newDatabaseUrl();
-    const providers = { openai: { api_key: 'sk-test', api_base: fake.url } };
-    const pricing = { 'openai:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } };
+    const providers = { openai: { api_key: 'sk-test', api_base: fake.baseURL } };
+    const pricing = { 'openai:gpt-fake': TEST_PRICING };
     const [a, b] = await Promise.all([startTestGateway(databaseUrl, { providers, pricing }), startTestGateway(databaseUrl, { providers, pricing })]);
     try {
       // Made on A, used on B.
-      const budget = (await a.call('POST', '/v1/budgets', { body: { max_budget: 0.4 } })).json;
+      const budget = (await a.call('POST', '/v1/budgets', { body: { max_budget: 20 * CHAT_COST } })).json;
       const key = (await a.call('POST', '/v1/keys', { body: { key_name: 'shared', budget_id: budget.budget_id } })).json;
       const clients = [a, b].map((gateway) => new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 }));
       const prompt = 'Please answer this question briefly and politely.';
       const results = await Promise.allSettled(
         Array.from({ length: 120 }, (_, i) =>
-          clients[i % 2].chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: prompt }], max_tokens: COMPLETION_TOKENS }),
+          clients[i % 2].chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: prompt }], max_tokens: CHAT_USAGE.completion_tokens }),
         ),
       );
       const ok = results.filter((r) => r.status === 'fulfilled').length;
-      // $0.02 per call against $0.40: at most 20 + 1, whichever instance served them.
+      // CHAT_COST per call against 20 times that: at most 20 + 1, whichever instance served them.
       expect(ok).toBeGreaterThanOrEqual(1);
       expect(ok).toBeLessThanOrEqual(21);
       const [fromA, fromB] = await Promise.all([a.call('GET', `/v1/budgets/${budget.budget_id}`), b.call('GET', `/v1/budgets/${budget.budget_id}`)]);
@@ -163,7 +164,7 @@ describe.each(backends)('durability on $name', (backend) => {
       const usage = (await b.call('GET', `/v1/keys/${key.id}/usage`)).json;
       expect(usage.totals.requests).toBe(ok);
       expect(fromA.json.spend).toBeCloseTo(usage.totals.cost, 10);
-      expect(fromA.json.spend).toBeLessThanOrEqual(0.4 + 0.02 + 1e-12);
+      expect(fromA.json.spend).toBeLessThanOrEqual(21 * CHAT_COST + 1e-12);
       // Deactivated on B, refused on A.
       await b.call('PATCH', `/v1/keys/${key.id}`, { body: { is_active: false } });
       await expect(clients[0].models.list()).rejects.toMatchObject({ status: 401, code: 'key_inactive' });

@@ -4,18 +4,18 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { baseRuntimePath, hasBaseRuntime, startListening, warnIfNoBaseRuntime, type ListeningExecutable } from '../helpers/executables.ts';
-import { startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
+import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
 import { MASTER_KEY } from './helpers/gateway.ts';
 
 // The gateway inside the single executable (node:sqlite, pg, fastify and Hub bundled by esbuild into the SEA).
 const available = hasBaseRuntime();
 warnIfNoBaseRuntime('gateway in the single executable');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-sea-'));
-let fake: FakeOpenAi;
+let fake: FakeOpenAIServer;
 let child: ListeningExecutable | undefined;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAi();
+  fake = await FakeOpenAIServer.start();
 });
 afterAll(async () => {
   await child?.stop();
@@ -25,7 +25,7 @@ afterAll(async () => {
 
 it.skipIf(!available)('encoder gateway serve from the base runtime forwards, records usage and stops cleanly on SIGTERM', async () => {
   const config = path.join(dir, 'gateway.yaml');
-  writeFileSync(config, `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.url}\n`);
+  writeFileSync(config, `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
   const database = path.join(dir, 'gateway.db');
   const running = await startListening(
     baseRuntimePath(),
@@ -40,7 +40,7 @@ it.skipIf(!available)('encoder gateway serve from the base runtime forwards, rec
   ).json()) as { id: string; key: string };
   const client = new OpenAI({ apiKey: key.key, baseURL: `${url}/v1`, maxRetries: 0 });
   const completion = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
-  expect(completion.choices[0].message.content).toBe('Hello world');
+  expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
   const usage = (await (await fetch(`${url}/v1/keys/${key.id}/usage`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } })).json()) as { totals: { requests: number } };
   expect(usage.totals.requests).toBe(1);
   expect(await running.stop()).toBe(0);

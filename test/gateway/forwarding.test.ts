@@ -3,17 +3,44 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.ts';
-import { COMPLETION_TOKENS, PROMPT_TOKENS, startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
-import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import {
+  CHAT_USAGE,
+  DEFAULT_COMPLETION_TEXT,
+  DEFAULT_STREAM_PIECES,
+  EMBEDDING_TOKENS_PER_INPUT,
+  FAKE_MODEL_IDS,
+  FakeOpenAIServer,
+  chatChunks,
+  chatCompletionBody,
+  chatStreamUsage,
+  fakeEmbedding,
+  type ScriptedReply,
+} from '../hub/fakes/openai-compatible.ts';
+import {
+  CHAT_COST,
+  KEY_IN_PROVIDER_ERROR,
+  MASTER_KEY,
+  PROVIDER_CHAT_ROUTE,
+  PROVIDER_FAILURES,
+  TEST_PRICING,
+  postgresBackend,
+  sqliteBackend,
+  startTestGateway,
+  type Backend,
+  type TestGateway,
+} from './helpers/gateway.ts';
 
 type ErrorBody = { error: { message: string; type: string; code: string; param: string | null } };
 
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAi;
+let fake: FakeOpenAIServer;
 let anthropicFake: AnthropicFake;
+const { prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS } = CHAT_USAGE;
+/** The body of the last chat completion the fake provider received. */
+const lastChatBody = () => fake.requestsTo(PROVIDER_CHAT_ROUTE).at(-1)!.body;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAi();
+  fake = await FakeOpenAIServer.start();
   anthropicFake = await startAnthropicFake();
 });
 afterAll(async () => {
@@ -36,8 +63,8 @@ describe.each(backends)('forwarding on $name', (backend) => {
   beforeAll(async () => {
     if (backend.skipReason) return;
     gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.url }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
-      pricing: { 'openai:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } },
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
+      pricing: { 'openai:gpt-fake': TEST_PRICING },
     });
     await gateway.call('POST', '/v1/users', { body: { user_id: 'carol', alias: 'Carol' } });
     virtualKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'app', user_id: 'carol' } })).json;
@@ -50,9 +77,9 @@ describe.each(backends)('forwarding on $name', (backend) => {
 
   it.skipIf(backend.skipReason)('the openai client with a virtual key: chat, passing other fields on, usage and cost recorded', async () => {
     const completion = await viaKey.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.3, max_tokens: 50 });
-    expect(completion.choices[0].message.content).toBe('Hello world');
+    expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
     expect(completion.usage).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
-    const forwarded = fake.chatBodies.at(-1)!;
+    const forwarded = lastChatBody();
     expect(forwarded).toMatchObject({ model: 'gpt-fake', temperature: 0.3, max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] });
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
     expect(usage.data[0]).toMatchObject({
@@ -66,8 +93,8 @@ describe.each(backends)('forwarding on $name', (backend) => {
       status: 'success',
       status_code: 200,
     });
-    // 10 tokens at $1000/M + 5 at $2000/M = $0.02
-    expect(usage.data[0].cost).toBeCloseTo(0.02, 10);
+    // CHAT_USAGE at TEST_PRICING: 12 tokens at $1000/M + 6 at $2000/M = $0.024
+    expect(usage.data[0].cost).toBeCloseTo(CHAT_COST, 10);
     expect(usage.data[0].duration_ms).toBeGreaterThan(0);
     expect(usage.totals).toMatchObject({ requests: 1, prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
   });
@@ -78,9 +105,9 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const unknown = viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'nobody' });
     await expect(unknown).rejects.toMatchObject({ status: 404, code: 'user_not_found' });
     const completion = await viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'carol' });
-    expect(completion.choices[0].message.content).toBe('Hello world');
+    expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
     // The gateway's `user` selects whom to charge; it is not sent to the provider.
-    expect(fake.chatBodies.at(-1)).not.toHaveProperty('user');
+    expect(lastChatBody()).not.toHaveProperty('user');
     const usage = await usageOf(gateway, '/v1/users/carol/usage');
     expect(usage.data[0]).toMatchObject({ user_id: 'carol', key_id: null, status: 'success' });
   });
@@ -93,17 +120,18 @@ describe.each(backends)('forwarding on $name', (backend) => {
       text += chunk.choices[0]?.delta?.content ?? '';
       if (chunk.usage) usageChunks++;
     }
-    expect(text).toBe('Hello world');
+    expect(text).toBe(DEFAULT_STREAM_PIECES.join(''));
     // The client did not ask for usage, so it gets none, but the gateway asked the provider.
     expect(usageChunks).toBe(0);
-    expect(fake.chatBodies.at(-1)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(lastChatBody()).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    const streamed = chatStreamUsage();
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
-    expect(usage.data[0]).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS, status: 'success' });
+    expect(usage.data[0]).toMatchObject({ prompt_tokens: streamed.prompt_tokens, completion_tokens: streamed.completion_tokens, status: 'success' });
 
     const withUsage = await viaMaster.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true }, user: 'carol' });
     const chunks = [];
     for await (const chunk of withUsage) chunks.push(chunk);
-    expect(chunks.at(-1)?.usage).toMatchObject({ prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS });
+    expect(chunks.at(-1)?.usage).toMatchObject({ prompt_tokens: streamed.prompt_tokens, completion_tokens: streamed.completion_tokens });
 
     const raw = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
@@ -115,18 +143,21 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('a stream cut by the provider ends with an error event and an error usage row with what was streamed', async () => {
+    // The role chunk, "Hello" and " from", then the connection drops.
+    const cut: ScriptedReply = { sse: chatChunks('gpt-fake').slice(0, 3), cut: true };
+    fake.script(PROVIDER_CHAT_ROUTE, cut, cut);
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'openai:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
     });
     const text = await response.text();
     const events = text.trim().split('\n\n');
-    expect(events[0]).toContain('Hello');
+    expect(events.slice(0, -1).join('\n')).toContain('Hello');
     const last = JSON.parse(events.at(-1)!.replace(/^data: /, ''));
     expect(last.error).toMatchObject({ type: 'upstream_error', code: 'upstream_error' });
     expect(text).not.toContain('[DONE]');
-    const stream = await viaKey.chat.completions.create({ model: 'openai:cut-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    const stream = await viaKey.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true });
     await expect(
       (async () => {
         for await (const _chunk of stream) {
@@ -135,22 +166,29 @@ describe.each(backends)('forwarding on $name', (backend) => {
       })(),
     ).rejects.toThrow(/Provider openai/);
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
-    expect(usage.data[0]).toMatchObject({ model: 'cut-stream', status: 'error', status_code: 502 });
+    expect(usage.data[0]).toMatchObject({ model: 'gpt-fake', status: 'error', status_code: 502 });
     expect(usage.data[0].completion_tokens).toBeGreaterThan(0);
   });
 
   it.skipIf(backend.skipReason)('a client that goes away mid-stream aborts the provider call; the row says cancelled', async () => {
     const abandoned = fake.abandonedStreams;
+    // The role chunk and "Hello", then the provider says nothing more.
+    fake.script(PROVIDER_CHAT_ROUTE, { sse: chatChunks('gpt-fake').slice(0, 2), hold: true });
     const controller = new AbortController();
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json', 'x-request-id': `walk-away-${backend.name}` },
-      body: JSON.stringify({ model: 'openai:slow-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
       signal: controller.signal,
     });
     const reader = response.body!.getReader();
-    const { value } = await reader.read();
-    expect(new TextDecoder().decode(value)).toContain('Hello');
+    let received = '';
+    while (!received.includes('Hello')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      received += new TextDecoder().decode(value);
+    }
+    expect(received).toContain('Hello');
     controller.abort();
     let row: { status: string; status_code: number; completion_tokens: number } | undefined;
     for (let attempt = 0; attempt < 200 && !row; attempt++) {
@@ -165,25 +203,27 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('provider failures map to 429 with Retry-After, 400, 502 — never a bare 500 — and leak no provider key', async () => {
-    const call = (model: string) =>
+    const { rateLimited, badRequest, serverError, unauthorized: rejected } = PROVIDER_FAILURES;
+    fake.script(PROVIDER_CHAT_ROUTE, rateLimited, badRequest, serverError, rejected);
+    const call = () =>
       fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${virtualKey.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: `openai:${model}`, messages: [{ role: 'user', content: 'Hi' }] }),
+        body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] }),
       });
-    const limited = await call('rate-limited');
+    const limited = await call();
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('7');
     expect(((await limited.json()) as ErrorBody).error).toMatchObject({ type: 'rate_limit_error', code: 'upstream_rate_limited' });
-    const bad = await call('bad-request');
+    const bad = await call();
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as ErrorBody).error.message).toContain("Invalid value for 'temperature'");
-    expect((await call('server-error')).status).toBe(502);
-    const unauthorized = await call('unauthorized');
+    expect((await call()).status).toBe(502);
+    const unauthorized = await call();
     expect(unauthorized.status).toBe(502);
     const body = await unauthorized.text();
     expect(body).toContain('upstream_authentication_failed');
-    expect(body).not.toContain('sk-secret123456789');
+    expect(body).not.toContain(KEY_IN_PROVIDER_ERROR);
     const unknownProvider = await viaKey.chat.completions.create({ model: 'nope:x', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
     expect(unknownProvider).toMatchObject({ status: 400, code: 'unknown_provider' });
     const noProvider = await viaKey.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
@@ -196,18 +236,18 @@ describe.each(backends)('forwarding on $name', (backend) => {
 
   it.skipIf(backend.skipReason)('embeddings (float and the client default base64) and model listing through the openai client', async () => {
     const embeddings = await viaKey.embeddings.create({ model: 'openai:embed-fake', input: ['abc', 'hello'] });
-    expect(embeddings.data.map((item) => Array.from(item.embedding))).toEqual([
-      [3, 0.5, -0.25],
-      [5, 0.5, -0.25],
-    ]);
+    // The provider's numbers at float32 precision: the openai SDK inside Hub asks the provider for base64 (float32),
+    // as it does by default, and the openai client here decodes the gateway's base64 as float32.
+    const float32Embedding = (text: string) => Array.from(new Float32Array(fakeEmbedding(text)));
+    expect(embeddings.data.map((item) => Array.from(item.embedding))).toEqual(['abc', 'hello'].map(float32Embedding));
     const floats = await viaMaster.embeddings.create({ model: 'openai:embed-fake', input: 'abcd', encoding_format: 'float', user: 'carol' });
-    expect(floats.data[0].embedding).toEqual([4, 0.5, -0.25]);
+    expect(floats.data[0].embedding).toEqual(float32Embedding('abcd'));
     const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
-    expect(usage.data[0]).toMatchObject({ endpoint: 'embeddings', prompt_tokens: 2 * PROMPT_TOKENS, completion_tokens: 0 });
+    expect(usage.data[0]).toMatchObject({ endpoint: 'embeddings', prompt_tokens: 2 * EMBEDDING_TOKENS_PER_INPUT, completion_tokens: 0 });
 
     const models = [];
     for await (const model of viaKey.models.list()) models.push(model.id);
-    expect(models).toEqual(expect.arrayContaining(['openai:gpt-fake', 'openai:embed-fake', 'anthropic:claude-opus-4-5']));
+    expect(models).toEqual(expect.arrayContaining([...FAKE_MODEL_IDS.map((id) => `openai:${id}`), 'anthropic:claude-opus-4-5']));
     const viaMasterModels = [];
     for await (const model of viaMaster.models.list()) viaMasterModels.push(model.id);
     expect(viaMasterModels.sort()).toEqual([...models].sort());
@@ -253,8 +293,11 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const missing = await client.messages.create({ model: 'openai:gpt-fake', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(missing).toBeInstanceOf(Anthropic.BadRequestError);
     expect(missing.error).toMatchObject({ type: 'error', error: { code: 'missing_user', param: 'user' } });
+    // A completion without cached prompt tokens (Hub would report those apart, as cache_read_input_tokens).
+    const uncached = { prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS, total_tokens: PROMPT_TOKENS + COMPLETION_TOKENS };
+    fake.script(PROVIDER_CHAT_ROUTE, { json: chatCompletionBody('gpt-fake', DEFAULT_COMPLETION_TEXT, { usage: uncached }) });
     const message = await client.messages.create({ model: 'openai:gpt-fake', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], metadata: { user_id: 'carol' } });
-    expect(message.content[0]).toMatchObject({ type: 'text', text: 'Hello world' });
+    expect(message.content[0]).toMatchObject({ type: 'text', text: DEFAULT_COMPLETION_TEXT });
     expect(message.usage).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: COMPLETION_TOKENS });
     const usage = await usageOf(gateway, '/v1/users/carol/usage?limit=1');
     expect(usage.data[0]).toMatchObject({ endpoint: 'messages', provider: 'openai', model: 'gpt-fake', key_id: null, prompt_tokens: PROMPT_TOKENS });
@@ -287,7 +330,8 @@ describe.each(backends)('forwarding on $name', (backend) => {
     await check('GET', `/v1/budgets/${budget.budget_id}`, '/v1/budgets/{budget_id}');
     await check('PUT', '/v1/pricing/openai:schema', '/v1/pricing/{model}', { body: { input_cost_per_million: 1, output_cost_per_million: 2 } });
     await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: key.key, body: { model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] } });
-    await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: key.key, body: { model: 'openai:rate-limited', messages: [{ role: 'user', content: 'Hi' }] } });
+    fake.script(PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES.rateLimited);
+    await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: key.key, body: { model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] } });
     await check('POST', '/v1/chat/completions', '/v1/chat/completions', { key: null, body: { model: 'openai:gpt-fake', messages: [] } });
     await check('POST', '/v1/embeddings', '/v1/embeddings', { key: key.key, body: { model: 'openai:embed-fake', input: 'x' } });
     await check('GET', '/v1/models', '/v1/models', { key: key.key });
@@ -298,10 +342,10 @@ describe.each(backends)('forwarding on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('a budget for 10 calls holds against 100 concurrent calls (overspend ≤ one call)', async () => {
-    // Each call costs $0.02 at the configured pricing. The reservation must not be below the cost for the bound to
-    // hold: max_tokens caps the output, and this prompt's size estimate (characters / 4) exceeds the 10 tokens billed.
+    // Each call costs CHAT_COST at the configured pricing. The reservation must not be below the cost for the bound to
+    // hold: max_tokens caps the output, and this prompt's size estimate (characters / 4) exceeds the prompt tokens billed.
     const prompt = 'Please answer this question briefly and politely.';
-    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.2 } })).json;
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 10 * CHAT_COST } })).json;
     const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'budgeted', budget_id: budget.budget_id } })).json;
     const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
     const results = await Promise.allSettled(
@@ -316,8 +360,8 @@ describe.each(backends)('forwarding on $name', (backend) => {
     expect(refused.every((e) => e.status === 403 && e.code === 'budget_exceeded')).toBe(true);
     const after = (await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json;
     expect(after.reserved).toBe(0);
-    expect(after.spend).toBeCloseTo(ok * 0.02, 10);
-    expect(after.spend).toBeLessThanOrEqual(0.2 + 0.02 + 1e-12);
+    expect(after.spend).toBeCloseTo(ok * CHAT_COST, 10);
+    expect(after.spend).toBeLessThanOrEqual(11 * CHAT_COST + 1e-12);
     expect((await gateway.call('GET', `/v1/keys/${key.id}/usage`)).json.totals.requests).toBe(ok);
     const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
     expect(metrics).toMatch(/gateway_budget_rejections_total\{scope="key"\} (\d+)/);
@@ -338,12 +382,12 @@ describe.each(backends)('forwarding on $name', (backend) => {
     await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], max_tokens: COMPLETION_TOKENS });
     const [forKey, forUser] = await Promise.all([keyBudget, userBudget].map(async (b) => (await gateway.call('GET', `/v1/budgets/${b.budget_id}`)).json));
     expect(forKey).toMatchObject({ reserved: 0 });
-    expect(forKey.spend).toBeCloseTo(0.02, 10);
-    expect(forUser.spend).toBeCloseTo(0.02, 10);
+    expect(forKey.spend).toBeCloseTo(CHAT_COST, 10);
+    expect(forUser.spend).toBeCloseTo(CHAT_COST, 10);
   });
 
   it.skipIf(backend.skipReason)("a user's periodic budget resets on time; the key owner's budget applies to the key", async () => {
-    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.02, reset_every_seconds: 3 } })).json;
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: CHAT_COST, reset_every_seconds: 3 } })).json;
     await gateway.call('POST', '/v1/users', { body: { user_id: 'dave', alias: 'Dave', budget_id: budget.budget_id } });
     const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'dave', user_id: 'dave' } })).json;
     const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });

@@ -1,18 +1,18 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
+import { FakeOpenAIServer, chatChunks, chatCompletionBody } from '../hub/fakes/openai-compatible.ts';
 import { startGateway } from '../../src/gateway/gateway.ts';
 import { openStore } from '../../src/gateway/storage/index.ts';
-import { MASTER_KEY, sqliteBackend, startTestGateway, testConfig, type TestGateway } from './helpers/gateway.ts';
+import { MASTER_KEY, PROVIDER_CHAT_ROUTE, sqliteBackend, startTestGateway, testConfig, type TestGateway } from './helpers/gateway.ts';
 
 const backend = sqliteBackend();
-let fake: FakeOpenAi;
+let fake: FakeOpenAIServer;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAi();
+  fake = await FakeOpenAIServer.start();
   gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-    providers: { openai: { api_key: 'sk-test', api_base: fake.url } },
+    providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } },
     rateLimits: { requests_per_minute: 3 },
     upstreamTimeoutSeconds: 0.5,
   });
@@ -44,8 +44,9 @@ it('the configured rate limit answers 429 with Retry-After per key, and other ke
 it('a provider that does not answer within upstream_timeout_seconds is a 504, recorded as such', async () => {
   const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'patient' } })).json;
   const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 5000, then: { json: chatCompletionBody('gpt-fake') } });
   const started = Date.now();
-  const error = await client.chat.completions.create({ model: 'openai:slow-5000', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
+  const error = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] }).catch((e) => e);
   expect(error).toMatchObject({ status: 504, code: 'upstream_timeout', type: 'timeout_error' });
   expect(Date.now() - started).toBeLessThan(4000);
   const usage = (await gateway.call('GET', `/v1/keys/${key.id}/usage`)).json;
@@ -54,12 +55,14 @@ it('a provider that does not answer within upstream_timeout_seconds is a 504, re
 
 it('closing the gateway cuts a stream that does not end within the grace period, and still records it', async () => {
   const url = await backend.newDatabaseUrl();
-  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.url } } }), { version: 't', closeGraceMs: 300 });
+  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), { version: 't', closeGraceMs: 300 });
   await fetch(`${own.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'u', alias: 'U' }) });
+  // The role chunk and "Hello", then the provider says nothing more.
+  fake.script(PROVIDER_CHAT_ROUTE, { sse: chatChunks('gpt-fake').slice(0, 2), hold: true });
   const response = await fetch(`${own.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'x-request-id': 'stuck-stream' },
-    body: JSON.stringify({ model: 'openai:slow-stream', messages: [{ role: 'user', content: 'Hi' }], stream: true, user: 'u' }),
+    body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], stream: true, user: 'u' }),
   });
   const reader = response.body!.getReader();
   await reader.read();

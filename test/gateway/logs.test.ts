@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startFakeOpenAi, type FakeOpenAi } from './helpers/fake-openai.ts';
-import { MASTER_KEY, sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
+import { KEY_IN_PROVIDER_ERROR, MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 const backend = sqliteBackend();
 const lines: string[] = [];
@@ -12,13 +12,13 @@ const sink = new Writable({
     done();
   },
 });
-let fake: FakeOpenAi;
+let fake: FakeOpenAIServer;
 let gateway: TestGateway;
 const PROVIDER_KEY = 'sk-provider-very-secret-0001';
 
 beforeAll(async () => {
-  fake = await startFakeOpenAi();
-  gateway = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: PROVIDER_KEY, api_base: fake.url } } }, { logStream: sink });
+  fake = await FakeOpenAIServer.start();
+  gateway = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: PROVIDER_KEY, api_base: fake.baseURL } } }, { logStream: sink });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -29,9 +29,11 @@ afterAll(async () => {
 it('logs are JSON lines with a request id, and no master key, virtual key or provider key appears in them', async () => {
   const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'logged' } })).json;
   const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-  await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
-  await client.chat.completions.create({ model: 'openai:unauthorized', messages: [{ role: 'user', content: 'Hi' }] }).catch(() => {});
-  await client.chat.completions.create({ model: 'openai:server-error', messages: [{ role: 'user', content: 'Hi' }] }).catch(() => {});
+  const ask = () => client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+  await ask();
+  fake.script(PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES.unauthorized, PROVIDER_FAILURES.serverError);
+  await ask().catch(() => {});
+  await ask().catch(() => {});
   await gateway.call('GET', '/v1/users', { key: `${key.key}x` });
   const response = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key.key}`, 'x-request-id': 'trace-me-42' } });
   expect(response.headers.get('x-request-id')).toBe('trace-me-42');
@@ -42,7 +44,7 @@ it('logs are JSON lines with a request id, and no master key, virtual key or pro
   expect(records.filter((record) => record.reqId === 'trace-me-42').length).toBeGreaterThanOrEqual(2);
   expect(records.some((record) => record.code === 'upstream_authentication_failed')).toBe(true);
   const all = lines.join('\n');
-  for (const secret of [MASTER_KEY, key.key, key.key.slice(3), PROVIDER_KEY, 'sk-secret123456789']) expect(all).not.toContain(secret);
+  for (const secret of [MASTER_KEY, key.key, key.key.slice(3), PROVIDER_KEY, KEY_IN_PROVIDER_ERROR]) expect(all).not.toContain(secret);
 });
 
 it('a usage row that cannot be written is logged and counted; the answered call still gets its answer', async () => {
@@ -51,7 +53,7 @@ it('a usage row that cannot be written is logged and counted; the answered call 
   try {
     const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
     const completion = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
-    expect(completion.choices[0].message.content).toBe('Hello world');
+    expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
   } finally {
     await gateway.store.driver.run('ALTER TABLE usage_moved RENAME TO usage');
   }

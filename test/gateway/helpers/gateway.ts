@@ -3,9 +3,30 @@ import os from 'node:os';
 import path from 'node:path';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
+import { CHAT_USAGE, errorBody, type ScriptedReply } from '../../hub/fakes/openai-compatible.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 
 export const MASTER_KEY = 'test-master-key-0123456789abcdefghijklmnop';
+
+/** The price the tests give the fake provider's model (dear, so that costs are large, round-ish numbers). */
+export const TEST_PRICING = { input_cost_per_million: 1000, output_cost_per_million: 2000 };
+
+/** What one default chat completion of the fake provider costs at TEST_PRICING, in dollars. */
+export const CHAT_COST = (CHAT_USAGE.prompt_tokens * TEST_PRICING.input_cost_per_million + CHAT_USAGE.completion_tokens * TEST_PRICING.output_cost_per_million) / 1e6;
+
+/** A provider key quoted in the fake provider's 401 message (as OpenAI quotes it): it must reach no client and no log. */
+export const KEY_IN_PROVIDER_ERROR = 'sk-secret123456789';
+
+/** The fake provider's chat route, to script its replies. */
+export const PROVIDER_CHAT_ROUTE = 'POST /v1/chat/completions';
+
+/** Provider failures as the OpenAI API answers them, to script on the fake provider's chat route. */
+export const PROVIDER_FAILURES = {
+  rateLimited: { status: 429, headers: { 'retry-after': '7' }, json: errorBody('Rate limit reached for requests', 'requests') },
+  badRequest: { status: 400, json: errorBody("Invalid value for 'temperature'") },
+  serverError: { status: 500, json: errorBody('The server had an error while processing your request', 'server_error') },
+  unauthorized: { status: 401, json: errorBody(`Incorrect API key provided: ${KEY_IN_PROVIDER_ERROR}`) },
+} satisfies Record<string, ScriptedReply>;
 
 export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
   return {

@@ -23,9 +23,10 @@ export class FakeOpenAIProcess {
     this.baseURL = baseURL;
   }
 
-  static async start(): Promise<FakeOpenAIProcess> {
+  /** `record: false`: the server keeps no requests (for load; `requests()` is then empty). */
+  static async start(options: { record?: boolean } = {}): Promise<FakeOpenAIProcess> {
     const script = fileURLToPath(new URL('./serve-openai-compatible.ts', import.meta.url));
-    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [script, ...(options.record === false ? ['--no-record'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
     const baseURL = await new Promise<string>((resolve, reject) => {
       let out = '';
       child.stdout!.on('data', (data: Buffer) => {

@@ -2,13 +2,16 @@
 // chat completions (JSON and SSE), embeddings, models, files (multipart upload, content), batches, responses.
 //
 //   const fake = await FakeOpenAIServer.start();      // port 0 on 127.0.0.1; fake.baseURL ends in /v1
+//                                                    // ({ record: false }: keeps no requests, for load)
 //   fake.script('POST /v1/chat/completions', { status: 429, headers: { 'retry-after': '0' }, json: {...} });
 //   ... call the client ...
 //   fake.requests                                    // every request: method, path, query, headers, body
 //   await fake.close();
 //
-// Without a script a route answers with its default (a small completion, deterministic embeddings, ...).
-// Scripted replies are consumed in order, per route ("METHOD /path", path without query).
+// Without a script a route answers with its default (a small completion, deterministic embeddings, ...); the usage
+// the defaults report is exported (CHAT_USAGE, chatStreamUsage, EMBEDDING_TOKENS_PER_INPUT) so tests can check
+// counts and costs computed from it. Scripted replies are consumed in order, per route ("METHOD /path", path
+// without query).
 
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -31,9 +34,10 @@ export type ScriptedReply =
   | { status?: number; headers?: Record<string, string>; text: string }
   /**
    * An SSE stream of `data:` events, then `data: [DONE]` unless `done: false`. `cut: true` destroys the socket after
-   * the events (a connection lost in the middle). `delayMs` waits before each event.
+   * the events (a connection lost in the middle). `hold: true` keeps the stream open after the events until the
+   * client closes it (a provider that stalls), counted in `abandonedStreams`. `delayMs` waits before each event.
    */
-  | { status?: number; headers?: Record<string, string>; sse: unknown[]; done?: boolean; cut?: boolean; delayMs?: number }
+  | { status?: number; headers?: Record<string, string>; sse: unknown[]; done?: boolean; cut?: boolean; hold?: boolean; delayMs?: number }
   /** Waits, then answers (for timeouts). */
   | { delayMs: number; then: ScriptedReply }
   /** Destroys the socket without answering. */
@@ -68,6 +72,20 @@ export const FAKE_MODEL_IDS = ['fake-model-1', 'fake-model-2', 'fake-embedder'];
 /** The default non-streaming completion text. */
 export const DEFAULT_COMPLETION_TEXT = 'Hello from the fake server';
 
+/** The usage of the default non-streaming completion (4 of its prompt tokens read from the provider's cache). */
+export const CHAT_USAGE = { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, prompt_tokens_details: { cached_tokens: 4 } };
+
+/** The text pieces of the default streamed answer. */
+export const DEFAULT_STREAM_PIECES: readonly string[] = ['Hello', ' from', ' the fake'];
+
+/** The usage a streamed answer reports in its last chunk: 10 prompt tokens, one completion token per text piece. */
+export function chatStreamUsage(pieces: readonly string[] = DEFAULT_STREAM_PIECES) {
+  return { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length };
+}
+
+/** The prompt tokens the default embeddings answer reports for each input. */
+export const EMBEDDING_TOKENS_PER_INPUT = 3;
+
 export function chatCompletionBody(model: string, text = DEFAULT_COMPLETION_TEXT, extra: Record<string, unknown> = {}) {
   return {
     id: 'chatcmpl-fake-1',
@@ -75,19 +93,19 @@ export function chatCompletionBody(model: string, text = DEFAULT_COMPLETION_TEXT
     created: 1_700_000_000,
     model,
     choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, finish_reason: 'stop', logprobs: null }],
-    usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, prompt_tokens_details: { cached_tokens: 4 } },
+    usage: structuredClone(CHAT_USAGE),
     ...extra,
   };
 }
 
 /** A text answer as the chunks the OpenAI API streams (role chunk, text pieces, finish, usage). */
-export function chatChunks(model: string, pieces: string[] = ['Hello', ' from', ' the fake'], finish = 'stop'): unknown[] {
+export function chatChunks(model: string, pieces: readonly string[] = DEFAULT_STREAM_PIECES, finish = 'stop'): unknown[] {
   const base = { id: 'chatcmpl-fake-stream', object: 'chat.completion.chunk', created: 1_700_000_000, model };
   return [
     { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
     ...pieces.map((content) => ({ ...base, choices: [{ index: 0, delta: { content }, finish_reason: null }] })),
     { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] },
-    { ...base, choices: [], usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } },
+    { ...base, choices: [], usage: chatStreamUsage(pieces) },
   ];
 }
 
@@ -99,7 +117,10 @@ export function fakeEmbedding(text: string): number[] {
 }
 
 export class FakeOpenAIServer {
+  /** Every request received (none when started with `record: false`). */
   readonly requests: RecordedRequest[] = [];
+  /** Held SSE replies (`hold: true`) whose connection the client closed. */
+  abandonedStreams = 0;
   readonly files = new Map<string, StoredFile>();
   readonly batches = new Map<string, FakeBatch>();
   readonly #scripts = new Map<string, ScriptedReply[]>();
@@ -107,17 +128,22 @@ export class FakeOpenAIServer {
   readonly #server: Server;
   #counter = 0;
   #control = false;
+  readonly #record: boolean;
 
-  private constructor(server: Server) {
+  private constructor(server: Server, record: boolean) {
     this.#server = server;
+    this.#record = record;
   }
 
-  static async start(): Promise<FakeOpenAIServer> {
+  /** `record: false` keeps no requests: for load (benchmarks, thousands of calls) where nothing reads them. */
+  static async start(options: { record?: boolean } = {}): Promise<FakeOpenAIServer> {
     const holder: { fake?: FakeOpenAIServer } = {};
     const server = createServer((req, res) => {
       void holder.fake!.#handle(req, res);
     });
-    const fake = new FakeOpenAIServer(server);
+    // Node's 5 s default would drop a client's pooled connections between bursts of load (a race with its next call).
+    server.keepAliveTimeout = 60_000;
+    const fake = new FakeOpenAIServer(server, options.record !== false);
     holder.fake = fake;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return fake;
@@ -230,7 +256,7 @@ export class FakeOpenAIServer {
     }
     if (this.#control && url.pathname.startsWith('/__fake/')) return this.#controlRoute(url.pathname, body, res);
     const recorded: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, raw };
-    this.requests.push(recorded);
+    if (this.#record) this.requests.push(recorded);
     const route = `${recorded.method} ${recorded.path}`;
     const queue = this.#scripts.get(route);
     let reply: ScriptedReply;
@@ -279,6 +305,7 @@ export class FakeOpenAIServer {
     }
     res.writeHead(status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...reply.headers });
     res.flushHeaders();
+    if (reply.hold) res.once('close', () => this.abandonedStreams++);
     for (const event of reply.sse) {
       if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       const typed = event as { type?: unknown };
@@ -292,6 +319,7 @@ export class FakeOpenAIServer {
       res.socket?.destroy();
       return;
     }
+    if (reply.hold) return;
     if (reply.done !== false) res.write('data: [DONE]\n\n');
     res.end();
   }
@@ -319,7 +347,7 @@ export class FakeOpenAIServer {
                 ? Buffer.from(new Float32Array(fakeEmbedding(text)).buffer).toString('base64')
                 : fakeEmbedding(text),
           })),
-          usage: { prompt_tokens: inputs.length * 3, total_tokens: inputs.length * 3 },
+          usage: { prompt_tokens: inputs.length * EMBEDDING_TOKENS_PER_INPUT, total_tokens: inputs.length * EMBEDDING_TOKENS_PER_INPUT },
         },
       };
     }
