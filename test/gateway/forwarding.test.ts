@@ -11,7 +11,6 @@ import {
   FAKE_MODEL_IDS,
   FakeOpenAIServer,
   chatChunks,
-  chatCompletionBody,
   chatStreamUsage,
   fakeEmbedding,
   type ScriptedReply,
@@ -268,8 +267,12 @@ describe.each(backends)('forwarding on $name', (backend) => {
       ['messages', 'success'],
       ['messages', 'success'],
     ]);
-    expect(usage.data[0].prompt_tokens).toBe(final.usage.input_tokens);
+    // input_tokens leaves out cached prompt tokens; the row counts the whole prompt, like OpenAI's prompt_tokens
+    const { input_tokens, cache_read_input_tokens, cache_creation_input_tokens } = final.usage;
+    expect(cache_read_input_tokens).toBeGreaterThan(0);
+    expect(usage.data[0].prompt_tokens).toBe(input_tokens + (cache_read_input_tokens ?? 0) + (cache_creation_input_tokens ?? 0));
     expect(usage.data[0].completion_tokens).toBe(final.usage.output_tokens);
+    expect(usage.data[1].prompt_tokens).toBe(usage.data[0].prompt_tokens); // the plain call's usage is the same
     const refused = await new Anthropic({ apiKey: 'gw-wrong', baseURL: gateway.url, maxRetries: 0 }).messages
       .create({ model: 'anthropic:claude-haiku-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
       .catch((e) => e);
@@ -293,14 +296,14 @@ describe.each(backends)('forwarding on $name', (backend) => {
     const missing = await client.messages.create({ model: 'openai:gpt-fake', max_tokens: 16, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(missing).toBeInstanceOf(Anthropic.BadRequestError);
     expect(missing.error).toMatchObject({ type: 'error', error: { code: 'missing_user', param: 'user' } });
-    // A completion without cached prompt tokens (Hub would report those apart, as cache_read_input_tokens).
-    const uncached = { prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS, total_tokens: PROMPT_TOKENS + COMPLETION_TOKENS };
-    fake.script(PROVIDER_CHAT_ROUTE, { json: chatCompletionBody('gpt-fake', DEFAULT_COMPLETION_TEXT, { usage: uncached }) });
     const message = await client.messages.create({ model: 'openai:gpt-fake', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], metadata: { user_id: 'carol' } });
     expect(message.content[0]).toMatchObject({ type: 'text', text: DEFAULT_COMPLETION_TEXT });
-    expect(message.usage).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: COMPLETION_TOKENS });
+    // Hub reports the provider's cached prompt tokens apart, as Anthropic does; the row counts and bills them all.
+    const cached = CHAT_USAGE.prompt_tokens_details.cached_tokens;
+    expect(message.usage).toMatchObject({ input_tokens: CHAT_USAGE.prompt_tokens - cached, cache_read_input_tokens: cached, output_tokens: CHAT_USAGE.completion_tokens });
     const usage = await usageOf(gateway, '/v1/users/carol/usage?limit=1');
-    expect(usage.data[0]).toMatchObject({ endpoint: 'messages', provider: 'openai', model: 'gpt-fake', key_id: null, prompt_tokens: PROMPT_TOKENS });
+    expect(usage.data[0]).toMatchObject({ endpoint: 'messages', provider: 'openai', model: 'gpt-fake', key_id: null, prompt_tokens: CHAT_USAGE.prompt_tokens });
+    expect(usage.data[0].cost).toBeCloseTo(CHAT_COST, 9);
   });
 
   it.skipIf(backend.skipReason)('every response body matches the schema the OpenAPI document gives for its path and status', async () => {

@@ -42,6 +42,15 @@ function maxTokensOf(body: Body): number | null {
   return null;
 }
 
+/**
+ * All prompt tokens of an Anthropic-format usage: `input_tokens` counts only those after the last cache breakpoint,
+ * cache reads and writes come apart. Recorded like OpenAI's `prompt_tokens` (which includes cached tokens) and priced
+ * at the model's input price, since pricing has no cache rates (docs/gateway.md).
+ */
+function promptTokensOf(usage: { input_tokens?: number | null; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null } | null | undefined): number {
+  return (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
+}
+
 const estimateTokens = (value: unknown) => Math.ceil(JSON.stringify(value ?? '').length / 4);
 
 const SSE_HEADERS = {
@@ -221,7 +230,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
         ticket,
         controller.signal,
         () => upstream.messages(provider, model, forwarded, controller.signal),
-        (message) => ({ prompt: message.usage?.input_tokens ?? 0, completion: message.usage?.output_tokens ?? 0 }),
+        (message) => ({ prompt: promptTokensOf(message.usage), completion: message.usage?.output_tokens ?? 0 }),
       );
     }
     let stream: AsyncIterable<AnthropicStreamEvent>;
@@ -234,10 +243,10 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     let outputTokens = 0;
     let streamedChars = 0;
     const events = sse(ticket, controller, stream, (event) => {
-      if (event.type === 'message_start') inputTokens = event.message.usage?.input_tokens ?? 0;
+      if (event.type === 'message_start') inputTokens = promptTokensOf(event.message.usage);
       if (event.type === 'message_delta') {
         outputTokens = event.usage?.output_tokens ?? outputTokens;
-        if (event.usage?.input_tokens) inputTokens = event.usage.input_tokens;
+        inputTokens = promptTokensOf(event.usage) || inputTokens;
       }
       if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') streamedChars += event.delta.text.length;
       return true;
