@@ -14,7 +14,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FakeOpenAIProcess } from '../test/hub/fakes/openai-compatible-process.ts';
+import { FakeOpenAIProcess } from '../test/fakes/openai-compatible-process.ts';
 import { startPostgres } from '../test/gateway/helpers/postgres.ts';
 import { ms, printTable } from './measure.ts';
 

@@ -1,12 +1,12 @@
 // npm run bench:hub — what the Hub adds per call over a bare fetch to the same server.
 //
-// The fake OpenAI-compatible server (test/hub/fakes) runs in its own process. Each round calls every variant the
+// The fake OpenAI-compatible server (test/fakes) runs in its own process. Each round calls every variant the
 // same number of times, interleaved, so drift on this shared machine hits all of them alike. Non-streaming: time to
 // the parsed answer. Streaming: time to the first event (the rest of the stream is read but not timed).
 
 import OpenAI from 'openai';
 import { acompletion, amessages } from '../src/hub/index.ts';
-import { FakeOpenAIProcess } from '../test/hub/fakes/openai-compatible-process.ts';
+import { FakeOpenAIProcess } from '../test/fakes/openai-compatible-process.ts';
 import { ms, printTable } from './measure.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/gateway/storage/index.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
-import { CHAT_USAGE, FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
+import { CHAT_USAGE, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { CHAT_COST, MASTER_KEY, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend } from './helpers/gateway.ts';
 
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];

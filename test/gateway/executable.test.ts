@@ -4,7 +4,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { baseRuntimePath, hasBaseRuntime, startListening, warnIfNoBaseRuntime, type ListeningExecutable } from '../helpers/executables.ts';
-import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
+import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { MASTER_KEY } from './helpers/gateway.ts';
 
 // The gateway inside the single executable (node:sqlite, pg, fastify and Hub bundled by esbuild into the SEA).

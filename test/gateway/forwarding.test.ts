@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../hub/fakes/anthropic.ts';
+import { fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../fakes/anthropic.ts';
 import {
   CHAT_USAGE,
   DEFAULT_COMPLETION_TEXT,
@@ -14,7 +14,7 @@ import {
   chatStreamUsage,
   fakeEmbedding,
   type ScriptedReply,
-} from '../hub/fakes/openai-compatible.ts';
+} from '../fakes/openai-compatible.ts';
 import {
   CHAT_COST,
   KEY_IN_PROVIDER_ERROR,

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FakeOpenAIServer, chatChunks, chatCompletionBody } from '../hub/fakes/openai-compatible.ts';
+import { FakeOpenAIServer, chatChunks, chatCompletionBody } from '../fakes/openai-compatible.ts';
 import { startGateway } from '../../src/gateway/gateway.ts';
 import { openStore } from '../../src/gateway/storage/index.ts';
 import { MASTER_KEY, PROVIDER_CHAT_ROUTE, sqliteBackend, startTestGateway, testConfig, type TestGateway } from './helpers/gateway.ts';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../hub/fakes/openai-compatible.ts';
+import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { KEY_IN_PROVIDER_ERROR, MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 const backend = sqliteBackend();

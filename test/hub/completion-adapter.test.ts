@@ -3,9 +3,9 @@
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Hub, UnsupportedParameterError, acompletion } from '../../src/hub/index.ts';
-import { startAnthropicFake } from './fakes/anthropic.ts';
-import type { AnthropicFake } from './fakes/anthropic.ts';
-import { bodyOf } from './fakes/vendor-server.ts';
+import { startAnthropicFake } from '../fakes/anthropic.ts';
+import type { AnthropicFake } from '../fakes/anthropic.ts';
+import { bodyOf } from '../fakes/vendor-server.ts';
 import { collect } from './helpers.ts';
 
 let fake: AnthropicFake;

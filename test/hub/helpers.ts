@@ -3,7 +3,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { EmbeddingResponse } from '../../src/hub/provider.ts';
-import { fakeVector, VendorServer } from './fakes/vendor-server.ts';
+import { fakeVector, VendorServer } from '../fakes/vendor-server.ts';
 
 /** Drains an async iterable into an array. */
 export async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {

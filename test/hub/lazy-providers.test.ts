@@ -24,7 +24,7 @@ import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/servi
 import { invoke } from '../../src/hub/core/invoke.ts';
 import { lazyDefinition } from '../../src/hub/providers/shared/lazy.ts';
 import { providerMetadata } from '../../src/hub/providers/shared/metadata.ts';
-import { startMistralFake } from './fakes/mistral.ts';
+import { startMistralFake } from '../fakes/mistral.ts';
 import { collect, failureOf } from './helpers.ts';
 
 const run = promisify(execFile);

@@ -8,7 +8,7 @@ import { messagesToChatRequest } from '../../src/hub/openai-chat/request-to-chat
 import type { ChatDialect } from '../../src/hub/openai-chat/request-to-chat.ts';
 import { ProviderError, UnsupportedParameterError } from '../../src/hub/errors.ts';
 import type { CompletionParams, MessagesParams } from '../../src/hub/provider.ts';
-import { chatChunks } from './fakes/openai-compatible.ts';
+import { chatChunks } from '../fakes/openai-compatible.ts';
 import { collect } from './helpers.ts';
 
 const openaiDialect: ChatDialect = { provider_name: 'openai', top_k: false, reasoning: true, max_tokens_field: 'max_completion_tokens', user: true };

@@ -38,7 +38,7 @@ import {
 } from '../../src/hub/index.ts';
 import type { MessagesStreamEvent } from '../../src/hub/index.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/index.ts';
-import { FAKE_MODEL_IDS, FakeOpenAIServer, chatChunks, chatCompletionBody, errorBody, fakeEmbedding } from './fakes/openai-compatible.ts';
+import { FAKE_MODEL_IDS, FakeOpenAIServer, chatChunks, chatCompletionBody, errorBody, fakeEmbedding } from '../fakes/openai-compatible.ts';
 import { collect } from './helpers.ts';
 
 let fake: FakeOpenAIServer;

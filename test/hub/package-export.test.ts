@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
-import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from './fakes/openai-compatible.ts';
+import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 
 const SCRIPT = `
 import { acompletion, completion, Hub, MissingApiKeyError } from 'encoder/hub';

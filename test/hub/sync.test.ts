@@ -31,8 +31,8 @@ import {
   retrieve_batch,
   retrieve_batch_results,
 } from '../../src/hub/index.ts';
-import { chatChunks, chatCompletionBody, errorBody } from './fakes/openai-compatible.ts';
-import { FakeOpenAIProcess } from './fakes/openai-compatible-process.ts';
+import { chatChunks, chatCompletionBody, errorBody } from '../fakes/openai-compatible.ts';
+import { FakeOpenAIProcess } from '../fakes/openai-compatible-process.ts';
 import { collect } from './helpers.ts';
 
 let fake: FakeOpenAIProcess;

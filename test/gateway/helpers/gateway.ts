@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
-import { CHAT_USAGE, errorBody, type ScriptedReply } from '../../hub/fakes/openai-compatible.ts';
+import { CHAT_USAGE, errorBody, type ScriptedReply } from '../../fakes/openai-compatible.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 
 export const MASTER_KEY = 'test-master-key-0123456789abcdefghijklmnop';

@@ -19,8 +19,8 @@ import {
 } from '../../../src/hub/errors.ts';
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { anthropicProvider } from '../../../src/hub/providers/anthropic/index.ts';
-import { anthropicError, fakeMessage, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../fakes/anthropic.ts';
-import { bodyOf } from '../fakes/vendor-server.ts';
+import { anthropicError, fakeMessage, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
+import { bodyOf } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, useVendorFake } from '../helpers.ts';
 
 let fake: AnthropicFake;

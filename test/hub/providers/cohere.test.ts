@@ -16,8 +16,8 @@ import {
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from '../../../src/hub/providers/cohere/convert.ts';
 import { cohereProvider } from '../../../src/hub/providers/cohere/index.ts';
-import { cohereError, fakeCohereEvents, startCohereFake } from '../fakes/cohere.ts';
-import { bodyOf, fakeVector, type VendorServer } from '../fakes/vendor-server.ts';
+import { cohereError, fakeCohereEvents, startCohereFake } from '../../fakes/cohere.ts';
+import { bodyOf, fakeVector, type VendorServer } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'command-a-03-2025', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };

@@ -15,8 +15,8 @@ import {
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from '../../../src/hub/providers/gemini/convert.ts';
 import { geminiProvider } from '../../../src/hub/providers/gemini/index.ts';
-import { fakeGeminiChunks, fakeVector, googleError, startGeminiFake } from '../fakes/gemini.ts';
-import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
+import { fakeGeminiChunks, fakeVector, googleError, startGeminiFake } from '../../fakes/gemini.ts';
+import { bodyOf, type VendorServer } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, fakeEmbeddings, useVendorFake } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'gemini-2.5-flash', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };

@@ -20,8 +20,8 @@ import {
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromMistralResponse, fromMistralStream, mistralToolCallId, toMistralRequest } from '../../../src/hub/providers/mistral/convert.ts';
 import { mistralProvider } from '../../../src/hub/providers/mistral/index.ts';
-import { fakeChatChunks, mistralError, startMistralFake, type MistralFake } from '../fakes/mistral.ts';
-import { bodyOf } from '../fakes/vendor-server.ts';
+import { fakeChatChunks, mistralError, startMistralFake, type MistralFake } from '../../fakes/mistral.ts';
+import { bodyOf } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'mistral-small-latest', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };

@@ -5,8 +5,8 @@ import { InvalidRequestError, ModelNotFoundError, ProviderError, RateLimitError,
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { fromOllamaResponse, fromOllamaStream, toOllamaRequest } from '../../../src/hub/providers/ollama/convert.ts';
 import { ollamaProvider } from '../../../src/hub/providers/ollama/index.ts';
-import { fakeOllamaChunks, ollamaError, startOllamaFake } from '../fakes/ollama.ts';
-import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
+import { fakeOllamaChunks, ollamaError, startOllamaFake } from '../../fakes/ollama.ts';
+import { bodyOf, type VendorServer } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'llama3.2', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };

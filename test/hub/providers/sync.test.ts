@@ -15,7 +15,7 @@ let child: ChildProcess;
 let bases: Record<string, string>;
 
 beforeAll(async () => {
-  child = spawn(process.execPath, [fileURLToPath(new URL('../fakes/serve-vendor-fakes.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
+  child = spawn(process.execPath, [fileURLToPath(new URL('../../fakes/serve-vendor-fakes.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
   bases = await new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (data: Buffer) => {

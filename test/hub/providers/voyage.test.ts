@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { AuthenticationError, InvalidRequestError, ProviderError, RateLimitError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
 import type { Provider } from '../../../src/hub/provider.ts';
 import { voyageProvider } from '../../../src/hub/providers/voyage/index.ts';
-import { startVoyageFake, voyageError } from '../fakes/voyage.ts';
-import { bodyOf, type VendorServer } from '../fakes/vendor-server.ts';
+import { startVoyageFake, voyageError } from '../../fakes/voyage.ts';
+import { bodyOf, type VendorServer } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, fakeEmbeddings, useVendorFake } from '../helpers.ts';
 
 describe('voyage provider against the fake API', () => {
