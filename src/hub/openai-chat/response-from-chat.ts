@@ -6,11 +6,15 @@ import { ProviderError } from '../errors.ts';
 
 type FinishReason = OpenAI.ChatCompletion.Choice['finish_reason'] | null;
 
-/** finish_reason → stop_reason. A `stop` caused by a stop sequence cannot be told apart in OpenAI chat. */
-function stopReasonFromFinish(reason: FinishReason | string): Anthropic.StopReason | null {
+/**
+ * finish_reason → stop_reason. A `stop` caused by a stop sequence cannot be told apart in OpenAI chat. Several
+ * OpenAI-compatible servers answer tool calls with `stop`; an answer with tool calls is `tool_use` (as on the
+ * native providers), since agent loops run the tools only on that stop reason.
+ */
+function stopReasonFromFinish(reason: FinishReason | string, hasToolUse = false): Anthropic.StopReason | null {
   switch (reason) {
     case 'stop':
-      return 'end_turn';
+      return hasToolUse ? 'tool_use' : 'end_turn';
     case 'length':
       return 'max_tokens';
     case 'tool_calls':
@@ -88,7 +92,10 @@ export function chatCompletionToMessage(completion: OpenAI.ChatCompletion, provi
     container: null,
     diagnostics: null,
     stop_details: null,
-    stop_reason: choice.message.refusal && !choice.message.content ? 'refusal' : stopReasonFromFinish(choice.finish_reason),
+    stop_reason:
+      choice.message.refusal && !choice.message.content
+        ? 'refusal'
+        : stopReasonFromFinish(choice.finish_reason, content.some((block) => block.type === 'tool_use')),
     stop_sequence: null,
     usage: usageFromChat(completion.usage),
   };
@@ -106,6 +113,7 @@ export async function* chatChunksToMessageEvents(
   let index = -1;
   let open: 'text' | 'thinking' | 'tool' | null = null;
   let openToolIndex = -1;
+  let toolCalls = 0;
   let finish: FinishReason | string | null = null;
   let usage: OpenAI.CompletionUsage | undefined;
 
@@ -164,6 +172,7 @@ export async function* chatChunksToMessageEvents(
         index += 1;
         open = 'tool';
         openToolIndex = call.index;
+        toolCalls += 1;
         yield {
           type: 'content_block_start',
           index,
@@ -188,7 +197,7 @@ export async function* chatChunksToMessageEvents(
   const final = usageFromChat(usage);
   yield {
     type: 'message_delta',
-    delta: { stop_reason: stopReasonFromFinish(finish), stop_sequence: null, container: null, stop_details: null },
+    delta: { stop_reason: stopReasonFromFinish(finish, toolCalls > 0), stop_sequence: null, container: null, stop_details: null },
     usage: {
       input_tokens: usage ? final.input_tokens : null,
       output_tokens: final.output_tokens,

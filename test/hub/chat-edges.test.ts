@@ -1,0 +1,128 @@
+// Edge cases of the OpenAI chat → Messages conversion that real OpenAI-compatible servers produce, through the
+// public API and the real `openai` SDK against the fake server: tool calls under finish_reason "stop", parallel
+// tool calls streamed under one index, streamed refusals, cached tokens in a stream's usage.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { amessages } from '../../src/hub/index.ts';
+import type { MessagesStreamEvent } from '../../src/hub/index.ts';
+import { FakeOpenAIServer, chatCompletionBody } from '../fakes/openai-compatible.ts';
+import { collect, weatherTool } from './helpers.ts';
+
+let fake: FakeOpenAIServer;
+let opts: { api_key: string; api_base: string };
+const ask = { model: 'vllm:m', max_tokens: 64, tools: [weatherTool], messages: [{ role: 'user' as const, content: 'weather?' }] };
+
+beforeAll(async () => {
+  fake = await FakeOpenAIServer.start();
+  opts = { api_key: 'k-test-0123', api_base: fake.baseURL };
+});
+afterEach(() => fake.reset());
+afterAll(() => fake.close());
+
+const base = { id: 'chatcmpl-edge', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'm' };
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
+const usageChunk = (usage: Record<string, unknown>) => ({ ...base, choices: [], usage });
+
+/** The blocks a stream builds, rebuilt from its events (tool inputs parsed from their JSON deltas). */
+function rebuild(events: MessagesStreamEvent[]): { blocks: Record<string, unknown>[]; delta: Extract<MessagesStreamEvent, { type: 'message_delta' }> } {
+  const blocks: Record<string, unknown>[] = [];
+  const json: string[] = [];
+  let delta: Extract<MessagesStreamEvent, { type: 'message_delta' }> | undefined;
+  for (const event of events) {
+    if (event.type === 'content_block_start') {
+      expect(event.index).toBe(blocks.length);
+      blocks.push({ ...event.content_block });
+      json.push('');
+    } else if (event.type === 'content_block_delta') {
+      const block = blocks[event.index]!;
+      if (event.delta.type === 'text_delta') block.text = `${block.text as string}${event.delta.text}`;
+      if (event.delta.type === 'input_json_delta') json[event.index] += event.delta.partial_json;
+    } else if (event.type === 'message_delta') delta = event;
+  }
+  blocks.forEach((block, index) => {
+    if (block.type === 'tool_use') block.input = json[index] === '' ? {} : JSON.parse(json[index]!);
+  });
+  expect(delta).toBeDefined();
+  return { blocks, delta: delta! };
+}
+
+describe('tool calls', () => {
+  const call = { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } };
+
+  it('tool calls answered with finish_reason "stop" still end with stop_reason tool_use', async () => {
+    fake.script('POST /v1/chat/completions', {
+      json: { ...chatCompletionBody('m'), choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'stop', logprobs: null }] },
+    });
+    const message = await amessages({ ...opts, ...ask });
+    expect(message.content).toMatchObject([{ type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Paris' } }]);
+    expect(message.stop_reason).toBe('tool_use');
+  });
+
+  it('streamed tool calls with finish_reason "stop" end with stop_reason tool_use', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [chunk({ role: 'assistant', tool_calls: [{ index: 0, ...call }] }), chunk({}, 'stop'), usageChunk({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 })],
+    });
+    const { blocks, delta } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    expect(blocks).toMatchObject([{ type: 'tool_use', id: 'call_1', input: { city: 'Paris' } }]);
+    expect(delta.delta.stop_reason).toBe('tool_use');
+  });
+
+  it('parallel tool calls streamed under one index (vLLM, SGLang…) stay separate calls', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '' } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+        chunk({ tool_calls: [{ index: 0, id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } }] }),
+        chunk({}, 'tool_calls'),
+      ],
+    });
+    const { blocks, delta } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    expect(blocks).toMatchObject([
+      { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Paris' } },
+      { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Rome' } },
+    ]);
+    expect(delta.delta.stop_reason).toBe('tool_use');
+  });
+
+  it('servers that repeat the id on every fragment of a call still give one call', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] }),
+        chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { arguments: '"Oslo"}' } }] }),
+        chunk({}, 'tool_calls'),
+      ],
+    });
+    const { blocks } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    expect(blocks).toMatchObject([{ type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Oslo' } }]);
+  });
+});
+
+describe('refusals and usage in streams', () => {
+  it('a streamed refusal ends with stop_reason refusal, as the same answer does without streaming', async () => {
+    fake.script(
+      'POST /v1/chat/completions',
+      { json: { ...chatCompletionBody('m'), choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: 'I cannot help.' }, finish_reason: 'stop', logprobs: null }] } },
+      { sse: [chunk({ role: 'assistant', refusal: 'I cannot' }), chunk({ refusal: ' help.' }), chunk({}, 'stop')] },
+    );
+    const plain = await amessages({ ...opts, ...ask });
+    const { blocks, delta } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    expect(plain.stop_reason).toBe('refusal');
+    expect(blocks).toMatchObject([{ type: 'text', text: 'I cannot help.' }]);
+    expect(delta.delta.stop_reason).toBe(plain.stop_reason);
+  });
+
+  it("cached prompt tokens in the stream's usage chunk leave input_tokens and become cache_read_input_tokens", async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', content: 'hi' }),
+        chunk({}, 'stop'),
+        usageChunk({ prompt_tokens: 100, completion_tokens: 2, total_tokens: 102, prompt_tokens_details: { cached_tokens: 60 } }),
+      ],
+    });
+    const { delta } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    const usage: Anthropic.MessageDeltaUsage = delta.usage;
+    expect(usage).toMatchObject({ input_tokens: 40, cache_read_input_tokens: 60, output_tokens: 2 });
+  });
+});
