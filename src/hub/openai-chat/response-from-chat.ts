@@ -113,6 +113,7 @@ export async function* chatChunksToMessageEvents(
   let index = -1;
   let open: 'text' | 'thinking' | 'tool' | null = null;
   let openToolIndex = -1;
+  let openToolId: string | undefined;
   let toolCalls = 0;
   let finish: FinishReason | string | null = null;
   let usage: OpenAI.CompletionUsage | undefined;
@@ -167,11 +168,14 @@ export async function* chatChunksToMessageEvents(
       yield { type: 'content_block_delta', index, delta: { type: 'text_delta', text } };
     }
     for (const call of delta.tool_calls ?? []) {
-      if (open !== 'tool' || call.index !== openToolIndex) {
+      // A new call: another index, or (servers that stream parallel calls all under index 0) another id.
+      const newId = call.id !== undefined && call.id !== null && call.id !== '' && call.id !== openToolId;
+      if (open !== 'tool' || call.index !== openToolIndex || newId) {
         yield* close();
         index += 1;
         open = 'tool';
         openToolIndex = call.index;
+        openToolId = call.id || undefined;
         toolCalls += 1;
         yield {
           type: 'content_block_start',
