@@ -325,6 +325,28 @@ describe('mistral provider against the fake API', () => {
     expect(events.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { input_tokens: 9, output_tokens: 4 } });
   });
 
+  it('parallel tool calls in one streamed delta without index (the SDK makes each index 0) stay separate', async () => {
+    const chunk = (delta: object, finish_reason: string | null) => ({
+      data: { id: 'c5', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason }] },
+    });
+    const wireCall = (id: string, city: string) => ({ id, type: 'function', function: { name: 'weather', arguments: `{"city":"${city}"}` } });
+    fake.server.enqueue({
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [wireCall('Abc123XYZ', 'Oslo'), wireCall('Def456UVW', 'Rome')] }, null),
+        // a call in fragments: the ones after the first carry no id (the SDK makes it the string "null")
+        chunk({ tool_calls: [{ id: 'Ghi789RST', index: 2, function: { name: 'weather', arguments: '{"city":' } }] }, null),
+        chunk({ tool_calls: [{ index: 2, function: { name: '', arguments: '"Bonn"}' } }] }, null),
+        chunk({ content: '' }, 'tool_calls'),
+        { data: '[DONE]' },
+      ],
+    });
+    const events = await collect(provider.messagesStream({ ...base, tools: [weather] }, call));
+    const starts = events.flatMap((e) => (e.type === 'content_block_start' ? [e.content_block] : []));
+    const args = events.flatMap((e) => (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta' ? [[e.index, e.delta.partial_json]] : []));
+    expect(starts).toMatchObject([{ type: 'tool_use', id: 'Abc123XYZ' }, { type: 'tool_use', id: 'Def456UVW' }, { type: 'tool_use', id: 'Ghi789RST' }]);
+    expect(args).toEqual([[0, '{"city":"Oslo"}'], [1, '{"city":"Rome"}'], [2, '{"city":'], [2, '"Bonn"}']]);
+  });
+
   it('a stream cut in the middle, or ended before finish_reason, is a ProviderError', async () => {
     const chunks = fakeChatChunks({ model: 'm', messages: [{ role: 'user', content: 'a long enough text' }] });
     fake.server.enqueue({ sse: chunks, cutAfter: 2 });

@@ -175,7 +175,8 @@ export async function* fromMistralStream(events: AsyncIterable<components.Comple
   let finish: string | null | undefined;
   let usage: components.UsageInfo | undefined;
   let toolCalls = 0;
-  const openCalls = new Map<number, string>();
+  // Per index, the builder key and the vendor id of the call streaming there.
+  const openCalls = new Map<number, { key: string; id: string | undefined }>();
   for await (const { data: chunk } of events) {
     yield* builder.start({}, chunk.id);
     if (chunk.usage) usage = chunk.usage;
@@ -193,16 +194,19 @@ export async function* fromMistralStream(events: AsyncIterable<components.Comple
       }
     }
     for (const call of delta.toolCalls ?? []) {
+      // The SDK makes a missing index 0, so parallel calls sent without one share it: a new id is a new call.
+      // A fragment without an id gets the id "null" from the SDK.
       const index = call.index ?? toolCalls;
-      let key = openCalls.get(index);
-      if (key === undefined) {
-        key = `call-${index}`;
-        openCalls.set(index, key);
+      const id = call.id && call.id !== 'null' ? call.id : undefined;
+      let open = openCalls.get(index);
+      if (open === undefined || (id !== undefined && id !== open.id)) {
+        open = { key: `call-${toolCalls}`, id };
+        openCalls.set(index, open);
         toolCalls += 1;
-        yield* builder.toolUse(key, call.id ?? generateId('toolu'), call.function.name);
+        yield* builder.toolUse(open.key, id ?? generateId('toolu'), call.function.name);
       }
       const args = call.function.arguments;
-      yield* builder.toolInput(key, typeof args === 'string' ? args : JSON.stringify(args));
+      yield* builder.toolInput(open.key, typeof args === 'string' ? args : JSON.stringify(args));
     }
     if (choice.finishReason) finish = choice.finishReason;
   }
