@@ -71,7 +71,7 @@ export function chatCompletionToMessage(completion: OpenAI.ChatCompletion, provi
   const content: Anthropic.ContentBlock[] = [];
   const reasoning = reasoningOf(choice.message);
   if (reasoning !== undefined) content.push({ type: 'thinking', thinking: reasoning, signature: '' });
-  const text = choice.message.content ?? choice.message.refusal ?? null;
+  const text = choice.message.content || choice.message.refusal || null;
   if (text) content.push({ type: 'text', text, citations: null });
   for (const call of choice.message.tool_calls ?? []) {
     if (call.type !== 'function') continue;
@@ -114,6 +114,9 @@ export async function* chatChunksToMessageEvents(
   let open: 'text' | 'thinking' | 'tool' | null = null;
   let openToolIndex = -1;
   let openToolId: string | undefined;
+  // A refusal streams as `refusal` deltas: as without streaming, refusal text and no content → stop_reason refusal.
+  let sawContent = false;
+  let sawRefusal = false;
   let toolCalls = 0;
   let finish: FinishReason | string | null = null;
   let usage: OpenAI.CompletionUsage | undefined;
@@ -157,7 +160,9 @@ export async function* chatChunksToMessageEvents(
       }
       yield { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: reasoning } };
     }
-    const text = delta.content ?? delta.refusal;
+    if (delta.content) sawContent = true;
+    else if (delta.refusal) sawRefusal = true;
+    const text = delta.content || delta.refusal;
     if (text) {
       if (open !== 'text') {
         yield* close();
@@ -201,7 +206,7 @@ export async function* chatChunksToMessageEvents(
   const final = usageFromChat(usage);
   yield {
     type: 'message_delta',
-    delta: { stop_reason: stopReasonFromFinish(finish, toolCalls > 0), stop_sequence: null, container: null, stop_details: null },
+    delta: { stop_reason: sawRefusal && !sawContent ? 'refusal' : stopReasonFromFinish(finish, toolCalls > 0), stop_sequence: null, container: null, stop_details: null },
     usage: {
       input_tokens: usage ? final.input_tokens : null,
       output_tokens: final.output_tokens,
