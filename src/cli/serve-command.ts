@@ -17,8 +17,16 @@ interface ServeCommandOptions {
   bodyLimit: number;
   maxBatchTokens?: number;
   maxWaitMs?: number;
+  maxRequestTokens: number;
   threads?: number;
 }
+
+/**
+ * Most tokens one request may hold. 16,384 is 32 inputs of 512 tokens (what text-embeddings-inference allows by
+ * default) and keeps the largest embedding response of a 1024-wide model (~340 MB of JSON) within what one process
+ * can build; without a limit, an 8 MiB body of one-word inputs makes a response too large to serialize.
+ */
+const DEFAULT_MAX_REQUEST_TOKENS = 16_384;
 
 /** `serve`: HTTP (REST + MCP) and gRPC front ends over one predict pipeline, until SIGTERM or SIGINT. */
 export function registerServeCommand(program: Command, io: CliIo, source: ModelSource, context: CliContext): void {
@@ -34,6 +42,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .option('--body-limit <bytes>', 'largest HTTP request body; larger ones get 413', parsePositiveInteger, 8 * 2 ** 20)
     .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
+    .option('--max-request-tokens <n>', 'most tokens one request may hold (its inputs after tokenization); more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_TOKENS)
     .option('--threads <n>', 'onnxruntime intra-op threads (default: all cores)', parsePositiveInteger)
     .action(async (options: ServeCommandOptions) => {
       if (options.disableHttp && options.disableGrpc) {
@@ -45,6 +54,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         threads: options.threads,
         maxBatchTokens: options.maxBatchTokens,
         maxWaitMs: options.maxWaitMs,
+        maxRequestTokens: options.maxRequestTokens,
       });
       let server: RunningServer;
       try {
@@ -76,6 +86,7 @@ function banner(pipeline: PredictPipeline, server: RunningServer): string {
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict, GET /model /health /openapi.json, MCP at /mcp`);
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
   const batching = pipeline.batchingSettings;
+  lines.push(`  limits: ${pipeline.maxRequestTokens} tokens per request`);
   lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
   return `${lines.join('\n')}\n`;
 }

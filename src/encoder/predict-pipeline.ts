@@ -1,7 +1,7 @@
 import type * as ort from 'onnxruntime-node';
 import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
 import type { ModelType } from './config.ts';
-import { InternalError, isEncoderError } from './errors.ts';
+import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { OnnxModel, type ModelSignature } from './onnx-model.ts';
 import { parsePredictRequest } from './requests.ts';
@@ -23,6 +23,12 @@ export interface PipelineOptions {
   maxWaitMs?: number;
   /** Largest number of sequences in one run; default: only maxBatchTokens bounds a run. */
   maxBatchSequences?: number;
+  /**
+   * Most tokens one request may hold (its inputs after tokenization, special tokens included); more is an
+   * InputError. Bounds what a single request can make the process hold: its outputs, and for embeddings a response
+   * of one vector per token. Default: no limit (the command line's `serve` sets one, docs/http-api.md).
+   */
+  maxRequestTokens?: number;
   /** wasmoon's glue.wasm, when it is not beside the wasmoon package (single executable). */
   luaWasmPath?: string;
   /** The scheduler's other settings and clock; for benchmarks and tests (the defaults are the measured ones). */
@@ -57,6 +63,7 @@ export class PredictPipeline implements Predictor {
   readonly #transform: LuaTransform | null;
   readonly #labels: ReadonlyMap<number, string>;
   readonly #scheduler: BatchScheduler<Encoding, Tensor>;
+  readonly #maxRequestTokens: number;
   /** Softmax of a batch output, computed by the first request shaped from it and shared by the others. */
   readonly #scores = new WeakMap<Tensor, Tensor>();
   #closing: Promise<void> | undefined;
@@ -67,6 +74,7 @@ export class PredictPipeline implements Predictor {
     model: OnnxModel;
     transform: LuaTransform | null;
     batching: BatchSchedulerOptions;
+    maxRequestTokens: number;
   }) {
     this.modelId = fields.pkg.name;
     this.modelType = fields.pkg.modelType;
@@ -76,6 +84,7 @@ export class PredictPipeline implements Predictor {
     this.#labels = labelsOf(fields.pkg.modelConfig);
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
     this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), fields.batching);
+    this.#maxRequestTokens = fields.maxRequestTokens;
   }
 
   /** Loads tokenizer, model and transform; every problem is a ConfigError. */
@@ -87,6 +96,8 @@ export class PredictPipeline implements Predictor {
       maxBatchSequences: options.maxBatchSequences,
     };
     resolveBatchSettings(batching); // a bad setting is a ConfigError before the model loads
+    const maxRequestTokens = options.maxRequestTokens ?? Infinity;
+    if (!(maxRequestTokens >= 1)) throw new ConfigError(`maxRequestTokens must be at least 1, got ${options.maxRequestTokens}`);
     const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
     const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads, sessionOptions: options.sessionOptions });
     let transform: LuaTransform | null = null;
@@ -101,12 +112,17 @@ export class PredictPipeline implements Predictor {
       await model.close();
       throw error;
     }
-    return new PredictPipeline({ pkg, tokenizer, model, transform, batching });
+    return new PredictPipeline({ pkg, tokenizer, model, transform, batching, maxRequestTokens });
   }
 
   /** How runs are formed (for the server banner): token budget, wait bound and the other scheduler settings. */
   get batchingSettings(): Readonly<BatchSettings> {
     return this.#scheduler.settings;
+  }
+
+  /** Most tokens one request may hold (Infinity: no limit). */
+  get maxRequestTokens(): number {
+    return this.#maxRequestTokens;
   }
 
   /** Counters of the batch scheduler: runs, sequences, tokens and padded tokens, what is queued now. */
@@ -130,7 +146,11 @@ export class PredictPipeline implements Predictor {
   /** Validates the body (InputError) and returns the model type's response; runtime failures are InternalError. */
   async predict(body: unknown): Promise<PredictResponse> {
     const request = parsePredictRequest(this.modelType, body);
+    // Every input is at least one token: a request with more inputs than the limit is refused before tokenizing.
+    if (request.inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${request.inputs.length} inputs`);
     const encodings = this.tokenizer.encodeBatch(request.inputs);
+    const tokens = encodings.reduce((sum, encoding) => sum + encoding.ids.length, 0);
+    if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`);
     const placed = await this.#scheduler.submit(encodings);
     const results = placed.map(({ output, row }, index) => this.#shape(request, output, row, encodings[index]));
     const response = { results, model_id: this.modelId } as PredictResponse;
@@ -178,6 +198,10 @@ export class PredictPipeline implements Predictor {
       case 'token_classification':
         return tokenClassificationResult(output, this.#scoresOf(output), row, encoding, this.#labels);
     }
+  }
+
+  #tooManyTokens(what: string): InputError {
+    return new InputError(`the request holds ${what}, more than the limit of ${this.#maxRequestTokens} tokens per request; send fewer or shorter inputs`);
   }
 
   #scoresOf(output: Tensor): Tensor {

@@ -138,6 +138,29 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
         expect(mcp.data ?? null).toBeNull();
       });
 
+      it('refuses a request of more tokens than its limit, on every front end', async () => {
+        const limit = Number(/limits: (\d+) tokens per request/.exec(served.stderr())?.[1]);
+        expect(limit).toBe(16_384); // the default
+        // Each input is at least 3 tokens with [CLS] and [SEP]: over the limit after tokenizing
+        const over = { ...body, inputs: Array.from({ length: Math.ceil(limit / 3) + 1 }, () => 'word') };
+        const reason = /^Invalid input: the request holds \d+ tokens, more than the limit of 16384 tokens per request; send fewer or shorter inputs$/;
+        const http = await postPredict(served, over);
+        expect(http.status).toBe(422);
+        expect(await http.text()).toMatch(reason);
+        const grpcError = (await grpc.predict(over).catch((e: unknown) => e)) as ServiceError;
+        expect(grpcError.code).toBe(GRPC_INVALID_ARGUMENT);
+        expect(grpcError.details).toMatch(reason);
+        const mcp = await mcpError(served, over);
+        expect(mcp.code).toBe(-32600);
+        expect(mcp.message).toMatch(/Invalid input: the request holds \d+ tokens, more than the limit/);
+        // more inputs than the limit are refused before tokenizing
+        const many = await postPredict(served, { ...body, inputs: Array.from({ length: limit + 1 }, () => 'a') });
+        expect(many.status).toBe(422);
+        expect(await many.text()).toBe(`Invalid input: the request holds ${limit + 1} inputs, more than the limit of ${limit} tokens per request; send fewer or shorter inputs`);
+        // a request within the limit is answered
+        expect((await postPredict(served, { ...body, inputs: over.inputs.slice(0, 100) })).status).toBe(200);
+      });
+
       it('gives every runtime error its code on every front end', async () => {
         const long = { ...body, inputs: [Array.from({ length: 60 }, () => 'word').join(' ')] };
         const http = await postPredict(served, long);

@@ -166,4 +166,22 @@ describe('predict pipeline on generated models', () => {
     expect(error).toBeInstanceOf(InternalError);
     expect((error as Error).message).toContain('boom');
   });
+
+  it('refuses a request of more tokens than maxRequestTokens, counting special tokens, and none by default', async () => {
+    const limited = await pipelineFor(embeddingDir, 'embedding', '', { maxRequestTokens: 12 });
+    const tokensOf = (inputs: string[]) => limited.tokenizer.encodeBatch(inputs).reduce((sum, e) => sum + e.ids.length, 0);
+    const fits = ['one two', 'three four five'];
+    expect(tokensOf(fits)).toBeLessThanOrEqual(12);
+    await expect(limited.predict({ inputs: fits, normalize: true })).resolves.toMatchObject({ results: [{}, {}] });
+    const over = [...fits, 'six seven eight nine'];
+    const error = await limited.predict({ inputs: over, normalize: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as Error).message).toBe(`Invalid input: the request holds ${tokensOf(over)} tokens, more than the limit of 12 tokens per request; send fewer or shorter inputs`);
+    await expect(limited.predict({ inputs: Array.from({ length: 13 }, () => 'a'), normalize: true })).rejects.toThrow('holds 13 inputs, more than the limit of 12');
+    // the refused request took nothing from the next one
+    await expect(limited.predict({ inputs: fits, normalize: true })).resolves.toMatchObject({ results: [{}, {}] });
+
+    expect((await pipelineFor(embeddingDir, 'embedding')).maxRequestTokens).toBe(Infinity);
+    await expect(pipelineFor(embeddingDir, 'embedding', '', { maxRequestTokens: 0 })).rejects.toThrow(ConfigError);
+  });
 });
