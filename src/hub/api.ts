@@ -42,7 +42,7 @@ export interface HubCallOptions {
   client_args?: Record<string, unknown>;
   /** Per attempt, in milliseconds (default 600000). For streams: until the first event. */
   timeout?: number;
-  /** Retries of 429/502/503/504 answers (default 2). */
+  /** Retries of 429/502/503/504/529 answers (default 2). */
   max_retries?: number;
   signal?: AbortSignal;
   /** Convert provider errors to the unified exceptions for this call (default: HUB_UNIFIED_EXCEPTIONS=1). */

@@ -6,8 +6,8 @@ import type { CallOptions, Provider } from '../provider.ts';
 import { whenLoaded } from '../providers/shared/lazy.ts';
 import { redact } from './credentials.ts';
 
-/** Statuses retried by default. */
-const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+/** Statuses retried by default; 529 is Anthropic's overloaded_error (its SDK retries it, like a 503). */
+const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504, 529]);
 export const DEFAULT_MAX_RETRIES = 2;
 export const DEFAULT_TIMEOUT_MS = 600_000;
 const INITIAL_DELAY_MS = 500;

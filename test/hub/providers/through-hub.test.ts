@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { acompletion, acreate_batch, aembedding, alist_batches, alist_models, amessages, aretrieve_batch, aretrieve_batch_results } from '../../../src/hub/index.ts';
 import { AuthenticationError, MissingApiKeyError, ModelNotFoundError, RateLimitError } from '../../../src/hub/errors.ts';
-import { startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
+import { anthropicError, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
 import { startCohereFake } from '../../fakes/cohere.ts';
 import { googleError, startGeminiFake } from '../../fakes/gemini.ts';
 import { mistralError, startMistralFake, type MistralFake } from '../../fakes/mistral.ts';
@@ -123,6 +123,14 @@ describe('retries and unified exceptions through the Hub', () => {
     const message = await amessages({ provider: 'mistral', model: 'mistral-small-latest', api_key: 'k', api_base: mistral.server.url, max_tokens: 5, messages: [{ role: 'user', content: 'again' }] });
     expect(message.content[0]).toMatchObject({ text: 'echo: again' });
     expect(mistral.server.requests).toHaveLength(2);
+  });
+
+  it("Anthropic's 529 overloaded_error is retried like a 503 (the Anthropic SDK retries it; callers coming from it rely on that)", async () => {
+    anthropic.server.reset();
+    anthropic.server.enqueue(anthropicError(529, 'overloaded_error', 'Overloaded', { 'retry-after': '0' }));
+    const message = await amessages({ provider: 'anthropic', model: 'claude-sonnet-4-6', api_key: 'k', api_base: anthropic.server.url, max_tokens: 5, messages: [{ role: 'user', content: 'again' }] });
+    expect(message.content[0]).toMatchObject({ text: 'echo: again' });
+    expect(anthropic.server.requests).toHaveLength(2);
   });
 
   it('with max_retries 0 the unified RateLimitError carries retry_after', async () => {
