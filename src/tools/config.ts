@@ -135,6 +135,10 @@ export function parseToolsConfig(text: string, source: string, env: NodeJS.Proce
     const problems = describeErrors(validate.errors ?? []);
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
   }
+  const outOfRange = durationRangeProblems(substituted as RawConfig);
+  if (outOfRange.length > 0) {
+    throw new ToolsConfigError(`${source}: invalid tools configuration:\n${outOfRange.map((line) => `  - ${line}`).join('\n')}`);
+  }
   return resolve(substituted as RawConfig);
 }
 
@@ -181,6 +185,29 @@ function resolve(raw: RawConfig): ToolsConfig {
     return { ...common, transport: 'stdio', command: entry.command!, args: entry.args ?? [], env: entry.env ?? {}, cwd: entry.cwd };
   });
   return { servers };
+}
+
+/** Node's timers hold at most 2^31-1 ms; a longer delay fires after 1 ms (a timeout would end every request at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Durations a timer cannot hold: under 1 ms (a ping or restart loop) or over MAX_TIMER_MS (about 596h). */
+function durationRangeProblems(raw: RawConfig): string[] {
+  const problems: string[] = [];
+  const check = (where: string, values: Record<string, string | undefined> | undefined) => {
+    for (const [key, value] of Object.entries(values ?? {})) {
+      if (value === undefined) continue;
+      const ms = parseDuration(value)!;
+      if (ms < 1) problems.push(`${where}/${key}: "${value}" is too short (at least 1ms)`);
+      else if (ms > MAX_TIMER_MS) problems.push(`${where}/${key}: "${value}" is too long (at most 596h)`);
+    }
+  };
+  check('/defaults/timeouts', { ...raw.defaults?.timeouts });
+  check('/defaults/restart', { ...raw.defaults?.restart });
+  for (const [name, entry] of Object.entries(raw.servers ?? {})) {
+    check(`/servers/${name}/timeouts`, { ...entry.timeouts });
+    check(`/servers/${name}/restart`, { ...entry.restart });
+  }
+  return problems;
 }
 
 function durations(values: Record<string, string | undefined>): Record<string, number> {

@@ -80,6 +80,14 @@ servers:
     expect(several.split('\n').length).toBeGreaterThanOrEqual(4);
   });
 
+  it('rejects durations a timer cannot hold: zero (a ping or restart loop) and over 2^31-1 ms (Node fires those after 1 ms)', () => {
+    expect(failure('servers:\n  a: {command: x, timeouts: {healthInterval: 0s}}\n')).toContain('/servers/a/timeouts/healthInterval: "0s" is too short (at least 1ms)');
+    expect(failure('defaults:\n  restart: {initialDelay: 500us}\nservers: {}\n')).toContain('/defaults/restart/initialDelay: "500us" is too short');
+    expect(failure('servers:\n  a: {command: x, timeouts: {request: 1000h}}\n')).toContain('/servers/a/timeouts/request: "1000h" is too long (at most 596h)');
+    expect(failure('defaults:\n  restart: {maxDelay: 597h}\nservers: {}\n')).toContain('/defaults/restart/maxDelay: "597h" is too long');
+    expect(parse('servers:\n  a: {command: x, timeouts: {request: 596h, startup: 1ms}}\n').servers[0].timeouts).toMatchObject({ request: 596 * 3_600_000, startup: 1 });
+  });
+
   describe('files', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'tools-config-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
