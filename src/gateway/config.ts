@@ -13,8 +13,9 @@ const ProviderSettings = z.strictObject({
 });
 
 const Pricing = z.strictObject({
-  input_cost_per_million: z.number().nonnegative(),
-  output_cost_per_million: z.number().nonnegative(),
+  // Same bounds as PUT /v1/pricing: above $1 per token is a typo, and costs must stay within BIGINT.
+  input_cost_per_million: z.number().nonnegative().max(1e6),
+  output_cost_per_million: z.number().nonnegative().max(1e6),
 });
 
 const RateLimits = z.strictObject({

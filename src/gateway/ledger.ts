@@ -8,6 +8,12 @@ import type { UsageRecorder } from './usage-recorder.ts';
 /** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
 const nanos = (tokens: number, perMillion: number) => tokens * perMillion * 1000;
 
+/**
+ * The most one call reserves: the largest budget (MAX_DOLLARS). A client's `max_tokens: 1e300` must not put a
+ * number into `reserved` that PostgreSQL's BIGINT refuses (a 500) or SQLite turns into a float.
+ */
+const MAX_RESERVATION_NANOS = 1e18;
+
 export interface CallStart {
   principal: Principal;
   /** The `user` field of the request (required with the master key). */
@@ -96,7 +102,8 @@ export class CallLedger {
         throw invalidRequest('The "user" field is required with the master key: it names the user whose budget and usage this call counts against', 'user', 'missing_user');
       }
       if (typeof start.user !== 'string') throw invalidRequest('"user" must be a string (a user_id)', 'user');
-      const user = await this.#store.getUser(start.user);
+      // No user_id holds NUL (PostgreSQL text cannot); asking the database would fail there instead of saying so.
+      const user = start.user.includes('\u0000') ? null : await this.#store.getUser(start.user);
       if (!user) throw notFound('user', start.user);
       userId = user.user_id;
       if (user.budget_id) budgets.push({ id: user.budget_id, scope: 'user' });
@@ -113,9 +120,12 @@ export class CallLedger {
     this.#checkRateLimit(keyId ?? `user:${userId}`, now);
     const pricing = await this.pricingOf(`${start.provider}:${start.model}`, now);
     const estimate = pricing
-      ? Math.ceil(
-          nanos(start.estimatedPromptTokens, pricing.input_cost_per_million) +
-            nanos(start.maxOutputTokens ?? this.#reserveOutputTokens, pricing.output_cost_per_million),
+      ? Math.min(
+          MAX_RESERVATION_NANOS,
+          Math.ceil(
+            nanos(start.estimatedPromptTokens, pricing.input_cost_per_million) +
+              nanos(start.maxOutputTokens ?? this.#reserveOutputTokens, pricing.output_cost_per_million),
+          ),
         )
       : 0;
     const reservations: { budget_id: string; amount: number }[] = [];

@@ -19,6 +19,10 @@ export function parseTimestamp(text: string, param: string): number {
   if (!ISO_TIMESTAMP.test(text)) throw invalidRequest(`${param} must be an ISO 8601 timestamp such as 2026-05-18T12:00:00Z, got "${text}"`, param);
   const zoned = /(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`;
   const ms = Date.parse(zoned);
-  if (Number.isNaN(ms)) throw invalidRequest(`${param} is not a valid date: "${text}"`, param);
+  // Date.parse rolls 2099-02-31 over to March 3; a date that does not exist is a typo, not a request for another.
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number);
+  if (Number.isNaN(ms) || new Date(Date.UTC(year, month - 1, day)).getUTCDate() !== day) {
+    throw invalidRequest(`${param} is not a valid date: "${text}"`, param);
+  }
   return ms;
 }

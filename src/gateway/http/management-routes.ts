@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireMaster } from '../auth.ts';
-import { invalidRequest, notFound } from '../errors.ts';
+import { GatewayError, invalidRequest, notFound } from '../errors.ts';
 import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
 import { NANOS_PER_DOLLAR } from '../storage/records.ts';
 import { parseTimestamp } from '../time.ts';
@@ -29,6 +29,10 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   const master = async (request: FastifyRequest) => {
     requireMaster(await context.authenticate(request));
+    // No stored id holds NUL (refused at creation; PostgreSQL text cannot): such a path names nothing.
+    for (const value of Object.values((request.params ?? {}) as Record<string, string>)) {
+      if (value.includes('\u0000')) throw new GatewayError(404, 'not_found_error', 'not_found', 'No record has an id containing a NUL character');
+    }
   };
 
   const budgetMustExist = async (budgetId: string | null | undefined, param: string) => {
@@ -191,8 +195,8 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   });
 }
 
-function modelParam(raw: string): string {
-  const model = decodeURIComponent(raw);
+/** The wildcard parameter arrives decoded (find-my-way decodes it once); decoding again broke names with '%'. */
+function modelParam(model: string): string {
   if (!/^[^:\s]+:.+$/.test(model)) throw invalidRequest(`Pricing is per provider:model, got "${model}"`, 'model');
   return model;
 }

@@ -3,23 +3,36 @@ import { z } from 'zod';
 /** Request bodies of the management endpoints; also the source of their OpenAPI schemas. */
 const Metadata = z.record(z.string(), z.unknown()).describe('Free-form string-keyed entries');
 const Timestamp = z.string().describe('ISO 8601 timestamp, e.g. 2026-05-18T12:00:00Z (no designator = UTC)');
-const Id = z.string().min(1).max(256);
+/** PostgreSQL text cannot hold NUL; refusing it everywhere keeps both databases answering alike (400, not 500). */
+const Name = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters');
+const Id = Name;
+/** The most money the gateway handles: a budget of this in nano-dollars (1e18) still fits PostgreSQL's BIGINT. */
+export const MAX_DOLLARS = 1e9;
+const Dollars = z.number().nonnegative().max(MAX_DOLLARS);
+/** A price per million tokens above $1 per token is a typo; bounded so that costs stay within BIGINT. */
+const PricePerMillion = z.number().nonnegative().max(1e6);
+/** A century: longer periods are "never"; bounded so that period arithmetic stays within BIGINT and Date. */
+const ResetSeconds = z.number().int().positive().max(100 * 365.25 * 24 * 3600);
 
 export const CreateUserBody = z.strictObject({
   user_id: Id.describe('Identifier chosen by the caller'),
-  alias: z.string().min(1).max(256).describe('Display name (required)'),
+  alias: Name.describe('Display name (required)'),
   metadata: Metadata.optional(),
   budget_id: Id.nullable().optional().describe('A budget this user spends from'),
 });
 
 export const UpdateUserBody = z.strictObject({
-  alias: z.string().min(1).max(256).optional(),
+  alias: Name.optional(),
   metadata: Metadata.optional(),
   budget_id: Id.nullable().optional().describe('null detaches the budget'),
 });
 
 export const CreateKeyBody = z.strictObject({
-  key_name: z.string().min(1).max(256).describe('Descriptive name'),
+  key_name: Name.describe('Descriptive name'),
   expires_at: Timestamp.nullable().optional(),
   metadata: Metadata.optional(),
   user_id: Id.nullable().optional().describe('Owner: usage also counts against this user and its budget'),
@@ -28,7 +41,7 @@ export const CreateKeyBody = z.strictObject({
 
 export const UpdateKeyBody = z.strictObject({
   is_active: z.boolean().optional().describe('false deactivates the key; true reactivates it'),
-  key_name: z.string().min(1).max(256).optional(),
+  key_name: Name.optional(),
   expires_at: Timestamp.nullable().optional().describe('null: never expires'),
   metadata: Metadata.optional(),
   user_id: Id.nullable().optional(),
@@ -36,20 +49,20 @@ export const UpdateKeyBody = z.strictObject({
 });
 
 export const CreateBudgetBody = z.strictObject({
-  max_budget: z.number().nonnegative().describe('Spend limit in US dollars per period'),
-  reset_every_seconds: z.number().int().positive().nullable().optional().describe('Spend starts again from 0 every N seconds; null: never'),
+  max_budget: Dollars.describe('Spend limit in US dollars per period'),
+  reset_every_seconds: ResetSeconds.nullable().optional().describe('Spend starts again from 0 every N seconds; null: never'),
   metadata: Metadata.optional(),
 });
 
 export const UpdateBudgetBody = z.strictObject({
-  max_budget: z.number().nonnegative().optional(),
-  reset_every_seconds: z.number().int().positive().nullable().optional(),
+  max_budget: Dollars.optional(),
+  reset_every_seconds: ResetSeconds.nullable().optional(),
   metadata: Metadata.optional(),
 });
 
 export const PricingBody = z.strictObject({
-  input_cost_per_million: z.number().nonnegative().describe('US dollars per million prompt tokens'),
-  output_cost_per_million: z.number().nonnegative().describe('US dollars per million completion tokens'),
+  input_cost_per_million: PricePerMillion.describe('US dollars per million prompt tokens'),
+  output_cost_per_million: PricePerMillion.describe('US dollars per million completion tokens'),
 });
 
 export const UsageQuery = z.strictObject({

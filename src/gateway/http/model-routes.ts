@@ -11,6 +11,7 @@ type Body = Record<string, unknown>;
 export function splitModel(value: unknown, providers: string[]): { provider: string; model: string } {
   if (typeof value !== 'string' || value === '') throw invalidRequest('"model" is required: a string of the form provider:model, e.g. openai:gpt-4o-mini', 'model');
   const colon = value.indexOf(':');
+  if (value.includes('\u0000')) throw invalidRequest('"model" must not contain NUL characters', 'model');
   if (colon <= 0 || colon === value.length - 1) throw invalidRequest(`"model" must be provider:model (e.g. openai:gpt-4o-mini), got "${value}"`, 'model');
   const provider = value.slice(0, colon);
   if (!providers.includes(provider)) {

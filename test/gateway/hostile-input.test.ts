@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHAT_USAGE, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
+import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+
+/**
+ * Input a careless or hostile client can send: out-of-range numbers, NUL characters, odd escapes. Each gets a 400
+ * (or the answer a well-formed request gets) and the same answer on both databases — never a 500, never a budget
+ * left in a state that blocks or mis-bills later calls.
+ */
+const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
+let fake: FakeOpenAIServer;
+
+beforeAll(async () => {
+  fake = await FakeOpenAIServer.start();
+});
+afterAll(async () => {
+  await fake?.close();
+  await Promise.all(backends.map((backend) => backend.close()));
+});
+
+describe.each(backends)('hostile input on $name', (backend) => {
+  let gateway: TestGateway;
+  const chat = (extra: Record<string, unknown>) => ({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], ...extra });
+
+  beforeAll(async () => {
+    if (backend.skipReason) return;
+    gateway = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it.skipIf(backend.skipReason)('money and periods beyond what the database holds are a 400 naming the field', async () => {
+    for (const [path, method, body, param] of [
+      ['/v1/budgets', 'POST', { max_budget: 1e12 }, 'max_budget'],
+      ['/v1/budgets', 'POST', { max_budget: 1e300 }, 'max_budget'],
+      ['/v1/budgets', 'POST', { max_budget: 10, reset_every_seconds: 9e15 }, 'reset_every_seconds'],
+      ['/v1/pricing/openai:gpt-fake', 'PUT', { input_cost_per_million: 1e300, output_cost_per_million: 1 }, 'input_cost_per_million'],
+      ['/v1/pricing/openai:gpt-fake', 'PUT', { input_cost_per_million: 1, output_cost_per_million: 1e300 }, 'output_cost_per_million'],
+    ] as const) {
+      const response = await gateway.call(method, path, { body });
+      expect(response.status, `${method} ${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(response.json.error).toMatchObject({ type: 'invalid_request_error', param });
+    }
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 1 } })).json;
+    const patched = await gateway.call('PATCH', `/v1/budgets/${budget.budget_id}`, { body: { max_budget: 1e12 } });
+    expect(patched.status).toBe(400);
+    expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json.max_budget).toBe(1);
+  });
+
+  it.skipIf(backend.skipReason)('an absurd max_tokens is reserved at a bounded amount: the call is answered and billed at its real cost', async () => {
+    await gateway.call('PUT', '/v1/pricing/openai:gpt-fake', { body: { input_cost_per_million: 1000, output_cost_per_million: 2000 } });
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 100 } })).json;
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'greedy', alias: 'Greedy', budget_id: budget.budget_id } });
+    for (const max_tokens of [1e16, 1e300]) {
+      const response = await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'greedy', max_tokens }) });
+      expect(response.status, `max_tokens ${max_tokens}`).toBe(200);
+    }
+    const after = (await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json;
+    const oneCall = (CHAT_USAGE.prompt_tokens * 1000 + CHAT_USAGE.completion_tokens * 2000) / 1e6;
+    expect(after.reserved).toBe(0);
+    expect(after.spend).toBeCloseTo(2 * oneCall, 9);
+    // The budget still admits calls.
+    expect((await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'greedy' }) })).status).toBe(200);
+  });
+
+  it.skipIf(backend.skipReason)('NUL characters in ids, names, user and model are refused or not found, never a 500', async () => {
+    const created = [
+      await gateway.call('POST', '/v1/users', { body: { user_id: 'nul\u0000user', alias: 'A' } }),
+      await gateway.call('POST', '/v1/users', { body: { user_id: 'nul-alias', alias: 'A\u0000' } }),
+      await gateway.call('POST', '/v1/keys', { body: { key_name: 'k\u0000' } }),
+    ];
+    for (const response of created) {
+      expect(response.status).toBe(400);
+      expect(response.json.error.type).toBe('invalid_request_error');
+    }
+    for (const path of ['/v1/users/nul%00user', '/v1/keys/key%00x', '/v1/budgets/b%00', '/v1/users/nul%00user/usage']) {
+      const response = await gateway.call('GET', path);
+      expect(response.status, path).toBe(404);
+    }
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'plain', alias: 'Plain' } });
+    const unknownUser = await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'plain\u0000' }) });
+    expect(unknownUser.status).toBe(404);
+    expect(unknownUser.json.error.code).toBe('user_not_found');
+    const badModel = await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'plain', model: 'openai:gpt-fake\u0000' }) });
+    expect(badModel.status).toBe(400);
+    expect(badModel.json.error.param).toBe('model');
+  });
+
+  it.skipIf(backend.skipReason)('a pricing path with a percent sign is taken literally once, not decoded twice', async () => {
+    const put = await gateway.call('PUT', '/v1/pricing/openai:odd%25name', { body: { input_cost_per_million: 1, output_cost_per_million: 2 } });
+    expect(put.status).toBe(200);
+    expect(put.json.model).toBe('openai:odd%name');
+    expect((await gateway.call('GET', '/v1/pricing/openai:odd%25name')).json.model).toBe('openai:odd%name');
+    expect((await gateway.call('DELETE', '/v1/pricing/openai:odd%25name')).status).toBe(200);
+  });
+
+  it.skipIf(backend.skipReason)('a calendar date that does not exist is a 400, not silently moved to the next month', async () => {
+    const response = await gateway.call('POST', '/v1/keys', { body: { key_name: 'k', expires_at: '2099-02-31T00:00:00Z' } });
+    expect(response.status).toBe(400);
+    expect(response.json.error.param).toBe('expires_at');
+  });
+});
