@@ -118,6 +118,10 @@ describe('servers and health', () => {
     expect(validate(health), JSON.stringify(validate.errors)).toBe(true);
     expect(validate({ ...health, servers: [{ name: 'x', status: 'sleeping' }] })).toBe(false);
     expect((await call('GET', '/schemas/{schema}', '/schemas/Nope.json')).statusCode).toBe(404);
+    // names of Object.prototype's members are not schemas either
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      expect((await call('GET', '/schemas/{schema}', `/schemas/${name}.json`)).statusCode, name).toBe(404);
+    }
   });
 });
 

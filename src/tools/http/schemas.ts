@@ -214,8 +214,9 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
  * components point at their own documents (relative to this one's $id).
  */
 export function standaloneSchema(name: string, id: string): Schema | undefined {
+  // own names only: /schemas/__proto__.json must not serve Object.prototype
+  if (!Object.hasOwn(COMPONENT_SCHEMAS, name)) return undefined;
   const schema = COMPONENT_SCHEMAS[name];
-  if (!schema) return undefined;
   return { $schema: 'https://json-schema.org/draft/2020-12/schema', $id: id, title: name, ...(relink(schema) as Schema) };
 }
 
