@@ -1,10 +1,10 @@
-// Edge cases of the OpenAI chat → Messages conversion that real OpenAI-compatible servers produce, through the
-// public API and the real `openai` SDK against the fake server: tool calls under finish_reason "stop", parallel
-// tool calls streamed under one index, streamed refusals, cached tokens in a stream's usage.
+// Edge cases that real OpenAI-compatible servers produce, through the public API and the real `openai` SDK against
+// the fake server: tool calls under finish_reason "stop", parallel tool calls streamed under one index, streamed
+// refusals, cached tokens in a stream's usage, embeddings from servers that ignore encoding_format.
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { amessages } from '../../src/hub/index.ts';
+import { aembedding, amessages } from '../../src/hub/index.ts';
 import type { MessagesStreamEvent } from '../../src/hub/index.ts';
 import { FakeOpenAIServer, chatCompletionBody } from '../fakes/openai-compatible.ts';
 import { collect, weatherTool } from './helpers.ts';
@@ -124,5 +124,27 @@ describe('refusals and usage in streams', () => {
     const { delta } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
     const usage: Anthropic.MessageDeltaUsage = delta.usage;
     expect(usage).toMatchObject({ input_tokens: 40, cache_read_input_tokens: 60, output_tokens: 2 });
+  });
+});
+
+describe('embeddings of OpenAI-compatible servers', () => {
+  const floats = [0.25, -1.5, 3];
+  const answer = { json: { object: 'list', model: 'e', data: [{ object: 'embedding', index: 0, embedding: floats }], usage: { prompt_tokens: 2, total_tokens: 2 } } };
+
+  it('a server that answers floats whatever encoding_format says gives those floats (the SDK asks base64 unless told)', async () => {
+    fake.script('POST /v1/embeddings', answer);
+    const result = await aembedding({ ...opts, model: 'vllm:e', inputs: 'x' });
+    expect(result.data[0]!.embedding).toEqual(floats);
+    expect(fake.requestsTo('POST /v1/embeddings')[0]!.body).toMatchObject({ encoding_format: 'float' });
+  });
+
+  it("the caller's encoding_format is sent as given; OpenAI itself keeps the SDK's compact base64", async () => {
+    fake.script('POST /v1/embeddings', answer);
+    await aembedding({ ...opts, model: 'vllm:e', inputs: 'x', encoding_format: 'float' });
+    const openai = await aembedding({ ...opts, model: 'openai:fake-embedder', inputs: 'abc' });
+    const [compatible, own] = fake.requestsTo('POST /v1/embeddings');
+    expect(compatible!.body).toMatchObject({ encoding_format: 'float' });
+    expect(own!.body).toMatchObject({ encoding_format: 'base64' });
+    expect(openai.data[0]!.embedding).toHaveLength(4);
   });
 });

@@ -28,6 +28,9 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
   const client = createClient(service, options);
   const dialect: ChatDialect = { provider_name: name, ...service.dialect };
   const streamOptions = service.stream_usage ? { stream_options: { include_usage: true } } : {};
+  // Unless told, the SDK asks for base64 and decodes any answer as base64: a compatible server that ignores
+  // encoding_format answers float arrays, which would become garbage vectors without an error. Ask for floats there.
+  const embeddingFormat = name === 'openai' || name === 'azureopenai' ? {} : { encoding_format: 'float' as const };
   return {
     metadata: service.metadata,
     async messages(params, call) {
@@ -57,7 +60,7 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
     ...(service.metadata.embedding
       ? {
           embedding: ({ model, inputs }, call) =>
-            client.embeddings.create({ model, input: inputs, ...call.extra }, { signal: call.signal }),
+            client.embeddings.create({ model, input: inputs, ...embeddingFormat, ...call.extra }, { signal: call.signal }),
         }
       : {}),
     ...(service.metadata.list_models
