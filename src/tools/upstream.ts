@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
@@ -157,7 +157,7 @@ export class Upstream {
     try {
       result = (await client.callTool({ name, arguments: args }, undefined, this.requestOptions())) as CallToolResult;
     } catch (error) {
-      throw toolsErrorOf(error, this.name, `tools/call "${name}"`);
+      throw this.failureOf(error, client, `tools/call "${name}"`);
     }
     if (result.isError) {
       const text = textOf(result) || JSON.stringify(result.structuredContent ?? result.content);
@@ -168,7 +168,7 @@ export class Upstream {
 
   async listPrompts(cursor: string | undefined): Promise<ListPromptsResult> {
     const client = this.session('prompts');
-    return this.request('prompts/list', () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()));
+    return this.request('prompts/list', client, () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()));
   }
 
   async getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
@@ -176,7 +176,7 @@ export class Upstream {
     try {
       return await client.getPrompt({ name, arguments: args }, this.requestOptions());
     } catch (error) {
-      const failure = toolsErrorOf(error, this.name, `prompts/get "${name}"`);
+      const failure = this.failureOf(error, client, `prompts/get "${name}"`);
       if (failure.kind === 'upstream' && !(await this.hasPrompt(name))) {
         throw new ToolsError('not_found', `server "${this.name}" has no prompt "${name}"`, { cause: error });
       }
@@ -186,12 +186,12 @@ export class Upstream {
 
   async listResources(cursor: string | undefined): Promise<ListResourcesResult> {
     const client = this.session('resources');
-    return this.request('resources/list', () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()));
+    return this.request('resources/list', client, () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()));
   }
 
   async listResourceTemplates(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
     const client = this.session('resources');
-    return this.request('resources/templates/list', () =>
+    return this.request('resources/templates/list', client, () =>
       client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
     );
   }
@@ -201,7 +201,7 @@ export class Upstream {
     try {
       return await client.readResource({ uri }, this.requestOptions());
     } catch (error) {
-      const failure = toolsErrorOf(error, this.name, `resources/read "${uri}"`);
+      const failure = this.failureOf(error, client, `resources/read "${uri}"`);
       if (failure.kind === 'upstream' && !(await this.hasResource(uri))) {
         throw new ToolsError('not_found', `server "${this.name}" has no resource "${uri}"`, { cause: error });
       }
@@ -215,12 +215,25 @@ export class Upstream {
     return { timeout: this.config.timeouts.request };
   }
 
-  private async request<T>(what: string, run: () => Promise<T>): Promise<T> {
+  private async request<T>(what: string, client: Client, run: () => Promise<T>): Promise<T> {
     try {
       return await run();
     } catch (error) {
-      throw toolsErrorOf(error, this.name, what);
+      throw this.failureOf(error, client, what);
     }
+  }
+
+  /**
+   * A failed request of `client` as a ToolsError. When the transport shows that the session is gone (an HTTP
+   * server that restarted no longer knows it, or cannot be reached), the session is dropped and a new one started
+   * now rather than at the next health ping: until then every request would fail the same way.
+   */
+  private failureOf(error: unknown, client: Client, what: string): ToolsError {
+    const failure = sessionRejected(error)
+      ? new ToolsError('unavailable', `server "${this.name}" no longer knows this session (did it restart?); reconnecting: ${(error as Error).message}`, { cause: error })
+      : toolsErrorOf(error, this.name, what);
+    if (failure.kind === 'unavailable' && client === this.client && this.stateValue === 'connected') this.lost(`${what} failed: ${failure.message}`);
+    return failure;
   }
 
   /** The connected client, when the server offers `capability`. */
@@ -238,13 +251,14 @@ export class Upstream {
 
   private async fetchAllTools(): Promise<Tool[]> {
     const client = this.session('tools');
-    const tools = await this.collect('tools/list', (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.tools);
+    const tools = await this.collect('tools/list', client, (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.tools);
     this.toolsCache = tools;
     return tools;
   }
 
   private async collect<Page extends { nextCursor?: string }, Item>(
     what: string,
+    client: Client,
     fetchPage: (cursor: string | undefined) => Promise<Page>,
     itemsOf: (page: Page) => Item[],
   ): Promise<Item[]> {
@@ -252,7 +266,7 @@ export class Upstream {
     const seen = new Set<string>();
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.request(what, () => fetchPage(cursor));
+      const result = await this.request(what, client, () => fetchPage(cursor));
       items.push(...itemsOf(result));
       cursor = result.nextCursor;
       if (cursor === undefined || seen.has(cursor)) break;
@@ -264,7 +278,7 @@ export class Upstream {
   private async hasPrompt(name: string): Promise<boolean> {
     try {
       const client = this.session('prompts');
-      const prompts = await this.collect('prompts/list', (cursor) => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.prompts);
+      const prompts = await this.collect('prompts/list', client, (cursor) => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.prompts);
       return prompts.some((prompt) => prompt.name === name);
     } catch {
       return true; // cannot tell: keep the server's own error
@@ -274,10 +288,11 @@ export class Upstream {
   private async hasResource(uri: string): Promise<boolean> {
     try {
       const client = this.session('resources');
-      const resources = await this.collect('resources/list', (cursor) => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.resources);
+      const resources = await this.collect('resources/list', client, (cursor) => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.resources);
       if (resources.some((resource) => resource.uri === uri)) return true;
       const templates = await this.collect(
         'resources/templates/list',
+        client,
         (cursor) => client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
         (page) => page.resourceTemplates,
       );
@@ -442,6 +457,15 @@ export class Upstream {
     const tail = this.stderrTail.slice(-3).join(' | ');
     return tail ? ` (stderr: ${tail})` : '';
   }
+}
+
+/**
+ * The Streamable HTTP server refused the session: 404 is MCP's "session not found" (the client must start a new
+ * one); some servers (server-everything among them) answer 400 "No valid session ID" instead.
+ */
+function sessionRejected(error: unknown): boolean {
+  if (!(error instanceof StreamableHTTPError)) return false;
+  return error.code === 404 || (error.code === 400 && /session/i.test(error.message));
 }
 
 /** The text of all text content items, joined with a newline. */
