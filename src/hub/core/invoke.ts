@@ -104,13 +104,21 @@ function scrubForeign(error: unknown, secret: string | undefined): unknown {
   if (secret && error instanceof Error && error.message.includes(secret)) {
     Object.defineProperty(error, 'message', { value: redact(error.message, secret), configurable: true, writable: true });
     if (error.stack) Object.defineProperty(error, 'stack', { value: redact(error.stack, secret), configurable: true, writable: true });
-    // The parsed error body the SDKs keep (e.g. OpenAI's `error.error.message`).
-    const body = (error as { error?: unknown }).error;
-    if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
-      (body as { message: string }).message = redact((body as { message: string }).message, secret);
-    }
+    // The parsed error body the SDKs keep, at any depth (OpenAI's `error.error.message`, Anthropic's
+    // `error.error.error.message`).
+    redactStrings((error as { error?: unknown }).error, secret, 0);
   }
   return error;
+}
+
+function redactStrings(value: unknown, secret: string, depth: number): void {
+  if (!value || typeof value !== 'object' || depth > 8) return;
+  const record = value as Record<string, unknown>;
+  for (const [key, inner] of Object.entries(record)) {
+    if (typeof inner === 'string') {
+      if (inner.includes(secret)) record[key] = redact(inner, secret);
+    } else redactStrings(inner, secret, depth + 1);
+  }
 }
 
 /** Retry-After of non-429 errors (503 often carries one); providers expose it on RateLimitError only. */

@@ -133,6 +133,21 @@ describe('retries and unified exceptions through the Hub', () => {
     expect(anthropic.server.requests).toHaveLength(2);
   });
 
+  it.each([false, true])('a key echoed in a nested error body (Anthropic shape) is scrubbed everywhere (unified: %s)', async (unified) => {
+    const key = 'sk-ant-echoed-0123456789';
+    anthropic.server.reset();
+    anthropic.server.enqueue(anthropicError(400, 'invalid_request_error', `bad request for key ${key}`));
+    const failure = (await failureOf(
+      amessages({ provider: 'anthropic', model: 'claude-sonnet-4-6', api_key: key, api_base: anthropic.server.url, unified_exceptions: unified, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    )) as Error & { original_exception?: unknown; error?: unknown };
+    const raw = (unified ? failure.original_exception : failure) as Error & { error?: unknown };
+    expect(failure.message).not.toContain(key);
+    expect(raw.message).not.toContain(key);
+    expect(raw.stack).not.toContain(key);
+    expect(JSON.stringify(raw.error)).not.toContain(key);
+    expect(JSON.stringify(raw.error)).toContain('***');
+  });
+
   it('with max_retries 0 the unified RateLimitError carries retry_after', async () => {
     gemini.enqueue(googleError(429, 'RESOURCE_EXHAUSTED', 'Quota exceeded', [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '21s' }]));
     const failure = await failureOf(
