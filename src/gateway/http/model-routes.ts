@@ -121,7 +121,11 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
         ticket,
         controller.signal,
         () => upstream.chat(provider, model, forwarded, controller.signal),
-        (completion) => ({ prompt: completion.usage?.prompt_tokens ?? 0, completion: completion.usage?.completion_tokens ?? 0 }),
+        // A provider that reports no usage is billed by estimate, as its streams are, not for nothing.
+        (completion) =>
+          completion.usage
+            ? { prompt: completion.usage.prompt_tokens ?? 0, completion: completion.usage.completion_tokens ?? 0 }
+            : { prompt: ticket.start.estimatedPromptTokens, completion: Math.ceil(completion.choices.reduce((n, choice) => n + (choice.message?.content?.length ?? 0), 0) / 4) },
       );
     }
     const clientWantsUsage = (body.stream_options as Body | undefined)?.include_usage === true;
@@ -129,7 +133,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     try {
       stream = await upstream.chatStream(provider, model, { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } }, controller.signal);
     } catch (error) {
-      throw await failedCall(ticket, error);
+      throw await failedCall(ticket, error, controller.signal);
     }
     let promptTokens = 0;
     let completionTokens = 0;
@@ -143,7 +147,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       // The usage-only chunk goes to clients that asked for it, as the provider would have done.
       return !(chunk.usage && (chunk.choices ?? []).length === 0 && !clientWantsUsage);
     }, () => ({ promptTokens: promptTokens || ticket.start.estimatedPromptTokens, completionTokens: completionTokens || Math.ceil(streamedChars / 4), exact: promptTokens > 0 }), true);
-    return reply.code(200).headers(SSE_HEADERS).send(Readable.from(events));
+    return sendEvents(reply, ticket, controller, events);
   });
 
   app.post('/v1/embeddings', async (request) => {
@@ -172,7 +176,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       ticket,
       controller.signal,
       () => upstream.embeddings(provider, model, inputs as string[], controller.signal),
-      (result) => ({ prompt: result.usage?.prompt_tokens ?? 0, completion: 0 }),
+      (result) => ({ prompt: result.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0 }),
     );
     if (format === 'base64') {
       // The openai client asks for base64 by default and decodes little-endian float32.
@@ -231,14 +235,17 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
         ticket,
         controller.signal,
         () => upstream.messages(provider, model, forwarded, controller.signal),
-        (message) => ({ prompt: promptTokensOf(message.usage), completion: message.usage?.output_tokens ?? 0 }),
+        (message) =>
+          message.usage
+            ? { prompt: promptTokensOf(message.usage), completion: message.usage.output_tokens ?? 0 }
+            : { prompt: ticket.start.estimatedPromptTokens, completion: Math.ceil(JSON.stringify(message.content ?? '').length / 4) },
       );
     }
     let stream: AsyncIterable<AnthropicStreamEvent>;
     try {
       stream = await upstream.messagesStream(provider, model, forwarded, controller.signal);
     } catch (error) {
-      throw await failedCall(ticket, error);
+      throw await failedCall(ticket, error, controller.signal);
     }
     let inputTokens = 0;
     let outputTokens = 0;
@@ -252,8 +259,23 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') streamedChars += event.delta.text.length;
       return true;
     }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), false);
-    return reply.code(200).headers(SSE_HEADERS).send(Readable.from(events));
+    return sendEvents(reply, ticket, controller, events);
   });
+
+  /**
+   * Sends the events. A client that left just as the provider's first event arrived gets its stream destroyed
+   * before the generator starts, so the generator's own cleanup never runs: the row (cancelled, no tokens known)
+   * and the release of the budget hold are written here instead.
+   */
+  function sendEvents(reply: FastifyReply, ticket: CallTicket, controller: AbortController, events: AsyncGenerator<string>): FastifyReply {
+    const readable = Readable.from(events);
+    readable.on('close', () => {
+      if (ticket.finished) return;
+      controller.abort();
+      void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens: ticket.start.estimatedPromptTokens, completionTokens: 0 });
+    });
+    return reply.code(200).headers(SSE_HEADERS).send(readable);
+  }
 
   /**
    * Server-Sent Events from an upstream stream. The usage row is committed before the last event (`[DONE]` for
