@@ -101,12 +101,14 @@ function judge(
 
 /** A provider's own error can echo the key too (e.g. "Incorrect API key provided: …"). */
 function scrubForeign(error: unknown, secret: string | undefined): unknown {
-  if (secret && error instanceof Error && error.message.includes(secret)) {
-    Object.defineProperty(error, 'message', { value: redact(error.message, secret), configurable: true, writable: true });
-    if (error.stack) Object.defineProperty(error, 'stack', { value: redact(error.stack, secret), configurable: true, writable: true });
-    // The parsed error body the SDKs keep, at any depth (OpenAI's `error.error.message`, Anthropic's
-    // `error.error.error.message`).
-    redactStrings((error as { error?: unknown }).error, secret, 0);
+  if (secret && error instanceof Error) {
+    if (error.message.includes(secret)) {
+      Object.defineProperty(error, 'message', { value: redact(error.message, secret), configurable: true, writable: true });
+    }
+    if (error.stack?.includes(secret)) Object.defineProperty(error, 'stack', { value: redact(error.stack, secret), configurable: true, writable: true });
+    // The error body the SDKs keep, raw or parsed, at any depth (OpenAI's `error.error.message`, Anthropic's
+    // `error.error.error.message`, Mistral's `body` text, Ollama's `error` text, Cohere's `body.message`).
+    redactStrings(error, secret, 0);
   }
   return error;
 }
@@ -116,7 +118,12 @@ function redactStrings(value: unknown, secret: string, depth: number): void {
   const record = value as Record<string, unknown>;
   for (const [key, inner] of Object.entries(record)) {
     if (typeof inner === 'string') {
-      if (inner.includes(secret)) record[key] = redact(inner, secret);
+      if (!inner.includes(secret)) continue;
+      try {
+        record[key] = redact(inner, secret);
+      } catch {
+        // a read-only field: nothing more can be done
+      }
     } else redactStrings(inner, secret, depth + 1);
   }
 }

@@ -148,6 +148,28 @@ describe('retries and unified exceptions through the Hub', () => {
     expect(JSON.stringify(raw.error)).toContain('***');
   });
 
+  it.each(['mistral', 'cohere', 'gemini', 'ollama'] as const)('%s: a key echoed in the error body is in no string field of the raw error', async (name) => {
+    const key = 'secret-echoed-0123456789';
+    const text = `bad request for key ${key}`;
+    const server = { mistral: mistral.server, cohere, gemini, ollama }[name];
+    server.reset();
+    server.enqueue(
+      name === 'mistral' ? mistralError(400, text) : name === 'gemini' ? googleError(400, 'INVALID_ARGUMENT', text) : { status: 400, json: name === 'cohere' ? { message: text } : { error: text } },
+    );
+    const model = { mistral: 'mistral-small-latest', cohere: 'command-a', gemini: 'gemini-2.5-flash', ollama: 'llama3.2' }[name];
+    const raw = (await failureOf(
+      amessages({ provider: name, model, api_key: key, api_base: server.url, unified_exceptions: false, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    )) as Error;
+    expect(raw.message).not.toContain(key);
+    const strings: string[] = [];
+    const walk = (value: unknown, depth: number) => {
+      if (typeof value === 'string') strings.push(value);
+      else if (value && typeof value === 'object' && depth < 6) for (const inner of Object.values(value)) walk(inner, depth + 1);
+    };
+    walk(raw, 0);
+    expect(strings.filter((s) => s.includes(key))).toEqual([]);
+  });
+
   it('with max_retries 0 the unified RateLimitError carries retry_after', async () => {
     gemini.enqueue(googleError(429, 'RESOURCE_EXHAUSTED', 'Quota exceeded', [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '21s' }]));
     const failure = await failureOf(
