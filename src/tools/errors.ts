@@ -34,6 +34,10 @@ export function toolsErrorOf(error: unknown, server: string, what: string): Tool
     switch (error.code) {
       case ErrorCode.RequestTimeout:
         return new ToolsError('timeout', `${what} on server "${server}" timed out: ${message}`, { cause: error });
+      case ErrorCode.InvalidParams:
+        // The server says the request itself is wrong (missing or invalid arguments, a bad cursor): the caller's
+        // to fix, and not worth a retry as a 502 would suggest.
+        return new ToolsError('bad_request', `server "${server}" rejected the parameters of ${what}: ${message}`, { cause: error });
       case ErrorCode.MethodNotFound:
         return new ToolsError('not_implemented', `server "${server}" does not implement ${what}: ${message}`, { cause: error });
       case ErrorCode.ConnectionClosed:

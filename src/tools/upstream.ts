@@ -177,7 +177,7 @@ export class Upstream {
       return await client.getPrompt({ name, arguments: args }, this.requestOptions());
     } catch (error) {
       const failure = this.failureOf(error, client, `prompts/get "${name}"`);
-      if (failure.kind === 'upstream' && !(await this.hasPrompt(name))) {
+      if ((failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasPrompt(name))) {
         throw new ToolsError('not_found', `server "${this.name}" has no prompt "${name}"`, { cause: error });
       }
       throw failure;
@@ -202,7 +202,7 @@ export class Upstream {
       return await client.readResource({ uri }, this.requestOptions());
     } catch (error) {
       const failure = this.failureOf(error, client, `resources/read "${uri}"`);
-      if (failure.kind === 'upstream' && !(await this.hasResource(uri))) {
+      if ((failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasResource(uri))) {
         throw new ToolsError('not_found', `server "${this.name}" has no resource "${uri}"`, { cause: error });
       }
       throw failure;

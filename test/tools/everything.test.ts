@@ -227,11 +227,12 @@ describe('prompts', () => {
     expect(body.messages[0].content.text).toContain('Rhône');
   });
 
-  it('answers 404 for an unknown prompt, 502 for missing required arguments, 400 for non-string arguments', async () => {
+  it('answers 404 for an unknown prompt, 400 for missing required arguments (MCP invalid params) or non-string arguments', async () => {
+    // server-everything answers both an unknown prompt and missing arguments with -32602 (invalid params)
     const unknown = await call('POST', RENDER, '/api/v1/servers/everything/prompts/nope', '{}');
     expect(unknown.statusCode).toBe(404);
     const missing = await call('POST', RENDER, '/api/v1/servers/everything/prompts/args-prompt', '{"arguments": {}}');
-    expect(missing.statusCode).toBe(502);
+    expect(missing.statusCode).toBe(400);
     expect(missing.json().detail).toContain('city');
     for (const body of ['{"arguments": {"city": 3}}', '{"arguments": ["Lyon"]}', '{"city": "Lyon"}', '[]', '{']) {
       expect((await call('POST', RENDER, '/api/v1/servers/everything/prompts/args-prompt', body)).statusCode, body).toBe(400);
@@ -302,8 +303,11 @@ describe('pagination', () => {
       expect(pages).toBe(3);
       expect(names).toHaveLength(5);
       const bad = await call('GET', template, `/api/v1/servers/paged/${kind}?cursor=${encodeURIComponent('not a cursor!')}`);
-      expect(bad.statusCode).toBe(502);
+      expect(bad.statusCode).toBe(400);
       expect(bad.json().detail).toContain('Invalid cursor');
+      // a repeated cursor is not one cursor
+      const twice = await call('GET', template, `/api/v1/servers/everything/${kind}?cursor=a&cursor=b`);
+      expect(twice.statusCode, twice.body).toBe(400);
     });
   }
 });

@@ -31,7 +31,7 @@ servers:
   errors:
     command: ${NODE}
     args: [${fixture('answers-errors.ts')}]
-    tools: [fail, is-error, ghost]
+    tools: [fail, is-error, strict, ghost]
   never-initializes:
     command: ${NODE}
     args: [${fixture('hangs.ts')}, --hang-initialize]
@@ -165,10 +165,17 @@ describe('a server that answers errors', () => {
     expect(response.json().detail).toContain('quota exceeded for today');
   });
 
+  it('invalid params (-32602) of a tool call: 400 with the server message, the caller has to change its request', async () => {
+    const response = await call('POST', CALL, '/api/v1/servers/errors/tools/strict', '{"count": "three"}');
+    expect(response.statusCode).toBe(400);
+    expect(response.json().detail).toContain('count must be a number');
+    expect((await call('POST', CALL, '/api/v1/servers/errors/tools/strict', '{"count": 3}')).statusCode).toBe(200);
+  });
+
   it('a tool outside the allow-list: 403, listed or not; an allowed tool the server lacks: 404', async () => {
     expect((await call('POST', CALL, '/api/v1/servers/errors/tools/secret', '{}')).statusCode).toBe(403);
     const tools = (await call('GET', '/api/v1/servers/{name}/tools', '/api/v1/servers/errors/tools?detail=minimal')).json();
-    expect(tools.tools.map((tool: { name: string }) => tool.name)).toEqual(['fail', 'is-error']);
+    expect(tools.tools.map((tool: { name: string }) => tool.name)).toEqual(['fail', 'is-error', 'strict']);
     expect((await call('POST', CALL, '/api/v1/servers/errors/tools/ghost', '{}')).statusCode).toBe(404);
   });
 

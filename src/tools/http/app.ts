@@ -131,8 +131,8 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     return sendJson(reply, toolAnswerOf(result));
   });
 
-  app.get<NameParams & { Querystring: { cursor?: string } }>('/api/v1/servers/:name/prompts', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listPrompts(request.query.cursor);
+  app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/prompts', async (request, reply) => {
+    const result = await upstreams.get(request.params.name).listPrompts(cursorOf(request.query.cursor));
     return sendObject(request, reply, 'Prompts', promptsOf(result));
   });
 
@@ -143,8 +143,8 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     return sendObject(request, reply, 'GeneratePromptResponse', generatedPromptOf(result));
   });
 
-  app.get<NameParams & { Querystring: { cursor?: string } }>('/api/v1/servers/:name/resources', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listResources(request.query.cursor);
+  app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/resources', async (request, reply) => {
+    const result = await upstreams.get(request.params.name).listResources(cursorOf(request.query.cursor));
     return sendObject(request, reply, 'Resources', resourcesOf(result));
   });
 
@@ -155,13 +155,19 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     return sendJson(reply, resourceContentsOf(await upstream.readResource(uri)));
   });
 
-  app.get<NameParams & { Querystring: { cursor?: string } }>('/api/v1/servers/:name/resources/templates', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listResourceTemplates(request.query.cursor);
+  app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/resources/templates', async (request, reply) => {
+    const result = await upstreams.get(request.params.name).listResourceTemplates(cursorOf(request.query.cursor));
     return sendObject(request, reply, 'ResourceTemplates', resourceTemplatesOf(result));
   });
 
   await app.ready();
   return app;
+}
+
+/** The one `cursor` of a list request; repeated (`?cursor=a&cursor=b`) it is no cursor at all. */
+function cursorOf(cursor: string | string[] | undefined): string | undefined {
+  if (Array.isArray(cursor)) throw new ToolsError('bad_request', 'the query parameter cursor is given more than once');
+  return cursor;
 }
 
 /** `{arguments: {string: string}}`, or nothing; anything else is a 400 that says what is wrong. */

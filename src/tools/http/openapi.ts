@@ -9,7 +9,7 @@ const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const ok = (description: string, schema: Json): Json => ({ 200: { description, content: { 'application/json': { schema } } } });
 
 const PROBLEM_WHEN: Record<number, string> = {
-  400: 'Bad request: a bad `detail` or missing `uri`, a body that is not JSON or not an object.',
+  400: 'Bad request: a bad `detail`, a missing `uri` or repeated query parameter, a body that is not JSON or not an object, or parameters the MCP server rejected as invalid (-32602: missing or invalid arguments, a bad cursor).',
   403: 'The tool is not in the server\'s allow-list.',
   404: 'No such server, tool, prompt or resource.',
   413: 'The request body is larger than the limit.',
@@ -38,7 +38,7 @@ const cursorParameter: Json = {
   schema: { type: 'string' },
 };
 /** Every request to an MCP server can meet these. */
-const UPSTREAM_FAILURES = [404, 501, 502, 503, 504];
+const UPSTREAM_FAILURES = [400, 404, 501, 502, 503, 504];
 
 /** The OpenAPI 3.1 description of the whole tool server API. */
 export function toolsOpenApiDocument(version: string): Json {
@@ -93,7 +93,7 @@ export function toolsOpenApiDocument(version: string): Json {
               schema: { type: 'string', enum: ['minimal', 'summary', 'full'], default: 'full' },
             },
           ],
-          responses: { ...ok('The tools.', ref('ToolsResponse')), ...problems(400, ...UPSTREAM_FAILURES) },
+          responses: { ...ok('The tools.', ref('ToolsResponse')), ...problems(...UPSTREAM_FAILURES) },
         },
       },
       '/api/v1/servers/{server}/tools/{tool}': {
@@ -110,7 +110,7 @@ export function toolsOpenApiDocument(version: string): Json {
             required: false,
             content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
           },
-          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(400, 403, 413, ...UPSTREAM_FAILURES) },
+          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(403, 413, ...UPSTREAM_FAILURES) },
         },
       },
       '/api/v1/servers/{name}/prompts': {
@@ -129,7 +129,7 @@ export function toolsOpenApiDocument(version: string): Json {
           tags: ['prompts'],
           parameters: [serverParameter(), nameParameter('promptName', 'The prompt\'s name.')],
           requestBody: { required: false, content: { 'application/json': { schema: ref('GeneratePromptRequest') } } },
-          responses: { ...ok('The rendered messages.', ref('GeneratePromptResponse')), ...problems(400, 413, ...UPSTREAM_FAILURES) },
+          responses: { ...ok('The rendered messages.', ref('GeneratePromptResponse')), ...problems(413, ...UPSTREAM_FAILURES) },
         },
       },
       '/api/v1/servers/{name}/resources': {
@@ -152,7 +152,7 @@ export function toolsOpenApiDocument(version: string): Json {
           ],
           responses: {
             ...ok('The resource\'s contents: text, or base64 `blob` for binary data.', { type: 'array', items: ref('ResourceContent') }),
-            ...problems(400, ...UPSTREAM_FAILURES),
+            ...problems(...UPSTREAM_FAILURES),
           },
         },
       },
