@@ -14,6 +14,12 @@ const nanos = (tokens: number, perMillion: number) => tokens * perMillion * 1000
  */
 const MAX_RESERVATION_NANOS = 1e18;
 
+/**
+ * Token counts come from the provider; the usage columns are 32-bit integers. A fraction or an absurd count made
+ * PostgreSQL refuse the row (and with it its whole group commit); it is rounded and capped instead.
+ */
+const tokenCount = (n: number) => (Number.isFinite(n) && n > 0 ? Math.min(2 ** 31 - 1, Math.round(n)) : 0);
+
 export interface CallStart {
   principal: Principal;
   /** The `user` field of the request (required with the master key). */
@@ -169,6 +175,7 @@ export class CallLedger {
     if (ticket.finished) return;
     ticket.finished = true;
     this.#open.delete(ticket);
+    outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
     const { start, pricing } = ticket;
     const cost = pricing
       ? Math.round(nanos(outcome.promptTokens, pricing.input_cost_per_million) + nanos(outcome.completionTokens, pricing.output_cost_per_million))

@@ -88,6 +88,18 @@ describe.each(backends)('billing edges on $name', (backend) => {
     expect(row.cost).toBeGreaterThan(0);
     expect((await user.budget()).spend).toBeCloseTo(row.cost, 9);
   });
+
+  it.skipIf(backend.skipReason)('token counts a provider reports that a column cannot hold (fractions, beyond 32 bits) are recorded as integers, not lost', async () => {
+    const user = await budgetedUser(call, 'odd-counts');
+    fake.script(PROVIDER_CHAT_ROUTE, { json: chatCompletionBody('gpt-fake', 'Hi', { usage: { prompt_tokens: 12.5, completion_tokens: 3e9, total_tokens: 3e9 + 12.5 } }) });
+    const response = await call('POST', '/v1/chat/completions', { model: 'openai:gpt-fake', messages, user: 'odd-counts' });
+    expect(response.status).toBe(200);
+    const [row] = await user.rows();
+    expect(row).toMatchObject({ status: 'success', prompt_tokens: 13, completion_tokens: 2 ** 31 - 1 });
+    const budget = await user.budget();
+    expect(budget.reserved).toBe(0);
+    expect(budget.spend).toBeCloseTo(row.cost, 6);
+  });
 });
 
 describe.each(backends)('a stream the provider opens just as the client leaves, on $name', (backend) => {
