@@ -57,7 +57,9 @@ export class UsageRecorder {
         this.onBatch?.(batch.length);
         for (const p of batch) p.resolve();
       } catch (error) {
-        for (const p of batch) p.reject(error);
+        if (batch.length === 1) batch[0].reject(error);
+        // One row the database refuses must not lose the others' rows and settlements: write them one by one.
+        else for (const p of batch) await this.#store.recordUsage([p.row], p.settlements).then(p.resolve, p.reject);
       }
     }
   }
