@@ -42,6 +42,8 @@ export interface UpstreamOptions {
   clientInfo?: { name: string; version: string };
 }
 
+/** What the SDK client throws (as invalid params, -32602) when a tool's structuredContent breaks its outputSchema. */
+const SDK_OUTPUT_CHECK = /^MCP error -32602: (Structured content does not match the tool's output schema|Failed to validate structured content)/;
 /** Lists of a misbehaving server that never ends its cursor chain stop here. */
 const MAX_PAGES = 1000;
 const STDERR_TAIL_LINES = 20;
@@ -157,6 +159,10 @@ export class Upstream {
     try {
       result = (await client.callTool({ name, arguments: args }, undefined, this.requestOptions())) as CallToolResult;
     } catch (error) {
+      if (error instanceof McpError && SDK_OUTPUT_CHECK.test(error.message)) {
+        // The SDK client's own check of the result, thrown as invalid params: the server answered wrongly, not the caller.
+        throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" answered wrongly: ${error.message.replace(/^MCP error -?\d+: /, '')}`, { cause: error });
+      }
       throw this.failureOf(error, client, `tools/call "${name}"`);
     }
     if (result.isError) {

@@ -164,6 +164,13 @@ describe('tools', () => {
     expect((await call('POST', CALL, '/api/v1/servers/paged/tools/image-only', '{}')).json()).toBe('');
   });
 
+  it('reports structured content that breaks the tool\'s output schema as 502 (the server is wrong, not the caller)', async () => {
+    // The SDK client checks it and throws invalid params (-32602) itself: that is not the server rejecting the request.
+    const response = await call('POST', CALL, '/api/v1/servers/paged/tools/structured-wrong', '{}');
+    expect(response.statusCode, response.body).toBe(502);
+    expect(response.json().detail).toContain('output schema');
+  });
+
   it('reports a tool result with isError (bad arguments) as 502 with the server message', async () => {
     const response = await call('POST', CALL, '/api/v1/servers/everything/tools/get-structured-content', '{"location": "Atlantis"}');
     expect(response.statusCode).toBe(502);
