@@ -229,6 +229,10 @@ const CONTEXT_LENGTH_PATTERNS = [
   /input is too long/i,
   /token limit/i,
   /reduce the length/i,
+  /exceeds the maximum number of tokens/i, // Gemini
+  /maximum prompt length/i, // xAI
+  /context size/i, // llama.cpp
+  /maximum model length/i, // vLLM
 ];
 const CONTENT_FILTER_PATTERNS = [
   /content[ _-]?(filter|policy|management)/i,

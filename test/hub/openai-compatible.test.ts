@@ -331,6 +331,10 @@ describe('errors, retries, timeouts, abort', () => {
     [500, 'content policy', ProviderError],
     [400, "This model's maximum context length is 128000 tokens", ContextLengthExceededError],
     [400, 'Unrecognized request argument', InvalidRequestError],
+    // the context errors of xAI, llama.cpp and vLLM's newer text
+    [400, "This model's maximum prompt length is 131072 but the request contains 150000 tokens.", ContextLengthExceededError],
+    [400, 'the request exceeds the available context size, try increasing it', ContextLengthExceededError],
+    [400, 'The decoder prompt (length 40000) is longer than the maximum model length of 32768.', ContextLengthExceededError],
   ];
 
   it.each(statusCases)('unified on: %i → %o, with status, code and param', async (status, message, type) => {

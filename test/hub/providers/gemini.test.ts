@@ -3,6 +3,7 @@ import type { GenerateContentResponse } from '@google/genai';
 import { describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
+  ContextLengthExceededError,
   GatewayTimeoutError,
   InvalidRequestError,
   ModelNotFoundError,
@@ -390,6 +391,12 @@ describe('gemini provider against the fake API', () => {
       ]),
       InvalidRequestError,
       { param: 'generation_config.temperature' },
+    ],
+    [
+      '400 input too long',
+      googleError(400, 'INVALID_ARGUMENT', 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).'),
+      ContextLengthExceededError,
+      { status_code: 400 },
     ],
     ['403 PERMISSION_DENIED', googleError(403, 'PERMISSION_DENIED', 'denied'), AuthenticationError, { status_code: 403 }],
     ['404 NOT_FOUND', googleError(404, 'NOT_FOUND', 'models/nope is not found for API version v1beta'), ModelNotFoundError, { status_code: 404 }],
