@@ -75,6 +75,29 @@ describe.each(backends)('billing edges on $name', (backend) => {
     expect((await user.budget()).reserved).toBe(0);
   });
 
+  it.skipIf(backend.skipReason)('a client that leaves before a plain answer pays for the prompt the provider was sent, so aborting is no way around a budget', async () => {
+    const user = await budgetedUser(call, 'aborts');
+    fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 1500, then: { json: chatCompletionBody('gpt-fake') } });
+    const before = fake.requestsTo(PROVIDER_CHAT_ROUTE).length;
+    const controller = new AbortController();
+    const sent = fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'x'.repeat(4000) }], user: 'aborts' }),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await eventually(async () => (fake.requestsTo(PROVIDER_CHAT_ROUTE).length > before ? true : undefined), 'the provider call');
+    controller.abort();
+    await sent;
+    const row = await eventually(async () => (await user.rows())[0], 'the usage row');
+    expect(row).toMatchObject({ status: 'cancelled', status_code: 499, completion_tokens: 0 });
+    expect(row.prompt_tokens).toBeGreaterThanOrEqual(1000);
+    const budget = await user.budget();
+    expect(budget.reserved).toBe(0);
+    expect(budget.spend).toBeCloseTo(row.cost, 9);
+    expect(row.cost).toBeGreaterThan(0);
+  });
+
   it.skipIf(backend.skipReason)('a provider answer without usage is billed by estimate, as a stream without usage is, not free', async () => {
     const user = await budgetedUser(call, 'no-usage');
     const { usage: _usage, ...withoutUsage } = chatCompletionBody('gpt-fake', 'x'.repeat(400));

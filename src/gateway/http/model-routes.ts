@@ -65,13 +65,19 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   const { ledger, upstream } = context;
 
   /**
-   * A call that failed before anything was answered: its usage row (no tokens; `cancelled` when the client went
-   * away, given the signal), and the error to answer with.
+   * A call that failed before anything was answered: its usage row, and the error to answer with. A provider's
+   * refusal costs nothing; a client that went away (given the signal) is `cancelled` and pays the estimated prompt,
+   * which the provider was sent and charges for — else aborting just before the answer would dodge every budget.
    */
   async function failedCall(ticket: CallTicket, error: unknown, signal?: AbortSignal): Promise<GatewayError> {
     const failure = upstreamErrorOf(error, ticket.start.provider);
     const cancelled = signal?.aborted === true;
-    await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: cancelled ? 499 : failure.status, promptTokens: 0, completionTokens: 0 });
+    await ledger.finish(ticket, {
+      status: cancelled ? 'cancelled' : 'error',
+      statusCode: cancelled ? 499 : failure.status,
+      promptTokens: cancelled ? ticket.start.estimatedPromptTokens : 0,
+      completionTokens: 0,
+    });
     return failure;
   }
 
