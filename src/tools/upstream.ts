@@ -71,6 +71,8 @@ export class Upstream {
   private toolsCache: Tool[] | undefined;
   private readonly allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
+  /** A transport error after which the SDK closes the transport itself (a message over its size limit). */
+  private closingError: string | undefined;
   /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
   private connecting: { client: Client; transport: Transport } | undefined;
   private readonly firstAttempt: Promise<void>;
@@ -238,7 +240,13 @@ export class Upstream {
     const failure = sessionRejected(error)
       ? new ToolsError('unavailable', `server "${this.name}" no longer knows this session (did it restart?); reconnecting: ${(error as Error).message}`, { cause: error })
       : toolsErrorOf(error, this.name, what);
-    if (failure.kind === 'unavailable' && client === this.client && this.stateValue === 'connected') this.lost(`${what} failed: ${failure.message}`);
+    if (failure.kind !== 'unavailable') return failure;
+    if (client === this.client && this.stateValue === 'connected') {
+      this.lost(`${what} failed: ${failure.message}`);
+      return failure;
+    }
+    // The session ended under this request (the SDK's "Connection closed"): say why it ended, when that is known.
+    if (this.client === undefined && this.lastError) return new ToolsError('unavailable', `${failure.message} (${this.lastError})`, { cause: error });
     return failure;
   }
 
@@ -347,14 +355,20 @@ export class Upstream {
     const generation = ++this.generation;
     this.stateValue = 'connecting';
     this.stderrTail = [];
+    this.closingError = undefined;
     const client = new Client(this.clientInfo, { capabilities: {} });
     const transport = this.createTransport();
     client.onerror = (error) => {
       // While connecting, the failure is reported once by connect's own error.
-      if (generation === this.generation && this.stateValue === 'connected') this.log(`[${this.name}] MCP transport error: ${error.message}`);
+      if (generation === this.generation && this.stateValue === 'connected') {
+        this.log(`[${this.name}] MCP transport error: ${error.message}`);
+        if (/ReadBuffer exceeded/.test(error.message)) this.closingError = error.message;
+      }
     };
     client.onclose = () => {
-      if (generation === this.generation && this.stateValue === 'connected') this.lost('the connection closed');
+      if (generation === this.generation && this.stateValue === 'connected') {
+        this.lost(`the connection closed${this.closingError ? ` after: ${this.closingError}` : ''}`);
+      }
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       if (generation === this.generation) this.toolsCache = undefined;

@@ -28,6 +28,9 @@ servers:
   junk:
     command: ${NODE}
     args: [${fixture('junk-on-stdout.ts')}]
+  floods:
+    command: ${NODE}
+    args: [${fixture('floods-stdout.ts')}]
   errors:
     command: ${NODE}
     args: [${fixture('answers-errors.ts')}]
@@ -42,7 +45,7 @@ servers:
   down-http:
     url: http://127.0.0.1:${closedPort}/mcp
 `);
-  await Promise.all(['exits', 'hangs', 'junk', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
+  await Promise.all(['exits', 'hangs', 'junk', 'floods', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
   api = await OpenApiChecker.of(harness.app);
 });
 
@@ -149,6 +152,21 @@ describe('a server that writes junk on stdout', () => {
     expect(harness.upstreams.get('junk').pid).toBe(pid);
     // The junk did reach the client: its lines were reported and skipped.
     expect(harness.logs.some((line) => line.startsWith('[junk] MCP transport error'))).toBe(true);
+  });
+});
+
+describe('a server that floods stdout', () => {
+  it('ends the session past the SDK\'s 10 MiB message limit: 503 saying why, then a new process answers', async () => {
+    const before = (await call('POST', CALL, '/api/v1/servers/floods/tools/echo', '{"message": "a"}')).json() as string;
+    const flooded = await call('POST', CALL, '/api/v1/servers/floods/tools/flood', '{}');
+    expect(flooded.statusCode).toBe(503);
+    expect(flooded.json().detail).toContain('exceeded maximum size');
+    const after = await eventually(async () => {
+      const response = await call('POST', CALL, '/api/v1/servers/floods/tools/echo', '{"message": "b"}');
+      expect(response.statusCode).toBe(200);
+      return response.json() as string;
+    });
+    expect(/pid (\d+)/.exec(after)![1]).not.toBe(/pid (\d+)/.exec(before)![1]);
   });
 });
 
