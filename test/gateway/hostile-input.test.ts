@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAT_USAGE, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
-import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * Input a careless or hostile client can send: out-of-range numbers, NUL characters, odd escapes. Each gets a 400
@@ -85,6 +85,27 @@ describe.each(backends)('hostile input on $name', (backend) => {
     const badModel = await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'plain', model: 'openai:gpt-fake\u0000' }) });
     expect(badModel.status).toBe(400);
     expect(badModel.json.error.param).toBe('model');
+  });
+
+  it.skipIf(backend.skipReason)('metadata nested too deep to answer is refused at creation, so it cannot break every later listing', async () => {
+    const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const post = (path: string, body: string) =>
+      fetch(gateway.url + path, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body });
+    for (const [path, body] of [
+      ['/v1/users', `{"user_id":"deep","alias":"Deep","metadata":${deep(100_000)}}`],
+      ['/v1/keys', `{"key_name":"deep","metadata":${deep(100_000)}}`],
+      ['/v1/budgets', `{"max_budget":1,"metadata":${deep(100_000)}}`],
+    ]) {
+      const response = await post(path, body);
+      expect(response.status, path).toBe(400);
+      expect(((await response.json()) as { error: { param: string } }).error.param).toBe('metadata');
+    }
+    expect((await gateway.call('GET', '/v1/users')).status).toBe(200);
+    expect((await gateway.call('GET', '/v1/keys')).status).toBe(200);
+    expect((await gateway.call('GET', '/v1/budgets')).status).toBe(200);
+    // Ordinary nesting is kept as given.
+    const nested = await post('/v1/users', `{"user_id":"nested","alias":"N","metadata":${deep(10)}}`);
+    expect(nested.status).toBe(201);
   });
 
   it.skipIf(backend.skipReason)('a pricing path with a percent sign is taken literally once, not decoded twice', async () => {

@@ -1,7 +1,26 @@
 import { z } from 'zod';
 
 /** Request bodies of the management endpoints; also the source of their OpenAPI schemas. */
-const Metadata = z.record(z.string(), z.unknown()).describe('Free-form string-keyed entries');
+/** How deep metadata may nest: far beyond any real use, far below what JSON.stringify survives when answering. */
+export const MAX_METADATA_DEPTH = 32;
+const Metadata = z
+  .record(z.string(), z.unknown())
+  .refine((value) => depthOf(value) <= MAX_METADATA_DEPTH, `must not nest deeper than ${MAX_METADATA_DEPTH} levels`)
+  .describe('Free-form string-keyed entries');
+
+/** Nesting depth of a parsed JSON value, without recursion (the value may be nested 100,000 deep). */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_METADATA_DEPTH) return deepest;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
 const Timestamp = z.string().describe('ISO 8601 timestamp, e.g. 2026-05-18T12:00:00Z (no designator = UTC)');
 /** PostgreSQL text cannot hold NUL; refusing it everywhere keeps both databases answering alike (400, not 500). */
 const Name = z
