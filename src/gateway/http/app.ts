@@ -50,6 +50,10 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   // Callback-style hooks: they run on every request, and an async hook costs a promise each time.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // Many clients send Content-Type: application/json on every request; on a DELETE without a body fastify would
+    // parse the empty body and refuse it (400) instead of deleting.
+    const headers = request.headers;
+    if (request.method === 'DELETE' && headers['transfer-encoding'] === undefined && (headers['content-length'] ?? '0') === '0') delete headers['content-type'];
     done();
   });
   app.addHook('onResponse', (request, reply, done) => {
