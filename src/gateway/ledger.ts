@@ -135,12 +135,23 @@ export class CallLedger {
         )
       : 0;
     const reservations: { budget_id: string; amount: number }[] = [];
+    const releaseTaken = async () => {
+      for (const taken of reservations) await this.#store.releaseBudget(taken.budget_id, taken.amount);
+    };
     for (const budget of budgets) {
-      if (await this.#store.reserveBudget(budget.id, estimate, now)) {
+      let reserved: boolean;
+      try {
+        reserved = await this.#store.reserveBudget(budget.id, estimate, now);
+      } catch (error) {
+        // A hold already taken would otherwise stay reserved for good (on PostgreSQL, as long as this instance lives).
+        await releaseTaken().catch(() => {});
+        throw error;
+      }
+      if (reserved) {
         reservations.push({ budget_id: budget.id, amount: estimate });
         continue;
       }
-      for (const taken of reservations) await this.#store.releaseBudget(taken.budget_id, taken.amount);
+      await releaseTaken();
       this.#metrics.budgetRejections.inc({ scope: budget.scope });
       const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
       throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);

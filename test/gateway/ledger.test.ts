@@ -1,0 +1,39 @@
+import { expect, it } from 'vitest';
+import { CallLedger } from '../../src/gateway/ledger.ts';
+import { GatewayMetrics } from '../../src/gateway/metrics.ts';
+import type { GatewayStore, KeyRecord } from '../../src/gateway/storage/index.ts';
+import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
+
+it("a database failure while reserving the second budget gives the first budget's hold back", async () => {
+  const released: { budget: string; amount: number }[] = [];
+  const store = {
+    async getUser() {
+      return { user_id: 'owner', alias: 'Owner', metadata: {}, budget_id: 'user-budget', created_at: 0, updated_at: 0 };
+    },
+    async getPricing(model: string) {
+      return { model, input_cost_per_million: 1, output_cost_per_million: 1, updated_at: 0 };
+    },
+    async reserveBudget(id: string) {
+      if (id === 'user-budget') throw new Error('connection terminated');
+      return true;
+    },
+    async releaseBudget(budget: string, amount: number) {
+      released.push({ budget, amount });
+    },
+  } as unknown as GatewayStore;
+  const metrics = new GatewayMetrics({ processMetrics: false });
+  const ledger = new CallLedger({ store, recorder: new UsageRecorder(store), metrics, reserveOutputTokens: 1000 });
+  const key = { id: 'key_1', budget_id: 'key-budget', user_id: 'owner', is_active: true, expires_at: null } as unknown as KeyRecord;
+  const begun = ledger.begin({
+    principal: { kind: 'virtual', key },
+    user: undefined,
+    endpoint: 'chat.completions',
+    provider: 'openai',
+    model: 'gpt',
+    requestId: 'r1',
+    estimatedPromptTokens: 10,
+    maxOutputTokens: null,
+  });
+  await expect(begun).rejects.toThrow('connection terminated');
+  expect(released).toEqual([{ budget: 'key-budget', amount: (10 + 1000) * 1000 }]);
+});
