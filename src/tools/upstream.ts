@@ -76,6 +76,11 @@ export class Upstream {
   /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
   private connecting: { client: Client; transport: Transport } | undefined;
   private readonly firstAttempt: Promise<void>;
+  /** Requests under way; `drained` is called when the count falls to zero while retiring. */
+  private inFlight = 0;
+  private drained: (() => void) | undefined;
+  /** Being replaced or removed by a reload: finish the requests under way, never reconnect. */
+  private retiring = false;
   private endFirstAttempt: () => void = () => {};
 
   constructor(config: ServerConfig, options: UpstreamOptions = {}) {
@@ -140,14 +145,73 @@ export class Upstream {
   }
 
   // ---- requests ------------------------------------------------------------------------------------------
+  // Each is counted while under way, so that a reload can let it finish before closing the session (retire).
 
   /** All of the server's tools that the allow-list lets through, every page. */
-  async listTools(): Promise<Tool[]> {
+  listTools(): Promise<Tool[]> {
+    return this.tracked(() => this.listToolsNow());
+  }
+
+  callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    return this.tracked(() => this.callToolNow(name, args));
+  }
+
+  listPrompts(cursor: string | undefined): Promise<ListPromptsResult> {
+    return this.tracked(() => this.listPromptsNow(cursor));
+  }
+
+  getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
+    return this.tracked(() => this.getPromptNow(name, args));
+  }
+
+  listResources(cursor: string | undefined): Promise<ListResourcesResult> {
+    return this.tracked(() => this.listResourcesNow(cursor));
+  }
+
+  listResourceTemplates(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
+    return this.tracked(() => this.listResourceTemplatesNow(cursor));
+  }
+
+  readResource(uri: string): Promise<ReadResourceResult> {
+    return this.tracked(() => this.readResourceNow(uri));
+  }
+
+  /** How many requests to this server are under way. */
+  get requestsUnderWay(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * Closes the session once the requests under way have ended (each is bounded by the request timeout; so is the
+   * wait), without reconnecting meanwhile: a reload that changes or removes this server does not cut calls short.
+   */
+  async retire(): Promise<void> {
+    this.retiring = true;
+    clearTimeout(this.retryTimer);
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        setTimeout(resolve, this.config.timeouts.request).unref();
+      });
+    }
+    await this.close();
+  }
+
+  private async tracked<T>(run: () => Promise<T>): Promise<T> {
+    this.inFlight++;
+    try {
+      return await run();
+    } finally {
+      if (--this.inFlight === 0) this.drained?.();
+    }
+  }
+
+  private async listToolsNow(): Promise<Tool[]> {
     const tools = await this.fetchAllTools();
     return this.allowed ? tools.filter((tool) => this.allowed!.has(tool.name)) : tools;
   }
 
-  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  private async callToolNow(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     if (this.allowed && !this.allowed.has(name)) {
       throw new ToolsError('forbidden', `tool "${name}" of server "${this.name}" is not in its allow-list (tools: ${[...this.allowed].join(', ')})`);
     }
@@ -174,12 +238,12 @@ export class Upstream {
     return result;
   }
 
-  async listPrompts(cursor: string | undefined): Promise<ListPromptsResult> {
+  private async listPromptsNow(cursor: string | undefined): Promise<ListPromptsResult> {
     const client = this.session('prompts');
     return this.request('prompts/list', client, () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()));
   }
 
-  async getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
+  private async getPromptNow(name: string, args: Record<string, string>): Promise<GetPromptResult> {
     const client = this.session('prompts');
     try {
       return await client.getPrompt({ name, arguments: args }, this.requestOptions());
@@ -192,19 +256,19 @@ export class Upstream {
     }
   }
 
-  async listResources(cursor: string | undefined): Promise<ListResourcesResult> {
+  private async listResourcesNow(cursor: string | undefined): Promise<ListResourcesResult> {
     const client = this.session('resources');
     return this.request('resources/list', client, () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()));
   }
 
-  async listResourceTemplates(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
+  private async listResourceTemplatesNow(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
     const client = this.session('resources');
     return this.request('resources/templates/list', client, () =>
       client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
     );
   }
 
-  async readResource(uri: string): Promise<ReadResourceResult> {
+  private async readResourceNow(uri: string): Promise<ReadResourceResult> {
     const client = this.session('resources');
     try {
       return await client.readResource({ uri }, this.requestOptions());
@@ -351,7 +415,7 @@ export class Upstream {
   }
 
   private async connect(): Promise<void> {
-    if (this.stateValue === 'stopped') return;
+    if (this.stateValue === 'stopped' || this.retiring) return;
     const generation = ++this.generation;
     this.stateValue = 'connecting';
     this.stderrTail = [];
@@ -423,6 +487,7 @@ export class Upstream {
     clearInterval(this.healthTimer);
     const now = new Date();
     this.healthValue = { ...this.healthValue, status: 'unreachable', lastChecked: now, latencyMs: undefined, detail: reason };
+    if (this.retiring) return;
     const { initialDelay, maxDelay } = this.config.restart;
     const delay = Math.min(maxDelay, initialDelay * 2 ** Math.min(this.failures, 30));
     this.failures++;

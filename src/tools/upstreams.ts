@@ -15,6 +15,8 @@ export interface ReloadSummary {
 export class Upstreams {
   private readonly byName = new Map<string, Upstream>();
   private readonly options: UpstreamOptions;
+  /** Servers a reload changed or removed, finishing their requests under way (Upstream.retire). */
+  private readonly retiring = new Set<Upstream>();
 
   constructor(options: UpstreamOptions = {}) {
     this.options = options;
@@ -52,7 +54,7 @@ export class Upstreams {
     for (const [name, upstream] of this.byName) {
       if (!wanted.has(name)) {
         this.byName.delete(name);
-        void upstream.close();
+        this.retire(upstream);
         summary.removed.push(name);
       }
     }
@@ -65,7 +67,7 @@ export class Upstreams {
         continue;
       }
       if (current) {
-        void current.close();
+        this.retire(current);
         summary.restarted.push(server.name);
       } else {
         summary.added.push(server.name);
@@ -84,10 +86,16 @@ export class Upstreams {
     await Promise.all(this.all().map((upstream) => upstream.firstAttemptSettled()));
   }
 
-  /** Closes every session and stops every child process. */
+  /** Closes every session and stops every child process, those of servers still retiring too. */
   async close(): Promise<void> {
-    const all = this.all();
+    const all = [...this.all(), ...this.retiring];
     this.byName.clear();
+    this.retiring.clear();
     await Promise.all(all.map((upstream) => upstream.close()));
+  }
+
+  private retire(upstream: Upstream): void {
+    this.retiring.add(upstream);
+    void upstream.retire().finally(() => this.retiring.delete(upstream));
   }
 }
