@@ -128,8 +128,23 @@ function split(request: Record<string, unknown>, fields?: ReadonlySet<string>) {
   return { options: options as HubCallOptions & { provider?: string; stream?: boolean; output_format?: unknown }, params, extra };
 }
 
+/**
+ * The error for a call on a Hub instance that sets its own api_key, api_base or client_args: those make the
+ * instance's client. Honouring them silently would also let a server that passes request bodies to a Hub send the
+ * instance's key to an address its client chose; ignoring them would send the call where the caller did not ask.
+ */
+export function fixedClientOption(name: string, provider: string): InvalidRequestError {
+  return new InvalidRequestError(`${name} is fixed when the Hub is created; create another Hub for a different one`, null, provider, { param: name });
+}
+
 function handleFor(request: Bound, providerKey: string, options: HubCallOptions): ProviderHandle {
-  return request[BOUND_HANDLE] ?? cachedHandle(providerKey, options);
+  const bound = request[BOUND_HANDLE];
+  if (!bound) return cachedHandle(providerKey, options);
+  // Hub.#async leaves in the request only the client options that differ from the instance's.
+  for (const name of ['api_key', 'api_base', 'client_args'] as const) {
+    if (options[name] !== undefined) throw fixedClientOption(name, bound.definition.metadata.name);
+  }
+  return bound;
 }
 
 function settingsFor(handle: ProviderHandle, options: HubCallOptions, extra: Record<string, unknown>): InvokeSettings {

@@ -40,6 +40,9 @@ export type HubOptions = HubCallOptions & { [extra: string]: unknown };
 type Without<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 type Bound<T> = Without<T, 'provider'>;
 
+/** The options that make a provider's client: fixed for the lifetime of a Hub instance. */
+const CLIENT_OPTIONS = ['api_key', 'api_base', 'client_args'] as const;
+
 export class Hub {
   readonly provider: string;
   readonly #options: HubOptions;
@@ -77,14 +80,36 @@ export class Hub {
     return { ...this.#handle.definition.metadata };
   }
 
-  /** The request for the async functions: instance options, the call's fields, the bound provider instance. */
+  /**
+   * The request for the async functions: instance options, the call's fields, the bound provider instance. The
+   * instance's api_key, api_base and client_args live in that instance; a call's own different values stay in the
+   * request, where the async function rejects them (see #checkClientOptions).
+   */
   #async<T extends object>(request: T): T {
-    return { ...this.#options, ...request, provider: this.provider, [api.BOUND_HANDLE]: this.#handle } as T;
+    const out: Record<string | symbol, unknown> = { ...this.#options, ...request, provider: this.provider, [api.BOUND_HANDLE]: this.#handle };
+    for (const name of CLIENT_OPTIONS) {
+      if (out[name] === this.#options[name]) delete out[name];
+    }
+    return out as T;
   }
 
   /** The request for the sync functions (the worker makes its own provider instance from plain options). */
   #sync<T extends object>(request: T): T {
+    this.#checkClientOptions(request);
     return { ...this.#options, ...request, provider: this.provider } as T;
+  }
+
+  /**
+   * api_key, api_base and client_args make the instance's client, so a call cannot change them: one that tries gets
+   * InvalidRequestError instead of being sent, silently, with the instance's credential to the instance's address.
+   * (Honouring them is no option either: a server that passes request bodies to a Hub would let its clients send
+   * the instance's key to an address of their choosing.)
+   */
+  #checkClientOptions(request: object): void {
+    const call = request as HubCallOptions;
+    for (const name of CLIENT_OPTIONS) {
+      if (call[name] !== undefined && call[name] !== this.#options[name]) throw api.fixedClientOption(name, this.provider);
+    }
   }
 
   amessages(request: Bound<MessagesRequest> & { stream: true }): AsyncIterable<MessagesStreamEvent>;

@@ -496,4 +496,28 @@ describe('the Hub class', () => {
     expect(events[0]!.type).toBe('message_start');
     for (const request of fake.requests) expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
   });
+
+  it('a call on a Hub cannot change its api_key, api_base or client_args: InvalidRequestError, nothing sent', async () => {
+    const hub = Hub.create('openai', opts);
+    const ask = { model: 'gpt-test', max_tokens: 5, messages: [{ role: 'user' as const, content: 'x' }] };
+    const attempts = [{ api_key: 'sk-other-key-42' }, { api_base: 'http://127.0.0.1:9/v1' }, { client_args: { defaultHeaders: { 'x-trace': 't1' } } }];
+    for (const change of attempts) {
+      const param = Object.keys(change)[0];
+      for (const error of [
+        await failure(hub.amessages({ ...ask, ...change })),
+        await failure(collect(hub.amessages({ ...ask, ...change, stream: true }))),
+        await failure(hub.acompletion({ model: 'gpt-test', messages: ask.messages, ...change })),
+        await failure(hub.aembedding({ model: 'e', inputs: 'x', ...change })),
+        await failure(hub.alist_models(change)),
+      ]) {
+        expect(error).toBeInstanceOf(InvalidRequestError);
+        expect(error).toMatchObject({ param, provider_name: 'openai' });
+      }
+      expect(() => hub.messages({ ...ask, ...change })).toThrow(InvalidRequestError);
+    }
+    expect(fake.requests).toHaveLength(0);
+    // the instance's own values may be repeated
+    await hub.amessages({ ...ask, api_key: KEY, api_base: fake.baseURL });
+    expect(fake.requestsTo('POST /v1/chat/completions')[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
 });
