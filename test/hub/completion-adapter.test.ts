@@ -61,6 +61,27 @@ describe.skipIf(!Hub.get_supported_providers().includes('anthropic'))('completio
     expect(fake.server.requests).toHaveLength(0);
   });
 
+  it('chat parameters sent at their OpenAI default values (as many clients do) are accepted: they ask for nothing', async () => {
+    const chat = await acompletion({
+      ...opts,
+      model: 'anthropic:claude-sonnet-4-5',
+      messages: [{ role: 'user', content: 'defaults' }],
+      n: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      logprobs: false,
+    });
+    expect(chat.choices[0]!.message.content).toBe('echo: defaults');
+    const body = bodyOf(fake.server.requests[0]!) as Record<string, unknown>;
+    for (const field of ['n', 'presence_penalty', 'frequency_penalty', 'logprobs']) expect(body).not.toHaveProperty(field);
+    // a value other than the default still asks for something Messages cannot do
+    for (const field of [{ presence_penalty: 0.5 }, { frequency_penalty: -1 }, { logprobs: true }]) {
+      await expect(acompletion({ ...opts, model: 'anthropic:claude-sonnet-4-5', messages: [{ role: 'user', content: 'x' }], ...field })).rejects.toBeInstanceOf(
+        UnsupportedParameterError,
+      );
+    }
+  });
+
   it('a bound Hub offers completion on the Messages-only provider too', async () => {
     const hub = Hub.create('anthropic', opts);
     const chat = await hub.acompletion({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] });

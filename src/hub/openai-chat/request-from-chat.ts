@@ -9,7 +9,8 @@ import type { CompletionParams, MessagesParams } from '../provider.ts';
 /** Used when the chat request sets no token limit (Messages requires one). */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-const IGNORED_WHEN_DEFAULT: Record<string, unknown> = { n: 1, stream_options: undefined };
+/** Fields many clients send at OpenAI's default value: at that value they ask for nothing, so they are not refused. */
+const IGNORED_WHEN_DEFAULT: Record<string, unknown> = { n: 1, presence_penalty: 0, frequency_penalty: 0, logprobs: false };
 
 export function chatRequestToMessages(params: CompletionParams, provider_name: string): MessagesParams {
   const p = provider_name;
