@@ -104,6 +104,19 @@ describe('servers and health', () => {
     }
   });
 
+  it('answers 400 problem details, as documented, for a path that is not valid percent-encoding', async () => {
+    for (const [template, url] of [
+      ['/api/v1/health/servers/{name}', '/api/v1/health/servers/%E0%A4%A'],
+      [TOOLS, '/api/v1/servers/%E0%A4%A/tools'],
+      ['/schemas/{schema}', '/schemas/%E0%A4%A.json'],
+      ['/docs/{file}', '/docs/%E0%A4%A'],
+    ]) {
+      const response = await call('GET', template, url);
+      expect(response.statusCode, url).toBe(400);
+      expect(response.json().detail).toContain('not a valid url');
+    }
+  });
+
   it('serves the JSON Schema that each $schema names, and the responses match it', async () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     for (const name of ['ServerHealth', 'ServersHealthResponse']) {

@@ -9,7 +9,7 @@ const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const ok = (description: string, schema: Json): Json => ({ 200: { description, content: { 'application/json': { schema } } } });
 
 const PROBLEM_WHEN: Record<number, string> = {
-  400: 'Bad request: a bad `detail`, a missing `uri` or repeated query parameter, a body that is not JSON or not an object, or parameters the MCP server rejected as invalid (-32602: missing or invalid arguments, a bad cursor).',
+  400: 'Bad request: a path that is not valid percent-encoding, a bad `detail`, a missing `uri` or repeated query parameter, a body that is not JSON or not an object, or parameters the MCP server rejected as invalid (-32602: missing or invalid arguments, a bad cursor).',
   403: 'The tool is not in the server\'s allow-list.',
   404: 'No such server, tool, prompt or resource.',
   413: 'The request body is larger than the limit.',
@@ -67,7 +67,7 @@ export function toolsOpenApiDocument(version: string): Json {
           summary: 'Health of one server',
           tags: ['health'],
           parameters: [serverParameter()],
-          responses: { ...ok('The server\'s health.', ref('ServerHealth')), ...problems(404) },
+          responses: { ...ok('The server\'s health.', ref('ServerHealth')), ...problems(400, 404) },
         },
       },
       '/api/v1/servers': {
@@ -192,7 +192,7 @@ export function toolsOpenApiDocument(version: string): Json {
               description: 'The file.',
               content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
             },
-            ...problems(404),
+            ...problems(400, 404),
           },
         },
       },
@@ -212,7 +212,7 @@ export function toolsOpenApiDocument(version: string): Json {
           ],
           responses: {
             200: { description: 'JSON Schema 2020-12.', content: { 'application/schema+json': { schema: { type: 'object' } } } },
-            ...problems(404),
+            ...problems(400, 404),
           },
         },
       },
