@@ -4,7 +4,7 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { aembedding, amessages } from '../../src/hub/index.ts';
+import { acompletion, aembedding, amessages } from '../../src/hub/index.ts';
 import type { MessagesStreamEvent } from '../../src/hub/index.ts';
 import { FakeOpenAIServer, chatCompletionBody } from '../fakes/openai-compatible.ts';
 import { collect, weatherTool } from './helpers.ts';
@@ -146,5 +146,35 @@ describe('embeddings of OpenAI-compatible servers', () => {
     expect(compatible!.body).toMatchObject({ encoding_format: 'float' });
     expect(own!.body).toMatchObject({ encoding_format: 'base64' });
     expect(openai.data[0]!.embedding).toHaveLength(4);
+  });
+});
+
+describe("DeepSeek's cache counts (prompt_cache_hit_tokens, not prompt_tokens_details.cached_tokens)", () => {
+  const usage = { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105, prompt_cache_hit_tokens: 64, prompt_cache_miss_tokens: 36 };
+  const ds = { api_key: 'k-test-0123', model: 'deepseek:deepseek-chat', max_tokens: 10, messages: [{ role: 'user' as const, content: 'hi' }] };
+
+  it('become cache_read_input_tokens of messages, with and without streaming', async () => {
+    fake.script(
+      'POST /v1/chat/completions',
+      { json: { ...chatCompletionBody('deepseek-chat'), usage } },
+      { sse: [chunk({ role: 'assistant', content: 'hi' }), chunk({}, 'stop'), usageChunk(usage)] },
+    );
+    const message = await amessages({ ...ds, api_base: fake.baseURL });
+    expect(message.usage).toMatchObject({ input_tokens: 36, cache_read_input_tokens: 64, output_tokens: 5 });
+    const { delta } = rebuild(await collect(amessages({ ...ds, api_base: fake.baseURL, stream: true })));
+    expect(delta.usage).toMatchObject({ input_tokens: 36, cache_read_input_tokens: 64, output_tokens: 5 });
+  });
+
+  it('are also given as prompt_tokens_details.cached_tokens in completion answers and chunks (the OpenAI field)', async () => {
+    fake.script(
+      'POST /v1/chat/completions',
+      { json: { ...chatCompletionBody('deepseek-chat'), usage } },
+      { sse: [chunk({ role: 'assistant', content: 'hi' }), chunk({}, 'stop'), usageChunk(usage)] },
+    );
+    const request = { api_key: ds.api_key, api_base: fake.baseURL, model: ds.model, messages: ds.messages };
+    const completion = await acompletion(request);
+    expect(completion.usage).toMatchObject({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: 64 }, prompt_cache_hit_tokens: 64 });
+    const chunks = await collect(acompletion({ ...request, stream: true }));
+    expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: 64 } });
   });
 });

@@ -30,9 +30,20 @@ function stopReasonFromFinish(reason: FinishReason | string, hasToolUse = false)
   }
 }
 
+/**
+ * Gives a usage that reports cache hits only in DeepSeek's own field (`prompt_cache_hit_tokens`) the OpenAI field
+ * `prompt_tokens_details.cached_tokens` too, so callers (and the Messages conversion) see cached tokens as cached.
+ */
+export function withCachedTokens<U extends OpenAI.CompletionUsage | null | undefined>(usage: U): U {
+  const hit = (usage as { prompt_cache_hit_tokens?: unknown } | null | undefined)?.prompt_cache_hit_tokens;
+  if (!usage || typeof hit !== 'number' || usage.prompt_tokens_details?.cached_tokens != null) return usage;
+  usage.prompt_tokens_details = { ...usage.prompt_tokens_details, cached_tokens: hit };
+  return usage;
+}
+
 /** OpenAI usage → Anthropic usage: cached prompt tokens become cache_read_input_tokens and leave input_tokens. */
 function usageFromChat(usage: OpenAI.CompletionUsage | null | undefined): Anthropic.Usage {
-  const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  const cached = withCachedTokens(usage)?.prompt_tokens_details?.cached_tokens ?? 0;
   const reasoning = usage?.completion_tokens_details?.reasoning_tokens;
   return {
     cache_creation: null,

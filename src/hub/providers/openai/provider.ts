@@ -2,7 +2,7 @@
 // Messages requests are converted to chat completions and back by the shared converters in ../../openai-chat/.
 
 import OpenAI from 'openai';
-import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../openai-chat/response-from-chat.ts';
+import { chatChunksToMessageEvents, chatCompletionToMessage, withCachedTokens } from '../../openai-chat/response-from-chat.ts';
 import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { Model, Provider, ProviderOptions } from '../../provider.ts';
@@ -43,10 +43,17 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       const stream = await client.chat.completions.create(body, { signal: call.signal });
       yield* chatChunksToMessageEvents(stream, name);
     },
-    completion: (params, call) => client.chat.completions.create({ ...params, ...call.extra, stream: false }, { signal: call.signal }),
+    async completion(params, call) {
+      const completion = await client.chat.completions.create({ ...params, ...call.extra, stream: false }, { signal: call.signal });
+      withCachedTokens(completion.usage);
+      return completion;
+    },
     async *completionStream(params, call) {
       const stream = await client.chat.completions.create({ ...params, ...call.extra, stream: true }, { signal: call.signal });
-      yield* stream;
+      for await (const chunk of stream) {
+        withCachedTokens(chunk.usage);
+        yield chunk;
+      }
     },
     ...(service.metadata.responses
       ? {
