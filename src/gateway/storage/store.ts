@@ -283,16 +283,23 @@ export class GatewayStore {
 
   /** Settling `reserved` with `actual`: the budget, and on PostgreSQL this instance's share of the holds. */
   #settleStatements(budgetId: string, reserved: number, actual: number): Statement[] {
-    const statements: Statement[] = [
-      { sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?', params: [reserved, actual, budgetId] },
-    ];
-    if (this.#shared) {
-      statements.push({
-        sql: 'UPDATE budget_reservations SET reserved_nanos = reserved_nanos - ? WHERE instance_id = ? AND budget_id = ?',
-        params: [reserved, this.instanceId, budgetId],
-      });
+    if (!this.#shared) {
+      return [{ sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?', params: [reserved, actual, budgetId] }];
     }
-    return statements;
+    // Only what this instance still holds is given back: if another instance took it for dead and gave its holds
+    // back already, subtracting the whole reservation again left `reserved` below zero for good (free headroom).
+    // Both statements read the hold as it was before them (one snapshot), so they subtract the same amount.
+    const held = 'LEAST(CAST(? AS BIGINT), COALESCE((SELECT r.reserved_nanos FROM budget_reservations r WHERE r.instance_id = ? AND r.budget_id = ?), 0))';
+    return [
+      {
+        sql: `UPDATE budgets SET reserved_nanos = reserved_nanos - ${held}, spend_nanos = spend_nanos + ? WHERE budget_id = ?`,
+        params: [reserved, this.instanceId, budgetId, actual, budgetId],
+      },
+      {
+        sql: 'UPDATE budget_reservations SET reserved_nanos = reserved_nanos - LEAST(CAST(? AS BIGINT), reserved_nanos) WHERE instance_id = ? AND budget_id = ?',
+        params: [reserved, this.instanceId, budgetId],
+      },
+    ];
   }
 
   /** Announces this instance (PostgreSQL) and refreshes its heartbeat; call it every few seconds. */

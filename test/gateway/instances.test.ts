@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openStore, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
+import { postgresBackend, type Backend } from './helpers/gateway.ts';
+
+/** Several instances on one PostgreSQL: holds of an instance taken for dead must not be given back twice. */
+const backend: Backend = await postgresBackend();
+let paused: GatewayStore;
+let reaper: GatewayStore;
+
+beforeAll(async () => {
+  if (backend.skipReason) return;
+  const url = await backend.newDatabaseUrl();
+  paused = openStore(url);
+  await paused.migrate();
+  reaper = openStore(url);
+});
+afterAll(async () => {
+  await paused?.close();
+  await reaper?.close();
+  await backend.close();
+});
+
+const usageRow = (id: string): UsageRecord => ({
+  id,
+  request_id: id,
+  created_at: Date.now(),
+  user_id: null,
+  key_id: null,
+  endpoint: 'chat.completions',
+  provider: 'openai',
+  model: 'gpt',
+  prompt_tokens: 1,
+  completion_tokens: 1,
+  cost_nanos: 40,
+  status: 'success',
+  status_code: 200,
+  duration_ms: 1,
+});
+
+it.skipIf(backend.skipReason)('an instance reaped while merely paused settles its calls without driving reserved below zero for good', async () => {
+  const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const start = Date.now();
+  await paused.heartbeat(start - 60_000);
+  expect(await paused.reserveBudget(budget.budget_id, 100)).toBe(true);
+  // The other instance sees no heartbeat for longer than the lease and gives the hold back.
+  await reaper.heartbeat(start);
+  expect(await reaper.reapDeadInstances(start - 30_000)).toBe(1);
+  expect((await reaper.getBudget(budget.budget_id))!.reserved_nanos).toBe(0);
+  // The paused instance wakes up, re-registers and takes a new hold, then its old call settles, then the new one.
+  await paused.heartbeat(Date.now());
+  expect(await paused.reserveBudget(budget.budget_id, 70)).toBe(true);
+  await paused.recordUsage([usageRow('old')], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
+  await paused.recordUsage([usageRow('new')], [{ budget_id: budget.budget_id, reserved_nanos: 70, actual_nanos: 40 }]);
+  const after = (await reaper.getBudget(budget.budget_id))!;
+  expect(after.reserved_nanos).toBe(0);
+  expect(after.spend_nanos).toBe(80);
+});
