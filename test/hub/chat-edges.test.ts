@@ -178,3 +178,31 @@ describe("DeepSeek's cache counts (prompt_cache_hit_tokens, not prompt_tokens_de
     expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 100, prompt_tokens_details: { cached_tokens: 64 } });
   });
 });
+
+describe('text blocks and documents on OpenAI-compatible services', () => {
+  it('a plain-text document becomes a text part, as on the native providers; text blocks are not run together', async () => {
+    await amessages({
+      ...opts,
+      model: 'vllm:m',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'The sky is green.' } }, { type: 'text', text: 'What colour is the sky?' }] }],
+    });
+    expect(fake.requestsTo('POST /v1/chat/completions')[0]!.body).toMatchObject({
+      messages: [{ role: 'user', content: 'The sky is green.\nWhat colour is the sky?' }],
+    });
+  });
+
+  it("a tool result's text blocks are joined by a newline too", async () => {
+    await amessages({
+      ...opts,
+      model: 'vllm:m',
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Oslo' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: 'Oslo: rain.' }, { type: 'text', text: 'Bergen: sun.' }] }] },
+      ],
+    });
+    expect((fake.requestsTo('POST /v1/chat/completions')[0]!.body as { messages: unknown[] }).messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_1', content: 'Oslo: rain.\nBergen: sun.' });
+  });
+});

@@ -89,7 +89,7 @@ describe('Messages request → chat request (every rule)', () => {
           { type: 'image_url', image_url: { url: 'https://x/y.png' } },
         ],
       },
-      { role: 'user', content: 'ab' },
+      { role: 'user', content: 'a\nb' },
     ]);
   });
 

@@ -132,7 +132,8 @@ function convertMessage(message: Anthropic.MessageParam, provider: string): Chat
     const onlyText = parts.every((part) => part.type === 'text');
     out.push({
       role: 'user',
-      content: onlyText ? parts.map((part) => (part as OpenAI.ChatCompletionContentPartText).text).join('') : parts,
+      // Separate text blocks are separate passages: joined by a newline (as vLLM joins text parts), never run together.
+      content: onlyText ? parts.map((part) => (part as OpenAI.ChatCompletionContentPartText).text).join('\n') : parts,
     });
   }
   return out;
@@ -149,7 +150,7 @@ function toolResultText(block: Anthropic.ToolResultBlockParam, provider: string)
         if (inner.type === 'text') return inner.text;
         throw new UnsupportedParameterError(`tool_result content '${inner.type}'`, provider);
       })
-      .join('')
+      .join('\n')
   );
 }
 
@@ -163,6 +164,7 @@ function convertUserBlock(block: Anthropic.ContentBlockParam, provider: string):
     if (source.type === 'url') return { type: 'image_url', image_url: { url: source.url } };
     throw new UnsupportedParameterError(`image source '${source.type}'`, provider);
   }
+  if (block.type === 'document' && block.source.type === 'text') return { type: 'text', text: block.source.data };
   if (block.type === 'document' && block.source.type === 'base64' && block.source.media_type === 'application/pdf') {
     return {
       type: 'file',
