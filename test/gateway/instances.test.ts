@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
-import { postgresBackend, type Backend } from './helpers/gateway.ts';
+import { postgresBackend, sqliteBackend, type Backend } from './helpers/gateway.ts';
 
 /** Several instances on one PostgreSQL: holds of an instance taken for dead must not be given back twice. */
 const backend: Backend = await postgresBackend();
@@ -14,10 +14,12 @@ beforeAll(async () => {
   await paused.migrate();
   reaper = openStore(url);
 });
+const sqlite = sqliteBackend();
 afterAll(async () => {
   await paused?.close();
   await reaper?.close();
   await backend.close();
+  await sqlite.close();
 });
 
 const usageRow = (id: string): UsageRecord => ({
@@ -54,4 +56,21 @@ it.skipIf(backend.skipReason)('an instance reaped while merely paused settles it
   const after = (await reaper.getBudget(budget.budget_id))!;
   expect(after.reserved_nanos).toBe(0);
   expect(after.spend_nanos).toBe(80);
+});
+
+it('SQLite: a gateway started on the file while the previous one still finishes calls cannot leave reserved below zero', async () => {
+  const url = await sqlite.newDatabaseUrl();
+  const previous = openStore(url);
+  await previous.migrate();
+  const budget = await previous.createBudget({ max_budget_nanos: 1_000_000 });
+  expect(await previous.reserveBudget(budget.budget_id, 100)).toBe(true);
+  // The next process starts (clearing holds it takes for a killed process's) before the previous one has settled.
+  const next = openStore(url);
+  await next.clearReservations();
+  await previous.recordUsage([usageRow('late')], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
+  const after = (await next.getBudget(budget.budget_id))!;
+  expect(after.reserved_nanos).toBe(0);
+  expect(after.spend_nanos).toBe(40);
+  await previous.close();
+  await next.close();
 });

@@ -284,7 +284,11 @@ export class GatewayStore {
   /** Settling `reserved` with `actual`: the budget, and on PostgreSQL this instance's share of the holds. */
   #settleStatements(budgetId: string, reserved: number, actual: number): Statement[] {
     if (!this.#shared) {
-      return [{ sql: 'UPDATE budgets SET reserved_nanos = reserved_nanos - ?, spend_nanos = spend_nanos + ? WHERE budget_id = ?', params: [reserved, actual, budgetId] }];
+      // Never below zero: a gateway started on the same file clears every hold (it takes them for a killed
+      // process's), and a call of the previous process settling afterwards would otherwise leave free headroom.
+      return [
+        { sql: 'UPDATE budgets SET reserved_nanos = MAX(0, reserved_nanos - ?), spend_nanos = spend_nanos + ? WHERE budget_id = ?', params: [reserved, actual, budgetId] },
+      ];
     }
     // Only what this instance still holds is given back: if another instance took it for dead and gave its holds
     // back already, subtracting the whole reservation again left `reserved` below zero for good (free headroom).
