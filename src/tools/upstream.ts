@@ -73,6 +73,8 @@ export class Upstream {
   private stderrTail: string[] = [];
   /** A transport error after which the SDK closes the transport itself (a message over its size limit). */
   private closingError: string | undefined;
+  /** A health ping is under way (one at a time: transport errors can ask for one besides the interval). */
+  private pinging = false;
   /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
   private connecting: { client: Client; transport: Transport } | undefined;
   private readonly firstAttempt: Promise<void>;
@@ -427,6 +429,9 @@ export class Upstream {
       if (generation === this.generation && this.stateValue === 'connected') {
         this.log(`[${this.name}] MCP transport error: ${error.message}`);
         if (/ReadBuffer exceeded/.test(error.message)) this.closingError = error.message;
+        // A Streamable HTTP stream broke (the server died or restarted?): the calls waiting on it would wait out
+        // their timeout; a ping now tells whether the session is still there, and if not ends it (503) at once.
+        if (this.config.transport === 'http') void this.checkHealth();
       }
     };
     client.onclose = () => {
@@ -513,11 +518,12 @@ export class Upstream {
   private async checkHealth(): Promise<void> {
     const client = this.client;
     const generation = this.generation;
-    if (!client || this.stateValue !== 'connected') return;
+    if (!client || this.stateValue !== 'connected' || this.pinging) return;
     const timeout = this.config.timeouts.healthTimeout;
     const started = performance.now();
+    this.pinging = true;
     try {
-      await client.ping({ timeout });
+      await client.ping({ timeout }).finally(() => (this.pinging = false));
     } catch (error) {
       if (generation !== this.generation) return;
       const code = error instanceof McpError ? error.code : undefined;

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVERYTHING, NODE, OpenApiChecker, eventually, freePort, startHarness, type ToolsHarness } from './helpers.ts';
 
 // A Streamable HTTP server (the real @modelcontextprotocol/server-everything) that restarts: the new process does
-// not know the tool server's session. Health pings are ten minutes apart here, so only the failed request itself
-// can notice that the session is gone.
+// not know the tool server's session, or that dies during a call. Health pings are ten minutes apart here, so only
+// the failed request, or the broken stream of a call, can make the tool server notice that the session is gone.
 
 let port: number;
 let httpServer: ChildProcess | undefined;
@@ -33,7 +33,7 @@ beforeAll(async () => {
 servers:
   remote:
     url: http://127.0.0.1:${port}/mcp
-    timeouts: {healthInterval: 10m}
+    timeouts: {healthInterval: 10m, request: 20s}
     restart: {initialDelay: 100ms, maxDelay: 1s}
 `);
   await harness.upstreams.get('remote').waitConnected(60_000);
@@ -57,9 +57,11 @@ describe('a Streamable HTTP server that restarts', () => {
     expect((await echo('before')).json()).toBe('Echo: before');
     await stop(httpServer!);
     httpServer = await startEverythingHttp();
+    // Either this call finds that the server no longer knows the session, or the broken event stream of the old
+    // session already made a ping find it: a 503 both ways, never the 502 of an error answer.
     const refused = await echo('old session');
     expect(refused.statusCode, refused.body).toBe(503);
-    expect(refused.json().detail).toContain('session');
+    expect(refused.json().detail).toMatch(/no longer knows this session|not connected/);
     const after = await eventually(async () => {
       const response = await echo('new session');
       expect(response.statusCode, response.body).toBe(200);
@@ -76,5 +78,25 @@ describe('a Streamable HTTP server that restarts', () => {
     expect(health.json()).toMatchObject({ status: 'unreachable' });
     httpServer = await startEverythingHttp();
     await eventually(async () => expect((await echo('back')).statusCode).toBe(200), 30_000);
+  });
+
+  it('answers 503 for a call under way when the server dies, not a 504 after the request timeout', async () => {
+    await harness.upstreams.get('remote').waitConnected(60_000);
+    const upstream = harness.upstreams.get('remote');
+    // a real call that lasts 30 s, longer than the request timeout (20 s) that it would otherwise wait out
+    const longCall = harness.app.inject({
+      method: 'POST',
+      url: '/api/v1/servers/remote/tools/trigger-long-running-operation',
+      payload: '{"duration": 30, "steps": 30}',
+    });
+    await eventually(() => expect(upstream.requestsUnderWay).toBe(1));
+    // the call has reached the server once its first progress step has been sent: give it that second
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await stop(httpServer!);
+    const response = await longCall;
+    api.check('POST', CALL, response);
+    expect(response.statusCode, response.body).toBe(503);
+    httpServer = await startEverythingHttp();
+    await eventually(async () => expect((await echo('back again')).statusCode).toBe(200), 30_000);
   });
 });
