@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVERYTHING, NODE, OpenApiChecker, eventually, freePort, startHarness, type ToolsHarness } from './helpers.ts';
+import { EVERYTHING, NODE, OpenApiChecker, eventually, fixture, freePort, startHarness, type ToolsHarness } from './helpers.ts';
 
 // A Streamable HTTP server (the real @modelcontextprotocol/server-everything) that restarts: the new process does
 // not know the tool server's session, or that dies during a call. Health pings are ten minutes apart here, so only
@@ -8,11 +8,17 @@ import { EVERYTHING, NODE, OpenApiChecker, eventually, freePort, startHarness, t
 
 let port: number;
 let httpServer: ChildProcess | undefined;
+let forgetfulPort: number;
+let forgetful: ChildProcess | undefined;
 let harness: ToolsHarness;
 let api: OpenApiChecker;
 
 async function startEverythingHttp(): Promise<ChildProcess> {
-  const child = spawn(NODE, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  return startListening([EVERYTHING, 'streamableHttp'], port);
+}
+
+async function startListening(args: string[], listenPort: number): Promise<ChildProcess> {
+  const child = spawn(NODE, args, { env: { ...process.env, PORT: String(listenPort) }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
   await eventually(() => expect(stderr).toContain('listening on port'), 60_000);
@@ -29,20 +35,27 @@ async function stop(child: ChildProcess): Promise<void> {
 beforeAll(async () => {
   port = await freePort();
   httpServer = await startEverythingHttp();
+  forgetfulPort = await freePort();
+  forgetful = await startListening([fixture('forgets-sessions-http.ts')], forgetfulPort);
   harness = await startHarness(`
 servers:
+  forgetful:
+    url: http://127.0.0.1:${forgetfulPort}/mcp
+    timeouts: {healthInterval: 10m}
+    restart: {initialDelay: 100ms, maxDelay: 1s}
   remote:
     url: http://127.0.0.1:${port}/mcp
     timeouts: {healthInterval: 10m, request: 20s}
     restart: {initialDelay: 100ms, maxDelay: 1s}
 `);
-  await harness.upstreams.get('remote').waitConnected(60_000);
+  await Promise.all(harness.upstreams.all().map((upstream) => upstream.waitConnected(60_000)));
   api = await OpenApiChecker.of(harness.app);
 });
 
 afterAll(async () => {
   await harness?.close();
   if (httpServer) await stop(httpServer);
+  if (forgetful) await stop(forgetful);
 });
 
 const CALL = '/api/v1/servers/{server}/tools/{tool}';
@@ -98,5 +111,26 @@ describe('a Streamable HTTP server that restarts', () => {
     expect(response.statusCode, response.body).toBe(503);
     httpServer = await startEverythingHttp();
     await eventually(async () => expect((await echo('back again')).statusCode).toBe(200), 30_000);
+  });
+});
+
+describe('a Streamable HTTP server that forgets the session (MCP: 404 Session not found)', () => {
+  it('answers 503 and starts a new session at once', async () => {
+    const call = (tool: string, body: string) =>
+      harness.app.inject({ method: 'POST', url: `/api/v1/servers/forgetful/tools/${tool}`, payload: body });
+    const first = await call('echo', '{"message": "a"}');
+    expect(first.statusCode, first.body).toBe(200);
+    const session = /session ([\w-]+)/.exec(first.json() as string)![1];
+    expect((await call('forget-sessions', '{}')).statusCode).toBe(200);
+    const refused = await call('echo', '{"message": "b"}');
+    api.check('POST', CALL, refused);
+    expect(refused.statusCode, refused.body).toBe(503);
+    expect(refused.json().detail).toContain('no longer knows this session');
+    const again = await eventually(async () => {
+      const response = await call('echo', '{"message": "c"}');
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json() as string;
+    }, 30_000);
+    expect(/session ([\w-]+)/.exec(again)![1]).not.toBe(session);
   });
 });
