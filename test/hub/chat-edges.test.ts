@@ -4,7 +4,7 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { acompletion, aembedding, amessages } from '../../src/hub/index.ts';
+import { ProviderError, acompletion, aembedding, amessages } from '../../src/hub/index.ts';
 import type { MessagesStreamEvent } from '../../src/hub/index.ts';
 import { FakeOpenAIServer, chatCompletionBody } from '../fakes/openai-compatible.ts';
 import { collect, weatherTool } from './helpers.ts';
@@ -204,5 +204,27 @@ describe('text blocks and documents on OpenAI-compatible services', () => {
       ],
     });
     expect((fake.requestsTo('POST /v1/chat/completions')[0]!.body as { messages: unknown[] }).messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_1', content: 'Oslo: rain.\nBergen: sun.' });
+  });
+});
+
+describe('completion streams', () => {
+  it('a completion stream that ends cleanly without any finish_reason raises ProviderError after its chunks, as messages does', async () => {
+    fake.script('POST /v1/chat/completions', { sse: [chunk({ role: 'assistant', content: 'Hel' }), chunk({ content: 'lo' })] });
+    const seen: string[] = [];
+    let error: unknown;
+    try {
+      for await (const part of acompletion({ ...opts, model: 'vllm:m', messages: [{ role: 'user', content: 'hi' }], stream: true })) seen.push(part.choices[0]?.delta.content ?? '');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(seen.join('')).toBe('Hello');
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ provider_name: 'vllm', status_code: null });
+  });
+
+  it('a complete one (finish_reason, then the usage chunk) ends without error', async () => {
+    fake.script('POST /v1/chat/completions', { sse: [chunk({ role: 'assistant', content: 'Hi' }), chunk({}, 'stop'), usageChunk({ prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 })] });
+    const parts = await collect(acompletion({ ...opts, model: 'vllm:m', messages: [{ role: 'user', content: 'hi' }], stream: true }));
+    expect(parts.at(-1)!.usage).toMatchObject({ total_tokens: 4 });
   });
 });

@@ -6,6 +6,7 @@ import { chatChunksToMessageEvents, chatCompletionToMessage, withCachedTokens } 
 import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { Model, Provider, ProviderOptions } from '../../provider.ts';
+import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { openAIBatches } from './batches.ts';
 import { openAIErrorToHub } from './errors.ts';
 import { baseAddress, type OpenAICompatibleService } from './services.ts';
@@ -50,10 +51,14 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
     },
     async *completionStream(params, call) {
       const stream = await client.chat.completions.create({ ...params, ...call.extra, stream: true }, { signal: call.signal });
+      // A stream that ends without any finish_reason was cut short (the SDK ends quietly when the body ends).
+      let finished = false;
       for await (const chunk of stream) {
         withCachedTokens(chunk.usage);
+        if (chunk.choices?.some((choice) => choice.finish_reason)) finished = true;
         yield chunk;
       }
+      if (!finished) throw incompleteStreamError(name);
     },
     ...(service.metadata.responses
       ? {
