@@ -82,6 +82,24 @@ describe.skipIf(!Hub.get_supported_providers().includes('anthropic'))('completio
     }
   });
 
+  it('cache writes are counted in prompt_tokens and given apart as cache_creation_input_tokens (as LiteLLM does), streamed or not', async () => {
+    const usage = { input_tokens: 10, output_tokens: 2, cache_read_input_tokens: 30, cache_creation_input_tokens: 50 };
+    const message = { id: 'msg_c', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage };
+    fake.server.enqueue({ json: message });
+    const chat = await acompletion({ ...opts, model: 'anthropic:claude-sonnet-4-5', messages: [{ role: 'user', content: 'x' }] });
+    const expected = { prompt_tokens: 90, completion_tokens: 2, total_tokens: 92, prompt_tokens_details: { cached_tokens: 30 }, cache_creation_input_tokens: 50 };
+    expect(chat.usage).toEqual(expected);
+    fake.server.enqueue({
+      sse: [
+        { event: 'message_start', data: { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } } },
+        { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } } },
+        { event: 'message_stop', data: { type: 'message_stop' } },
+      ],
+    });
+    const chunks = await collect(acompletion({ ...opts, model: 'anthropic:claude-sonnet-4-5', messages: [{ role: 'user', content: 'x' }], stream: true }));
+    expect(chunks.at(-1)!.usage).toEqual(expected);
+  });
+
   it('a bound Hub offers completion on the Messages-only provider too', async () => {
     const hub = Hub.create('anthropic', opts);
     const chat = await hub.acompletion({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] });

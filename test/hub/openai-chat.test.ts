@@ -368,7 +368,7 @@ describe('Message → chat completion (completion adapter)', () => {
       finish_reason: 'tool_calls',
       message: { role: 'assistant', content: 'Hi', reasoning_content: 'th', tool_calls: [{ id: 'tu', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
     });
-    expect(chat.usage).toEqual({ prompt_tokens: 42, completion_tokens: 5, total_tokens: 47, prompt_tokens_details: { cached_tokens: 30 } });
+    expect(chat.usage).toEqual({ prompt_tokens: 42, completion_tokens: 5, total_tokens: 47, prompt_tokens_details: { cached_tokens: 30 }, cache_creation_input_tokens: 2 });
   });
 
   it.each([

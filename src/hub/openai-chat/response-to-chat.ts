@@ -20,17 +20,23 @@ function finishFromStopReason(reason: Anthropic.StopReason | null): FinishReason
   }
 }
 
-/** Anthropic usage → OpenAI usage: prompt tokens include cached reads and cache writes. */
+/**
+ * Anthropic usage → OpenAI usage: prompt tokens include cached reads and cache writes. OpenAI's usage has no field
+ * for cache writes (which cost more than input), so they are also given as `cache_creation_input_tokens`, the name
+ * LiteLLM uses, when there are any.
+ */
 function usageFromMessage(usage: Partial<Anthropic.Usage> | Anthropic.MessageDeltaUsage): OpenAI.CompletionUsage {
   const cacheRead = usage.cache_read_input_tokens ?? 0;
-  const prompt = (usage.input_tokens ?? 0) + cacheRead + (usage.cache_creation_input_tokens ?? 0);
+  const cacheWrite = usage.cache_creation_input_tokens ?? 0;
+  const prompt = (usage.input_tokens ?? 0) + cacheRead + cacheWrite;
   const completion = usage.output_tokens ?? 0;
-  const out: OpenAI.CompletionUsage = {
+  const out: OpenAI.CompletionUsage & { cache_creation_input_tokens?: number } = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
     prompt_tokens_details: { cached_tokens: cacheRead },
   };
+  if (cacheWrite > 0) out.cache_creation_input_tokens = cacheWrite;
   const thinking = usage.output_tokens_details?.thinking_tokens;
   if (thinking !== undefined) out.completion_tokens_details = { reasoning_tokens: thinking };
   return out;
