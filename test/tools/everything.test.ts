@@ -177,6 +177,17 @@ describe('tools', () => {
     expect((await call('POST', CALL, '/api/v1/servers/paged/tools/image-only', '{}')).json()).toBe('');
   });
 
+  it('calls a tool whose name has 128 characters (MCP\'s longest), and says 404 for an unknown one as long', async () => {
+    const name = `long-${'n'.repeat(123)}`;
+    expect(name).toHaveLength(128);
+    const response = await call('POST', CALL, `/api/v1/servers/paged/tools/${name}`, '{}');
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.json()).toBe('a long name answers');
+    // percent-encoded, a name of 128 characters can be three times as long in the path
+    const unknown = await call('POST', CALL, `/api/v1/servers/paged/tools/${encodeURIComponent('é'.repeat(128))}`, '{}');
+    expect(unknown.statusCode, unknown.body).toBe(404);
+  });
+
   it('reports structured content that breaks the tool\'s output schema as 502 (the server is wrong, not the caller)', async () => {
     // The SDK client checks it and throws invalid params (-32602) itself: that is not the server rejecting the request.
     const response = await call('POST', CALL, '/api/v1/servers/paged/tools/structured-wrong', '{}');

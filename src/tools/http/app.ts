@@ -43,6 +43,9 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimitBytes ?? 4 * 2 ** 20,
     return503OnClosing: false,
+    // Names in paths are MCP's: tool names up to 128 characters (more, percent-encoded); find-my-way's default of
+    // 100 answered 414 for valid names. The URL as a whole stays bounded by Node's header size limit.
+    routerOptions: { maxParamLength: 8192 },
     frameworkErrors: (error, request, reply) => {
       sendProblem(request, reply, problemOf(error));
     },
