@@ -343,6 +343,15 @@ describe('pagination', () => {
   }
 });
 
+describe('tool pagination', () => {
+  it('lists every page of a server\'s tools in one answer, and calls a tool of the last page', async () => {
+    const tools = (await call('GET', TOOLS, '/api/v1/servers/paged/tools?detail=minimal')).json() as { tools: Json[] } & Json;
+    expect(tools.tools.map((tool) => tool.name)).toEqual(['image-only', `long-${'n'.repeat(123)}`, 'structured-only', 'structured-wrong']);
+    expect(tools.nextCursor).toBeUndefined();
+    expect((await call('POST', CALL, '/api/v1/servers/paged/tools/structured-only', '{}')).statusCode).toBe(200);
+  });
+});
+
 describe('documents', () => {
   it('serves /docs as Swagger UI on /openapi.json, with every file it loads served from here', async () => {
     const response = await call('GET', '/docs', '/docs');
