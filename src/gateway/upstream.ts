@@ -91,7 +91,14 @@ function retryAfterOf(e: { retry_after?: unknown; headers?: unknown }): number |
   return Number.isNaN(date) ? null : Math.max(1, Math.ceil((date - Date.now()) / 1000));
 }
 
-/** Provider messages sometimes echo a key ("Incorrect API key provided: sk-abc…"); keep them out of responses. */
+/**
+ * Provider messages sometimes echo a key ("Incorrect API key provided: sk-abc…"); keep them out of responses. The
+ * key shapes of the configured providers: sk-/sk-ant- (OpenAI, Anthropic, DeepSeek …), xai- (xAI), gsk_ (Groq),
+ * AIza (Google), pk-/rk-/key- (others), gw- (this gateway's own virtual keys).
+ */
 export function stripSecrets(text: string): string {
-  return text.replace(/\b(sk|gw|pk|rk|key)-[A-Za-z0-9_*.-]{6,}/g, '$1-***');
+  return text
+    .replace(/\b(sk|gw|pk|rk|key|xai)-[A-Za-z0-9_*.-]{5,}[A-Za-z0-9_*]/g, '$1-***') // a sentence's full stop stays
+    .replace(/\bgsk_[A-Za-z0-9_*.-]{5,}[A-Za-z0-9_*]/g, 'gsk_***')
+    .replace(/\bAIza[A-Za-z0-9_-]{10,}/g, 'AIza***');
 }
