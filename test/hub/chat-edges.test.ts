@@ -192,6 +192,21 @@ describe('text blocks and documents on OpenAI-compatible services', () => {
     });
   });
 
+  it('an assistant turn with no text and no tool calls (thinking only) is sent with empty text, not null content', async () => {
+    await amessages({
+      ...opts,
+      model: 'vllm:m',
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'think' },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm', signature: '' }] },
+        { role: 'user', content: 'go on' },
+      ],
+    });
+    // OpenAI refuses an assistant message whose content is null unless it has tool calls
+    expect((fake.requestsTo('POST /v1/chat/completions')[0]!.body as { messages: unknown[] }).messages[1]).toEqual({ role: 'assistant', content: '' });
+  });
+
   it("a tool result's text blocks are joined by a newline too", async () => {
     await amessages({
       ...opts,

@@ -113,7 +113,8 @@ function convertMessage(message: Anthropic.MessageParam, provider: string): Chat
       } else if (block.type === 'thinking' || block.type === 'redacted_thinking') continue;
       else throw new UnsupportedParameterError(`messages content block '${block.type}'`, provider);
     }
-    const out: OpenAI.ChatCompletionAssistantMessageParam = { role: 'assistant', content: text || null };
+    // null content is valid only beside tool calls (OpenAI refuses it otherwise, e.g. for a thinking-only turn).
+    const out: OpenAI.ChatCompletionAssistantMessageParam = { role: 'assistant', content: text || (toolCalls.length > 0 ? null : '') };
     if (toolCalls.length > 0) out.tool_calls = toolCalls;
     return [out];
   }
