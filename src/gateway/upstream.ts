@@ -31,6 +31,13 @@ export interface Upstream {
 }
 
 /**
+ * Fields that configure how the gateway calls a provider (Hub's call options: credentials, address, client, timeout,
+ * retries, error style, provider choice), not what the request asks. Forwarded bodies must not carry them: a client
+ * could otherwise raise the gateway's retries and timeouts or point its provider key elsewhere.
+ */
+export const CALL_OPTION_FIELDS: readonly string[] = ['api_key', 'api_base', 'client_args', 'timeout', 'max_retries', 'unified_exceptions', 'signal', 'provider'];
+
+/**
  * What a provider failure means to the gateway's client. Works on vendor SDK errors (`status`, `headers`) and on
  * Hub's HubError family (`status_code`, `retry_after`, class name):
  * 429 → 429 with Retry-After; the client's own mistakes (400, 404, 409, 413, 422) → 400; the provider rejecting

@@ -64,6 +64,34 @@ describe.each(backends)('hostile input on $name', (backend) => {
     expect((await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'greedy' }) })).status).toBe(200);
   });
 
+  it.skipIf(backend.skipReason)('a body may not set how the gateway calls providers (its key, address, retries, timeout): 400, nothing sent', async () => {
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'optioneer', alias: 'O' } });
+    const sentBefore = fake.requests.length;
+    const messages = { model: 'openai:gpt-fake', max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }], metadata: { user_id: 'optioneer' } };
+    for (const [field, value] of [
+      ['api_base', 'http://127.0.0.1:9/v1'],
+      ['api_key', 'sk-other'],
+      ['client_args', { baseURL: 'http://127.0.0.1:9' }],
+      ['max_retries', 100],
+      ['timeout', 0],
+      ['unified_exceptions', false],
+      ['provider', 'anthropic'],
+    ] as const) {
+      for (const [path, body] of [
+        ['/v1/chat/completions', chat({ user: 'optioneer', [field]: value })],
+        ['/v1/chat/completions', chat({ user: 'optioneer', stream: true, [field]: value })],
+        ['/v1/messages', { ...messages, [field]: value }],
+      ] as const) {
+        const response = await gateway.call('POST', path, { body });
+        expect(response.status, `${path} ${field}`).toBe(400);
+        // OpenAI's error shape and Anthropic's both keep the message at error.message
+        expect(response.json.error.message, `${path} ${field}`).toBe(`"${field}" is not a request field: the gateway decides how it calls providers`);
+      }
+    }
+    expect(fake.requests.length).toBe(sentBefore);
+    expect((await gateway.call('GET', '/v1/users/optioneer/usage')).json.data).toEqual([]);
+  });
+
   it.skipIf(backend.skipReason)('NUL characters in ids, names, user and model are refused or not found, never a 500', async () => {
     const created = [
       await gateway.call('POST', '/v1/users', { body: { user_id: 'nul\u0000user', alias: 'A' } }),

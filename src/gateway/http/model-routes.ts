@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidRequest, type GatewayError } from '../errors.ts';
 import type { CallTicket } from '../ledger.ts';
-import { upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk } from '../upstream.ts';
+import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
 
 type Body = Record<string, unknown>;
@@ -24,6 +24,12 @@ function bodyOf(request: FastifyRequest): Body {
   const body = request.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object');
   return body as Body;
+}
+
+/** A forwarded body may not set how the gateway calls the provider (CALL_OPTION_FIELDS). */
+function checkNoCallOptions(body: Body): void {
+  const field = CALL_OPTION_FIELDS.find((name) => Object.hasOwn(body, name));
+  if (field) throw invalidRequest(`"${field}" is not a request field: the gateway decides how it calls providers`, field);
 }
 
 function checkMessages(messages: unknown): void {
@@ -108,6 +114,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const body = bodyOf(request);
     const { provider, model } = splitModel(body.model, upstream.providers);
     checkMessages(body.messages);
+    checkNoCallOptions(body);
     const { user, model: _model, ...rest } = body;
     // With a virtual key the client may still send its own end-user id; it is passed on, not interpreted.
     const forwarded: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
@@ -221,6 +228,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const body = bodyOf(request);
     const { provider, model } = splitModel(body.model, upstream.providers);
     checkMessages(body.messages);
+    checkNoCallOptions(body);
     if (typeof body.max_tokens !== 'number') throw invalidRequest('"max_tokens" is required (Anthropic Messages format)', 'max_tokens');
     const metadata = body.metadata as Body | undefined;
     const user = body.user ?? metadata?.user_id;
