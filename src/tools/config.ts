@@ -135,7 +135,7 @@ export function parseToolsConfig(text: string, source: string, env: NodeJS.Proce
     const problems = describeErrors(validate.errors ?? []);
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
   }
-  const outOfRange = durationRangeProblems(substituted as RawConfig);
+  const outOfRange = [...durationRangeProblems(substituted as RawConfig), ...urlProblems(substituted as RawConfig)];
   if (outOfRange.length > 0) {
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${outOfRange.map((line) => `  - ${line}`).join('\n')}`);
   }
@@ -208,6 +208,13 @@ function durationRangeProblems(raw: RawConfig): string[] {
     check(`/servers/${name}/restart`, { ...entry.restart });
   }
   return problems;
+}
+
+/** URLs that pass the schema's pattern but not the URL parser (`http://exa mple.com`, `http://`). */
+function urlProblems(raw: RawConfig): string[] {
+  return Object.entries(raw.servers ?? {})
+    .filter(([, entry]) => entry.url !== undefined && !URL.canParse(entry.url))
+    .map(([name, entry]) => `/servers/${name}/url: "${entry.url}" is not a valid URL`);
 }
 
 function durations(values: Record<string, string | undefined>): Record<string, number> {

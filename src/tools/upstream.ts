@@ -423,7 +423,14 @@ export class Upstream {
     this.stderrTail = [];
     this.closingError = undefined;
     const client = new Client(this.clientInfo, { capabilities: {} });
-    const transport = this.createTransport();
+    let transport: Transport;
+    try {
+      transport = this.createTransport();
+    } catch (error) {
+      // Nothing may escape: connect runs unawaited, and an unhandled rejection would end the whole tool server.
+      this.failed(`start failed: ${(error as Error).message}`);
+      return;
+    }
     client.onerror = (error) => {
       // While connecting, the failure is reported once by connect's own error.
       if (generation === this.generation && this.stateValue === 'connected') {

@@ -85,6 +85,12 @@ describe('encoder tools serve', () => {
     await eventually(() => expect(stderr).toContain('configuration not reloaded, keeping the current one'));
     expect(stderr).toContain('environment variable TOOLS_CLI_TEST_UNSET is not set');
     expect(await (await fetch(`${baseUrl}/api/v1/servers`)).json()).toEqual(['a', 'b', 'c']);
+    // a URL that matches the schema's pattern but that no URL parser takes: the process used to die of it
+    writeFileSync(configFile, 'servers:\n  a: {url: "http://exa mple.com/mcp"}\n');
+    child.kill('SIGHUP');
+    await eventually(() => expect(stderr).toContain('"http://exa mple.com/mcp" is not a valid URL'));
+    expect(child.exitCode).toBeNull();
+    expect(await (await fetch(`${baseUrl}/api/v1/servers`)).json()).toEqual(['a', 'b', 'c']);
   });
 
   it('stops on SIGTERM, closing every child process', async () => {

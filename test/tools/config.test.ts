@@ -70,6 +70,8 @@ servers:
     expect(failure('servers:\n  a: {url: "http://x/mcp", command: x}\n')).toContain('/servers/a/command: not allowed here');
     expect(failure('servers:\n  a: {command: x, headers: {A: b}}\n')).toContain('/servers/a/headers: not allowed here');
     expect(failure('servers:\n  a: {url: "ftp://x"}\n')).toContain('/servers/a/url: must match pattern');
+    expect(failure('servers:\n  a: {url: "http://exa mple.com/mcp"}\n')).toContain('/servers/a/url: "http://exa mple.com/mcp" is not a valid URL');
+    expect(failure('servers:\n  a: {url: "http://"}\n')).toContain('/servers/a/url: "http://" is not a valid URL');
     expect(failure('servers:\n  a: {command: x, timeouts: {request: 5}}\n')).toContain('/servers/a/timeouts/request: must be string');
     expect(failure('servers:\n  a: {command: x, timeouts: {request: soon}}\n')).toContain('"soon" is not a duration');
     expect(failure('servers:\n  a: {command: x, timeout: 5s}\n')).toContain('/servers/a: unknown property "timeout"');

@@ -218,6 +218,19 @@ describe('a server that answers errors', () => {
   });
 });
 
+describe('a transport that cannot be made', () => {
+  it('is a failed start retried with backoff, not an exception that ends the process', async () => {
+    const [config] = parseToolsConfig('servers:\n  odd: {url: "http://127.0.0.1:1/mcp", restart: {initialDelay: 1m}}\n', 'test.yaml').servers;
+    // past validation (e.g. a configuration made in code): a URL no parser takes
+    const upstream = new Upstream({ ...config, url: 'http://exa mple.com/mcp' } as typeof config);
+    upstream.start();
+    await upstream.firstAttemptSettled();
+    expect(upstream.state).toBe('backoff');
+    expect(upstream.lastFailure).toContain('Invalid URL');
+    await upstream.close();
+  });
+});
+
 describe('stopping', () => {
   it('closes a server that is still starting: its process does not outlive close()', async () => {
     const [config] = parseToolsConfig(`servers:\n  slow: {command: ${NODE}, args: [${fixture('hangs.ts')}, --hang-initialize]}\n`, 'test.yaml').servers;
