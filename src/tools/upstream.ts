@@ -47,6 +47,8 @@ const SDK_OUTPUT_CHECK = /^MCP error -32602: (Structured content does not match 
 /** Lists of a misbehaving server that never ends its cursor chain stop here. */
 const MAX_PAGES = 1000;
 const STDERR_TAIL_LINES = 20;
+/** Longest stderr line logged; the rest of a longer one is dropped. */
+const MAX_STDERR_LINE = 64 * 1024;
 
 /**
  * One configured MCP server: its MCP session through @modelcontextprotocol/sdk, restarted with exponential
@@ -71,8 +73,6 @@ export class Upstream {
   private toolsCache: Tool[] | undefined;
   private readonly allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
-  /** A transport error after which the SDK closes the transport itself (a message over its size limit). */
-  private closingError: string | undefined;
   /** A health ping is under way (one at a time: transport errors can ask for one besides the interval). */
   private pinging = false;
   /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
@@ -400,11 +400,18 @@ export class Upstream {
       cwd: config.cwd,
       stderr: 'pipe',
     });
+    // Lines as a terminal would show them: a carriage return redraws the line (progress bars), and a line is cut at
+    // MAX_STDERR_LINE; unbounded, a server's endless line grew in memory and was split again on every chunk.
     let partial = '';
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      const lines = (partial + chunk.toString('utf8')).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) this.stderrLine(line);
+    transport.stderr?.setEncoding('utf8');
+    transport.stderr?.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lastRedraw(lines.pop() ?? '');
+      for (const line of lines) this.stderrLine(lastRedraw(line.replace(/\r$/, '')));
+      if (partial.length > MAX_STDERR_LINE) {
+        this.stderrLine(`${partial.slice(0, MAX_STDERR_LINE)} … (line cut at ${MAX_STDERR_LINE / 1024} KiB)`);
+        partial = '';
+      }
     });
     return transport;
   }
@@ -421,7 +428,6 @@ export class Upstream {
     const generation = ++this.generation;
     this.stateValue = 'connecting';
     this.stderrTail = [];
-    this.closingError = undefined;
     const client = new Client(this.clientInfo, { capabilities: {} });
     let transport: Transport;
     try {
@@ -435,16 +441,16 @@ export class Upstream {
       // While connecting, the failure is reported once by connect's own error.
       if (generation === this.generation && this.stateValue === 'connected') {
         this.log(`[${this.name}] MCP transport error: ${error.message}`);
-        if (/ReadBuffer exceeded/.test(error.message)) this.closingError = error.message;
+        // The SDK closes the transport after this one (a message over its size limit): the session is lost now, and
+        // this is why (a ping meanwhile would only find "Not connected").
+        if (/ReadBuffer exceeded/.test(error.message)) this.lost(`the MCP SDK ended the session: ${error.message}`);
         // A Streamable HTTP stream broke (the server died or restarted?): the calls waiting on it would wait out
         // their timeout; a ping now tells whether the session is still there, and if not ends it (503) at once.
         if (this.config.transport === 'http') void this.checkHealth();
       }
     };
     client.onclose = () => {
-      if (generation === this.generation && this.stateValue === 'connected') {
-        this.lost(`the connection closed${this.closingError ? ` after: ${this.closingError}` : ''}`);
-      }
+      if (generation === this.generation && this.stateValue === 'connected') this.lost('the connection closed');
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       if (generation === this.generation) this.toolsCache = undefined;
@@ -564,6 +570,12 @@ export class Upstream {
 function sessionRejected(error: unknown): boolean {
   if (!(error instanceof StreamableHTTPError)) return false;
   return error.code === 404 || (error.code === 400 && /session/i.test(error.message));
+}
+
+/** What is left of a line after its carriage returns: the text after the last one that something follows. */
+function lastRedraw(line: string): string {
+  const index = line.lastIndexOf('\r', line.length - 2);
+  return index === -1 ? line : line.slice(index + 1);
 }
 
 /** The text of all text content items, joined with a newline. */

@@ -31,6 +31,9 @@ servers:
   floods:
     command: ${NODE}
     args: [${fixture('floods-stdout.ts')}]
+  noisy:
+    command: ${NODE}
+    args: [${fixture('noisy-stderr.ts')}]
   errors:
     command: ${NODE}
     args: [${fixture('answers-errors.ts')}]
@@ -45,7 +48,7 @@ servers:
   down-http:
     url: http://127.0.0.1:${closedPort}/mcp
 `);
-  await Promise.all(['exits', 'hangs', 'junk', 'floods', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
+  await Promise.all(['exits', 'hangs', 'junk', 'floods', 'noisy', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
   api = await OpenApiChecker.of(harness.app);
 });
 
@@ -167,6 +170,19 @@ describe('a server that floods stdout', () => {
       return response.json() as string;
     });
     expect(/pid (\d+)/.exec(after)![1]).not.toBe(/pid (\d+)/.exec(before)![1]);
+  });
+});
+
+describe('a server that writes progress bars and endless lines on stderr', () => {
+  it('logs what a terminal would show: the last redraw of a line, and at most 64 KiB of a line', async () => {
+    await eventually(() => expect(harness.logs).toContain('[noisy] noisy-stderr: ready'));
+    const lines = harness.logs.filter((line) => line.startsWith('[noisy] '));
+    expect(lines).toContain('[noisy] downloading model: done');
+    expect(lines.filter((line) => line.includes('downloading model'))).toHaveLength(1);
+    const long = lines.filter((line) => line.includes('zzzz'));
+    expect(long.length).toBeGreaterThan(0);
+    for (const line of long) expect(line.length).toBeLessThanOrEqual(64 * 1024 + 100);
+    expect((await call('POST', CALL, '/api/v1/servers/noisy/tools/echo', '{"message": "still fine"}')).json()).toBe('still fine');
   });
 });
 
