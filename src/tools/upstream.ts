@@ -47,7 +47,7 @@ const SDK_OUTPUT_CHECK = /^MCP error -32602: (Structured content does not match 
 /** Lists of a misbehaving server that never ends its cursor chain stop here. */
 const MAX_PAGES = 1000;
 const STDERR_TAIL_LINES = 20;
-/** Longest stderr line logged; the rest of a longer one is dropped. */
+/** Longest stderr line logged at once; a longer one is logged in pieces of this size. */
 const MAX_STDERR_LINE = 64 * 1024;
 
 /**
@@ -400,17 +400,17 @@ export class Upstream {
       cwd: config.cwd,
       stderr: 'pipe',
     });
-    // Lines as a terminal would show them: a carriage return redraws the line (progress bars), and a line is cut at
-    // MAX_STDERR_LINE; unbounded, a server's endless line grew in memory and was split again on every chunk.
+    // Lines as a terminal would show them: a carriage return redraws the line (progress bars), and a line is logged in
+    // MAX_STDERR_LINE pieces; unbounded, a server's endless line grew in memory and was split again on every chunk.
     let partial = '';
     transport.stderr?.setEncoding('utf8');
     transport.stderr?.on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
       partial = lastRedraw(lines.pop() ?? '');
       for (const line of lines) this.stderrLine(lastRedraw(line.replace(/\r$/, '')));
-      if (partial.length > MAX_STDERR_LINE) {
-        this.stderrLine(`${partial.slice(0, MAX_STDERR_LINE)} … (line cut at ${MAX_STDERR_LINE / 1024} KiB)`);
-        partial = '';
+      while (partial.length > MAX_STDERR_LINE) {
+        this.stderrLine(`${partial.slice(0, MAX_STDERR_LINE)} …`);
+        partial = partial.slice(MAX_STDERR_LINE);
       }
     });
     return transport;

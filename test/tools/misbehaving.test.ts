@@ -174,7 +174,7 @@ describe('a server that floods stdout', () => {
 });
 
 describe('a server that writes progress bars and endless lines on stderr', () => {
-  it('logs what a terminal would show: the last redraw of a line, and at most 64 KiB of a line', async () => {
+  it('logs what a terminal would show: the last redraw of a line, and a long line in pieces of at most 64 KiB', async () => {
     await eventually(() => expect(harness.logs).toContain('[noisy] noisy-stderr: ready'));
     const lines = harness.logs.filter((line) => line.startsWith('[noisy] '));
     expect(lines).toContain('[noisy] downloading model: done');
@@ -182,6 +182,7 @@ describe('a server that writes progress bars and endless lines on stderr', () =>
     const long = lines.filter((line) => line.includes('zzzz'));
     expect(long.length).toBeGreaterThan(0);
     for (const line of long) expect(line.length).toBeLessThanOrEqual(64 * 1024 + 100);
+    expect(long.join('').replaceAll(/[^z]/g, '')).toHaveLength(2 ** 20);
     expect((await call('POST', CALL, '/api/v1/servers/noisy/tools/echo', '{"message": "still fine"}')).json()).toBe('still fine');
   });
 });
