@@ -227,7 +227,7 @@ function durations(values: Record<string, string | undefined>): Record<string, n
  * Replaces `${NAME}` in every string (keys stay as written) by the environment variable NAME; an unset variable
  * is an error that names it and where it is used. `$${` writes a literal `${`.
  */
-function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, where: string): unknown {
+function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, where: string, inside: object[] = []): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$(\$)?\{([^}]*)\}/g, (whole, escaped: string | undefined, name: string) => {
       if (escaped) return whole.slice(1);
@@ -241,9 +241,14 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, w
       return replacement;
     });
   }
-  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`));
+  if (typeof value === 'object' && value !== null && inside.includes(value)) {
+    // `a: &a [*a]`: YAML aliases can make a cycle, which would recurse without end
+    throw new ToolsConfigError(`${source}: ${where || '/'}: a YAML alias that contains itself`);
+  }
+  const path = typeof value === 'object' && value !== null ? [...inside, value] : inside;
+  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`, path));
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`, path)]));
   }
   return value;
 }

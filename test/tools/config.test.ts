@@ -78,6 +78,9 @@ servers:
     expect(failure('servers:\n  "bad name": {command: x}\n')).toContain('server names use letters');
     expect(failure('server: {}\n')).toContain('must have required property \'servers\'');
     expect(failure('servers: [\n')).toContain('not valid YAML');
+    // an alias inside its own anchor makes a cycle: a configuration error, not a stack overflow
+    expect(failure('servers:\n  a: &a {command: x, args: [*a]}\n')).toContain('/servers/a/args/0: a YAML alias that contains itself');
+    expect(failure('servers: &s\n  a: {command: x}\n  b: *s\n')).toContain('/servers/b: a YAML alias that contains itself');
     const several = failure('servers:\n  a: {args: 1}\n  b: {url: 3}\n');
     expect(several.split('\n').length).toBeGreaterThanOrEqual(4);
   });
