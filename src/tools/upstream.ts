@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -403,9 +404,9 @@ export class Upstream {
     // Lines as a terminal would show them: a carriage return redraws the line (progress bars), and a line is logged in
     // MAX_STDERR_LINE pieces; unbounded, a server's endless line grew in memory and was split again on every chunk.
     let partial = '';
-    transport.stderr?.setEncoding('utf8');
-    transport.stderr?.on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
+    const decoder = new StringDecoder('utf8');
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      const lines = (partial + decoder.write(chunk)).split('\n');
       partial = lastRedraw(lines.pop() ?? '');
       for (const line of lines) this.stderrLine(lastRedraw(line.replace(/\r$/, '')));
       while (partial.length > MAX_STDERR_LINE) {
