@@ -313,7 +313,9 @@ export class Upstream {
       return failure;
     }
     // The session ended under this request (the SDK's "Connection closed"): say why it ended, when that is known.
-    if (this.client === undefined && this.lastError) return new ToolsError('unavailable', `${failure.message} (${this.lastError})`, { cause: error });
+    if (this.client === undefined && this.lastError) {
+      return new ToolsError('unavailable', `server "${this.name}" lost its session during ${what}: ${this.lastError}`, { cause: error });
+    }
     return failure;
   }
 
