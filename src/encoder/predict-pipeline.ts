@@ -9,7 +9,7 @@ import { embeddingResult, sequenceClassificationResult, tokenClassificationResul
 import type { EmbeddingRequest, ModelMetadata, PredictRequest, PredictResponse } from './schemas.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
-import { checkTransform, LuaTransform } from './transform/index.ts';
+import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
 
 export interface PipelineOptions {
   /** onnxruntime intra-op threads; default: onnxruntime's choice (one per physical core). */
@@ -29,6 +29,12 @@ export interface PipelineOptions {
    * of one vector per token. Default: no limit (the command line's `serve` sets one, docs/http-api.md).
    */
   maxRequestTokens?: number;
+  /**
+   * Longest the Lua transform may run on one batch before that batch fails with an InternalError; default
+   * DEFAULT_TRANSFORM_TIMEOUT_MS. Lua runs on the event loop, so without a limit a script that never returns
+   * (e.g. a loop that depends on the input) would stop the whole server for good.
+   */
+  transformTimeoutMs?: number;
   /** wasmoon's glue.wasm, when it is not beside the wasmoon package (single executable). */
   luaWasmPath?: string;
   /** The scheduler's other settings and clock; for benchmarks and tests (the defaults are the measured ones). */
@@ -36,6 +42,9 @@ export interface PipelineOptions {
   /** Replaces onnxruntime session options; for benchmarks that compare them. */
   sessionOptions?: ort.InferenceSession.SessionOptions;
 }
+
+/** The Lua transform's time limit per batch, as for the build-time check of the script. */
+export const DEFAULT_TRANSFORM_TIMEOUT_MS = DEFAULT_CHECK_TIMEOUT_MS;
 
 /** What every front end (CLI, HTTP, gRPC, MCP) calls: one model, its metadata, and predictions. */
 export interface Predictor {
@@ -64,6 +73,7 @@ export class PredictPipeline implements Predictor {
   readonly #labels: ReadonlyMap<number, string>;
   readonly #scheduler: BatchScheduler<Encoding, Tensor>;
   readonly #maxRequestTokens: number;
+  readonly #transformTimeoutMs: number;
   /** Softmax of a batch output, computed by the first request shaped from it and shared by the others. */
   readonly #scores = new WeakMap<Tensor, Tensor>();
   #closing: Promise<void> | undefined;
@@ -75,6 +85,7 @@ export class PredictPipeline implements Predictor {
     transform: LuaTransform | null;
     batching: BatchSchedulerOptions;
     maxRequestTokens: number;
+    transformTimeoutMs: number;
   }) {
     this.modelId = fields.pkg.name;
     this.modelType = fields.pkg.modelType;
@@ -85,6 +96,7 @@ export class PredictPipeline implements Predictor {
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
     this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), fields.batching);
     this.#maxRequestTokens = fields.maxRequestTokens;
+    this.#transformTimeoutMs = fields.transformTimeoutMs;
   }
 
   /** Loads tokenizer, model and transform; every problem is a ConfigError. */
@@ -98,6 +110,8 @@ export class PredictPipeline implements Predictor {
     resolveBatchSettings(batching); // a bad setting is a ConfigError before the model loads
     const maxRequestTokens = options.maxRequestTokens ?? Infinity;
     if (!(maxRequestTokens >= 1)) throw new ConfigError(`maxRequestTokens must be at least 1, got ${options.maxRequestTokens}`);
+    const transformTimeoutMs = options.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS;
+    if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
     const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
     const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads, sessionOptions: options.sessionOptions });
     let transform: LuaTransform | null = null;
@@ -106,13 +120,13 @@ export class PredictPipeline implements Predictor {
         const settings = { libs: pkg.luaLibs, modelType: pkg.modelType, wasmPath: options.luaWasmPath };
         // Run it once on a small output of the model's shape, so a broken script fails at load, not per request.
         await checkTransform(pkg.transform, { ...settings, outputDims: sampleOutputDims(model.signature, pkg) });
-        transform = await LuaTransform.create(pkg.transform, settings);
+        transform = await LuaTransform.create(pkg.transform, { ...settings, timeoutMs: transformTimeoutMs });
       }
     } catch (error) {
       await model.close();
       throw error;
     }
-    return new PredictPipeline({ pkg, tokenizer, model, transform, batching, maxRequestTokens });
+    return new PredictPipeline({ pkg, tokenizer, model, transform, batching, maxRequestTokens, transformTimeoutMs });
   }
 
   /** How runs are formed (for the server banner): token budget, wait bound and the other scheduler settings. */
@@ -123,6 +137,11 @@ export class PredictPipeline implements Predictor {
   /** Most tokens one request may hold (Infinity: no limit). */
   get maxRequestTokens(): number {
     return this.#maxRequestTokens;
+  }
+
+  /** The Lua transform's time limit per batch, in ms. */
+  get transformTimeoutMs(): number {
+    return this.#transformTimeoutMs;
   }
 
   /** Counters of the batch scheduler: runs, sequences, tokens and padded tokens, what is queued now. */

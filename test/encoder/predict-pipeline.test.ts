@@ -167,6 +167,19 @@ describe('predict pipeline on generated models', () => {
     expect((error as Error).message).toContain('boom');
   });
 
+  it('stops a transform that never returns, per batch, and keeps serving (10 s limit by default)', async () => {
+    // The load-time check runs on a batch of 2, so this script passes it and loops on a batch of 1.
+    const script = '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] == 1 then while true do end end\n      return arr\n    end\n';
+    const looping = await pipelineFor(sequenceDir, 'sequence_classification', script, { transformTimeoutMs: 200 });
+    const error = await looping.predict({ inputs: ['one'] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InternalError);
+    expect((error as Error).message).toBe('transform line 2: the transform ran longer than its limit of 200 ms');
+    await expect(looping.predict({ inputs: ['one', 'two'] })).resolves.toMatchObject({ results: [{}, {}] });
+
+    expect((await pipelineFor(sequenceDir, 'sequence_classification', script)).transformTimeoutMs).toBe(10_000);
+    await expect(pipelineFor(sequenceDir, 'sequence_classification', script, { transformTimeoutMs: 0 })).rejects.toThrow(ConfigError);
+  });
+
   it('refuses a request of more tokens than maxRequestTokens, counting special tokens, and none by default', async () => {
     const limited = await pipelineFor(embeddingDir, 'embedding', '', { maxRequestTokens: 12 });
     const tokensOf = (inputs: string[]) => limited.tokenizer.encodeBatch(inputs).reduce((sum, e) => sum + e.ids.length, 0);

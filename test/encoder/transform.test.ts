@@ -369,6 +369,18 @@ describe('LuaTransform.run (per request): failures are InternalErrors', () => {
     expect(t.run(Tensor.fromNested([[[-1]]])).data[0]).toBe(-1);
   });
 
+  it('a time limit that a script cannot catch with pcall', async () => {
+    const t = await transform(
+      'function Postprocess(arr)\n  if arr:sum() > 0 then\n    while true do pcall(function() while true do end end) end\n  end\n  return arr\nend',
+      { timeoutMs: 30 },
+    );
+    const error = await caught(() => t.run(Tensor.fromNested([[[1]]])));
+    expect(error).toBeInstanceOf(InternalError);
+    expect(error.message).toBe('transform: the transform ran longer than its limit of 30 ms and caught the error that stopped it');
+    // The state is replaced; the transform keeps working.
+    expect(t.run(Tensor.fromNested([[[-1]]])).data[0]).toBe(-1);
+  });
+
   it('replaces a Lua state broken by a fault of the wasm runtime', async () => {
     const t = await transform('calls = (calls or 0) + 1\nreturn output + calls');
     const zero = Tensor.fromNested([[[0]]]);

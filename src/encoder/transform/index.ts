@@ -11,7 +11,7 @@
 import { DEFAULT_LUA_LIBRARIES as DEFAULT_LUA_LIBS, LUA_LIBRARIES, type LuaLibraryName as LuaLibrary } from '../config.ts';
 import { ConfigError, InternalError } from '../errors.ts';
 import { Tensor } from '../tensor.ts';
-import { loadLuaModule } from './lua-module.ts';
+import { loadLuaModule, TransformDeadlineEscaped } from './lua-module.ts';
 import type { LuaModule } from './lua-module.ts';
 import { outputRankOf, outputShapeProblem, TRANSFORM_MODEL_TYPES } from './output-shape.ts';
 import type { TransformModelType } from './output-shape.ts';
@@ -90,7 +90,7 @@ export class LuaTransform {
       }
       return execute(this.#state, this.modelType, output, mask);
     } catch (error) {
-      if (error instanceof TransformFailure || error instanceof TransformScriptError) {
+      if (error instanceof TransformFailure || error instanceof TransformScriptError || error instanceof TransformDeadlineEscaped) {
         throw new InternalError(error.message, { cause: error });
       }
       throw new InternalError(`transform: the Lua runtime failed: ${errorText(error)}`, { cause: error });
@@ -122,7 +122,7 @@ export async function checkTransform(script: string, options: CheckTransformOpti
   try {
     execute(state, options.modelType, sampleOutput(dims), rank === 3 ? sampleMask(dims[0], dims[1]) : undefined);
   } catch (error) {
-    if (error instanceof TransformFailure || error instanceof TransformScriptError) {
+    if (error instanceof TransformFailure || error instanceof TransformScriptError || error instanceof TransformDeadlineEscaped) {
       throw new ConfigError(error.message, { cause: error });
     }
     throw new ConfigError(`transform: the Lua runtime failed: ${errorText(error)}`, { cause: error });

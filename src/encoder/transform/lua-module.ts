@@ -74,12 +74,22 @@ export class TensorHandles {
   }
 }
 
+/** A script that caught the error of its time limit and kept running: it is stopped from outside Lua. */
+export class TransformDeadlineEscaped extends Error {
+  constructor(limitMs: number) {
+    super(`transform: the transform ran longer than its limit of ${limitMs} ms and caught the error that stopped it`);
+    this.name = 'TransformDeadlineEscaped';
+  }
+}
+
 export class LuaModule {
   readonly lua: LuaWasm;
   readonly handles = new TensorHandles();
   /** Date.now() after which the running call is stopped by the count hook; undefined = no limit. */
   deadline: number | undefined;
   deadlineMs = 0;
+  /** Whether the running call was already stopped once by the deadline (and the script caught it). */
+  deadlineRaised = false;
 
   /** Converts any error value to a string (its __tostring when it has one); used as pcall's handler. */
   readonly messageHandler: number;
@@ -111,6 +121,10 @@ export class LuaModule {
     });
     this.timeoutHook = lua.module.addFunction((L: LuaState) => {
       if (this.deadline !== undefined && Date.now() > this.deadline) {
+        // A script can catch the Lua error with pcall and go on looping; the second time, a JS exception unwinds
+        // the whole wasm stack past every pcall (the state is then abandoned and replaced).
+        if (this.deadlineRaised) throw new TransformDeadlineEscaped(this.deadlineMs);
+        this.deadlineRaised = true;
         lua.luaL_where(L, 0);
         lua.lua_pushstring(L, `the transform ran longer than its limit of ${this.deadlineMs} ms`);
         lua.lua_concat(L, 2);

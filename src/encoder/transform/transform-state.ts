@@ -162,6 +162,7 @@ export class TransformState {
       if (this.#timeoutMs !== undefined) {
         module.deadline = Date.now() + this.#timeoutMs;
         module.deadlineMs = this.#timeoutMs;
+        module.deadlineRaised = false;
       }
       const status = lua.lua_pcallk(L, 3, 2, base + 1, 0, null);
       if (status !== LUA_OK) throw new TransformScriptError(transformMessage(lua.lua_tolstring(L, -1, null)));
