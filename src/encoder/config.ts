@@ -51,7 +51,8 @@ const CONFIG_SCHEMA = {
       required: ['name', 'path', 'model_type'],
       additionalProperties: false,
       properties: {
-        name: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9._-]+$' },
+        // Not "." or "..": the name is the default output file, which would then be a directory.
+        name: { type: 'string', minLength: 1, pattern: '^(?!\\.{1,2}$)[A-Za-z0-9._-]+$' },
         version: stringField,
         path: {
           oneOf: [
@@ -212,7 +213,7 @@ function describeSchemaError(errors: ErrorObject[], raw: unknown): string {
     case 'minLength':
       return `"${key}" must not be empty`;
     case 'pattern':
-      return `"${key}" may only contain letters, digits, ".", "_" and "-" (it names the output file), got ${JSON.stringify(error.data)}`;
+      return `"${key}" may only contain letters, digits, ".", "_" and "-", and may not be "." or ".." (it names the output file), got ${JSON.stringify(error.data)}`;
     case 'uniqueItems':
       return `"${key}" lists a value twice`;
     case 'oneOf':

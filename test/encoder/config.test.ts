@@ -127,6 +127,10 @@ describe('build configuration', () => {
 
   it('rejects names that cannot be a file name, duplicates and broken YAML', () => {
     expect(configError(minimal.replace('my-model', 'a/b'))).toContain('"encoder.name" may only contain');
+    // "." and ".." would make the default output path the working directory or its parent
+    expect(configError(minimal.replace('my-model', '.'))).toContain('"encoder.name" may only contain');
+    expect(configError(minimal.replace('my-model', '..'))).toContain('"encoder.name" may only contain');
+    expect(parseBuildConfig(minimal.replace('my-model', '.m..'), base).name).toBe('.m..');
     expect(configError(`${minimal}  lua_libs: [math, math]\n`)).toBe('configuration: "encoder.lua_libs" lists a value twice');
     expect(configError(`${minimal}  name: other\n`)).toContain('invalid YAML');
     expect(configError('encoder: [\n')).toContain('invalid YAML');
