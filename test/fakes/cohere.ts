@@ -64,7 +64,7 @@ export async function startCohereFake(): Promise<VendorServer> {
       handle(request) {
         const denied = authorised(request);
         if (denied) return denied;
-        const body = request.json as { texts: string[]; input_type?: string };
+        const body = request.json as { texts: string[]; input_type?: string; output_dimension?: number };
         if (!body.input_type) return cohereError(400, 'invalid request: input_type is required for embed v2');
         if (body.texts.length > 96) return cohereError(400, `invalid request: total number of texts must be at most 96 - received ${body.texts.length}`);
         const tokens = body.texts.reduce((n, text) => n + text.split(/\s+/).length, 0);
@@ -72,7 +72,7 @@ export async function startCohereFake(): Promise<VendorServer> {
           json: {
             id: 'embed-fake',
             response_type: 'embeddings_by_type',
-            embeddings: { float: body.texts.map((text) => fakeVector(text)) },
+            embeddings: { float: body.texts.map((text) => fakeVector(text, body.output_dimension)) },
             texts: body.texts,
             meta: { api_version: { version: '2' }, billed_units: { input_tokens: tokens } },
           },

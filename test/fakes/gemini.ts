@@ -1,5 +1,6 @@
 // A fake of the Gemini API (generativelanguage.googleapis.com, v1beta) on loopback: generateContent,
-// streamGenerateContent?alt=sse, batchEmbedContents/embedContent, models (paged by pageToken).
+// streamGenerateContent?alt=sse, batchEmbedContents/embedContent (vectors as long as outputDimensionality asks),
+// models (paged by pageToken).
 // Errors are Google's {error: {code, message, status, details}}; an invalid key is a 400 with reason API_KEY_INVALID.
 
 import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
@@ -75,9 +76,9 @@ export async function startGeminiFake(): Promise<VendorServer> {
       handle(request) {
         const denied = authorised(request);
         if (denied) return denied;
-        const requests = (request.json as { requests: { content: { parts: { text: string }[] } }[] }).requests;
+        const requests = (request.json as { requests: { content: { parts: { text: string }[] }; outputDimensionality?: number }[] }).requests;
         if (requests.length > 100) return googleError(400, 'INVALID_ARGUMENT', '* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch');
-        return { json: { embeddings: requests.map((r) => ({ values: fakeVector(r.content.parts.map((p) => p.text).join('')) })) } };
+        return { json: { embeddings: requests.map((r) => ({ values: fakeVector(r.content.parts.map((p) => p.text).join(''), r.outputDimensionality) })) } };
       },
     },
     {

@@ -158,7 +158,7 @@ export async function startMistralFake(): Promise<MistralFake> {
       handle(request) {
         const denied = authorised(request);
         if (denied) return denied;
-        const body = request.json as { model: string; input: string | string[] };
+        const body = request.json as { model: string; input: string | string[]; output_dimension?: number | null };
         const inputs = typeof body.input === 'string' ? [body.input] : body.input;
         const tokens = inputs.reduce((n, text) => n + text.split(/\s+/).length, 0);
         return {
@@ -166,7 +166,7 @@ export async function startMistralFake(): Promise<MistralFake> {
             id: 'embd-fake',
             object: 'list',
             model: body.model,
-            data: inputs.map((text, index) => ({ object: 'embedding', embedding: fakeVector(text), index })),
+            data: inputs.map((text, index) => ({ object: 'embedding', embedding: fakeVector(text, body.output_dimension ?? undefined), index })),
             usage: { prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens },
           },
         };

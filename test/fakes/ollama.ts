@@ -54,11 +54,11 @@ export async function startOllamaFake(): Promise<VendorServer> {
       method: 'POST',
       path: /^\/api\/embed$/,
       handle(request) {
-        const body = request.json as { model: string; input: string | string[] };
+        const body = request.json as { model: string; input: string | string[]; dimensions?: number };
         const missing = known(body.model);
         if (missing) return missing;
         const inputs = typeof body.input === 'string' ? [body.input] : body.input;
-        return { json: { model: body.model, embeddings: inputs.map((text) => fakeVector(text)), total_duration: 1000, load_duration: 100, prompt_eval_count: inputs.length * 3 } };
+        return { json: { model: body.model, embeddings: inputs.map((text) => fakeVector(text, body.dimensions)), total_duration: 1000, load_duration: 100, prompt_eval_count: inputs.length * 3 } };
       },
     },
     {

@@ -38,7 +38,10 @@ export type ScriptedReply =
    * client closes it (a provider that stalls), counted in `abandonedStreams`. `delayMs` waits before each event.
    */
   | { status?: number; headers?: Record<string, string>; sse: unknown[]; done?: boolean; cut?: boolean; hold?: boolean; delayMs?: number }
-  /** Waits, then answers (for timeouts). */
+  /**
+   * Waits, then answers (a slow provider, for timeouts). A client that closes the connection meanwhile gets nothing
+   * and is counted in `abandonedReplies`.
+   */
   | { delayMs: number; then: ScriptedReply }
   /** Destroys the socket without answering. */
   | { destroy: true };
@@ -109,8 +112,32 @@ export function chatChunks(model: string, pieces: readonly string[] = DEFAULT_ST
   ];
 }
 
-/** A deterministic embedding of a text (4 numbers). */
-export function fakeEmbedding(text: string): number[] {
+/** Waits `ms`; true when the client closed the connection first (the wait then ends at once). */
+function closedWithin(res: ServerResponse, ms: number): Promise<boolean> {
+  if (res.destroyed || res.socket?.destroyed) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onClose = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(false);
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+/**
+ * A deterministic embedding of a text (4 numbers). With `dimensions` (as a request asks) it has that many numbers:
+ * the 4 repeated, or the first ones.
+ */
+export function fakeEmbedding(text: string, dimensions?: number): number[] {
+  const base = fakeEmbedding4(text);
+  return dimensions === undefined ? base : Array.from({ length: dimensions }, (_, i) => base[i % base.length]);
+}
+
+function fakeEmbedding4(text: string): number[] {
   let h = 0;
   for (const ch of text) h = (h * 31 + ch.codePointAt(0)!) % 1000;
   return [text.length, h / 1000, 0.5, -0.25];
@@ -121,6 +148,8 @@ export class FakeOpenAIServer {
   readonly requests: RecordedRequest[] = [];
   /** Held SSE replies (`hold: true`) whose connection the client closed. */
   abandonedStreams = 0;
+  /** Delayed replies (`{delayMs, then}`) whose client closed the connection before the answer was sent. */
+  abandonedReplies = 0;
   readonly files = new Map<string, StoredFile>();
   readonly batches = new Map<string, FakeBatch>();
   readonly #scripts = new Map<string, ScriptedReply[]>();
@@ -288,8 +317,10 @@ export class FakeOpenAIServer {
       return;
     }
     if ('then' in reply) {
-      await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
-      if (res.socket?.destroyed) return;
+      if (await closedWithin(res, reply.delayMs)) {
+        this.abandonedReplies++;
+        return;
+      }
       return this.#send(res, reply.then);
     }
     const status = reply.status ?? 200;
@@ -334,6 +365,7 @@ export class FakeOpenAIServer {
     }
     if (route === 'POST /v1/embeddings') {
       const inputs = Array.isArray(body.input) ? (body.input as string[]) : [String(body.input)];
+      const dimensions = typeof body.dimensions === 'number' ? body.dimensions : undefined;
       return {
         json: {
           object: 'list',
@@ -344,8 +376,8 @@ export class FakeOpenAIServer {
             index,
             embedding:
               body.encoding_format === 'base64'
-                ? Buffer.from(new Float32Array(fakeEmbedding(text)).buffer).toString('base64')
-                : fakeEmbedding(text),
+                ? Buffer.from(new Float32Array(fakeEmbedding(text, dimensions)).buffer).toString('base64')
+                : fakeEmbedding(text, dimensions),
           })),
           usage: { prompt_tokens: inputs.length * EMBEDDING_TOKENS_PER_INPUT, total_tokens: inputs.length * EMBEDDING_TOKENS_PER_INPUT },
         },

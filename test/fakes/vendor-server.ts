@@ -14,8 +14,13 @@ export interface RecordedRequest {
   json: unknown;
 }
 
-/** One reply: JSON (or text) with a status, an SSE stream, or an NDJSON stream. `cutAfter` destroys the socket. */
+/**
+ * One reply: JSON (or text) with a status, an SSE stream, or an NDJSON stream. `cutAfter` destroys the socket.
+ * `{delayMs, then}` waits before answering (a slow provider); a client that closes the connection meanwhile gets
+ * nothing and is counted in `abandonedReplies`.
+ */
 export type Reply =
+  | { delayMs: number; then: Reply }
   | { status?: number; headers?: Record<string, string>; json: unknown }
   | { status?: number; headers?: Record<string, string>; text: string; contentType?: string }
   | { sse: { event?: string; data: unknown }[]; cutAfter?: number; endEarly?: number }
@@ -38,6 +43,8 @@ export class VendorServer {
   private readonly routes: Route[];
   private readonly scripted: Scripted[] = [];
   url = '';
+  /** Delayed replies (`{delayMs, then}`) whose client closed the connection before the answer. */
+  abandonedReplies = 0;
 
   private constructor(routes: Route[]) {
     this.routes = routes;
@@ -98,14 +105,38 @@ export class VendorServer {
           }
         }
       }
-      await write(res, reply ?? { status: 404, json: { error: { message: `fake: no route for ${request.method} ${request.path}` } } });
+      reply ??= { status: 404, json: { error: { message: `fake: no route for ${request.method} ${request.path}` } } };
+      while ('delayMs' in reply) {
+        if (await closedWithin(res, reply.delayMs)) {
+          this.abandonedReplies++;
+          return;
+        }
+        reply = reply.then;
+      }
+      await write(res, reply);
     } catch (error) {
       await write(res, { status: 500, json: { error: { message: `fake failed: ${String(error)}` } } });
     }
   }
 }
 
-async function write(res: http.ServerResponse, reply: Reply): Promise<void> {
+/** Waits `ms`; true when the client closed the connection first (the wait then ends at once). */
+function closedWithin(res: http.ServerResponse, ms: number): Promise<boolean> {
+  if (res.destroyed || res.socket?.destroyed) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onClose = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(false);
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+async function write(res: http.ServerResponse, reply: Exclude<Reply, { delayMs: number }>): Promise<void> {
   if ('json' in reply) {
     res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
     res.end(JSON.stringify(reply.json));
@@ -144,8 +175,12 @@ export function bodyOf(request: RecordedRequest): Record<string, unknown> {
   return request.json as Record<string, unknown>;
 }
 
-/** A deterministic embedding of a text: 4 numbers from its characters (every embedding fake answers these). */
-export function fakeVector(text: string): number[] {
+/**
+ * A deterministic embedding of a text: 4 numbers from its characters (every embedding fake answers these). With
+ * `dimensions` (a request's output dimension) it has that many numbers: the 4 repeated, or the first ones.
+ */
+export function fakeVector(text: string, dimensions?: number): number[] {
   const codes = [...text].map((c) => c.codePointAt(0)!);
-  return [text.length, codes.reduce((a, b) => a + b, 0) % 97, codes[0] ?? 0, codes.at(-1) ?? 0].map((n) => n / 100);
+  const base = [text.length, codes.reduce((a, b) => a + b, 0) % 97, codes[0] ?? 0, codes.at(-1) ?? 0].map((n) => n / 100);
+  return dimensions === undefined ? base : Array.from({ length: dimensions }, (_, i) => base[i % base.length]);
 }
