@@ -66,6 +66,8 @@ export type ResponsesRequest = ResponsesParams & HubCallOptions & { provider?: P
 export type EmbeddingRequest = HubCallOptions & {
   model: string;
   inputs: string | string[];
+  /** Length of the output vectors (models that can shorten them); sent under each vendor's own field. */
+  dimensions?: number | null;
   provider?: ProviderKey;
   [extra: string]: unknown;
 };
@@ -293,19 +295,26 @@ async function* responsesStream(request: ResponsesRequest): AsyncGenerator<Respo
 // ---------------------------------------------------------------------------------------------------------------
 // embedding, models
 
+const EMBEDDING_FIELDS: ReadonlySet<string> = new Set(['model', 'inputs', 'dimensions']);
+
 export async function aembedding(request: EmbeddingRequest): Promise<EmbeddingResponse> {
-  const { options, params, extra } = split(request, new Set(['model', 'inputs']));
+  const { options, params, extra } = split(request, EMBEDDING_FIELDS);
   const selected = selectProvider(options.provider, String(params.model ?? ''));
   const inputs = typeof params.inputs === 'string' ? [params.inputs] : params.inputs;
   if (!Array.isArray(inputs) || inputs.some((input) => typeof input !== 'string')) {
     throw new InvalidRequestError('inputs must be a string or a list of strings', null, selected.provider, { param: 'inputs' });
   }
+  // null is "not given", as in OpenAI's API
+  const dimensions = params.dimensions ?? undefined;
+  if (dimensions !== undefined && !(Number.isSafeInteger(dimensions) && (dimensions as number) > 0)) {
+    const shown = typeof dimensions === 'string' ? JSON.stringify(dimensions) : String(dimensions);
+    throw new InvalidRequestError(`dimensions must be a positive integer, got ${shown}`, null, selected.provider, { param: 'dimensions' });
+  }
   const handle = handleFor(request as Bound, selected.provider, options);
   const provider = handle.provider;
   if (!provider.embedding) throw unsupported(handle, 'embedding');
-  return invoke(settingsFor(handle, options, extra), (call) =>
-    provider.embedding!({ model: selected.model, inputs: inputs as string[] }, call),
-  );
+  const embeddingParams = { model: selected.model, inputs: inputs as string[], ...(dimensions !== undefined ? { dimensions: dimensions as number } : {}) };
+  return invoke(settingsFor(handle, options, extra), (call) => provider.embedding!(embeddingParams, call));
 }
 
 export async function alist_models(request: ListModelsRequest): Promise<Model[]> {

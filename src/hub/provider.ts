@@ -4,6 +4,8 @@
 // change is listed here with its date.
 //   2026-11-22  first version.
 //   2026-11-22  ProviderMetadata.api_key_optional (optional): a key is read from env_key if set but not required.
+//   2026-11-22  EmbeddingParams.dimensions (optional): the output vector length; send it under the vendor's own
+//               field, or raise UnsupportedParameterError('dimensions') when the vendor cannot shorten vectors.
 //
 // Division of labour: the core (src/hub/hub.ts and friends) resolves credentials, validates parameters, applies the
 // timeout/abort signal, retries, converts errors to the unified exceptions and gives completion/completionStream to
@@ -81,6 +83,11 @@ export type ResponsesStreamEvent = OpenAI.Responses.ResponseStreamEvent;
 export interface EmbeddingParams {
   model: string;
   inputs: string[];
+  /**
+   * Length of the output vectors (OpenAI's name), a positive integer checked by the core. A provider sends it under
+   * its vendor's field or refuses it (UnsupportedParameterError); it never drops it.
+   */
+  dimensions?: number;
 }
 export type EmbeddingResponse = OpenAI.CreateEmbeddingResponse;
 export type Model = OpenAI.Models.Model;

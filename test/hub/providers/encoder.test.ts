@@ -6,6 +6,7 @@ import { readModelPackage } from '../../../src/encoder/model-package.ts';
 import { PredictPipeline } from '../../../src/encoder/predict-pipeline.ts';
 import type { EmbeddingResponse } from '../../../src/encoder/schemas.ts';
 import { InvalidRequestError, ModelNotFoundError, ProviderError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
+import { aembedding } from '../../../src/hub/index.ts';
 import type { Provider } from '../../../src/hub/provider.ts';
 import { encoderProvider, meanPooledUnitVector } from '../../../src/hub/providers/encoder/index.ts';
 import { startEncoderServer, type RunningServer } from '../../../src/serve/encoder-server.ts';
@@ -107,6 +108,17 @@ describe('encoder provider against the real encoder server', () => {
   it('extra options and messages are not supported', async () => {
     expect(await failureOf(provider.embedding!({ model: 'tiny-embedder', inputs: ['x'] }, { extra: { normalize: true } }))).toBeInstanceOf(UnsupportedParameterError);
     expect(await failureOf(provider.messages({ model: 'tiny-embedder', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }, call))).toBeInstanceOf(UnsupportedParameterError);
+  });
+
+  it('dimensions is refused (UnsupportedParameterError) before anything is sent; the same call without it answers', async () => {
+    const refused = await failureOf(aembedding({ provider: 'encoder', api_base: embeddingUrl, model: 'tiny-embedder', inputs: ['x'], dimensions: 2 }));
+    expect(refused).toBeInstanceOf(UnsupportedParameterError);
+    expect(refused).toMatchObject({ parameter_name: 'dimensions', provider_name: 'encoder' });
+    // nothing listens at port 9: a refusal that sent something would have been a connection error
+    const offline = await failureOf(aembedding({ provider: 'encoder', api_base: 'http://127.0.0.1:9', model: 'tiny-embedder', inputs: ['x'], dimensions: 2 }));
+    expect(offline).toBeInstanceOf(UnsupportedParameterError);
+    const answered = await aembedding({ provider: 'encoder', api_base: embeddingUrl, model: 'tiny-embedder', inputs: ['x'] });
+    expect(answered.data[0].embedding.length).toBeGreaterThan(2);
   });
 
   it('no server at the address: ProviderError without status', async () => {

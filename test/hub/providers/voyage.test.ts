@@ -3,8 +3,8 @@ import { AuthenticationError, InvalidRequestError, ProviderError, RateLimitError
 import type { Provider } from '../../../src/hub/provider.ts';
 import { voyageProvider } from '../../../src/hub/providers/voyage/index.ts';
 import { startVoyageFake, voyageError } from '../../fakes/voyage.ts';
-import { bodyOf, type VendorServer } from '../../fakes/vendor-server.ts';
-import { collect, failureOf, fakeEmbeddings, useVendorFake } from '../helpers.ts';
+import { bodyOf, fakeVector, type VendorServer } from '../../fakes/vendor-server.ts';
+import { collect, failureOf, useVendorFake } from '../helpers.ts';
 
 describe('voyage provider against the fake API', () => {
   let fake: VendorServer;
@@ -24,7 +24,8 @@ describe('voyage provider against the fake API', () => {
     expect(fake.lastRequest.path).toBe('/v1/embeddings');
     expect(fake.lastRequest.headers.authorization).toBe('Bearer vo-key');
     expect(bodyOf(fake.lastRequest)).toEqual({ input: ['first text', 'second'], model: 'voyage-3.5', input_type: 'document', output_dimension: 256 });
-    expect(response).toEqual(fakeEmbeddings('voyage-3.5', ['first text', 'second'], 3));
+    expect(response.data.map((item) => item.embedding)).toEqual(['first text', 'second'].map((text) => fakeVector(text, 256)));
+    expect(response.usage).toEqual({ prompt_tokens: 3, total_tokens: 3 });
   });
 
   it('messages are not offered: UnsupportedParameterError', async () => {

@@ -2,7 +2,7 @@
 
 import { CohereClientV2 } from 'cohere-ai';
 import type { EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
-import { embeddingList, inChunks } from '../shared/embeddings.ts';
+import { embeddingList, inChunks, outputDimension } from '../shared/embeddings.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from './convert.ts';
 import { cohereErrorToHub } from './errors.ts';
 import { COHERE_DEFAULT_API_BASE, metadata } from './metadata.ts';
@@ -28,12 +28,14 @@ export function createCohere(options: ProviderOptions): Provider {
       yield* fromCohereStream(await client.chatStream(toCohereRequest(params, call.extra), requestOptions(call.signal)), params.model);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
+      // the SDK's name, and the wire name an extra option passes through under
+      const dimension = outputDimension(params, call.extra, 'outputDimension', ['outputDimension', 'output_dimension'], metadata.name);
       // embed takes at most 96 texts: larger inputs go in several calls, in order
       const vectors: number[][] = [];
       let tokens = 0;
       for (const texts of inChunks(params.inputs, COHERE_EMBED_BATCH)) {
         const response = await client.embed(
-          { model: params.model, texts, inputType: 'search_document', embeddingTypes: ['float'], ...call.extra },
+          { model: params.model, texts, inputType: 'search_document', embeddingTypes: ['float'], ...call.extra, ...dimension },
           requestOptions(call.signal),
         );
         vectors.push(...(response.embeddings.float ?? []));

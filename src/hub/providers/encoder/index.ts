@@ -61,6 +61,9 @@ function createEncoder(options: ProviderOptions): Provider {
     metadata,
     ...embeddingsOnly(PROVIDER, 'The encoder server serves embeddings only'),
     async embedding(params, call): Promise<EmbeddingResponse> {
+      if (params.dimensions !== undefined) {
+        throw new UnsupportedParameterError('dimensions', PROVIDER, 'The encoder server answers the full vectors of its model (mean pooling cannot shorten them)');
+      }
       if (Object.keys(call.extra).length > 0) throw new UnsupportedParameterError(Object.keys(call.extra)[0], PROVIDER);
       const response = await requestJson<PredictResponse>(joinUrl(base, 'predict'), {
         headers,

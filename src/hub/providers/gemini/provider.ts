@@ -3,7 +3,7 @@
 import { GoogleGenAI, type EmbedContentConfig } from '@google/genai';
 import { rejectUnknownExtra } from '../../message-format/request.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
-import { embeddingList, inChunks } from '../shared/embeddings.ts';
+import { embeddingList, inChunks, outputDimension } from '../shared/embeddings.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
 import { geminiErrorToHub } from './errors.ts';
 import { GEMINI_DEFAULT_API_BASE, metadata } from './metadata.ts';
@@ -35,10 +35,11 @@ export function createGemini(options: ProviderOptions): Provider {
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
       rejectUnknownExtra(call.extra, GEMINI_EMBED_OPTIONS, metadata.name);
+      const config = { ...(call.extra as EmbedContentConfig), ...outputDimension(params, call.extra, 'outputDimensionality', ['outputDimensionality'], metadata.name) };
       // batchEmbedContents takes at most 100 requests: larger inputs go in several calls, in order
       const embeddings = [];
       for (const contents of inChunks(params.inputs, GEMINI_EMBED_BATCH)) {
-        const response = await client.models.embedContent({ model: params.model, contents, config: { ...(call.extra as object), abortSignal: call.signal } });
+        const response = await client.models.embedContent({ model: params.model, contents, config: { ...config, abortSignal: call.signal } });
         embeddings.push(...(response.embeddings ?? []));
       }
       // the Gemini API reports no token counts for embeddings (Vertex AI does, in statistics)

@@ -3,6 +3,7 @@
 import { Mistral } from '@mistralai/mistralai';
 import type { EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { rejectUnknownExtra } from '../../message-format/request.ts';
+import { outputDimension } from '../shared/embeddings.ts';
 import { mistralBatches } from './batches.ts';
 import { fromMistralResponse, fromMistralStream, toMistralRequest } from './convert.ts';
 import { mistralErrorToHub } from './errors.ts';
@@ -30,7 +31,8 @@ export function createMistral(options: ProviderOptions): Provider {
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
       rejectUnknownExtra(call.extra, ['outputDimension', 'outputDtype', 'encodingFormat', 'metadata'], metadata.name);
-      const response = await client.embeddings.create({ model: params.model, inputs: params.inputs, ...call.extra }, requestOptions(call.signal));
+      const request = { model: params.model, inputs: params.inputs, ...call.extra, ...outputDimension(params, call.extra, 'outputDimension', ['outputDimension'], metadata.name) };
+      const response = await client.embeddings.create(request, requestOptions(call.signal));
       return {
         object: 'list',
         model: response.model,

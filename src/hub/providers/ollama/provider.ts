@@ -48,7 +48,8 @@ export function createOllama(options: ProviderOptions): Provider {
       yield* fromOllamaStream(chunks as AsyncIterable<ChatResponse>, params.model);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
-      const response = await withClient(call.signal, (client) => client.embed({ model: params.model, input: params.inputs, ...call.extra }));
+      const dimensions = params.dimensions !== undefined ? { dimensions: params.dimensions } : {};
+      const response = await withClient(call.signal, (client) => client.embed({ model: params.model, input: params.inputs, ...call.extra, ...dimensions }));
       return embeddingList(response.model ?? params.model, response.embeddings, response.prompt_eval_count ?? 0);
     },
     async listModels(call): Promise<Model[]> {

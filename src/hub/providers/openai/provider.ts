@@ -71,8 +71,11 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       : {}),
     ...(service.metadata.embedding
       ? {
-          embedding: ({ model, inputs }, call) =>
-            client.embeddings.create({ model, input: inputs, ...embeddingFormat, ...call.extra }, { signal: call.signal }),
+          embedding: ({ model, inputs, dimensions }, call) =>
+            client.embeddings.create(
+              { model, input: inputs, ...embeddingFormat, ...call.extra, ...(dimensions !== undefined ? { dimensions } : {}) },
+              { signal: call.signal },
+            ),
         }
       : {}),
     ...(service.metadata.list_models

@@ -1,8 +1,28 @@
-// Pieces the embedding providers share: the OpenAI-shaped answer, input chunking, and the refusal of `messages`
-// by services that serve embeddings only.
+// Pieces the embedding providers share: the OpenAI-shaped answer, input chunking, the output dimension under the
+// vendor's field, and the refusal of `messages` by services that serve embeddings only.
 
-import { UnsupportedParameterError } from '../../errors.ts';
-import type { EmbeddingResponse, Provider } from '../../provider.ts';
+import { InvalidRequestError, UnsupportedParameterError } from '../../errors.ts';
+import type { EmbeddingParams, EmbeddingResponse, Provider } from '../../provider.ts';
+
+/**
+ * The request field asking for `params.dimensions` under the vendor's own name (`{}` when not given). A caller who
+ * also set the vendor's own option (any of `ownNames`, e.g. Voyage's output_dimension as an extra option) gets an
+ * InvalidRequestError: one of the two would be ignored.
+ */
+export function outputDimension(
+  params: EmbeddingParams,
+  extra: Record<string, unknown>,
+  field: string,
+  ownNames: readonly string[],
+  provider: string,
+): Record<string, number> {
+  if (params.dimensions === undefined) return {};
+  const doubled = ownNames.find((name) => extra[name] !== undefined);
+  if (doubled) {
+    throw new InvalidRequestError(`Give dimensions or ${doubled}, not both (${provider} takes dimensions as ${doubled})`, null, provider, { param: 'dimensions' });
+  }
+  return { [field]: params.dimensions };
+}
 
 /** The OpenAI CreateEmbeddingResponse for vectors in input order (vendors without token counts report 0). */
 export function embeddingList(model: string, vectors: readonly number[][], tokens: number): EmbeddingResponse {

@@ -3,7 +3,7 @@
 
 import type { HubError } from '../../errors.ts';
 import type { EmbeddingResponse, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
-import { embeddingsOnly } from '../shared/embeddings.ts';
+import { embeddingsOnly, outputDimension } from '../shared/embeddings.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 import { answerFailure, isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
@@ -44,7 +44,7 @@ function createVoyage(options: ProviderOptions): Provider {
       const response = await requestJson<VoyageEmbeddings>(joinUrl(base, 'embeddings'), {
         headers: { authorization: `Bearer ${options.api_key ?? ''}`, ...(options.client_args?.headers as Record<string, string> | undefined) },
         // extra options are Voyage's own fields: input_type, truncation, output_dimension, output_dtype
-        body: { input: params.inputs, model: params.model, ...call.extra },
+        body: { input: params.inputs, model: params.model, ...call.extra, ...outputDimension(params, call.extra, 'output_dimension', ['output_dimension'], metadata.name) },
         ...(call.signal ? { signal: call.signal } : {}),
       });
       return {
