@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseToolsConfig } from '../../src/tools/config.ts';
 import { Upstream } from '../../src/tools/upstream.ts';
@@ -232,6 +235,35 @@ describe('a server that answers errors', () => {
 
   it('health stays ok', async () => {
     await eventually(async () => expect((await health('errors')).status).toBe('ok'));
+  });
+});
+
+describe('restart backoff', () => {
+  it('starts over at initialDelay once a session has stayed up for maxDelay', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tools-backoff-'));
+    const yaml = `servers:
+  flaky:
+    command: ${NODE}
+    args: [${fixture('exits-after-calls.ts')}, --calls, "0", --fail-starts, "2", --starts-file, ${path.join(dir, 'starts')}]
+    restart: {initialDelay: 100ms, maxDelay: 1s}
+`;
+    const logs: string[] = [];
+    const upstream = new Upstream(parseToolsConfig(yaml, 'test.yaml').servers[0], { log: (line) => logs.push(line) });
+    try {
+      upstream.start();
+      await upstream.waitConnected(60_000);
+      const delays = () => logs.map((line) => Number(/retrying in (\d+) ms/.exec(line)?.[1])).filter((delay) => delay > 0);
+      // two failed starts: 100 ms, then 200 ms
+      expect(delays()).toEqual([100, 200]);
+      // up for longer than maxDelay (a wait that only needs the machine not to be fast), then the process exits
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      await expect(upstream.callTool('echo', { message: 'exit now' })).rejects.toMatchObject({ kind: 'unavailable' });
+      await eventually(() => expect(delays()).toHaveLength(3));
+      expect(delays()[2]).toBe(100);
+    } finally {
+      await upstream.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
