@@ -1,7 +1,7 @@
 import { Hub } from '../hub/index.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../hub/providers/openai/index.ts';
 import { createNodeFetch } from './node-fetch.ts';
-import type { AnthropicMessage, AnthropicStreamEvent, ChatCompletion, ChatCompletionChunk, EmbeddingResponse, ModelInfo, ProviderSettings, Upstream } from './upstream.ts';
+import type { AnthropicMessage, AnthropicStreamEvent, ChatCompletion, ChatCompletionChunk, EmbeddingOptions, EmbeddingResponse, ModelInfo, ProviderSettings, Upstream } from './upstream.ts';
 import { upstreamErrorOf } from './upstream.ts';
 
 /** Hub providers built on the openai or Anthropic SDK, whose clients take a `fetch` option (client_args). */
@@ -54,8 +54,10 @@ export class HubUpstream implements Upstream {
     return firstEventOrError(provider, () => this.#hub(provider).acompletion({ ...body, model, signal, stream: true } as Parameters<Hub['acompletion']>[0] & { stream: true }));
   }
 
-  async embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal): Promise<EmbeddingResponse> {
-    return call(provider, () => this.#hub(provider).aembedding({ model, inputs, signal }));
+  async embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal, options: EmbeddingOptions = {}): Promise<EmbeddingResponse> {
+    // Hub sends dimensions under the provider's own field, or refuses it (UnsupportedParameterError → 400)
+    const dimensions = options.dimensions !== undefined ? { dimensions: options.dimensions } : {};
+    return call(provider, () => this.#hub(provider).aembedding({ model, inputs, signal, ...dimensions }));
   }
 
   async models(provider: string, signal: AbortSignal): Promise<ModelInfo[]> {

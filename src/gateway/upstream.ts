@@ -9,6 +9,12 @@ export type ModelInfo = OpenAI.Models.Model;
 export type AnthropicMessage = Anthropic.Message;
 export type AnthropicStreamEvent = Anthropic.RawMessageStreamEvent;
 
+/** What an embeddings call asks besides the model and the inputs. */
+export interface EmbeddingOptions {
+  /** Length of the output vectors (a positive integer; the route checks it). */
+  dimensions?: number;
+}
+
 export interface ProviderSettings {
   api_key?: string;
   api_base?: string;
@@ -22,7 +28,7 @@ export interface ProviderSettings {
 export interface Upstream {
   chat(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion>;
   chatStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>>;
-  embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal): Promise<EmbeddingResponse>;
+  embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal, options?: EmbeddingOptions): Promise<EmbeddingResponse>;
   models(provider: string, signal: AbortSignal): Promise<ModelInfo[]>;
   messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage>;
   messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>>;
@@ -62,7 +68,8 @@ export function upstreamErrorOf(error: unknown, provider: string): GatewayError 
   const status = typeof e.status_code === 'number' ? e.status_code : typeof e.status === 'number' ? e.status : null;
   const text = stripSecrets(e.raw_message ?? e.message ?? String(error));
   const message = `Provider ${provider}: ${text}`;
-  const param = typeof e.param === 'string' ? e.param : null;
+  // Hub names the parameter it refuses in parameter_name (UnsupportedParameterError), e.g. dimensions
+  const param = typeof e.param === 'string' ? e.param : typeof (e as { parameter_name?: unknown }).parameter_name === 'string' ? (e as { parameter_name: string }).parameter_name : null;
   if (name === 'RateLimitError' || status === 429) {
     return new GatewayError(429, 'rate_limit_error', 'upstream_rate_limited', message, { retryAfter: retryAfterOf(e) ?? 1, cause: error });
   }

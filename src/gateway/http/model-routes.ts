@@ -58,6 +58,16 @@ function promptTokensOf(usage: { input_tokens?: number | null; cache_creation_in
   return (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
 }
 
+/** The embeddings `dimensions`: a positive integer, or absent (null counts as absent, as in OpenAI's API). */
+function dimensionsOf(body: Body): number | undefined {
+  const value = body.dimensions;
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw invalidRequest(`"dimensions" must be a positive integer, got ${JSON.stringify(value)}`, 'dimensions');
+  }
+  return value;
+}
+
 const estimateTokens = (value: unknown) => Math.ceil(JSON.stringify(value ?? '').length / 4);
 
 const SSE_HEADERS = {
@@ -174,6 +184,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     }
     const format = body.encoding_format ?? 'float';
     if (format !== 'float' && format !== 'base64') throw invalidRequest('"encoding_format" must be "float" or "base64"', 'encoding_format');
+    const dimensions = dimensionsOf(body);
     const ticket = await ledger.begin({
       principal,
       user: body.user,
@@ -188,7 +199,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const response = await around(
       ticket,
       controller.signal,
-      () => upstream.embeddings(provider, model, inputs as string[], controller.signal),
+      () => upstream.embeddings(provider, model, inputs as string[], controller.signal, dimensions !== undefined ? { dimensions } : {}),
       (result) => ({ prompt: result.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0 }),
     );
     if (format === 'base64') {

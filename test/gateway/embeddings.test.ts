@@ -1,0 +1,83 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeOpenAIServer, fakeEmbedding } from '../fakes/openai-compatible.ts';
+import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+
+/**
+ * POST /v1/embeddings beyond model and input: `dimensions` reaches the provider (or is refused with a 400 naming it),
+ * and a client that goes away cancels the provider call and is recorded as cancelled, not billed as a success.
+ */
+const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
+let fake: FakeOpenAIServer;
+const EMBEDDINGS_ROUTE = 'POST /v1/embeddings';
+
+beforeAll(async () => {
+  fake = await FakeOpenAIServer.start();
+});
+afterAll(async () => {
+  await fake?.close();
+  await Promise.all(backends.map((backend) => backend.close()));
+});
+
+const lastForwarded = () => fake.requestsTo(EMBEDDINGS_ROUTE).at(-1)!.body as Record<string, unknown>;
+/** The fake's numbers as the gateway's openai client reads them (float32, the precision base64 carries). */
+const float32 = (text: string, dimensions?: number) => Array.from(new Float32Array(fakeEmbedding(text, dimensions)));
+
+describe.each(backends)('embeddings on $name', (backend) => {
+  let gateway: TestGateway;
+  let key: { id: string; key: string };
+  let client: OpenAI;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- usage rows are checked field by field
+  const rows = async (): Promise<any[]> => (await gateway.call('GET', `/v1/keys/${key.id}/usage?limit=100`)).json.data;
+
+  beforeAll(async () => {
+    if (backend.skipReason) return;
+    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
+      // encoder (this project's server) cannot shorten vectors: Hub refuses dimensions before sending anything
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: fake.origin } },
+    });
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'dora', alias: 'Dora' } });
+    key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'embedder', user_id: 'dora' } })).json;
+    client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it.skipIf(backend.skipReason)('dimensions reaches the provider and the vectors have that length (float and base64)', async () => {
+    const floats = await client.embeddings.create({ model: 'openai:text-embedding-3-small', input: ['abc', 'hello'], dimensions: 6, encoding_format: 'float' });
+    expect(lastForwarded()).toMatchObject({ model: 'text-embedding-3-small', input: ['abc', 'hello'], dimensions: 6 });
+    expect(floats.data.map((item) => item.embedding)).toEqual(['abc', 'hello'].map((text) => float32(text, 6)));
+    const base64 = await client.embeddings.create({ model: 'openai:text-embedding-3-small', input: 'abc', dimensions: 9 });
+    expect(lastForwarded()).toMatchObject({ dimensions: 9 });
+    expect(Array.from(base64.data[0].embedding)).toEqual(float32('abc', 9));
+  });
+
+  it.skipIf(backend.skipReason)('without dimensions (or with null) none is forwarded', async () => {
+    await client.embeddings.create({ model: 'openai:text-embedding-3-small', input: 'abc' });
+    expect(lastForwarded()).not.toHaveProperty('dimensions');
+    await client.embeddings.create({ model: 'openai:text-embedding-3-small', input: 'abc', dimensions: null as never });
+    expect(lastForwarded()).not.toHaveProperty('dimensions');
+  });
+
+  it.skipIf(backend.skipReason).each([0, -4, 2.5, '6', true, 2 ** 53])('dimensions %j: 400 with param "dimensions", nothing forwarded or recorded', async (dimensions) => {
+    const forwarded = fake.requestsTo(EMBEDDINGS_ROUTE).length;
+    const recorded = (await rows()).length;
+    const error = await client.embeddings.create({ model: 'openai:text-embedding-3-small', input: 'abc', dimensions: dimensions as never }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ status: 400, param: 'dimensions', type: 'invalid_request_error' });
+    expect(fake.requestsTo(EMBEDDINGS_ROUTE)).toHaveLength(forwarded);
+    expect(await rows()).toHaveLength(recorded);
+  });
+
+  it.skipIf(backend.skipReason)('a provider that cannot honour dimensions: Hub refuses it, the client gets a 400 naming it', async () => {
+    const error = await client.embeddings.create({ model: 'encoder:tiny-embedder', input: 'abc', dimensions: 6 }, { headers: { 'x-request-id': `no-dims-${backend.name}` } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ status: 400, param: 'dimensions' });
+    expect((error as Error).message).toMatch(/dimensions.*not supported by encoder/);
+    // nothing reached the encoder's address (the fake listens there)
+    expect(fake.requests.filter((r) => r.path === '/predict')).toHaveLength(0);
+    const row = (await rows()).find((r) => r.request_id === `no-dims-${backend.name}`);
+    expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', status: 'error', status_code: 400, prompt_tokens: 0 });
+  });
+});
