@@ -19,6 +19,15 @@ afterAll(async () => {
   await Promise.all(backends.map((backend) => backend.close()));
 });
 
+async function eventually<T>(read: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const value = await read();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
 const lastForwarded = () => fake.requestsTo(EMBEDDINGS_ROUTE).at(-1)!.body as Record<string, unknown>;
 /** The fake's numbers as the gateway's openai client reads them (float32, the precision base64 carries). */
 const float32 = (text: string, dimensions?: number) => Array.from(new Float32Array(fakeEmbedding(text, dimensions)));
@@ -79,5 +88,26 @@ describe.each(backends)('embeddings on $name', (backend) => {
     expect(fake.requests.filter((r) => r.path === '/predict')).toHaveLength(0);
     const row = (await rows()).find((r) => r.request_id === `no-dims-${backend.name}`);
     expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', status: 'error', status_code: 400, prompt_tokens: 0 });
+  });
+
+  it.skipIf(backend.skipReason)('a client that goes away during the call aborts the provider call: the row says cancelled', async () => {
+    const abandoned = fake.abandonedReplies;
+    const before = fake.requestsTo(EMBEDDINGS_ROUTE).length;
+    fake.script(EMBEDDINGS_ROUTE, { delayMs: 30_000, then: { json: { object: 'list', model: 'text-embedding-3-small', data: [], usage: { prompt_tokens: 1, total_tokens: 1 } } } });
+    const controller = new AbortController();
+    const requestId = `leaves-${backend.name}`;
+    const pending = client.embeddings
+      .create({ model: 'openai:text-embedding-3-small', input: 'x'.repeat(400), dimensions: 6 }, { signal: controller.signal, headers: { 'x-request-id': requestId } })
+      .catch((e: unknown) => e);
+    await eventually(() => (fake.requestsTo(EMBEDDINGS_ROUTE).length > before ? true : undefined), 'the provider call');
+    controller.abort();
+    expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // the gateway closed its connection to the provider instead of waiting for (and paying) the answer
+    await eventually(() => (fake.abandonedReplies > abandoned ? true : undefined), 'the provider connection to close');
+    expect(fake.abandonedReplies).toBe(abandoned + 1);
+    const row = await eventually(async () => (await rows()).find((r) => r.request_id === requestId), 'the usage row');
+    expect(row).toMatchObject({ endpoint: 'embeddings', status: 'cancelled', status_code: 499, completion_tokens: 0 });
+    // the prompt was sent to the provider, so it is billed by estimate (as for chat)
+    expect(row.prompt_tokens).toBeGreaterThan(0);
   });
 });

@@ -173,7 +173,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     return sendEvents(reply, ticket, controller, events);
   });
 
-  app.post('/v1/embeddings', async (request) => {
+  app.post('/v1/embeddings', async (request, reply) => {
     const principal = await context.authenticate(request);
     const body = bodyOf(request);
     const { provider, model } = splitModel(body.model, upstream.providers);
@@ -195,7 +195,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       estimatedPromptTokens: estimateTokens(inputs),
       maxOutputTokens: 0,
     });
-    const controller = new AbortController();
+    // The client's connection, not a controller of its own: a client that leaves must stop (and not pay for) the call.
+    const controller = clientSignal(reply);
     const response = await around(
       ticket,
       controller.signal,
