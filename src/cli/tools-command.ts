@@ -25,13 +25,38 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
     .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
     .option('--addr <host:port>', 'address to listen on', parseAddr, parseAddr('0.0.0.0:8090'))
     .action(async (options: ToolsServeOptions) => {
+      const log = (line: string) => io.stderr(`${line}\n`);
+      let server: RunningToolServer | undefined;
+      let stopping = false;
+      let reloadWhenStarted = false;
+      // Handled from the start to the end: SIGHUP's default action ends the process, which a reload request sent
+      // while the server starts or drains must not do.
+      const onHup = () => {
+        if (stopping) {
+          io.stderr('SIGHUP: stopping; configuration not reloaded\n');
+          return;
+        }
+        if (!server) {
+          reloadWhenStarted = true;
+          return;
+        }
+        try {
+          const summary = server.reload();
+          io.stderr(
+            `SIGHUP: configuration reloaded; added: ${summary.added.join(', ') || 'none'}; removed: ${summary.removed.join(', ') || 'none'}; ` +
+              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}\n`,
+          );
+        } catch (error) {
+          io.stderr(`SIGHUP: configuration not reloaded, keeping the current one: ${(error as Error).message}\n`);
+        }
+      };
+      process.on('SIGHUP', onHup);
       // loaded only when the tool server runs: the same executable serves models, whose start-up must not pay for it
       const { startToolServer, ToolsConfigError } = await import('../tools/index.ts');
-      const log = (line: string) => io.stderr(`${line}\n`);
-      let server: RunningToolServer;
       try {
         server = await startToolServer({ configFile: options.config, ...options.addr, version: RUNTIME_VERSION, log, swaggerUiFiles: context.swaggerUiFiles });
       } catch (error) {
+        process.off('SIGHUP', onHup);
         // A bad configuration is the user's to fix: exit code 2 like every configuration error.
         if (error instanceof ToolsConfigError) throw new ConfigError(error.message);
         const code = (error as { code?: string }).code;
@@ -44,18 +69,7 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);
       });
-      const onHup = () => {
-        try {
-          const summary = server.reload();
-          io.stderr(
-            `SIGHUP: configuration reloaded; added: ${summary.added.join(', ') || 'none'}; removed: ${summary.removed.join(', ') || 'none'}; ` +
-              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}\n`,
-          );
-        } catch (error) {
-          io.stderr(`SIGHUP: configuration not reloaded, keeping the current one: ${(error as Error).message}\n`);
-        }
-      };
-      process.on('SIGHUP', onHup);
+      if (reloadWhenStarted) onHup();
       // The banner comes once every server has connected or failed its first start (bounded by its start-up
       // timeout), so that a client that waits for it finds the servers ready; a signal meanwhile stops at once.
       const started = await Promise.race([server.upstreams.firstAttemptsSettled().then(() => true), stopSignal.then(() => false)]);
@@ -69,9 +83,10 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
         );
       }
       const signal = await stopSignal;
-      process.off('SIGHUP', onHup);
+      stopping = true;
       io.stderr(`${signal}: stopping; closing every MCP session and child process\n`);
       await server.close();
+      process.off('SIGHUP', onHup);
       io.stderr('stopped\n');
     });
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { closeHttp } from '../shared/close-http.ts';
 import { Authenticator } from './auth.ts';
 import type { GatewayConfig } from './config.ts';
 import { createGatewayApp } from './http/app.ts';
@@ -96,9 +97,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       if (heartbeat) clearInterval(heartbeat);
       // Requests in flight may finish; a stream that does not end within the grace period is cut (its usage row is
       // still written, as for any client that goes away).
-      const force = setTimeout(() => app.server.closeAllConnections(), options.closeGraceMs ?? 30_000).unref();
-      await app.close();
-      clearTimeout(force);
+      await closeHttp(app, { graceMs: options.closeGraceMs ?? 30_000 });
       // Cut streams report their rows a moment after their connection closed.
       await ledger.whenIdle(5_000);
       await recorder.drain();

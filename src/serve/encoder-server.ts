@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import type { Predictor } from '../encoder/predict-pipeline.ts';
+import { closeHttp } from '../shared/close-http.ts';
 import { createGrpcServer, type GrpcFrontEnd } from './grpc/index.ts';
 import { createHttpApp } from './http/index.ts';
 import { serverInfo } from './server-info.ts';
@@ -68,19 +69,6 @@ function bindGrpc(server: grpc.Server, address: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
   });
-}
-
-/**
- * Stops accepting and lets requests in flight finish. A keep-alive connection becomes idle only after its response,
- * later than close() looks for idle connections, so idle ones are closed as they appear.
- */
-async function closeHttp(http: FastifyInstance): Promise<void> {
-  const sweeper = setInterval(() => http.server.closeIdleConnections(), 25);
-  try {
-    await http.close();
-  } finally {
-    clearInterval(sweeper);
-  }
 }
 
 /** Lets calls in flight finish; tryShutdown refuses new ones at once. */

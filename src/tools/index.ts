@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { closeHttp } from '../shared/close-http.ts';
 import { loadToolsConfig, type ToolsConfig } from './config.ts';
 import { createToolsApp } from './http/app.ts';
 import type { SwaggerUiFiles } from './http/docs-page.ts';
@@ -60,7 +61,8 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       return upstreams.apply(next);
     },
     async close() {
-      await app.close();
+      // calls in flight finish, each bounded by its request timeout
+      await closeHttp(app);
       await upstreams.close();
     },
   };

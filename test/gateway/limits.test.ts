@@ -53,6 +53,21 @@ it('a provider that does not answer within upstream_timeout_seconds is a 504, re
   expect(usage.data[0]).toMatchObject({ status: 'error', status_code: 504 });
 });
 
+it('closing the gateway lets a call in flight on a keep-alive connection finish, then closes without waiting for the grace period', async () => {
+  const url = await backend.newDatabaseUrl();
+  // a grace period longer than the test: closing must not wait for it
+  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), { version: 't', closeGraceMs: 120_000 });
+  const client = new OpenAI({ apiKey: MASTER_KEY, baseURL: `${own.url}/v1`, maxRetries: 0 }); // keep-alive connections
+  await fetch(`${own.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'k', alias: 'K' }) });
+  fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 500, then: { json: chatCompletionBody('gpt-fake') } });
+  const call = client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], user: 'k' });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const started = Date.now();
+  await own.close();
+  expect(Date.now() - started).toBeLessThan(30_000); // before: the answered connection stayed open, so close waited for the grace
+  expect((await call).choices[0].message.content).toBeTruthy();
+});
+
 it('closing the gateway cuts a stream that does not end within the grace period, and still records it', async () => {
   const url = await backend.newDatabaseUrl();
   const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), { version: 't', closeGraceMs: 300 });

@@ -103,6 +103,37 @@ describe('encoder tools serve', () => {
   });
 });
 
+describe('encoder tools serve while it drains', () => {
+  it('ignores SIGHUP after SIGTERM: the calls under way finish and it exits 0', async () => {
+    const drainConfig = path.join(dir, 'drain.yaml');
+    writeFileSync(drainConfig, `servers:\n  slow: {command: ${NODE}, args: [${fixture('hangs.ts')}], timeouts: {request: 3s}}\n`);
+    const draining = spawn(NODE, [path.join(repoRoot, 'src/cli/main.ts'), 'tools', 'serve', '--config', drainConfig, '--addr', '127.0.0.1:0'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let output = '';
+    draining.stderr!.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => draining.once('exit', (code, signal) => resolve([code, signal])));
+    try {
+      const url = await eventually(() => {
+        const match = /tool server on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+        expect(match, output).not.toBeNull();
+        return match![1];
+      }, 60_000);
+      // a call the server never answers holds the shutdown until its 3 s timeout
+      const call = fetch(`${url}/api/v1/servers/slow/tools/hang`, { method: 'POST', body: '{}' });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      draining.kill('SIGTERM');
+      await eventually(() => expect(output).toContain('SIGTERM: stopping'));
+      draining.kill('SIGHUP');
+      expect((await call).status).toBe(504);
+      expect(await exited).toEqual([0, null]);
+      expect(output).toContain('SIGHUP: stopping; configuration not reloaded');
+    } finally {
+      if (draining.exitCode === null) draining.kill('SIGKILL');
+    }
+  });
+});
+
 describe('command-line errors', () => {
   it('exits 2 naming the problem for a bad configuration or address', async () => {
     writeFileSync(path.join(dir, 'empty.yaml'), 'servers: {}\n');
