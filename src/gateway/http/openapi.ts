@@ -317,7 +317,7 @@ export function gatewayOpenApi(version: string): Schema {
       },
       '/v1/embeddings': {
         post: managed('OpenAI embeddings', {
-          requestBody: passThrough('model (provider:model), input (string or array of strings), encoding_format (float or base64), user (with the master key).', ['model', 'input']),
+          requestBody: passThrough('model (provider:model), input (string or array of strings), encoding_format (float or base64), dimensions (positive integer, for providers that shorten vectors), user (with the master key).', ['model', 'input']),
           responses: { 200: ok('An OpenAI CreateEmbeddingResponse', ref('Embeddings')), ...MODEL_CALL_ERRORS },
         }),
       },
