@@ -5,7 +5,7 @@ import { ConfigError, InputError, InternalError, isEncoderError } from './errors
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { OnnxModel, type ModelSignature } from './onnx-model.ts';
 import { parsePredictRequest } from './requests.ts';
-import { embeddingResult, sequenceClassificationResult, tokenClassificationResult } from './results.ts';
+import { embeddingResult, NonFiniteOutputError, sequenceClassificationResult, tokenClassificationResult } from './results.ts';
 import type { EmbeddingRequest, ModelMetadata, PredictRequest, PredictResponse } from './schemas.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
@@ -171,7 +171,15 @@ export class PredictPipeline implements Predictor {
     const tokens = encodings.reduce((sum, encoding) => sum + encoding.ids.length, 0);
     if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`);
     const placed = await this.#scheduler.submit(encodings);
-    const results = placed.map(({ output, row }, index) => this.#shape(request, output, row, encodings[index]));
+    const results = placed.map(({ output, row }, index) => {
+      try {
+        return this.#shape(request, output, row, encodings[index]);
+      } catch (error) {
+        if (!(error instanceof NonFiniteOutputError)) throw error;
+        const after = this.#transform ? ' (after the transform)' : '';
+        throw new InternalError(`the model output${after} of input ${index} holds ${error.value}, which is not a number JSON can carry`, { cause: error });
+      }
+    });
     const response = { results, model_id: this.modelId } as PredictResponse;
     if (request.metadata !== undefined) response.metadata = request.metadata;
     return response;

@@ -101,9 +101,27 @@ function indexOfMax(values: ArrayLike<number>): number {
   return best;
 }
 
-/** A plain array of `count` values from `start`; a counted loop is several times faster than Array.from(subarray). */
+/** A value JSON cannot carry (NaN, ±Infinity) in the part of the output a result is made of. */
+export class NonFiniteOutputError extends Error {
+  readonly value: number;
+  constructor(value: number) {
+    super(`the model output holds ${value}`);
+    this.value = value;
+  }
+}
+
+/**
+ * A plain array of `count` values from `start`; a counted loop is several times faster than Array.from(subarray).
+ * Throws NonFiniteOutputError for NaN or ±Infinity, which JSON.stringify would silently turn into null.
+ */
 function numbersOf(data: Float32Array, start: number, count: number): number[] {
   const out = new Array<number>(count);
-  for (let i = 0; i < count; i++) out[i] = data[start + i];
+  let check = 0; // stays 0 unless a value is NaN or ±Infinity (value * 0 is then NaN)
+  for (let i = 0; i < count; i++) {
+    const value = data[start + i];
+    out[i] = value;
+    check += value * 0;
+  }
+  if (check !== 0) throw new NonFiniteOutputError(out.find((value) => !Number.isFinite(value))!);
   return out;
 }

@@ -180,6 +180,24 @@ describe('predict pipeline on generated models', () => {
     await expect(pipelineFor(sequenceDir, 'sequence_classification', script, { transformTimeoutMs: 0 })).rejects.toThrow(ConfigError);
   });
 
+  it('fails a request whose output holds NaN or an infinite value (JSON would carry null) instead of answering it', async () => {
+    // The load-time check runs on a batch of 2, so these scripts pass it.
+    const poisoned = (modelType: ModelType, dir: string, value: string) =>
+      pipelineFor(dir, modelType, `  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] == 1 then return arr * (${value}) end\n      return arr\n    end\n`);
+    const cases = [
+      [await poisoned('sequence_classification', sequenceDir, '0/0'), {}],
+      [await poisoned('token_classification', tokenDir, '1/0'), {}],
+      [await poisoned('embedding', embeddingDir, '-1/0'), { normalize: false }],
+      [await poisoned('embedding', embeddingDir, '0/0'), { normalize: true }],
+    ] as const;
+    for (const [pipeline, extra] of cases) {
+      const error = await pipeline.predict({ inputs: ['one'], ...extra }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InternalError);
+      expect((error as Error).message).toMatch(/^the model output \(after the transform\) of input 0 holds (NaN|Infinity|-Infinity), which is not a number JSON can carry$/);
+      await expect(pipeline.predict({ inputs: ['one', 'two'], ...extra })).resolves.toMatchObject({ results: [{}, {}] });
+    }
+  });
+
   it('refuses a request of more tokens than maxRequestTokens, counting special tokens, and none by default', async () => {
     const limited = await pipelineFor(embeddingDir, 'embedding', '', { maxRequestTokens: 12 });
     const tokensOf = (inputs: string[]) => limited.tokenizer.encodeBatch(inputs).reduce((sum, e) => sum + e.ids.length, 0);
