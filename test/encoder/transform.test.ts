@@ -2,7 +2,10 @@
  * LuaTransform and checkTransform: the two script forms, which libraries a script sees, state
  * reuse, and how failures surface (ConfigError at build/check time, InternalError per request).
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, InternalError } from '../../src/encoder/errors.ts';
@@ -181,6 +184,27 @@ describe('libraries', () => {
     const t = await transform("function Postprocess(arr) print('shape', #arr, nil) return arr end");
     t.run(sample([1, 2, 3]));
     expect(stderr).toHaveBeenCalledWith('shape\t6\tnil\n');
+  });
+
+  it('io.write and io.stdout write to stderr too, so a transform with io cannot corrupt JSON on stdout', () => {
+    // In a process of its own: the Lua runtime's stdout is bound when the wasm module starts.
+    const dir = mkdtempSync(join(tmpdir(), 'transform-stdout-'));
+    const script = join(dir, 'run.ts');
+    const transformModule = join(import.meta.dirname, '../../src/encoder/transform/index.ts');
+    const tensorModule = join(import.meta.dirname, '../../src/encoder/tensor.ts');
+    writeFileSync(
+      script,
+      `import { LuaTransform } from ${JSON.stringify(transformModule)};
+import { Tensor } from ${JSON.stringify(tensorModule)};
+const t = await LuaTransform.create('function Postprocess(arr) io.write("a\\\\n") io.stdout:write("b\\\\n") io.stdout:flush() return arr end', { modelType: 'embedding', libs: ['io'] });
+t.run(Tensor.fromNested([[[1]]]));
+process.stdout.write('done');
+`,
+    );
+    const child = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
+    rmSync(dir, { recursive: true, force: true });
+    expect({ status: child.status, stdout: child.stdout }, child.stderr).toEqual({ status: 0, stdout: 'done' });
+    expect(child.stderr).toContain('a\nb\n');
   });
 
   it('rejects unknown library names', async () => {

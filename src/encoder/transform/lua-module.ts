@@ -251,8 +251,22 @@ async function instantiate(wasmPath: string | undefined): Promise<LuaModule> {
     throw new ConfigError(`transform: the Lua runtime (wasmoon .wasm file) was not found at ${wasmPath}`);
   }
   try {
-    return new LuaModule(await LuaWasm.initialize(wasmPath));
+    const lua = await LuaWasm.initialize(wasmPath);
+    sendStdoutToStderr(lua);
+    return new LuaModule(lua);
   } catch (error) {
     throw new ConfigError(`transform: cannot start the Lua runtime: ${String(error)}`, { cause: error });
   }
+}
+
+/**
+ * Points the wasm runtime's file descriptor 1 at its stderr device, so that io.write and io.stdout of a script with
+ * the io library write to stderr, as print does: stdout carries only results (`infer` prints JSON there).
+ */
+function sendStdoutToStderr(lua: LuaWasm): void {
+  const fs = lua.module.FS as unknown as { streams: ({ fd: number } | null)[]; close(stream: object): void; open(path: string, flags: string): { fd: number } };
+  const stdout = fs.streams[1];
+  if (stdout) fs.close(stdout);
+  const stream = fs.open('/dev/stderr', 'w'); // takes the lowest free descriptor: 1
+  if (stream.fd !== 1) throw new Error(`could not redirect the Lua runtime's stdout (got descriptor ${stream.fd})`);
 }
