@@ -11,7 +11,8 @@ export type ToolsErrorKind =
   | 'not_implemented' // the MCP server does not offer this kind of request
   | 'upstream' // the MCP server answered with an error (or a tool result with isError)
   | 'unavailable' // the MCP server is not connected (starting, restarting, exited)
-  | 'timeout'; // no answer within the request timeout
+  | 'timeout' // no answer within the request timeout
+  | 'cancelled'; // the caller went away first (the MCP server was sent a cancellation); nobody reads the answer
 
 export class ToolsError extends Error {
   readonly kind: ToolsErrorKind;

@@ -37,6 +37,11 @@ export interface Health {
 /** The session's life: connecting (first start or restart), connected, waiting to retry, stopped for good. */
 export type UpstreamState = 'connecting' | 'connected' | 'backoff' | 'stopped';
 
+export interface RequestOptions {
+  /** Aborted when the request's caller no longer wants the answer (an HTTP client that went away). */
+  signal?: AbortSignal;
+}
+
 export interface UpstreamOptions {
   /** Lines about the server's life and its stderr; default: dropped. */
   log?: (line: string) => void;
@@ -150,33 +155,36 @@ export class Upstream {
   // ---- requests ------------------------------------------------------------------------------------------
   // Each is counted while under way, so that a reload can let it finish before closing the session (retire).
 
+  // `signal` aborts a request (its caller went away): the MCP server is sent notifications/cancelled for it, and
+  // the request fails with kind `cancelled`, which counts against nothing (not the server's health, not a restart).
+
   /** All of the server's tools that the allow-list lets through, every page. */
-  listTools(): Promise<Tool[]> {
-    return this.tracked(() => this.listToolsNow());
+  listTools(options: RequestOptions = {}): Promise<Tool[]> {
+    return this.tracked(options, (signal) => this.listToolsNow(signal));
   }
 
-  callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-    return this.tracked(() => this.callToolNow(name, args));
+  callTool(name: string, args: Record<string, unknown>, options: RequestOptions = {}): Promise<CallToolResult> {
+    return this.tracked(options, (signal) => this.callToolNow(name, args, signal));
   }
 
-  listPrompts(cursor: string | undefined): Promise<ListPromptsResult> {
-    return this.tracked(() => this.listPromptsNow(cursor));
+  listPrompts(cursor: string | undefined, options: RequestOptions = {}): Promise<ListPromptsResult> {
+    return this.tracked(options, (signal) => this.listPromptsNow(cursor, signal));
   }
 
-  getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
-    return this.tracked(() => this.getPromptNow(name, args));
+  getPrompt(name: string, args: Record<string, string>, options: RequestOptions = {}): Promise<GetPromptResult> {
+    return this.tracked(options, (signal) => this.getPromptNow(name, args, signal));
   }
 
-  listResources(cursor: string | undefined): Promise<ListResourcesResult> {
-    return this.tracked(() => this.listResourcesNow(cursor));
+  listResources(cursor: string | undefined, options: RequestOptions = {}): Promise<ListResourcesResult> {
+    return this.tracked(options, (signal) => this.listResourcesNow(cursor, signal));
   }
 
-  listResourceTemplates(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
-    return this.tracked(() => this.listResourceTemplatesNow(cursor));
+  listResourceTemplates(cursor: string | undefined, options: RequestOptions = {}): Promise<ListResourceTemplatesResult> {
+    return this.tracked(options, (signal) => this.listResourceTemplatesNow(cursor, signal));
   }
 
-  readResource(uri: string): Promise<ReadResourceResult> {
-    return this.tracked(() => this.readResourceNow(uri));
+  readResource(uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
+    return this.tracked(options, (signal) => this.readResourceNow(uri, signal));
   }
 
   /** How many requests to this server are under way. */
@@ -200,33 +208,39 @@ export class Upstream {
     await this.close();
   }
 
-  private async tracked<T>(run: () => Promise<T>): Promise<T> {
+  private async tracked<T>(options: RequestOptions, run: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+    const { signal } = options;
     this.inFlight++;
     try {
-      return await run();
+      if (signal?.aborted) throw cancelled(this.name, signal);
+      return await run(signal);
+    } catch (error) {
+      // Whatever the request ran into after its caller left (the SDK's rejection is the abort reason, as a timeout).
+      if (signal?.aborted) throw cancelled(this.name, signal, error);
+      throw error;
     } finally {
       if (--this.inFlight === 0) this.drained?.();
     }
   }
 
-  private async listToolsNow(): Promise<Tool[]> {
-    const tools = await this.fetchAllTools();
+  private async listToolsNow(signal: AbortSignal | undefined): Promise<Tool[]> {
+    const tools = await this.fetchAllTools(signal);
     return this.allowed ? tools.filter((tool) => this.allowed!.has(tool.name)) : tools;
   }
 
-  private async callToolNow(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  private async callToolNow(name: string, args: Record<string, unknown>, signal: AbortSignal | undefined): Promise<CallToolResult> {
     if (this.allowed && !this.allowed.has(name)) {
       throw new ToolsError('forbidden', `tool "${name}" of server "${this.name}" is not in its allow-list (tools: ${[...this.allowed].join(', ')})`);
     }
     const client = this.session('tools');
     if (!this.toolsCache?.some((tool) => tool.name === name)) {
       // The cache may be stale (servers need not announce list changes): look once more before saying 404.
-      const tools = await this.fetchAllTools();
+      const tools = await this.fetchAllTools(signal);
       if (!tools.some((tool) => tool.name === name)) throw new ToolsError('not_found', `server "${this.name}" has no tool "${name}"`);
     }
     let result: CallToolResult;
     try {
-      result = (await client.callTool({ name, arguments: args }, undefined, this.requestOptions())) as CallToolResult;
+      result = (await client.callTool({ name, arguments: args }, undefined, this.requestOptions(signal))) as CallToolResult;
     } catch (error) {
       if (error instanceof McpError && SDK_OUTPUT_CHECK.test(error.message)) {
         // The SDK client's own check of the result, thrown as invalid params: the server answered wrongly, not the caller.
@@ -241,43 +255,43 @@ export class Upstream {
     return result;
   }
 
-  private async listPromptsNow(cursor: string | undefined): Promise<ListPromptsResult> {
+  private async listPromptsNow(cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListPromptsResult> {
     const client = this.session('prompts');
-    return this.request('prompts/list', client, () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()));
+    return this.request('prompts/list', client, () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)));
   }
 
-  private async getPromptNow(name: string, args: Record<string, string>): Promise<GetPromptResult> {
+  private async getPromptNow(name: string, args: Record<string, string>, signal: AbortSignal | undefined): Promise<GetPromptResult> {
     const client = this.session('prompts');
     try {
-      return await client.getPrompt({ name, arguments: args }, this.requestOptions());
+      return await client.getPrompt({ name, arguments: args }, this.requestOptions(signal));
     } catch (error) {
       const failure = this.failureOf(error, client, `prompts/get "${name}"`);
-      if ((failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasPrompt(name))) {
+      if (!signal?.aborted && (failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasPrompt(name))) {
         throw new ToolsError('not_found', `server "${this.name}" has no prompt "${name}"`, { cause: error });
       }
       throw failure;
     }
   }
 
-  private async listResourcesNow(cursor: string | undefined): Promise<ListResourcesResult> {
+  private async listResourcesNow(cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListResourcesResult> {
     const client = this.session('resources');
-    return this.request('resources/list', client, () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()));
+    return this.request('resources/list', client, () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)));
   }
 
-  private async listResourceTemplatesNow(cursor: string | undefined): Promise<ListResourceTemplatesResult> {
+  private async listResourceTemplatesNow(cursor: string | undefined, signal: AbortSignal | undefined): Promise<ListResourceTemplatesResult> {
     const client = this.session('resources');
     return this.request('resources/templates/list', client, () =>
-      client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
+      client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)),
     );
   }
 
-  private async readResourceNow(uri: string): Promise<ReadResourceResult> {
+  private async readResourceNow(uri: string, signal: AbortSignal | undefined): Promise<ReadResourceResult> {
     const client = this.session('resources');
     try {
-      return await client.readResource({ uri }, this.requestOptions());
+      return await client.readResource({ uri }, this.requestOptions(signal));
     } catch (error) {
       const failure = this.failureOf(error, client, `resources/read "${uri}"`);
-      if ((failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasResource(uri))) {
+      if (!signal?.aborted && (failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasResource(uri))) {
         throw new ToolsError('not_found', `server "${this.name}" has no resource "${uri}"`, { cause: error });
       }
       throw failure;
@@ -286,8 +300,8 @@ export class Upstream {
 
   // ---- internals -----------------------------------------------------------------------------------------
 
-  private requestOptions() {
-    return { timeout: this.config.timeouts.request };
+  private requestOptions(signal?: AbortSignal) {
+    return { timeout: this.config.timeouts.request, signal };
   }
 
   private async request<T>(what: string, client: Client, run: () => Promise<T>): Promise<T> {
@@ -332,9 +346,9 @@ export class Upstream {
     return client;
   }
 
-  private async fetchAllTools(): Promise<Tool[]> {
+  private async fetchAllTools(signal?: AbortSignal): Promise<Tool[]> {
     const client = this.session('tools');
-    const tools = await this.collect('tools/list', client, (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.tools);
+    const tools = await this.collect('tools/list', client, (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)), (page) => page.tools);
     this.toolsCache = tools;
     return tools;
   }
@@ -564,6 +578,11 @@ export class Upstream {
     const tail = this.stderrTail.slice(-3).join(' | ');
     return tail ? ` (stderr: ${tail})` : '';
   }
+}
+
+function cancelled(server: string, signal: AbortSignal, cause?: unknown): ToolsError {
+  const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? 'aborted');
+  return new ToolsError('cancelled', `request to server "${server}" cancelled: ${reason}`, { cause: cause ?? signal.reason });
 }
 
 /**

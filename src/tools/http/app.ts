@@ -120,7 +120,7 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     if (!(TOOL_DETAILS as readonly string[]).includes(detail)) {
       throw new ToolsError('bad_request', `detail must be one of ${TOOL_DETAILS.join(', ')}, not "${detail}"`);
     }
-    const tools = await upstreams.get(request.params.name).listTools();
+    const tools = await upstreams.get(request.params.name).listTools(clientGone(reply));
     return sendObject(request, reply, 'ToolsResponse', { tools: tools.map((tool) => toolOf(tool, detail as ToolDetail)) });
   });
 
@@ -130,24 +130,24 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       throw new ToolsError('bad_request', `the request body must be a JSON object of the tool's arguments, not ${describe(args)}`);
     }
-    const result = await upstream.callTool(request.params.tool, args as Record<string, unknown>);
+    const result = await upstream.callTool(request.params.tool, args as Record<string, unknown>, clientGone(reply));
     return sendJson(reply, toolAnswerOf(result));
   });
 
   app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/prompts', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listPrompts(cursorOf(request.query.cursor));
+    const result = await upstreams.get(request.params.name).listPrompts(cursorOf(request.query.cursor), clientGone(reply));
     return sendObject(request, reply, 'Prompts', promptsOf(result));
   });
 
   app.post<{ Params: { name: string; prompt: string }; Body: unknown }>('/api/v1/servers/:name/prompts/:prompt', async (request, reply) => {
     const upstream = upstreams.get(request.params.name);
     const args = promptArgumentsOf(request.body);
-    const result = await upstream.getPrompt(request.params.prompt, args);
+    const result = await upstream.getPrompt(request.params.prompt, args, clientGone(reply));
     return sendObject(request, reply, 'GeneratePromptResponse', generatedPromptOf(result));
   });
 
   app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/resources', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listResources(cursorOf(request.query.cursor));
+    const result = await upstreams.get(request.params.name).listResources(cursorOf(request.query.cursor), clientGone(reply));
     return sendObject(request, reply, 'Resources', resourcesOf(result));
   });
 
@@ -155,16 +155,29 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     const upstream = upstreams.get(request.params.name);
     const uri = request.query.uri;
     if (typeof uri !== 'string' || uri === '') throw new ToolsError('bad_request', 'the query parameter uri (the resource\'s URI) is required');
-    return sendJson(reply, resourceContentsOf(await upstream.readResource(uri)));
+    return sendJson(reply, resourceContentsOf(await upstream.readResource(uri, clientGone(reply))));
   });
 
   app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/resources/templates', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listResourceTemplates(cursorOf(request.query.cursor));
+    const result = await upstreams.get(request.params.name).listResourceTemplates(cursorOf(request.query.cursor), clientGone(reply));
     return sendObject(request, reply, 'ResourceTemplates', resourceTemplatesOf(result));
   });
 
   await app.ready();
   return app;
+}
+
+/**
+ * Request options whose signal is aborted when the client goes away before its answer is sent: the request to the
+ * MCP server is then cancelled (MCP notifications/cancelled) rather than left running for nobody.
+ */
+function clientGone(reply: FastifyReply): { signal: AbortSignal } {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    // `sent`: light-my-request (inject) closes its response before marking it finished
+    if (!reply.sent && !reply.raw.writableFinished) controller.abort(new Error('the client closed the connection before the answer'));
+  });
+  return { signal: controller.signal };
 }
 
 /** The one `cursor` of a list request; repeated (`?cursor=a&cursor=b`) it is no cursor at all. */

@@ -13,6 +13,8 @@ export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
   upstream: 502,
   unavailable: 503,
   timeout: 504,
+  // nginx's "client closed request": logged only, the client is gone
+  cancelled: 499,
 };
 
 export interface Problem {
