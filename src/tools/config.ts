@@ -27,10 +27,16 @@ export interface Timeouts {
 export interface RestartPolicy {
   initialDelay: number;
   maxDelay: number;
+  /** Health pings not answered in a row (status `timeout`) after which the session is ended and restarted; 0: never. */
+  afterPingTimeouts: number;
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = { startup: 30_000, request: 60_000, healthInterval: 10_000, healthTimeout: 5_000 };
-export const DEFAULT_RESTART: RestartPolicy = { initialDelay: 1_000, maxDelay: 60_000 };
+// Three pings in a row: one or two missed pings (a GC pause, a busy machine) do not cost a server its session, and
+// with the default timeouts a hung server is restarted about 25-35 s after it stopped answering.
+export const DEFAULT_RESTART: RestartPolicy = { initialDelay: 1_000, maxDelay: 60_000, afterPingTimeouts: 3 };
+/** The largest afterPingTimeouts: a bound, so that a typo (3000 for 3) is an error rather than "never". */
+const MAX_PING_TIMEOUTS = 1000;
 
 interface ServerCommon {
   name: string;
@@ -72,7 +78,7 @@ const timeoutsSchema = {
 const restartSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { initialDelay: duration, maxDelay: duration },
+  properties: { initialDelay: duration, maxDelay: duration, afterPingTimeouts: { type: 'integer', minimum: 0, maximum: MAX_PING_TIMEOUTS } },
 };
 
 /** The JSON Schema of the configuration file (after `${ENV}` substitution). docs/tools.md describes it. */
@@ -151,6 +157,7 @@ interface RawTimeouts {
 interface RawRestart {
   initialDelay?: string;
   maxDelay?: string;
+  afterPingTimeouts?: number;
 }
 interface RawServer {
   command?: string;
@@ -176,8 +183,8 @@ function resolve(raw: RawConfig): ToolsConfig {
   });
   const restartOf = (own: RawRestart | undefined): RestartPolicy => ({
     ...DEFAULT_RESTART,
-    ...durations({ ...raw.defaults?.restart }),
-    ...durations({ ...own }),
+    ...restartValues(raw.defaults?.restart),
+    ...restartValues(own),
   });
   const servers = Object.entries(raw.servers ?? {}).map(([name, entry]): ServerConfig => {
     const common = { name, tools: entry.tools, timeouts: timeoutsOf(entry.timeouts), restart: restartOf(entry.restart) };
@@ -202,10 +209,10 @@ function durationRangeProblems(raw: RawConfig): string[] {
     }
   };
   check('/defaults/timeouts', { ...raw.defaults?.timeouts });
-  check('/defaults/restart', { ...raw.defaults?.restart });
+  check('/defaults/restart', restartDurations(raw.defaults?.restart));
   for (const [name, entry] of Object.entries(raw.servers ?? {})) {
     check(`/servers/${name}/timeouts`, { ...entry.timeouts });
-    check(`/servers/${name}/restart`, { ...entry.restart });
+    check(`/servers/${name}/restart`, restartDurations(entry.restart));
   }
   return problems;
 }
@@ -215,6 +222,17 @@ function urlProblems(raw: RawConfig): string[] {
   return Object.entries(raw.servers ?? {})
     .filter(([, entry]) => entry.url !== undefined && !URL.canParse(entry.url))
     .map(([name, entry]) => `/servers/${name}/url: "${entry.url}" is not a valid URL`);
+}
+
+/** The durations of a restart entry (afterPingTimeouts is a count). */
+function restartDurations(restart: RawRestart | undefined): Record<string, string | undefined> {
+  const { afterPingTimeouts: _count, ...rest } = { ...restart };
+  return rest;
+}
+
+function restartValues(restart: RawRestart | undefined): Partial<RestartPolicy> {
+  const count = restart?.afterPingTimeouts;
+  return { ...durations(restartDurations(restart)), ...(count === undefined ? {} : { afterPingTimeouts: count }) };
 }
 
 function durations(values: Record<string, string | undefined>): Record<string, number> {

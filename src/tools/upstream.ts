@@ -79,6 +79,8 @@ export class Upstream {
   private toolsCache: Tool[] | undefined;
   private readonly allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
+  /** Health pings of this session not answered in a row; restart.afterPingTimeouts of them end it. */
+  private pingTimeouts = 0;
   /** A health ping is under way (one at a time: transport errors can ask for one besides the interval). */
   private pinging = false;
   /** The client of a connection attempt in progress, closed by `close` so that no child outlives it. */
@@ -496,6 +498,7 @@ export class Upstream {
     this.stateValue = 'connected';
     this.connectedAt = Date.now();
     this.lastError = undefined;
+    this.pingTimeouts = 0;
     this.log(`[${this.name}] connected${this.pid ? ` (pid ${this.pid})` : ''}`);
     this.endFirstAttempt();
     void this.fetchAllTools().catch(() => {});
@@ -558,7 +561,16 @@ export class Upstream {
       if (generation !== this.generation) return;
       const code = error instanceof McpError ? error.code : undefined;
       if (code === ErrorCode.RequestTimeout) {
+        const count = ++this.pingTimeouts;
+        const limit = this.config.restart.afterPingTimeouts;
+        if (limit > 0 && count >= limit) {
+          // A server that answers no ping will not answer calls either (each would wait out its timeout): a hung
+          // process is restarted like one that exited.
+          this.lost(`no answer to ${count} pings in a row (each within ${timeout} ms): ending the session`);
+          return;
+        }
         const detail = `no answer to ping within ${timeout} ms`;
+        this.log(`[${this.name}] ping ${count}${limit > 0 ? ` of ${limit}` : ''} in a row not answered within ${timeout} ms`);
         this.healthValue = { ...this.healthValue, status: 'timeout', lastChecked: new Date(), latencyMs: undefined, detail };
         return;
       }
@@ -570,6 +582,7 @@ export class Upstream {
       // An error answer is still an answer: the server is there.
     }
     if (generation !== this.generation) return;
+    this.pingTimeouts = 0;
     const now = new Date();
     this.healthValue = { name: this.name, status: 'ok', lastChecked: now, lastSuccessful: now, latencyMs: performance.now() - started };
   }

@@ -93,6 +93,23 @@ servers:
     expect(parse('servers:\n  a: {command: x, timeouts: {request: 596h, startup: 1ms}}\n').servers[0].timeouts).toMatchObject({ request: 596 * 3_600_000, startup: 1 });
   });
 
+  it('restarts a server after 3 ping timeouts in a row by default; restart.afterPingTimeouts changes it, 0 never restarts', () => {
+    expect(DEFAULT_RESTART.afterPingTimeouts).toBe(3);
+    const config = parse(`
+defaults:
+  restart: {afterPingTimeouts: 5}
+servers:
+  a: {command: a}
+  b: {command: b, restart: {afterPingTimeouts: 0, maxDelay: 2s}}
+`);
+    expect(config.servers[0].restart).toEqual({ ...DEFAULT_RESTART, afterPingTimeouts: 5 });
+    expect(config.servers[1].restart).toEqual({ ...DEFAULT_RESTART, afterPingTimeouts: 0, maxDelay: 2000 });
+    expect(failure('servers:\n  a: {command: x, restart: {afterPingTimeouts: 2.5}}\n')).toContain('/servers/a/restart/afterPingTimeouts: must be integer');
+    expect(failure('servers:\n  a: {command: x, restart: {afterPingTimeouts: -1}}\n')).toContain('/servers/a/restart/afterPingTimeouts: must be >= 0');
+    expect(failure('defaults:\n  restart: {afterPingTimeouts: 1001}\nservers: {}\n')).toContain('/defaults/restart/afterPingTimeouts: must be <= 1000');
+    expect(failure('servers:\n  a: {command: x, restart: {afterPingTimeouts: 3s}}\n')).toContain('/servers/a/restart/afterPingTimeouts: must be integer');
+  });
+
   describe('files', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'tools-config-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -28,6 +28,11 @@ servers:
   hangs:
     command: ${NODE}
     args: [${fixture('hangs.ts')}]
+    restart: {afterPingTimeouts: 0}
+  stops-pinging:
+    command: ${NODE}
+    args: [${fixture('hangs.ts')}]
+    restart: {afterPingTimeouts: 2}
   junk:
     command: ${NODE}
     args: [${fixture('junk-on-stdout.ts')}]
@@ -51,7 +56,7 @@ servers:
   down-http:
     url: http://127.0.0.1:${closedPort}/mcp
 `);
-  await Promise.all(['exits', 'hangs', 'junk', 'floods', 'noisy', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
+  await Promise.all(['exits', 'hangs', 'stops-pinging', 'junk', 'floods', 'noisy', 'errors'].map((name) => harness.upstreams.get(name).waitConnected(60_000)));
   api = await OpenApiChecker.of(harness.app);
 });
 
@@ -133,7 +138,7 @@ describe('a server that hangs', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
   });
 
-  it('health goes ok → timeout when pings are not answered, and back to ok', async () => {
+  it('health goes ok → timeout when pings are not answered, and back to ok (restart.afterPingTimeouts: 0 keeps the session)', async () => {
     await eventually(async () => expect((await health('hangs')).status).toBe('ok'));
     await call('POST', CALL, '/api/v1/servers/hangs/tools/stop-answering-pings', '{}');
     const timedOut = await eventually(async () => {
@@ -145,6 +150,29 @@ describe('a server that hangs', () => {
     expect(Date.parse(timedOut.lastChecked)).toBeGreaterThan(Date.parse(timedOut.lastSuccessful));
     await call('POST', CALL, '/api/v1/servers/hangs/tools/answer-pings', '{}');
     await eventually(async () => expect((await health('hangs')).status).toBe('ok'));
+  });
+});
+
+describe('a server that stops answering pings', () => {
+  it('is restarted after restart.afterPingTimeouts timeouts in a row, and calls answer again', async () => {
+    const upstream = harness.upstreams.get('stops-pinging');
+    await eventually(async () => expect((await health('stops-pinging')).status).toBe('ok'));
+    const pid = upstream.pid!;
+    expect(pid).toEqual(expect.any(Number));
+    expect((await call('POST', CALL, '/api/v1/servers/stops-pinging/tools/stop-answering-pings', '{}')).json()).toBe('pings ignored');
+    // each timeout is logged; the second in a row ends the session, and a new process starts through the backoff
+    await eventually(() => expect(upstream.pid).not.toBe(pid));
+    await eventually(async () => expect((await health('stops-pinging')).status).toBe('ok'));
+    const lines = harness.logs.filter((line) => line.startsWith('[stops-pinging]'));
+    expect(lines.some((line) => line.includes('ping 1 of 2 in a row not answered within 1000 ms'))).toBe(true);
+    expect(lines.some((line) => line.includes('no answer to 2 pings in a row') && line.includes('retrying in'))).toBe(true);
+    const answered = await eventually(async () => {
+      const response = await call('POST', CALL, '/api/v1/servers/stops-pinging/tools/answer-pings', '{}');
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json();
+    });
+    expect(answered).toBe('pings answered');
+    await eventually(() => expect(() => process.kill(pid, 0), 'the old process is gone').toThrow());
   });
 });
 
