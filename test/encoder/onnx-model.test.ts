@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
 import { OnnxModel, validateSignature, type ValueInfo } from '../../src/encoder/onnx-model.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
 
 const ids: ValueInfo = { name: 'input_ids', type: 'int64', shape: ['batch', 'sequence'] };
@@ -111,5 +114,35 @@ describe.skipIf(!hasShared)('ONNX validation of real exports', () => {
     const model = await load('tinybert-golden', 'embedding');
     expect(model.signature.note).toContain('using "output_0" [batch, sequence, 50]');
     await model.close();
+  });
+});
+
+describe.runIf(process.platform === 'linux')('a process with a long command line (infer "<a long document>")', () => {
+  // onnxruntime 1.30 parses /proc/self/cmdline when it creates its first session, recursively: from about 28 KiB
+  // on, that overflows the stack and the process dies with SIGSEGV. The load refuses, with a message, instead.
+  it('refuses to load with a clear error instead of crashing, and loads with a short one', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'long-cmdline-'));
+    const modelDir = await generateTinyModel({ modelType: 'embedding' });
+    const script = path.join(dir, 'load.ts');
+    writeFileSync(
+      script,
+      `import { readFileSync } from 'node:fs';
+import { OnnxModel } from ${JSON.stringify(path.join(import.meta.dirname, '../../src/encoder/onnx-model.ts'))};
+try {
+  await OnnxModel.load(readFileSync(${JSON.stringify(path.join(modelDir, 'model.onnx'))}), 'embedding');
+  process.stdout.write('loaded');
+} catch (error) {
+  process.stdout.write(\`\${error.constructor.name}: \${error.message}\`);
+}
+`,
+    );
+    const run = (text: string) => spawnSync(process.execPath, [script, text], { encoding: 'utf8', timeout: 60_000 });
+    const long = run('word '.repeat(8000));
+    const short = run('word '.repeat(100));
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(modelDir, { recursive: true, force: true });
+    expect({ status: long.status, signal: long.signal }).toEqual({ status: 0, signal: null });
+    expect(long.stdout).toMatch(/^ConfigError: the command line of this process is \d+ bytes; onnxruntime crashes on Linux when it is longer than about 28 KiB \(the limit here is 24576\): pass fewer or shorter texts, or send long texts to `serve`$/);
+    expect(short.stdout).toBe('loaded');
   });
 });
