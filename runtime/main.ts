@@ -3,7 +3,7 @@
  * (`./model infer|serve|inspect`); without one it is the builder (`encoder build|infer --config`).
  */
 import { createModelProgram } from '../src/cli/model-program.ts';
-import { createProgram, EXIT_INPUT_ERROR, processIo, runProgram, type CliContext } from '../src/cli/program.ts';
+import { createProgram, dropOutputOfClosedPipes, EXIT_INPUT_ERROR, processIo, runProgram, type CliContext } from '../src/cli/program.ts';
 import { isEncoderError } from '../src/encoder/errors.ts';
 import { AssetSection } from './asset-section.ts';
 import * as sea from 'node:sea';
@@ -42,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
   return runProgram(program, argv, io);
 }
 
+dropOutputOfClosedPipes();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -1,9 +1,10 @@
 import { hostTarget } from '../builder/targets.ts';
 import { installedSwaggerUiFile, repositoryProtoText } from './installed-files.ts';
-import { processIo, runCli } from './program.ts';
+import { dropOutputOfClosedPipes, processIo, runCli } from './program.ts';
 
 // The command-line entry from source (`npx encoder …`, `node src/cli/main.ts …`); the single executable's is
 // runtime/main.ts. From source, the gRPC contract and Swagger UI are read from the repository and its packages.
+dropOutputOfClosedPipes();
 process.exitCode = await runCli(process.argv.slice(2), processIo, {
   protoText: repositoryProtoText,
   swaggerUiFiles: installedSwaggerUiFile,

@@ -45,6 +45,19 @@ export const processIo: CliIo = {
   isTerminal: process.stderr.isTTY === true,
 };
 
+/**
+ * A reader that goes away (`infer … | head`) makes writes to stdout or stderr fail with EPIPE, an unhandled 'error'
+ * event that crashed the process with a stack trace. Output nobody reads is dropped instead; the command finishes.
+ * For the entry points only (it changes the process's streams).
+ */
+export function dropOutputOfClosedPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+    });
+  }
+}
+
 /** The builder's command line: what `encoder` (from source, or the base runtime without model assets) runs. */
 export function createProgram(io: CliIo, context: CliContext): Command {
   const program = baseProgram('encoder', io).description('Build an encoder model into one executable, or run it from its model directory');

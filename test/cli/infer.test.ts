@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,5 +93,16 @@ describe('encoder infer', () => {
     const usage = spawnSync(bin, ['infer', '--config', 'x.yaml', '--bogus', 'text'], { encoding: 'utf8', env });
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain("unknown option '--bogus'");
+  });
+
+  it('ends quietly when the reader of its output goes away (infer … | head)', async () => {
+    const main = path.join(repoRoot, 'src', 'cli', 'main.ts');
+    const texts = Array.from({ length: 1000 }, (_, i) => `t${i}`); // far more output than a pipe buffer
+    const child = spawn(process.execPath, [main, 'infer', '--config', config('closed-pipe'), ...texts], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // like `| head -c 0`: the reading end is closed before anything is written
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const status = await new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
+    expect({ status, stderr }).toEqual({ status: 0, stderr: '' });
   });
 });
