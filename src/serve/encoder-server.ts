@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
+import { ConfigError } from '../encoder/errors.ts';
 import type { Predictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { createGrpcServer, type GrpcFrontEnd } from './grpc/index.ts';
@@ -34,13 +35,19 @@ export async function startEncoderServer(predictor: Predictor, options: EncoderS
   try {
     if (options.http) {
       http = await createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: serverInfo({ target: options.target }) });
-      await http.listen({ host: options.http.host, port: options.http.port });
+      const { host, port } = options.http;
+      await http.listen({ host, port }).catch((error: unknown) => {
+        throw listenError('HTTP', hostPort(host, port), error, '--http-port, --http-hostname');
+      });
       const address = http.server.address();
       httpPort = typeof address === 'object' && address ? address.port : options.http.port;
     }
     if (options.grpc) {
       grpcFrontEnd = createGrpcServer(predictor, { protoText: options.grpc.protoText });
-      grpcPort = await bindGrpc(grpcFrontEnd.server, hostPort(options.grpc.host, options.grpc.port));
+      const address = hostPort(options.grpc.host, options.grpc.port);
+      grpcPort = await bindGrpc(grpcFrontEnd.server, address).catch((error: unknown) => {
+        throw listenError('gRPC', address, error, '--grpc-port, --grpc-hostname');
+      });
     }
   } catch (error) {
     await http?.close();
@@ -59,6 +66,26 @@ export async function startEncoderServer(predictor: Predictor, options: EncoderS
       await Promise.all([http ? closeHttp(http) : undefined, grpcFrontEnd ? shutdownGrpc(grpcFrontEnd.server) : undefined]);
     },
   };
+}
+
+const LISTEN_PROBLEMS: Record<string, string> = {
+  EADDRINUSE: 'the address is already in use',
+  EADDRNOTAVAIL: 'the address is not available on this machine',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  ENOTFOUND: 'the host name does not resolve',
+  EAI_AGAIN: 'the host name does not resolve',
+};
+
+/**
+ * A listen failure is the user's setting (a port in use, a host not on this machine): a ConfigError that names the
+ * front end, the address and the options to change, not an internal error with a stack trace. grpc-js reports its
+ * errno only inside its message ("... errors: [listen EADDRINUSE: ...]").
+ */
+function listenError(frontEnd: string, address: string, error: unknown, options: string): ConfigError {
+  const text = error instanceof Error ? error.message : String(error);
+  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? /\b(E[A-Z_]+)\b/.exec(text)?.[1];
+  const problem = (code && LISTEN_PROBLEMS[code]) ?? text;
+  return new ConfigError(`${frontEnd} cannot listen on ${address}: ${problem} (${options})`, { cause: error });
 }
 
 function hostPort(host: string, port: number): string {

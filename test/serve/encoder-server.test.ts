@@ -1,0 +1,67 @@
+/**
+ * startEncoderServer: an address that cannot be listened on (in use, not on this machine) is a ConfigError naming
+ * the front end and the address, not an internal error with a stack trace; nothing stays open after it.
+ */
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/encoder/errors.ts';
+import type { Predictor } from '../../src/encoder/predict-pipeline.ts';
+import { startEncoderServer } from '../../src/serve/encoder-server.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
+
+const predictor: Predictor = {
+  modelId: 'm',
+  modelType: 'embedding',
+  metadata: () => ({ model_id: 'm', model_type: 'embedding' }),
+  predict: () => Promise.resolve({ results: [], model_id: 'm' }),
+};
+const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
+
+let blocker: net.Server;
+let busyPort: number;
+
+beforeAll(async () => {
+  blocker = net.createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  busyPort = (blocker.address() as net.AddressInfo).port;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => blocker.close(resolve));
+});
+
+async function failure(options: Parameters<typeof startEncoderServer>[1]): Promise<Error> {
+  try {
+    const server = await startEncoderServer(predictor, options);
+    await server.close();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected the start to fail');
+}
+
+describe('startEncoderServer: addresses it cannot listen on', () => {
+  it('HTTP on a port in use', async () => {
+    const error = await failure({ http: { host: '127.0.0.1', port: busyPort, bodyLimitBytes: 1024 }, grpc: null, target: 't' });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe(`HTTP cannot listen on 127.0.0.1:${busyPort}: the address is already in use (--http-port, --http-hostname)`);
+  });
+
+  it('gRPC on a port in use (after HTTP started)', async () => {
+    const error = await failure({
+      http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 },
+      grpc: { host: '127.0.0.1', port: busyPort, protoText },
+      target: 't',
+    });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe(`gRPC cannot listen on 127.0.0.1:${busyPort}: the address is already in use (--grpc-port, --grpc-hostname)`);
+  });
+
+  it('an address that is not on this machine', async () => {
+    const error = await failure({ http: { host: '192.0.2.1', port: 0, bodyLimitBytes: 1024 }, grpc: null, target: 't' });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe('HTTP cannot listen on 192.0.2.1:0: the address is not available on this machine (--http-port, --http-hostname)');
+  });
+});
