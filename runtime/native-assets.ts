@@ -56,8 +56,16 @@ export function runtimeCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.ENCODER_CACHE_DIR || defaultCacheDir(env);
 }
 
+/**
+ * The temporary directory's per-user folder, for a cache directory that is not writable. By process.getuid, not
+ * os.userInfo(), which throws for a user id without a passwd entry (containers run as arbitrary ids).
+ */
+export function fallbackCacheRoot(): string {
+  return path.join(os.tmpdir(), process.getuid ? `encoder-${process.getuid()}` : 'encoder');
+}
+
 function extractOnce(manifest: NativeManifest, cacheDir: string): string {
-  for (const root of [cacheDir, path.join(os.tmpdir(), `encoder-${os.userInfo().uid}`)]) {
+  for (const root of [cacheDir, fallbackCacheRoot()]) {
     const dir = path.join(root, 'native', manifest.hash);
     if (existsSync(path.join(dir, '.complete'))) return dir;
     try {
