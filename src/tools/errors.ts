@@ -16,6 +16,8 @@ export type ToolsErrorKind =
 
 export class ToolsError extends Error {
   readonly kind: ToolsErrorKind;
+  /** For `unavailable`: milliseconds until the server's next start attempt is due (0: one is under way). */
+  retryAfterMs?: number;
   constructor(kind: ToolsErrorKind, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'ToolsError';

@@ -73,6 +73,8 @@ export class Upstream {
   private failures = 0;
   private connectedAt = 0;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** When retryTimer fires (Date.now() clock), while waiting in backoff. */
+  private nextAttemptAt: number | undefined;
   private healthTimer: NodeJS.Timeout | undefined;
   private healthValue: Health;
   private lastError: string | undefined;
@@ -189,6 +191,12 @@ export class Upstream {
     return this.tracked(options, (signal) => this.readResourceNow(uri, signal));
   }
 
+  /** Milliseconds until the next start attempt is due: 0 when one is under way or none is waited for. */
+  nextAttemptInMs(): number {
+    if (this.stateValue !== 'backoff' || this.nextAttemptAt === undefined) return 0;
+    return Math.max(0, this.nextAttemptAt - Date.now());
+  }
+
   /** How many requests to this server are under way. */
   get requestsUnderWay(): number {
     return this.inFlight;
@@ -219,6 +227,8 @@ export class Upstream {
     } catch (error) {
       // Whatever the request ran into after its caller left (the SDK's rejection is the abort reason, as a timeout).
       if (signal?.aborted) throw cancelled(this.name, signal, error);
+      // A 503 says when to try again: when the next start attempt is due.
+      if (error instanceof ToolsError && error.kind === 'unavailable') error.retryAfterMs = this.nextAttemptInMs();
       throw error;
     } finally {
       if (--this.inFlight === 0) this.drained?.();
@@ -446,6 +456,7 @@ export class Upstream {
     if (this.stateValue === 'stopped' || this.retiring) return;
     const generation = ++this.generation;
     this.stateValue = 'connecting';
+    this.nextAttemptAt = undefined;
     this.stderrTail = [];
     const client = new Client(this.clientInfo, { capabilities: {} });
     let transport: Transport;
@@ -531,6 +542,7 @@ export class Upstream {
     this.failures++;
     this.log(`[${this.name}] ${reason}; retrying in ${delay} ms`);
     clearTimeout(this.retryTimer);
+    this.nextAttemptAt = Date.now() + delay;
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();
   }

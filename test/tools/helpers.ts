@@ -111,6 +111,15 @@ export class OpenApiChecker {
       validate = this.ajv.compile(relink(media!.schema) as Json);
       this.validators.set(key, validate);
     }
+    // documented headers: a required one must be there, and each that is there must match its schema
+    for (const [name, header] of Object.entries((documented!.headers ?? {}) as Record<string, Json>)) {
+      const value = response.headers[name.toLowerCase()];
+      if (header.required) expect(value, `${key} has header ${name}`).toBeDefined();
+      if (value === undefined) continue;
+      const text = String(value);
+      const validateHeader = this.ajv.compile(relink(header.schema) as Json);
+      expect(validateHeader(/^-?\d+$/.test(text) ? Number(text) : text) ? [] : validateHeader.errors, `${key} header ${name}: ${text}`).toEqual([]);
+    }
     const body = contentType.endsWith('json') ? JSON.parse(response.body) : response.body;
     const valid = validate(body);
     expect(valid ? [] : validate.errors, `${key}: ${response.body.slice(0, 500)}`).toEqual([]);

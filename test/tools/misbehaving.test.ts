@@ -78,6 +78,9 @@ describe('a server that is down answers 503, and its health says unreachable', (
     const response = await call('POST', CALL, '/api/v1/servers/missing/tools/anything', '{}');
     expect(response.statusCode).toBe(503);
     expect(response.json().detail).toContain('ENOENT');
+    // the next attempt is at most maxDelay (2 s) away
+    expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(response.headers['retry-after'])).toBeLessThanOrEqual(2);
     expect(await health('missing')).toMatchObject({ status: 'unreachable', lastChecked: expect.any(String) });
     expect((await health('missing')).lastSuccessful).toBeUndefined();
     const delays = await eventually(() => {
@@ -107,6 +110,59 @@ describe('a server that is down answers 503, and its health says unreachable', (
   });
 });
 
+describe('Retry-After of a 503', () => {
+  it('says when the next start attempt is due, in whole seconds rounded up; 1 while an attempt is under way', async () => {
+    const started = Date.now();
+    const own = await startHarness(`
+servers:
+  later:
+    command: /nonexistent/mcp-server
+    restart: {initialDelay: 90s, maxDelay: 2m}
+  starting:
+    command: ${NODE}
+    args: [${fixture('hangs.ts')}, --hang-initialize]
+    timeouts: {startup: 10m}
+`);
+    try {
+      await own.upstreams.get('later').firstAttemptSettled();
+      const response = await own.app.inject({ method: 'POST', url: '/api/v1/servers/later/tools/anything', payload: '{}' });
+      api.check('POST', CALL, response);
+      expect(response.statusCode).toBe(503);
+      const seconds = Number(response.headers['retry-after']);
+      expect(Number.isInteger(seconds)).toBe(true);
+      // the attempt is due 90 s after the failure, which came after `started`
+      expect(seconds).toBeLessThanOrEqual(90);
+      expect(seconds).toBeGreaterThanOrEqual(90 - Math.floor((Date.now() - started) / 1000) - 1);
+      for (const url of ['/api/v1/servers/later/prompts', '/api/v1/servers/later/resources/content?uri=x']) {
+        const other = await own.app.inject(url);
+        expect(other.statusCode).toBe(503);
+        expect(Number(other.headers['retry-after'])).toBeGreaterThan(1);
+      }
+      // an attempt under way (initialize not answered yet): try again in a second
+      expect(own.upstreams.get('starting').state).toBe('connecting');
+      const starting = await own.app.inject('/api/v1/servers/starting/tools');
+      api.check('GET', '/api/v1/servers/{name}/tools', starting);
+      expect(starting.statusCode).toBe(503);
+      expect(starting.headers['retry-after']).toBe('1');
+      // other errors carry none
+      const notFound = await own.app.inject('/api/v1/servers/nope/tools');
+      expect(notFound.statusCode).toBe(404);
+      expect(notFound.headers['retry-after']).toBeUndefined();
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('is documented on every 503 of the OpenAPI document', () => {
+    const paths = api.document.paths as Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>;
+    const documented = Object.values(paths).flatMap((path) => Object.values(path)).filter((operation) => operation.responses['503']);
+    expect(documented.length).toBeGreaterThanOrEqual(7);
+    for (const operation of documented) {
+      expect(operation.responses['503'].headers?.['Retry-After']).toMatchObject({ required: true, schema: { type: 'integer', minimum: 1 } });
+    }
+  });
+});
+
 describe('a stdio server that exits is restarted', () => {
   it('answers its calls, 503 for the call it exits on, then a new process answers', async () => {
     const first = (await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "one"}')).json() as string;
@@ -115,6 +171,7 @@ describe('a stdio server that exits is restarted', () => {
     expect((await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "two"}')).json()).toContain('call 2');
     const exiting = await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "three"}');
     expect(exiting.statusCode).toBe(503);
+    expect(exiting.headers['retry-after']).toBe('1');
     const again = await eventually(async () => {
       const response = await call('POST', CALL, '/api/v1/servers/exits/tools/echo', '{"message": "four"}');
       expect(response.statusCode).toBe(200);

@@ -19,11 +19,28 @@ const PROBLEM_WHEN: Record<number, string> = {
   504: 'The MCP server did not answer within the request timeout.',
 };
 
+/** Headers of some problem statuses. */
+const PROBLEM_HEADERS: Record<number, Json> = {
+  503: {
+    'Retry-After': {
+      description:
+        'Seconds until the server\'s next start attempt is due (rounded up), or 1 while an attempt is under way. ' +
+        'A request after that finds the server connected only if the attempt succeeds.',
+      required: true,
+      schema: { type: 'integer', minimum: 1 },
+    },
+  },
+};
+
 function problems(...statuses: number[]): Json {
   return Object.fromEntries(
     statuses.map((status) => [
       status,
-      { description: `${STATUS_CODES[status]}. ${PROBLEM_WHEN[status]}`, content: { [PROBLEM_TYPE]: { schema: ref('ErrorModel') } } },
+      {
+        description: `${STATUS_CODES[status]}. ${PROBLEM_WHEN[status]}`,
+        ...(PROBLEM_HEADERS[status] ? { headers: PROBLEM_HEADERS[status] } : {}),
+        content: { [PROBLEM_TYPE]: { schema: ref('ErrorModel') } },
+      },
     ]),
   );
 }

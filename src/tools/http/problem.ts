@@ -20,11 +20,21 @@ export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
 export interface Problem {
   status: number;
   detail: string;
+  /** Sent as Retry-After (503: when the server's next start attempt is due). */
+  retryAfterSeconds?: number;
+}
+
+/** Retry-After of a 503: the wait in whole seconds, rounded up, and at least 1 (0 would invite a busy loop). */
+export function retryAfterSecondsOf(ms: number | undefined): number {
+  return Math.max(1, Math.ceil((ms ?? 0) / 1000));
 }
 
 /** Any error of a request as a problem: ToolsErrors by kind, fastify's own (body too large, …) by status. */
 export function problemOf(error: unknown): Problem {
-  if (error instanceof ToolsError) return { status: STATUS_OF_KIND[error.kind], detail: error.message };
+  if (error instanceof ToolsError) {
+    const status = STATUS_OF_KIND[error.kind];
+    return status === 503 ? { status, detail: error.message, retryAfterSeconds: retryAfterSecondsOf(error.retryAfterMs) } : { status, detail: error.message };
+  }
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   const message = error instanceof Error ? error.message : String(error);
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) return { status: statusCode, detail: message };
@@ -51,5 +61,6 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
     detail: problem.detail,
     instance: path,
   };
+  if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
   return reply.code(problem.status).type(PROBLEM_TYPE).send(JSON.stringify(body));
 }
