@@ -15,7 +15,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -100,7 +100,7 @@ export function cacheMarkerPath(binaryPath: string): string {
 
 /** Resolves the base runtime for `target` and `version`: local path, cache, or download (in that order). */
 export async function resolveBaseRuntime(options: ResolveBaseRuntimeOptions): Promise<BaseRuntime> {
-  if (options.baseBinaryPath !== undefined) return { path: await checkLocalBinary(options.baseBinaryPath), source: 'local' };
+  if (options.baseBinaryPath !== undefined) return { path: await checkLocalBinary(options.baseBinaryPath, options.target), source: 'local' };
 
   const binaryPath = baseRuntimeCachePath(options.cacheDir, options.version, options.target);
   const cached = await checkCacheEntry(binaryPath);
@@ -118,7 +118,7 @@ export async function resolveBaseRuntime(options: ResolveBaseRuntimeOptions): Pr
   return { path: binaryPath, source: 'download' };
 }
 
-async function checkLocalBinary(given: string): Promise<string> {
+async function checkLocalBinary(given: string, target: Target): Promise<string> {
   const absolute = path.resolve(given);
   let isFile = false;
   try {
@@ -127,7 +127,50 @@ async function checkLocalBinary(given: string): Promise<string> {
     // Reported below.
   }
   if (!isFile) throw new ConfigError(`base binary not found: ${given}`);
+  const what = executableKindOf(await readHead(absolute, 64));
+  if (what !== EXECUTABLE_KINDS[target]) {
+    throw new ConfigError(`base binary ${given} is not a base runtime for ${target}: it is ${what}`);
+  }
   return absolute;
+}
+
+/** What each target's executables are, in the words of `executableKindOf`. */
+const EXECUTABLE_KINDS: Record<Target, string> = {
+  'x86_64-unknown-linux-gnu': 'an executable for x86_64 Linux',
+  'aarch64-unknown-linux-gnu': 'an executable for aarch64 Linux',
+  'x86_64-apple-darwin': 'an executable for x86_64 macOS',
+  'aarch64-apple-darwin': 'an executable for arm64 macOS',
+};
+
+/**
+ * What a file is, from its first bytes: an ELF or Mach-O executable and its machine, or not an executable. A wrong
+ * --base-binary-path (a release .gz not unpacked, the runtime of another target, any other file) was packed as
+ * given and made an output that cannot start.
+ */
+function executableKindOf(head: Buffer): string {
+  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip-compressed: unpack it first (gunzip)';
+  if (head.length >= 20 && head.readUInt32BE(0) === 0x7f454c46) {
+    const machine = head.readUInt16LE(18);
+    const name = machine === 62 ? 'x86_64' : machine === 183 ? 'aarch64' : `machine ${machine}`;
+    return `an executable for ${name} Linux`;
+  }
+  if (head.length >= 8 && head.readUInt32LE(0) === 0xfeedfacf) {
+    const cpu = head.readUInt32LE(4);
+    const name = cpu === 0x01000007 ? 'x86_64' : cpu === 0x0100000c ? 'arm64' : `CPU type ${cpu}`;
+    return `an executable for ${name} macOS`;
+  }
+  return 'not an executable';
+}
+
+async function readHead(file: string, bytes: number): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(bytes);
+    const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
 }
 
 type CacheState = { state: 'valid' } | { state: 'missing' | 'invalid'; note: string };

@@ -410,7 +410,7 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
 
   it('uses --base-binary-path as is, without cache or download', async () => {
     const local = path.join(work, 'my-runtime');
-    await writeFile(local, 'local runtime');
+    await writeFile(local, elfHeader(62));
     const result = await resolveBaseRuntime(options({ baseBinaryPath: path.relative(process.cwd(), local) }));
     expect(result).toEqual({ path: local, source: 'local' });
     expect(server.requests).toEqual([]);
@@ -425,6 +425,28 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
     const folder = await rejection(resolveBaseRuntime(options({ baseBinaryPath: work })));
     expect(folder).toBeInstanceOf(ConfigError);
     expect(folder.message).toBe(`base binary not found: ${work}`);
+    expect(server.requests).toEqual([]);
+  });
+
+  it('rejects a --base-binary-path that is not an executable of the target, saying what it is', async () => {
+    const cases: [string, Uint8Array, Target, string][] = [
+      ['text', Buffer.from('root:x:0:0:root:/root:/bin/bash\n'), LINUX, 'not an executable'],
+      ['gzip', gzipSync(Buffer.from('x')), LINUX, 'gzip-compressed: unpack it first (gunzip)'],
+      ['arm-elf', elfHeader(183), LINUX, 'an executable for aarch64 Linux'],
+      ['x64-elf', elfHeader(62), ARM, 'an executable for x86_64 Linux'],
+      ['mach-o', machOHeader(0x0100000c), LINUX, 'an executable for arm64 macOS'],
+      ['empty', new Uint8Array(0), LINUX, 'not an executable'],
+    ];
+    for (const [name, bytes, target, what] of cases) {
+      const file = path.join(work, name);
+      await writeFile(file, bytes);
+      const error = await rejection(resolveBaseRuntime(options({ baseBinaryPath: file, target })));
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe(`base binary ${file} is not a base runtime for ${target}: it is ${what}`);
+    }
+    const mac = path.join(work, 'mac');
+    await writeFile(mac, machOHeader(0x0100000c));
+    await expect(resolveBaseRuntime(options({ baseBinaryPath: mac, target: 'aarch64-apple-darwin' }))).resolves.toEqual({ path: mac, source: 'local' });
     expect(server.requests).toEqual([]);
   });
 
@@ -474,3 +496,20 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
     expect((await readFile(result.path)).equals(other)).toBe(true);
   });
 });
+
+/** The first bytes of a 64-bit little-endian ELF file for a machine (62 x86_64, 183 aarch64). */
+function elfHeader(machine: number): Buffer {
+  const header = Buffer.alloc(64);
+  header.set([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1], 0);
+  header.writeUInt16LE(2, 16);
+  header.writeUInt16LE(machine, 18);
+  return header;
+}
+
+/** The first bytes of a 64-bit Mach-O file for a CPU type (0x01000007 x86_64, 0x0100000c arm64). */
+function machOHeader(cpuType: number): Buffer {
+  const header = Buffer.alloc(32);
+  header.writeUInt32LE(0xfeedfacf, 0);
+  header.writeUInt32LE(cpuType, 4);
+  return header;
+}
