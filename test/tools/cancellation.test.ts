@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,34 @@ let harness: ToolsHarness;
 let api: OpenApiChecker;
 let base: string;
 let httpFixture: ChildProcess | undefined;
+let everythingHttp: ChildProcess | undefined;
+let recorder: Server | undefined;
+/** The JSON-RPC messages POSTed to server-everything over Streamable HTTP, with the status it answered. */
+const posted: { message: JsonRpc; status: number }[] = [];
+type JsonRpc = { id?: number; method?: string; params?: { name?: string; requestId?: number; reason?: string } };
+
+/** A loopback proxy in front of a Streamable HTTP server that records the messages POSTed to it. */
+function recordingProxy(target: number): Promise<number> {
+  recorder = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const upstream = httpRequest({ host: '127.0.0.1', port: target, path: request.url, method: request.method, headers: request.headers }, (answer) => {
+        if (request.method === 'POST' && body.length > 0) {
+          const parsed = JSON.parse(body.toString()) as JsonRpc | JsonRpc[];
+          for (const message of [parsed].flat()) posted.push({ message, status: answer.statusCode ?? 0 });
+        }
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      });
+      upstream.on('error', () => response.destroy());
+      response.on('close', () => upstream.destroy());
+      upstream.end(body);
+    });
+  });
+  return new Promise((resolve) => recorder!.listen(0, '127.0.0.1', () => resolve((recorder!.address() as { port: number }).port)));
+}
 let dir: string;
 const stdinLog = () => path.join(dir, 'everything-stdin.jsonl');
 
@@ -25,6 +53,12 @@ beforeAll(async () => {
   let stderr = '';
   httpFixture.stderr!.on('data', (chunk) => (stderr += chunk));
   await eventually(() => expect(stderr).toContain('listening on port'), 60_000);
+  const everythingPort = await freePort();
+  everythingHttp = spawn(NODE, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(everythingPort) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let everythingStderr = '';
+  everythingHttp.stderr!.on('data', (chunk) => (everythingStderr += chunk));
+  await eventually(() => expect(everythingStderr).toContain('listening on port'), 60_000);
+  const proxyPort = await recordingProxy(everythingPort);
   harness = await startHarness(`
 defaults:
   timeouts: {request: 10m}
@@ -37,6 +71,8 @@ servers:
   everything:
     command: ${NODE}
     args: [${fixture('records-stdin.ts')}, ${stdinLog()}, ${NODE}, ${EVERYTHING}, stdio]
+  everything-http:
+    url: http://127.0.0.1:${proxyPort}/mcp
 `);
   await Promise.all(harness.upstreams.all().map((upstream) => upstream.waitConnected(60_000)));
   api = await OpenApiChecker.of(harness.app);
@@ -48,6 +84,9 @@ servers:
 afterAll(async () => {
   await harness?.close();
   httpFixture?.kill();
+  everythingHttp?.kill();
+  recorder?.closeAllConnections();
+  recorder?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -135,6 +174,30 @@ describe('a client that goes away before the answer', () => {
     expect(upstream.health().status).not.toBe('unreachable');
     // the server goes on answering
     const echo = await fetch(`${base}/api/v1/servers/everything/tools/echo`, { method: 'POST', body: '{"message": "still here"}' });
+    expect(await echo.json()).toBe('Echo: still here');
+  });
+
+  it('cancels server-everything\'s trigger-long-running-operation (Streamable HTTP): the server accepts the cancellation', async () => {
+    const upstream = harness.upstreams.get('everything-http');
+    expect((await harness.app.inject('/api/v1/servers/everything-http/tools?detail=minimal')).statusCode).toBe(200);
+    const call = startPost('/api/v1/servers/everything-http/tools/trigger-long-running-operation', '{"duration": 600, "steps": 2}');
+    const request = await eventually(() => {
+      const found = posted.find(({ message }) => message.method === 'tools/call' && message.params?.name === 'trigger-long-running-operation');
+      expect(found).toBeDefined();
+      return found!.message;
+    });
+    call.abandon();
+    const cancelled = await eventually(() => {
+      const found = posted.find(({ message }) => message.method === 'notifications/cancelled');
+      expect(found).toBeDefined();
+      return found!;
+    });
+    expect(cancelled.message.params).toMatchObject({ requestId: request.id, reason: expect.stringMatching(/client closed the connection/) });
+    // MCP over Streamable HTTP: 202 Accepted is the server taking the notification
+    expect(cancelled.status).toBe(202);
+    await eventually(() => expect(upstream.requestsUnderWay).toBe(0));
+    expect(upstream.state).toBe('connected');
+    const echo = await fetch(`${base}/api/v1/servers/everything-http/tools/echo`, { method: 'POST', body: '{"message": "still here"}' });
     expect(await echo.json()).toBe('Echo: still here');
   });
 });
