@@ -1,32 +1,8 @@
-import { readFileSync } from 'node:fs';
 import type * as ort from 'onnxruntime-node';
 import type { ModelType } from './config.ts';
 import { ConfigError, InternalError } from './errors.ts';
 import { Tensor } from './tensor.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
-
-/**
- * onnxruntime 1.30 parses /proc/self/cmdline recursively when it creates a session: from about 28 KiB of command
- * line on (measured: 29,000 bytes crash, 28,800 do not, x86_64), it overflows the stack and the process dies with
- * SIGSEGV, e.g. `./model infer "$(cat long-document.txt)"`. Refused with a message, with a margin, instead.
- */
-export const MAX_COMMAND_LINE_BYTES = 24 * 1024;
-
-function refuseLongCommandLine(): void {
-  if (process.platform !== 'linux') return;
-  let bytes: number;
-  try {
-    bytes = readFileSync('/proc/self/cmdline').length;
-  } catch {
-    return; // no /proc: onnxruntime cannot read it either
-  }
-  if (bytes > MAX_COMMAND_LINE_BYTES) {
-    throw new ConfigError(
-      `the command line of this process is ${bytes} bytes; onnxruntime crashes on Linux when it is longer than about 28 KiB ` +
-        `(the limit here is ${MAX_COMMAND_LINE_BYTES}): pass fewer or shorter texts, or send long texts to \`serve\``,
-    );
-  }
-}
 
 /** A model input or output as onnxruntime describes it. */
 export interface ValueInfo {
@@ -103,7 +79,19 @@ let onnxruntime: Promise<Onnxruntime> | undefined;
  * onnxruntime is loaded on first use, not at start-up: loading its native library costs time that commands such
  * as `--version` or `inspect` should not pay (and in a single executable it is dlopened from extracted assets).
  */
+/**
+ * onnxruntime 1.30 on Linux starts a telemetry system with its first session: it reads the process's command line
+ * (the texts of `infer`), queues events in ~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db and uploads
+ * them over HTTPS. Spec 2's executable needs no network access and the texts are the user's, so it is switched off,
+ * unless the user set ORT_DISABLE_TELEMETRY. Its command-line parser also overflowed the stack from ~28 KiB of
+ * command line on (SIGSEGV on `infer "<a long document>"`).
+ */
+function disableOnnxruntimeTelemetry(env: NodeJS.ProcessEnv = process.env): void {
+  env.ORT_DISABLE_TELEMETRY ??= '1';
+}
+
 function loadOnnxruntime(): Promise<Onnxruntime> {
+  disableOnnxruntimeTelemetry();
   onnxruntime ??= import('onnxruntime-node');
   return onnxruntime;
 }
@@ -155,7 +143,6 @@ export class OnnxModel {
   }
 
   static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
-    refuseLongCommandLine();
     const runtime = await loadOnnxruntime();
     let session: ort.InferenceSession;
     try {
