@@ -209,6 +209,7 @@ export class Upstream {
   async retire(): Promise<void> {
     this.retiring = true;
     clearTimeout(this.retryTimer);
+    this.nextAttemptAt = undefined;
     if (this.inFlight > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
@@ -226,7 +227,11 @@ export class Upstream {
       return await run(signal);
     } catch (error) {
       // Whatever the request ran into after its caller left (the SDK's rejection is the abort reason, as a timeout).
-      if (signal?.aborted) throw cancelled(this.name, signal, error);
+      if (signal?.aborted) {
+        const failure = cancelled(this.name, signal, error);
+        this.log(`[${this.name}] ${failure.message}`);
+        throw failure;
+      }
       // A 503 says when to try again: when the next start attempt is due.
       if (error instanceof ToolsError && error.kind === 'unavailable') error.retryAfterMs = this.nextAttemptInMs();
       throw error;
@@ -536,6 +541,7 @@ export class Upstream {
     clearInterval(this.healthTimer);
     const now = new Date();
     this.healthValue = { ...this.healthValue, status: 'unreachable', lastChecked: now, latencyMs: undefined, detail: reason };
+    this.nextAttemptAt = undefined;
     if (this.retiring) return;
     const { initialDelay, maxDelay } = this.config.restart;
     const delay = Math.min(maxDelay, initialDelay * 2 ** Math.min(this.failures, 30));

@@ -136,6 +136,7 @@ describe('a client that goes away before the answer', () => {
         return value;
       });
       expect(after.reasons.at(-1)).toMatch(/client closed the connection/);
+      await eventually(() => expect(harness.logs).toContain(`[${server}] request to server "${server}" cancelled: the client closed the connection before the answer`));
       await eventually(() => expect(upstream.requestsUnderWay).toBe(0));
       expect(upstream.state).toBe('connected');
       await eventually(async () => expect((await harness.app.inject(`/api/v1/health/servers/${server}`)).json()).toMatchObject({ status: 'ok' }));
