@@ -20,7 +20,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { copyFile, open, rename, rm, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { ConfigError } from '../src/encoder/errors.ts';
+import path from 'node:path';
+import { ConfigError, isEncoderError } from '../src/encoder/errors.ts';
 import { executableEnd } from './executable-end.ts';
 
 /** The format version this runtime writes and reads. */
@@ -159,6 +160,13 @@ export async function writeModelExecutable(options: WriteModelExecutableOptions)
   if (outputStat && outputStat.dev === baseStat.dev && outputStat.ino === baseStat.ino) {
     throw new ConfigError(`the output path is the base binary itself: ${outputPath}`);
   }
+  if (outputStat?.isDirectory()) {
+    throw new ConfigError(`the output path is a folder: ${outputPath}; give a file path, e.g. ${path.join(outputPath, 'model')}`);
+  }
+  const outputFolder = path.dirname(path.resolve(outputPath));
+  if (!(await stat(outputFolder).catch(() => null))?.isDirectory()) {
+    throw new ConfigError(`cannot write the output file ${outputPath}: its folder ${outputFolder} does not exist`);
+  }
   await refuseBuiltModelAsBase(baseBinaryPath);
 
   const sizes: number[] = [];
@@ -254,6 +262,10 @@ export async function writeModelExecutable(options: WriteModelExecutableOptions)
   } catch (error) {
     await output?.close().catch(() => undefined);
     await rm(temporaryPath, { force: true });
+    // A system error here is about the output (permissions, a read-only or full disk): the user's to fix.
+    if (!isEncoderError(error) && typeof (error as NodeJS.ErrnoException).code === 'string') {
+      throw new ConfigError(`cannot write the output file ${outputPath}: ${(error as Error).message}`, { cause: error });
+    }
     throw error;
   }
 }

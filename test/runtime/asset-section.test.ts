@@ -321,6 +321,20 @@ describe('writing and reading a model executable', () => {
     expect(readdirSync(dir).filter((name) => name.includes('partial'))).toEqual([]);
   });
 
+  it('names an output path it cannot write (a folder, a missing folder) in a ConfigError, leaving nothing behind', async () => {
+    const f = fixture();
+    const folder = path.join(dir, 'a-folder');
+    mkdirSync(folder);
+    const intoFolder = await build(f, { outputPath: folder }).catch((e: unknown) => e as Error);
+    expect(intoFolder).toBeInstanceOf(ConfigError);
+    expect(intoFolder.message).toBe(`the output path is a folder: ${folder}; give a file path, e.g. ${path.join(folder, 'model')}`);
+    const missing = path.join(dir, 'no-such-folder', 'model');
+    const noFolder = await build(f, { outputPath: missing }).catch((e: unknown) => e as Error);
+    expect(noFolder).toBeInstanceOf(ConfigError);
+    expect(noFolder.message).toBe(`cannot write the output file ${missing}: its folder ${path.dirname(missing)} does not exist`);
+    expect(readdirSync(dir).filter((name) => name.includes('.partial-'))).toEqual([]);
+  });
+
   it('works with a base binary of unknown format (random bytes)', async () => {
     const f = fixture({ unknownBase: true });
     await build(f);
