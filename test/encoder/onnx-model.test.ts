@@ -132,7 +132,7 @@ await OnnxModel.load(readFileSync(${JSON.stringify(path.join(modelDir, 'model.on
 process.stdout.write('loaded');
 `,
     );
-    const env = { ...process.env, HOME: home, XDG_CACHE_HOME: path.join(home, '.cache') };
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CACHE_HOME: path.join(home, '.cache') };
     delete env.ORT_DISABLE_TELEMETRY;
     const run = spawnSync(process.execPath, [script, 'word '.repeat(8000)], { encoding: 'utf8', timeout: 60_000, env });
     const created = existsSync(path.join(home, '.cache', 'Microsoft'));

@@ -325,11 +325,11 @@ describe('writing and reading a model executable', () => {
     const f = fixture();
     const folder = path.join(dir, 'a-folder');
     mkdirSync(folder);
-    const intoFolder = await build(f, { outputPath: folder }).catch((e: unknown) => e as Error);
+    const intoFolder = (await build(f, { outputPath: folder }).catch((e: unknown) => e)) as Error;
     expect(intoFolder).toBeInstanceOf(ConfigError);
     expect(intoFolder.message).toBe(`the output path is a folder: ${folder}; give a file path, e.g. ${path.join(folder, 'model')}`);
     const missing = path.join(dir, 'no-such-folder', 'model');
-    const noFolder = await build(f, { outputPath: missing }).catch((e: unknown) => e as Error);
+    const noFolder = (await build(f, { outputPath: missing }).catch((e: unknown) => e)) as Error;
     expect(noFolder).toBeInstanceOf(ConfigError);
     expect(noFolder.message).toBe(`cannot write the output file ${missing}: its folder ${path.dirname(missing)} does not exist`);
     expect(readdirSync(dir).filter((name) => name.includes('.partial-'))).toEqual([]);
