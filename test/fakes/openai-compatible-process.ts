@@ -50,6 +50,11 @@ export class FakeOpenAIProcess {
     return (await (await fetch(`${this.origin}/__fake/requests`)).json()) as RemoteRecordedRequest[];
   }
 
+  /** The server's counters of streams and delayed replies whose client closed the connection. */
+  async stats(): Promise<{ abandonedStreams: number; abandonedReplies: number }> {
+    return (await (await fetch(`${this.origin}/__fake/stats`)).json()) as { abandonedStreams: number; abandonedReplies: number };
+  }
+
   async reset(): Promise<void> {
     await fetch(`${this.origin}/__fake/reset`, { method: 'POST' });
   }

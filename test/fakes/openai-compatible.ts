@@ -211,7 +211,8 @@ export class FakeOpenAIServer {
 
   /**
    * Lets another process script this server: POST /__fake/script {route, replies}, GET /__fake/requests,
-   * POST /__fake/reset. Used when the server runs in a child process (the synchronous forms block their thread).
+   * POST /__fake/reset, GET /__fake/stats (the abandoned counters). Used when the server runs in a child process
+   * (the synchronous forms block their thread).
    */
   enableControlRoutes(): void {
     this.#control = true;
@@ -306,6 +307,8 @@ export class FakeOpenAIServer {
       this.reset();
     } else if (path === '/__fake/requests') {
       answer = this.requests.map((r) => ({ method: r.method, path: r.path, query: r.query.toString(), headers: r.headers, body: r.body }));
+    } else if (path === '/__fake/stats') {
+      answer = { abandonedStreams: this.abandonedStreams, abandonedReplies: this.abandonedReplies };
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(answer));

@@ -17,14 +17,16 @@ export interface RecordedRequest {
 /**
  * One reply: JSON (or text) with a status, an SSE stream, or an NDJSON stream. `cutAfter` destroys the socket.
  * `{delayMs, then}` waits before answering (a slow provider); a client that closes the connection meanwhile gets
- * nothing and is counted in `abandonedReplies`.
+ * nothing and is counted in `abandonedReplies`. On a stream, `delayMs` waits before each item (a slow but steady
+ * provider) and `holdAfter: n` keeps the connection open after n items until the client closes it (a provider that
+ * stalls mid-stream), counted in `abandonedStreams`.
  */
 export type Reply =
   | { delayMs: number; then: Reply }
   | { status?: number; headers?: Record<string, string>; json: unknown }
   | { status?: number; headers?: Record<string, string>; text: string; contentType?: string }
-  | { sse: { event?: string; data: unknown }[]; cutAfter?: number; endEarly?: number }
-  | { ndjson: unknown[]; cutAfter?: number; endEarly?: number };
+  | { sse: { event?: string; data: unknown }[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number }
+  | { ndjson: unknown[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number };
 
 export interface Route {
   method: string;
@@ -45,6 +47,8 @@ export class VendorServer {
   url = '';
   /** Delayed replies (`{delayMs, then}`) whose client closed the connection before the answer. */
   abandonedReplies = 0;
+  /** Held streams (`holdAfter`) whose client closed the connection. */
+  abandonedStreams = 0;
 
   private constructor(routes: Route[]) {
     this.routes = routes;
@@ -106,14 +110,14 @@ export class VendorServer {
         }
       }
       reply ??= { status: 404, json: { error: { message: `fake: no route for ${request.method} ${request.path}` } } };
-      while ('delayMs' in reply) {
+      while ('then' in reply) {
         if (await closedWithin(res, reply.delayMs)) {
           this.abandonedReplies++;
           return;
         }
         reply = reply.then;
       }
-      await write(res, reply);
+      await write(res, reply, () => this.abandonedStreams++);
     } catch (error) {
       await write(res, { status: 500, json: { error: { message: `fake failed: ${String(error)}` } } });
     }
@@ -136,7 +140,7 @@ function closedWithin(res: http.ServerResponse, ms: number): Promise<boolean> {
   });
 }
 
-async function write(res: http.ServerResponse, reply: Exclude<Reply, { delayMs: number }>): Promise<void> {
+async function write(res: http.ServerResponse, reply: Exclude<Reply, { then: Reply }>, onAbandoned: () => void = () => {}): Promise<void> {
   if ('json' in reply) {
     res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
     res.end(JSON.stringify(reply.json));
@@ -151,6 +155,12 @@ async function write(res: http.ServerResponse, reply: Exclude<Reply, { delayMs: 
   const items: unknown[] = isSse ? reply.sse : reply.ndjson;
   res.writeHead(200, { 'content-type': isSse ? 'text/event-stream' : 'application/x-ndjson', 'cache-control': 'no-cache' });
   for (let i = 0; i < items.length; i++) {
+    if (reply.holdAfter !== undefined && i === reply.holdAfter) {
+      // stall: send nothing more and keep the connection open until the client closes it
+      if (await closedWithin(res, 3_600_000)) onAbandoned();
+      return;
+    }
+    if (reply.delayMs && (await closedWithin(res, reply.delayMs))) return;
     if (reply.cutAfter !== undefined && i === reply.cutAfter) {
       // wait until what was written is flushed, then drop the connection without ending the response
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -446,7 +446,7 @@ describe('errors, retries, timeouts, abort', () => {
     expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
   });
 
-  it('the timeout of a stream bounds the wait for the first event only', async () => {
+  it('the timeout of a stream bounds each wait for an event, not the whole stream', async () => {
     fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['a', 'b', 'c']), delayMs: 250 });
     const events = await collect(amessages({ ...opts, ...ask, stream: true, timeout: 800 }));
     expect(events.at(-1)!.type).toBe('message_stop');

@@ -18,7 +18,7 @@ const MAX_RETRY_AFTER_S = 60;
 export interface InvokeSettings {
   provider: Provider;
   max_retries: number;
-  /** Per attempt, in ms; 0 or Infinity turns it off. For streams it bounds the wait for the first event. */
+  /** Per attempt, in ms; 0 or Infinity turns it off. For streams it bounds each wait for an event (the first and every next one). */
   timeout: number;
   signal?: AbortSignal | undefined;
   unified: boolean;
@@ -36,26 +36,49 @@ export function unifiedFromEnv(): boolean {
 interface Attempt {
   call: CallOptions;
   timedOut: () => boolean;
-  /** Stops the timeout (for streams, after the first event). */
+  /** Stops the timeout. */
   settle: () => void;
+  /** Starts the timeout again (streams: before each wait for an event). */
+  rearm: () => void;
+  /** Rejects when the timeout fires (a stream's wait for its next event races it). */
+  expired: Promise<never>;
 }
 
 function startAttempt(settings: InvokeSettings): Attempt {
   const limited = settings.timeout > 0 && Number.isFinite(settings.timeout);
   if (!limited) {
-    return { call: { signal: settings.signal, extra: settings.extra }, timedOut: () => false, settle: () => {} };
+    return {
+      call: { signal: settings.signal, extra: settings.extra },
+      timedOut: () => false,
+      settle: () => {},
+      rearm: () => {},
+      expired: new Promise<never>(() => {}),
+    };
   }
   const controller = new AbortController();
   let fired = false;
-  const timer = setTimeout(() => {
-    fired = true;
-    controller.abort(new Error(`timed out after ${settings.timeout} ms`));
-  }, settings.timeout);
+  let expire: (reason: Error) => void = () => {};
+  const expired = new Promise<never>((_, reject) => (expire = reject));
+  expired.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const rearm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      fired = true;
+      const reason = new Error(`timed out after ${settings.timeout} ms`);
+      // Aborting the attempt's signal makes the SDK close the connection to the provider.
+      controller.abort(reason);
+      expire(reason);
+    }, settings.timeout);
+  };
+  rearm();
   const signal = settings.signal ? AbortSignal.any([settings.signal, controller.signal]) : controller.signal;
   return {
     call: { signal, extra: settings.extra },
     timedOut: () => fired,
     settle: () => clearTimeout(timer),
+    rearm,
+    expired,
   };
 }
 
@@ -72,11 +95,13 @@ function judge(
   attempt: Attempt,
   settings: InvokeSettings,
   attemptNumber: number,
+  started = false,
 ): { retryInMs: number } | { throw: unknown } {
   const name = settings.provider.metadata.name;
   if (settings.signal?.aborted) return { throw: settings.signal.reason ?? error };
   if (attempt.timedOut()) {
-    return { throw: new ProviderError(`Request timed out after ${settings.timeout} ms`, error, name, { error_type: 'timeout' }) };
+    const text = started ? `Stream timed out after ${settings.timeout} ms without an event` : `Request timed out after ${settings.timeout} ms`;
+    return { throw: new ProviderError(text, error, name, { error_type: 'timeout' }) };
   }
   let hub: HubError | undefined;
   try {
@@ -190,7 +215,9 @@ export async function invoke<T>(settings: InvokeSettings, operation: (call: Call
 
 /**
  * Streams with the same policy. Retries happen only before the first event (after it, a retry would repeat
- * events); the timeout bounds the wait for the first event; errors later in the stream are converted the same way.
+ * events). The timeout bounds each wait for an event — the first one and every one after it — so a provider that
+ * stalls mid-stream fails the stream (and its connection is closed) instead of holding the caller forever; the time
+ * the consumer takes between two events does not count. Errors later in the stream are converted the same way.
  */
 export async function* invokeStream<T>(
   settings: InvokeSettings,
@@ -202,30 +229,37 @@ export async function* invokeStream<T>(
     const attempt = startAttempt(settings);
     let iterator: AsyncIterator<T> | undefined;
     let started = false;
+    const nextEvent = (): Promise<IteratorResult<T>> => {
+      attempt.rearm();
+      const next = iterator!.next();
+      // When the timeout wins the race, the provider's own failure (if it ever comes) is not wanted.
+      next.catch(() => {});
+      return Promise.race([next, attempt.expired]).finally(attempt.settle);
+    };
     try {
       iterator = operation(attempt.call)[Symbol.asyncIterator]();
-      let step = await iterator.next();
+      let step = await nextEvent();
       started = true;
-      attempt.settle();
       while (!step.done) {
         yield step.value;
-        step = await iterator.next();
+        step = await nextEvent();
       }
       return;
     } catch (error) {
       attempt.settle();
-      const verdict = judge(error, attempt, started ? { ...settings, max_retries: 0 } : settings, attemptNumber);
+      const verdict = judge(error, attempt, started ? { ...settings, max_retries: 0 } : settings, attemptNumber, started);
       if ('throw' in verdict) throw verdict.throw;
       await sleep(verdict.retryInMs, settings.signal);
     } finally {
       attempt.settle();
-      // The consumer stopped early (break/return): let the provider close its connection.
-      if (iterator?.return && started) {
-        try {
-          await iterator.return();
-        } catch {
-          // closing is best effort
-        }
+      // The consumer stopped early (break/return), or the stream timed out: let the provider close its connection.
+      // After a timeout the provider may still be inside its pending step (an async generator queues return() behind
+      // it), so that close is not waited for: the aborted signal has already closed the connection.
+      if (iterator?.return && (started || attempt.timedOut())) {
+        const closing = Promise.resolve()
+          .then(() => iterator!.return!())
+          .catch(() => {});
+        if (!attempt.timedOut()) await closing;
       }
     }
   }

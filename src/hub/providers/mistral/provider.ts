@@ -27,7 +27,7 @@ export function createMistral(options: ProviderOptions): Provider {
     },
     async *messagesStream(params, call) {
       const events = await client.chat.stream(toMistralRequest(params, call.extra), requestOptions(call.signal));
-      yield* fromMistralStream(events, params.model);
+      yield* fromMistralStream(cancelledOnAbort(events, call.signal), params.model);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
       rejectUnknownExtra(call.extra, ['outputDimension', 'outputDtype', 'encodingFormat', 'metadata'], metadata.name);
@@ -52,3 +52,29 @@ export function createMistral(options: ProviderOptions): Provider {
     toHubError: (error) => mistralErrorToHub(error, metadata.name),
   };
 }
+
+/**
+ * Reads a Mistral event stream so that aborting the call cancels it, which closes the connection. The SDK fetches a
+ * clone of its Request, and undici links a clone's signal to the original's only through a weak reference: once the
+ * original is collected (soon after the answer's headers arrive) an abort no longer reaches the body, and a stream
+ * stalled by the provider would keep its connection open for good.
+ */
+async function* cancelledOnAbort<T>(stream: ReadableStream<T>, signal: AbortSignal | undefined): AsyncGenerator<T> {
+  const reader = stream.getReader();
+  const onAbort = () => void reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    if (signal?.aborted) throw signal.reason;
+    for (;;) {
+      const step = await reader.read();
+      if (signal?.aborted) throw signal.reason;
+      if (step.done) return;
+      yield step.value;
+    }
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    // An early stop (break, a conversion error) must close the connection too.
+    await reader.cancel().catch(() => {});
+  }
+}
+
