@@ -77,7 +77,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
     `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}`,
   );
 
-  const outputPath = options.outputPath
+  const outputPath = options.outputPath !== undefined
     ? path.resolve(cwd, options.outputPath)
     : (config.outputPath ?? defaultOutputPath(config.name, cwd, executableExtension(target)));
   const manifest = await writeModelExecutable({

@@ -19,3 +19,9 @@ export function parsePort(value: string): number {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`"${value}" is not a port (0-65535)`);
   return port;
 }
+
+/** A file name that is not empty: `-o "$OUT"` with OUT unset would otherwise quietly mean "no -o". */
+export function parseFileName(value: string): string {
+  if (value === '') throw new InvalidArgumentError('the output file name is empty');
+  return value;
+}

@@ -2,6 +2,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { BUILD_STEPS, buildModel, formatBytes, type BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
+import { parseFileName } from './arguments.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 
 interface BuildCommandOptions {
@@ -18,7 +19,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
     .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder)')
     .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
-    .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)')
+    .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)
     .addHelpText(
       'after',
       '\nx86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InternalError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
-import { parsePositiveInteger } from './arguments.ts';
+import { parseFileName, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
 
@@ -20,7 +20,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     .argument('<texts...>', 'texts to run');
   if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
   command
-    .option('-o, --output <file>', 'write the JSON results to this file instead of standard output')
+    .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
     .option('--no-normalize', 'embedding models: do not scale token embeddings to unit length')
     .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
     .action(async (texts: string[], options: InferOptions) => {
@@ -30,7 +30,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
         const body = pipeline.modelType === 'embedding' ? { inputs: texts, normalize: options.normalize } : { inputs: texts };
         const json = `${JSON.stringify(await pipeline.predict(body))}\n`;
-        if (options.output) await writeOutput(options.output, json);
+        if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
       } finally {
         await pipeline.close();

@@ -83,6 +83,16 @@ describe('encoder infer', () => {
     expect(unwritable.stderr).toContain('cannot write');
   });
 
+  it('refuses an empty -o of infer and build (e.g. an unset variable in -o "$OUT") instead of ignoring it', async () => {
+    const empty = await runCliCaptured(['infer', '--config', config('empty-output'), 'x', '-o', '']);
+    expect(empty.code).toBe(2);
+    expect(empty.stdout).toBe('');
+    expect(empty.stderr).toContain(`error: option '-o, --output <file>' argument '' is invalid. the output file name is empty`);
+    const build = await runCliCaptured(['build', '-f', config('empty-build-output'), '-o', '']);
+    expect(build.code).toBe(2);
+    expect(build.stderr).toContain(`error: option '-o, --output <path>' argument '' is invalid. the output file name is empty`);
+  });
+
   it('runs from source through the package bin (bin/encoder.js) with the pinned Node', () => {
     const env = { ...process.env, PATH: `${path.join(repoRoot, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH}` };
     const bin = path.join(repoRoot, 'bin', 'encoder.js');
