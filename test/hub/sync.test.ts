@@ -33,7 +33,8 @@ import {
 } from '../../src/hub/index.ts';
 import { chatChunks, chatCompletionBody, errorBody } from '../fakes/openai-compatible.ts';
 import { FakeOpenAIProcess } from '../fakes/openai-compatible-process.ts';
-import { collect } from './helpers.ts';
+import { collect, failureOf } from './helpers.ts';
+import OpenAI from 'openai';
 
 let fake: FakeOpenAIProcess;
 let opts: { api_key: string; api_base: string };
@@ -112,6 +113,24 @@ describe('sync and async forms give equal results', () => {
 });
 
 describe('sync errors keep their classes and fields', () => {
+  it('without unified exceptions the vendor SDK error class is rebuilt (instanceof works), with its fields and headers', async () => {
+    const rateLimited = { status: 429, headers: { 'retry-after': '0', 'x-request-id': 'req_42' }, json: errorBody('slow down', 'requests', 'rate_limit') };
+    await fake.script('POST /v1/chat/completions', rateLimited, rateLimited, rateLimited);
+    const asyncError = await failureOf(amessages({ ...opts, ...ask, max_retries: 0 }));
+    const errors = [thrown(() => messages({ ...opts, ...ask, max_retries: 0 })), thrown(() => [...completion({ ...opts, ...ask, max_retries: 0, stream: true })])];
+    expect(asyncError).toBeInstanceOf(OpenAI.RateLimitError);
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      expect(error).not.toBeInstanceOf(HubError);
+      const e = error as InstanceType<typeof OpenAI.RateLimitError>;
+      expect(e.message).toBe((asyncError as Error).message);
+      expect(e).toMatchObject({ status: 429, code: 'rate_limit', type: 'requests', error: { message: 'slow down' }, requestID: 'req_42' });
+      expect(e.headers).toBeInstanceOf(Headers);
+      expect(e.headers.get('retry-after')).toBe('0');
+    }
+  });
+
   it('unified exceptions cross the thread with their type and attributes', async () => {
     await fake.script('POST /v1/chat/completions', { status: 429, headers: { 'retry-after': '0' }, json: errorBody('slow', 'requests', 'rate_limit') });
     const error = thrown(() => messages({ ...opts, ...ask, max_retries: 0, unified_exceptions: true }));

@@ -4,16 +4,25 @@ import { runAsWorker } from 'synckit';
 import * as api from '../api.ts';
 import { serializeError } from './protocol.ts';
 import type { AsyncFunctionName, WorkerCommand, WorkerReply } from './protocol.ts';
+import { vendorErrorClassOf } from './vendor-errors.ts';
 
 type AnyFunction = (request: Record<string, unknown>) => unknown;
 const streams = new Map<number, AsyncIterator<unknown>>();
+/** The provider of each open stream (its errors are looked up in that provider's SDK). */
+const streamProviders = new Map<number, string | undefined>();
 let nextId = 1;
 
 function fn(name: AsyncFunctionName): AnyFunction {
   return api[name] as unknown as AnyFunction;
 }
 
+function providerOf(command: WorkerCommand): string | undefined {
+  if (command.op === 'call' || command.op === 'open') return typeof command.request.provider === 'string' ? command.request.provider : undefined;
+  return streamProviders.get(command.id);
+}
+
 runAsWorker(async (command: WorkerCommand): Promise<WorkerReply> => {
+  const provider = providerOf(command);
   try {
     switch (command.op) {
       case 'call':
@@ -24,7 +33,10 @@ runAsWorker(async (command: WorkerCommand): Promise<WorkerReply> => {
         // The first event is fetched now so that connection and HTTP errors surface at call time.
         const first = await iterator.next();
         const id = nextId++;
-        if (!first.done) streams.set(id, iterator);
+        if (!first.done) {
+          streams.set(id, iterator);
+          streamProviders.set(id, provider);
+        }
         return { ok: { id, first } };
       }
       case 'next': {
@@ -32,21 +44,26 @@ runAsWorker(async (command: WorkerCommand): Promise<WorkerReply> => {
         if (!iterator) return { ok: { done: true, value: undefined } };
         try {
           const step = await iterator.next();
-          if (step.done) streams.delete(command.id);
+          if (step.done) forget(command.id);
           return { ok: step };
         } catch (error) {
-          streams.delete(command.id);
+          forget(command.id);
           throw error;
         }
       }
       case 'close': {
         const iterator = streams.get(command.id);
-        streams.delete(command.id);
+        forget(command.id);
         await iterator?.return?.();
         return { ok: true };
       }
     }
   } catch (error) {
-    return { error: serializeError(error) };
+    return { error: serializeError(error, await vendorErrorClassOf(error, provider)) };
   }
 });
+
+function forget(id: number): void {
+  streams.delete(id);
+  streamProviders.delete(id);
+}

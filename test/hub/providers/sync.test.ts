@@ -9,7 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aembedding, alist_models, amessages, create_batch, embedding, list_models, messages, retrieve_batch, retrieve_batch_results } from '../../../src/hub/index.ts';
 import type { MessagesResponse, MessagesStreamEvent } from '../../../src/hub/provider.ts';
-import { collect } from '../helpers.ts';
+import Anthropic from '@anthropic-ai/sdk';
+import { ApiError as GeminiApiError } from '@google/genai';
+import { MistralError } from '@mistralai/mistralai/models/errors';
+import { CohereError } from 'cohere-ai';
+import { collect, failureOf } from '../helpers.ts';
 
 let child: ChildProcess;
 let bases: Record<string, string>;
@@ -93,5 +97,46 @@ describe('batches in the synchronous form', () => {
     for (let polls = 0; current.status !== 'completed' && polls < 5; polls++) current = retrieve_batch({ ...options, batch_id: batch.id });
     expect(current.status).toBe('completed');
     expect(retrieve_batch_results({ ...options, batch_id: batch.id }).map((r) => r.custom_id)).toEqual(['only']);
+  });
+});
+
+describe('without unified exceptions, a sync error is the vendor SDK error the async form raises', () => {
+  // [provider, model, api_key, the class the async form raises (undefined: the SDK does not export it)]
+  const failing = () =>
+    [
+      ['anthropic', 'claude-sonnet-4-6', 'bad-key', Anthropic.AuthenticationError],
+      ['gemini', 'gemini-2.5-flash', 'bad-key', GeminiApiError],
+      ['mistral', 'mistral-small-latest', 'bad-key', MistralError],
+      ['cohere', 'command-a-03-2025', 'bad-key', CohereError],
+      ['ollama', 'no-such-model', 'k', undefined],
+    ] as const;
+
+  function thrown(run: () => unknown): unknown {
+    try {
+      run();
+    } catch (error) {
+      return error;
+    }
+    throw new Error('expected the call to fail, it succeeded');
+  }
+
+  it.each([0, 1, 2, 3, 4])('provider #%i: messages and messages stream', async (i) => {
+    const [provider, model, api_key, type] = failing()[i];
+    const request = { provider, model, api_key, api_base: bases[provider], max_tokens: 20, max_retries: 0, unified_exceptions: false, messages: [{ role: 'user' as const, content: 'hi' }] };
+    const asyncError = (await failureOf(amessages(request))) as Error;
+    const syncErrors = [thrown(() => messages(request)), thrown(() => [...(messages({ ...request, stream: true }) as Iterable<MessagesStreamEvent>)])];
+    for (const syncError of syncErrors as Error[]) {
+      if (type) {
+        expect(asyncError).toBeInstanceOf(type);
+        expect(syncError).toBeInstanceOf(type);
+        expect(syncError.constructor).toBe(asyncError.constructor);
+      } else {
+        // Ollama's ResponseError is not exported: the documented shape, a plain Error with its name and fields.
+        expect(syncError.constructor).toBe(Error);
+        expect(syncError).toMatchObject({ name: asyncError.name, status_code: 404 });
+      }
+      expect(syncError.name).toBe(asyncError.name);
+      expect(syncError.message).toBe(asyncError.message);
+    }
   });
 });
