@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAddr } from '../../src/cli/tools-command.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
-import { NODE, eventually, fixture } from './helpers.ts';
+import { NODE, eventually, fixture, isAlive } from './helpers.ts';
 
 // `encoder tools serve` as a process: SIGHUP reloads the configuration restarting only what changed, SIGTERM
 // closes every session and child process.
@@ -49,15 +49,6 @@ async function pidOf(name: string): Promise<number> {
   });
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe('encoder tools serve', () => {
   it('announces itself once every server has started, listing their states', async () => {
     expect(stderr).toMatch(/MCP server\(s\); API at \/api\/v1.*\n {2}a: connected\n {2}b: connected\n {2}d: connected\n/);
@@ -75,8 +66,8 @@ describe('encoder tools serve', () => {
     expect(await pidOf('a')).toBe(a);
     expect(await pidOf('b')).not.toBe(b);
     expect(await pidOf('c')).toEqual(expect.any(Number));
-    await eventually(() => expect(alive(d)).toBe(false));
-    await eventually(() => expect(alive(b)).toBe(false));
+    await eventually(() => expect(isAlive(d)).toBe(false));
+    await eventually(() => expect(isAlive(b)).toBe(false));
   });
 
   it('keeps the running configuration when the new one is invalid', async () => {
@@ -99,7 +90,7 @@ describe('encoder tools serve', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(stderr).toContain('stopped');
-    for (const pid of pids) await eventually(() => expect(alive(pid)).toBe(false));
+    for (const pid of pids) await eventually(() => expect(isAlive(pid)).toBe(false));
   });
 });
 

@@ -67,6 +67,16 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 30_
   }
 }
 
+/** Whether a process is still running (signal 0 only checks). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // ---- responses against the served OpenAPI document ---------------------------------------------------------
 
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseToolsConfig } from '../../src/tools/config.ts';
 import { Upstream } from '../../src/tools/upstream.ts';
-import { NODE, OpenApiChecker, eventually, fixture, freePort, startHarness, type ToolsHarness } from './helpers.ts';
+import { NODE, OpenApiChecker, eventually, fixture, freePort, isAlive, startHarness, type ToolsHarness } from './helpers.ts';
 
 // Small MCP servers that misbehave on purpose (test/tools/fixtures/): every error row of docs/tools.md, restarts
 // with backoff, timeouts and health transitions. Timeouts are short here; nothing assumes a fast machine beyond
@@ -232,7 +232,7 @@ describe('a server that stops answering pings', () => {
       return response.json();
     });
     expect(answered).toBe('pings answered');
-    await eventually(() => expect(() => process.kill(pid, 0), 'the old process is gone').toThrow());
+    await eventually(() => expect(isAlive(pid), "the old process is gone").toBe(false));
   });
 });
 
@@ -379,7 +379,7 @@ describe('stopping', () => {
     });
     expect(upstream.state).toBe('connecting');
     await upstream.close();
-    await eventually(() => expect(() => process.kill(pid, 0)).toThrow());
+    await eventually(() => expect(isAlive(pid)).toBe(false));
     expect(upstream.state).toBe('stopped');
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseToolsConfig } from '../../src/tools/config.ts';
-import { EVERYTHING, NODE, OpenApiChecker, eventually, startHarness, type ToolsHarness } from './helpers.ts';
+import { EVERYTHING, NODE, OpenApiChecker, eventually, isAlive, startHarness, type ToolsHarness } from './helpers.ts';
 
 // A reload (SIGHUP's Upstreams.apply) while calls are under way: a server the reload changes or removes finishes
 // them on its old session before that session and process are closed. The calls are server-everything's real
@@ -26,15 +26,6 @@ afterAll(async () => {
   await harness?.close();
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe('a reload while calls are under way', () => {
   it('lets a changed or removed server finish its calls, then stops its old process', async () => {
     const oldPids = ['changed', 'removed'].map((name) => harness.upstreams.get(name).pid!);
@@ -55,6 +46,6 @@ describe('a reload while calls are under way', () => {
     }
     await harness.upstreams.get('changed').waitConnected(60_000);
     expect(harness.upstreams.get('changed').pid).not.toBe(oldPids[0]);
-    for (const pid of oldPids) await eventually(() => expect(alive(pid)).toBe(false));
+    for (const pid of oldPids) await eventually(() => expect(isAlive(pid)).toBe(false));
   });
 });
