@@ -16,6 +16,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closedWithin } from './vendor-server.ts';
 
 export interface RecordedRequest {
   method: string;
@@ -110,22 +111,6 @@ export function chatChunks(model: string, pieces: readonly string[] = DEFAULT_ST
     { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] },
     { ...base, choices: [], usage: chatStreamUsage(pieces) },
   ];
-}
-
-/** Waits `ms`; true when the client closed the connection first (the wait then ends at once). */
-function closedWithin(res: ServerResponse, ms: number): Promise<boolean> {
-  if (res.destroyed || res.socket?.destroyed) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const onClose = () => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    const timer = setTimeout(() => {
-      res.off('close', onClose);
-      resolve(false);
-    }, ms);
-    res.once('close', onClose);
-  });
 }
 
 /**

@@ -125,7 +125,7 @@ export class VendorServer {
 }
 
 /** Waits `ms`; true when the client closed the connection first (the wait then ends at once). */
-function closedWithin(res: http.ServerResponse, ms: number): Promise<boolean> {
+export function closedWithin(res: http.ServerResponse, ms: number): Promise<boolean> {
   if (res.destroyed || res.socket?.destroyed) return Promise.resolve(true);
   return new Promise((resolve) => {
     const onClose = () => {
