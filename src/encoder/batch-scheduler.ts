@@ -85,6 +85,8 @@ export interface BatchStats {
   /** Runs started (including failed ones). */
   runs: number;
   failedRuns: number;
+  /** Runs of one request's rows alone, after a run holding several requests failed (counted in runs too). */
+  isolatedRuns: number;
   /** Sequences run, and their tokens without and with padding. */
   sequences: number;
   tokens: number;
@@ -133,6 +135,7 @@ export class BatchScheduler<S extends Sequence, Output> {
     requests: 0,
     runs: 0,
     failedRuns: 0,
+    isolatedRuns: 0,
     sequences: 0,
     tokens: 0,
     paddedTokens: 0,
@@ -152,7 +155,8 @@ export class BatchScheduler<S extends Sequence, Output> {
 
   /**
    * Queues the sequences of one request. Resolves with one entry per sequence, in the order given, once all have
-   * run; rejects with the runner's error if a batch holding any of them fails (its other sequences are dropped).
+   * run; rejects with the runner's error if a run of them fails (its other sequences are dropped). A failed run that
+   * held several requests is run again per request, so that only the request whose rows fail is rejected.
    */
   submit(sequences: readonly S[]): Promise<ScheduledRow<Output>[]> {
     if (this.#closing) return Promise.reject(new InternalError('the model is shutting down; the request was not run'));
@@ -312,30 +316,14 @@ export class BatchScheduler<S extends Sequence, Output> {
       run = Promise.reject(error);
     }
     run.then(
-      (output) => {
-        batch.forEach((item, row) => {
-          const request = item.request;
-          if (request.settled) return;
-          request.rows[item.index] = { output, row };
-          if (--request.remaining === 0) {
-            request.settled = true;
-            request.resolve(request.rows);
-          }
-        });
-      },
+      (output) => this.#deliver(batch, output),
       (error: unknown) => {
         stats.failedRuns++;
-        const failed = new Set<PendingRequest<Output>>();
-        for (const { request } of batch) {
-          if (request.settled) continue;
-          request.settled = true;
-          failed.add(request);
-          request.reject(error);
-        }
-        // The failed requests' sequences still queued will never be answered: drop them.
-        if (this.#queue.some((item) => failed.has(item.request))) {
-          this.#remove(new Set(this.#queue.filter((item) => failed.has(item.request))));
-        }
+        const requests = [...new Set(batch.map((item) => item.request))].filter((request) => !request.settled);
+        if (requests.length <= 1) return this.#fail(requests, error);
+        // One request's inputs can make a whole run fail (a transform that errors or loops on them, a value the
+        // model rejects): its neighbours in the batch should not fail with it, so each request's rows run alone.
+        return this.#runEachAlone(batch, requests);
       },
     ).finally(() => {
       this.#running--;
@@ -343,6 +331,49 @@ export class BatchScheduler<S extends Sequence, Output> {
       else this.#wake();
       this.#checkDrained();
     });
+  }
+
+  /** Row `i` of `output` belongs to `items[i]`; a request is resolved once all its rows are placed. */
+  #deliver(items: readonly QueuedSequence<S, Output>[], output: Output): void {
+    items.forEach((item, row) => {
+      const request = item.request;
+      if (request.settled) return;
+      request.rows[item.index] = { output, row };
+      if (--request.remaining === 0) {
+        request.settled = true;
+        request.resolve(request.rows);
+      }
+    });
+  }
+
+  /** Rejects the requests and drops their sequences still queued, which would never be answered. */
+  #fail(requests: readonly PendingRequest<Output>[], error: unknown): void {
+    const failed = new Set<PendingRequest<Output>>();
+    for (const request of requests) {
+      if (request.settled) continue;
+      request.settled = true;
+      failed.add(request);
+      request.reject(error);
+    }
+    if (this.#queue.some((item) => failed.has(item.request))) {
+      this.#remove(new Set(this.#queue.filter((item) => failed.has(item.request))));
+    }
+  }
+
+  /** After a failed run of several requests: each request's rows of that batch as a run of their own, in turn. */
+  async #runEachAlone(batch: readonly QueuedSequence<S, Output>[], requests: readonly PendingRequest<Output>[]): Promise<void> {
+    for (const request of requests) {
+      if (request.settled) continue;
+      const items = batch.filter((item) => item.request === request);
+      this.#stats.runs++;
+      this.#stats.isolatedRuns++;
+      try {
+        this.#deliver(items, await this.#runner(items.map((item) => item.sequence)));
+      } catch (error) {
+        this.#stats.failedRuns++;
+        this.#fail([request], error);
+      }
+    }
   }
 
   #checkDrained(): void {

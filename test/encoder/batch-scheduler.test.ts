@@ -322,6 +322,37 @@ describe('BatchScheduler with a fake runner and clock', () => {
     expect(sequencesOf(after.value!, runs)).toEqual(['d0']);
   });
 
+  it('a failing run of several requests runs each request alone, so only the request at fault fails', async () => {
+    const { clock, runs, scheduler } = fakeScheduler({ maxBatchTokens: 100 });
+    const a = track(scheduler.submit([seq('a0', 10), seq('a1', 10)]));
+    const b = track(scheduler.submit([seq('b0', 10)]));
+    const c = track(scheduler.submit([seq('c0', 10)]));
+    await clock.flush();
+    expect(runs.map((run) => run.rows.map((r) => r.name).sort())).toEqual([['a0', 'a1', 'b0', 'c0']]);
+    runs[0].reject(new InternalError('transform: b0 makes it fail'));
+    await clock.flush();
+    expect(runs).toHaveLength(2); // one request at a time
+    expect(runs[1].rows.map((r) => r.name)).toEqual(['a0', 'a1']);
+    runs[1].resolve('run1');
+    await clock.flush();
+    expect(runs[2].rows.map((r) => r.name)).toEqual(['b0']);
+    runs[2].reject(new InternalError('transform: b0 makes it fail'));
+    await clock.flush();
+    expect(runs[3].rows.map((r) => r.name)).toEqual(['c0']);
+    const waiting = track(scheduler.submit([seq('d0', 10)])); // queued meanwhile: runs after the isolation
+    await clock.flush();
+    expect(runs).toHaveLength(4);
+    runs[3].resolve('run3');
+    await clock.flush();
+    expect(sequencesOf(a.value!, runs)).toEqual(['a0', 'a1']);
+    expect((b.error as Error).message).toBe('transform: b0 makes it fail');
+    expect(sequencesOf(c.value!, runs)).toEqual(['c0']);
+    expect(scheduler.stats()).toMatchObject({ runs: 5, failedRuns: 2, isolatedRuns: 3, runsInFlight: 1 }); // d0's run has started
+    runs[4].resolve('run4');
+    await clock.flush();
+    expect(sequencesOf(waiting.value!, runs)).toEqual(['d0']);
+  });
+
   it('a runner that throws instead of rejecting fails its batch the same way', async () => {
     const clock = new FakeClock();
     let calls = 0;

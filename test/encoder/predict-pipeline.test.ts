@@ -198,6 +198,28 @@ describe('predict pipeline on generated models', () => {
     }
   });
 
+  it('a batch that fails because of one request fails that request only; the others merged with it are answered', async () => {
+    const pipeline = await pipelineFor(
+      embeddingDir,
+      'embedding',
+      '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[2] > 20 then error("too long for this test") end\n      return arr\n    end\n',
+      { schedulerTuning: { groupByLength: false } }, // arrival order: the three requests share one run
+    );
+    const words = (n: number) => Array.from({ length: n }, () => 'word').join(' ');
+    const [short, failing, alsoShort] = await Promise.allSettled([
+      pipeline.predict({ inputs: [words(16)], normalize: true }),
+      pipeline.predict({ inputs: [words(22)], normalize: true }),
+      pipeline.predict({ inputs: [words(17), words(15)], normalize: true }),
+    ]);
+    expect(short).toMatchObject({ status: 'fulfilled', value: { results: [{}] } });
+    expect(alsoShort).toMatchObject({ status: 'fulfilled', value: { results: [{}, {}] } });
+    expect(failing.status).toBe('rejected');
+    expect((failing as PromiseRejectedResult).reason).toBeInstanceOf(InternalError);
+    expect(((failing as PromiseRejectedResult).reason as Error).message).toContain('too long for this test');
+    // the three were one run, then each alone
+    expect(pipeline.batchingStats()).toMatchObject({ runs: 4, failedRuns: 2, isolatedRuns: 3 });
+  });
+
   it('refuses a request of more tokens than maxRequestTokens, counting special tokens, and none by default', async () => {
     const limited = await pipelineFor(embeddingDir, 'embedding', '', { maxRequestTokens: 12 });
     const tokensOf = (inputs: string[]) => limited.tokenizer.encodeBatch(inputs).reduce((sum, e) => sum + e.ids.length, 0);
