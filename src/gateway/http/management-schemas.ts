@@ -22,12 +22,17 @@ function depthOf(value: unknown): number {
   return deepest;
 }
 const Timestamp = z.string().describe('ISO 8601 timestamp, e.g. 2026-05-18T12:00:00Z (no designator = UTC)');
-/** PostgreSQL text cannot hold NUL; refusing it everywhere keeps both databases answering alike (400, not 500). */
+/**
+ * PostgreSQL text cannot hold NUL; refusing it everywhere keeps both databases answering alike (400, not 500). A lone
+ * UTF-16 surrogate (JSON allows "\ud800") is stored as U+FFFD, after which the record cannot be named by the id that
+ * created it: refused too.
+ */
 const Name = z
   .string()
   .min(1)
   .max(256)
-  .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters');
+  .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters')
+  .refine((text) => text.isWellFormed(), 'must not contain lone surrogates (malformed UTF-16)');
 const Id = Name;
 /** The most money the gateway handles: a budget of this in nano-dollars (1e18) still fits PostgreSQL's BIGINT. */
 export const MAX_DOLLARS = 1e9;
