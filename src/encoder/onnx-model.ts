@@ -76,10 +76,6 @@ type Onnxruntime = typeof ort;
 let onnxruntime: Promise<Onnxruntime> | undefined;
 
 /**
- * onnxruntime is loaded on first use, not at start-up: loading its native library costs time that commands such
- * as `--version` or `inspect` should not pay (and in a single executable it is dlopened from extracted assets).
- */
-/**
  * onnxruntime 1.30 on Linux starts a telemetry system with its first session: it reads the process's command line
  * (the texts of `infer`), queues events in ~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db and uploads
  * them over HTTPS. Spec 2's executable needs no network access and the texts are the user's, so it is switched off,
@@ -90,9 +86,15 @@ function disableOnnxruntimeTelemetry(env: NodeJS.ProcessEnv = process.env): void
   env.ORT_DISABLE_TELEMETRY ??= '1';
 }
 
+/**
+ * onnxruntime is loaded on first use, not at start-up: loading its native library costs time that commands such
+ * as `--version` or `inspect` should not pay (and in a single executable it is dlopened from extracted assets).
+ */
 function loadOnnxruntime(): Promise<Onnxruntime> {
-  disableOnnxruntimeTelemetry();
-  onnxruntime ??= import('onnxruntime-node');
+  if (!onnxruntime) {
+    disableOnnxruntimeTelemetry();
+    onnxruntime = import('onnxruntime-node');
+  }
   return onnxruntime;
 }
 
