@@ -36,6 +36,13 @@ export function presentedToken(headers: Headers, options: { allowXApiKey?: boole
   );
 }
 
+/** Whether a virtual key can be used now; the same rule refuses it (`authenticate`) and reports it (`status`). */
+export function keyStatus(key: KeyRecord, now = Date.now()): 'active' | 'inactive' | 'expired' {
+  if (!key.is_active) return 'inactive';
+  if (key.expires_at !== null && key.expires_at <= now) return 'expired';
+  return 'active';
+}
+
 /** Resolves credentials to a principal; every refusal is a 401 with its own code and message. */
 export class Authenticator {
   readonly #masterDigest: Buffer;
@@ -51,13 +58,11 @@ export class Authenticator {
     if (matchesSecret(token, this.#masterDigest)) return { kind: 'master' };
     const key = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(hashSecret(token)) : null;
     if (!key) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
-    if (!key.is_active) {
+    const status = keyStatus(key, options.now);
+    if (status === 'inactive') {
       throw unauthorized('key_inactive', `Virtual key ${key.id} is inactive (is_active is false); the master key holder can reactivate it`);
     }
-    const now = options.now ?? Date.now();
-    if (key.expires_at !== null && key.expires_at <= now) {
-      throw unauthorized('key_expired', `Virtual key ${key.id} expired at ${isoTime(key.expires_at)} (UTC)`);
-    }
+    if (status === 'expired') throw unauthorized('key_expired', `Virtual key ${key.id} expired at ${isoTime(key.expires_at!)} (UTC)`);
     return { kind: 'virtual', key };
   }
 }

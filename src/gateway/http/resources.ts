@@ -1,3 +1,4 @@
+import { keyStatus } from '../auth.ts';
 import type { BudgetRecord, KeyRecord, PricingRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
 import { NANOS_PER_DOLLAR } from '../storage/records.ts';
 import { isoTime, isoTimeOrNull } from '../time.ts';
@@ -15,12 +16,6 @@ export function userResource(user: UserRecord) {
     created_at: isoTime(user.created_at),
     updated_at: isoTime(user.updated_at),
   };
-}
-
-export function keyStatus(key: KeyRecord, now = Date.now()): 'active' | 'inactive' | 'expired' {
-  if (!key.is_active) return 'inactive';
-  if (key.expires_at !== null && key.expires_at <= now) return 'expired';
-  return 'active';
 }
 
 export function keyResource(key: KeyRecord, now = Date.now()) {
