@@ -24,7 +24,7 @@ export function displayPrefix(secret: string): string {
 
 /** Compares a presented token with the master key in constant time (by their hashes, which have equal lengths). */
 export function matchesSecret(token: string, secretHash: Buffer): boolean {
-  return timingSafeEqual(createHash('sha256').update(token).digest(), secretHash);
+  return timingSafeEqual(secretDigest(token), secretHash);
 }
 
 export function secretDigest(secret: string): Buffer {
