@@ -28,12 +28,16 @@ export class ToolsError extends Error {
 /** MCP's "resource not found" (spec 2025-06-18, resources); not in the SDK's ErrorCode. */
 export const RESOURCE_NOT_FOUND = -32002;
 
+/** An McpError's message without the SDK's "MCP error <code>: " prefix: the server's own message. */
+export function mcpMessageOf(error: McpError): string {
+  return error.message.replace(/^MCP error -?\d+: /, '');
+}
+
 /** Any failure of a request to an MCP server, as a ToolsError that names the server. */
 export function toolsErrorOf(error: unknown, server: string, what: string): ToolsError {
   if (error instanceof ToolsError) return error;
   if (error instanceof McpError) {
-    // The SDK prefixes "MCP error <code>: "; the server's own message is what the caller needs.
-    const message = error.message.replace(/^MCP error -?\d+: /, '');
+    const message = mcpMessageOf(error);
     switch (error.code) {
       case ErrorCode.RequestTimeout:
         return new ToolsError('timeout', `${what} on server "${server}" timed out: ${message}`, { cause: error });

@@ -17,7 +17,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from './config.ts';
-import { ToolsError, toolsErrorOf } from './errors.ts';
+import { mcpMessageOf, ToolsError, toolsErrorOf } from './errors.ts';
 
 /** ok: the last ping was answered; timeout: it was not answered in time; unreachable: no session or the ping
  * failed; unknown: not checked yet. */
@@ -261,7 +261,7 @@ export class Upstream {
     } catch (error) {
       if (error instanceof McpError && SDK_OUTPUT_CHECK.test(error.message)) {
         // The SDK client's own check of the result, thrown as invalid params: the server answered wrongly, not the caller.
-        throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" answered wrongly: ${error.message.replace(/^MCP error -?\d+: /, '')}`, { cause: error });
+        throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" answered wrongly: ${mcpMessageOf(error)}`, { cause: error });
       }
       throw this.failureOf(error, client, `tools/call "${name}"`);
     }
