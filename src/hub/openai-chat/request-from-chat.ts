@@ -5,6 +5,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { UnsupportedParameterError } from '../errors.ts';
 import type { CompletionParams, MessagesParams } from '../provider.ts';
+import { parseArguments } from './response-from-chat.ts';
 
 /** Used when the chat request sets no token limit (Messages requires one). */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -65,7 +66,7 @@ export function chatRequestToMessages(params: CompletionParams, provider_name: s
         }
         for (const call of message.tool_calls ?? []) {
           if (call.type !== 'function') throw new UnsupportedParameterError(`tool call '${call.type}'`, p);
-          blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseJson(call.function.arguments) });
+          blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseArguments(call.function.arguments) });
         }
         push('assistant', blocks);
         break;
@@ -131,14 +132,6 @@ export function chatRequestToMessages(params: CompletionParams, provider_name: s
     out.thinking = { type: 'enabled', budget_tokens: budget };
   }
   return out;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return text.trim() === '' ? {} : JSON.parse(text);
-  } catch {
-    return { _raw_arguments: text };
-  }
 }
 
 function userBlocks(

@@ -66,7 +66,8 @@ function reasoningOf(message: object): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function parseArguments(text: string): unknown {
+/** A tool call's JSON arguments as the tool_use input (either direction of the chat conversion). */
+export function parseArguments(text: string): unknown {
   if (text.trim() === '') return {};
   try {
     return JSON.parse(text);
