@@ -1,9 +1,10 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { invalidRequest, type GatewayError } from '../errors.ts';
 import type { CallTicket } from '../ledger.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
+import { objectBody } from './validation.ts';
 
 type Body = Record<string, unknown>;
 
@@ -18,12 +19,6 @@ export function splitModel(value: unknown, providers: string[]): { provider: str
     throw invalidRequest(`Provider "${provider}" is not configured on this gateway (configured: ${providers.join(', ') || 'none'})`, 'model', 'unknown_provider');
   }
   return { provider, model: value.slice(colon + 1) };
-}
-
-function bodyOf(request: FastifyRequest): Body {
-  const body = request.body;
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object');
-  return body as Body;
 }
 
 /** A forwarded body may not set how the gateway calls the provider (CALL_OPTION_FIELDS). */
@@ -121,7 +116,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
 
   app.post('/v1/chat/completions', async (request, reply) => {
     const principal = await context.authenticate(request);
-    const body = bodyOf(request);
+    const body = objectBody(request.body);
     const { provider, model } = splitModel(body.model, upstream.providers);
     checkMessages(body.messages);
     checkNoCallOptions(body);
@@ -175,7 +170,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
 
   app.post('/v1/embeddings', async (request, reply) => {
     const principal = await context.authenticate(request);
-    const body = bodyOf(request);
+    const body = objectBody(request.body);
     const { provider, model } = splitModel(body.model, upstream.providers);
     const input = body.input;
     const inputs = typeof input === 'string' ? [input] : input;
@@ -237,7 +232,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
 
   app.post('/v1/messages', async (request, reply) => {
     const principal = await context.authenticate(request, { allowXApiKey: true });
-    const body = bodyOf(request);
+    const body = objectBody(request.body);
     const { provider, model } = splitModel(body.model, upstream.providers);
     checkMessages(body.messages);
     checkNoCallOptions(body);
