@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { COMPONENT_SCHEMAS } from './schemas.ts';
 import { PROBLEM_TYPE } from './problem.ts';
 import { SWAGGER_UI_FILES } from './docs-page.ts';
+import { TOOL_DETAILS } from './views.ts';
 
 type Json = Record<string, unknown>;
 
@@ -107,7 +108,7 @@ export function toolsOpenApiDocument(version: string): Json {
               in: 'query',
               required: false,
               description: 'minimal: name and title; summary: plus description; full: every field including the schemas.',
-              schema: { type: 'string', enum: ['minimal', 'summary', 'full'], default: 'full' },
+              schema: { type: 'string', enum: [...TOOL_DETAILS], default: 'full' },
             },
           ],
           responses: { ...ok('The tools.', ref('ToolsResponse')), ...problems(...UPSTREAM_FAILURES) },
