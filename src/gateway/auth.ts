@@ -3,8 +3,8 @@ import { hashSecret, matchesSecret, secretDigest, VIRTUAL_KEY_PREFIX } from './k
 import type { GatewayStore, KeyRecord } from './storage/index.ts';
 import { isoTime } from './time.ts';
 
-/** Who sent a request: the master key holder, or the holder of one virtual key. */
-export type Principal = { kind: 'master' } | { kind: 'virtual'; key: KeyRecord };
+/** Who sent a request: the master key holder, or the holder of one virtual key (with its owner's budget, if any). */
+export type Principal = { kind: 'master' } | { kind: 'virtual'; key: KeyRecord; ownerBudgetId: string | null };
 
 export type Headers = Record<string, string | string[] | undefined>;
 
@@ -56,14 +56,15 @@ export class Authenticator {
   async authenticate(headers: Headers, options: { allowXApiKey?: boolean; now?: number } = {}): Promise<Principal> {
     const token = presentedToken(headers, options);
     if (matchesSecret(token, this.#masterDigest)) return { kind: 'master' };
-    const key = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(hashSecret(token)) : null;
-    if (!key) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
+    const found = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(hashSecret(token)) : null;
+    if (!found) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
+    const { key, ownerBudgetId } = found;
     const status = keyStatus(key, options.now);
     if (status === 'inactive') {
       throw unauthorized('key_inactive', `Virtual key ${key.id} is inactive (is_active is false); the master key holder can reactivate it`);
     }
     if (status === 'expired') throw unauthorized('key_expired', `Virtual key ${key.id} expired at ${isoTime(key.expires_at!)} (UTC)`);
-    return { kind: 'virtual', key };
+    return { kind: 'virtual', key, ownerBudgetId };
   }
 }
 

@@ -119,8 +119,8 @@ export class CallLedger {
       if (key.budget_id) budgets.push({ id: key.budget_id, scope: 'key' });
       if (key.user_id) {
         userId = key.user_id;
-        const owner = await this.#store.getUser(key.user_id);
-        if (owner?.budget_id) budgets.push({ id: owner.budget_id, scope: 'user' });
+        // Read with the key (Authenticator), not here: one database round trip less on every call.
+        if (start.principal.ownerBudgetId) budgets.push({ id: start.principal.ownerBudgetId, scope: 'user' });
       }
     }
     this.#checkRateLimit(keyId ?? `user:${userId}`, now);

@@ -7,9 +7,6 @@ import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 it("a database failure while reserving the second budget gives the first budget's hold back", async () => {
   const released: { budget: string; amount: number }[] = [];
   const store = {
-    async getUser() {
-      return { user_id: 'owner', alias: 'Owner', metadata: {}, budget_id: 'user-budget', created_at: 0, updated_at: 0 };
-    },
     async getPricing(model: string) {
       return { model, input_cost_per_million: 1, output_cost_per_million: 1, updated_at: 0 };
     },
@@ -25,7 +22,7 @@ it("a database failure while reserving the second budget gives the first budget'
   const ledger = new CallLedger({ store, recorder: new UsageRecorder(store), metrics, reserveOutputTokens: 1000 });
   const key = { id: 'key_1', budget_id: 'key-budget', user_id: 'owner', is_active: true, expires_at: null } as unknown as KeyRecord;
   const begun = ledger.begin({
-    principal: { kind: 'virtual', key },
+    principal: { kind: 'virtual', key, ownerBudgetId: 'user-budget' },
     user: undefined,
     endpoint: 'chat.completions',
     provider: 'openai',

@@ -179,9 +179,13 @@ export class GatewayStore {
     return rows[0] ? keyOf(rows[0]) : null;
   }
 
-  async getKeyByHash(hash: string): Promise<KeyRecord | null> {
-    const rows = await this.driver.all('SELECT * FROM virtual_keys WHERE key_hash = ?', [hash]);
-    return rows[0] ? keyOf(rows[0]) : null;
+  /** The key a secret names and its owner's budget: what every model call with a virtual key needs, in one query. */
+  async getKeyByHash(hash: string): Promise<{ key: KeyRecord; ownerBudgetId: string | null } | null> {
+    const rows = await this.driver.all(
+      'SELECT k.*, u.budget_id AS owner_budget_id FROM virtual_keys k LEFT JOIN users u ON u.user_id = k.user_id WHERE k.key_hash = ?',
+      [hash],
+    );
+    return rows[0] ? { key: keyOf(rows[0]), ownerBudgetId: (rows[0].owner_budget_id as string | null) ?? null } : null;
   }
 
   async listKeys(filter: { user_id?: string } = {}): Promise<KeyRecord[]> {
