@@ -111,6 +111,9 @@ const MESSAGES_FIELDS = new Set([
   'mcp_servers',
 ]);
 
+/** The options that make a provider's client: fixed for the lifetime of a Hub instance. */
+export const CLIENT_OPTIONS = ['api_key', 'api_base', 'client_args'] as const;
+
 /** An internal handle a bound Hub passes in (so its provider instance is reused). */
 export const BOUND_HANDLE = Symbol('hub.boundHandle');
 interface Bound {
@@ -143,7 +146,7 @@ function handleFor(request: Bound, providerKey: string, options: HubCallOptions)
   const bound = request[BOUND_HANDLE];
   if (!bound) return cachedHandle(providerKey, options);
   // Hub.#async leaves in the request only the client options that differ from the instance's.
-  for (const name of ['api_key', 'api_base', 'client_args'] as const) {
+  for (const name of CLIENT_OPTIONS) {
     if (options[name] !== undefined) throw fixedClientOption(name, bound.definition.metadata.name);
   }
   return bound;

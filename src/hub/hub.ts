@@ -40,9 +40,6 @@ export type HubOptions = HubCallOptions & { [extra: string]: unknown };
 type Without<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 type Bound<T> = Without<T, 'provider'>;
 
-/** The options that make a provider's client: fixed for the lifetime of a Hub instance. */
-const CLIENT_OPTIONS = ['api_key', 'api_base', 'client_args'] as const;
-
 export class Hub {
   readonly provider: string;
   readonly #options: HubOptions;
@@ -87,7 +84,7 @@ export class Hub {
    */
   #async<T extends object>(request: T): T {
     const out: Record<string | symbol, unknown> = { ...this.#options, ...request, provider: this.provider, [api.BOUND_HANDLE]: this.#handle };
-    for (const name of CLIENT_OPTIONS) {
+    for (const name of api.CLIENT_OPTIONS) {
       if (out[name] === this.#options[name]) delete out[name];
     }
     return out as T;
@@ -107,7 +104,7 @@ export class Hub {
    */
   #checkClientOptions(request: object): void {
     const call = request as HubCallOptions;
-    for (const name of CLIENT_OPTIONS) {
+    for (const name of api.CLIENT_OPTIONS) {
       if (call[name] !== undefined && call[name] !== this.#options[name]) throw api.fixedClientOption(name, this.provider);
     }
   }
