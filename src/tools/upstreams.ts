@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { ServerConfig, ToolsConfig } from './config.ts';
+import type { ToolsConfig } from './config.ts';
 import { ToolsError } from './errors.ts';
 import { Upstream, type UpstreamOptions } from './upstream.ts';
 
@@ -50,10 +50,9 @@ export class Upstreams {
    */
   apply(config: ToolsConfig): ReloadSummary {
     const summary: ReloadSummary = { added: [], removed: [], restarted: [], unchanged: [] };
-    const wanted = new Map<string, ServerConfig>(config.servers.map((server) => [server.name, server]));
+    const wanted = new Set(config.servers.map((server) => server.name));
     for (const [name, upstream] of this.byName) {
       if (!wanted.has(name)) {
-        this.byName.delete(name);
         this.retire(upstream);
         summary.removed.push(name);
       }
