@@ -3,6 +3,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { ProviderError } from '../errors.ts';
+import { incompleteStreamError } from '../message-format/stream-builder.ts';
 
 type FinishReason = OpenAI.ChatCompletion.Choice['finish_reason'] | null;
 
@@ -212,7 +213,7 @@ export async function* chatChunksToMessageEvents(
     if (choice.finish_reason) finish = choice.finish_reason;
   }
   if (finish === null) {
-    throw new ProviderError('The stream ended before the response was complete', null, provider_name);
+    throw incompleteStreamError(provider_name);
   }
   yield* close();
   const final = usageFromChat(usage);
