@@ -9,7 +9,8 @@ import type { CliIo } from './program.ts';
 export interface InferOptions {
   config?: string;
   output?: string;
-  normalize: boolean;
+  /** Unset: an embedding model normalises, a sentence_embedding model follows its own setting. */
+  normalize?: boolean;
   threads?: number;
 }
 
@@ -21,14 +22,17 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
   if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
-    .option('--no-normalize', 'embedding models: do not scale token embeddings to unit length')
+    .option('--normalize', 'embedding models: scale vectors to unit length (default: token vectors yes, sentence vectors as the model says)')
+    .option('--no-normalize', 'embedding models: do not scale vectors to unit length')
     .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
     .action(async (texts: string[], options: InferOptions) => {
       const pkg = await source.load(options);
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: options.threads });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-        const body = pipeline.modelType === 'embedding' ? { inputs: texts, normalize: options.normalize } : { inputs: texts };
+        const body: Record<string, unknown> = { inputs: texts };
+        if (pipeline.modelType === 'embedding') body.normalize = options.normalize ?? true;
+        if (pipeline.modelType === 'sentence_embedding' && options.normalize !== undefined) body.normalize = options.normalize;
         const json = `${JSON.stringify(await pipeline.predict(body))}\n`;
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);

@@ -1,4 +1,5 @@
 import { type Command, Option } from 'commander';
+import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { startEncoderServer, type RunningServer } from '../serve/encoder-server.ts';
@@ -80,10 +81,15 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     });
 }
 
+function httpExtras(modelType: ModelType): string {
+  if (POOLED_MODEL_TYPES.includes(modelType)) return '/v1/embeddings';
+  return modelType === 'sequence_classification' ? '/v1/rerank' : '';
+}
+
 function banner(pipeline: PredictPipeline, server: RunningServer): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
-  if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict, GET /model /health /openapi.json, MCP at /mcp`);
+  if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models, MCP at /mcp`);
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestTokens} tokens per request`);

@@ -6,8 +6,15 @@ import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
 
-export const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
+export const MODEL_TYPES = ['embedding', 'sentence_embedding', 'sequence_classification', 'token_classification'] as const;
 export type ModelType = (typeof MODEL_TYPES)[number];
+
+/** How token vectors become one vector per text (sentence-transformers' pooling modes of the same names). */
+export const POOLING_MODES = ['mean', 'cls', 'max', 'last'] as const;
+export type Pooling = (typeof POOLING_MODES)[number];
+
+/** Model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
+export const POOLED_MODEL_TYPES: readonly ModelType[] = ['embedding', 'sentence_embedding'];
 
 export const LUA_LIBRARIES = ['coroutine', 'table', 'io', 'os', 'string', 'utf8', 'math', 'package'] as const;
 export type LuaLibraryName = (typeof LUA_LIBRARIES)[number];
@@ -36,6 +43,12 @@ export interface BuildConfig {
   /** The Lua source of the transform (read from `transform.path` when given as a file), or null. */
   transform: string | null;
   luaLibs: LuaLibraryName[];
+  /** Pooling of token vectors into one vector per text; null: read from a sentence-transformers layout, else mean. */
+  pooling: Pooling | null;
+  /** L2 normalisation of pooled vectors by default; null: a sentence-transformers Normalize module says, else true. */
+  normalize: boolean | null;
+  /** Sequence classification: the label whose probability is the rerank score; null: the last label. */
+  rerankLabel: string | null;
 }
 
 const stringField = { type: 'string', minLength: 1 } as const;
@@ -79,6 +92,9 @@ const CONFIG_SCHEMA = {
           ],
         },
         lua_libs: { type: 'array', items: { type: 'string', enum: LUA_LIBRARIES }, uniqueItems: true },
+        pooling: { type: 'string', enum: POOLING_MODES },
+        normalize: { type: 'boolean' },
+        rerank_label: stringField,
       },
     },
   },
@@ -115,6 +131,7 @@ export function parseBuildConfig(
     throw new ConfigError(`${source}: ${describeSchemaError(validateConfigDocument.errors ?? [], raw)}`);
   }
   const encoder = (raw as { encoder: RawEncoderSection }).encoder;
+  checkFieldsFitModelType(encoder, source);
   const resolve = (p: string) => path.resolve(options.baseDir, expandHome(p));
   const cwd = options.cwd ?? process.cwd();
 
@@ -127,7 +144,23 @@ export function parseBuildConfig(
     cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : defaultCacheDir(options.env ?? process.env),
     transform: readTransform(encoder.transform, resolve),
     luaLibs: encoder.lua_libs ? [...encoder.lua_libs] : [...DEFAULT_LUA_LIBRARIES],
+    pooling: encoder.pooling ?? null,
+    normalize: encoder.normalize ?? null,
+    rerankLabel: encoder.rerank_label ?? null,
   };
+}
+
+/** Fields that only mean something for some model types are refused elsewhere, rather than silently ignored. */
+function checkFieldsFitModelType(encoder: RawEncoderSection, source: string): void {
+  const pooled = POOLED_MODEL_TYPES.includes(encoder.model_type);
+  for (const key of ['pooling', 'normalize'] as const) {
+    if (encoder[key] !== undefined && !pooled) {
+      throw new ConfigError(`${source}: "encoder.${key}" applies to ${POOLED_MODEL_TYPES.join(' and ')} models, not ${encoder.model_type}`);
+    }
+  }
+  if (encoder.rerank_label !== undefined && encoder.model_type !== 'sequence_classification') {
+    throw new ConfigError(`${source}: "encoder.rerank_label" applies to sequence_classification models (rerank), not ${encoder.model_type}`);
+  }
 }
 
 interface RawEncoderSection {
@@ -139,6 +172,9 @@ interface RawEncoderSection {
   cache_dir?: string;
   transform?: string | { path: string };
   lua_libs?: LuaLibraryName[];
+  pooling?: Pooling;
+  normalize?: boolean;
+  rerank_label?: string;
 }
 
 function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string) => string): ModelPaths {

@@ -12,10 +12,13 @@ export abstract class EncoderError extends Error {
 export class InputError extends EncoderError {
   readonly kind = 'input';
   readonly reason: string;
-  constructor(reason: string) {
+  /** The request field at fault, when one is (e.g. `input`, `dimensions`): OpenAI-style errors name it as `param`. */
+  readonly field: string | null;
+  constructor(reason: string, options: { field?: string } = {}) {
     super(`Invalid input: ${reason}`);
     this.name = 'InputError';
     this.reason = reason;
+    this.field = options.field ?? null;
   }
 }
 

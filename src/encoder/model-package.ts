@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import type { BuildConfig, LuaLibraryName, ModelType } from './config.ts';
+import path from 'node:path';
+import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling } from './config.ts';
 import { ConfigError } from './errors.ts';
+import { readSentenceTransformersLayout } from './sentence-transformers.ts';
 
 /** The `config.json` fields this program reads; the file holds more. */
 export interface ModelConfigJson {
@@ -23,6 +25,18 @@ export interface ModelPackage {
   modelConfig: ModelConfigJson;
   transform: string | null;
   luaLibs: LuaLibraryName[];
+  /** How token vectors are pooled into one vector per text (embedding and sentence_embedding models). */
+  pooling: Pooling;
+  /** Whether pooled vectors are L2-normalised when a request does not say. */
+  normalize: boolean;
+  /** Sequence classification: the label whose probability is the rerank score; null: the last one. */
+  rerankLabel: string | null;
+}
+
+/** Pooling and normalisation as served: the configuration's, else the sentence-transformers layout's, else mean and true. */
+export function resolvePooling(config: Pick<BuildConfig, 'modelType' | 'pooling' | 'normalize' | 'paths'>): { pooling: Pooling; normalize: boolean } {
+  const layout = POOLED_MODEL_TYPES.includes(config.modelType) ? readSentenceTransformersLayout(path.dirname(config.paths.modelConfigPath)) : null;
+  return { pooling: config.pooling ?? layout?.pooling ?? 'mean', normalize: config.normalize ?? layout?.normalize ?? true };
 }
 
 /** Checks that the required files exist (naming the first one missing) and reads them. */
@@ -42,6 +56,8 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
     modelConfig,
     transform: config.transform,
     luaLibs: config.luaLibs,
+    ...resolvePooling(config),
+    rerankLabel: config.rerankLabel,
   };
 }
 

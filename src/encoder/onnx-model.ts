@@ -25,6 +25,7 @@ const FLOAT_TYPES = new Set(['float32']);
 
 const EXPECTED_OUTPUT: Record<ModelType, { name: string; rank: number; layout: string }> = {
   embedding: { name: 'last_hidden_state', rank: 3, layout: '[batch, sequence, hidden]' },
+  sentence_embedding: { name: 'last_hidden_state', rank: 3, layout: '[batch, sequence, hidden]' },
   sequence_classification: { name: 'logits', rank: 2, layout: '[batch, labels]' },
   token_classification: { name: 'logits', rank: 3, layout: '[batch, sequence, labels]' },
 };
@@ -56,7 +57,8 @@ export function validateSignature(modelType: ModelType, inputs: readonly ValueIn
     }
     return { hasTokenTypeIds: inputs.some((i) => i.name === 'token_type_ids'), output: named, note: null };
   }
-  if (modelType === 'embedding') {
+  const tokenVectors = modelType === 'embedding' || modelType === 'sentence_embedding';
+  if (tokenVectors) {
     const fallback = outputs.find((output) => output.shape.length === 3 && FLOAT_TYPES.has(output.type));
     if (fallback) {
       return {
@@ -68,7 +70,7 @@ export function validateSignature(modelType: ModelType, inputs: readonly ValueIn
   }
   throw new ConfigError(
     `a ${modelType} model needs output "${expected.name}" of rank ${expected.rank} ${expected.layout}` +
-      `${modelType === 'embedding' ? ' (or another float output of rank 3)' : ''}; outputs: ${describeValues(outputs)}`,
+      `${tokenVectors ? ' (or another float output of rank 3)' : ''}; outputs: ${describeValues(outputs)}`,
   );
 }
 

@@ -1,16 +1,16 @@
 import { existsSync, statSync } from 'node:fs';
 import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
-import { LUA_LIBRARIES, MODEL_TYPES } from './config.ts';
-import type { BuildConfig, LuaLibraryName, ModelType } from './config.ts';
+import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES } from './config.ts';
+import type { BuildConfig, LuaLibraryName, ModelType, Pooling } from './config.ts';
 import { ConfigError } from './errors.ts';
-import { checkModelConfig, requireFile, type ModelPackage } from './model-package.ts';
+import { checkModelConfig, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 
 /**
  * The model package of a built executable: the same `ModelPackage` that `readModelPackage` makes from the
  * model directory it was built from. Every asset is checked against its SHA-256 as it is read.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
-  const { name, version, modelType, luaLibs } = modelOfManifest(section.manifest.model);
+  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
   }
@@ -31,6 +31,9 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     modelConfig: checkModelConfig(modelConfig, 'asset model_config'),
     transform,
     luaLibs,
+    pooling,
+    normalize,
+    rerankLabel,
   };
 }
 
@@ -54,12 +57,29 @@ export function packageAssets(config: BuildConfig): AssetSource[] {
   return assets;
 }
 
-/** The manifest's `model` object of a build configuration. */
+/**
+ * The manifest's `model` object of a build configuration. Pooling and normalisation are resolved at build (from the
+ * configuration or the sentence-transformers layout, which the executable does not carry); `rerank_label` only when set.
+ */
 export function manifestModelOf(config: BuildConfig): ManifestModel {
-  return { name: config.name, version: config.version, model_type: config.modelType, lua_libs: [...config.luaLibs] };
+  const model: ManifestModel = { name: config.name, version: config.version, model_type: config.modelType, lua_libs: [...config.luaLibs] };
+  const { pooling, normalize } = resolvePooling(config);
+  if (POOLED_MODEL_TYPES.includes(config.modelType)) Object.assign(model, { pooling, normalize });
+  if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
+  return model;
 }
 
-function modelOfManifest(model: ManifestModel): { name: string; version: string; modelType: ModelType; luaLibs: LuaLibraryName[] } {
+interface ModelOfManifest {
+  name: string;
+  version: string;
+  modelType: ModelType;
+  luaLibs: LuaLibraryName[];
+  pooling: Pooling;
+  normalize: boolean;
+  rerankLabel: string | null;
+}
+
+function modelOfManifest(model: ManifestModel): ModelOfManifest {
   if (!(MODEL_TYPES as readonly string[]).includes(model.model_type)) {
     throw new ConfigError(`packaged model: unknown model type "${model.model_type}"; this runtime knows ${MODEL_TYPES.join(', ')}`);
   }
@@ -67,11 +87,23 @@ function modelOfManifest(model: ManifestModel): { name: string; version: string;
   if (unknownLib !== undefined) {
     throw new ConfigError(`packaged model: unknown Lua library "${unknownLib}"; this runtime knows ${LUA_LIBRARIES.join(', ')}`);
   }
+  // Absent in executables built before pooled vectors were served: those defaults are what they would have had.
+  const pooling = model.pooling ?? 'mean';
+  if (!(POOLING_MODES as readonly unknown[]).includes(pooling)) {
+    throw new ConfigError(`packaged model: unknown pooling ${JSON.stringify(pooling)}; this runtime knows ${POOLING_MODES.join(', ')}`);
+  }
+  const normalize = model.normalize ?? true;
+  if (typeof normalize !== 'boolean') throw new ConfigError('packaged model: normalize must be true or false');
+  const rerankLabel = model.rerank_label ?? null;
+  if (rerankLabel !== null && typeof rerankLabel !== 'string') throw new ConfigError('packaged model: rerank_label must be a string');
   return {
     name: model.name,
     version: model.version,
     modelType: model.model_type as ModelType,
     luaLibs: [...model.lua_libs] as LuaLibraryName[],
+    pooling: pooling as Pooling,
+    normalize,
+    rerankLabel,
   };
 }
 

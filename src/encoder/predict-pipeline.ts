@@ -1,12 +1,31 @@
 import type * as ort from 'onnxruntime-node';
 import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
-import type { ModelType } from './config.ts';
+import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { OnnxModel, type ModelSignature } from './onnx-model.ts';
+import { normalizeInPlace, poolRow, poolTokens } from './pooling.ts';
 import { parsePredictRequest } from './requests.ts';
-import { embeddingResult, NonFiniteOutputError, sequenceClassificationResult, tokenClassificationResult } from './results.ts';
-import type { EmbeddingRequest, ModelMetadata, PredictRequest, PredictResponse } from './schemas.ts';
+import {
+  embeddingResult,
+  NonFiniteOutputError,
+  requireFinite,
+  sentenceEmbeddingResult,
+  sequenceClassificationResult,
+  tokenClassificationResult,
+} from './results.ts';
+import type {
+  EmbeddingRequest,
+  EmbedRequest,
+  EmbedResult,
+  ModelMetadata,
+  PredictRequest,
+  PredictResponse,
+  RerankRequest,
+  RerankResult,
+  SentenceEmbeddingRequest,
+  TextOrPair,
+} from './schemas.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
@@ -53,6 +72,10 @@ export interface Predictor {
   metadata(): ModelMetadata;
   /** Validates the body (InputError `Invalid input: …`) and returns the model type's response; runtime failures are InternalError. */
   predict(body: unknown): Promise<PredictResponse>;
+  /** One pooled vector per input; embedding and sentence_embedding models only (else InputError). */
+  embed(request: EmbedRequest): Promise<EmbedResult>;
+  /** Cross-encoder scores of documents against a query; sequence_classification models only (else InputError). */
+  rerank(request: RerankRequest): Promise<RerankResult>;
 }
 
 /**
@@ -71,6 +94,10 @@ export class PredictPipeline implements Predictor {
   readonly #model: OnnxModel;
   readonly #transform: LuaTransform | null;
   readonly #labels: ReadonlyMap<number, string>;
+  readonly #pooling: Pooling;
+  readonly #normalize: boolean;
+  /** Index of the label whose probability is the rerank score; -1: the last one. */
+  readonly #rerankIndex: number;
   readonly #scheduler: BatchScheduler<Encoding, Tensor>;
   readonly #maxRequestTokens: number;
   readonly #transformTimeoutMs: number;
@@ -93,6 +120,9 @@ export class PredictPipeline implements Predictor {
     this.#model = fields.model;
     this.#transform = fields.transform;
     this.#labels = labelsOf(fields.pkg.modelConfig);
+    this.#pooling = fields.pkg.pooling;
+    this.#normalize = fields.pkg.normalize;
+    this.#rerankIndex = rerankIndexOf(fields.pkg, this.#labels);
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
     this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), fields.batching);
     this.#maxRequestTokens = fields.maxRequestTokens;
@@ -113,6 +143,7 @@ export class PredictPipeline implements Predictor {
     const transformTimeoutMs = options.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS;
     if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
     const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
+    rerankIndexOf(pkg, labelsOf(pkg.modelConfig)); // an unknown rerank_label is a ConfigError before the model loads
     const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads, sessionOptions: options.sessionOptions });
     let transform: LuaTransform | null = null;
     try {
@@ -156,7 +187,10 @@ export class PredictPipeline implements Predictor {
 
   metadata(): ModelMetadata {
     const metadata: ModelMetadata = { model_id: this.modelId, model_type: this.modelType };
-    if (this.modelType !== 'embedding') {
+    if (POOLED_MODEL_TYPES.includes(this.modelType)) {
+      metadata.pooling = this.#pooling;
+      metadata.normalize = this.#normalize;
+    } else {
       metadata.id2label = Object.fromEntries([...this.#labels].map(([index, label]) => [String(index), label]));
     }
     return metadata;
@@ -165,24 +199,71 @@ export class PredictPipeline implements Predictor {
   /** Validates the body (InputError) and returns the model type's response; runtime failures are InternalError. */
   async predict(body: unknown): Promise<PredictResponse> {
     const request = parsePredictRequest(this.modelType, body);
-    // Every input is at least one token: a request with more inputs than the limit is refused before tokenizing.
-    if (request.inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${request.inputs.length} inputs`);
-    const encodings = this.tokenizer.encodeBatch(request.inputs);
-    const tokens = encodings.reduce((sum, encoding) => sum + encoding.ids.length, 0);
-    if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`);
+    const encodings = this.#encodeAll(request.inputs as readonly TextOrPair[], (input) =>
+      typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]),
+    );
     const placed = await this.#scheduler.submit(encodings);
-    const results = placed.map(({ output, row }, index) => {
-      try {
-        return this.#shape(request, output, row, encodings[index]);
-      } catch (error) {
-        if (!(error instanceof NonFiniteOutputError)) throw error;
-        const after = this.#transform ? ' (after the transform)' : '';
-        throw new InternalError(`the model output${after} of input ${index} holds ${error.value}, which is not a number JSON can carry`, { cause: error });
-      }
-    });
+    const results = placed.map(({ output, row }, index) => this.#finite(index, () => this.#shape(request, output, row, encodings[index])));
     const response = { results, model_id: this.modelId } as PredictResponse;
     if (request.metadata !== undefined) response.metadata = request.metadata;
     return response;
+  }
+
+  /**
+   * One vector per input, pooled with the model's pooling (a sentence_embedding batch output is pooled already), then
+   * scaled to unit length when the model normalises. With `dimensions`, the first n components, always re-normalised.
+   */
+  async embed(request: EmbedRequest): Promise<EmbedResult> {
+    if (!POOLED_MODEL_TYPES.includes(this.modelType)) {
+      throw new InputError(`this server serves a ${this.modelType} model, which gives no embeddings`);
+    }
+    const { dimensions } = request;
+    if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions >= 1)) {
+      throw new InputError(`dimensions must be a positive integer, got ${String(dimensions)}`, { field: 'dimensions' });
+    }
+    const width = this.#model.signature.output.shape.at(-1);
+    if (dimensions !== undefined && typeof width === 'number' && dimensions > width) throw tooManyDimensions(dimensions, width);
+    const encodings = this.#encodeAll(request.inputs, (input, index) =>
+      typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index),
+    );
+    const placed = await this.#scheduler.submit(encodings);
+    const vectors = placed.map(({ output, row }, index) =>
+      this.#finite(index, () => {
+        let vector =
+          this.modelType === 'sentence_embedding'
+            ? output.data.slice(row * output.dims[1], (row + 1) * output.dims[1])
+            : poolRow(output, row, Math.min(encodings[index].ids.length, output.dims[1]), this.#pooling);
+        if (dimensions !== undefined) {
+          if (dimensions > vector.length) throw tooManyDimensions(dimensions, vector.length);
+          vector = normalizeInPlace(vector.slice(0, dimensions));
+        } else if (this.#normalize) {
+          normalizeInPlace(vector);
+        }
+        return requireFinite(vector);
+      }),
+    );
+    return { model_id: this.modelId, vectors, promptTokens: tokensOf(encodings) };
+  }
+
+  /**
+   * Each document tokenized as the pair (query, document); its score is the sigmoid of a one-logit model's logit, or
+   * the softmax probability of the rerank label (default: the last label).
+   */
+  async rerank(request: RerankRequest): Promise<RerankResult> {
+    if (this.modelType !== 'sequence_classification') {
+      throw new InputError(`this server serves a ${this.modelType} model; rerank needs a sequence_classification (cross-encoder) model`);
+    }
+    const encodings = this.#encodeAll(request.documents, (document) => this.tokenizer.encodePair(request.query, document));
+    const placed = await this.#scheduler.submit(encodings);
+    const scores = placed.map(({ output, row }, index) =>
+      this.#finite(index, () => {
+        const width = output.dims[1];
+        const logits = output.data.subarray(row * width, (row + 1) * width);
+        const score = width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + (this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex)];
+        return requireFinite(Float32Array.of(score))[0];
+      }),
+    );
+    return { model_id: this.modelId, scores, promptTokens: tokensOf(encodings) };
   }
 
   /**
@@ -198,15 +279,64 @@ export class PredictPipeline implements Predictor {
     return this.#closing;
   }
 
-  /** One merged batch: pad, run onnxruntime, apply the transform to the whole batch (transforms are row-wise). */
+  /**
+   * Tokenizes every input with `encode` and checks the request's token budget. Every input is at least one token, so
+   * a request with more inputs than the limit is refused before tokenizing.
+   */
+  #encodeAll<T>(inputs: readonly T[], encode: (input: T, index: number) => Encoding): Encoding[] {
+    if (inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${inputs.length} inputs`);
+    const encodings = inputs.map(encode);
+    const tokens = tokensOf(encodings);
+    if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`);
+    return encodings;
+  }
+
+  /** Token ids given as they are: every id must be in the vocabulary, and the sequence no longer than the model takes. */
+  #encodeIds(ids: readonly number[], index: number): Encoding {
+    if (ids.length === 0) throw new InputError(`input[${index}] is an empty list of token ids`, { field: 'input' });
+    if (ids.length > this.tokenizer.maxLength) {
+      throw new InputError(`input[${index}] holds ${ids.length} token ids, more than the model's ${this.tokenizer.maxLength}`, { field: 'input' });
+    }
+    const tokens = ids.map((id, position) => {
+      const token = Number.isInteger(id) ? this.tokenizer.idToToken(id) : undefined;
+      if (token === undefined) {
+        throw new InputError(`input[${index}][${position}]: token id ${String(id)} is not in the model's vocabulary`, { field: 'input' });
+      }
+      return token;
+    });
+    return {
+      ids: [...ids],
+      tokens,
+      offsets: ids.map(() => [0, 0] as [number, number]),
+      typeIds: ids.map(() => 0),
+      specialTokensMask: ids.map(() => 0),
+      attentionMask: ids.map(() => 1),
+    };
+  }
+
+  /** Runs `shape` for input `index`, turning a value JSON cannot carry into an InternalError that names the input. */
+  #finite<T>(index: number, shape: () => T): T {
+    try {
+      return shape();
+    } catch (error) {
+      if (!(error instanceof NonFiniteOutputError)) throw error;
+      const after = this.#transform ? ' (after the transform)' : '';
+      throw new InternalError(`the model output${after} of input ${index} holds ${error.value}, which is not a number JSON can carry`, { cause: error });
+    }
+  }
+
+  /**
+   * One merged batch: pad, run onnxruntime, apply the transform to the whole batch (transforms are row-wise). A
+   * sentence_embedding batch leaves pooled, [batch, hidden], unless the transform pooled it already.
+   */
   async #runBatch(rows: readonly Encoding[]): Promise<Tensor> {
     try {
       const batch = this.tokenizer.pad(rows as Encoding[]);
       let output = await this.#model.run(batch);
-      if (this.#transform) {
-        const mask = new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]);
-        output = this.#transform.run(output, mask);
-      }
+      const needsMask = this.#transform !== null || this.modelType === 'sentence_embedding';
+      const mask = needsMask ? new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]) : null;
+      if (this.#transform) output = this.#transform.run(output, mask!);
+      if (this.modelType === 'sentence_embedding' && output.rank === 3) output = poolTokens(output, mask!, this.#pooling);
       return output;
     } catch (error) {
       if (isEncoderError(error)) throw error;
@@ -219,6 +349,8 @@ export class PredictPipeline implements Predictor {
     switch (this.modelType) {
       case 'embedding':
         return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize);
+      case 'sentence_embedding':
+        return sentenceEmbeddingResult(output, row, (request as SentenceEmbeddingRequest).normalize ?? this.#normalize);
       case 'sequence_classification':
         // predicted_label only when the model has label mappings at all (spec 2)
         return sequenceClassificationResult(output, this.#scoresOf(output), row, this.#labels.size > 0 ? this.#labels : null);
@@ -228,7 +360,9 @@ export class PredictPipeline implements Predictor {
   }
 
   #tooManyTokens(what: string): InputError {
-    return new InputError(`the request holds ${what}, more than the limit of ${this.#maxRequestTokens} tokens per request; send fewer or shorter inputs`);
+    return new InputError(`the request holds ${what}, more than the limit of ${this.#maxRequestTokens} tokens per request; send fewer or shorter inputs`, {
+      field: 'input',
+    });
   }
 
   #scoresOf(output: Tensor): Tensor {
@@ -239,6 +373,24 @@ export class PredictPipeline implements Predictor {
     }
     return scores;
   }
+}
+
+function tokensOf(encodings: readonly Encoding[]): number {
+  return encodings.reduce((sum, encoding) => sum + encoding.ids.length, 0);
+}
+
+function tooManyDimensions(dimensions: number, width: number): InputError {
+  return new InputError(`dimensions ${dimensions} is more than the model's ${width}`, { field: 'dimensions' });
+}
+
+/** The label index of `rerank_label`, -1 for the default (the last label); an unknown label is a ConfigError. */
+function rerankIndexOf(pkg: ModelPackage, labels: ReadonlyMap<number, string>): number {
+  if (pkg.rerankLabel === null) return -1;
+  const found = [...labels].find(([, label]) => label === pkg.rerankLabel);
+  if (found === undefined) {
+    throw new ConfigError(`rerank_label "${pkg.rerankLabel}" is not a label of the model; its labels: ${[...labels.values()].join(', ') || '(none in config.json id2label)'}`);
+  }
+  return found[0];
 }
 
 /** A small output of the model's shape for checking a transform: 2 sequences of 3 tokens. */

@@ -18,6 +18,17 @@ export function parsePredictRequest(modelType: ModelType, body: unknown): Predic
 
 function describeRequestError(error: ErrorObject | undefined, body: unknown): string {
   if (!error) return 'request does not match the schema';
+  // A text-or-pair item fails each branch of its oneOf in its own way; one sentence says what is accepted.
+  const pairItem = /^\/inputs\/(\d+)(?:\/|$)/.exec(error.instancePath);
+  if (pairItem && error.schemaPath.includes('/items/oneOf')) {
+    const index = Number(pairItem[1]);
+    const item = (body as { inputs: unknown[] }).inputs[index];
+    if (item === '') return `inputs[${index}] is an empty string`;
+    if (Array.isArray(item) && item.length === 2 && item.every((text) => typeof text === 'string')) {
+      return `inputs[${index}][${item.indexOf('')}] is an empty string`;
+    }
+    return `inputs[${index}] must be a non-empty text or a pair [text, text_pair] of non-empty texts`;
+  }
   const field = keyPathOf(error.instancePath);
   switch (error.keyword) {
     case 'type':

@@ -4,6 +4,7 @@ import type {
   TokenClassification,
   TokenInfo,
 } from './schemas.ts';
+import { normalizeInPlace } from './pooling.ts';
 import type { Tensor } from './tensor.ts';
 import type { Encoding } from './tokenizer/index.ts';
 
@@ -28,6 +29,23 @@ export function embeddingResult(hidden: Tensor, row: number, encoding: Encoding,
     embeddings.push({ embedding, token_info: tokenInfo });
   });
   return { embeddings };
+}
+
+/** `pooled` is [batch, hidden]: one vector per input, optionally scaled to unit L2 length. */
+export function sentenceEmbeddingResult(pooled: Tensor, row: number, normalize: boolean): { embedding: number[] } {
+  const width = pooled.dims[1];
+  const vector = pooled.data.slice(row * width, (row + 1) * width);
+  // in float32, as /v1/embeddings computes it, so that both routes give the same values
+  if (normalize) normalizeInPlace(vector);
+  return { embedding: numbersOf(vector, 0, width) };
+}
+
+/** Throws NonFiniteOutputError when `values` holds NaN or ±Infinity, which JSON cannot carry. */
+export function requireFinite(values: Float32Array): Float32Array {
+  let check = 0;
+  for (let i = 0; i < values.length; i++) check += values[i] * 0;
+  if (check !== 0) throw new NonFiniteOutputError(values.find((value) => !Number.isFinite(value))!);
+  return values;
 }
 
 function scaleToUnitLength(values: number[]): void {

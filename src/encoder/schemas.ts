@@ -1,4 +1,4 @@
-import type { ModelType } from './config.ts';
+import { MODEL_TYPES, POOLING_MODES, type ModelType, type Pooling } from './config.ts';
 
 /**
  * JSON schemas of spec 2's request and response bodies, one per model type. They are the single source for
@@ -33,11 +33,33 @@ const tokenInfoSchema = {
 
 const floats = { type: 'array', items: { type: 'number' } } as const;
 
+const textSchema = { type: 'string', minLength: 1 } as const;
+
 const classificationRequestSchema = {
   type: 'object',
   required: ['inputs'],
   additionalProperties: false,
   properties: { inputs: inputsSchema, metadata: metadataSchema },
+} as const;
+
+/** A text, or a pair [text, text_pair] tokenized together (a cross-encoder's query and document). */
+export const TEXT_OR_PAIR_SCHEMA = {
+  oneOf: [textSchema, { type: 'array', items: textSchema, minItems: 2, maxItems: 2 }],
+} as const;
+
+const sequenceClassificationRequestSchema = {
+  type: 'object',
+  required: ['inputs'],
+  additionalProperties: false,
+  properties: {
+    inputs: {
+      type: 'array',
+      description: 'The texts to classify, one result per item, in order; an item [text, text_pair] is tokenized as a pair (cross-encoders).',
+      minItems: 1,
+      items: TEXT_OR_PAIR_SCHEMA,
+    },
+    metadata: metadataSchema,
+  },
 } as const;
 
 export const REQUEST_SCHEMAS = {
@@ -51,7 +73,20 @@ export const REQUEST_SCHEMAS = {
       metadata: metadataSchema,
     },
   },
-  sequence_classification: classificationRequestSchema,
+  sentence_embedding: {
+    type: 'object',
+    required: ['inputs'],
+    additionalProperties: false,
+    properties: {
+      inputs: inputsSchema,
+      normalize: {
+        type: 'boolean',
+        description: "true scales every vector to unit L2 length; default: the model's setting (GET /model, normalize).",
+      },
+      metadata: metadataSchema,
+    },
+  },
+  sequence_classification: sequenceClassificationRequestSchema,
   token_classification: classificationRequestSchema,
 } as const satisfies Record<ModelType, object>;
 
@@ -79,6 +114,24 @@ export const RESPONSE_SCHEMAS = {
               },
             },
           },
+        },
+      },
+      model_id: { type: 'string' },
+      metadata: metadataSchema,
+    },
+  },
+  sentence_embedding: {
+    type: 'object',
+    required: ['results', 'model_id'],
+    additionalProperties: false,
+    properties: {
+      results: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['embedding'],
+          additionalProperties: false,
+          properties: { embedding: { ...floats, description: 'One vector per input: the token vectors pooled.' } },
         },
       },
       model_id: { type: 'string' },
@@ -150,8 +203,10 @@ export const MODEL_METADATA_SCHEMA = {
   additionalProperties: false,
   properties: {
     model_id: { type: 'string' },
-    model_type: { type: 'string', enum: ['embedding', 'sequence_classification', 'token_classification'] },
+    model_type: { type: 'string', enum: MODEL_TYPES },
     id2label: { type: 'object', additionalProperties: { type: 'string' } },
+    pooling: { type: 'string', enum: POOLING_MODES, description: 'Embedding models: how token vectors are pooled into one vector per text.' },
+    normalize: { type: 'boolean', description: 'Embedding models: whether pooled vectors are L2-normalised when a request does not say.' },
   },
 } as const;
 
@@ -168,15 +223,30 @@ export interface EmbeddingRequest {
   metadata?: Record<string, string>;
 }
 
-export interface ClassificationRequest {
+export interface SentenceEmbeddingRequest {
   inputs: string[];
+  normalize?: boolean;
   metadata?: Record<string, string>;
 }
 
-export type PredictRequest = EmbeddingRequest | ClassificationRequest;
+/** A text, or a [text, text_pair] pair tokenized together. */
+export type TextOrPair = string | [string, string];
+
+export interface ClassificationRequest {
+  inputs: TextOrPair[];
+  metadata?: Record<string, string>;
+}
+
+export type PredictRequest = EmbeddingRequest | SentenceEmbeddingRequest | ClassificationRequest;
 
 export interface EmbeddingResponse {
   results: { embeddings: { embedding: number[]; token_info?: TokenInfo }[] }[];
+  model_id: string;
+  metadata?: Record<string, string>;
+}
+
+export interface SentenceEmbeddingResponse {
+  results: { embedding: number[] }[];
   model_id: string;
   metadata?: Record<string, string>;
 }
@@ -208,10 +278,38 @@ export interface TokenClassificationResponse {
   metadata?: Record<string, string>;
 }
 
-export type PredictResponse = EmbeddingResponse | SequenceClassificationResponse | TokenClassificationResponse;
+export type PredictResponse = EmbeddingResponse | SentenceEmbeddingResponse | SequenceClassificationResponse | TokenClassificationResponse;
 
 export interface ModelMetadata {
   model_id: string;
   model_type: ModelType;
   id2label?: Record<string, string>;
+  pooling?: Pooling;
+  normalize?: boolean;
+}
+
+/** One pooled vector per input (`/v1/embeddings`): texts, or token ids taken as the model's input as they are. */
+export interface EmbedRequest {
+  inputs: (string | readonly number[])[];
+  /** Keep the first n components, then scale to unit length (Matryoshka). */
+  dimensions?: number;
+}
+
+export interface EmbedResult {
+  model_id: string;
+  vectors: Float32Array[];
+  /** Tokens run, special tokens included. */
+  promptTokens: number;
+}
+
+/** Scores of documents against a query with a cross-encoder (`/v1/rerank`), in the order of the documents. */
+export interface RerankRequest {
+  query: string;
+  documents: string[];
+}
+
+export interface RerankResult {
+  model_id: string;
+  scores: number[];
+  promptTokens: number;
 }

@@ -48,7 +48,7 @@ describe('encoder infer', () => {
 
     const badType = await runCliCaptured(['infer', '--config', config('bad', '', 'classification'), 'x']);
     expect(badType.code).toBe(2);
-    expect(badType.stderr).toContain('invalid value "classification" for "encoder.model_type"; allowed values: embedding, sequence_classification, token_classification');
+    expect(badType.stderr).toContain('invalid value "classification" for "encoder.model_type"; allowed values: embedding, sentence_embedding, sequence_classification, token_classification');
 
     const noModel = path.join(work, 'nomodel.yaml');
     writeFileSync(noModel, `encoder:\n  name: x\n  path: ${work}\n  model_type: embedding\n`);

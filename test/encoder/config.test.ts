@@ -35,6 +35,9 @@ describe('build configuration', () => {
       cacheDir: defaultCacheDir({ HOME: '/home/u' }),
       transform: null,
       luaLibs: ['table', 'string', 'math'],
+      pooling: null,
+      normalize: null,
+      rerankLabel: null,
     });
   });
 
@@ -85,7 +88,7 @@ describe('build configuration', () => {
 
   it('names an unknown key and the allowed keys', () => {
     expect(configError(`${minimal}  modle_type: x\n`)).toBe(
-      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs',
+      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs, pooling, normalize, rerank_label',
     );
     expect(configError(`${minimal}extra: 1\n`)).toBe('configuration: unknown key "extra"; allowed keys: encoder');
     expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, model_weights_path: b, tokenizer_path: c, vocab: d}\n')).toBe(
@@ -95,7 +98,7 @@ describe('build configuration', () => {
 
   it('names a bad enum value and the allowed values', () => {
     expect(configError(minimal.replace('embedding', 'embeddings'))).toBe(
-      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sequence_classification, token_classification',
+      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sentence_embedding, sequence_classification, token_classification',
     );
     expect(configError(`${minimal}  lua_libs: [math, debug]\n`)).toBe(
       'configuration: invalid value "debug" for "encoder.lua_libs[1]"; allowed values: coroutine, table, io, os, string, utf8, math, package',

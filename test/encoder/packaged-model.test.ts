@@ -156,7 +156,7 @@ describe('packaged model errors', () => {
 
   it('rejects a model type or Lua library this runtime does not know', async () => {
     expect(((await readError(valid, { ...model, model_type: 'image_generation' })) as Error).message).toBe(
-      'packaged model: unknown model type "image_generation"; this runtime knows embedding, sequence_classification, token_classification',
+      'packaged model: unknown model type "image_generation"; this runtime knows embedding, sentence_embedding, sequence_classification, token_classification',
     );
     expect(((await readError(valid, { ...model, lua_libs: ['table', 'debug'] })) as Error).message).toMatch(
       /^packaged model: unknown Lua library "debug"/,

@@ -56,7 +56,7 @@ describe('predict pipeline on generated models', () => {
         expect(Math.hypot(...embedding)).toBeCloseTo(1, 5);
       }
     });
-    expect(pipeline.metadata()).toEqual({ model_id: 'test-embedding', model_type: 'embedding' });
+    expect(pipeline.metadata()).toEqual({ model_id: 'test-embedding', model_type: 'embedding', pooling: 'mean', normalize: true });
   });
 
   it('gives the same result for an input alone and inside a batch split into several runs', async () => {

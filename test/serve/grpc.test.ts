@@ -668,7 +668,7 @@ describe('server reflection', () => {
     expect(files).toHaveLength(1);
     const file = files[0] as unknown as { name: string; package: string; service: { name: string; method: { name: string; inputType: string; outputType: string }[] }[]; messageType: { name: string; field: { name: string; number: number; type: string; label: string }[] }[] };
     expect(file).toMatchObject({ name: 'encoder.proto', package: 'encoder' });
-    expect(file.service.map((s) => s.name)).toEqual(['Embedding', 'SequenceClassification', 'TokenClassification']);
+    expect(file.service.map((s) => s.name)).toEqual(['Embedding', 'SentenceEmbedding', 'SequenceClassification', 'TokenClassification']);
     expect(file.service[0].method).toEqual([
       expect.objectContaining({ name: 'Predict', inputType: '.encoder.EmbeddingRequest', outputType: '.encoder.EmbeddingResponse' }),
       expect.objectContaining({ name: 'GetModelMetadata', inputType: '.encoder.GetModelMetadataRequest', outputType: '.encoder.GetModelMetadataResponse' }),

@@ -117,7 +117,18 @@ describe.each(MODEL_TYPES)('HTTP routes of a %s model', (modelType) => {
     const cases: [unknown, string][] = [
       [{ ...base, inputs: [] }, 'Invalid input: inputs must not be empty'],
       [{ ...base, inputs: ['ok', ''] }, 'Invalid input: inputs[1] is an empty string'],
-      [{ ...base, inputs: ['ok', 3] }, 'Invalid input: inputs[1] must be a string, got number'],
+      [
+        { ...base, inputs: ['ok', 3] },
+        modelType === 'sequence_classification'
+          ? 'Invalid input: inputs[1] must be a non-empty text or a pair [text, text_pair] of non-empty texts'
+          : 'Invalid input: inputs[1] must be a string, got number',
+      ],
+      ...((modelType === 'sequence_classification'
+        ? [
+            [{ inputs: [['a', 'b', 'c']] }, 'Invalid input: inputs[0] must be a non-empty text or a pair [text, text_pair] of non-empty texts'],
+            [{ inputs: [['a', '']] }, 'Invalid input: inputs[0][1] is an empty string'],
+          ]
+        : []) as [unknown, string][]),
       [{ ...base, inputs: 'hello' }, 'Invalid input: inputs must be a list, got string'],
       [{ ...base, top_k: 3 }, 'Invalid input: unknown field "top_k"'],
       [{ ...base, metadata: { n: 1 } }, 'Invalid input: metadata.n must be a string, got number'],

@@ -183,7 +183,7 @@ describe('MCP errors and protocol details', () => {
       const result = body.result as Record<string, unknown>;
       expect(result.protocolVersion).toBe('2025-06-18');
       expect(result.capabilities).toEqual({ tools: {} });
-      expect(result._meta).toEqual({ 'encoder/build': INFO.build, 'encoder/model': { model_id: 'mcp-embedding', model_type: 'embedding' } });
+      expect(result._meta).toEqual({ 'encoder/build': INFO.build, 'encoder/model': { model_id: 'mcp-embedding', model_type: 'embedding', pooling: 'mean', normalize: true } });
     }
   });
 

@@ -30,6 +30,16 @@ export function outputShapeProblem(
       const names = modelType === 'sequence_classification' ? '[batch, labels]' : '[batch, seq, labels]';
       return `a ${modelType} transform must return ${names} = ${list(input)}, got ${list(returned)}`;
     }
+    case 'sentence_embedding': {
+      // Either pooled by the script ([batch, hidden]) or still per token, to be pooled after it.
+      const pooled = returned.length === 2 && returned[0] === input[0] && returned[1] > 0;
+      const tokens = returned.length === 3 && returned[0] === input[0] && returned[1] === input[1] && returned[2] > 0;
+      if (pooled || tokens) return undefined;
+      return (
+        `a sentence_embedding transform must return [batch, hidden] = [${input[0]}, hidden > 0] (pooled) or ` +
+        `[batch, seq, hidden] = [${input[0]}, ${input[1]}, hidden > 0] (pooled after it), got ${list(returned)}`
+      );
+    }
     case 'embedding': {
       const ok = returned.length === 3 && returned[0] === input[0] && returned[1] === input[1] && returned[2] > 0;
       if (ok) return undefined;

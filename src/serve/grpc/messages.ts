@@ -1,11 +1,8 @@
 import type { ModelType } from '../../encoder/config.ts';
-import { InternalError } from '../../encoder/errors.ts';
+import { InputError, InternalError } from '../../encoder/errors.ts';
 import type {
-  EmbeddingResponse,
   ModelMetadata,
   PredictResponse,
-  SequenceClassificationResponse,
-  TokenClassificationResponse,
 } from '../../encoder/schemas.ts';
 
 /**
@@ -17,24 +14,28 @@ import type {
 /** The package and service of each model type, as spec 2 names them. */
 export const ENCODER_SERVICE_NAMES = {
   embedding: 'encoder.Embedding',
+  sentence_embedding: 'encoder.SentenceEmbedding',
   sequence_classification: 'encoder.SequenceClassification',
   token_classification: 'encoder.TokenClassification',
 } as const satisfies Record<ModelType, string>;
 
-export type GrpcModelType = 'MODEL_TYPE_UNSPECIFIED' | 'EMBEDDING' | 'SEQUENCE_CLASSIFICATION' | 'TOKEN_CLASSIFICATION';
+export type GrpcModelType = 'MODEL_TYPE_UNSPECIFIED' | 'EMBEDDING' | 'SENTENCE_EMBEDDING' | 'SEQUENCE_CLASSIFICATION' | 'TOKEN_CLASSIFICATION';
 
 const GRPC_MODEL_TYPES = {
   embedding: 'EMBEDDING',
+  sentence_embedding: 'SENTENCE_EMBEDDING',
   sequence_classification: 'SEQUENCE_CLASSIFICATION',
   token_classification: 'TOKEN_CLASSIFICATION',
 } as const satisfies Record<ModelType, GrpcModelType>;
 
-/** EmbeddingRequest, SequenceClassificationRequest and TokenClassificationRequest as decoded (defaults filled in). */
+/** The Predict requests as decoded (defaults filled in, except proto3 `optional` fields, which stay absent when unset). */
 export interface GrpcPredictRequest {
   inputs: string[];
-  /** Only in EmbeddingRequest. */
+  /** EmbeddingRequest (a plain bool) and SentenceEmbeddingRequest (optional). */
   normalize?: boolean;
   metadata: Record<string, string>;
+  /** Only in SequenceClassificationRequest. */
+  pairs?: { text: string; text_pair: string }[];
 }
 
 export interface GrpcModelMetadata {
@@ -53,8 +54,11 @@ export type GrpcPredictResponse = Omit<PredictResponse, 'metadata'> & { metadata
  * Validation (empty inputs, empty strings) is the predictor's, so every front end says the same thing.
  */
 export function predictBodyOf(modelType: ModelType, request: GrpcPredictRequest): Record<string, unknown> {
-  const body: Record<string, unknown> = { inputs: request.inputs };
+  const pairs = request.pairs ?? [];
+  if (pairs.length > 0 && request.inputs.length > 0) throw new InputError('send inputs or pairs, not both');
+  const body: Record<string, unknown> = { inputs: pairs.length > 0 ? pairs.map((pair) => [pair.text, pair.text_pair]) : request.inputs };
   if (modelType === 'embedding') body.normalize = request.normalize ?? false;
+  if (modelType === 'sentence_embedding' && request.normalize !== undefined) body.normalize = request.normalize;
   if (Object.keys(request.metadata).length > 0) body.metadata = request.metadata;
   return body;
 }
@@ -64,7 +68,7 @@ export function predictBodyOf(modelType: ModelType, request: GrpcPredictRequest)
  * metadata map needs a value when absent. Optional `token_info` and `predicted_label` stay absent when absent.
  */
 export function grpcPredictResponseOf(response: PredictResponse): GrpcPredictResponse {
-  const { metadata, ...rest } = response as EmbeddingResponse | SequenceClassificationResponse | TokenClassificationResponse;
+  const { metadata, ...rest } = response;
   return { ...rest, metadata: metadata ?? {} } as GrpcPredictResponse;
 }
 

@@ -6,6 +6,8 @@ import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendF
 import { registerMcpRoute } from './mcp-route.ts';
 import { McpServerFactory } from './mcp-server.ts';
 import { openApiDocument } from './openapi.ts';
+import { registerOpenAiRoutes } from './openai-embeddings.ts';
+import { registerRerankRoutes } from './rerank.ts';
 import { registerModelRoutes } from './routes.ts';
 
 export interface HttpAppOptions {
@@ -17,9 +19,10 @@ export interface HttpAppOptions {
 }
 
 /**
- * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict and MCP at /mcp. Returned ready
- * but not listening; the caller calls `listen` and `close`. Every error leaves as text/plain (JSON-RPC on /mcp),
- * never as fastify's JSON error bodies.
+ * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict, MCP at /mcp, and the field's APIs
+ * (/v1/embeddings, /v1/models, /v1/rerank). Returned ready but not listening; the caller calls `listen` and `close`.
+ * Every error leaves as text/plain (JSON-RPC on /mcp, OpenAI's error body under /v1 and /v2), never as fastify's
+ * JSON error bodies.
  */
 export async function createHttpApp(predictor: Predictor, options: HttpAppOptions): Promise<FastifyInstance> {
   const { bodyLimitBytes } = options;
@@ -74,6 +77,8 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp }),
   );
   registerModelRoutes(app, predictor, openApiJson);
+  registerOpenAiRoutes(app, predictor);
+  registerRerankRoutes(app, predictor);
   registerMcpRoute(app, mcp);
   await app.ready();
   return app;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isEncoderError } from '../../encoder/errors.ts';
+import { InputError, isEncoderError } from '../../encoder/errors.ts';
 
 /** The path of the MCP endpoint: its errors are JSON-RPC objects, every other path's are text/plain. */
 export const MCP_PATH = '/mcp';
@@ -7,13 +7,17 @@ export const MCP_PATH = '/mcp';
 export const PLAIN_TEXT = 'text/plain; charset=utf-8';
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** A failure of the HTTP exchange itself (body, media type, method), not of the model. */
+/** A failure of the HTTP exchange itself (body, media type, method, an OpenAI-style field), not of the model. */
 export class HttpError extends Error {
   readonly statusCode: number;
-  constructor(statusCode: number, message: string) {
+  readonly param: string | null;
+  readonly code: string | null;
+  constructor(statusCode: number, message: string, details: { param?: string; code?: string } = {}) {
     super(message);
     this.name = 'HttpError';
     this.statusCode = statusCode;
+    this.param = details.param ?? null;
+    this.code = details.code ?? null;
   }
 }
 
@@ -33,6 +37,10 @@ export function unsupportedMediaTypeMessage(contentType: string | undefined): st
 export interface HttpFailure {
   status: number;
   message: string;
+  /** The request field at fault, for OpenAI-style error bodies. */
+  param?: string | null;
+  /** A machine-readable code for OpenAI-style error bodies (e.g. model_not_found). */
+  code?: string | null;
 }
 
 /**
@@ -41,8 +49,10 @@ export interface HttpFailure {
  * error bodies reaches a client.
  */
 export function httpFailureOf(error: unknown, context: { bodyLimitBytes: number; contentType: string | undefined }): HttpFailure {
-  if (isEncoderError(error)) return { status: error.kind === 'input' ? 422 : 500, message: error.message };
-  if (error instanceof HttpError) return { status: error.statusCode, message: error.message };
+  if (isEncoderError(error)) {
+    return error instanceof InputError ? { status: 422, message: error.message, param: error.field } : { status: 500, message: error.message };
+  }
+  if (error instanceof HttpError) return { status: error.statusCode, message: error.message, param: error.param, code: error.code };
   const code = (error as { code?: unknown } | null)?.code;
   switch (code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -64,14 +74,37 @@ function jsonRpcCodeOf(status: number): number {
   return -32000; // what the SDK's Streamable HTTP transport uses for its own HTTP-level refusals (405, 406, 415)
 }
 
-/** Sends a failure in the dialect of the path: a JSON-RPC error object on /mcp, spec 2's text/plain elsewhere. */
+/** The paths that speak the field's APIs (OpenAI embeddings and models, Cohere rerank): their errors are OpenAI's shape. */
+export function isOpenAiPath(path: string): boolean {
+  return path.startsWith('/v1/') || path.startsWith('/v2/');
+}
+
+/**
+ * OpenAI's error body, `{error: {message, type, param, code}}`, which OpenAI-compatible clients read and show. An input
+ * error is a 400 there (OpenAI's status for a request it refuses), not spec 2's 422.
+ */
+function openAiError(failure: HttpFailure): { status: number; body: string } {
+  const status = failure.status === 422 ? 400 : failure.status;
+  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+  const message = failure.message.replace(/^Invalid input: /, '');
+  return { status, body: JSON.stringify({ error: { message, type, param: failure.param ?? null, code: failure.code ?? null } }) };
+}
+
+/**
+ * Sends a failure in the dialect of the path: a JSON-RPC error object on /mcp, OpenAI's error body under /v1 and /v2,
+ * spec 2's text/plain elsewhere.
+ */
 export function sendFailure(request: FastifyRequest, reply: FastifyReply, failure: HttpFailure): FastifyReply {
-  reply.code(failure.status);
-  if (pathOf(request.url) === MCP_PATH) {
+  const path = pathOf(request.url);
+  if (path === MCP_PATH) {
     const body = { jsonrpc: '2.0', error: { code: jsonRpcCodeOf(failure.status), message: failure.message, data: null }, id: null };
-    return reply.type(JSON_TYPE).send(JSON.stringify(body));
+    return reply.code(failure.status).type(JSON_TYPE).send(JSON.stringify(body));
   }
-  return reply.type(PLAIN_TEXT).send(failure.message);
+  if (isOpenAiPath(path)) {
+    const { status, body } = openAiError(failure);
+    return reply.code(status).type(JSON_TYPE).send(body);
+  }
+  return reply.code(failure.status).type(PLAIN_TEXT).send(failure.message);
 }
 
 /** The path of a request URL, without its query. */

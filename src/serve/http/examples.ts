@@ -6,6 +6,7 @@ import type {
   PredictResponse,
   SequenceClassificationResult,
   TokenClassification,
+  TextOrPair,
   TokenInfo,
 } from '../../encoder/schemas.ts';
 
@@ -39,6 +40,12 @@ export function predictExamples(metadata: ModelMetadata): PredictExamples {
       value: { inputs: ['hello world'], ...normalize, metadata: { request_id: '42' } },
     },
   };
+  if (metadata.model_type === 'sequence_classification') {
+    requests.text_pair = { summary: 'A [text, text_pair] item is tokenized as a pair (cross-encoders)', value: { inputs: [['hello world', 'good morning']] } };
+  }
+  if (metadata.model_type === 'sentence_embedding') {
+    requests.raw_vectors = { summary: 'normalize: false gives the pooled vectors as they are', value: { inputs: ['hello world'], normalize: false } };
+  }
   const responses = Object.fromEntries(
     Object.entries(requests).map(([name, request]) => [name, { summary: request.summary, value: responseTo(request.value, metadata) }]),
   );
@@ -81,16 +88,21 @@ const TOKENS: Record<string, TokenInfo[]> = {
 };
 
 function responseTo(request: PredictRequest, metadata: ModelMetadata): PredictResponse {
-  const tokensOf = (text: string) => TOKENS[text];
+  const tokensOf = (text: TextOrPair) => TOKENS[text as string];
   let results: PredictResponse['results'];
   switch (metadata.model_type) {
     case 'embedding': {
-      const normalize = 'normalize' in request && request.normalize;
+      const normalize = 'normalize' in request && request.normalize === true;
       results = request.inputs.map(
         (text, i): EmbeddingResponse['results'][number] => ({
           embeddings: tokensOf(text).map((token_info, t) => ({ embedding: vector(i, t, normalize), token_info })),
         }),
       );
+      break;
+    }
+    case 'sentence_embedding': {
+      const normalize = 'normalize' in request && request.normalize !== undefined ? request.normalize : (metadata.normalize ?? true);
+      results = request.inputs.map((_, i) => ({ embedding: vector(i, 0, normalize) }));
       break;
     }
     case 'sequence_classification':

@@ -25,8 +25,11 @@ const TOOL_DESCRIPTIONS: Record<ModelType, string> = {
   embedding:
     'Computes one embedding vector per token of each input text (special tokens left out), with the token and its ' +
     'code-point span. normalize: true scales every vector to unit L2 length. One result per input, in order.',
+  sentence_embedding:
+    'Computes one embedding vector per input text (the token vectors pooled). normalize (default: the model\'s ' +
+    'setting) scales every vector to unit L2 length. One result per input, in order.',
   sequence_classification:
-    'Classifies each input text: raw logits, softmax scores, the index of the highest score and its label when the ' +
+    'Classifies each input text (or [text, text_pair] pair, tokenized together as cross-encoders read them): raw logits, softmax scores, the index of the highest score and its label when the ' +
     'model has labels. One result per input, in order.',
   token_classification:
     'Labels every token of each input text (IOB scheme: B- begins an entity, I- continues it, O is outside): the ' +

@@ -11,6 +11,7 @@ export type OpenApiDocument = { openapi: '3.0.3' } & Record<string, unknown>;
 
 const COMPONENT_PREFIX: Record<ModelType, string> = {
   embedding: 'Embedding',
+  sentence_embedding: 'SentenceEmbedding',
   sequence_classification: 'SequenceClassification',
   token_classification: 'TokenClassification',
 };
