@@ -8,7 +8,8 @@ import { isEncoderError } from '../src/encoder/errors.ts';
 import { AssetSection } from './asset-section.ts';
 import * as sea from 'node:sea';
 import { hostTarget } from '../src/builder/targets.ts';
-import { nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
+import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
+import type { InferenceWorkerData } from './onnxruntime-binding.ts';
 
 async function main(argv: string[]): Promise<number> {
   const io = processIo;
@@ -22,6 +23,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const context: CliContext = {
     luaWasmPath: nativeFiles()?.luaWasm,
+    inferenceWorker: () => ({
+      script: sea.getAsset(INFERENCE_WORKER_ASSET, 'utf8'),
+      eval: true,
+      workerData: { onnxruntimeBinding: nativeFiles()!.onnxruntimeBinding } satisfies InferenceWorkerData,
+    }),
     protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),
     swaggerUiFiles: (file) => new Uint8Array(sea.getAsset(swaggerUiAsset(file))),
     target: section?.manifest.target ?? hostTarget(),

@@ -14,6 +14,8 @@ import { defaultCacheDir } from '../src/encoder/config.ts';
 
 /** SEA asset with the text of proto/encoder.proto, for the gRPC front end. */
 export const PROTO_ASSET = 'encoder.proto';
+/** The inference worker (src/encoder/onnx-worker.ts) bundled on its own: a worker thread runs it from source text. */
+export const INFERENCE_WORKER_ASSET = 'onnx-worker.cjs';
 /** Swagger UI's files for the tool server's /docs, read from the blob without extraction. */
 export const swaggerUiAsset = (file: string): string => `swagger-ui/${file}`;
 

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import * as esbuild from 'esbuild';
 import { TARGETS, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
-import { NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
+import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -32,11 +32,23 @@ export function pinnedNodeVersion(): string {
   return packageJson.devDependencies.node as string;
 }
 
-/** Bundles the runtime once; every target's blob uses the same JavaScript. */
+/** The inference worker's bundle, written beside the runtime's (a SEA asset that a worker thread evaluates). */
+export function workerBundleOf(bundle: string): string {
+  return path.join(path.dirname(bundle), INFERENCE_WORKER_ASSET);
+}
+
+/** Bundles the runtime and its inference worker once; every target's blob uses the same JavaScript. */
 export async function bundleRuntime(outFile: string): Promise<void> {
+  await Promise.all([
+    bundle(path.join(root, 'runtime', 'main.ts'), outFile),
+    bundle(path.join(root, 'src', 'encoder', 'onnx-worker.ts'), workerBundleOf(outFile)),
+  ]);
+}
+
+async function bundle(entry: string, outFile: string): Promise<void> {
   const bindingLoader = path.join(root, 'runtime', 'onnxruntime-binding.ts');
   await esbuild.build({
-    entryPoints: [path.join(root, 'runtime', 'main.ts')],
+    entryPoints: [entry],
     outfile: outFile,
     bundle: true,
     platform: 'node',
@@ -80,9 +92,9 @@ function nodeBinary(platform: PlatformEntry, version: string): string {
 
 /**
  * The SEA assets of a target: onnxruntime binding + library, wasmoon's wasm, and their manifest (extracted to disk at
- * run time); the gRPC contract and Swagger UI's files (read in memory).
+ * run time); the gRPC contract, the inference worker's script and Swagger UI's files (read in memory).
  */
-function nativeAssets(platform: PlatformEntry, workDir: string): Record<string, string> {
+function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string): Record<string, string> {
   if (!platform.onnxruntime) {
     throw new Error(
       `${platform.target}: onnxruntime-node ${require('onnxruntime-node/package.json').version} ships no binding for this target, ` +
@@ -110,7 +122,13 @@ function nativeAssets(platform: PlatformEntry, workDir: string): Record<string, 
   const manifestFile = path.join(workDir, NATIVE_MANIFEST_ASSET);
   writeFileSync(manifestFile, JSON.stringify(manifest));
   const swaggerUi = Object.fromEntries(SWAGGER_UI_FILES.map((file) => [swaggerUiAsset(file), require.resolve(`swagger-ui-dist/${file}`)]));
-  return { [NATIVE_MANIFEST_ASSET]: manifestFile, [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'), ...swaggerUi, ...sources };
+  return {
+    [NATIVE_MANIFEST_ASSET]: manifestFile,
+    [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'),
+    [INFERENCE_WORKER_ASSET]: workerBundleOf(bundle),
+    ...swaggerUi,
+    ...sources,
+  };
 }
 
 function strip(binary: string, platform: PlatformEntry): string {
@@ -166,7 +184,7 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
     // Snapshots would need the program to be snapshot-safe at build time; off.
     useCodeCache: target === hostTarget(),
     useSnapshot: false,
-    assets: nativeAssets(platform, workDir),
+    assets: nativeAssets(platform, workDir, bundle),
   };
   writeFileSync(path.join(workDir, 'sea-config.json'), JSON.stringify(seaConfig, null, 2));
   execFileSync(process.execPath, ['--experimental-sea-config', path.join(workDir, 'sea-config.json')], { stdio: 'pipe' });

@@ -1,3 +1,4 @@
+import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { SwaggerUiFile } from '../tools/http/docs-page.ts';
@@ -14,4 +15,9 @@ export function repositoryProtoText(): string {
 
 export function installedSwaggerUiFile(file: SwaggerUiFile): Uint8Array {
   return readFileSync(require.resolve(`swagger-ui-dist/${file}`));
+}
+
+/** The inference worker from source: a worker thread runs the TypeScript file directly (the pinned Node strips types). */
+export function sourceInferenceWorker(): InferenceWorkerScript {
+  return { script: new URL('../encoder/onnx-worker.ts', import.meta.url) };
 }

@@ -1,3 +1,4 @@
+import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isEncoderError } from '../encoder/errors.ts';
@@ -25,6 +26,8 @@ export interface CliIo {
  */
 export interface CliContext {
   luaWasmPath?: string;
+  /** How `serve` starts its inference workers; absent: src/encoder/onnx-worker.ts (running from source). */
+  inferenceWorker?: () => InferenceWorkerScript;
   /** The text of proto/encoder.proto (the gRPC contract). */
   protoText: () => string;
   /** Swagger UI's files, for the tool server's /docs. */

@@ -20,6 +20,7 @@ interface ServeCommandOptions {
   maxWaitMs?: number;
   maxRequestTokens: number;
   threads?: number;
+  workers: number;
 }
 
 /**
@@ -44,7 +45,8 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
     .option('--max-request-tokens <n>', 'most tokens one request may hold (its inputs after tokenization); more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_TOKENS)
-    .option('--threads <n>', 'onnxruntime intra-op threads (default: all cores)', parsePositiveInteger)
+    .option('--threads <n>', 'onnxruntime intra-op threads per worker (default: all cores, divided between the workers)', parsePositiveInteger)
+    .option('--workers <n>', 'worker threads running onnxruntime, each with its own session (off the event loop)', parsePositiveInteger, 1)
     .action(async (options: ServeCommandOptions) => {
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
@@ -53,6 +55,8 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       const pipeline = await PredictPipeline.load(pkg, {
         ...source.pipelineOptions,
         threads: options.threads,
+        workers: options.workers,
+        inferenceWorker: context.inferenceWorker?.(),
         maxBatchTokens: options.maxBatchTokens,
         maxWaitMs: options.maxWaitMs,
         maxRequestTokens: options.maxRequestTokens,

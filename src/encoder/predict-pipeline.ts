@@ -3,6 +3,7 @@ import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type 
 import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
+import { InferenceWorkers, type InferenceWorkerScript } from './inference-workers.ts';
 import { OnnxModel, type ModelSignature } from './onnx-model.ts';
 import { normalizeInPlace, poolRow, poolTokens } from './pooling.ts';
 import { parsePredictRequest } from './requests.ts';
@@ -27,12 +28,22 @@ import type {
   TextOrPair,
 } from './schemas.ts';
 import { softmax, Tensor } from './tensor.ts';
-import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
+import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
 
 export interface PipelineOptions {
-  /** onnxruntime intra-op threads; default: onnxruntime's choice (one per physical core). */
+  /**
+   * onnxruntime intra-op threads (per worker); default: onnxruntime's choice (one per physical core), or with several
+   * workers the cores divided between them.
+   */
   threads?: number;
+  /**
+   * Worker threads that run onnxruntime, each with its own session, so that a batch never holds the event loop
+   * (`serve` uses 1 by default). 0, the default here: the session runs on the calling thread (`infer`, build checks).
+   */
+  workers?: number;
+  /** How to start an inference worker (required with workers > 0): its file from source, its bundled text in the executable. */
+  inferenceWorker?: InferenceWorkerScript;
   /**
    * Largest padded size of one onnxruntime run (rows × longest row, in tokens), over the sequences of all waiting
    * requests; a single longer sequence runs alone. Default: DEFAULT_BATCH_SETTINGS (measured, docs/decisions.md).
@@ -60,6 +71,13 @@ export interface PipelineOptions {
   schedulerTuning?: Omit<BatchSchedulerOptions, 'maxBatchTokens' | 'maxWaitMs' | 'maxBatchSequences'>;
   /** Replaces onnxruntime session options; for benchmarks that compare them. */
   sessionOptions?: ort.InferenceSession.SessionOptions;
+}
+
+/** What runs the model: a session on this thread, or sessions in worker threads. */
+interface ModelRunner {
+  readonly signature: ModelSignature;
+  run(batch: PaddedBatch): Promise<Tensor>;
+  close(): Promise<void>;
 }
 
 /** The Lua transform's time limit per batch, as for the build-time check of the script. */
@@ -91,7 +109,7 @@ export class PredictPipeline implements Predictor {
   readonly tokenizer: EncoderTokenizer;
   /** Things the user should know about how the model was bound (e.g. a fallback output). */
   readonly notes: readonly string[];
-  readonly #model: OnnxModel;
+  readonly #model: ModelRunner;
   readonly #transform: LuaTransform | null;
   readonly #labels: ReadonlyMap<number, string>;
   readonly #pooling: Pooling;
@@ -108,7 +126,7 @@ export class PredictPipeline implements Predictor {
   private constructor(fields: {
     pkg: ModelPackage;
     tokenizer: EncoderTokenizer;
-    model: OnnxModel;
+    model: ModelRunner;
     transform: LuaTransform | null;
     batching: BatchSchedulerOptions;
     maxRequestTokens: number;
@@ -131,7 +149,13 @@ export class PredictPipeline implements Predictor {
 
   /** Loads tokenizer, model and transform; every problem is a ConfigError. */
   static async load(pkg: ModelPackage, options: PipelineOptions = {}): Promise<PredictPipeline> {
+    const workers = options.workers ?? 0;
+    if (!(Number.isInteger(workers) && workers >= 0)) throw new ConfigError(`workers must be an integer >= 0, got ${String(options.workers)}`);
+    const worker = options.inferenceWorker;
+    if (workers > 0 && worker === undefined) throw new ConfigError('workers > 0 needs inferenceWorker: how to start the worker script');
     const batching: BatchSchedulerOptions = {
+      // each worker runs one batch at a time; more runs in flight only wait in its queue
+      maxRunsInFlight: Math.max(1, workers),
       ...options.schedulerTuning,
       maxBatchTokens: options.maxBatchTokens,
       maxWaitMs: options.maxWaitMs,
@@ -144,7 +168,11 @@ export class PredictPipeline implements Predictor {
     if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
     const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
     rerankIndexOf(pkg, labelsOf(pkg.modelConfig)); // an unknown rerank_label is a ConfigError before the model loads
-    const model = await OnnxModel.load(pkg.weights, pkg.modelType, { threads: options.threads, sessionOptions: options.sessionOptions });
+    const modelOptions = { threads: options.threads, sessionOptions: options.sessionOptions };
+    const model: ModelRunner =
+      workers === 0
+        ? await OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
+        : await InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker! });
     let transform: LuaTransform | null = null;
     try {
       if (pkg.transform !== null) {
@@ -332,9 +360,10 @@ export class PredictPipeline implements Predictor {
   async #runBatch(rows: readonly Encoding[]): Promise<Tensor> {
     try {
       const batch = this.tokenizer.pad(rows as Encoding[]);
-      let output = await this.#model.run(batch);
       const needsMask = this.#transform !== null || this.modelType === 'sentence_embedding';
+      // made before the run: an inference worker takes the batch's buffers
       const mask = needsMask ? new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]) : null;
+      let output = await this.#model.run(batch);
       if (this.#transform) output = this.#transform.run(output, mask!);
       if (this.modelType === 'sentence_embedding' && output.rank === 3) output = poolTokens(output, mask!, this.#pooling);
       return output;

@@ -1,0 +1,218 @@
+/**
+ * onnxruntime off the event loop (design decision 10): `workers` worker threads, each with its own session of the
+ * same model, run the batches the scheduler forms. The binding's `session.run` is synchronous, so on the main thread
+ * one run held every other request — a liveness probe waited for the whole batch. Here the main thread keeps parsing,
+ * tokenizing, answering /health and writing responses while a batch runs. Tensors cross as transferred buffers.
+ *
+ * A batch goes to an idle worker (the scheduler starts at most `workers` runs at once). A worker that dies fails its
+ * run with an InternalError and is replaced by a fresh one for the next run.
+ */
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { ModelType } from './config.ts';
+import { ConfigError, InputError, InternalError, type EncoderError } from './errors.ts';
+import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
+import type { WorkerFailure, WorkerReply, WorkerRequest } from './onnx-worker.ts';
+import { Tensor } from './tensor.ts';
+import type { PaddedBatch } from './tokenizer/index.ts';
+
+/**
+ * How to start a worker: from source, the file onnx-worker.ts (src/cli/main.ts passes it); in the single executable,
+ * its bundled text. The caller says, because only it knows which it is (import.meta is empty in the CommonJS bundle).
+ */
+export interface InferenceWorkerScript {
+  /** A file path or URL of the worker module, or the worker's source code with `eval: true`. */
+  script: string | URL;
+  eval?: boolean;
+  /** Handed to the worker as `workerData` (the single executable passes where its onnxruntime binding is). */
+  workerData?: unknown;
+}
+
+export interface InferenceWorkersOptions extends OnnxModelOptions {
+  /** Worker threads, each with its own session; default 1. */
+  workers?: number;
+  worker: InferenceWorkerScript;
+}
+
+/**
+ * Intra-op threads per worker when the user did not say: with one worker, onnxruntime's own default (one per physical
+ * core); with several, the cores divided between them, so that n sessions running at once do not oversubscribe the
+ * machine (measured in docs/benchmarks.md).
+ */
+export function threadsPerWorker(workers: number, threads: number | undefined, cores = os.availableParallelism()): number | undefined {
+  if (threads !== undefined) return threads;
+  return workers === 1 ? undefined : Math.max(1, Math.floor(cores / workers));
+}
+
+function errorOf(failure: WorkerFailure): EncoderError {
+  if (failure.kind === 'config') return new ConfigError(failure.message);
+  if (failure.kind === 'input') return new InputError(failure.message.replace(/^Invalid input: /, ''));
+  return new InternalError(failure.message);
+}
+
+interface PendingRun {
+  resolve(output: Tensor): void;
+  reject(error: unknown): void;
+}
+
+/** One worker thread and its session. */
+class InferenceWorker {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, PendingRun>();
+  #nextId = 0;
+  #dead: Error | null = null;
+  #closed: (() => void) | null = null;
+
+  private constructor(worker: Worker) {
+    this.#worker = worker;
+  }
+
+  /** Starts the thread and loads the model into it; a model that does not load is the ConfigError the worker gave. */
+  static async start(script: InferenceWorkerScript, load: Extract<WorkerRequest, { kind: 'load' }>): Promise<{ worker: InferenceWorker; signature: ModelSignature }> {
+    const thread = new Worker(script.script, { eval: script.eval ?? false, workerData: script.workerData });
+    const worker = new InferenceWorker(thread);
+    const signature = await new Promise<ModelSignature>((resolve, reject) => {
+      const onError = (error: Error) => reject(new ConfigError(`the inference worker failed to start: ${error.message}`, { cause: error }));
+      const onExit = (code: number) => reject(new ConfigError(`the inference worker exited with code ${code} while loading the model`));
+      thread.once('error', onError);
+      thread.once('exit', onExit);
+      thread.once('message', (reply: WorkerReply) => {
+        thread.off('error', onError);
+        thread.off('exit', onExit);
+        if (reply.kind === 'loaded') resolve(reply.signature);
+        else if (reply.kind === 'failed') reject(errorOf(reply.error));
+        else reject(new ConfigError(`the inference worker answered ${reply.kind} to load`));
+      });
+      // The weights are copied into the worker (a model is loaded once per worker); runs transfer their tensors.
+      thread.postMessage(load);
+    }).catch(async (error: unknown) => {
+      await thread.terminate();
+      throw error;
+    });
+    worker.#listen();
+    return { worker, signature };
+  }
+
+  get busy(): boolean {
+    return this.#pending.size > 0;
+  }
+
+  get alive(): boolean {
+    return this.#dead === null;
+  }
+
+  run(batch: PaddedBatch): Promise<Tensor> {
+    if (this.#dead) return Promise.reject(this.#dead);
+    const id = this.#nextId++;
+    const { promise, resolve, reject } = Promise.withResolvers<Tensor>();
+    this.#pending.set(id, { resolve, reject });
+    const message: WorkerRequest = { kind: 'run', id, batch };
+    try {
+      // The padded inputs were made for this run alone: handing their buffers over saves copying them.
+      this.#worker.postMessage(message, [batch.inputIds.buffer, batch.attentionMask.buffer, batch.tokenTypeIds.buffer] as ArrayBuffer[]);
+    } catch (error) {
+      this.#pending.delete(id);
+      return Promise.reject(new InternalError(`cannot hand the batch to the inference worker: ${(error as Error).message}`, { cause: error }));
+    }
+    return promise;
+  }
+
+  /** Releases the session, then ends the thread. */
+  async close(): Promise<void> {
+    if (this.#dead) return;
+    this.#dead = new InternalError('the inference worker is closed');
+    await new Promise<void>((resolve) => {
+      this.#closed = resolve;
+      this.#worker.postMessage({ kind: 'close' } satisfies WorkerRequest);
+    });
+    await this.#worker.terminate();
+  }
+
+  #listen(): void {
+    this.#worker.on('message', (reply: WorkerReply) => {
+      if (reply.kind === 'closed') {
+        this.#closed?.();
+        return;
+      }
+      if (reply.kind !== 'ran' && reply.kind !== 'failed') return;
+      const run = reply.id === null ? undefined : this.#pending.get(reply.id);
+      if (!run || reply.id === null) return;
+      this.#pending.delete(reply.id);
+      if (reply.kind === 'ran') run.resolve(new Tensor(reply.data, reply.dims));
+      else run.reject(errorOf(reply.error));
+    });
+    const die = (error: Error) => {
+      if (this.#dead) return;
+      this.#dead = error;
+      for (const run of this.#pending.values()) run.reject(error);
+      this.#pending.clear();
+      this.#closed?.();
+    };
+    this.#worker.on('error', (error: Error) => die(new InternalError(`the inference worker failed: ${error.message}`, { cause: error })));
+    this.#worker.on('exit', (code) => die(new InternalError(`the inference worker exited (code ${code})`)));
+  }
+}
+
+/** The same interface as OnnxModel (load, signature, run, close), with the sessions in worker threads. */
+export class InferenceWorkers {
+  readonly signature: ModelSignature;
+  readonly size: number;
+  readonly #workers: InferenceWorker[];
+  readonly #script: InferenceWorkerScript;
+  readonly #load: Extract<WorkerRequest, { kind: 'load' }>;
+  #next = 0;
+
+  private constructor(workers: InferenceWorker[], signature: ModelSignature, script: InferenceWorkerScript, load: Extract<WorkerRequest, { kind: 'load' }>) {
+    this.#workers = workers;
+    this.signature = signature;
+    this.size = workers.length;
+    this.#script = script;
+    this.#load = load;
+  }
+
+  static async load(weights: Uint8Array, modelType: ModelType, options: InferenceWorkersOptions): Promise<InferenceWorkers> {
+    const count = options.workers ?? 1;
+    if (!(Number.isInteger(count) && count >= 1)) throw new ConfigError(`workers must be a positive integer, got ${String(options.workers)}`);
+    const script = options.worker;
+    const threads = threadsPerWorker(count, options.threads);
+    const load: Extract<WorkerRequest, { kind: 'load' }> = {
+      kind: 'load',
+      weights,
+      modelType,
+      options: { ...(threads !== undefined ? { threads } : {}), ...(options.sessionOptions ? { sessionOptions: options.sessionOptions } : {}) },
+    };
+    const started = await Promise.allSettled(Array.from({ length: count }, () => InferenceWorker.start(script, load)));
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) {
+      await Promise.all(started.map((result) => (result.status === 'fulfilled' ? result.value.worker.close() : undefined)));
+      throw failed.reason;
+    }
+    const ready = started.map((result) => (result as PromiseFulfilledResult<{ worker: InferenceWorker; signature: ModelSignature }>).value);
+    return new InferenceWorkers(ready.map((r) => r.worker), ready[0].signature, script, load);
+  }
+
+  /** Runs one padded batch on an idle worker (the least recently used when all are busy); its buffers are handed over. */
+  async run(batch: PaddedBatch): Promise<Tensor> {
+    const index = this.#pickWorker();
+    if (!this.#workers[index].alive) {
+      // A worker that died (its run failed with an InternalError) is replaced before the next run.
+      this.#workers[index] = (await InferenceWorker.start(this.#script, this.#load)).worker;
+    }
+    return this.#workers[index].run(batch);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map((worker) => worker.close()));
+  }
+
+  #pickWorker(): number {
+    for (let k = 0; k < this.#workers.length; k++) {
+      const index = (this.#next + k) % this.#workers.length;
+      if (!this.#workers[index].busy) {
+        this.#next = index + 1;
+        return index;
+      }
+    }
+    return this.#next++ % this.#workers.length;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The inference worker: one onnxruntime session in a worker thread, so that `session.run` (synchronous in the
+ * binding) never holds the event loop that parses requests, answers /health and writes responses. Started by
+ * InferenceWorkers (inference-workers.ts); from the sources as this file, in the single executable as a bundle of it
+ * (scripts/build-runtime.ts). Messages are the protocol of inference-workers.ts; tensors cross as transferred buffers.
+ */
+import { parentPort } from 'node:worker_threads';
+import type { ModelType } from './config.ts';
+import { isEncoderError } from './errors.ts';
+import { OnnxModel, type OnnxModelOptions } from './onnx-model.ts';
+import type { PaddedBatch } from './tokenizer/index.ts';
+
+export type WorkerRequest =
+  | { kind: 'load'; weights: Uint8Array; modelType: ModelType; options: OnnxModelOptions }
+  | { kind: 'run'; id: number; batch: PaddedBatch }
+  | { kind: 'close' };
+
+export interface WorkerFailure {
+  kind: 'input' | 'internal' | 'config';
+  message: string;
+}
+
+export type WorkerReply =
+  | { kind: 'loaded'; signature: OnnxModel['signature'] }
+  | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
+  | { kind: 'failed'; id: number | null; error: WorkerFailure }
+  | { kind: 'closed' };
+
+function failureOf(error: unknown): WorkerFailure {
+  if (isEncoderError(error)) return { kind: error.kind, message: error.message };
+  return { kind: 'internal', message: error instanceof Error ? error.message : String(error) };
+}
+
+if (parentPort) {
+  const port = parentPort;
+  let model: OnnxModel | undefined;
+  port.on('message', (request: WorkerRequest) => {
+    void (async () => {
+      switch (request.kind) {
+        case 'load':
+          try {
+            model = await OnnxModel.load(request.weights, request.modelType, request.options);
+            port.postMessage({ kind: 'loaded', signature: model.signature } satisfies WorkerReply);
+          } catch (error) {
+            port.postMessage({ kind: 'failed', id: null, error: failureOf(error) } satisfies WorkerReply);
+          }
+          return;
+        case 'run':
+          try {
+            const output = await model!.run(request.batch);
+            // A fresh buffer per run (onnxruntime allocates the output), so it can be handed over rather than copied.
+            port.postMessage({ kind: 'ran', id: request.id, data: output.data, dims: [...output.dims] } satisfies WorkerReply, [output.data.buffer as ArrayBuffer]);
+          } catch (error) {
+            port.postMessage({ kind: 'failed', id: request.id, error: failureOf(error) } satisfies WorkerReply);
+          }
+          return;
+        case 'close':
+          await model?.close();
+          model = undefined;
+          port.postMessage({ kind: 'closed' } satisfies WorkerReply);
+          return;
+      }
+    })();
+  });
+}

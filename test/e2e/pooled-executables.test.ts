@@ -1,0 +1,108 @@
+/**
+ * The new model types in the single executable (issue 12) and onnxruntime in worker threads (issue 13): a
+ * sentence_embedding executable built from a sentence-transformers layout serves /predict, /v1/embeddings, gRPC and
+ * `infer`; while it is saturated with long inputs, every /health probe is answered.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { serveModel, type ServedModel } from '../helpers/served-model.ts';
+
+warnIfNoBaseRuntime('pooled model executables');
+
+let work: string;
+let cacheDir: string;
+let served: ServedModel | undefined;
+
+function build(name: string, yaml: string): string {
+  const config = path.join(work, `${name}.yaml`);
+  writeFileSync(config, yaml);
+  const output = path.join(work, name);
+  const built = runExecutable(baseRuntimePath(), ['build', '-f', config, '--base-binary-path', baseRuntimePath(), '-o', output], { cacheDir });
+  expect(built.status, built.stderr).toBe(0);
+  return output;
+}
+
+function post(url: string, route: string, body: unknown): Promise<Response> {
+  return fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'pooled-e2e-'));
+  cacheDir = path.join(work, 'cache');
+});
+
+afterAll(async () => {
+  await served?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe.skipIf(!hasBaseRuntime())('a sentence_embedding executable', () => {
+  let executable: string;
+
+  beforeAll(async () => {
+    // the example preset: long enough (512 positions, hidden 64) that a batch of long inputs takes a while to run
+    const dir = await generateTinyModel({ modelType: 'embedding', hidden: 64, maxPositions: 512, intermediate: 256 });
+    executable = build('sentences', `encoder:\n  name: sentences\n  path: ${dir}\n  model_type: sentence_embedding\n  pooling: cls\n  normalize: false\n`);
+    // large batches: each run takes long enough that a probe waiting for one would show it
+    served = await serveModel(executable, { cacheDir, args: ['--max-batch-tokens', '8192'] });
+  });
+
+  it('says what it serves: --version, inspect and /model', async () => {
+    const version = runExecutable(executable, ['--version'], { cacheDir });
+    expect(version.stdout).toContain('sentences 0.1.0 (sentence_embedding)');
+    const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout) as { model: Record<string, unknown> };
+    expect(manifest.model).toMatchObject({ model_type: 'sentence_embedding', pooling: 'cls', normalize: false });
+    expect(await (await fetch(`${served!.httpUrl}/model`)).json()).toEqual({
+      model_id: 'sentences',
+      model_type: 'sentence_embedding',
+      pooling: 'cls',
+      normalize: false,
+    });
+    expect(served!.stderr()).toContain('/v1/embeddings');
+  });
+
+  it('answers /predict, /v1/embeddings and infer with the same vectors', async () => {
+    const texts = ['hello world', 'good morning'];
+    const predicted = (await (await post(served!.httpUrl, '/predict', { inputs: texts })).json()) as { results: { embedding: number[] }[] };
+    const openai = (await (await post(served!.httpUrl, '/v1/embeddings', { input: texts, model: 'sentences' })).json()) as {
+      data: { embedding: number[] }[];
+    };
+    expect(predicted.results).toHaveLength(2);
+    expect(predicted.results[0].embedding).toHaveLength(64);
+    // normalize: false in the configuration applies to both routes
+    expect(Math.hypot(...predicted.results[0].embedding)).not.toBeCloseTo(1, 2);
+    expect(openai.data.map((item) => item.embedding)).toEqual(predicted.results.map((result) => result.embedding));
+    const inferred = runExecutable(executable, ['infer', ...texts], { cacheDir });
+    expect(inferred.status, inferred.stderr).toBe(0);
+    expect((JSON.parse(inferred.stdout) as typeof predicted).results).toEqual(predicted.results);
+  });
+
+  it('answers every /health probe while its worker is saturated with long inputs', async () => {
+    const long = Array.from({ length: 300 }, (_, i) => ['alpha', 'beta', 'gamma', 'delta'][i % 4]).join(' ');
+    const load = Array.from({ length: 12 }, () => post(served!.httpUrl, '/predict', { inputs: Array.from({ length: 16 }, () => long) }));
+    let loadDone = false;
+    const settled = Promise.all(load).finally(() => {
+      loadDone = true;
+    });
+    const probes: number[] = [];
+    while (!loadDone) {
+      const started = performance.now();
+      const response = await fetch(`${served!.httpUrl}/health`);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toBe('OK!');
+      probes.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const responses = await settled;
+    for (const response of responses) expect(response.status).toBe(200);
+    // Many probes fell while batches ran. With onnxruntime on the event loop (measured: a pipeline without workers,
+    // same load) only ~5 got through, with a median of ~120 ms and up to ~560 ms, each waiting for a whole batch.
+    expect(probes.length).toBeGreaterThan(20);
+    probes.sort((a, b) => a - b);
+    expect(probes[Math.floor(probes.length / 2)]).toBeLessThan(50);
+  });
+});
