@@ -1,11 +1,13 @@
 /**
- * npm run bench:serve — the server against what a Node user would otherwise run, on the MiniLM-shaped model, for
- * requests of 1 and 8 inputs of 8–64 words at concurrency 1, 8 and 32:
- *   (a) raw onnxruntime session.run in one process on the same batches (the server's BatchScheduler), pre-tokenized:
- *       the limit;
+ * npm run bench:serve [-- --only sentence|token] — the server against what a Node user would otherwise run, on the
+ * MiniLM-shaped model, for requests of 1 and 8 inputs of 8–64 words at concurrency 1, 8 and 32:
+ *   (a) raw onnxruntime session.run in one process on the same batches (the server's BatchScheduler), pre-tokenized
+ *       (plus mean pooling and normalisation for sentence embeddings): the limit;
  *   (b) @huggingface/transformers' feature-extraction pipeline in one process, loaded from a local directory;
- *   (c) this server's model executable over HTTP;  (d) the same over gRPC.
- * Sequences per second, p50 and p99 request latency, and the ratios c/a and c/b.
+ *   (c) this server's model executable over HTTP (/predict per token; /v1/embeddings for sentence embeddings);
+ *   (d) the same over gRPC.
+ * Sequences per second, p50 and p99 request latency, the ratios c/a and c/b, and the p99 of /health probes taken
+ * while (c) and (d) run at concurrency 32.
  * Needs the host's base runtime (npm run build:runtime -- --target host).
  */
 import { spawnSync } from 'node:child_process';
@@ -19,7 +21,9 @@ import { parseBuildConfig } from '../src/encoder/config.ts';
 import { readModelPackage } from '../src/encoder/model-package.ts';
 import { BatchScheduler } from '../src/encoder/batch-scheduler.ts';
 import { EncoderTokenizer, type Encoding } from '../src/encoder/tokenizer/index.ts';
-import { grpcClient, serveModel } from '../test/helpers/served-model.ts';
+import { normalizeInPlace, poolTokens } from '../src/encoder/pooling.ts';
+import { Tensor } from '../src/encoder/tensor.ts';
+import { grpcClient, serveModel, type ServedModel } from '../test/helpers/served-model.ts';
 import { median, printTable } from './measure.ts';
 import { benchModelDir as modelDir, ensureBenchModel, repoRoot as root, sentence } from './workload.ts';
 
@@ -69,8 +73,8 @@ type Session = ort.InferenceSession;
  * costs the client ~2 ms more per request here, CPU that the server on the same two cores then lacks.
  */
 const keepAlive = new http.Agent({ keepAlive: true });
-function postPredict(baseUrl: string, body: string): Promise<void> {
-  const url = new URL('/predict', baseUrl);
+function postPredict(baseUrl: string, body: string, route = '/predict'): Promise<void> {
+  const url = new URL(route, baseUrl);
   return new Promise((resolve, reject) => {
     const request = http.request(
       url,
@@ -87,8 +91,11 @@ function postPredict(baseUrl: string, body: string): Promise<void> {
   });
 }
 
-/** One pre-tokenized session.run of padded rows; returns onnxruntime's own time in ms. */
-async function timedRun(tokenizer: EncoderTokenizer, session: Session, rows: readonly Encoding[]): Promise<number> {
+/**
+ * One pre-tokenized session.run of padded rows, plus (for sentence embeddings) mean pooling and normalisation of its
+ * output; returns the time of those alone in ms.
+ */
+async function timedRun(tokenizer: EncoderTokenizer, session: Session, rows: readonly Encoding[], pooled = false): Promise<number> {
   const batch = tokenizer.pad(rows as Encoding[]);
   const dims = [batch.batchSize, batch.sequenceLength];
   const feeds = {
@@ -96,9 +103,45 @@ async function timedRun(tokenizer: EncoderTokenizer, session: Session, rows: rea
     attention_mask: new ort.Tensor('int64', batch.attentionMask, dims),
     token_type_ids: new ort.Tensor('int64', batch.tokenTypeIds, dims),
   };
+  const mask = pooled ? new Tensor(Float32Array.from(batch.attentionMask, Number), dims) : null;
   const t = performance.now();
-  await session.run(feeds);
+  const outputs = await session.run(feeds);
+  if (mask) {
+    const hidden = outputs.last_hidden_state;
+    const vectors = poolTokens(new Tensor(hidden.data as Float32Array, hidden.dims.map(Number)), mask, 'mean');
+    for (let row = 0; row < dims[0]; row++) normalizeInPlace(vectors.data.subarray(row * vectors.dims[1], (row + 1) * vectors.dims[1]));
+  }
   return performance.now() - t;
+}
+
+/** /health probes every 10 ms while `work` runs; their latencies in ms. */
+async function probeHealth<T>(baseUrl: string, work: Promise<T>): Promise<{ result: T; probes: number[] }> {
+  let done = false;
+  const finished = work.finally(() => {
+    done = true;
+  });
+  const probes: number[] = [];
+  while (!done) {
+    const t = performance.now();
+    await get(baseUrl, '/health');
+    probes.push(performance.now() - t);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return { result: await finished, probes };
+}
+
+function get(baseUrl: string, route: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    http.get(new URL(route, baseUrl), { agent: keepAlive }, (response) => {
+      response.resume();
+      response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`${route}: ${response.statusCode}`))));
+    }).on('error', reject);
+  });
+}
+
+function p99(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
 }
 
 /**
@@ -106,12 +149,12 @@ async function timedRun(tokenizer: EncoderTokenizer, session: Session, rows: rea
  * (default settings), whose batches run as bare session.run calls; only onnxruntime's time counts. The same
  * batches the server would run when those requests arrive together, without HTTP, JSON, tokenization or shaping.
  */
-async function rawOnnxruntime(tokenizer: EncoderTokenizer, session: Session, concurrency: number, inputs: number): Promise<Result> {
+async function rawOnnxruntime(tokenizer: EncoderTokenizer, session: Session, concurrency: number, inputs: number, pooled = false): Promise<Result> {
   const count = requestCount(concurrency, inputs);
   const latencies: number[] = [];
   let runMs = 0;
   const scheduler = new BatchScheduler<Encoding, number>(async (rows) => {
-    runMs += await timedRun(tokenizer, session, rows);
+    runMs += await timedRun(tokenizer, session, rows, pooled);
     return runMs; // the onnxruntime time spent so far in this wave when this batch finished
   });
   for (let first = 0; first < count; first += concurrency) {
@@ -154,20 +197,64 @@ async function batchingCeiling(tokenizer: EncoderTokenizer, session: Session): P
   return rows;
 }
 
+/** Builds the MiniLM-shaped model as `modelType` and serves it (HTTP and gRPC on loopback). */
+async function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding'): Promise<ServedModel> {
+  const config = path.join(work, `${modelType}.yaml`);
+  writeFileSync(config, `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: ${modelType}\n`);
+  const executable = path.join(work, `minilm-${modelType}`);
+  const built = spawnSync(base, ['build', '-f', config, '--base-binary-path', base, '-o', executable], { encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(built.stderr);
+  return serveModel(executable, { cacheDir: path.join(work, 'cache') });
+}
+
+const cell = (r: Result) => `${Math.round(r.sequencesPerSecond)} / ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)}`;
+
+/**
+ * Sentence embeddings (issue 12): (a) raw onnxruntime + mean pooling + normalisation on the server's batches, (b)
+ * transformers.js feature-extraction with {pooling: 'mean', normalize: true}, (c) /v1/embeddings, (d) gRPC
+ * encoder.SentenceEmbedding. /health is probed while (c) and (d) run at concurrency 32.
+ */
+async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: Session, extractor: FeatureExtractor): Promise<void> {
+  const served = await serveBenchModel(work, 'sentence_embedding');
+  const grpc = grpcClient(served.grpcAddress, 'sentence_embedding');
+  const rows: (string | number)[][] = [];
+  for (const [inputs, concurrency] of [[1, 1], [8, 1], [8, 8], [8, 32]]) {
+    const count = requestCount(concurrency, inputs);
+    const a = await rawOnnxruntime(tokenizer, session, concurrency, inputs, true);
+    const b = await drive(count, concurrency, inputs, (texts) => extractor(texts, { pooling: 'mean', normalize: true }));
+    const send = (texts: string[]) => postPredict(served.httpUrl, JSON.stringify({ input: texts, model: 'minilm', encoding_format: 'float' }), '/v1/embeddings');
+    const c = await probeHealth(served.httpUrl, drive(count, concurrency, inputs, send));
+    const d = await probeHealth(served.httpUrl, drive(count, concurrency, inputs, (texts) => grpc.predict({ inputs: texts })));
+    rows.push([
+      inputs,
+      concurrency,
+      cell(a),
+      cell(b),
+      cell(c.result),
+      cell(d.result),
+      (c.result.sequencesPerSecond / a.sequencesPerSecond).toFixed(2),
+      (c.result.sequencesPerSecond / b.sequencesPerSecond).toFixed(2),
+      (c.result.p50 / a.p50).toFixed(2),
+      concurrency === 32 ? `${p99([...c.probes, ...d.probes]).toFixed(1)} (${c.probes.length + d.probes.length})` : '',
+    ]);
+  }
+  printTable(
+    'Sentence embeddings, MiniLM-shaped model: sequences/s / p50 ms / p99 ms (inputs of 8–64 words; aims at 8 inputs: c ≥ 0.9·a and c ≥ 1.2·b at concurrency 32, c p50 ≤ 1.25·a at concurrency 1)',
+    ['inputs per request', 'concurrency', '(a) raw onnxruntime + pooling', '(b) transformers.js, mean + normalize', '(c) /v1/embeddings', '(d) gRPC SentenceEmbedding', 'c/a throughput', 'c/b throughput', 'c/a p50', '/health p99 ms (probes)'],
+    rows,
+  );
+  grpc.close();
+  await served.stop();
+}
+
+type FeatureExtractor = (texts: string[], options: { pooling: 'none' | 'mean'; normalize: boolean }) => Promise<unknown>;
+
 async function main(): Promise<void> {
   if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : 'all';
   await ensureBenchModel();
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-serve-'));
   try {
-    // (c, d): the model executable
-    const config = path.join(work, 'minilm.yaml');
-    writeFileSync(config, `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: embedding\n`);
-    const executable = path.join(work, 'minilm');
-    const built = spawnSync(base, ['build', '-f', config, '--base-binary-path', base, '-o', executable], { encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(built.stderr);
-    const served = await serveModel(executable, { cacheDir: path.join(work, 'cache') });
-    const grpc = grpcClient(served.grpcAddress, 'embedding');
-
     // (a): one session with onnxruntime's defaults, our tokenizer
     const pkg = readModelPackage(parseBuildConfig(`encoder:\n  name: m\n  path: ${modelDir}\n  model_type: embedding\n`, { baseDir: root }));
     const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
@@ -183,46 +270,53 @@ async function main(): Promise<void> {
     const { pipeline, env } = await import('@huggingface/transformers');
     env.allowRemoteModels = false;
     env.localModelPath = `${local}/`;
-    const extractor = await pipeline('feature-extraction', 'minilm', { dtype: 'fp32', device: 'cpu' });
+    const extractor = (await pipeline('feature-extraction', 'minilm', { dtype: 'fp32', device: 'cpu' })) as unknown as FeatureExtractor;
 
-    const rows: (string | number)[][] = [];
-    for (const inputs of INPUTS_PER_REQUEST) {
-      for (const concurrency of CONCURRENCY) {
-        const count = requestCount(concurrency, inputs);
-        const a = await rawOnnxruntime(tokenizer, session, concurrency, inputs);
-        const b = await drive(count, concurrency, inputs, (texts) => extractor(texts, { pooling: 'none', normalize: false }));
-        const c = await drive(count, concurrency, inputs, (texts) => postPredict(served.httpUrl, JSON.stringify({ inputs: texts, normalize: true })));
-        const d = await drive(count, concurrency, inputs, (texts) => grpc.predict({ inputs: texts, normalize: true }));
-        const cell = (r: Result) => `${Math.round(r.sequencesPerSecond)} / ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)}`;
-        rows.push([
-          inputs,
-          concurrency,
-          cell(a),
-          cell(b),
-          cell(c),
-          cell(d),
-          (c.sequencesPerSecond / a.sequencesPerSecond).toFixed(2),
-          (c.sequencesPerSecond / b.sequencesPerSecond).toFixed(2),
-          (c.p50 / a.p50).toFixed(2),
-        ]);
-      }
-    }
-    printTable(
-      'Serving the MiniLM-shaped model: sequences/s / p50 ms / p99 ms (inputs of 8–64 words)',
-      ['inputs per request', 'concurrency', '(a) raw onnxruntime, batched', '(b) transformers.js pipeline', '(c) server, HTTP', '(d) server, gRPC', 'c/a throughput', 'c/b throughput', 'c/a p50'],
-      rows,
-    );
-    printTable(
-      'The most batching can give here: the same 256 texts, raw onnxruntime, length-sorted rows per run',
-      ['rows per run', 'sequences/s', 'against one row per run'],
-      await batchingCeiling(tokenizer, session),
-    );
-    grpc.close();
-    await served.stop();
+    if (only === 'all' || only === 'sentence') await sentenceRows(work, tokenizer, session, extractor);
+    if (only === 'all' || only === 'token') await tokenRows(work, tokenizer, session, extractor);
     await session.release();
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** Per-token embeddings on spec 2's /predict, and the ceiling of batching. */
+async function tokenRows(work: string, tokenizer: EncoderTokenizer, session: Session, extractor: FeatureExtractor): Promise<void> {
+  const served = await serveBenchModel(work, 'embedding');
+  const grpc = grpcClient(served.grpcAddress, 'embedding');
+  const rows: (string | number)[][] = [];
+  for (const inputs of INPUTS_PER_REQUEST) {
+    for (const concurrency of CONCURRENCY) {
+      const count = requestCount(concurrency, inputs);
+      const a = await rawOnnxruntime(tokenizer, session, concurrency, inputs);
+      const b = await drive(count, concurrency, inputs, (texts) => extractor(texts, { pooling: 'none', normalize: false }));
+      const c = await drive(count, concurrency, inputs, (texts) => postPredict(served.httpUrl, JSON.stringify({ inputs: texts, normalize: true })));
+      const d = await drive(count, concurrency, inputs, (texts) => grpc.predict({ inputs: texts, normalize: true }));
+      rows.push([
+        inputs,
+        concurrency,
+        cell(a),
+        cell(b),
+        cell(c),
+        cell(d),
+        (c.sequencesPerSecond / a.sequencesPerSecond).toFixed(2),
+        (c.sequencesPerSecond / b.sequencesPerSecond).toFixed(2),
+        (c.p50 / a.p50).toFixed(2),
+      ]);
+    }
+  }
+  printTable(
+    'Serving the MiniLM-shaped model: sequences/s / p50 ms / p99 ms (inputs of 8–64 words)',
+    ['inputs per request', 'concurrency', '(a) raw onnxruntime, batched', '(b) transformers.js pipeline', '(c) server, HTTP', '(d) server, gRPC', 'c/a throughput', 'c/b throughput', 'c/a p50'],
+    rows,
+  );
+  printTable(
+    'The most batching can give here: the same 256 texts, raw onnxruntime, length-sorted rows per run',
+    ['rows per run', 'sequences/s', 'against one row per run'],
+    await batchingCeiling(tokenizer, session),
+  );
+  grpc.close();
+  await served.stop();
 }
 
 await main();

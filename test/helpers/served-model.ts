@@ -31,6 +31,7 @@ const encoderPackage = grpc.loadPackageDefinition(packageDefinition).encoder as 
 
 const SERVICE_OF = {
   embedding: 'Embedding',
+  sentence_embedding: 'SentenceEmbedding',
   sequence_classification: 'SequenceClassification',
   token_classification: 'TokenClassification',
 } as const;
