@@ -198,13 +198,13 @@ async function batchingCeiling(tokenizer: EncoderTokenizer, session: Session): P
 }
 
 /** Builds the MiniLM-shaped model as `modelType` and serves it (HTTP and gRPC on loopback). */
-async function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding'): Promise<ServedModel> {
+async function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding', args: string[] = []): Promise<ServedModel> {
   const config = path.join(work, `${modelType}.yaml`);
   writeFileSync(config, `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: ${modelType}\n`);
   const executable = path.join(work, `minilm-${modelType}`);
   const built = spawnSync(base, ['build', '-f', config, '--base-binary-path', base, '-o', executable], { encoding: 'utf8' });
   if (built.status !== 0) throw new Error(built.stderr);
-  return serveModel(executable, { cacheDir: path.join(work, 'cache') });
+  return serveModel(executable, { cacheDir: path.join(work, 'cache'), args });
 }
 
 const cell = (r: Result) => `${Math.round(r.sequencesPerSecond)} / ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)}`;
@@ -245,6 +245,22 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
   );
   grpc.close();
   await served.stop();
+  await workerRows(work);
+}
+
+/**
+ * --workers: one session per worker thread, the cores divided between them (threadsPerWorker), against one worker
+ * with onnxruntime's default threads; /v1/embeddings, 8 inputs per request.
+ */
+async function workerRows(work: string): Promise<void> {
+  const rows: (string | number)[][] = [];
+  for (const args of [['--workers', '1'], ['--workers', '2'], ['--workers', '1', '--threads', '1']]) {
+    const served = await serveBenchModel(work, 'sentence_embedding', args);
+    const send = (texts: string[]) => postPredict(served.httpUrl, JSON.stringify({ input: texts, model: 'minilm', encoding_format: 'float' }), '/v1/embeddings');
+    for (const concurrency of [1, 32]) rows.push([args.join(' '), concurrency, cell(await drive(requestCount(concurrency, 8), concurrency, 8, send))]);
+    await served.stop();
+  }
+  printTable('Inference workers: /v1/embeddings, 8 inputs per request, sequences/s / p50 ms / p99 ms', ['serve options', 'concurrency', 'result'], rows);
 }
 
 type FeatureExtractor = (texts: string[], options: { pooling: 'none' | 'mean'; normalize: boolean }) => Promise<unknown>;

@@ -13,6 +13,22 @@ export type ModelType = (typeof MODEL_TYPES)[number];
 export const POOLING_MODES = ['mean', 'cls', 'max', 'last'] as const;
 export type Pooling = (typeof POOLING_MODES)[number];
 
+/** Weight quantization applied at build: none, or int8 MatMul weights (DynamicQuantizeMatMul) behind an accuracy gate. */
+export const QUANTIZATIONS = ['none', 'int8'] as const;
+export type Quantization = (typeof QUANTIZATIONS)[number];
+
+/** The accuracy gate of `quantize: int8`, with its defaults. */
+export interface QuantizeGate {
+  /** Texts both models run on; null: the built-in sample texts. */
+  checkTexts: string[] | null;
+  /** Embeddings: the smallest cosine between an fp32 and an int8 vector that passes. */
+  minCosine: number;
+  /** Classification: the smallest share of inputs (tokens) whose predicted label is unchanged. */
+  minLabelAgreement: number;
+}
+
+export const DEFAULT_QUANTIZE_GATE: Readonly<QuantizeGate> = Object.freeze({ checkTexts: null, minCosine: 0.99, minLabelAgreement: 0.98 });
+
 /** Model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
 export const POOLED_MODEL_TYPES: readonly ModelType[] = ['embedding', 'sentence_embedding'];
 
@@ -49,6 +65,8 @@ export interface BuildConfig {
   normalize: boolean | null;
   /** Sequence classification: the label whose probability is the rerank score; null: the last label. */
   rerankLabel: string | null;
+  quantize: Quantization;
+  quantizeGate: QuantizeGate;
 }
 
 const stringField = { type: 'string', minLength: 1 } as const;
@@ -95,6 +113,10 @@ const CONFIG_SCHEMA = {
         pooling: { type: 'string', enum: POOLING_MODES },
         normalize: { type: 'boolean' },
         rerank_label: stringField,
+        quantize: { type: 'string', enum: QUANTIZATIONS },
+        quantize_check_texts: { type: 'array', minItems: 1, items: stringField },
+        quantize_min_cosine: { type: 'number', minimum: -1, maximum: 1 },
+        quantize_min_label_agreement: { type: 'number', minimum: 0, maximum: 1 },
       },
     },
   },
@@ -147,6 +169,12 @@ export function parseBuildConfig(
     pooling: encoder.pooling ?? null,
     normalize: encoder.normalize ?? null,
     rerankLabel: encoder.rerank_label ?? null,
+    quantize: encoder.quantize ?? 'none',
+    quantizeGate: {
+      checkTexts: encoder.quantize_check_texts ?? DEFAULT_QUANTIZE_GATE.checkTexts,
+      minCosine: encoder.quantize_min_cosine ?? DEFAULT_QUANTIZE_GATE.minCosine,
+      minLabelAgreement: encoder.quantize_min_label_agreement ?? DEFAULT_QUANTIZE_GATE.minLabelAgreement,
+    },
   };
 }
 
@@ -175,6 +203,10 @@ interface RawEncoderSection {
   pooling?: Pooling;
   normalize?: boolean;
   rerank_label?: string;
+  quantize?: Quantization;
+  quantize_check_texts?: string[];
+  quantize_min_cosine?: number;
+  quantize_min_label_agreement?: number;
 }
 
 function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string) => string): ModelPaths {
@@ -247,7 +279,11 @@ function describeSchemaError(errors: ErrorObject[], raw: unknown): string {
     case 'type':
       return `"${key}" must be ${describeType(key, error)}, got ${typeName(error.data)}`;
     case 'minLength':
+    case 'minItems':
       return `"${key}" must not be empty`;
+    case 'minimum':
+    case 'maximum':
+      return `"${key}" must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${(error.params as { limit: number }).limit}, got ${JSON.stringify(error.data)}`;
     case 'pattern':
       return `"${key}" may only contain letters, digits, ".", "_" and "-", and may not be "." or ".." (it names the output file), got ${JSON.stringify(error.data)}`;
     case 'uniqueItems':

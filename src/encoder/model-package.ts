@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling } from './config.ts';
+import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling, type Quantization } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { readSentenceTransformersLayout } from './sentence-transformers.ts';
 
@@ -31,6 +31,8 @@ export interface ModelPackage {
   normalize: boolean;
   /** Sequence classification: the label whose probability is the rerank score; null: the last one. */
   rerankLabel: string | null;
+  /** How the weights were quantized at build (`none` for a model directory: quantization happens at build). */
+  quantization: Quantization;
 }
 
 /** Pooling and normalisation as served: the configuration's, else the sentence-transformers layout's, else mean and true. */
@@ -58,6 +60,7 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
     luaLibs: config.luaLibs,
     ...resolvePooling(config),
     rerankLabel: config.rerankLabel,
+    quantization: 'none',
   };
 }
 

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
-import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES } from './config.ts';
-import type { BuildConfig, LuaLibraryName, ModelType, Pooling } from './config.ts';
+import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
+import type { BuildConfig, LuaLibraryName, ModelType, Pooling, Quantization } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { checkModelConfig, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 
@@ -10,7 +10,7 @@ import { checkModelConfig, requireFile, resolvePooling, type ModelPackage } from
  * model directory it was built from. Every asset is checked against its SHA-256 as it is read.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
-  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel } = modelOfManifest(section.manifest.model);
+  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
   }
@@ -34,6 +34,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     pooling,
     normalize,
     rerankLabel,
+    quantization,
   };
 }
 
@@ -61,8 +62,9 @@ export function packageAssets(config: BuildConfig): AssetSource[] {
  * The manifest's `model` object of a build configuration. Pooling and normalisation are resolved at build (from the
  * configuration or the sentence-transformers layout, which the executable does not carry); `rerank_label` only when set.
  */
-export function manifestModelOf(config: BuildConfig): ManifestModel {
+export function manifestModelOf(config: BuildConfig, quantization: Quantization = 'none'): ManifestModel {
   const model: ManifestModel = { name: config.name, version: config.version, model_type: config.modelType, lua_libs: [...config.luaLibs] };
+  if (quantization !== 'none') model.quantization = quantization;
   const { pooling, normalize } = resolvePooling(config);
   if (POOLED_MODEL_TYPES.includes(config.modelType)) Object.assign(model, { pooling, normalize });
   if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
@@ -77,6 +79,7 @@ interface ModelOfManifest {
   pooling: Pooling;
   normalize: boolean;
   rerankLabel: string | null;
+  quantization: Quantization;
 }
 
 function modelOfManifest(model: ManifestModel): ModelOfManifest {
@@ -96,6 +99,10 @@ function modelOfManifest(model: ManifestModel): ModelOfManifest {
   if (typeof normalize !== 'boolean') throw new ConfigError('packaged model: normalize must be true or false');
   const rerankLabel = model.rerank_label ?? null;
   if (rerankLabel !== null && typeof rerankLabel !== 'string') throw new ConfigError('packaged model: rerank_label must be a string');
+  const quantization = model.quantization ?? 'none';
+  if (!(QUANTIZATIONS as readonly unknown[]).includes(quantization)) {
+    throw new ConfigError(`packaged model: unknown quantization ${JSON.stringify(quantization)}; this runtime knows ${QUANTIZATIONS.join(', ')}`);
+  }
   return {
     name: model.name,
     version: model.version,
@@ -104,6 +111,7 @@ function modelOfManifest(model: ManifestModel): ModelOfManifest {
     pooling: pooling as Pooling,
     normalize,
     rerankLabel,
+    quantization: quantization as Quantization,
   };
 }
 

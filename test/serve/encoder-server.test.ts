@@ -16,6 +16,8 @@ const predictor: Predictor = {
   modelType: 'embedding',
   metadata: () => ({ model_id: 'm', model_type: 'embedding' }),
   predict: () => Promise.resolve({ results: [], model_id: 'm' }),
+  embed: () => Promise.resolve({ model_id: 'm', vectors: [], promptTokens: 0 }),
+  rerank: () => Promise.reject(new Error('not a cross-encoder')),
 };
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
 

@@ -48,6 +48,8 @@ function failingPredictor(error: unknown): Predictor {
     modelType: 'sequence_classification',
     metadata: () => ({ model_id: 'stub', model_type: 'sequence_classification', id2label: { 0: 'no', 1: 'yes' } }),
     predict: () => Promise.reject(error),
+    embed: () => Promise.reject(error),
+    rerank: () => Promise.reject(error),
   };
 }
 
