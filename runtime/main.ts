@@ -23,6 +23,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const context: CliContext = {
     luaWasmPath: nativeFiles()?.luaWasm,
+    // Without model assets this executable is the base runtime of its own target and version: `build` needs nothing else.
+    hostBase: () => (section === null ? { path: process.execPath, target: hostTarget(), kind: 'self' } : undefined),
     inferenceWorker: () => ({
       script: sea.getAsset(INFERENCE_WORKER_ASSET, 'utf8'),
       eval: true,

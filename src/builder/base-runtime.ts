@@ -1,7 +1,9 @@
 /**
  * Finds the base runtime (the Node SEA binary `encoder` of one target triple) that `encoder build` appends a
- * model to: a local file given with `--base-binary-path`, else the verified copy in the cache, else a download
- * from the release address (see release.ts and docs/releases.md, "Release downloads").
+ * model to: a local file given with `--base-binary-path`; else, for the host's own target, the host base runtime
+ * (the running executable when it is a base runtime, or from source the repository's dist/runtime/<triple>/encoder);
+ * else the verified copy in the cache, else a download from the release address (see release.ts and
+ * docs/releases.md, "Release downloads").
  *
  * Cache layout, one folder per version and target:
  *
@@ -20,6 +22,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
+import { AssetSection } from '../../runtime/asset-section.ts';
 import { ConfigError, InternalError, isEncoderError } from '../encoder/errors.ts';
 import {
   CHECKSUMS_FILE,
@@ -52,6 +55,11 @@ export interface ResolveBaseRuntimeOptions {
   cacheDir: string;
   /** `--base-binary-path`: use this file as is, no cache, no download. */
   baseBinaryPath?: string;
+  /**
+   * A base runtime of this version for the host's target, used for that target before cache and release: the running
+   * executable (`self`) or the repository's build (`repository`). Not used when it has model assets appended.
+   */
+  hostBase?: HostBaseRuntime;
   /** Release address template; overrides `ENCODER_RELEASE_URL` and the default. */
   releaseUrl?: string;
   /** Where `ENCODER_RELEASE_URL` is read from (default `process.env`). */
@@ -62,10 +70,18 @@ export interface ResolveBaseRuntimeOptions {
   onProgress?: (event: BaseRuntimeProgress) => void;
 }
 
+export interface HostBaseRuntime {
+  path: string;
+  target: Target;
+  kind: 'self' | 'repository';
+}
+
 export interface BaseRuntime {
   /** Absolute path of the base binary. */
   path: string;
-  source: 'local' | 'cache' | 'download';
+  source: 'local' | 'self' | 'repository' | 'cache' | 'download';
+  /** Why the host base runtime was not used, when there was one and it was not. */
+  note?: string;
 }
 
 /** The cache marker written next to a downloaded base binary. */
@@ -102,9 +118,16 @@ export function cacheMarkerPath(binaryPath: string): string {
 export async function resolveBaseRuntime(options: ResolveBaseRuntimeOptions): Promise<BaseRuntime> {
   if (options.baseBinaryPath !== undefined) return { path: await checkLocalBinary(options.baseBinaryPath, options.target), source: 'local' };
 
+  let note: string | undefined;
+  if (options.hostBase !== undefined && options.hostBase.target === options.target) {
+    note = await hostBaseProblem(options.hostBase);
+    if (note === undefined) return { path: path.resolve(options.hostBase.path), source: options.hostBase.kind };
+  }
+  const withNote = (runtime: BaseRuntime): BaseRuntime => (note === undefined ? runtime : { ...runtime, note });
+
   const binaryPath = baseRuntimeCachePath(options.cacheDir, options.version, options.target);
   const cached = await checkCacheEntry(binaryPath);
-  if (cached.state === 'valid') return { path: binaryPath, source: 'cache' };
+  if (cached.state === 'valid') return withNote({ path: binaryPath, source: 'cache' });
 
   const location = resolveReleaseLocation({ version: options.version, releaseUrl: options.releaseUrl, env: options.env });
   try {
@@ -115,7 +138,25 @@ export async function resolveBaseRuntime(options: ResolveBaseRuntimeOptions): Pr
       cause: error,
     });
   }
-  return { path: binaryPath, source: 'download' };
+  return withNote({ path: binaryPath, source: 'download' });
+}
+
+/**
+ * Why the host base runtime cannot be a base, or undefined when it can. A model executable is that same binary
+ * with a model appended: building from it would stack a second model after the first, so it is refused.
+ */
+async function hostBaseProblem(hostBase: HostBaseRuntime): Promise<string | undefined> {
+  const which = hostBase.kind === 'self' ? 'this executable' : hostBase.path;
+  let section: AssetSection | null;
+  try {
+    section = await AssetSection.open(hostBase.path);
+  } catch (error) {
+    return `${which} was not used as the base runtime: ${errorMessage(error)}`;
+  }
+  if (section === null) return undefined;
+  const model = section.manifest.model.name;
+  await section.close();
+  return `${which} was not used as the base runtime: it has the model "${model}" appended (a model executable, not a base runtime)`;
 }
 
 async function checkLocalBinary(given: string, target: Target): Promise<string> {

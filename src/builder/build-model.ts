@@ -5,7 +5,7 @@ import { defaultCacheDir, defaultOutputPath, loadBuildConfig, type BuildConfig }
 import { readModelPackage } from '../encoder/model-package.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
-import { resolveBaseRuntime } from './base-runtime.ts';
+import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
 import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
 
 export interface BuildModelOptions {
@@ -13,6 +13,8 @@ export interface BuildModelOptions {
   /** Target triple; default: this machine's. */
   platform?: string;
   baseBinaryPath?: string;
+  /** The host's own base runtime (the running executable, or the repository's build): used for the host's target. */
+  hostBase?: HostBaseRuntime;
   /** Overrides the configuration's output_path. */
   outputPath?: string;
   runtimeVersion: string;
@@ -56,10 +58,11 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
     version: options.runtimeVersion,
     cacheDir: 'config' in loaded ? loaded.config.cacheDir : defaultCacheDir(env),
     baseBinaryPath: options.baseBinaryPath,
+    hostBase: options.hostBase,
     env,
     onProgress: (event) => reporter.progress('download', event.doneBytes, event.totalBytes),
   });
-  reporter.step(1, BUILD_STEPS[0], `${target}, ${base.source}: ${base.path}`);
+  reporter.step(1, BUILD_STEPS[0], `${target}, ${describeBase(base)}${base.note ? ` (${base.note})` : ''}`);
 
   if ('error' in loaded) throw loaded.error;
   const { config } = loaded;
@@ -94,6 +97,12 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   return { outputPath, target, bytes };
 }
 
+
+function describeBase(base: BaseRuntime): string {
+  if (base.source === 'self') return 'base runtime: this executable';
+  if (base.source === 'repository') return `base runtime: this repository's build, ${base.path}`;
+  return `${base.source}: ${base.path}`;
+}
 
 function tryLoadBuildConfig(configFile: string, cwd: string, env: NodeJS.ProcessEnv): { config: BuildConfig } | { error: unknown } {
   try {

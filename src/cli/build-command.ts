@@ -31,6 +31,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
           configFile: options.file,
           platform: options.platform,
           baseBinaryPath: options.baseBinaryPath,
+          hostBase: context.hostBase?.(),
           outputPath: options.output,
           runtimeVersion: RUNTIME_VERSION,
           pipelineOptions: { luaWasmPath: context.luaWasmPath },

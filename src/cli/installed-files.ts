@@ -1,5 +1,8 @@
 import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { HostBaseRuntime } from '../builder/base-runtime.ts';
+import { executableExtension, hostTarget, type Target } from '../builder/targets.ts';
 import { createRequire } from 'node:module';
 import type { SwaggerUiFile } from '../tools/http/docs-page.ts';
 
@@ -20,4 +23,19 @@ export function installedSwaggerUiFile(file: SwaggerUiFile): Uint8Array {
 /** The inference worker from source: a worker thread runs the TypeScript file directly (the pinned Node strips types). */
 export function sourceInferenceWorker(): InferenceWorkerScript {
   return { script: new URL('../encoder/onnx-worker.ts', import.meta.url) };
+}
+
+/**
+ * The repository's own base runtime for this machine (`npm run build:runtime`), when it has been built: from source,
+ * `build` uses it for the host's target before the cache and a release download.
+ */
+export function repositoryBaseRuntime(): HostBaseRuntime | undefined {
+  let target: Target;
+  try {
+    target = hostTarget();
+  } catch {
+    return undefined; // a machine no base runtime is built for
+  }
+  const file = fileURLToPath(new URL(`../../dist/runtime/${target}/encoder${executableExtension(target)}`, import.meta.url));
+  return existsSync(file) ? { path: file, target, kind: 'repository' } : undefined;
 }

@@ -1,5 +1,5 @@
 import { hostTarget } from '../builder/targets.ts';
-import { installedSwaggerUiFile, repositoryProtoText, sourceInferenceWorker } from './installed-files.ts';
+import { installedSwaggerUiFile, repositoryBaseRuntime, repositoryProtoText, sourceInferenceWorker } from './installed-files.ts';
 import { dropOutputOfClosedPipes, processIo, runCli } from './program.ts';
 
 // The command-line entry from source (`npx encoder …`, `node src/cli/main.ts …`); the single executable's is
@@ -9,6 +9,7 @@ process.exitCode = await runCli(process.argv.slice(2), processIo, {
   protoText: repositoryProtoText,
   swaggerUiFiles: installedSwaggerUiFile,
   inferenceWorker: sourceInferenceWorker,
+  hostBase: repositoryBaseRuntime,
   target: runningTarget(),
 });
 

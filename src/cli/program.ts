@@ -1,3 +1,4 @@
+import type { HostBaseRuntime } from '../builder/base-runtime.ts';
 import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -34,6 +35,8 @@ export interface CliContext {
   swaggerUiFiles: SwaggerUiFiles;
   /** The target triple this process runs as. */
   target: string;
+  /** The host's base runtime for `build`: the running executable when it is one, or the repository's build from source. */
+  hostBase?: () => HostBaseRuntime | undefined;
 }
 
 export const EXIT_OK = 0;

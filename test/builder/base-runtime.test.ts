@@ -15,6 +15,7 @@ import {
   resolveBaseRuntime,
 } from '../../src/builder/base-runtime.ts';
 import type { BaseRuntimeProgress, CacheMarker, ResolveBaseRuntimeOptions } from '../../src/builder/base-runtime.ts';
+import { writeModelExecutable } from '../../runtime/asset-section.ts';
 import { RELEASE_URL_ENV } from '../../src/builder/release.ts';
 import type { Target } from '../../src/builder/targets.ts';
 import { ConfigError, InternalError } from '../../src/encoder/errors.ts';
@@ -145,6 +146,41 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
   const linuxGz = async (): Promise<Buffer> => readFile(path.join(releaseRoot, `v${VERSION}`, LINUX_GZ));
   const cacheFolderFiles = async (target: Target = LINUX): Promise<string[]> =>
     readdir(baseRuntimeCacheDir(cacheDir, VERSION, target)).catch(() => []);
+
+  describe('the host base runtime', () => {
+    const refusing = (() => Promise.reject(new Error('no request expected'))) as typeof fetch;
+
+    it('is used for its own target before cache and release, without any request', async () => {
+      const self = path.join(work, 'encoder');
+      await writeFile(self, linuxBinary, { mode: 0o755 });
+      for (const kind of ['self', 'repository'] as const) {
+        const result = await resolveBaseRuntime(options({ hostBase: { path: self, target: LINUX, kind }, fetch: refusing }));
+        expect(result).toEqual({ path: self, source: kind });
+      }
+      expect(await cacheFolderFiles()).toEqual([]);
+      // another target still comes from the release
+      const arm = await resolveBaseRuntime(options({ target: ARM, hostBase: { path: self, target: LINUX, kind: 'self' } }));
+      expect(arm.source).toBe('download');
+    });
+
+    it('is not used when it has a model appended: a model executable is not a base runtime, and the step says why', async () => {
+      const base = path.join(work, 'base');
+      await writeFile(base, linuxBinary, { mode: 0o755 });
+      const modelExecutable = path.join(work, 'my-model');
+      await writeModelExecutable({
+        baseBinaryPath: base,
+        outputPath: modelExecutable,
+        assets: [{ name: 'model_weights', data: Buffer.from('weights') }],
+        manifest: { runtime_version: VERSION, target: LINUX, model: { name: 'my-model', version: '0.1.0', model_type: 'embedding', lua_libs: [] } },
+      });
+      const result = await resolveBaseRuntime(options({ hostBase: { path: modelExecutable, target: LINUX, kind: 'self' } }));
+      expect(result.source).toBe('download');
+      expect(result.note).toBe('this executable was not used as the base runtime: it has the model "my-model" appended (a model executable, not a base runtime)');
+      const fromRepository = await resolveBaseRuntime(options({ hostBase: { path: modelExecutable, target: LINUX, kind: 'repository' }, fetch: refusing }));
+      expect(fromRepository.source).toBe('cache');
+      expect(fromRepository.note).toMatch(new RegExp(`^${modelExecutable} was not used as the base runtime: it has the model "my-model" appended`));
+    });
+  });
 
   it('downloads, verifies and caches; the second call uses the cache without any request', async () => {
     const first = await resolveBaseRuntime(options());

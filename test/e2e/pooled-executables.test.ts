@@ -3,10 +3,12 @@
  * sentence_embedding executable built from a sentence-transformers layout serves /predict, /v1/embeddings, gRPC and
  * `infer`; while it is saturated with long inputs, every /health probe is answered.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostTarget } from '../../src/builder/targets.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveModel, type ServedModel } from '../helpers/served-model.ts';
@@ -104,5 +106,27 @@ describe.skipIf(!hasBaseRuntime())('a sentence_embedding executable', () => {
     expect(probes.length).toBeGreaterThan(20);
     probes.sort((a, b) => a - b);
     expect(probes[Math.floor(probes.length / 2)]).toBeLessThan(50);
+  });
+});
+
+describe.skipIf(!hasBaseRuntime())('the base runtime is its own base (`./encoder build -f config.yaml`, offline)', () => {
+  const canUnshare = spawnSync('unshare', ['-n', 'true']).status === 0;
+  if (!canUnshare) console.warn('self-as-base offline build: running without `unshare -n` (not permitted here); the cache is still empty');
+
+  it('builds with no flag, no cache and no network, and the model runs', async () => {
+    const dir = await generateTinyModel({ modelType: 'embedding' });
+    const config = path.join(work, 'offline.yaml');
+    writeFileSync(config, `encoder:\n  name: offline\n  path: ${dir}\n  model_type: sentence_embedding\n`);
+    const emptyCache = mkdtempSync(path.join(work, 'empty-cache-'));
+    const output = path.join(work, 'offline');
+    const built = runExecutable(baseRuntimePath(), ['build', '-f', config, '-o', output], {
+      cacheDir: emptyCache,
+      prefix: canUnshare ? ['unshare', '-n'] : undefined,
+    });
+    expect(built.status, built.stderr).toBe(0);
+    expect(built.stderr).toContain(`[1/6] detect platform and fetch the base runtime: ${hostTarget()}, base runtime: this executable`);
+    const inferred = runExecutable(output, ['infer', 'hello world'], { cacheDir: emptyCache });
+    expect(inferred.status, inferred.stderr).toBe(0);
+    expect((JSON.parse(inferred.stdout) as { results: { embedding: number[] }[] }).results[0].embedding).toHaveLength(32);
   });
 });
