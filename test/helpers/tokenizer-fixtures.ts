@@ -89,8 +89,8 @@ export interface OracleEncoding {
   getAttentionMask(): number[];
 }
 export interface OracleTokenizer {
-  encode(text: string, pair: null, options: { addSpecialTokens: boolean }): Promise<OracleEncoding>;
-  setTruncation(maxLength: number): void;
+  encode(text: string, pair: string | null, options: { addSpecialTokens: boolean }): Promise<OracleEncoding>;
+  setTruncation(maxLength: number, options?: { strategy?: 'LongestFirst' | 'OnlyFirst' | 'OnlySecond' }): void;
   disableTruncation(): void;
   setPadding(options: { maxLength?: number; padId?: number; padToken?: string; padTypeId?: number; padToMultipleOf?: number }): void;
   disablePadding(): void;

@@ -23,6 +23,7 @@ import {
   type PadSpec,
   type PostProcessor,
   type WorkEncoding,
+  concatEncodings,
   createPostProcessor,
   padTo,
   truncate,
@@ -54,7 +55,11 @@ export interface PaddedBatch {
 export interface TruncationSettings {
   /** total length including special tokens */
   maxLength: number;
+  /** Which sequence of a pair loses tokens (HF's TruncationStrategy); default longest_first. Single sequences: right truncation. */
+  strategy?: TruncationStrategy;
 }
+
+export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
 export interface PaddingSettings {
   /** 'longest' pads a single encode to its own length (BatchLongest on a batch of one) */
@@ -68,6 +73,48 @@ export interface PaddingSettings {
 export interface EncodeSettings {
   truncation: TruncationSettings | null;
   padding: PaddingSettings | null;
+}
+
+/** tokenizer.json's names of the truncation strategies. */
+const FILE_STRATEGIES: Record<string, TruncationStrategy> = { LongestFirst: 'longest_first', OnlyFirst: 'only_first', OnlySecond: 'only_second' };
+
+/**
+ * HF's truncate_encodings for a pair (tokenizers/src/utils/truncation.rs), right truncation without stride, to
+ * `max` content tokens in all. longest_first keeps the shorter text whole when the longer can give up enough, else
+ * cuts both to half of `max` (the second text gets the odd token); only_first / only_second cut one text and fail
+ * when it is too short to lose enough.
+ */
+function truncatePair(a: WorkEncoding, b: WorkEncoding, max: number, strategy: TruncationStrategy): void {
+  const total = a.ids.length + b.ids.length;
+  if (total <= max) return;
+  if (max === 0) {
+    // no room besides the special tokens: both texts are emptied, whatever the strategy (as the reference does)
+    truncate(a, 0);
+    truncate(b, 0);
+    return;
+  }
+  if (strategy === 'longest_first') {
+    let n1 = a.ids.length;
+    let n2 = b.ids.length;
+    const swap = n1 > n2;
+    if (swap) [n1, n2] = [n2, n1];
+    n2 = n1 > max ? n1 : Math.max(n1, max - n1);
+    if (n1 + n2 > max) {
+      n1 = Math.floor(max / 2);
+      n2 = n1 + (max % 2);
+    }
+    if (swap) [n1, n2] = [n2, n1];
+    truncate(a, n1);
+    truncate(b, n2);
+    return;
+  }
+  const target = strategy === 'only_first' ? a : b;
+  const toRemove = total - max;
+  if (target.ids.length <= toRemove) {
+    const which = strategy === 'only_first' ? 'first' : 'second';
+    throw new InputError(`the ${which} text of the pair is too short to remove the ${toRemove} tokens that truncation (${strategy}) needs`);
+  }
+  truncate(target, target.ids.length - toRemove);
 }
 
 /** model_max_length above this is HF's "no limit" sentinel (1e30) or nonsense: the default applies. */
@@ -152,9 +199,9 @@ export class EncoderTokenizer {
     }
   }
 
-  /** Special tokens the post-processor adds to one sequence. */
-  addedTokens(): number {
-    return this.postProcessor?.addedTokens() ?? 0;
+  /** Special tokens the post-processor adds to one sequence, or to a pair. */
+  addedTokens(pair = false): number {
+    return this.postProcessor?.addedTokens(pair) ?? 0;
   }
 
   /** Id of the padding token used by `pad`. */
@@ -188,16 +235,30 @@ export class EncoderTokenizer {
     return texts.map((t) => this.encode(t));
   }
 
-  /** Encode with explicit truncation / padding (Rust's TruncationParams / PaddingParams semantics). */
-  encodeWith(text: string, settings: EncodeSettings): Encoding {
-    if (typeof text !== 'string') throw new InputError('text must be a string');
-    let e = this.encodeContent(text);
+  /**
+   * Two texts as one input, as a cross-encoder reads a query and a document: the post-processor's pair template
+   * (`[CLS] A [SEP] B [SEP]` with type ids 0 and 1 for BERT), truncated to maxLength with HF's default pair strategy
+   * longest_first. Offsets of the second text's tokens are into the second text.
+   */
+  encodePair(text: string, pair: string): Encoding {
+    return this.encodeWith(text, { truncation: { maxLength: this.maxLength, strategy: 'longest_first' }, padding: null }, pair);
+  }
+
+  /** Encode with explicit truncation / padding (Rust's TruncationParams / PaddingParams semantics), of one text or a pair. */
+  encodeWith(text: string, settings: EncodeSettings, pair?: string): Encoding {
+    if (typeof text !== 'string' || (pair !== undefined && typeof pair !== 'string')) throw new InputError('text must be a string');
+    let e = this.encodeContent(text, 0);
+    // HF encodes the second text with type id 1; the pair template may set others.
+    const b = pair === undefined ? null : this.encodeContent(pair, 1);
     if (settings.truncation) {
-      const max = settings.truncation.maxLength - this.addedTokens();
+      const added = this.addedTokens(b !== null);
+      const max = settings.truncation.maxLength - added;
       if (max < 0) throw new InputError(`truncation max_length ${settings.truncation.maxLength} is below the special tokens`);
-      truncate(e, max);
+      if (b === null) truncate(e, max);
+      else truncatePair(e, b, max, settings.truncation.strategy ?? 'longest_first');
     }
-    if (this.postProcessor) e = this.postProcessor.process(e, true);
+    if (b !== null) e = this.postProcessor ? this.postProcessor.processPair(e, b, true) : concatEncodings([e, b]);
+    else if (this.postProcessor) e = this.postProcessor.process(e, true);
     const p = settings.padding;
     if (p) {
       let target = typeof p.strategy === 'object' ? p.strategy.fixed : e.ids.length;
@@ -233,7 +294,7 @@ export class EncoderTokenizer {
   }
 
   /** Everything before truncation and post-processing: the content tokens with their offsets. */
-  private encodeContent(text: string): WorkEncoding {
+  private encodeContent(text: string, typeId: number): WorkEncoding {
     const root = NormalizedString.fromString(text);
     const e: WorkEncoding = { ids: [], tokens: [], offsets: [], typeIds: [], specialTokensMask: [], attentionMask: [] };
     if (root.length === 0) return e;
@@ -252,7 +313,7 @@ export class EncoderTokenizer {
       if (s.token) {
         const ns = s.ns;
         const r = ns.originalRange(0, ns.length) as [number, number];
-        this.pushToken(e, s.token.id, ns.toString(), r[0], r[1]);
+        this.pushToken(e, s.token.id, ns.toString(), r[0], r[1], typeId);
         continue;
       }
       const words = this.preTokenizer ? this.preTokenizer(s.ns) : [s.ns];
@@ -264,19 +325,19 @@ export class EncoderTokenizer {
         for (let k = 0; k < t.ids.length; k++) {
           const a = t.starts[k];
           const b = t.ends[k];
-          if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1));
-          else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b);
+          if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1), typeId);
+          else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b, typeId);
         }
       }
     }
     return e;
   }
 
-  private pushToken(e: WorkEncoding, id: number, token: string, start: number, end: number): void {
+  private pushToken(e: WorkEncoding, id: number, token: string, start: number, end: number, typeId: number): void {
     e.ids.push(id);
     e.tokens.push(token);
     e.offsets.push([start, end]);
-    e.typeIds.push(0);
+    e.typeIds.push(typeId);
     e.specialTokensMask.push(0);
     e.attentionMask.push(1);
   }
@@ -289,12 +350,12 @@ export class EncoderTokenizer {
       throw new ConfigError('tokenizer: truncation.max_length must be a non-negative integer');
     }
     const direction = o.direction ?? 'Right';
-    const strategy = o.strategy ?? 'LongestFirst';
+    const strategy = FILE_STRATEGIES[String(o.strategy ?? 'LongestFirst')];
     const stride = o.stride ?? 0;
-    if (direction !== 'Right' || !['LongestFirst', 'OnlyFirst'].includes(strategy as string) || stride !== 0) {
+    if (direction !== 'Right' || strategy === undefined || stride !== 0) {
       throw new ConfigError('tokenizer: unsupported truncation (only right truncation without stride is reproduced)');
     }
-    return { maxLength: o.max_length as number };
+    return { maxLength: o.max_length as number, strategy };
   }
 
   private parsePadding(p: unknown): PaddingSettings | null {

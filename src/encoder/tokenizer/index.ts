@@ -5,4 +5,5 @@ export {
   type PaddedBatch,
   type PaddingSettings,
   type TruncationSettings,
+  type TruncationStrategy,
 } from './encoder-tokenizer.ts';

@@ -4,16 +4,18 @@
  * then pad.
  */
 import type { Encoding } from './encoder-tokenizer.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, InputError } from '../errors.ts';
 import { isWhitespace } from './unicode.ts';
 
 /** The encoding while it is built (mutated in place); the same shape as the public Encoding. */
 export type WorkEncoding = Encoding;
 
 export interface PostProcessor {
-  /** Number of special tokens added to a single sequence. */
-  addedTokens(): number;
+  /** Number of special tokens added to a single sequence, or to a pair. */
+  addedTokens(pair?: boolean): number;
   process(e: WorkEncoding, addSpecialTokens: boolean): WorkEncoding;
+  /** Two sequences as one: the pair form of the special tokens and type ids (HF's `process` with a pair). */
+  processPair(a: WorkEncoding, b: WorkEncoding, addSpecialTokens: boolean): WorkEncoding;
 }
 
 type Json = Record<string, unknown>;
@@ -75,18 +77,37 @@ function pair(v: unknown, what: string): [string, number] {
   return [v[0], v[1]];
 }
 
+/** Without special tokens, a pair is its two sequences one after the other (HF's default merge). */
+function mergedPair(a: WorkEncoding, b: WorkEncoding): WorkEncoding {
+  return concatEncodings([a, b]);
+}
+
 function bertLike(c: Json, roberta: boolean): PostProcessor {
   const sep = pair(c.sep, `${String(c.type)} "sep"`);
   const cls = pair(c.cls, `${String(c.type)} "cls"`);
   const trim = roberta && c.trim_offsets !== false;
   const addPrefixSpace = c.add_prefix_space !== false;
+  const clsOf = (typeId: number) => specialEncoding([cls[1]], [cls[0]], typeId);
+  const sepOf = (typeId: number) => specialEncoding([sep[1]], [sep[0]], typeId);
+  // BERT: [CLS] A [SEP] B [SEP], B and its [SEP] of type 1. RoBERTa: <s> A </s></s> B </s>, every type 0.
+  const pairType = roberta ? 0 : 1;
   return {
-    addedTokens: () => 2,
+    addedTokens: (isPair = false) => (isPair ? (roberta ? 4 : 3) : 2),
     process(e, add) {
       if (trim) trimOffsets(e, addPrefixSpace);
       e.typeIds = e.ids.map(() => 0);
       if (!add) return e;
-      return concatEncodings([specialEncoding([cls[1]], [cls[0]], 0), e, specialEncoding([sep[1]], [sep[0]], 0)]);
+      return concatEncodings([clsOf(0), e, sepOf(0)]);
+    },
+    processPair(a, b, add) {
+      if (trim) {
+        trimOffsets(a, addPrefixSpace);
+        trimOffsets(b, addPrefixSpace);
+      }
+      a.typeIds = a.ids.map(() => 0);
+      b.typeIds = b.ids.map(() => pairType);
+      if (!add) return mergedPair(a, b);
+      return roberta ? concatEncodings([clsOf(0), a, sepOf(0), sepOf(0), b, sepOf(0)]) : concatEncodings([clsOf(0), a, sepOf(0), b, sepOf(1)]);
     },
   };
 }
@@ -95,12 +116,12 @@ function template(c: Json): PostProcessor {
   const single = c.single;
   if (!Array.isArray(single)) throw new ConfigError('tokenizer: TemplateProcessing needs a "single" template');
   const specials = (c.special_tokens ?? {}) as Record<string, { ids?: unknown; tokens?: unknown }>;
-  type Piece = { kind: 'seq'; typeId: number } | { kind: 'special'; ids: number[]; tokens: string[]; typeId: number };
-  const pieces: Piece[] = single.map((p: unknown) => {
+  type Piece = { kind: 'seq'; id: 'A' | 'B'; typeId: number } | { kind: 'special'; ids: number[]; tokens: string[]; typeId: number };
+  const parse = (p: unknown): Piece => {
     const o = (p ?? {}) as Json;
     if (o.Sequence && typeof o.Sequence === 'object') {
       const s = o.Sequence as Json;
-      return { kind: 'seq', typeId: Number.isInteger(s.type_id) ? (s.type_id as number) : 0 };
+      return { kind: 'seq', id: s.id === 'B' ? 'B' : 'A', typeId: Number.isInteger(s.type_id) ? (s.type_id as number) : 0 };
     }
     if (o.SpecialToken && typeof o.SpecialToken === 'object') {
       const s = o.SpecialToken as Json;
@@ -117,21 +138,33 @@ function template(c: Json): PostProcessor {
       };
     }
     throw new ConfigError('tokenizer: TemplateProcessing template pieces must be Sequence or SpecialToken');
-  });
-  const added = pieces.reduce((n, p) => n + (p.kind === 'special' ? p.ids.length : 0), 0);
-  return {
-    addedTokens: () => added,
-    process(e, add) {
-      const parts: WorkEncoding[] = [];
-      for (const p of pieces) {
-        if (p.kind === 'seq') {
-          e.typeIds = e.ids.map(() => p.typeId);
-          parts.push(e);
-        } else if (add) {
-          parts.push(specialEncoding(p.ids, p.tokens, p.typeId));
-        }
+  };
+  const pieces = single.map(parse);
+  const pairPieces = Array.isArray(c.pair) ? c.pair.map(parse) : null;
+  const specialCount = (template: Piece[]) => template.reduce((n, p) => n + (p.kind === 'special' ? p.ids.length : 0), 0);
+  const added = specialCount(pieces);
+  const pairAdded = pairPieces ? specialCount(pairPieces) : added;
+  const apply = (template: Piece[], sequences: Record<'A' | 'B', WorkEncoding>, add: boolean): WorkEncoding => {
+    const parts: WorkEncoding[] = [];
+    for (const p of template) {
+      if (p.kind === 'seq') {
+        const e = sequences[p.id];
+        e.typeIds = e.ids.map(() => p.typeId);
+        parts.push(e);
+      } else if (add) {
+        parts.push(specialEncoding(p.ids, p.tokens, p.typeId));
       }
-      return concatEncodings(parts);
+    }
+    return concatEncodings(parts);
+  };
+  return {
+    addedTokens: (isPair = false) => (isPair ? pairAdded : added),
+    process: (e, add) => apply(pieces, { A: e, B: e }, add),
+    processPair(a, b, add) {
+      // HF applies the pair template only with special tokens; without, the two sequences keep their type ids.
+      if (!add) return mergedPair(a, b);
+      if (!pairPieces) throw new InputError("this model's tokenizer has no template for text pairs (TemplateProcessing without \"pair\")");
+      return apply(pairPieces, { A: a, B: b }, add);
     },
   };
 }
@@ -156,16 +189,34 @@ export function createPostProcessor(cfg: unknown): PostProcessor | null {
           if (trim) trimOffsets(e, addPrefixSpace);
           return e;
         },
+        processPair(a, b) {
+          if (trim) {
+            trimOffsets(a, addPrefixSpace);
+            trimOffsets(b, addPrefixSpace);
+          }
+          return mergedPair(a, b);
+        },
       };
     }
     case 'Sequence': {
       if (!Array.isArray(c.processors)) throw new ConfigError('tokenizer: Sequence post-processor needs a "processors" list');
       const steps = c.processors.map((p) => createPostProcessor(p)).filter((p): p is PostProcessor => p !== null);
       return {
-        addedTokens: () => steps.reduce((n, s) => n + s.addedTokens(), 0),
+        addedTokens: (isPair = false) => steps.reduce((n, s) => n + s.addedTokens(isPair), 0),
         process(e, add) {
           for (const s of steps) e = s.process(e, add);
           return e;
+        },
+        processPair(a, b, add) {
+          // Every step but the last sees the two sequences apart (HF passes the list of encodings along); the
+          // sequences are merged once, by the last step.
+          const last = steps.at(-1);
+          if (!last) return mergedPair(a, b);
+          for (const s of steps.slice(0, -1)) {
+            a = s.process(a, false);
+            b = s.process(b, false);
+          }
+          return last.processPair(a, b, add);
         },
       };
     }
