@@ -4,6 +4,8 @@
  *   node scripts/generate-model.ts --preset tiny|example|minilm --out <dir> [--type ...] [--layers N]
  *     [--hidden N] [--heads N] [--intermediate N] [--vocab N] [--max-positions N]
  *     [--labels O,B-PER,I-PER | --labels 3] [--seed N]
+ *     [--type sentence_embedding [--pooling mean|cls|max|last] [--no-normalize]]   (a sentence-transformers layout)
+ *     [--type sequence_classification --labels 1]                                   (a one-logit cross-encoder)
  */
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -19,6 +21,7 @@ import {
   writeModelDirectory,
 } from './model-generator/index.ts';
 import type { GeneratorOptions, ModelType, PresetName } from './model-generator/index.ts';
+import { POOLING_MODES, type Pooling } from '../src/encoder/config.ts';
 
 interface CliOptions {
   preset: PresetName;
@@ -32,6 +35,8 @@ interface CliOptions {
   maxPositions?: number;
   labels?: string[];
   seed?: number;
+  pooling?: Pooling;
+  normalize?: boolean;
 }
 
 function integerParser(minimum: number) {
@@ -64,6 +69,9 @@ function optionsFrom(cli: CliOptions): GeneratorOptions {
     maxPositions: cli.maxPositions ?? preset.maxPositions,
     labels: cli.labels ?? preset.labels,
     seed: cli.seed ?? preset.seed,
+    pooling: cli.pooling,
+    // commander sets normalize: true unless --no-normalize is given; only the flag itself is an option here
+    normalize: cli.normalize === false ? false : undefined,
   });
 }
 
@@ -88,6 +96,8 @@ async function main(argv: string[]): Promise<void> {
     .option('--max-positions <n>', 'maximum sequence length (position embeddings)', integerParser(1))
     .option('--labels <labels>', 'classification labels: comma-separated names, or a count', parseLabels)
     .option('--seed <n>', 'random seed', integerParser(0))
+    .addOption(new Option('--pooling <mode>', 'sentence_embedding: the pooling of its sentence-transformers layout (default mean)').choices(POOLING_MODES))
+    .option('--no-normalize', 'sentence_embedding: no Normalize module in its layout')
     .showHelpAfterError('(run with --help for usage)');
   program.parse(argv);
   const cli = program.opts<CliOptions>();

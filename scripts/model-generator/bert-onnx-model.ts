@@ -121,7 +121,7 @@ export function buildOnnxModel(options: GeneratorOptions, weights: BertWeights):
   }
 
   const labelCount = opts.labels?.length ?? 0;
-  if (opts.modelType === 'embedding') {
+  if (opts.modelType === 'embedding' || opts.modelType === 'sentence_embedding') {
     g.node('Identity', [hiddenStates], 'output', {}, 'last_hidden_state');
     g.output('last_hidden_state', TensorDataType.FLOAT, [BATCH, SEQUENCE, hidden]);
   } else if (opts.modelType === 'sequence_classification') {

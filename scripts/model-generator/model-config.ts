@@ -6,6 +6,7 @@ import { INITIALIZER_RANGE, LAYER_NORM_EPS, TYPE_VOCAB_SIZE } from './weights.ts
 
 const ARCHITECTURES: Readonly<Record<ModelType, string>> = {
   embedding: 'BertModel',
+  sentence_embedding: 'BertModel',
   sequence_classification: 'BertForSequenceClassification',
   token_classification: 'BertForTokenClassification',
 };

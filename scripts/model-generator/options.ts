@@ -5,7 +5,7 @@
 import { ConfigError } from '../../src/encoder/errors.ts';
 import { BASE_VOCABULARY_SIZE } from './vocabulary.ts';
 
-import { MODEL_TYPES, type ModelType } from '../../src/encoder/config.ts';
+import { MODEL_TYPES, POOLING_MODES, type ModelType, type Pooling } from '../../src/encoder/config.ts';
 
 export { MODEL_TYPES };
 export type { ModelType };
@@ -18,9 +18,13 @@ export interface GeneratorOptions {
   intermediate: number;
   vocabSize: number;
   maxPositions: number;
-  /** Classification labels in id order (id2label); absent for embedding models. */
+  /** Classification labels in id order (id2label); absent for embedding models. One label: a cross-encoder's one logit. */
   labels?: string[];
   seed: number;
+  /** sentence_embedding: the pooling its sentence-transformers layout names (default mean). */
+  pooling?: Pooling;
+  /** sentence_embedding: whether the layout ends with a Normalize module (default true, as all-MiniLM-L6-v2). */
+  normalize?: boolean;
 }
 
 /** HF default names for labels given only by count. */
@@ -29,7 +33,7 @@ export function numberedLabels(count: number): string[] {
 }
 
 /** Labels used when a classification model is asked for without labels. */
-export const DEFAULT_LABELS: Readonly<Record<Exclude<ModelType, 'embedding'>, readonly string[]>> = {
+export const DEFAULT_LABELS: Readonly<Record<Exclude<ModelType, 'embedding' | 'sentence_embedding'>, readonly string[]>> = {
   sequence_classification: numberedLabels(2),
   // CoNLL-2003 NER tags, so that the IOB handling of token classification has something real to show.
   token_classification: ['O', 'B-PER', 'I-PER', 'B-ORG', 'I-ORG', 'B-LOC', 'I-LOC', 'B-MISC', 'I-MISC'],
@@ -103,7 +107,13 @@ export function normalizeOptions(options: GeneratorOptions): GeneratorOptions {
     throw new ConfigError(`maxPositions must be at least 2 ([CLS] and [SEP]), got ${options.maxPositions}`);
   }
   const normalized: GeneratorOptions = { ...options };
-  if (options.modelType === 'embedding') {
+  if (options.modelType !== 'sentence_embedding' && (options.pooling !== undefined || options.normalize !== undefined)) {
+    throw new ConfigError('pooling and normalize describe a sentence-transformers layout; choose model type sentence_embedding');
+  }
+  if (options.pooling !== undefined && !(POOLING_MODES as readonly string[]).includes(options.pooling)) {
+    throw new ConfigError(`unknown pooling '${String(options.pooling)}'; expected one of ${POOLING_MODES.join(', ')}`);
+  }
+  if (options.modelType === 'embedding' || options.modelType === 'sentence_embedding') {
     if (options.labels !== undefined) {
       throw new ConfigError(
         'labels are only for classification models; choose model type sequence_classification or token_classification',
@@ -113,14 +123,15 @@ export function normalizeOptions(options: GeneratorOptions): GeneratorOptions {
     return normalized;
   }
   const labels = options.labels ?? [...DEFAULT_LABELS[options.modelType]];
-  validateLabels(labels);
+  validateLabels(labels, options.modelType === 'sequence_classification' ? 1 : 2);
   normalized.labels = [...labels];
   return normalized;
 }
 
-function validateLabels(labels: readonly string[]): void {
-  if (labels.length < 2) {
-    throw new ConfigError(`a classification model needs at least 2 labels, got ${labels.length}`);
+/** A sequence classifier may have one label (a cross-encoder's single relevance logit); a token classifier needs two. */
+function validateLabels(labels: readonly string[], minimum: number): void {
+  if (labels.length < minimum) {
+    throw new ConfigError(`a ${minimum === 1 ? 'sequence' : 'token'} classification model needs at least ${minimum} label${minimum === 1 ? '' : 's'}, got ${labels.length}`);
   }
   const seen = new Set<string>();
   for (const label of labels) {

@@ -82,7 +82,7 @@ export function generateWeights(options: GeneratorOptions): BertWeights {
   if (opts.modelType === 'sequence_classification') {
     linear('pooler.dense', hidden, hidden);
   }
-  if (opts.modelType !== 'embedding') {
+  if (opts.modelType === 'sequence_classification' || opts.modelType === 'token_classification') {
     linear('classifier', labelCount, hidden);
   }
   return { tensors };

@@ -19,6 +19,7 @@ import {
 } from '../../scripts/model-generator/index.ts';
 import type { GeneratorOptions, ModelType } from '../../scripts/model-generator/index.ts';
 import { decodeOnnxModel } from '../../scripts/model-generator/onnx-proto.ts';
+import { readSentenceTransformersLayout } from '../../src/encoder/sentence-transformers.ts';
 import { bertReferenceForward } from '../helpers/bert-reference.ts';
 import type { ReferenceInputs } from '../helpers/bert-reference.ts';
 
@@ -30,6 +31,7 @@ const SHARED_TOKENIZER = resolve(REPO_ROOT, '../shared/models/tiny-bert-embeddin
 const TINY = PRESETS.tiny;
 const MODELS: Record<ModelType, GeneratorOptions> = {
   embedding: { ...TINY },
+  sentence_embedding: { ...TINY, modelType: 'sentence_embedding', pooling: 'cls' },
   sequence_classification: { ...TINY, modelType: 'sequence_classification', labels: ['negative', 'neutral', 'positive'] },
   token_classification: { ...TINY, modelType: 'token_classification', labels: ['O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC'] },
 };
@@ -108,11 +110,13 @@ function maxDifference(
 describe('generated ONNX model', () => {
   it.each(Object.entries(MODELS))('%s model matches the reference forward pass', async (type, options) => {
     const output = await runModel(join(workDir, type, 'model.onnx'), BATCH);
-    const model = { heads: options.heads, modelType: options.modelType };
+    // a sentence_embedding model's ONNX graph is an embedding model's; its layout files say how to pool
+    const tokenVectors = options.modelType === 'embedding' || options.modelType === 'sentence_embedding';
+    const model = { heads: options.heads, modelType: options.modelType === 'sentence_embedding' ? 'embedding' : options.modelType };
     const reference = bertReferenceForward(generateWeights(options), model, BATCH);
-    const width = options.modelType === 'embedding' ? options.hidden : options.labels!.length;
+    const width = tokenVectors ? options.hidden : options.labels!.length;
     const expectedDims = options.modelType === 'sequence_classification' ? [2, width] : [2, 9, width];
-    expect(output.name).toBe(options.modelType === 'embedding' ? 'last_hidden_state' : 'logits');
+    expect(output.name).toBe(tokenVectors ? 'last_hidden_state' : 'logits');
     expect(output.dims).toEqual(expectedDims);
     expect(reference.dims).toEqual(expectedDims);
     expect(maxDifference(output.data, reference.data, output.dims, BATCH.attentionMask)).toBeLessThan(1e-4);
@@ -235,7 +239,10 @@ describe('options', () => {
     ['hidden not divisible by heads', { hidden: 30 }, /hidden size 30 is not divisible by the number of heads 4/],
     ['vocabulary smaller than the base set', { vocabSize: 100 }, /vocabulary size 100 is smaller than the base vocabulary/],
     ['labels on an embedding model', { labels: ['a', 'b'] }, /labels are only for classification models/],
-    ['one label', { modelType: 'sequence_classification', labels: ['only'] }, /at least 2 labels/],
+    ['one label on a token classifier', { modelType: 'token_classification', labels: ['only'] }, /a token classification model needs at least 2 labels, got 1/],
+    ['no label on a sequence classifier', { modelType: 'sequence_classification', labels: [] }, /a sequence classification model needs at least 1 label, got 0/],
+    ['pooling on an embedding model', { pooling: 'cls' }, /pooling and normalize describe a sentence-transformers layout/],
+    ['an unknown pooling', { modelType: 'sentence_embedding', pooling: 'sum' as never }, /unknown pooling 'sum'/],
     ['duplicate labels', { modelType: 'token_classification', labels: ['O', 'O'] }, /duplicate label 'O'/],
     ['fractional layers', { layers: 1.5 }, /layers must be a positive integer, got 1.5/],
     ['zero heads', { heads: 0 }, /heads must be a positive integer/],
@@ -245,6 +252,30 @@ describe('options', () => {
     const options = { ...TINY, ...override };
     expect(() => normalizeOptions(options)).toThrow(ConfigError);
     expect(() => generateWeights(options)).toThrow(message);
+  });
+
+  it('writes a one-logit cross-encoder: logits [batch, 1]', async () => {
+    const dir = join(workDir, 'cross-encoder');
+    await writeModelDirectory(dir, { ...TINY, modelType: 'sequence_classification', labels: ['LABEL_0'] });
+    const output = await runModel(join(dir, 'model.onnx'), BATCH);
+    expect(output.dims).toEqual([2, 1]);
+    expect(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')).id2label).toEqual({ 0: 'LABEL_0' });
+  });
+
+  it.each([
+    ['mean', true],
+    ['cls', false],
+    ['max', true],
+    ['last', false],
+  ] as const)('writes the sentence-transformers layout (pooling %s, normalize %s) that the server reads back', async (pooling, normalize) => {
+    const dir = join(workDir, `layout-${pooling}`);
+    await writeModelDirectory(dir, { ...TINY, modelType: 'sentence_embedding', pooling, normalize });
+    const modules = JSON.parse(await readFile(join(dir, 'modules.json'), 'utf8')) as { path: string; type: string }[];
+    expect(modules.map((m) => m.type.split('.').at(-1))).toEqual(normalize ? ['Transformer', 'Pooling', 'Normalize'] : ['Transformer', 'Pooling']);
+    const config = JSON.parse(await readFile(join(dir, '1_Pooling', 'config.json'), 'utf8')) as Record<string, unknown>;
+    expect(config.word_embedding_dimension).toBe(TINY.hidden);
+    expect(Object.entries(config).filter(([key, value]) => key.startsWith('pooling_mode_') && value === true)).toHaveLength(1);
+    expect(readSentenceTransformersLayout(dir)).toEqual({ pooling, normalize });
   });
 
   it('gives classification models default labels', () => {
@@ -408,7 +439,7 @@ describe('generate-model CLI', () => {
     [
       'an unknown type',
       ['--preset', 'tiny', '--type', 'regression'],
-      /argument 'regression' is invalid\. Allowed choices are embedding, sequence_classification, token_classification/,
+      /argument 'regression' is invalid\. Allowed choices are embedding, sentence_embedding, sequence_classification, token_classification/,
     ],
     ['hidden not divisible by heads', ['--preset', 'tiny', '--hidden', '30'], /hidden size 30 is not divisible by the number of heads 4/],
     ['labels on an embedding model', ['--preset', 'example', '--labels', 'a,b'], /labels are only for classification models/],
