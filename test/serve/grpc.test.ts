@@ -16,9 +16,19 @@ import { generateTinyModel } from '../helpers/generated-models.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
-const SERVICE = { embedding: 'Embedding', sequence_classification: 'SequenceClassification', token_classification: 'TokenClassification' } as const;
+const SERVICE = {
+  embedding: 'Embedding',
+  sentence_embedding: 'SentenceEmbedding',
+  sequence_classification: 'SequenceClassification',
+  token_classification: 'TokenClassification',
+} as const satisfies Record<ModelType, string>;
 const MODEL_TYPES = Object.keys(SERVICE) as ModelType[];
-const LABELS = { sequence_classification: ['negative', 'positive', 'neutral'], token_classification: ['O', 'B-PER', 'I-PER'] };
+const LABELS: Record<ModelType, string[] | undefined> = {
+  embedding: undefined,
+  sentence_embedding: undefined,
+  sequence_classification: ['negative', 'positive', 'neutral'],
+  token_classification: ['O', 'B-PER', 'I-PER'],
+};
 const TEXTS = ['the cat sat on the mat', 'hi', 'a much longer sentence with quite a few more words in it', 'Zoë naïve café'];
 const DEADLINE_MS = 15_000;
 
@@ -117,6 +127,14 @@ class StubPredictor implements Predictor {
     this.bodies.push(structuredClone(body));
     return this.#answer(body);
   }
+
+  embed(): Promise<never> {
+    return Promise.reject(new InputError('not served by this stub'));
+  }
+
+  rerank(): Promise<never> {
+    return Promise.reject(new InputError('not served by this stub'));
+  }
 }
 
 /**
@@ -150,8 +168,7 @@ describe('encoder services over a predict pipeline', () => {
     pkg = encoderPackage();
     await Promise.all(
       MODEL_TYPES.map(async (modelType) => {
-        const labels = modelType === 'embedding' ? undefined : LABELS[modelType];
-        const dir = await generateTinyModel({ modelType, labels });
+        const dir = await generateTinyModel({ modelType, labels: LABELS[modelType] });
         const config = parseBuildConfig(`encoder:\n  name: grpc-${modelType}\n  path: ${dir}\n  model_type: ${modelType}\n`, { baseDir: dir });
         const pipeline = await PredictPipeline.load(readModelPackage(config));
         pipelines.push(pipeline);
@@ -196,6 +213,36 @@ describe('encoder services over a predict pipeline', () => {
     }
   });
 
+  it('sentence_embedding: one vector per input; normalize unset is the model default, false and true honoured', async () => {
+    const { pipeline, address } = served.sentence_embedding;
+    const client = clientOf(pkg, 'SentenceEmbedding', address);
+    type Vectors = { results: { embedding: number[] }[]; model_id: string };
+    const unset = await unary<Vectors>(client, 'Predict', { inputs: ['hello world', 'good morning'] });
+    expect(unset.results).toHaveLength(2);
+    expectFloat32Equal(unset, { ...(await pipeline.predict({ inputs: ['hello world', 'good morning'] })), metadata: {} }, 'response', 1e-6);
+    for (const { embedding } of unset.results) expect(Math.hypot(...embedding)).toBeCloseTo(1, 5); // the generated layout normalises
+    const raw = await unary<Vectors>(client, 'Predict', { inputs: ['hello world'], normalize: false });
+    expect(Math.hypot(...raw.results[0].embedding)).not.toBeCloseTo(1, 3);
+    const unit = await unary<Vectors>(client, 'Predict', { inputs: ['hello world'], normalize: true });
+    expectFloat32Equal(unit.results[0], unset.results[0], 'normalize true', 1e-6);
+  });
+
+  it('sequence_classification: pairs are tokenized together, as HTTP [text, text_pair] items; inputs and pairs together are INVALID_ARGUMENT', async () => {
+    const { pipeline, address } = served.sequence_classification;
+    const client = clientOf(pkg, 'SequenceClassification', address);
+    const pairs = [
+      { text: 'what is the capital of france', text_pair: 'paris is the capital of france' },
+      { text: 'hello', text_pair: 'a long document about something else entirely' },
+    ];
+    const viaGrpc = await unary<PredictResponse>(client, 'Predict', { pairs });
+    const direct = await pipeline.predict({ inputs: pairs.map((pair) => [pair.text, pair.text_pair]) });
+    expectFloat32Equal(viaGrpc, { ...direct, metadata: {} }, 'response', 1e-6);
+    const single = await pipeline.predict({ inputs: [pairs[0].text] });
+    expect(single.results[0]).not.toEqual(direct.results[0]);
+    await expectStatus(unary(client, 'Predict', { inputs: ['x'], pairs }), grpc.status.INVALID_ARGUMENT, 'Invalid input: send inputs or pairs, not both');
+    await expectStatus(unary(client, 'Predict', { pairs: [{ text: 'x', text_pair: '' }] }), grpc.status.INVALID_ARGUMENT, 'Invalid input: inputs[0][1] is an empty string');
+  });
+
   it('answers concurrent calls each with its own result', async () => {
     const { pipeline, address } = served.token_classification;
     const client = clientOf(pkg, 'TokenClassification', address);
@@ -209,9 +256,10 @@ describe('encoder services over a predict pipeline', () => {
     const { pipeline, address } = served[modelType];
     const response = await unary<object>(clientOf(pkg, SERVICE[modelType], address), 'GetModelMetadata', {});
     const metadata = pipeline.metadata();
-    const enumName = { embedding: 'EMBEDDING', sequence_classification: 'SEQUENCE_CLASSIFICATION', token_classification: 'TOKEN_CLASSIFICATION' };
+    const enumName = { embedding: 'EMBEDDING', sentence_embedding: 'SENTENCE_EMBEDDING', sequence_classification: 'SEQUENCE_CLASSIFICATION', token_classification: 'TOKEN_CLASSIFICATION' };
     expect(response).toEqual({ model_id: metadata.model_id, model_type: enumName[modelType], id2label: metadata.id2label ?? {} });
-    if (modelType !== 'embedding') expect(response).toMatchObject({ id2label: Object.fromEntries(LABELS[modelType].map((l, i) => [String(i), l])) });
+    const labels = LABELS[modelType];
+    if (labels) expect(response).toMatchObject({ id2label: Object.fromEntries(labels.map((l, i) => [String(i), l])) });
   });
 
   it.each(MODEL_TYPES)('%s: the other two services answer UNIMPLEMENTED naming the served model type', async (modelType) => {
@@ -317,11 +365,19 @@ type Kind = 'string' | 'optionalString' | 'uint32' | 'bool' | 'float' | 'floats'
 type Schema = Record<number, [name: string, kind: Kind]>;
 
 const TOKEN_INFO: Schema = { 1: ['token', 'string'], 2: ['token_id', 'uint32'], 3: ['start', 'uint32'], 4: ['end', 'uint32'] };
+const TEXT_PAIR: Schema = { 1: ['text', 'string'], 2: ['text_pair', 'string'] };
 /** Spec 2's table, transcribed; enums are their numbers on the wire. */
 const SPEC: Record<string, Schema> = {
   GetModelMetadataResponse: { 1: ['model_id', 'string'], 2: ['model_type', 'uint32'], 3: ['id2label', 'uint32Map'] },
   EmbeddingRequest: { 1: ['inputs', 'strings'], 2: ['normalize', 'bool'], 3: ['metadata', 'stringMap'] },
-  SequenceClassificationRequest: { 1: ['inputs', 'strings'], 2: ['metadata', 'stringMap'] },
+  // mozilla-ai/encoderfile 0.7.0's numbers (encoderfile.sentence_embedding), plus our optional normalize at 2, which it leaves unused
+  SentenceEmbeddingRequest: { 1: ['inputs', 'strings'], 2: ['normalize', 'bool'], 3: ['metadata', 'stringMap'] },
+  SentenceEmbeddingResponse: {
+    1: ['results', { repeated: true, message: { 1: ['embedding', 'floats'] } }],
+    2: ['model_id', 'string'],
+    3: ['metadata', 'stringMap'],
+  },
+  SequenceClassificationRequest: { 1: ['inputs', 'strings'], 2: ['metadata', 'stringMap'], 3: ['pairs', { repeated: true, message: TEXT_PAIR }] },
   TokenClassificationRequest: { 1: ['inputs', 'strings'], 2: ['metadata', 'stringMap'] },
   EmbeddingResponse: {
     1: ['results', { repeated: true, message: { 1: ['embeddings', { repeated: true, message: { 1: ['embedding', 'floats'], 2: ['token_info', { repeated: false, message: TOKEN_INFO }] } }] } }],
@@ -424,6 +480,7 @@ function encodeRequest(inputs: string[], metadataField: number, metadata: Record
 describe('field numbers and types on the wire (spec 2 table)', () => {
   const tokenInfo = { token: 'caf', token_id: 7, start: 0, end: 3 };
   const answers: Record<ModelType, PredictResponse> = {
+    sentence_embedding: { results: [{ embedding: [0.1, -1.5, 3e-7] }, { embedding: [] }], model_id: 'stub-model', metadata: { trace: 'abc' } },
     embedding: {
       results: [{ embeddings: [{ embedding: [0.1, -1.5, 3e-7], token_info: tokenInfo }, { embedding: [2, 0, -0.25] }] }, { embeddings: [] }],
       model_id: 'stub-model',
@@ -444,7 +501,7 @@ describe('field numbers and types on the wire (spec 2 table)', () => {
   it.each(MODEL_TYPES)('%s: request and response fields by number', async (modelType) => {
     const stub = new StubPredictor(modelType, () => answers[modelType]);
     const { address } = await serve(stub);
-    const metadataField = modelType === 'embedding' ? 3 : 2;
+    const metadataField = modelType === 'embedding' || modelType === 'sentence_embedding' ? 3 : 2;
     const request = encodeRequest(['Zoë', 'x'], metadataField, { trace: 'abc' }, modelType === 'embedding' ? true : undefined);
     const requestName = `${SERVICE[modelType]}Request`;
     // the test's own encoding agrees with its reading of the table
@@ -454,6 +511,25 @@ describe('field numbers and types on the wire (spec 2 table)', () => {
     const expectedBody = modelType === 'embedding' ? { inputs: ['Zoë', 'x'], normalize: true, metadata: { trace: 'abc' } } : { inputs: ['Zoë', 'x'], metadata: { trace: 'abc' } };
     expect(stub.bodies).toEqual([expectedBody]);
     expectFloat32Equal(decodeBySpec(bytes, SPEC[`${SERVICE[modelType]}Response`]), answers[modelType]);
+  });
+
+  it("sentence_embedding: a message of encoderfile 0.7.0's own sentence_embedding.proto decodes here, and our answer decodes there", async () => {
+    // encoderfile/proto/sentence_embedding.proto of mozilla-ai/encoderfile 0.7.0 (its import of metadata.proto left out)
+    const encoderfileProto = `syntax = "proto3";
+      package encoderfile.sentence_embedding;
+      message SentenceEmbeddingRequest { repeated string inputs = 1; map<string, string> metadata = 3; }
+      message SentenceEmbeddingResponse { repeated SentenceEmbedding results = 1; string model_id = 2; map<string, string> metadata = 3; }
+      message SentenceEmbedding { repeated float embedding = 1; }`;
+    const theirs = protobuf.parse(encoderfileProto, { keepCase: true }).root;
+    const Request = theirs.lookupType('encoderfile.sentence_embedding.SentenceEmbeddingRequest');
+    const Response = theirs.lookupType('encoderfile.sentence_embedding.SentenceEmbeddingResponse');
+    const stub = new StubPredictor('sentence_embedding', () => answers.sentence_embedding);
+    const { address } = await serve(stub);
+    const request = Request.encode(Request.fromObject({ inputs: ['Zoë', 'x'], metadata: { trace: 'abc' } })).finish();
+    const bytes = await rawUnary(address, '/encoder.SentenceEmbedding/Predict', request);
+    expect(stub.bodies).toEqual([{ inputs: ['Zoë', 'x'], metadata: { trace: 'abc' } }]);
+    const decoded = Response.toObject(Response.decode(bytes), { defaults: true });
+    expectFloat32Equal(decoded, answers.sentence_embedding);
   });
 
   it('GetModelMetadataResponse: model_id (1), ModelType number (2), id2label uint32 → string (3)', async () => {
@@ -469,6 +545,11 @@ describe('field numbers and types on the wire (spec 2 table)', () => {
     const embedder = new StubPredictor('embedding', () => answers.embedding);
     const embedderBytes = await rawUnary((await serve(embedder)).address, '/encoder.Embedding/GetModelMetadata', new Uint8Array());
     expect(decodeBySpec(embedderBytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'stub-model', model_type: 1, id2label: {} });
+
+    // SENTENCE_EMBEDDING = 4, as in encoderfile 0.7.0's ModelType
+    const sentences = new StubPredictor('sentence_embedding', () => answers.sentence_embedding);
+    const sentenceBytes = await rawUnary((await serve(sentences)).address, '/encoder.SentenceEmbedding/GetModelMetadata', new Uint8Array());
+    expect(decodeBySpec(sentenceBytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'stub-model', model_type: 4, id2label: {} });
   });
 });
 
