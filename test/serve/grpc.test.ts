@@ -209,7 +209,7 @@ describe('encoder services over a predict pipeline', () => {
     });
     for (const result of response.results) {
       expect(result.scores.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 5);
-      expect(result.predicted_label).toBe(LABELS.sequence_classification[result.predicted_index]);
+      expect(result.predicted_label).toBe(LABELS.sequence_classification![result.predicted_index]);
     }
   });
 

@@ -17,6 +17,7 @@ const INFO = serverInfo({ target: 'aarch64-unknown-linux-gnu' });
 const BODY_LIMIT = 4096;
 const COMPONENTS: Record<ModelType, [string, string]> = {
   embedding: ['EmbeddingRequest', 'EmbeddingResponse'],
+  sentence_embedding: ['SentenceEmbeddingRequest', 'SentenceEmbeddingResponse'],
   sequence_classification: ['SequenceClassificationRequest', 'SequenceClassificationResponse'],
   token_classification: ['TokenClassificationRequest', 'TokenClassificationResponse'],
 };
@@ -31,11 +32,14 @@ function metadataOnlyPredictor(metadata: ModelMetadata): Predictor {
       parsePredictRequest(metadata.model_type, body);
       throw new Error('not a model');
     },
+    embed: () => Promise.reject(new Error('not a model')),
+    rerank: () => Promise.reject(new Error('not a model')),
   };
 }
 
 const MODELS: ModelMetadata[] = [
-  { model_id: 'embedder', model_type: 'embedding' },
+  { model_id: 'embedder', model_type: 'embedding', pooling: 'mean', normalize: true },
+  { model_id: 'sentences', model_type: 'sentence_embedding', pooling: 'cls', normalize: false },
   { model_id: 'sentiment', model_type: 'sequence_classification', id2label: { 0: 'negative', 1: 'positive', 2: 'neutral' } },
   { model_id: 'unlabelled', model_type: 'sequence_classification', id2label: {} },
   { model_id: 'ner', model_type: 'token_classification', id2label: { 0: 'O', 1: 'B-PER', 2: 'I-PER', 3: 'B-LOC', 4: 'I-LOC' } },
@@ -131,7 +135,21 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
   it('describes every path with every status it can answer', () => {
     const paths = documentOf().paths as Record<string, Record<string, { responses: Json; requestBody?: Json }>>;
     const statuses = (path: string, method: string) => Object.keys(paths[path][method].responses).sort();
-    expect(Object.keys(paths).sort()).toEqual(['/health', '/mcp', '/model', '/openapi.json', '/predict']);
+    const fieldApis = {
+      embedding: ['/v1/embeddings'],
+      sentence_embedding: ['/v1/embeddings'],
+      sequence_classification: ['/v1/rerank', '/v2/rerank'],
+      token_classification: [],
+    }[metadata.model_type];
+    expect(Object.keys(paths).sort()).toEqual(['/health', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis].sort());
+    expect(statuses('/v1/models', 'get')).toEqual(['200']);
+    expect(statuses('/v1/models/{model}', 'get')).toEqual(['200', '404']);
+    for (const path of fieldApis) {
+      expect(statuses(path, 'post')).toEqual(['200', '400', '404', '413', '415', '500']);
+      for (const status of ['400', '404', '413', '415', '500']) {
+        expect(((paths[path].post.responses[status] as Json).content as Json)['application/json']).toMatchObject({ schema: { $ref: '#/components/schemas/OpenAiError' } });
+      }
+    }
     expect(statuses('/health', 'get')).toEqual(['200']);
     expect(statuses('/model', 'get')).toEqual(['200']);
     expect(statuses('/openapi.json', 'get')).toEqual(['200']);
@@ -187,6 +205,24 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
         for (const token of results.flatMap((result) => result.tokens as Json[])) expect(labels).toContain(token.label);
       }
     }
+  });
+
+  it('gives the OpenAI-shaped errors the field APIs really answer', async () => {
+    const app = apps.get(metadata.model_id)!;
+    const paths = documentOf().paths as Record<string, Record<string, { responses: Record<string, Json> }>>;
+    const route = Object.keys(paths).find((path) => path === '/v1/embeddings' || path === '/v1/rerank');
+    if (route === undefined) return; // token classification: /v1/models only
+    const examplesOf = (status: string) =>
+      Object.values((((paths[route].post.responses[status].content as Json)['application/json'] as Json).examples as Json)) as { value: unknown }[];
+    const badJson = await app.inject({ method: 'POST', url: route, payload: '{"inputs": ["hello",]}', headers: { 'content-type': 'application/json' } });
+    expect(badJson.statusCode).toBe(400);
+    expect(examplesOf('400').map((example) => example.value)).toContainEqual(JSON.parse(badJson.body));
+    const wrongMediaType = await app.inject({ method: 'POST', url: route, payload: '{}', headers: { 'content-type': 'text/plain' } });
+    expect(wrongMediaType.statusCode).toBe(415);
+    expect(JSON.parse(wrongMediaType.body)).toEqual(examplesOf('415')[0].value);
+    const models = await app.inject({ method: 'GET', url: '/v1/models/nope' });
+    expect(models.statusCode).toBe(404);
+    expect(JSON.parse(models.body)).toMatchObject({ error: { param: 'model', code: 'model_not_found' } });
   });
 
   it('gives the error messages the server really answers', async () => {

@@ -20,6 +20,7 @@ import { generateTinyModel } from '../helpers/generated-models.ts';
 const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
 const LABELS: Record<ModelType, string[] | undefined> = {
   embedding: undefined,
+  sentence_embedding: undefined,
   sequence_classification: ['negative', 'positive', 'neutral'],
   token_classification: ['O', 'B-PER', 'I-PER'],
 };

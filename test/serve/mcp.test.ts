@@ -15,7 +15,7 @@ import { createHttpApp } from '../../src/serve/http/index.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 
-const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
+const MODEL_TYPES = ['embedding', 'sentence_embedding', 'sequence_classification', 'token_classification'] as const;
 const LABELS: Partial<Record<ModelType, string[]>> = {
   sequence_classification: ['negative', 'positive'],
   token_classification: ['O', 'B-LOC', 'I-LOC'],
@@ -57,6 +57,8 @@ function failingPredictor(error: unknown): Predictor {
     modelId: 'stub',
     modelType: 'sequence_classification',
     metadata: () => ({ model_id: 'stub', model_type: 'sequence_classification', id2label: {} }),
+    embed: () => Promise.reject(error),
+    rerank: () => Promise.reject(error),
     // validates like the pipeline, then fails while "running"
     predict: async (body) => {
       parsePredictRequest('sequence_classification', body);

@@ -5,6 +5,7 @@ import type { ServerInfo } from '../server-info.ts';
 import { bodyTooLargeMessage, invalidJsonMessage, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
 import { predictExamples, type Example } from './examples.ts';
 import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
+import { fieldApiPaths, fieldApiSchemas } from './openapi-field-apis.ts';
 import { toOpenApiSchema, type OpenApiSchema } from './openapi-schema.ts';
 
 export type OpenApiDocument = { openapi: '3.0.3' } & Record<string, unknown>;
@@ -59,7 +60,7 @@ export function openApiDocument(options: {
       description:
         `Serves the ${modelType} model "${metadata.model_id}" over HTTP, with MCP at ${MCP_PATH}. ` +
         `Built with Node.js ${node} and onnxruntime ${onnxruntime} for ${target}. ` +
-        'Errors are text/plain messages (JSON-RPC error objects on /mcp); a path that exists answers other methods ' +
+        'Errors are text/plain messages (JSON-RPC error objects on /mcp, OpenAI error bodies under /v1 and /v2); a path that exists answers other methods ' +
         'with 405 and an Allow header, any other path with 404.',
       'x-build': { ...serverInfo.build },
     },
@@ -144,12 +145,14 @@ export function openApiDocument(options: {
         get: mcpNotAllowed('get', 'No server-initiated SSE stream: the endpoint is stateless.', mcpError),
         delete: mcpNotAllowed('delete', 'No sessions to end: the endpoint is stateless.', mcpError),
       },
+      ...fieldApiPaths(metadata, bodyLimitBytes, badJson),
     },
     components: {
       schemas: {
         [request]: toOpenApiSchema(REQUEST_SCHEMAS[modelType]),
         [response]: toOpenApiSchema(RESPONSE_SCHEMAS[modelType]),
         ModelMetadata: toOpenApiSchema(MODEL_METADATA_SCHEMA),
+        ...Object.fromEntries(Object.entries(fieldApiSchemas(metadata)).map(([name, schema]) => [name, toOpenApiSchema(schema)])),
         ...JSON_RPC_SCHEMAS,
       },
     },
