@@ -1,21 +1,36 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseBuildConfig } from '../../src/encoder/config.ts';
+import { readModelPackage } from '../../src/encoder/model-package.ts';
+import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
 import { FakeOpenAIServer, fakeEmbedding } from '../fakes/openai-compatible.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
 import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * POST /v1/embeddings beyond model and input: `dimensions` reaches the provider (or is refused with a 400 naming it),
- * and a client that goes away cancels the provider call and is recorded as cancelled, not billed as a success.
+ * `encoder:<name>` reaches this project's encoder server, and a client that goes away cancels the provider call and
+ * is recorded as cancelled, not billed as a success.
  */
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
 let fake: FakeOpenAIServer;
 const EMBEDDINGS_ROUTE = 'POST /v1/embeddings';
 
+let encoder: RunningServer;
+let encoderPipeline: PredictPipeline;
+
 beforeAll(async () => {
   fake = await FakeOpenAIServer.start();
+  const dir = await generateTinyModel({ modelType: 'embedding' });
+  const config = parseBuildConfig(`encoder:\n  name: tiny-sentences\n  path: ${dir}\n  model_type: sentence_embedding\n`, { baseDir: dir });
+  encoderPipeline = await PredictPipeline.load(readModelPackage(config));
+  encoder = await startEncoderServer(encoderPipeline, { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 }, grpc: null, target: 'x86_64-unknown-linux-gnu' });
 });
 afterAll(async () => {
   await fake?.close();
+  await encoder?.close();
+  await encoderPipeline?.close();
   await Promise.all(backends.map((backend) => backend.close()));
 });
 
@@ -42,8 +57,8 @@ describe.each(backends)('embeddings on $name', (backend) => {
   beforeAll(async () => {
     if (backend.skipReason) return;
     gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      // encoder (this project's server) cannot shorten vectors: Hub refuses dimensions before sending anything
-      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: fake.origin } },
+      // encoder: this project's own server, serving a sentence_embedding model in this process
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl! } },
     });
     await gateway.call('POST', '/v1/users', { body: { user_id: 'dora', alias: 'Dora' } });
     key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'embedder', user_id: 'dora' } })).json;
@@ -79,15 +94,22 @@ describe.each(backends)('embeddings on $name', (backend) => {
     expect(await rows()).toHaveLength(recorded);
   });
 
-  it.skipIf(backend.skipReason)('a provider that cannot honour dimensions: Hub refuses it, the client gets a 400 naming it', async () => {
-    const error = await client.embeddings.create({ model: 'encoder:tiny-embedder', input: 'abc', dimensions: 6 }, { headers: { 'x-request-id': `no-dims-${backend.name}` } }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(error).toMatchObject({ status: 400, param: 'dimensions' });
-    expect((error as Error).message).toMatch(/dimensions.*not supported by encoder/);
-    // nothing reached the encoder's address (the fake listens there)
-    expect(fake.requests.filter((r) => r.path === '/predict')).toHaveLength(0);
-    const row = (await rows()).find((r) => r.request_id === `no-dims-${backend.name}`);
-    expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', status: 'error', status_code: 400, prompt_tokens: 0 });
+  it.skipIf(backend.skipReason)('encoder:<name> reaches this project\'s encoder server: its pooled vectors, dimensions honoured, usage recorded', async () => {
+    const input = ['the cat sat on the mat', 'hello there'];
+    const viaGateway = await client.embeddings.create({ model: 'encoder:tiny-sentences', input, encoding_format: 'float' }, { headers: { 'x-request-id': `encoder-${backend.name}` } });
+    const direct = (await (
+      await fetch(`${encoder.httpUrl}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input, encoding_format: 'float' }) })
+    ).json()) as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
+    expect(viaGateway.data.map((item) => item.embedding)).toEqual(direct.data.map((item) => item.embedding));
+    const short = await client.embeddings.create({ model: 'encoder:tiny-sentences', input: 'abc', dimensions: 16 });
+    expect(short.data[0].embedding).toHaveLength(16);
+    expect(Math.hypot(...short.data[0].embedding)).toBeCloseTo(1, 5);
+    const row = await eventually(async () => (await rows()).find((r) => r.request_id === `encoder-${backend.name}`), 'the usage row');
+    expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', status: 'success', prompt_tokens: direct.usage.prompt_tokens });
+    // another model name: the server's model_not_found reaches the client as the gateway's 400 for provider refusals
+    const other = await client.embeddings.create({ model: 'encoder:other-model', input: 'abc' }).catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((other as Error).message).toMatch(/The model 'other-model' does not exist; this server serves 'tiny-sentences'/);
   });
 
   it.skipIf(backend.skipReason)('a client that goes away during the call aborts the provider call: the row says cancelled', async () => {

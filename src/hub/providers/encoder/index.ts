@@ -1,13 +1,15 @@
-// This project's encoder server as an embeddings provider: POST /predict {inputs, normalize: false} answers one
-// vector per token (special tokens left out); the provider averages them (mean pooling) and scales the mean to unit
-// length, the sentence embedding of sentence-transformers' mean-pooling models. GET /model names the served model.
+// This project's encoder server as an embeddings provider, through its OpenAI-compatible POST /v1/embeddings: the
+// server pools (sentence_embedding models, and embedding models with their configured pooling, [CLS]/[SEP] included as
+// sentence-transformers does), so a Hub caller gets exactly the vectors the server computes. Vectors travel as base64
+// float32, the server's own values. GET /v1/models names the served model.
 
-import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, ProviderError, UnsupportedParameterError, type HubError } from '../../errors.ts';
+import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, type HubError } from '../../errors.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
 import { embeddingList, embeddingsOnly } from '../shared/embeddings.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
+import { UnsupportedParameterError } from '../../errors.ts';
 
 const ENCODER_DEFAULT_API_BASE = 'http://127.0.0.1:8080';
 const PROVIDER = 'encoder';
@@ -17,80 +19,78 @@ const metadata = providerMetadata({
   env_key: null,
   doc_url: 'docs/http-api.md',
   default_api_base: ENCODER_DEFAULT_API_BASE,
-  embedding: true, list_models: true,
+  embedding: true,
+  list_models: true,
 });
 
-interface PredictResponse {
-  model_id: string;
-  results: { embeddings?: { embedding: number[] }[] }[];
+interface EmbeddingsResponse {
+  data: { index: number; embedding: string }[];
+  model: string;
+  usage: { prompt_tokens: number };
 }
 
-/** Mean of the token vectors, scaled to unit L2 length (a zero vector stays zero). */
-export function meanPooledUnitVector(tokens: readonly { embedding: readonly number[] }[]): number[] {
-  const width = tokens[0].embedding.length;
-  const mean = new Array<number>(width).fill(0);
-  for (const { embedding } of tokens) {
-    if (embedding.length !== width) throw new ProviderError('The encoder server answered token vectors of different widths', null, PROVIDER);
-    for (let i = 0; i < width; i++) mean[i] += embedding[i];
+/** The server's OpenAI-shaped error body, when it is one. */
+function errorBodyOf(error: VendorHttpError): { message?: string; param?: string | null; code?: string | null } | null {
+  try {
+    const body = JSON.parse(error.body) as { error?: { message?: string; param?: string | null; code?: string | null } };
+    return body.error ?? null;
+  } catch {
+    return null;
   }
-  let squares = 0;
-  for (let i = 0; i < width; i++) {
-    mean[i] /= tokens.length;
-    squares += mean[i] * mean[i];
-  }
-  const scale = 1 / Math.max(Math.sqrt(squares), 1e-12);
-  return mean.map((value) => value * scale);
 }
 
-/** The server's errors are text/plain: 422 "Invalid input: …" (the caller's), 500 (the server's). */
-function encoderErrorToHub(error: unknown): HubError | undefined {
-  if (isAbortError(error)) return undefined;
-  if (error instanceof VendorHttpError) {
-    return mapProviderFailure({ provider_name: PROVIDER, status_code: error.status, message: error.body.trim() || error.message, original_exception: error });
-  }
-  if (isNetworkError(error)) return networkFailure(PROVIDER, error);
-  return undefined;
+/** A base64 vector of little-endian float32s (every platform Node runs on is little-endian) as numbers. */
+function floatsOf(base64: string): number[] {
+  const bytes = Buffer.from(base64, 'base64');
+  return Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
 }
 
 function createEncoder(options: ProviderOptions): Provider {
   const base = options.api_base ?? ENCODER_DEFAULT_API_BASE;
   const headers = (options.client_args?.headers as Record<string, string> | undefined) ?? {};
-  const notEmbedding = (cause: unknown) =>
-    new InvalidRequestError(`The encoder server at ${base} does not serve an embedding model`, cause, PROVIDER, { param: 'model' });
+
+  /** The server's errors are OpenAI's body: 400 the caller's input, 404 another model or no embeddings, 5xx the server's. */
+  function toHubError(error: unknown): HubError | undefined {
+    if (isAbortError(error)) return undefined;
+    if (error instanceof VendorHttpError) {
+      const body = errorBodyOf(error);
+      const message = body?.message ?? (error.body.trim() || error.message);
+      if (error.status === 404 && body?.code === 'model_not_found') {
+        return new ModelNotFoundError(message, error, PROVIDER, { status_code: 404, param: 'model', code: 'model_not_found' });
+      }
+      if (error.status === 404) {
+        // a classification model, or a server from before /v1/embeddings
+        return new InvalidRequestError(`The encoder server at ${base} does not serve embeddings: ${message}`, error, PROVIDER, { status_code: 404, param: 'model' });
+      }
+      return mapProviderFailure({ provider_name: PROVIDER, status_code: error.status, message, param: body?.param ?? null, code: body?.code ?? null, original_exception: error });
+    }
+    if (isNetworkError(error)) return networkFailure(PROVIDER, error);
+    return undefined;
+  }
+
   return {
     metadata,
     ...embeddingsOnly(PROVIDER, 'The encoder server serves embeddings only'),
     async embedding(params, call): Promise<EmbeddingResponse> {
-      if (params.dimensions !== undefined) {
-        throw new UnsupportedParameterError('dimensions', PROVIDER, 'The encoder server answers the full vectors of its model (mean pooling cannot shorten them)');
-      }
       if (Object.keys(call.extra).length > 0) throw new UnsupportedParameterError(Object.keys(call.extra)[0], PROVIDER);
-      const response = await requestJson<PredictResponse>(joinUrl(base, 'predict'), {
+      const response = await requestJson<EmbeddingsResponse>(joinUrl(base, 'v1/embeddings'), {
         headers,
-        body: { inputs: params.inputs, normalize: false },
+        body: {
+          input: params.inputs,
+          ...(params.model ? { model: params.model } : {}),
+          ...(params.dimensions !== undefined ? { dimensions: params.dimensions } : {}),
+          encoding_format: 'base64',
+        },
         ...(call.signal ? { signal: call.signal } : {}),
-      }).catch((error: unknown) => {
-        // a classification model refuses the embedding-only field
-        if (error instanceof VendorHttpError && error.status === 422 && error.body.includes('unknown field "normalize"')) throw notEmbedding(error);
-        throw error;
       });
-      if (params.model && params.model !== response.model_id) {
-        throw new ModelNotFoundError(`The encoder server at ${base} serves ${response.model_id}, not ${params.model}`, null, PROVIDER, { status_code: null });
-      }
-      let tokens = 0;
-      const vectors = response.results.map((result, index) => {
-        if (!Array.isArray(result.embeddings)) throw notEmbedding(null);
-        if (result.embeddings.length === 0) throw new ProviderError(`The encoder server answered no token vectors for input ${index}`, null, PROVIDER);
-        tokens += result.embeddings.length;
-        return meanPooledUnitVector(result.embeddings);
-      });
-      return embeddingList(response.model_id, vectors, tokens);
+      const vectors = [...response.data].sort((a, b) => a.index - b.index).map((item) => floatsOf(item.embedding));
+      return embeddingList(response.model, vectors, response.usage.prompt_tokens);
     },
     async listModels(call): Promise<Model[]> {
-      const model = await requestJson<{ model_id: string }>(joinUrl(base, 'model'), { headers, ...(call.signal ? { signal: call.signal } : {}) });
-      return [{ id: model.model_id, object: 'model', created: 0, owned_by: PROVIDER }];
+      const models = await requestJson<{ data: Model[] }>(joinUrl(base, 'v1/models'), { headers, ...(call.signal ? { signal: call.signal } : {}) });
+      return models.data.map((model) => ({ id: model.id, object: 'model', created: model.created, owned_by: model.owned_by }));
     },
-    toHubError: encoderErrorToHub,
+    toHubError,
   };
 }
 
