@@ -1,11 +1,13 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable } from '../../runtime/asset-section.ts';
-import { defaultCacheDir, defaultOutputPath, loadBuildConfig, type BuildConfig } from '../encoder/config.ts';
-import { readModelPackage } from '../encoder/model-package.ts';
+import { defaultCacheDir, defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
+import { readModelPackage, type ModelPackage } from '../encoder/model-package.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
+import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
+import { quantizeInt8 } from './quantize/quantize-int8.ts';
 import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
 
 export interface BuildModelOptions {
@@ -17,6 +19,8 @@ export interface BuildModelOptions {
   hostBase?: HostBaseRuntime;
   /** Overrides the configuration's output_path. */
   outputPath?: string;
+  /** Overrides the configuration's quantize (`encoder build --quantize`). */
+  quantize?: Quantization;
   runtimeVersion: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
@@ -71,13 +75,19 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const pkg = readModelPackage(config);
   reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
 
+  const quantize = options.quantize ?? config.quantize;
   const pipeline = await PredictPipeline.load(pkg, options.pipelineOptions);
   const output = pipeline.signature.output;
-  await pipeline.close();
+  let quantized: { weights: Uint8Array; detail: string } | null = null;
+  try {
+    if (quantize === 'int8') quantized = await quantizeChecked(pkg, pipeline, config, options.pipelineOptions);
+  } finally {
+    await pipeline.close();
+  }
   reporter.step(
     4,
     BUILD_STEPS[3],
-    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}`,
+    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}${quantized ? `; ${quantized.detail}` : ''}`,
   );
 
   const outputPath = options.outputPath !== undefined
@@ -86,8 +96,9 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const manifest = await writeModelExecutable({
     baseBinaryPath: base.path,
     outputPath,
-    assets: packageAssets(config),
-    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config) },
+    // the executable carries only the quantized graph
+    assets: packageAssets(config).map((asset) => (quantized && asset.name === 'model_weights' ? { name: asset.name, data: quantized.weights } : asset)),
+    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none') },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });
   reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));
@@ -97,6 +108,23 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   return { outputPath, target, bytes };
 }
 
+
+/**
+ * Rewrites the weights to int8 and runs the accuracy gate: the fp32 pipeline (already loaded) and an int8 one on the
+ * check texts. Below a floor is a ConfigError, so nothing is written.
+ */
+async function quantizeChecked(pkg: ModelPackage, fp32: PredictPipeline, config: BuildConfig, pipelineOptions: PipelineOptions | undefined) {
+  const { model, report } = quantizeInt8(pkg.weights);
+  const int8 = await PredictPipeline.load({ ...pkg, weights: model }, pipelineOptions);
+  try {
+    const result = await compareModels(fp32, int8, config.quantizeGate.checkTexts ?? DEFAULT_CHECK_TEXTS);
+    enforceGate(result, config.quantizeGate);
+    const rewritten = `${report.rewritten.MatMul + report.rewritten.Gemm} MatMul/Gemm → int8 DynamicQuantizeMatMul`;
+    return { weights: model, detail: `${rewritten}, ${formatBytes(report.bytesBefore)} → ${formatBytes(report.bytesAfter)}; ${describeGate(result)}` };
+  } finally {
+    await int8.close();
+  }
+}
 
 function describeBase(base: BaseRuntime): string {
   if (base.source === 'self') return 'base runtime: this executable';

@@ -1,11 +1,13 @@
 import { SingleBar } from 'cli-progress';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
 import { BUILD_STEPS, buildModel, formatBytes, type BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
 import { parseFileName } from './arguments.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 
 interface BuildCommandOptions {
+  quantize?: Quantization;
   file: string;
   platform?: string;
   baseBinaryPath?: string;
@@ -20,6 +22,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
     .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
     .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)
+    .addOption(new Option('--quantize <kind>', 'int8: MatMul weights to int8 behind an accuracy gate (default: the configuration\'s quantize, else none)').choices(QUANTIZATIONS))
     .addHelpText(
       'after',
       '\nx86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',
@@ -33,6 +36,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
           baseBinaryPath: options.baseBinaryPath,
           hostBase: context.hostBase?.(),
           outputPath: options.output,
+          quantize: options.quantize,
           runtimeVersion: RUNTIME_VERSION,
           pipelineOptions: { luaWasmPath: context.luaWasmPath },
         },

@@ -11,7 +11,7 @@ export function createModelProgram(section: AssetSection, io: CliIo, context: Cl
   const { manifest } = section;
   const { model } = manifest;
   const version = [
-    `${model.name} ${model.version} (${model.model_type})`,
+    `${model.name} ${model.version} (${model.model_type}${model.quantization === 'int8' ? ', int8' : ''})`,
     `runtime: encoder ${manifest.runtime_version}, Node ${process.versions.node}`,
     `target: ${manifest.target}`,
   ].join('\n');

@@ -113,6 +113,7 @@ export class PredictPipeline implements Predictor {
   readonly #transform: LuaTransform | null;
   readonly #labels: ReadonlyMap<number, string>;
   readonly #pooling: Pooling;
+  readonly #quantization: ModelPackage['quantization'];
   readonly #normalize: boolean;
   /** Index of the label whose probability is the rerank score; -1: the last one. */
   readonly #rerankIndex: number;
@@ -139,6 +140,7 @@ export class PredictPipeline implements Predictor {
     this.#transform = fields.transform;
     this.#labels = labelsOf(fields.pkg.modelConfig);
     this.#pooling = fields.pkg.pooling;
+    this.#quantization = fields.pkg.quantization;
     this.#normalize = fields.pkg.normalize;
     this.#rerankIndex = rerankIndexOf(fields.pkg, this.#labels);
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
@@ -221,6 +223,7 @@ export class PredictPipeline implements Predictor {
     } else {
       metadata.id2label = Object.fromEntries([...this.#labels].map(([index, label]) => [String(index), label]));
     }
+    if (this.#quantization !== 'none') metadata.quantization = this.#quantization;
     return metadata;
   }
 

@@ -207,6 +207,7 @@ export const MODEL_METADATA_SCHEMA = {
     id2label: { type: 'object', additionalProperties: { type: 'string' } },
     pooling: { type: 'string', enum: POOLING_MODES, description: 'Embedding models: how token vectors are pooled into one vector per text.' },
     normalize: { type: 'boolean', description: 'Embedding models: whether pooled vectors are L2-normalised when a request does not say.' },
+    quantization: { type: 'string', enum: ['int8'], description: 'Present when the weights were quantized at build (quantize: int8).' },
   },
 } as const;
 
@@ -286,6 +287,7 @@ export interface ModelMetadata {
   id2label?: Record<string, string>;
   pooling?: Pooling;
   normalize?: boolean;
+  quantization?: 'int8';
 }
 
 /** One pooled vector per input (`/v1/embeddings`): texts, or token ids taken as the model's input as they are. */

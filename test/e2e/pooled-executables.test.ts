@@ -4,14 +4,14 @@
  * `infer`; while it is saturated with long inputs, every /health probe is answered.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostTarget } from '../../src/builder/targets.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
-import { serveModel, type ServedModel } from '../helpers/served-model.ts';
+import { grpcClient, serveModel, type ServedModel } from '../helpers/served-model.ts';
 
 warnIfNoBaseRuntime('pooled model executables');
 
@@ -128,5 +128,41 @@ describe.skipIf(!hasBaseRuntime())('the base runtime is its own base (`./encoder
     const inferred = runExecutable(output, ['infer', 'hello world'], { cacheDir: emptyCache });
     expect(inferred.status, inferred.stderr).toBe(0);
     expect((JSON.parse(inferred.stdout) as { results: { embedding: number[] }[] }).results[0].embedding).toHaveLength(32);
+  });
+});
+
+describe.skipIf(!hasBaseRuntime())('quantize: int8', () => {
+  it('builds an executable that carries only the int8 graph and says so everywhere', async () => {
+    const dir = await generateTinyModel({ modelType: 'embedding', hidden: 64, intermediate: 256 });
+    const executable = build('quantized', `encoder:\n  name: quantized\n  path: ${dir}\n  model_type: sentence_embedding\n  quantize: int8\n`);
+    const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout) as { model: Record<string, unknown>; assets: { name: string; length: number }[] };
+    expect(manifest.model.quantization).toBe('int8');
+    const fp32Bytes = readFileSync(path.join(dir, 'model.onnx')).byteLength;
+    expect(manifest.assets.find((asset) => asset.name === 'model_weights')!.length).toBeLessThan(fp32Bytes * 0.85);
+    expect(runExecutable(executable, ['--version'], { cacheDir }).stdout).toContain('quantized 0.1.0 (sentence_embedding, int8)');
+    const quantizedServer = await serveModel(executable, { cacheDir });
+    try {
+      expect(await (await fetch(`${quantizedServer.httpUrl}/model`)).json()).toMatchObject({ model_type: 'sentence_embedding', quantization: 'int8' });
+      const metadata = await grpcClient(quantizedServer.grpcAddress, 'sentence_embedding').metadata({});
+      expect(metadata).toMatchObject({ model_type: 'SENTENCE_EMBEDDING', quantization: 'int8' });
+      const response = (await (await post(quantizedServer.httpUrl, '/v1/embeddings', { input: ['hello world'] })).json()) as { data: { embedding: number[] }[] };
+      expect(Math.hypot(...response.data[0].embedding)).toBeCloseTo(1, 5);
+    } finally {
+      await quantizedServer.stop();
+    }
+  });
+
+  it('the gate fails the build when its floor is 1.0, and nothing is written; --quantize none overrides the configuration', async () => {
+    const dir = await generateTinyModel({ modelType: 'embedding' });
+    const config = path.join(work, 'strict.yaml');
+    writeFileSync(config, `encoder:\n  name: strict\n  path: ${dir}\n  model_type: embedding\n  quantize: int8\n  quantize_min_cosine: 1.0\n`);
+    const output = path.join(work, 'strict');
+    const refused = runExecutable(baseRuntimePath(), ['build', '-f', config, '-o', output], { cacheDir });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/int8 quantization fails the accuracy gate: the smallest cosine to fp32 is 0\.9\d+, below quantize_min_cosine 1; nothing was written/);
+    expect(existsSync(output)).toBe(false);
+    const plain = runExecutable(baseRuntimePath(), ['build', '-f', config, '-o', output, '--quantize', 'none'], { cacheDir });
+    expect(plain.status, plain.stderr).toBe(0);
+    expect((JSON.parse(runExecutable(output, ['inspect'], { cacheDir }).stdout) as { model: object }).model).not.toHaveProperty('quantization');
   });
 });

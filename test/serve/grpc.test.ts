@@ -257,7 +257,7 @@ describe('encoder services over a predict pipeline', () => {
     const response = await unary<object>(clientOf(pkg, SERVICE[modelType], address), 'GetModelMetadata', {});
     const metadata = pipeline.metadata();
     const enumName = { embedding: 'EMBEDDING', sentence_embedding: 'SENTENCE_EMBEDDING', sequence_classification: 'SEQUENCE_CLASSIFICATION', token_classification: 'TOKEN_CLASSIFICATION' };
-    expect(response).toEqual({ model_id: metadata.model_id, model_type: enumName[modelType], id2label: metadata.id2label ?? {} });
+    expect(response).toEqual({ model_id: metadata.model_id, model_type: enumName[modelType], id2label: metadata.id2label ?? {}, quantization: '' });
     const labels = LABELS[modelType];
     if (labels) expect(response).toMatchObject({ id2label: Object.fromEntries(labels.map((l, i) => [String(i), l])) });
   });
@@ -368,7 +368,8 @@ const TOKEN_INFO: Schema = { 1: ['token', 'string'], 2: ['token_id', 'uint32'], 
 const TEXT_PAIR: Schema = { 1: ['text', 'string'], 2: ['text_pair', 'string'] };
 /** Spec 2's table, transcribed; enums are their numbers on the wire. */
 const SPEC: Record<string, Schema> = {
-  GetModelMetadataResponse: { 1: ['model_id', 'string'], 2: ['model_type', 'uint32'], 3: ['id2label', 'uint32Map'] },
+  // quantization (4) is ours, not spec 2's: "int8" for a quantized build, else absent from the wire
+  GetModelMetadataResponse: { 1: ['model_id', 'string'], 2: ['model_type', 'uint32'], 3: ['id2label', 'uint32Map'], 4: ['quantization', 'string'] },
   EmbeddingRequest: { 1: ['inputs', 'strings'], 2: ['normalize', 'bool'], 3: ['metadata', 'stringMap'] },
   // mozilla-ai/encoderfile 0.7.0's numbers (encoderfile.sentence_embedding), plus our optional normalize at 2, which it leaves unused
   SentenceEmbeddingRequest: { 1: ['inputs', 'strings'], 2: ['normalize', 'bool'], 3: ['metadata', 'stringMap'] },
@@ -540,16 +541,16 @@ describe('field numbers and types on the wire (spec 2 table)', () => {
     });
     const { address } = await serve(stub);
     const bytes = await rawUnary(address, '/encoder.TokenClassification/GetModelMetadata', new Uint8Array());
-    expect(decodeBySpec(bytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'ner', model_type: 3, id2label: { '0': 'O', '1': 'B-PER', '7': 'I-PER' } });
+    expect(decodeBySpec(bytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'ner', model_type: 3, id2label: { '0': 'O', '1': 'B-PER', '7': 'I-PER' }, quantization: '' });
 
     const embedder = new StubPredictor('embedding', () => answers.embedding);
     const embedderBytes = await rawUnary((await serve(embedder)).address, '/encoder.Embedding/GetModelMetadata', new Uint8Array());
-    expect(decodeBySpec(embedderBytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'stub-model', model_type: 1, id2label: {} });
+    expect(decodeBySpec(embedderBytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'stub-model', model_type: 1, id2label: {}, quantization: '' });
 
     // SENTENCE_EMBEDDING = 4, as in encoderfile 0.7.0's ModelType
     const sentences = new StubPredictor('sentence_embedding', () => answers.sentence_embedding);
     const sentenceBytes = await rawUnary((await serve(sentences)).address, '/encoder.SentenceEmbedding/GetModelMetadata', new Uint8Array());
-    expect(decodeBySpec(sentenceBytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'stub-model', model_type: 4, id2label: {} });
+    expect(decodeBySpec(sentenceBytes, SPEC.GetModelMetadataResponse)).toEqual({ model_id: 'stub-model', model_type: 4, id2label: {}, quantization: '' });
   });
 });
 

@@ -43,6 +43,8 @@ export interface GrpcModelMetadata {
   model_type: GrpcModelType;
   /** map<uint32, string>: proto-loader takes the keys as decimal strings. */
   id2label: Record<string, string>;
+  /** "int8" when the weights were quantized at build, else empty (proto3: not on the wire). */
+  quantization: string;
 }
 
 /** Any of the three Predict responses: the predictor's response with `metadata` always present (a map cannot be absent). */
@@ -82,5 +84,5 @@ export function grpcModelMetadataOf(metadata: ModelMetadata): GrpcModelMetadata 
     }
     id2label[index] = label;
   }
-  return { model_id: metadata.model_id, model_type: GRPC_MODEL_TYPES[metadata.model_type], id2label };
+  return { model_id: metadata.model_id, model_type: GRPC_MODEL_TYPES[metadata.model_type], id2label, quantization: metadata.quantization ?? '' };
 }
