@@ -198,10 +198,10 @@ async function batchingCeiling(tokenizer: EncoderTokenizer, session: Session): P
 }
 
 /** Builds the MiniLM-shaped model as `modelType` and serves it (HTTP and gRPC on loopback). */
-async function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding', args: string[] = []): Promise<ServedModel> {
-  const config = path.join(work, `${modelType}.yaml`);
-  writeFileSync(config, `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: ${modelType}\n`);
-  const executable = path.join(work, `minilm-${modelType}`);
+async function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding', args: string[] = [], quantize: 'none' | 'int8' = 'none'): Promise<ServedModel> {
+  const config = path.join(work, `${modelType}-${quantize}.yaml`);
+  writeFileSync(config, `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: ${modelType}\n  quantize: ${quantize}\n`);
+  const executable = path.join(work, `minilm-${modelType}-${quantize}`);
   const built = spawnSync(base, ['build', '-f', config, '--base-binary-path', base, '-o', executable], { encoding: 'utf8' });
   if (built.status !== 0) throw new Error(built.stderr);
   return serveModel(executable, { cacheDir: path.join(work, 'cache'), args });
@@ -246,6 +246,30 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
   grpc.close();
   await served.stop();
   await workerRows(work);
+  await int8Rows(work);
+}
+
+/**
+ * quantize: int8 against fp32 (issue 13): the same MiniLM-shaped model built both ways, /v1/embeddings, 8 inputs per
+ * request, each executable measured in turn (aims: int8 ≥ 2.0× fp32 throughput at concurrency 32, p50 ≤ 0.6× at 1).
+ */
+async function int8Rows(work: string): Promise<void> {
+  const results: Record<string, Result> = {};
+  for (const quantize of ['none', 'int8'] as const) {
+    const served = await serveBenchModel(work, 'sentence_embedding', [], quantize);
+    const send = (texts: string[]) => postPredict(served.httpUrl, JSON.stringify({ input: texts, encoding_format: 'float' }), '/v1/embeddings');
+    for (const concurrency of [1, 32]) results[`${quantize} ${concurrency}`] = await drive(requestCount(concurrency, 8), concurrency, 8, send);
+    await served.stop();
+  }
+  const rows = [1, 32].map((concurrency) => {
+    const [fp32, int8] = [results[`none ${concurrency}`], results[`int8 ${concurrency}`]];
+    return [concurrency, cell(fp32), cell(int8), (int8.sequencesPerSecond / fp32.sequencesPerSecond).toFixed(2), (int8.p50 / fp32.p50).toFixed(2)];
+  });
+  printTable(
+    'quantize: int8 against fp32, /v1/embeddings, 8 inputs per request: sequences/s / p50 ms / p99 ms',
+    ['concurrency', 'fp32', 'int8', 'int8/fp32 throughput', 'int8/fp32 p50'],
+    rows,
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * npm run bench:startup — what a user of the single executable waits for, for the tiny model and the
- * MiniLM-shaped one: base and model binary sizes, build time, first run (empty cache: native files extracted),
+ * MiniLM-shaped one (also built with quantize: int8): base and model binary sizes, build time, first run (empty cache: native files extracted),
  * warm start-up to the first `infer` result, and the same `infer` through plain node from source, side by side.
  *
  * Needs the host's base runtime: npm run build:runtime -- --target host.
@@ -26,9 +26,9 @@ function timed(command: string, args: string[], env: NodeJS.ProcessEnv): number 
   return elapsed;
 }
 
-async function measure(name: string, modelDir: string, work: string): Promise<(string | number)[]> {
+async function measure(name: string, modelDir: string, work: string, extra = ''): Promise<(string | number)[]> {
   const config = path.join(work, `${name}.yaml`);
-  writeFileSync(config, `encoder:\n  name: ${name}\n  path: ${modelDir}\n  model_type: embedding\n`);
+  writeFileSync(config, `encoder:\n  name: ${name}\n  path: ${modelDir}\n  model_type: embedding\n${extra}`);
   const output = path.join(work, name);
   const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
 
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     const tiny = path.join(work, 'tiny-model');
     await writeModelDirectory(tiny, PRESETS.tiny);
     const minilm = await ensureBenchModel();
-    const rows = [await measure('tiny', tiny, work), await measure('minilm', minilm, work)];
+    const rows = [await measure('tiny', tiny, work), await measure('minilm', minilm, work), await measure('minilm-int8', minilm, work, '  quantize: int8\n')];
     printTable(
       `Single executable start-up (ms, medians: build of 3, first run of 3, warm of ${RUNS})`,
       ['model', 'base binary', 'model binary', 'assets', 'section overhead', 'build', 'first run (empty cache)', 'warm infer', 'node from source', 'source / warm'],
