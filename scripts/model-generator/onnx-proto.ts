@@ -1,9 +1,8 @@
 /**
- * Encodes ONNX ModelProto messages with protobufjs from the vendored `onnx.proto` subset.
- * The TypeScript shapes below mirror that file (snake_case, as protobufjs is loaded with keepCase).
+ * Encodes ONNX ModelProto messages with protobufjs, on the ONNX schema the builder's quantizer uses (one schema for
+ * writing and rewriting models). The TypeScript shapes below are the part of it the generator writes (snake_case).
  */
-import { fileURLToPath } from 'node:url';
-import protobuf from 'protobufjs';
+import { onnxModelProto } from '../../src/builder/quantize/onnx-schema.ts';
 import { InternalError } from '../../src/encoder/errors.ts';
 
 /** TensorProto.DataType values used by the generator. */
@@ -62,20 +61,9 @@ export interface OnnxModel {
   metadata_props?: { key: string; value: string }[];
 }
 
-let modelType: protobuf.Type | undefined;
-
-function modelProtoType(): protobuf.Type {
-  if (!modelType) {
-    const protoPath = fileURLToPath(new URL('./onnx.proto', import.meta.url));
-    const root = new protobuf.Root().loadSync(protoPath, { keepCase: true });
-    modelType = root.lookupType('onnx.ModelProto');
-  }
-  return modelType;
-}
-
 /** Serialises a model to the bytes of a `.onnx` file. */
 export function encodeOnnxModel(model: OnnxModel): Uint8Array {
-  const type = modelProtoType();
+  const type = onnxModelProto();
   const problem = type.verify(model);
   if (problem) throw new InternalError(`generated ONNX model does not fit onnx.proto: ${problem}`);
   return type.encode(model).finish();
@@ -83,6 +71,6 @@ export function encodeOnnxModel(model: OnnxModel): Uint8Array {
 
 /** Decodes `.onnx` bytes back into plain objects (int64 as numbers); used to inspect generated models. */
 export function decodeOnnxModel(bytes: Uint8Array): OnnxModel {
-  const type = modelProtoType();
+  const type = onnxModelProto();
   return type.toObject(type.decode(bytes), { longs: Number, arrays: true }) as OnnxModel;
 }

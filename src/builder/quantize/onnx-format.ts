@@ -1,86 +1,32 @@
 /**
- * ONNX ModelProto read and written with protobufjs. The schema is onnx/onnx.proto (IR version 10, proto2) written out
- * here as text, because the builder runs inside the single executable, which has no .proto files on disk. Every
- * field of the messages a model file holds is declared, so that decoding and encoding again loses nothing
- * (protobufjs drops fields it does not know).
+ * ONNX ModelProto read and written with protobufjs, on the schema of onnx-schema.ts. Decoding refuses a file with a
+ * field the schema does not declare (a newer ONNX, a private extension): protobufjs would drop it silently, and a
+ * rewritten model that lost a field is a different model.
  */
 import protobuf from 'protobufjs';
-
-const ONNX_PROTO = `syntax = "proto2";
-package onnx;
-message AttributeProto {
-  enum AttributeType { UNDEFINED = 0; FLOAT = 1; INT = 2; STRING = 3; TENSOR = 4; GRAPH = 5; SPARSE_TENSOR = 11; TYPE_PROTO = 13;
-    FLOATS = 6; INTS = 7; STRINGS = 8; TENSORS = 9; GRAPHS = 10; SPARSE_TENSORS = 12; TYPE_PROTOS = 14; }
-  optional string name = 1; optional string ref_attr_name = 21; optional string doc_string = 13; optional AttributeType type = 20;
-  optional float f = 2; optional int64 i = 3; optional bytes s = 4; optional TensorProto t = 5; optional GraphProto g = 6;
-  optional SparseTensorProto sparse_tensor = 22; optional TypeProto tp = 14;
-  repeated float floats = 7; repeated int64 ints = 8; repeated bytes strings = 9; repeated TensorProto tensors = 10;
-  repeated GraphProto graphs = 11; repeated SparseTensorProto sparse_tensors = 23; repeated TypeProto type_protos = 15;
-}
-message ValueInfoProto { optional string name = 1; optional TypeProto type = 2; optional string doc_string = 3; repeated StringStringEntryProto metadata_props = 4; }
-message NodeProto {
-  repeated string input = 1; repeated string output = 2; optional string name = 3; optional string op_type = 4; optional string domain = 7;
-  optional string overload = 8; repeated AttributeProto attribute = 5; optional string doc_string = 6; repeated StringStringEntryProto metadata_props = 9;
-}
-message TrainingInfoProto {
-  optional GraphProto initialization = 1; optional GraphProto algorithm = 2;
-  repeated StringStringEntryProto initialization_binding = 3; repeated StringStringEntryProto update_binding = 4;
-}
-message ModelProto {
-  optional int64 ir_version = 1; repeated OperatorSetIdProto opset_import = 8; optional string producer_name = 2;
-  optional string producer_version = 3; optional string domain = 4; optional int64 model_version = 5; optional string doc_string = 6;
-  optional GraphProto graph = 7; repeated StringStringEntryProto metadata_props = 14; repeated TrainingInfoProto training_info = 20;
-  repeated FunctionProto functions = 25;
-}
-message StringStringEntryProto { optional string key = 1; optional string value = 2; }
-message TensorAnnotation { optional string tensor_name = 1; repeated StringStringEntryProto quant_parameter_tensor_names = 2; }
-message GraphProto {
-  repeated NodeProto node = 1; optional string name = 2; repeated TensorProto initializer = 5; repeated SparseTensorProto sparse_initializer = 15;
-  optional string doc_string = 10; repeated ValueInfoProto input = 11; repeated ValueInfoProto output = 12; repeated ValueInfoProto value_info = 13;
-  repeated TensorAnnotation quantization_annotation = 14; repeated StringStringEntryProto metadata_props = 16;
-}
-message TensorProto {
-  message Segment { optional int64 begin = 1; optional int64 end = 2; }
-  repeated int64 dims = 1; optional int32 data_type = 2; optional Segment segment = 3;
-  repeated float float_data = 4 [packed = true]; repeated int32 int32_data = 5 [packed = true]; repeated bytes string_data = 6;
-  repeated int64 int64_data = 7 [packed = true]; optional string name = 8; optional string doc_string = 12; optional bytes raw_data = 9;
-  repeated StringStringEntryProto external_data = 13; optional int32 data_location = 14;
-  repeated double double_data = 10 [packed = true]; repeated uint64 uint64_data = 11 [packed = true];
-  repeated StringStringEntryProto metadata_props = 16;
-}
-message SparseTensorProto { optional TensorProto values = 1; optional TensorProto indices = 2; repeated int64 dims = 3; }
-message TensorShapeProto {
-  message Dimension { oneof value { int64 dim_value = 1; string dim_param = 2; } optional string denotation = 3; }
-  repeated Dimension dim = 1;
-}
-message TypeProto {
-  message Tensor { optional int32 elem_type = 1; optional TensorShapeProto shape = 2; }
-  message Sequence { optional TypeProto elem_type = 1; }
-  message Map { optional int32 key_type = 1; optional TypeProto value_type = 2; }
-  message Optional { optional TypeProto elem_type = 1; }
-  message SparseTensor { optional int32 elem_type = 1; optional TensorShapeProto shape = 2; }
-  oneof value { Tensor tensor_type = 1; Sequence sequence_type = 4; Map map_type = 5; Optional optional_type = 9; SparseTensor sparse_tensor_type = 8; }
-  optional string denotation = 6;
-}
-message OperatorSetIdProto { optional string domain = 1; optional int64 version = 2; }
-message FunctionProto {
-  optional string name = 1; repeated string input = 4; repeated string output = 5; repeated string attribute = 6;
-  repeated AttributeProto attribute_proto = 11; repeated NodeProto node = 7; optional string doc_string = 8;
-  repeated OperatorSetIdProto opset_import = 9; optional string domain = 10; optional string overload = 13;
-  repeated ValueInfoProto value_info = 12; repeated StringStringEntryProto metadata_props = 14;
-}
-`;
+import { ConfigError } from '../../encoder/errors.ts';
+import { onnxModelProto } from './onnx-schema.ts';
 
 /** TensorProto.DataType values this program reads or writes. */
 export const DataType = { FLOAT: 1, INT8: 3, INT64: 7 } as const;
 
+/** AttributeProto.AttributeType values this program reads. */
+export const AttributeType = { FLOAT: 1, INT: 2, GRAPH: 5, GRAPHS: 10 } as const;
+
+export type Int64 = number | protobuf.Long;
+
+export interface StringStringEntry {
+  key?: string;
+  value?: string;
+}
+
 export interface Tensor {
   name?: string;
-  dims?: (number | protobuf.Long)[];
+  dims?: Int64[];
   data_type?: number;
   raw_data?: Uint8Array;
   float_data?: number[];
-  external_data?: unknown[];
+  external_data?: StringStringEntry[];
   data_location?: number;
   [field: string]: unknown;
 }
@@ -89,7 +35,9 @@ export interface Attribute {
   name?: string;
   type?: number;
   f?: number;
-  i?: number | protobuf.Long;
+  i?: Int64;
+  g?: Graph;
+  graphs?: Graph[];
   [field: string]: unknown;
 }
 
@@ -103,40 +51,90 @@ export interface Node {
   [field: string]: unknown;
 }
 
+export interface ValueInfo {
+  name?: string;
+  [field: string]: unknown;
+}
+
 export interface Graph {
   node: Node[];
   initializer: Tensor[];
-  input: { name?: string }[];
-  output: { name?: string }[];
+  input: ValueInfo[];
+  output: ValueInfo[];
+  value_info?: ValueInfo[];
   [field: string]: unknown;
 }
 
 export interface Model {
-  opset_import: { domain?: string; version?: number | protobuf.Long }[];
+  opset_import: { domain?: string; version?: Int64 }[];
   graph?: Graph;
   [field: string]: unknown;
 }
 
-let modelType: protobuf.Type | undefined;
-
-function modelProto(): protobuf.Type {
-  modelType ??= protobuf.parse(ONNX_PROTO, { keepCase: true }).root.lookupType('onnx.ModelProto');
-  return modelType;
-}
-
-/** The model of an .onnx file's bytes, as a protobufjs message (repeated fields always present as arrays). */
+/** The model of an .onnx file's bytes, as plain objects (repeated fields always present as arrays). */
 export function decodeModel(bytes: Uint8Array): Model {
-  const type = modelProto();
-  return type.toObject(type.decode(bytes), { arrays: true }) as Model;
+  const type = onnxModelProto();
+  let message: protobuf.Message;
+  try {
+    message = type.decode(bytes);
+  } catch (error) {
+    throw new ConfigError(`the model weights are not an ONNX model file: ${(error as Error).message}`, { cause: error });
+  }
+  const unknown = firstUnknownField(bytes, type);
+  if (unknown !== null) {
+    throw new ConfigError(`the ONNX model has a field this builder does not know (${unknown}); rewriting it would drop that field`);
+  }
+  return type.toObject(message, { arrays: true }) as Model;
 }
 
 export function encodeModel(model: Model): Uint8Array {
-  const type = modelProto();
+  const type = onnxModelProto();
   return type.encode(type.fromObject(model)).finish();
 }
 
 /** An int64 field as a number (protobufjs gives Long objects for int64). */
-export function toNumber(value: number | protobuf.Long | undefined): number {
+export function toNumber(value: Int64 | undefined): number {
   if (value === undefined) return 0;
   return typeof value === 'number' ? value : protobuf.util.LongBits.from(value).toNumber();
+}
+
+/** A tensor's float32 values, from raw_data (little-endian) or float_data. */
+export function floatsOf(tensor: Tensor): Float32Array {
+  if (tensor.raw_data && tensor.raw_data.byteLength > 0) {
+    // copied: raw_data may sit at an offset that is not a multiple of 4 in the decoded buffer
+    return new Float32Array(new Uint8Array(tensor.raw_data).buffer);
+  }
+  return Float32Array.from(tensor.float_data ?? []);
+}
+
+/** The graphs held in a node's attributes (the branches of If, the body of Loop and Scan). */
+export function subgraphsOf(node: Node): Graph[] {
+  return node.attribute.flatMap((attribute) => [...(attribute.g ? [attribute.g] : []), ...(attribute.graphs ?? [])]);
+}
+
+/** Where the first field unknown to `type` sits (e.g. `ModelProto.graph.node field 11`), or null. */
+function firstUnknownField(bytes: Uint8Array, type: protobuf.Type): string | null {
+  const reader = protobuf.Reader.create(bytes);
+  return unknownFieldIn(reader, bytes.byteLength, type, type.name);
+}
+
+function unknownFieldIn(reader: protobuf.Reader, end: number, type: protobuf.Type, where: string): string | null {
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    const id = tag >>> 3;
+    const wireType = tag & 7;
+    const field = type.fieldsById[id];
+    if (field === undefined) return `${where} field ${id}`;
+    const fieldType = field.resolve().resolvedType;
+    if (fieldType instanceof protobuf.Type && wireType === 2) {
+      const length = reader.uint32();
+      const stop = reader.pos + length;
+      const found = unknownFieldIn(reader, stop, fieldType, `${where}.${field.name}`);
+      if (found !== null) return found;
+      reader.pos = stop;
+    } else {
+      reader.skipType(wireType);
+    }
+  }
+  return null;
 }
