@@ -8,6 +8,7 @@ import type { QuantizeGate } from '../../encoder/config.ts';
 import { ConfigError } from '../../encoder/errors.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { EmbeddingResponse, SentenceEmbeddingResponse, SequenceClassificationResponse, TokenClassificationResponse } from '../../encoder/schemas.ts';
+import { compareEmbeddings, compareScores, type OutputComparison, type OutputTensor } from './accuracy.ts';
 
 /** Varied English (short and long, questions, numbers, names, punctuation) when the configuration gives none. */
 export const DEFAULT_CHECK_TEXTS: readonly string[] = [
@@ -29,9 +30,7 @@ export const DEFAULT_CHECK_TEXTS: readonly string[] = [
   'A long time ago in a galaxy far, far away, a small band of rebels fought against an empire that controlled the stars.',
 ];
 
-export type GateResult =
-  | { kind: 'embedding'; vectors: number; minCosine: number; meanCosine: number }
-  | { kind: 'classification'; predictions: number; labelAgreement: number; maxScoreDifference: number };
+export type GateResult = OutputComparison;
 
 /** Runs both models on `texts` and compares their outputs. */
 export async function compareModels(fp32: Predictor, int8: Predictor, texts: readonly string[]): Promise<GateResult> {
@@ -40,19 +39,22 @@ export async function compareModels(fp32: Predictor, int8: Predictor, texts: rea
     predictor.predict(predictor.modelType === 'embedding' || predictor.modelType === 'sentence_embedding' ? { inputs, normalize: false } : { inputs });
   const [a, b] = await Promise.all([run(fp32), run(int8)]);
   switch (fp32.modelType) {
-    case 'embedding':
-      return cosines(
-        (a as EmbeddingResponse).results.flatMap((r) => r.embeddings.map((e) => e.embedding)),
-        (b as EmbeddingResponse).results.flatMap((r) => r.embeddings.map((e) => e.embedding)),
-      );
-    case 'sentence_embedding':
-      return cosines((a as SentenceEmbeddingResponse).results.map((r) => r.embedding), (b as SentenceEmbeddingResponse).results.map((r) => r.embedding));
-    case 'sequence_classification':
-      return agreement((a as SequenceClassificationResponse).results, (b as SequenceClassificationResponse).results);
+    case 'embedding': {
+      // the responses carry the input's tokens only, never padding
+      const tokens = (response: unknown) => asOutput((response as EmbeddingResponse).results.flatMap((r) => r.embeddings.map((e) => e.embedding)));
+      return compareEmbeddings(tokens(a), tokens(b));
+    }
+    case 'sentence_embedding': {
+      const pooled = (response: unknown) => asOutput((response as SentenceEmbeddingResponse).results.map((r) => r.embedding));
+      return compareEmbeddings(pooled(a), pooled(b));
+    }
+    case 'sequence_classification': {
+      const scores = (response: unknown) => asOutput((response as SequenceClassificationResponse).results.map((r) => r.scores));
+      return compareScores(scores(a), scores(b));
+    }
     case 'token_classification': {
-      const tokens = (response: unknown) =>
-        (response as TokenClassificationResponse).results.flatMap((r) => r.tokens.map((t) => ({ predicted_index: t.scores.indexOf(t.score), scores: t.scores })));
-      return agreement(tokens(a), tokens(b));
+      const scores = (response: unknown) => asOutput((response as TokenClassificationResponse).results.flatMap((r) => r.tokens.map((t) => t.scores)));
+      return compareScores(scores(a), scores(b));
     }
   }
 }
@@ -76,33 +78,8 @@ export function describeGate(result: GateResult): string {
   return `${(result.labelAgreement * 100).toFixed(1)}% of ${result.predictions} labels unchanged, largest score difference ${result.maxScoreDifference.toFixed(4)}`;
 }
 
-function cosines(a: number[][], b: number[][]): GateResult {
-  let min = 1;
-  let sum = 0;
-  a.forEach((x, i) => {
-    const y = b[i];
-    let dot = 0;
-    let nx = 0;
-    let ny = 0;
-    for (let k = 0; k < x.length; k++) {
-      dot += x[k] * y[k];
-      nx += x[k] * x[k];
-      ny += y[k] * y[k];
-    }
-    // two zero vectors are the same vector
-    const cosine = nx === 0 && ny === 0 ? 1 : dot / Math.max(Math.sqrt(nx * ny), 1e-30);
-    min = Math.min(min, cosine);
-    sum += cosine;
-  });
-  return { kind: 'embedding', vectors: a.length, minCosine: min, meanCosine: a.length > 0 ? sum / a.length : 1 };
-}
-
-function agreement(a: { predicted_index: number; scores: number[] }[], b: { predicted_index: number; scores: number[] }[]): GateResult {
-  let same = 0;
-  let largest = 0;
-  a.forEach((x, i) => {
-    if (x.predicted_index === b[i].predicted_index) same++;
-    x.scores.forEach((score, k) => (largest = Math.max(largest, Math.abs(score - b[i].scores[k]))));
-  });
-  return { kind: 'classification', predictions: a.length, labelAgreement: a.length > 0 ? same / a.length : 1, maxScoreDifference: largest };
+/** Equal-length vectors as one [count, width] output. */
+function asOutput(vectors: number[][]): OutputTensor {
+  const width = vectors[0]?.length ?? 0;
+  return { data: Float32Array.from(vectors.flat()), dims: [vectors.length, width] };
 }
