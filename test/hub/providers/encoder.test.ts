@@ -1,6 +1,8 @@
 // The encoder provider against the REAL encoder server (src/serve), started in-process on tiny generated models:
 // an embedding server, a sentence_embedding server of the same weights, and a classifier.
 
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBuildConfig } from '../../../src/encoder/config.ts';
 import { readModelPackage } from '../../../src/encoder/model-package.ts';
@@ -49,27 +51,64 @@ afterAll(async () => {
   await Promise.all(pipelines.map((pipeline) => pipeline.close()));
 });
 
+interface Served {
+  /** The float32 values of the base64 answer, decoded here independently of the provider. */
+  float32s: number[][];
+  /** The numbers of the float answer, as JSON.parse reads the server's decimal text. */
+  decimals: number[][];
+  promptTokens: number;
+}
+
+/** What the server's own /v1/embeddings answers for these inputs, asked directly in both encodings. */
+async function served(url: string, input: string[]): Promise<Served> {
+  const ask = async (encoding_format: 'float' | 'base64') =>
+    (await (
+      await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input, encoding_format }) })
+    ).json()) as { data: { embedding: number[] | string }[]; usage: { prompt_tokens: number } };
+  const [base64, float] = await Promise.all([ask('base64'), ask('float')]);
+  const float32s = base64.data.map(({ embedding }) => {
+    const bytes = Uint8Array.from(Buffer.from(embedding as string, 'base64'));
+    return Array.from(new Float32Array(bytes.buffer));
+  });
+  return { float32s, decimals: float.data.map(({ embedding }) => embedding as number[]), promptTokens: float.usage.prompt_tokens };
+}
+
+/** A plain HTTP server answering every request with one scripted status and body: servers that are not (this) encoder. */
+async function scriptedServer(status: number, body: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((request, response) => {
+    request.resume();
+    response.writeHead(status, { 'content-type': 'application/json' }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 describe('encoder provider against the real encoder server', () => {
   it('metadata: embeddings and models, no key', () => {
     expect(encoderProvider.metadata).toMatchObject({ name: 'encoder', env_key: null, embedding: true, list_models: true, messages: false });
   });
 
-  it.each(['embedding', 'sentence_embedding'] as const)('%s server: the vectors /v1/embeddings computes, exactly, with its token count', async (modelType) => {
+  it.each(['embedding', 'sentence_embedding'] as const)('%s server: the float32s /v1/embeddings computes, exactly, with its token count', async (modelType) => {
     const url = modelType === 'embedding' ? embeddingUrl : sentenceUrl;
     const model = modelType === 'embedding' ? 'tiny-embedder' : 'tiny-sentences';
     const inputs = ['the cat sat on the mat', 'hello there'];
     const response = await encoderProvider.create({ api_base: url }).embedding!({ model, inputs }, call);
-    const served = (await (
-      await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: inputs, encoding_format: 'float' }) })
-    ).json()) as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
+    const server = await served(url, inputs);
     expect(response.model).toBe(model);
     expect(response.data.map((d) => d.index)).toEqual([0, 1]);
-    expect(response.data.map((d) => d.embedding)).toEqual(served.data.map((d) => d.embedding));
-    for (const item of response.data) expect(Math.hypot(...item.embedding)).toBeCloseTo(1, 5);
-    expect(response.usage).toEqual({ prompt_tokens: served.usage.prompt_tokens, total_tokens: served.usage.prompt_tokens });
+    const vectors = response.data.map((d) => d.embedding);
+    // bit for bit the server's float32s …
+    expect(vectors).toEqual(server.float32s);
+    // … which are what its float answer's decimals read back as (float32 by float32)
+    expect(vectors).toEqual(server.decimals.map((vector) => vector.map((value) => Math.fround(value))));
+    for (const vector of vectors) expect(Math.hypot(...vector)).toBeCloseTo(1, 5);
+    expect(response.usage).toEqual({ prompt_tokens: server.promptTokens, total_tokens: server.promptTokens });
   });
 
-  it('an embedding server pools as sentence-transformers does: the mean over every token, [CLS] and [SEP] included', async () => {
+  it('an embedding server pools server-side like a sentence_embedding server of the same weights', async () => {
     const inputs = ['hello there', 'a longer sentence to pad the batch'];
     const [perToken, pooled] = await Promise.all([
       encoderProvider.create({ api_base: embeddingUrl }).embedding!({ model: 'tiny-embedder', inputs }, call),
@@ -78,12 +117,41 @@ describe('encoder provider against the real encoder server', () => {
     perToken.data.forEach((item, i) => item.embedding.forEach((value, k) => expect(value).toBeCloseTo(pooled.data[i].embedding[k], 6)));
   });
 
-  it('dimensions passes through: unit vectors of that many components', async () => {
-    const response = await aembedding({ provider: 'encoder', api_base: sentenceUrl, model: 'tiny-sentences', inputs: ['x', 'y z'], dimensions: 16 });
-    for (const item of response.data) {
+  it('not the old client-side mean of /predict token vectors, which leaves out [CLS] and [SEP]', async () => {
+    const inputs = ['hello there'];
+    const response = await provider.embedding!({ model: 'tiny-embedder', inputs }, call);
+    const predicted = (await (
+      await fetch(`${embeddingUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs, normalize: false }) })
+    ).json()) as { results: { embeddings: { embedding: number[] }[] }[] };
+    const tokens = predicted.results[0].embeddings.map((token) => token.embedding);
+    const mean = tokens[0].map((_, k) => tokens.reduce((sum, token) => sum + token[k], 0) / tokens.length);
+    const norm = Math.hypot(...mean);
+    const largestGap = Math.max(...response.data[0].embedding.map((value, k) => Math.abs(value - mean[k] / norm)));
+    expect(largestGap).toBeGreaterThan(1e-3);
+    // two more tokens than /predict shows: [CLS] and [SEP]
+    expect(response.usage.prompt_tokens).toBe(tokens.length + 2);
+  });
+
+  it('the same text embeds to the same vector alone or padded in a batch', async () => {
+    const alone = await provider.embedding!({ model: 'tiny-embedder', inputs: ['hello there'] }, call);
+    const batched = await provider.embedding!({ model: 'tiny-embedder', inputs: ['a much longer sentence than the other one', 'hello there'] }, call);
+    alone.data[0].embedding.forEach((value, k) => expect(value).toBeCloseTo(batched.data[1].embedding[k], 5));
+    expect(batched.data[0].embedding).not.toEqual(batched.data[1].embedding);
+  });
+
+  it('dimensions passes through: unit vectors of that many components, the server\'s own shortened vectors', async () => {
+    const inputs = ['x', 'y z'];
+    const response = await aembedding({ provider: 'encoder', api_base: sentenceUrl, model: 'tiny-sentences', inputs, dimensions: 16 });
+    const full = await encoderProvider.create({ api_base: sentenceUrl }).embedding!({ model: 'tiny-sentences', inputs }, call);
+    expect(full.data[0].embedding.length).toBeGreaterThan(16);
+    response.data.forEach((item, i) => {
       expect(item.embedding).toHaveLength(16);
       expect(Math.hypot(...item.embedding)).toBeCloseTo(1, 5);
-    }
+      // the first 16 components of the full vector, re-normalised
+      const head = full.data[i].embedding.slice(0, 16);
+      const norm = Math.hypot(...head);
+      item.embedding.forEach((value, k) => expect(value).toBeCloseTo(head[k] / norm, 6));
+    });
   });
 
   it('listModels: the served model from GET /v1/models', async () => {
@@ -97,6 +165,9 @@ describe('encoder provider against the real encoder server', () => {
     expect(failure).toBeInstanceOf(ModelNotFoundError);
     expect(failure).toMatchObject({ status_code: 404, code: 'model_not_found' });
     expect((failure as Error).message).toMatch(/The model 'other-model' does not exist; this server serves 'tiny-embedder'/);
+    // the public function with unified exceptions raises the same
+    const viaHub = await failureOf(aembedding({ provider: 'encoder', api_base: embeddingUrl, model: 'other-model', inputs: ['x'], unified_exceptions: true }));
+    expect(viaHub).toBeInstanceOf(ModelNotFoundError);
   });
 
   it("the server's 400 (an empty input, too many dimensions) → InvalidRequestError with its message and param", async () => {
@@ -106,13 +177,14 @@ describe('encoder provider against the real encoder server', () => {
     expect(empty?.message).toBe("[encoder] 'input[1]' is an empty string");
     const wide = provider.toHubError(await failureOf(provider.embedding!({ model: 'tiny-embedder', inputs: ['x'], dimensions: 999 }, call)));
     expect(wide).toBeInstanceOf(InvalidRequestError);
-    expect(wide).toMatchObject({ param: 'dimensions' });
+    expect(wide).toMatchObject({ status_code: 400, param: 'dimensions' });
   });
 
   it('a server of another model type is not an embeddings provider: InvalidRequestError saying why', async () => {
     const classifier = encoderProvider.create({ api_base: classifierUrl });
     const failure = classifier.toHubError(await failureOf(classifier.embedding!({ model: 'tiny-classifier', inputs: ['x'] }, call)));
     expect(failure).toBeInstanceOf(InvalidRequestError);
+    expect(failure).toMatchObject({ status_code: 404, param: 'model' });
     expect((failure as Error).message).toMatch(/does not serve embeddings: This server serves a sequence_classification model/);
   });
 
@@ -126,5 +198,47 @@ describe('encoder provider against the real encoder server', () => {
     const mapped = offline.toHubError(await failureOf(offline.embedding!({ model: 'x', inputs: ['x'] }, call)));
     expect(mapped).toBeInstanceOf(ProviderError);
     expect(mapped?.status_code).toBeNull();
+  });
+});
+
+describe('encoder provider against servers that are not this encoder server', () => {
+  it('a 404 without an OpenAI body (a server older than /v1/embeddings): InvalidRequestError saying it serves no embeddings', async () => {
+    const old = await scriptedServer(404, JSON.stringify({ message: 'Route POST:/v1/embeddings not found', error: 'Not Found', statusCode: 404 }));
+    try {
+      const client = encoderProvider.create({ api_base: old.url });
+      const failure = client.toHubError(await failureOf(client.embedding!({ model: 'm', inputs: ['x'] }, call)));
+      expect(failure).toBeInstanceOf(InvalidRequestError);
+      expect((failure as Error).message).toContain(`The encoder server at ${old.url} does not serve embeddings: {"message":"Route POST:/v1/embeddings not found"`);
+    } finally {
+      await old.close();
+    }
+  });
+
+  it("a 500 in OpenAI's shape: ProviderError with the server's message", async () => {
+    const broken = await scriptedServer(500, JSON.stringify({ error: { message: 'inference failed', type: 'server_error', param: null, code: null } }));
+    try {
+      const client = encoderProvider.create({ api_base: broken.url });
+      const failure = client.toHubError(await failureOf(client.embedding!({ model: 'm', inputs: ['x'] }, call)));
+      expect(failure).toBeInstanceOf(ProviderError);
+      expect(failure).toMatchObject({ status_code: 500, message: '[encoder] inference failed' });
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('a 200 that is not one base64 vector per input: ProviderError', async () => {
+    const answers = [
+      { object: 'list', data: [], model: 'm', usage: { prompt_tokens: 1, total_tokens: 1 } },
+      { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.5, 0.5] }], model: 'm', usage: { prompt_tokens: 1, total_tokens: 1 } },
+      { object: 'list', data: [{ object: 'embedding', index: 0, embedding: Buffer.from([1, 2, 3]).toString('base64') }], model: 'm', usage: { prompt_tokens: 1, total_tokens: 1 } },
+    ];
+    for (const answer of answers) {
+      const odd = await scriptedServer(200, JSON.stringify(answer));
+      try {
+        expect(await failureOf(encoderProvider.create({ api_base: odd.url }).embedding!({ model: 'm', inputs: ['x'] }, call))).toBeInstanceOf(ProviderError);
+      } finally {
+        await odd.close();
+      }
+    }
   });
 });

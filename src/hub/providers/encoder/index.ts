@@ -1,15 +1,15 @@
 // This project's encoder server as an embeddings provider, through its OpenAI-compatible POST /v1/embeddings: the
 // server pools (sentence_embedding models, and embedding models with their configured pooling, [CLS]/[SEP] included as
 // sentence-transformers does), so a Hub caller gets exactly the vectors the server computes. Vectors travel as base64
-// float32, the server's own values. GET /v1/models names the served model.
+// float32: the server's own values bit for bit, whatever decimal text its float format prints, in half the bytes.
+// GET /v1/models names the served model.
 
-import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, type HubError } from '../../errors.ts';
+import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, ProviderError, UnsupportedParameterError, type HubError } from '../../errors.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
 import { embeddingList, embeddingsOnly } from '../shared/embeddings.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
-import { UnsupportedParameterError } from '../../errors.ts';
 
 const ENCODER_DEFAULT_API_BASE = 'http://127.0.0.1:8080';
 const PROVIDER = 'encoder';
@@ -26,23 +26,41 @@ const metadata = providerMetadata({
 interface EmbeddingsResponse {
   data: { index: number; embedding: string }[];
   model: string;
-  usage: { prompt_tokens: number };
+  usage?: { prompt_tokens: number };
 }
 
-/** The server's OpenAI-shaped error body, when it is one. */
-function errorBodyOf(error: VendorHttpError): { message?: string; param?: string | null; code?: string | null } | null {
+interface OpenAIErrorBody {
+  message?: string;
+  param?: string | null;
+  code?: string | null;
+}
+
+/** The server's OpenAI-shaped error (`{error: {message, type, param, code}}`), when the body is one. */
+function errorBodyOf(error: VendorHttpError): OpenAIErrorBody | null {
   try {
-    const body = JSON.parse(error.body) as { error?: { message?: string; param?: string | null; code?: string | null } };
-    return body.error ?? null;
+    const body = JSON.parse(error.body) as { error?: unknown };
+    // another server's 404 (e.g. Fastify's {"error": "Not Found"}) has a string there
+    return typeof body.error === 'object' && body.error !== null ? (body.error as OpenAIErrorBody) : null;
   } catch {
     return null;
   }
 }
 
-/** A base64 vector of little-endian float32s (every platform Node runs on is little-endian) as numbers. */
+/** A base64 vector of little-endian float32s as numbers: each the float32 value itself, read without any rounding. */
 function floatsOf(base64: string): number[] {
   const bytes = Buffer.from(base64, 'base64');
-  return Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
+  if (bytes.length % 4 !== 0) throw new ProviderError(`The encoder server answered a vector of ${bytes.length} bytes, not float32s`, null, PROVIDER);
+  const floats = new Array<number>(bytes.length / 4);
+  for (let i = 0; i < floats.length; i++) floats[i] = bytes.readFloatLE(i * 4);
+  return floats;
+}
+
+/** The answer's vectors in input order; anything but one base64 vector per input is the server's fault. */
+function vectorsOf(response: EmbeddingsResponse, inputCount: number): number[][] {
+  if (!Array.isArray(response.data) || response.data.length !== inputCount || !response.data.every((item) => typeof item.embedding === 'string')) {
+    throw new ProviderError(`The encoder server did not answer ${inputCount} base64 embedding(s)`, null, PROVIDER);
+  }
+  return [...response.data].sort((a, b) => a.index - b.index).map((item) => floatsOf(item.embedding));
 }
 
 function createEncoder(options: ProviderOptions): Provider {
@@ -83,8 +101,7 @@ function createEncoder(options: ProviderOptions): Provider {
         },
         ...(call.signal ? { signal: call.signal } : {}),
       });
-      const vectors = [...response.data].sort((a, b) => a.index - b.index).map((item) => floatsOf(item.embedding));
-      return embeddingList(response.model, vectors, response.usage.prompt_tokens);
+      return embeddingList(response.model, vectorsOf(response, params.inputs.length), response.usage?.prompt_tokens ?? 0);
     },
     async listModels(call): Promise<Model[]> {
       const models = await requestJson<{ data: Model[] }>(joinUrl(base, 'v1/models'), { headers, ...(call.signal ? { signal: call.signal } : {}) });
