@@ -43,6 +43,19 @@ async function eventually<T>(read: () => Promise<T | undefined> | T | undefined,
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** The encoder server's own answer, asked directly in base64: its float32 values, decoded here. */
+async function encoderAnswer(body: { input: string[]; dimensions?: number }): Promise<{ vectors: number[][]; promptTokens: number }> {
+  const response = await fetch(`${encoder.httpUrl}/v1/embeddings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, encoding_format: 'base64' }),
+  });
+  expect(response.status).toBe(200);
+  const answer = (await response.json()) as { data: { embedding: string }[]; usage: { prompt_tokens: number } };
+  const vectors = answer.data.map(({ embedding }) => Array.from(new Float32Array(Uint8Array.from(Buffer.from(embedding, 'base64')).buffer)));
+  return { vectors, promptTokens: answer.usage.prompt_tokens };
+}
+
 const lastForwarded = () => fake.requestsTo(EMBEDDINGS_ROUTE).at(-1)!.body as Record<string, unknown>;
 /** The fake's numbers as the gateway's openai client reads them (float32, the precision base64 carries). */
 const float32 = (text: string, dimensions?: number) => Array.from(new Float32Array(fakeEmbedding(text, dimensions)));
@@ -94,22 +107,44 @@ describe.each(backends)('embeddings on $name', (backend) => {
     expect(await rows()).toHaveLength(recorded);
   });
 
-  it.skipIf(backend.skipReason)('encoder:<name> reaches this project\'s encoder server: its pooled vectors, dimensions honoured, usage recorded', async () => {
+  it.skipIf(backend.skipReason)("encoder:<name> reaches this project's encoder server: its float32s exactly (float and base64), usage recorded", async () => {
     const input = ['the cat sat on the mat', 'hello there'];
-    const viaGateway = await client.embeddings.create({ model: 'encoder:tiny-sentences', input, encoding_format: 'float' }, { headers: { 'x-request-id': `encoder-${backend.name}` } });
-    const direct = (await (
-      await fetch(`${encoder.httpUrl}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input, encoding_format: 'float' }) })
-    ).json()) as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
-    expect(viaGateway.data.map((item) => item.embedding)).toEqual(direct.data.map((item) => item.embedding));
-    const short = await client.embeddings.create({ model: 'encoder:tiny-sentences', input: 'abc', dimensions: 16 });
-    expect(short.data[0].embedding).toHaveLength(16);
-    expect(Math.hypot(...short.data[0].embedding)).toBeCloseTo(1, 5);
+    const direct = await encoderAnswer({ input });
+    const floats = await client.embeddings.create({ model: 'encoder:tiny-sentences', input, encoding_format: 'float' }, { headers: { 'x-request-id': `encoder-${backend.name}` } });
+    expect(floats.model).toBe('tiny-sentences');
+    expect(floats.data.map((item) => item.embedding)).toEqual(direct.vectors);
+    // the openai client's default: base64, decoded by the client
+    const base64 = await client.embeddings.create({ model: 'encoder:tiny-sentences', input });
+    expect(base64.data.map((item) => Array.from(item.embedding))).toEqual(direct.vectors);
+    expect(base64.usage).toMatchObject({ prompt_tokens: direct.promptTokens });
     const row = await eventually(async () => (await rows()).find((r) => r.request_id === `encoder-${backend.name}`), 'the usage row');
-    expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', status: 'success', prompt_tokens: direct.usage.prompt_tokens });
-    // another model name: the server's model_not_found reaches the client as the gateway's 400 for provider refusals
-    const other = await client.embeddings.create({ model: 'encoder:other-model', input: 'abc' }).catch((e: unknown) => e);
+    expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', model: 'tiny-sentences', status: 'success', prompt_tokens: direct.promptTokens });
+  });
+
+  it.skipIf(backend.skipReason)('encoder: dimensions reaches the server (its own shortened vectors); its models are listed', async () => {
+    const short = await client.embeddings.create({ model: 'encoder:tiny-sentences', input: ['abc', 'de f'], dimensions: 16 });
+    const direct = await encoderAnswer({ input: ['abc', 'de f'], dimensions: 16 });
+    expect(short.data.map((item) => Array.from(item.embedding))).toEqual(direct.vectors);
+    for (const item of short.data) {
+      expect(item.embedding).toHaveLength(16);
+      expect(Math.hypot(...item.embedding)).toBeCloseTo(1, 5);
+    }
+    const models = await client.models.list();
+    expect(models.data.map((model) => model.id)).toContain('encoder:tiny-sentences');
+  });
+
+  it.skipIf(backend.skipReason)("encoder: the server's refusals reach the client as 400s naming them, recorded as errors", async () => {
+    // another model name: the server's 404 model_not_found, a 400 here like every provider refusal
+    const other = await client.embeddings.create({ model: 'encoder:other-model', input: 'abc' }, { headers: { 'x-request-id': `encoder-other-${backend.name}` } }).catch((e: unknown) => e);
     expect(other).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(other).toMatchObject({ status: 400, code: 'model_not_found' });
     expect((other as Error).message).toMatch(/The model 'other-model' does not exist; this server serves 'tiny-sentences'/);
+    // more dimensions than the model has: the server's 400 naming dimensions
+    const wide = await client.embeddings.create({ model: 'encoder:tiny-sentences', input: 'abc', dimensions: 4096 }).catch((e: unknown) => e);
+    expect(wide).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(wide).toMatchObject({ status: 400, param: 'dimensions' });
+    const row = await eventually(async () => (await rows()).find((r) => r.request_id === `encoder-other-${backend.name}`), 'the error row');
+    expect(row).toMatchObject({ endpoint: 'embeddings', provider: 'encoder', status: 'error', status_code: 400, prompt_tokens: 0 });
   });
 
   it.skipIf(backend.skipReason)('a client that goes away during the call aborts the provider call: the row says cancelled', async () => {
