@@ -76,7 +76,9 @@ describe('quantizeInt8 on real and generated BERTs', () => {
     const { model, report } = quantizeInt8(readFileSync(path.join(dir, 'model.onnx')));
     // 6 encoder matrices and the pooler's Gemm; attention's two activation products stay float
     expect(report.rewritten).toEqual({ MatMul: 6, Gemm: 1, Gather: 0 });
-    expect(report.skipped.map((skip) => skip.reason)).toEqual(['its weight is not a constant', 'its weight is not a constant']);
+    expect(report.skipped.filter((skip) => skip.op === 'MatMul').map((skip) => skip.reason)).toEqual(['its weight is not a constant', 'its weight is not a constant']);
+    // its word table (1656 x 50) is below the size worth storing as int8
+    expect(report.skipped.filter((skip) => skip.op === 'Gather').map((skip) => skip.reason)).toContain('its table holds 331200 bytes, below the 1048576 worth storing as int8');
     expect(opTypes(model).filter((op) => op === 'DynamicQuantizeMatMul')).toHaveLength(7);
     const { outputs } = await runOnTexts(model, dir, [golden.text]);
     const perToken = { data: Float32Array.from(rows.flat()), dims: [1, rows.length, rows[0].length] };
@@ -103,21 +105,23 @@ describe('quantizeInt8 on real and generated BERTs', () => {
     }
   });
 
-  it('a generated MiniLM-width model: all six matrices of each layer int8 with folded biases, ~4x smaller, cosine ≥ 0.99', async () => {
+  it('a generated MiniLM-width model: six matrices a layer and the word table int8, biases folded, ~4x smaller, cosine ≥ 0.99', async () => {
     const hidden = 384;
     const intermediate = 1536;
     const dir = await generateTinyModel({ modelType: 'embedding', layers: 2, hidden, heads: 12, intermediate });
+    const vocab = (JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
     const fp32 = readFileSync(path.join(dir, 'model.onnx'));
     const { model, report } = quantizeInt8(fp32);
-    expect(report.rewritten).toEqual({ MatMul: 12, Gemm: 0, Gather: 0 });
+    expect(report.rewritten).toEqual({ MatMul: 12, Gemm: 0, Gather: 1 });
     expect(report.foldedBiases).toBe(12);
     expect(opTypes(model).filter((op) => op === 'MatMul')).toHaveLength(4); // attention's own products stay float
     const adds = (bytes: Uint8Array) => opTypes(bytes).filter((op) => op === 'Add').length;
     expect(adds(fp32) - adds(model)).toBe(12);
     const matrixValues = 2 * (4 * hidden * hidden + 2 * hidden * intermediate);
     const scaleValues = 2 * (4 * hidden + hidden + intermediate);
-    expect(report.weightBytesBefore).toBe(4 * matrixValues);
-    expect(report.weightBytesAfter).toBe(matrixValues + 4 * scaleValues);
+    // the matrices with a scale per column, the word table with a scale per row
+    expect(report.weightBytesBefore).toBe(4 * (matrixValues + vocab * hidden));
+    expect(report.weightBytesAfter).toBe(matrixValues + 4 * scaleValues + vocab * hidden + 4 * vocab);
     // the file loses what the matrices lose, give or take the protobuf framing
     expect(report.bytesBefore - report.bytesAfter).toBeGreaterThan(0.99 * (report.weightBytesBefore - report.weightBytesAfter));
     expect(model.byteLength).toBe(report.bytesAfter);
@@ -135,11 +139,13 @@ describe('quantizeInt8 on real and generated BERTs', () => {
     }
   });
 
-  it.skipIf(!hasShared)('embeddingTables: the word table stored int8 too, looked up row by row, the file a third of its size', async () => {
+  it.skipIf(!hasShared)('the word table stored int8 too, looked up row by row: the file a third of its size (embeddingTables: false keeps it)', async () => {
     const dir = sharedModel('tiny-bert-embedding');
     const fp32 = readFileSync(path.join(dir, 'model.onnx'));
-    const plain = quantizeInt8(fp32).report;
-    const { model, report } = quantizeInt8(fp32, { embeddingTables: true });
+    const plain = quantizeInt8(fp32, { embeddingTables: false }).report;
+    expect(plain.rewritten.Gather).toBe(0);
+    expect(plain.skipped.filter((skip) => skip.op === 'Gather')).toEqual([]);
+    const { model, report } = quantizeInt8(fp32);
     expect(report.rewritten).toEqual({ ...plain.rewritten, Gather: 1 });
     // the 30522 x 16 word table; position and token-type tables are too small to be worth it
     expect(report.skipped.filter((skip) => skip.op === 'Gather').map((skip) => skip.reason)).toEqual([
@@ -327,7 +333,7 @@ describe('quantizeInt8 rules', () => {
     expect(() => quantizeInt8(encodeModel({ ir_version: 8, opset_import: [] }))).toThrow('the ONNX model has no graph');
   });
 
-  it('embeddingTables: a table also read by a MatMul stays float (its lookups too); the MatMul is still quantized', async () => {
+  it('a table also read by a MatMul stays float (its lookups too); the MatMul is still quantized', async () => {
     const [rows, width] = [1024, 256]; // 1 MiB of float32, the smallest table worth it
     const model = graphModel(
       [node('Gather', ['table', 'ids'], ['emb']), node('MatMul', ['x', 'table'], ['y'])],
@@ -335,7 +341,7 @@ describe('quantizeInt8 rules', () => {
       [valueInfo('ids', [2], DataType.INT64), valueInfo('x', [1, rows])],
       [valueInfo('emb', [2, width]), valueInfo('y', [1, width])],
     );
-    const { report } = quantizeInt8(encodeModel(model), { embeddingTables: true });
+    const { report } = quantizeInt8(encodeModel(model));
     expect(report.rewritten).toEqual({ MatMul: 1, Gemm: 0, Gather: 0 });
     expect(report.skipped).toEqual([{ node: 'Gather_emb', op: 'Gather', reason: 'its table is also read by a MatMul node, which needs it in float' }]);
     // alone, the same table is looked up from int8, and the rows come back within one quantization step
@@ -345,7 +351,7 @@ describe('quantizeInt8 rules', () => {
       [valueInfo('ids', [2], DataType.INT64), valueInfo('x', [1, 4])],
       [valueInfo('emb', [2, width]), valueInfo('y', [1, 4])],
     );
-    const quantized = quantizeInt8(encodeModel(alone), { embeddingTables: true });
+    const quantized = quantizeInt8(encodeModel(alone));
     expect(quantized.report.rewritten.Gather).toBe(1);
     const feeds = { ids: new ort.Tensor('int64', BigInt64Array.from([5n, 1000n]), [2]), x: new ort.Tensor('float32', values(4, 19), [1, 4]) };
     const [a, b] = [await run(encodeModel(alone), feeds), await run(quantized.model, feeds)];
