@@ -5,14 +5,13 @@
  *     [--hidden N] [--heads N] [--intermediate N] [--vocab N] [--max-positions N]
  *     [--labels O,B-PER,I-PER | --labels 3] [--seed N]
  *     [--type sentence_embedding [--pooling mean|cls|max|last] [--no-normalize]]   (a sentence-transformers layout)
- *     [--type sequence_classification --labels 1]                                   (a one-logit cross-encoder)
+ *     [--type sequence_classification --labels 1 | --cross-encoder]                 (a one-logit cross-encoder)
  */
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isEncoderError } from '../src/encoder/errors.ts';
 import {
-  MODEL_DIRECTORY_FILES,
   MODEL_TYPES,
   PRESETS,
   PRESET_NAMES,
@@ -37,6 +36,7 @@ interface CliOptions {
   seed?: number;
   pooling?: Pooling;
   normalize?: boolean;
+  crossEncoder?: boolean;
 }
 
 function integerParser(minimum: number) {
@@ -59,15 +59,17 @@ function parseLabels(value: string): string[] {
 
 function optionsFrom(cli: CliOptions): GeneratorOptions {
   const preset = PRESETS[cli.preset];
+  // A cross-encoder is a sequence classifier with one relevance logit (commander refuses --type/--labels beside it).
+  const crossEncoder = cli.crossEncoder === true;
   return normalizeOptions({
-    modelType: cli.type ?? preset.modelType,
+    modelType: crossEncoder ? 'sequence_classification' : (cli.type ?? preset.modelType),
     layers: cli.layers ?? preset.layers,
     hidden: cli.hidden ?? preset.hidden,
     heads: cli.heads ?? preset.heads,
     intermediate: cli.intermediate ?? preset.intermediate,
     vocabSize: cli.vocab ?? preset.vocabSize,
     maxPositions: cli.maxPositions ?? preset.maxPositions,
-    labels: cli.labels ?? preset.labels,
+    labels: crossEncoder ? numberedLabels(1) : (cli.labels ?? preset.labels),
     seed: cli.seed ?? preset.seed,
     pooling: cli.pooling,
     // commander sets normalize: true unless --no-normalize is given; only the flag itself is an option here
@@ -98,6 +100,12 @@ async function main(argv: string[]): Promise<void> {
     .option('--seed <n>', 'random seed', integerParser(0))
     .addOption(new Option('--pooling <mode>', 'sentence_embedding: the pooling of its sentence-transformers layout (default mean)').choices(POOLING_MODES))
     .option('--no-normalize', 'sentence_embedding: no Normalize module in its layout')
+    .addOption(
+      new Option('--cross-encoder', 'a one-logit sequence classifier (--type sequence_classification --labels 1)').conflicts([
+        'type',
+        'labels',
+      ]),
+    )
     .showHelpAfterError('(run with --help for usage)');
   program.parse(argv);
   const cli = program.opts<CliOptions>();
@@ -105,18 +113,22 @@ async function main(argv: string[]): Promise<void> {
   const options = optionsFrom(cli);
   const started = performance.now();
   const out = resolve(cli.out);
-  await writeModelDirectory(out, options);
+  const files = await writeModelDirectory(out, options);
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
 
   const labels = options.labels ? `, labels ${options.labels.join(',')}` : '';
+  const layout =
+    options.modelType === 'sentence_embedding'
+      ? `, pooling ${options.pooling ?? 'mean'}${options.normalize === false ? '' : ', normalized'}`
+      : '';
   console.log(
     `Wrote ${options.modelType} model (layers ${options.layers}, hidden ${options.hidden}, heads ${options.heads}, ` +
       `intermediate ${options.intermediate}, vocab ${options.vocabSize}, max positions ${options.maxPositions}` +
-      `${labels}, seed ${options.seed}) to ${out} in ${seconds}s:`,
+      `${labels}${layout}, seed ${options.seed}) to ${out} in ${seconds}s:`,
   );
-  for (const file of MODEL_DIRECTORY_FILES) {
+  for (const file of files) {
     const { size } = await stat(join(out, file));
-    console.log(`  ${file.padEnd(24)} ${formatSize(size)}`);
+    console.log(`  ${file.padEnd(34)} ${formatSize(size)}`);
   }
 }
 

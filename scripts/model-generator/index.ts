@@ -7,5 +7,7 @@ export type { GeneratorOptions, ModelType, PresetName } from './options.ts';
 export { LAYER_NORM_EPS, TYPE_VOCAB_SIZE, generateWeights } from './weights.ts';
 export type { BertWeights, WeightTensor } from './weights.ts';
 export { IR_VERSION, OPSET_VERSION, buildOnnxModel } from './bert-onnx-model.ts';
-export { MODEL_DIRECTORY_FILES, sentenceTransformersFiles, writeModelDirectory } from './model-directory.ts';
+export { MODEL_DIRECTORY_FILES, modelDirectoryFiles, writeModelDirectory } from './model-directory.ts';
+export { NORMALIZE_MODULE_FOLDER, SENTENCE_TRANSFORMERS_FILES, sentenceTransformersFiles } from './sentence-transformers-files.ts';
+export type { SentenceTransformersFile } from './sentence-transformers-files.ts';
 export { BASE_VOCABULARY, BASE_VOCABULARY_SIZE, SPECIAL_TOKENS, buildVocabulary } from './vocabulary.ts';

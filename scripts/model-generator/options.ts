@@ -107,8 +107,15 @@ export function normalizeOptions(options: GeneratorOptions): GeneratorOptions {
     throw new ConfigError(`maxPositions must be at least 2 ([CLS] and [SEP]), got ${options.maxPositions}`);
   }
   const normalized: GeneratorOptions = { ...options };
-  if (options.modelType !== 'sentence_embedding' && (options.pooling !== undefined || options.normalize !== undefined)) {
-    throw new ConfigError('pooling and normalize describe a sentence-transformers layout; choose model type sentence_embedding');
+  const layoutOptions = (['pooling', 'normalize'] as const).filter((name) => options[name] !== undefined);
+  if (options.modelType !== 'sentence_embedding' && layoutOptions.length > 0) {
+    throw new ConfigError(
+      `${layoutOptions.join(' and ')} describe${layoutOptions.length === 1 ? 's' : ''} a sentence-transformers layout, ` +
+        `which only sentence_embedding models have; got model type ${options.modelType}`,
+    );
+  }
+  if (options.normalize !== undefined && typeof options.normalize !== 'boolean') {
+    throw new ConfigError(`normalize must be true or false, got ${String(options.normalize)}`);
   }
   if (options.pooling !== undefined && !(POOLING_MODES as readonly string[]).includes(options.pooling)) {
     throw new ConfigError(`unknown pooling '${String(options.pooling)}'; expected one of ${POOLING_MODES.join(', ')}`);

@@ -11,16 +11,20 @@ import {
   MODEL_DIRECTORY_FILES,
   OPSET_VERSION,
   PRESETS,
+  SENTENCE_TRANSFORMERS_FILES,
   buildOnnxModel,
   buildVocabulary,
   generateWeights,
+  modelDirectoryFiles,
   normalizeOptions,
+  sentenceTransformersFiles,
   writeModelDirectory,
 } from '../../scripts/model-generator/index.ts';
 import type { GeneratorOptions, ModelType } from '../../scripts/model-generator/index.ts';
 import { decodeOnnxModel } from '../../scripts/model-generator/onnx-proto.ts';
 import { readSentenceTransformersLayout } from '../../src/encoder/sentence-transformers.ts';
 import { bertReferenceForward } from '../helpers/bert-reference.ts';
+import { generateTinyCrossEncoder, generateTinySentenceEmbeddingModel } from '../helpers/generated-models.ts';
 import type { ReferenceInputs } from '../helpers/bert-reference.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -29,11 +33,13 @@ const CLI = join(REPO_ROOT, 'scripts/generate-model.ts');
 const SHARED_TOKENIZER = resolve(REPO_ROOT, '../shared/models/tiny-bert-embedding/tokenizer.json');
 
 const TINY = PRESETS.tiny;
-const MODELS: Record<ModelType, GeneratorOptions> = {
+/** One model of each type, plus a cross-encoder (a sequence classifier with one logit); written once, by name. */
+const MODELS: Record<ModelType | 'cross_encoder', GeneratorOptions> = {
   embedding: { ...TINY },
   sentence_embedding: { ...TINY, modelType: 'sentence_embedding', pooling: 'cls' },
   sequence_classification: { ...TINY, modelType: 'sequence_classification', labels: ['negative', 'neutral', 'positive'] },
   token_classification: { ...TINY, modelType: 'token_classification', labels: ['O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC'] },
+  cross_encoder: { ...TINY, modelType: 'sequence_classification', labels: ['LABEL_0'] },
 };
 
 let workDir: string;
@@ -155,6 +161,10 @@ describe('generated ONNX model', () => {
     ]);
     const outputs = model.graph.output.map((o) => [o.name, o.type.tensor_type.elem_type, dimsOf(o)]);
     expect(outputs).toEqual([['logits', 1, ['batch_size', 3]]]);
+    const crossEncoder = decodeOnnxModel(await readFile(join(workDir, 'cross_encoder', 'model.onnx')));
+    expect(crossEncoder.graph.output.map((o) => [o.name, dimsOf(o)])).toEqual([['logits', ['batch_size', 1]]]);
+    const sentence = decodeOnnxModel(await readFile(join(workDir, 'sentence_embedding', 'model.onnx')));
+    expect(sentence.graph.output.map((o) => [o.name, dimsOf(o)])).toEqual([['last_hidden_state', ['batch_size', 'sequence_length', 32]]]);
     const ops = new Set(model.graph.node.map((n) => n.op_type));
     const expectedOps = ['Gather', 'Add', 'LayerNormalization', 'MatMul', 'Reshape', 'Transpose', 'Softmax'];
     expectedOps.push('Erf', 'Tanh', 'Slice', 'Shape', 'Cast', 'Sub', 'Mul');
@@ -241,8 +251,12 @@ describe('options', () => {
     ['labels on an embedding model', { labels: ['a', 'b'] }, /labels are only for classification models/],
     ['one label on a token classifier', { modelType: 'token_classification', labels: ['only'] }, /a token classification model needs at least 2 labels, got 1/],
     ['no label on a sequence classifier', { modelType: 'sequence_classification', labels: [] }, /a sequence classification model needs at least 1 label, got 0/],
-    ['pooling on an embedding model', { pooling: 'cls' }, /pooling and normalize describe a sentence-transformers layout/],
-    ['an unknown pooling', { modelType: 'sentence_embedding', pooling: 'sum' as never }, /unknown pooling 'sum'/],
+    ['pooling on an embedding model', { pooling: 'cls' }, /pooling describes a sentence-transformers layout, which only sentence_embedding models have; got model type embedding/],
+    ['normalize on a sequence classifier', { modelType: 'sequence_classification', normalize: false }, /normalize describes a sentence-transformers layout.*got model type sequence_classification/],
+    ['pooling and normalize on a token classifier', { modelType: 'token_classification', pooling: 'mean', normalize: true }, /pooling and normalize describe a sentence-transformers layout/],
+    ['an unknown pooling', { modelType: 'sentence_embedding', pooling: 'sum' as never }, /unknown pooling 'sum'; expected one of mean, cls, max, last/],
+    ['a non-boolean normalize', { modelType: 'sentence_embedding', normalize: 'yes' as never }, /normalize must be true or false, got yes/],
+    ['labels on a sentence_embedding model', { modelType: 'sentence_embedding', labels: ['LABEL_0'] }, /labels are only for classification models/],
     ['duplicate labels', { modelType: 'token_classification', labels: ['O', 'O'] }, /duplicate label 'O'/],
     ['fractional layers', { layers: 1.5 }, /layers must be a positive integer, got 1.5/],
     ['zero heads', { heads: 0 }, /heads must be a positive integer/],
@@ -254,32 +268,9 @@ describe('options', () => {
     expect(() => generateWeights(options)).toThrow(message);
   });
 
-  it('writes a one-logit cross-encoder: logits [batch, 1]', async () => {
-    const dir = join(workDir, 'cross-encoder');
-    await writeModelDirectory(dir, { ...TINY, modelType: 'sequence_classification', labels: ['LABEL_0'] });
-    const output = await runModel(join(dir, 'model.onnx'), BATCH);
-    expect(output.dims).toEqual([2, 1]);
-    expect(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')).id2label).toEqual({ 0: 'LABEL_0' });
-  });
-
-  it.each([
-    ['mean', true],
-    ['cls', false],
-    ['max', true],
-    ['last', false],
-  ] as const)('writes the sentence-transformers layout (pooling %s, normalize %s) that the server reads back', async (pooling, normalize) => {
-    const dir = join(workDir, `layout-${pooling}`);
-    await writeModelDirectory(dir, { ...TINY, modelType: 'sentence_embedding', pooling, normalize });
-    const modules = JSON.parse(await readFile(join(dir, 'modules.json'), 'utf8')) as { path: string; type: string }[];
-    expect(modules.map((m) => m.type.split('.').at(-1))).toEqual(normalize ? ['Transformer', 'Pooling', 'Normalize'] : ['Transformer', 'Pooling']);
-    const config = JSON.parse(await readFile(join(dir, '1_Pooling', 'config.json'), 'utf8')) as Record<string, unknown>;
-    expect(config.word_embedding_dimension).toBe(TINY.hidden);
-    expect(Object.entries(config).filter(([key, value]) => key.startsWith('pooling_mode_') && value === true)).toHaveLength(1);
-    expect(readSentenceTransformersLayout(dir)).toEqual({ pooling, normalize });
-  });
-
-  it('gives classification models default labels', () => {
+  it('gives classification models default labels, and lets a sequence classifier have just one', () => {
     expect(normalizeOptions({ ...TINY, modelType: 'sequence_classification' }).labels).toEqual(['LABEL_0', 'LABEL_1']);
+    expect(normalizeOptions(MODELS.cross_encoder).labels).toEqual(['LABEL_0']);
     expect(normalizeOptions({ ...TINY, modelType: 'token_classification' }).labels?.slice(0, 3)).toEqual(['O', 'B-PER', 'I-PER']);
     expect(normalizeOptions(TINY).labels).toBeUndefined();
   });
@@ -288,6 +279,113 @@ describe('options', () => {
     const dir = join(workDir, 'never-written');
     await expect(writeModelDirectory(dir, { ...TINY, heads: 5 })).rejects.toThrow(/not divisible/);
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('sentence-transformers layout', () => {
+  /** The Python json.dump(indent=2) text of a value: JSON.stringify's layout, without a final newline. */
+  const pythonJson = (value: unknown) => JSON.stringify(value, null, 2);
+  const MODULES = [
+    { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+    { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
+  ];
+  const NORMALIZE = { idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' };
+  const FLAG_OF = { mean: 'pooling_mode_mean_tokens', cls: 'pooling_mode_cls_token', max: 'pooling_mode_max_tokens', last: 'pooling_mode_lasttoken' };
+
+  it('writes what sentence-transformers 3 saves for all-MiniLM-L6-v2 (mean pooling, then Normalize), byte for byte', () => {
+    const files = sentenceTransformersFiles({ ...PRESETS.minilm, modelType: 'sentence_embedding' });
+    expect(Object.keys(files)).toEqual([...SENTENCE_TRANSFORMERS_FILES]);
+    expect(files['modules.json']).toBe(`[
+  {
+    "idx": 0,
+    "name": "0",
+    "path": "",
+    "type": "sentence_transformers.models.Transformer"
+  },
+  {
+    "idx": 1,
+    "name": "1",
+    "path": "1_Pooling",
+    "type": "sentence_transformers.models.Pooling"
+  },
+  {
+    "idx": 2,
+    "name": "2",
+    "path": "2_Normalize",
+    "type": "sentence_transformers.models.Normalize"
+  }
+]`);
+    expect(files['1_Pooling/config.json']).toBe(`{
+  "word_embedding_dimension": 384,
+  "pooling_mode_cls_token": false,
+  "pooling_mode_mean_tokens": true,
+  "pooling_mode_max_tokens": false,
+  "pooling_mode_mean_sqrt_len_tokens": false,
+  "pooling_mode_weightedmean_tokens": false,
+  "pooling_mode_lasttoken": false,
+  "include_prompt": true
+}`);
+    expect(files['sentence_bert_config.json']).toBe('{\n  "max_seq_length": 512,\n  "do_lower_case": false\n}');
+    expect(JSON.parse(files['config_sentence_transformers.json'])).toEqual({
+      __version__: { sentence_transformers: '3.0.1', transformers: '4.41.2', pytorch: '2.3.0' },
+      prompts: {},
+      default_prompt_name: null,
+      similarity_fn_name: 'cosine',
+    });
+  });
+
+  it.each(
+    (['mean', 'cls', 'max', 'last'] as const).flatMap((pooling) => [true, false].map((normalize) => [pooling, normalize] as const)),
+  )('writes pooling %s, normalize %s exactly, and the server reads the same back', async (pooling, normalize) => {
+    const dir = join(workDir, `layout-${pooling}-${normalize}`);
+    const options: GeneratorOptions = { ...TINY, modelType: 'sentence_embedding', pooling, normalize, maxPositions: 64 };
+    const written = await writeModelDirectory(dir, options);
+    expect(written).toEqual([...MODEL_DIRECTORY_FILES, ...SENTENCE_TRANSFORMERS_FILES]);
+    expect(modelDirectoryFiles(options)).toEqual(written);
+    const text = async (file: string) => readFile(join(dir, file), 'utf8');
+
+    expect(await text('modules.json')).toBe(pythonJson(normalize ? [...MODULES, NORMALIZE] : MODULES));
+    const flags = Object.fromEntries(
+      ['pooling_mode_cls_token', 'pooling_mode_mean_tokens', 'pooling_mode_max_tokens', 'pooling_mode_mean_sqrt_len_tokens',
+        'pooling_mode_weightedmean_tokens', 'pooling_mode_lasttoken'].map((flag) => [flag, flag === FLAG_OF[pooling]]),
+    );
+    const poolingConfig = { word_embedding_dimension: TINY.hidden, ...flags, include_prompt: true };
+    expect(await text('1_Pooling/config.json')).toBe(pythonJson(poolingConfig));
+    expect(Object.values(flags).filter((value) => value)).toHaveLength(1);
+    expect(await text('sentence_bert_config.json')).toBe(pythonJson({ max_seq_length: 64, do_lower_case: false }));
+    for (const file of SENTENCE_TRANSFORMERS_FILES) expect(() => JSON.parse(sentenceTransformersFiles(options)[file])).not.toThrow();
+    expect(readSentenceTransformersLayout(dir)).toEqual({ pooling, normalize });
+
+    // sentence-transformers leaves the stateless Normalize module an empty folder; nothing else is written.
+    const entries = (await readdir(dir, { recursive: true })).sort();
+    const folders = normalize ? ['1_Pooling', '2_Normalize'] : ['1_Pooling'];
+    expect(entries).toEqual([...written, ...folders].sort());
+  });
+
+  it('defaults to mean pooling with a Normalize module, as all-MiniLM-L6-v2 (also through the test helpers)', async () => {
+    const dir = await generateTinySentenceEmbeddingModel();
+    const crossEncoder = await generateTinyCrossEncoder();
+    try {
+      expect(readSentenceTransformersLayout(dir)).toEqual({ pooling: 'mean', normalize: true });
+      expect(existsSync(join(dir, '2_Normalize'))).toBe(true);
+      expect((await runModel(join(dir, 'model.onnx'), BATCH)).dims).toEqual([2, 9, TINY.hidden]);
+      expect((await runModel(join(crossEncoder, 'model.onnx'), BATCH)).dims).toEqual([2, 1]);
+    } finally {
+      await Promise.all([dir, crossEncoder].map((path) => rm(path, { recursive: true, force: true })));
+    }
+  });
+
+  it('has the ONNX graph of an embedding model of the same shape and seed', async () => {
+    const graphOf = async (type: ModelType) => decodeOnnxModel(await readFile(join(workDir, type, 'model.onnx'))).graph;
+    expect(await graphOf('sentence_embedding')).toEqual(await graphOf('embedding'));
+  });
+
+  it('is written only for sentence_embedding models', async () => {
+    for (const type of ['embedding', 'sequence_classification', 'token_classification'] as const) {
+      expect(modelDirectoryFiles(MODELS[type])).toEqual([...MODEL_DIRECTORY_FILES]);
+      expect(existsSync(join(workDir, type, 'modules.json'))).toBe(false);
+    }
+    expect(() => modelDirectoryFiles({ ...TINY, pooling: 'max' })).toThrow(ConfigError);
   });
 });
 
@@ -318,6 +416,13 @@ describe('model directory files', () => {
       label2id: { O: 0, 'B-PER': 1, 'I-PER': 2, 'B-LOC': 3, 'I-LOC': 4 },
     });
     expect((await readJson('sequence_classification', 'config.json')).architectures).toEqual(['BertForSequenceClassification']);
+    // A cross-encoder's config: one label, named as transformers names it (num_labels follows from id2label).
+    expect(await readJson('cross_encoder' as ModelType, 'config.json')).toMatchObject({
+      architectures: ['BertForSequenceClassification'],
+      id2label: { 0: 'LABEL_0' },
+      label2id: { LABEL_0: 0 },
+    });
+    expect((await readJson('sentence_embedding', 'config.json')).architectures).toEqual(['BertModel']);
     const embedding = await readJson('embedding', 'config.json');
     expect(embedding.architectures).toEqual(['BertModel']);
     expect(embedding).not.toHaveProperty('id2label');
@@ -434,7 +539,52 @@ describe('generate-model CLI', () => {
     expect(config.id2label).toEqual({ 0: 'LABEL_0', 1: 'LABEL_1', 2: 'LABEL_2' });
   });
 
+  it('writes a sentence_embedding model with its layout and lists every file it wrote', async () => {
+    const out = join(workDir, 'cli-sentence');
+    const result = runCli('--preset', 'tiny', '--type', 'sentence_embedding', '--pooling', 'last', '--no-normalize', '--out', out);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('sentence_embedding model (layers 2, hidden 32');
+    expect(result.stdout).toContain('pooling last, seed 42');
+    const listed = result.stdout.split('\n').slice(1).filter(Boolean).map((line) => line.trim().split(/\s+/)[0]);
+    expect(listed).toEqual([...MODEL_DIRECTORY_FILES, ...SENTENCE_TRANSFORMERS_FILES]);
+    expect(readSentenceTransformersLayout(out)).toEqual({ pooling: 'last', normalize: false });
+    expect(existsSync(join(out, '2_Normalize'))).toBe(false);
+  });
+
+  it('normalizes a sentence_embedding model with mean pooling unless told otherwise', async () => {
+    const out = join(workDir, 'cli-sentence-defaults');
+    const result = runCli('--preset', 'tiny', '--type', 'sentence_embedding', '--out', out);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('pooling mean, normalized, seed 42');
+    expect(readSentenceTransformersLayout(out)).toEqual({ pooling: 'mean', normalize: true });
+  });
+
+  it.each([
+    ['--cross-encoder', ['--cross-encoder']],
+    ['--labels 1', ['--type', 'sequence_classification', '--labels', '1']],
+  ])('writes a one-logit cross-encoder for %s', async (_name, args) => {
+    const out = join(workDir, `cli-cross-encoder-${args.length}`);
+    const result = runCli('--preset', 'tiny', ...args, '--out', out);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('sequence_classification model (layers 2');
+    expect(result.stdout).toContain('labels LABEL_0, seed 42');
+    const expected = buildOnnxModel(MODELS.cross_encoder, generateWeights(MODELS.cross_encoder));
+    expect(Buffer.compare(await readFile(join(out, 'model.onnx')), expected)).toBe(0);
+    const config = JSON.parse(await readFile(join(out, 'config.json'), 'utf8')) as { id2label: Record<string, string> };
+    expect(config.id2label).toEqual({ 0: 'LABEL_0' });
+    expect((await runModel(join(out, 'model.onnx'), BATCH)).dims).toEqual([2, 1]);
+  });
+
   it.each<[string, string[], RegExp]>([
+    ['pooling on an embedding model', ['--preset', 'tiny', '--pooling', 'cls'], /error: pooling describes a sentence-transformers layout, which only sentence_embedding models have; got model type embedding/],
+    ['--no-normalize on a cross-encoder', ['--preset', 'tiny', '--cross-encoder', '--no-normalize'], /error: normalize describes a sentence-transformers layout.*got model type sequence_classification/],
+    ['an unknown pooling', ['--preset', 'tiny', '--type', 'sentence_embedding', '--pooling', 'sum'], /argument 'sum' is invalid\. Allowed choices are mean, cls, max, last/],
+    ['labels on a sentence_embedding model', ['--preset', 'tiny', '--type', 'sentence_embedding', '--labels', '1'], /labels are only for classification models/],
+    ['one label on a token classifier', ['--preset', 'tiny', '--type', 'token_classification', '--labels', '1'], /a token classification model needs at least 2 labels, got 1/],
+    ['--cross-encoder with --type', ['--preset', 'tiny', '--cross-encoder', '--type', 'embedding'], /option '--cross-encoder' cannot be used with option '--type <model-type>'/],
+    ['--cross-encoder with --labels', ['--preset', 'tiny', '--labels', '2', '--cross-encoder'], /option '--labels <labels>' cannot be used with option '--cross-encoder'|option '--cross-encoder' cannot be used with option '--labels <labels>'/],
     ['an unknown preset', ['--preset', 'huge'], /argument 'huge' is invalid\. Allowed choices are tiny, example, minilm/],
     [
       'an unknown type',

@@ -19,3 +19,15 @@ export async function generateTinyModelsOfEachType(): Promise<{ embedding: strin
   ]);
   return { embedding, sequence, token };
 }
+
+/** A tiny sentence_embedding model directory with its sentence-transformers layout (default: mean pooling, normalized). */
+export async function generateTinySentenceEmbeddingModel(
+  layout: Pick<GeneratorOptions, 'pooling' | 'normalize'> = {},
+): Promise<string> {
+  return generateTinyModel({ modelType: 'sentence_embedding', ...layout });
+}
+
+/** A tiny cross-encoder: a sequence classifier whose one logit (LABEL_0) scores a [query, document] pair. */
+export async function generateTinyCrossEncoder(): Promise<string> {
+  return generateTinyModel({ modelType: 'sequence_classification', labels: ['LABEL_0'] });
+}
