@@ -3,13 +3,18 @@ import { Ajv } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
-import type { ModelType } from '../../src/encoder/config.ts';
-import type { Predictor } from '../../src/encoder/predict-pipeline.ts';
+import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
+import { readModelPackage } from '../../src/encoder/model-package.ts';
+import { PredictPipeline, type Predictor } from '../../src/encoder/predict-pipeline.ts';
 import { parsePredictRequest } from '../../src/encoder/requests.ts';
 import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../src/encoder/schemas.ts';
 import { createHttpApp } from '../../src/serve/http/index.ts';
+import { EMBEDDINGS_REQUEST_SCHEMA } from '../../src/serve/http/openai-embeddings.ts';
+import { EMBEDDINGS_RESPONSE_SCHEMA, MODEL_LIST_SCHEMA, MODEL_SCHEMA, OPENAI_ERROR_SCHEMA, RERANK_RESPONSE_SCHEMA } from '../../src/serve/http/openapi-field-apis.ts';
 import { toOpenApiSchema } from '../../src/serve/http/openapi-schema.ts';
+import { RERANK_REQUEST_SCHEMA } from '../../src/serve/http/rerank.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
 
 type Json = Record<string, unknown>;
 
@@ -132,6 +137,44 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     for (const name of otherTypes.flatMap(([, names]) => names)) expect(schemas[name]).toBeUndefined();
   });
 
+  it('holds the field APIs’ schemas of this model type only, converted from the route files’ JSON schemas', () => {
+    const schemas = (documentOf().components as Json).schemas as Json;
+    const pooled = metadata.model_type === 'embedding' || metadata.model_type === 'sentence_embedding';
+    const reranks = metadata.model_type === 'sequence_classification';
+    const expected: [string, object, boolean][] = [
+      ['OpenAiError', OPENAI_ERROR_SCHEMA, true],
+      ['Model', MODEL_SCHEMA, true],
+      ['ModelList', MODEL_LIST_SCHEMA, true],
+      ['EmbeddingsRequest', EMBEDDINGS_REQUEST_SCHEMA, pooled],
+      ['EmbeddingsResponse', EMBEDDINGS_RESPONSE_SCHEMA, pooled],
+      ['RerankRequest', RERANK_REQUEST_SCHEMA, reranks],
+      ['RerankResponse', RERANK_RESPONSE_SCHEMA, reranks],
+    ];
+    for (const [name, schema, present] of expected) {
+      if (present) expect(schemas[name], name).toEqual(toOpenApiSchema(schema));
+      else expect(schemas[name], name).toBeUndefined();
+    }
+    // OpenAI's null param and code are OpenAPI 3.0's nullable, not a type list
+    expect(((schemas.OpenAiError as Json).properties as { error: { properties: Json } }).error.properties.param).toMatchObject({ type: 'string', nullable: true });
+  });
+
+  it('documents exactly the field APIs this server serves: the others answer 404 in OpenAI’s shape', async () => {
+    const app = apps.get(metadata.model_id)!;
+    const paths = documentOf().paths as Json;
+    for (const route of ['/v1/embeddings', '/v1/rerank', '/v2/rerank']) {
+      const response = await app.inject({ method: 'POST', url: route, payload: '{}', headers: { 'content-type': 'application/json' } });
+      const body = response.json() as { error: { message: string; type: string; param: string | null } };
+      if (route in paths) {
+        // served: the empty body reaches the route's own validation
+        expect(response.statusCode, route).toBe(400);
+        expect(body.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/^Missing required parameter: '(input|query)'$/) });
+      } else {
+        expect(response.statusCode, route).toBe(404);
+        expect(body.error).toMatchObject({ type: 'invalid_request_error', param: null, message: expect.stringContaining(`serves a ${metadata.model_type} model`) });
+      }
+    }
+  });
+
   it('describes every path with every status it can answer', () => {
     const paths = documentOf().paths as Record<string, Record<string, { responses: Json; requestBody?: Json }>>;
     const statuses = (path: string, method: string) => Object.keys(paths[path][method].responses).sort();
@@ -204,6 +247,15 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       if (metadata.model_type === 'token_classification') {
         for (const token of results.flatMap((result) => result.tokens as Json[])) expect(labels).toContain(token.label);
       }
+      if (metadata.model_type === 'sentence_embedding') {
+        // one vector per text, unit length exactly when the request (else the model) normalises
+        const request = requests.examples[name].value as { normalize?: boolean };
+        const unit = request.normalize ?? metadata.normalize;
+        for (const result of results) {
+          expect(Object.keys(result)).toEqual(['embedding']);
+          expect(Math.abs(Math.hypot(...(result.embedding as number[])) - 1) < 1e-3, `${name}: unit length ${String(unit)}`).toBe(unit);
+        }
+      }
     }
   });
 
@@ -242,6 +294,170 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     const missing = await post(JSON.stringify(metadata.model_type === 'embedding' ? { normalize: true } : {}), 'application/json');
     expect(missing.statusCode).toBe(422);
     expect(inputErrors).toContain(missing.body);
+  });
+});
+
+// ---- the field APIs' examples against what a real model answers ----
+
+type Operation = { requestBody?: { content: Json }; responses: Record<string, { content?: Json }> };
+
+/** The examples of one media type of a documented request body or response, by name. */
+function examplesAt(document: Json, path: string, method: string, status?: string): Record<string, unknown> {
+  const operation = ((document.paths as Json)[path] as Record<string, Operation>)[method];
+  const content = status === undefined ? operation.requestBody!.content : operation.responses[status].content!;
+  const examples = (content['application/json'] as { examples: Record<string, { value: unknown }> }).examples;
+  return Object.fromEntries(Object.entries(examples).map(([name, { value }]) => [name, value]));
+}
+
+/** Numbers depend on the model (width, maximum length) and the server's limits; the words do not. */
+const wordsOf = (body: unknown) => JSON.stringify(body).replace(/\d+/g, '#');
+
+/** What an embeddings response must be for its request: one item per input, in order, in the format asked for. */
+function expectEmbeddingsAnswer(request: Json, response: Json, modelId: string, where: string): void {
+  const inputs = typeof request.input === 'string' || typeof (request.input as unknown[])[0] === 'number' ? 1 : (request.input as unknown[]).length;
+  expect(response, where).toMatchObject({ object: 'list', model: modelId, usage: { prompt_tokens: expect.any(Number), total_tokens: expect.any(Number) } });
+  const data = response.data as { object: string; index: number; embedding: number[] | string }[];
+  expect(data.map((item) => [item.object, item.index]), where).toEqual(Array.from({ length: inputs }, (_, i) => ['embedding', i]));
+  for (const { embedding } of data) {
+    expect(typeof embedding, where).toBe(request.encoding_format === 'base64' ? 'string' : 'object');
+    const vector = typeof embedding === 'string' ? [...new Float32Array(new Uint8Array(Buffer.from(embedding, 'base64')).buffer)] : embedding;
+    if (request.dimensions !== undefined) {
+      expect(vector, where).toHaveLength(request.dimensions as number);
+      expect(Math.hypot(...vector), where).toBeCloseTo(1, 5);
+    }
+  }
+}
+
+/** What a rerank response must be for its request: best first, top_n of them, each document's own text when asked. */
+function expectRerankAnswer(request: Json, response: Json, modelId: string, where: string): void {
+  const documents = request.documents as string[];
+  const results = response.results as { index: number; relevance_score: number; document?: { text: string } }[];
+  expect(response, where).toMatchObject({ id: expect.any(String), model: modelId, meta: { billed_units: { search_units: 1 } } });
+  expect(results, where).toHaveLength(Math.min((request.top_n as number | undefined) ?? documents.length, documents.length));
+  expect(new Set(results.map((result) => result.index)).size, where).toBe(results.length);
+  for (const [i, result] of results.entries()) {
+    if (i > 0) expect(result.relevance_score, where).toBeLessThanOrEqual(results[i - 1].relevance_score);
+    if (request.return_documents === true) expect(result.document, where).toEqual({ text: documents[result.index] });
+    else expect(result, where).not.toHaveProperty('document');
+  }
+}
+
+describe('the field APIs’ examples are what a real model answers', () => {
+  const servers = {} as Record<'embedding' | 'sentence_embedding' | 'sequence_classification', { app: FastifyInstance; pipeline: PredictPipeline; document: Json }>;
+  const pipelines: PredictPipeline[] = [];
+
+  beforeAll(async () => {
+    // bert-base-uncased's vocabulary size, so that the documented token ids exist; hidden size 32
+    const embedder = await generateTinyModel({ modelType: 'embedding', vocabSize: 30522 });
+    const classifier = await generateTinyModel({ modelType: 'sequence_classification', labels: ['irrelevant', 'relevant'] });
+    const load = async (modelType: keyof typeof servers, dir: string) => {
+      const yaml = `encoder:\n  name: real-${modelType}\n  path: ${dir}\n  model_type: ${modelType}\n`;
+      const pipeline = await PredictPipeline.load(readModelPackage(parseBuildConfig(yaml, { baseDir: dir })), { maxRequestTokens: 64 });
+      pipelines.push(pipeline);
+      const app = await createHttpApp(pipeline, { bodyLimitBytes: BODY_LIMIT, serverInfo: INFO });
+      servers[modelType] = { app, pipeline, document: (await app.inject('/openapi.json')).json() };
+    };
+    await Promise.all([load('embedding', embedder), load('sentence_embedding', embedder), load('sequence_classification', classifier)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all(Object.values(servers).map(({ app }) => app.close()));
+    await Promise.all(pipelines.map((pipeline) => pipeline.close()));
+  });
+
+  const post = (app: FastifyInstance, url: string, body: unknown) =>
+    app.inject({ method: 'POST', url, payload: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+  it.each(['embedding', 'sentence_embedding'] as const)('%s: every documented 400, 404, 413 and 415 of /v1/embeddings', async (modelType) => {
+    const { app, pipeline, document } = servers[modelType];
+    const manyWords = Array.from({ length: 70 }, (_, i) => `word${i}`).join(' ');
+    const requestFor: Record<string, unknown> = {
+      bad_json: '{"inputs": ["hello",]}',
+      missing_input: { inputs: ['hello world'] },
+      empty: { input: '' },
+      dimensions: { input: 'hello world', dimensions: 1024 },
+      unknown_token: { input: [101, 99999999] },
+      too_many_ids: { input: Array.from({ length: pipeline.tokenizer.maxLength + 1 }, () => 101) },
+      too_many_tokens: { input: manyWords },
+    };
+    const documented = examplesAt(document, '/v1/embeddings', 'post', '400');
+    expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());
+    for (const [name, request] of Object.entries(requestFor)) {
+      const response = await post(app, '/v1/embeddings', request);
+      expect(response.statusCode, name).toBe(400);
+      expect(wordsOf(response.json()), name).toBe(wordsOf(documented[name]));
+    }
+    const otherModel = await post(app, '/v1/embeddings', { input: 'hello', model: 'text-embedding-3-small' });
+    expect(otherModel.statusCode).toBe(404);
+    expect(Object.values(examplesAt(document, '/v1/embeddings', 'post', '404'))).toEqual([otherModel.json()]);
+    const tooLarge = await post(app, '/v1/embeddings', { input: 'x'.repeat(BODY_LIMIT) });
+    expect(tooLarge.statusCode).toBe(413);
+    expect(Object.values(examplesAt(document, '/v1/embeddings', 'post', '413'))).toEqual([tooLarge.json()]);
+    const text = await app.inject({ method: 'POST', url: '/v1/embeddings', payload: '{}', headers: { 'content-type': 'text/plain' } });
+    expect(text.statusCode).toBe(415);
+    expect(Object.values(examplesAt(document, '/v1/embeddings', 'post', '415'))).toEqual([text.json()]);
+  });
+
+  it.each(['embedding', 'sentence_embedding'] as const)('%s: each documented request of /v1/embeddings gets the shape of its documented response', async (modelType) => {
+    const { app, document } = servers[modelType];
+    const requests = examplesAt(document, '/v1/embeddings', 'post') as Record<string, Json>;
+    const responses = examplesAt(document, '/v1/embeddings', 'post', '200') as Record<string, Json>;
+    expect(Object.keys(responses)).toEqual(Object.keys(requests));
+    for (const [name, request] of Object.entries(requests)) {
+      expectEmbeddingsAnswer(request, responses[name], `real-${modelType}`, `documented ${name}`);
+      const response = await post(app, '/v1/embeddings', request);
+      expect(response.statusCode, `${name}: ${response.body}`).toBe(200);
+      expectEmbeddingsAnswer(request, response.json(), `real-${modelType}`, `answered ${name}`);
+    }
+  });
+
+  it.each(['/v1/rerank', '/v2/rerank'])('%s: every documented 400 and 404, and the documented request gets the documented shape', async (route) => {
+    const { app, document } = servers.sequence_classification;
+    const requestFor: Record<string, unknown> = {
+      bad_json: '{"inputs": ["hello",]}',
+      missing_query: { documents: ['paris'] },
+      no_documents: { query: 'capital of france', documents: [] },
+      empty_document: { query: 'capital of france', documents: ['paris', ''] },
+      top_n: { query: 'capital of france', documents: ['paris'], top_n: 0 },
+    };
+    const documented = examplesAt(document, route, 'post', '400');
+    expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());
+    for (const [name, request] of Object.entries(requestFor)) {
+      const response = await post(app, route, request);
+      expect(response.statusCode, name).toBe(400);
+      expect(response.json(), name).toEqual(documented[name]);
+    }
+    const otherModel = await post(app, route, { query: 'q', documents: ['d'], model: 'rerank-v3.5' });
+    expect(otherModel.statusCode).toBe(404);
+    expect(Object.values(examplesAt(document, route, 'post', '404'))).toEqual([otherModel.json()]);
+
+    const requests = examplesAt(document, route, 'post') as Record<string, Json>;
+    const responses = examplesAt(document, route, 'post', '200') as Record<string, Json>;
+    expect(Object.keys(responses)).toEqual(Object.keys(requests));
+    for (const [name, request] of Object.entries(requests)) {
+      expectRerankAnswer(request, responses[name], 'real-sequence_classification', `documented ${name}`);
+      const response = await post(app, route, request);
+      expect(response.statusCode, name).toBe(200);
+      expectRerankAnswer(request, response.json(), 'real-sequence_classification', `answered ${name}`);
+    }
+  });
+
+  it('/v1/models and /v1/models/{model}: the documented bodies, but for when the server started', async () => {
+    for (const { app, document, pipeline } of Object.values(servers)) {
+      const list = (await app.inject('/v1/models')).json() as { data: Json[] };
+      const model = (await app.inject(`/v1/models/${pipeline.modelId}`)).json() as Json;
+      expect(model.created).toBeTypeOf('number');
+      const [documentedList] = Object.values(examplesAt(document, '/v1/models', 'get', '200')) as { data: Json[] }[];
+      const [documentedModel] = Object.values(examplesAt(document, '/v1/models/{model}', 'get', '200')) as Json[];
+      expect({ ...documentedModel, created: model.created }).toEqual(model);
+      expect({ ...documentedList, data: documentedList.data.map((item) => ({ ...item, created: model.created })) }).toEqual(list);
+      const other = await app.inject('/v1/models/text-embedding-3-small');
+      expect(other.statusCode).toBe(404);
+      expect(Object.values(examplesAt(document, '/v1/models/{model}', 'get', '404'))).toEqual([
+        expect.objectContaining({ error: expect.objectContaining({ code: 'model_not_found', param: 'model' }) }),
+      ]);
+      expect(other.json()).toEqual(Object.values(examplesAt(document, '/v1/models/{model}', 'get', '404'))[0]);
+    }
   });
 });
 

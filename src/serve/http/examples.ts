@@ -60,6 +60,15 @@ export function predictExamples(metadata: ModelMetadata): PredictExamples {
     wrong_type: { summary: 'inputs must be a list of strings', value: { ...valid, inputs: 'hello world' } },
     unknown_field: { summary: 'unknown fields are refused, so a typo never falls back to a default', value: { ...valid, top_k: 3 } },
     not_an_object: { summary: 'the body must be a JSON object', value: ['hello world'] },
+    ...(metadata.model_type === 'embedding' || metadata.model_type === 'sentence_embedding'
+      ? { normalize_not_boolean: { summary: 'normalize is true or false', value: { ...valid, normalize: 'yes' } } }
+      : {}),
+    ...(metadata.model_type === 'sequence_classification'
+      ? {
+          one_text_pair: { summary: 'a pair is exactly two texts', value: { inputs: [['what is the capital of france']] } },
+          empty_pair_text: { summary: 'both texts of a pair are non-empty', value: { inputs: [['what is the capital of france', '']] } },
+        }
+      : {}),
   };
   const errors = Object.entries(invalid).map(([name, example]) => [name, example.summary, inputErrorOf(metadata, example.value)] as const);
   const inputErrors = Object.fromEntries(errors.map(([name, summary, error]) => [name, { summary, value: error.message }]));

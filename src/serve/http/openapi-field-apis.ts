@@ -115,6 +115,20 @@ export function fieldApiSchemas(metadata: ModelMetadata): Record<string, object>
   return schemas;
 }
 
+/** An illustrative unit vector of `length` components. */
+function unitVector(length: number): number[] {
+  const raw = Array.from({ length }, (_, i) => Math.sin(i * 1.3 + 0.4));
+  const norm = Math.hypot(...raw);
+  return raw.map((value) => value / norm);
+}
+
+/** What encoding_format base64 sends: the float32 values, little-endian, in base64. */
+function float32Base64(values: number[]): string {
+  const bytes = Buffer.alloc(values.length * 4);
+  values.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
+  return bytes.toString('base64');
+}
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const example = (summary: string, value: unknown) => ({ summary, value });
 const json = (description: string, schema: object, examples: Record<string, { summary: string; value: unknown }>) => ({
@@ -149,6 +163,7 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
       get: {
         operationId: 'retrieveModel',
         summary: 'OpenAI-compatible: the served model by name',
+        description: 'Only the served model exists here: any other name is a 404 with code model_not_found.',
         parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }],
         responses: {
           200: json('The served model.', ref('Model'), { this_model: example('This model', model) }),
@@ -164,8 +179,10 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
         summary: `OpenAI-compatible embeddings: one ${metadata.pooling ?? 'mean'}-pooled vector per input`,
         description:
           'Requests join the same batches as /predict. Vectors are unit length when the model normalises (GET /model), ' +
-          'and always with dimensions (the first n components, re-normalised). Token ids are the model\'s own, used as ' +
-          'they are (special tokens included by the caller).',
+          'and always with dimensions (the first n components, re-normalised); encoding_format base64 sends the float32 ' +
+          "values little-endian. Texts are truncated to the model's length; token ids are the model's own, used as they " +
+          "are (special tokens included by the caller) and never truncated: more than the model's length is a 400. " +
+          'model is optional; another name than the served model is a 404.',
         requestBody: {
           required: true,
           ...json('Texts or token ids, and options.', ref('EmbeddingsRequest'), {
@@ -185,12 +202,33 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
               model: id,
               usage: { prompt_tokens: 8, total_tokens: 8 },
             }),
+            shorter: example('16 dimensions as base64: 64 bytes, 16 little-endian float32 values of a unit vector', {
+              object: 'list',
+              data: [{ object: 'embedding', index: 0, embedding: float32Base64(unitVector(16)) }],
+              model: id,
+              usage: { prompt_tokens: 4, total_tokens: 4 },
+            }),
+            token_ids: example('Token ids: one vector (shortened here)', {
+              object: 'list',
+              data: [{ object: 'embedding', index: 0, embedding: [0.0477, 0.1115, -0.0912] }],
+              model: id,
+              usage: { prompt_tokens: 4, total_tokens: 4 },
+            }),
           }),
           400: json('The body is not JSON, or a field is wrong: the message and param name it.', ref('OpenAiError'), {
             bad_json: example('A trailing comma', badJson),
+            missing_input: example('A /predict body: OpenAI calls the field input', openAiError("Missing required parameter: 'input'", 'input')),
             empty: example('An empty input', openAiError("'input' is an empty string", 'input')),
             dimensions: example('More dimensions than the model has', openAiError("dimensions 1024 is more than the model's 384", 'dimensions')),
             unknown_token: example('A token id outside the vocabulary', openAiError("input[0][1]: token id 99999999 is not in the model's vocabulary", 'input')),
+            too_many_ids: example(
+              "More token ids than the model's maximum length (they are never truncated)",
+              openAiError("input[0] holds 600 token ids, more than the model's 512", 'input'),
+            ),
+            too_many_tokens: example(
+              'More tokens than serve --max-request-tokens',
+              openAiError('the request holds 20001 tokens, more than the limit of 16384 tokens per request; send fewer or shorter inputs', 'input'),
+            ),
           }),
           404: errorResponse('`model` names another model.', 'Another model', notThisModel),
           ...transportErrors,
@@ -205,7 +243,8 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
         summary,
         description:
           'Each document is scored with the query as a text pair: the sigmoid of a one-logit model, or the softmax ' +
-          'probability of the rerank label (configuration rerank_label; default the last label).',
+          'probability of the rerank label (configuration rerank_label; default the last label). Results come best ' +
+          'first. model is optional; another name than the served model is a 404.',
         requestBody: {
           required: true,
           ...json('A query and the documents to rank.', ref('RerankRequest'), {
@@ -232,7 +271,10 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
           }),
           400: json('The body is not JSON, or a field is wrong: the message and param name it.', ref('OpenAiError'), {
             bad_json: example('A trailing comma', badJson),
+            missing_query: example('No query', openAiError("Missing required parameter: 'query'", 'query')),
             no_documents: example('No documents', openAiError("'documents' must be a non-empty list of texts", 'documents')),
+            empty_document: example('An empty document', openAiError("'documents[1]' must be a non-empty text or an object with a non-empty text field", 'documents')),
+            top_n: example('top_n of 0', openAiError("'top_n' must be an integer of at least 1", 'top_n')),
           }),
           404: errorResponse('`model` names another model.', 'Another model', openAiError(`The model 'rerank-v3.5' does not exist; this server serves '${id}'`, 'model', 'model_not_found')),
           ...transportErrors,

@@ -90,6 +90,7 @@ export function openApiDocument(options: {
         post: {
           operationId: 'predict',
           summary: `Run the ${modelType} model on a list of texts: one result per text, in order`,
+          description: predictDescription(metadata),
           requestBody: { required: true, ...json('The texts and options.', ref(request), predict.requests) },
           responses: {
             200: json('One result per input, in input order.', ref(response), predict.responses),
@@ -157,6 +158,23 @@ export function openApiDocument(options: {
       },
     },
   };
+}
+
+/** What /predict does for this model type beyond spec 2's one result per text. */
+function predictDescription(metadata: ModelMetadata): string {
+  switch (metadata.model_type) {
+    case 'embedding':
+      return 'One vector per token of each text, with its token and span; normalize (required) scales each to unit length.';
+    case 'sentence_embedding':
+      return (
+        `One vector per text: its token vectors ${metadata.pooling ?? 'mean'}-pooled (as sentence-transformers pools them). ` +
+        `Without normalize the model's setting applies (here ${String(metadata.normalize ?? true)}, GET /model).`
+      );
+    case 'sequence_classification':
+      return 'Logits, softmax scores and the predicted class of each text. An item [text, text_pair] is tokenized as a pair, as a cross-encoder reads a query and a document.';
+    case 'token_classification':
+      return 'Logits, softmax scores and the predicted label of every token of each text, with its token and span.';
+  }
 }
 
 function mcpNotAllowed(method: string, description: string, mcpError: (code: number, message: string) => unknown) {
