@@ -227,6 +227,24 @@ describe('encoder services over a predict pipeline', () => {
     expectFloat32Equal(unit.results[0], unset.results[0], 'normalize true', 1e-6);
   });
 
+  it('sentence_embedding: normalize unset follows a model whose layout does not normalise (no Normalize module)', async () => {
+    const dir = await generateTinyModel({ modelType: 'sentence_embedding', normalize: false });
+    const config = parseBuildConfig(`encoder:\n  name: grpc-raw-vectors\n  path: ${dir}\n  model_type: sentence_embedding\n`, { baseDir: dir });
+    const pipeline = await PredictPipeline.load(readModelPackage(config));
+    pipelines.push(pipeline);
+    expect(pipeline.metadata()).toMatchObject({ normalize: false });
+    const client = clientOf(pkg, 'SentenceEmbedding', (await serve(pipeline)).address);
+    type Vectors = { results: { embedding: number[] }[] };
+    const unset = await unary<Vectors>(client, 'Predict', { inputs: ['hello world'] });
+    expectFloat32Equal(unset, { ...(await pipeline.predict({ inputs: ['hello world'], normalize: false })), metadata: {} }, 'response', 1e-6);
+    const length = Math.hypot(...unset.results[0].embedding);
+    expect(length).not.toBeCloseTo(1, 3);
+    const unit = await unary<Vectors>(client, 'Predict', { inputs: ['hello world'], normalize: true });
+    expectFloat32Equal(unit.results[0].embedding, unset.results[0].embedding.map((value) => value / length), 'normalize true', 1e-5);
+    const metadata = await unary<object>(client, 'GetModelMetadata', {});
+    expect(metadata).toEqual({ model_id: 'grpc-raw-vectors', model_type: 'SENTENCE_EMBEDDING', id2label: {}, quantization: '' });
+  });
+
   it('sequence_classification: pairs are tokenized together, as HTTP [text, text_pair] items; inputs and pairs together are INVALID_ARGUMENT', async () => {
     const { pipeline, address } = served.sequence_classification;
     const client = clientOf(pkg, 'SequenceClassification', address);
@@ -304,6 +322,23 @@ describe('translation between messages and predictor bodies', () => {
     const classifierClient = clientOf(pkg, 'SequenceClassification', (await serve(classifier)).address);
     await unary(classifierClient, 'Predict', { inputs: ['x'], metadata: { a: '1', b: '' } });
     expect(classifier.bodies).toEqual([{ inputs: ['x'], metadata: { a: '1', b: '' } }]);
+  });
+
+  it('sentence_embedding: normalize unset stays absent (the model decides), false and true are passed on', async () => {
+    const stub = new StubPredictor('sentence_embedding', () => ({ results: [], model_id: 'stub-model' }));
+    const client = clientOf(pkg, 'SentenceEmbedding', (await serve(stub)).address);
+    await unary(client, 'Predict', { inputs: ['a'] });
+    await unary(client, 'Predict', { inputs: ['b'], normalize: false });
+    await unary(client, 'Predict', { inputs: ['c'], normalize: true, metadata: { k: 'v' } });
+    expect(stub.bodies).toEqual([{ inputs: ['a'] }, { inputs: ['b'], normalize: false }, { inputs: ['c'], normalize: true, metadata: { k: 'v' } }]);
+  });
+
+  it('sequence_classification: pairs become [text, text_pair] items; inputs and pairs together never reach the predictor', async () => {
+    const stub = new StubPredictor('sequence_classification', () => ({ results: [], model_id: 'stub-model' }));
+    const client = clientOf(pkg, 'SequenceClassification', (await serve(stub)).address);
+    await unary(client, 'Predict', { pairs: [{ text: 'q', text_pair: 'd1' }, { text: 'q', text_pair: 'd2' }], metadata: { k: 'v' } });
+    await expectStatus(unary(client, 'Predict', { inputs: ['x'], pairs: [{ text: 'q', text_pair: 'd' }] }), grpc.status.INVALID_ARGUMENT, 'Invalid input: send inputs or pairs, not both');
+    expect(stub.bodies).toEqual([{ inputs: [['q', 'd1'], ['q', 'd2']], metadata: { k: 'v' } }]);
   });
 
   it('keeps predicted_label absent when the model has no labels, and exact float32 values', async () => {
@@ -478,6 +513,23 @@ function encodeRequest(inputs: string[], metadataField: number, metadata: Record
   return writer.finish();
 }
 
+/** The messages of mozilla-ai/encoderfile 0.7.0's encoderfile/proto/sentence_embedding.proto (its service and import left out). */
+const ENCODERFILE_SENTENCE_EMBEDDING_PROTO = `syntax = "proto3";
+  package encoderfile.sentence_embedding;
+  message SentenceEmbeddingRequest { repeated string inputs = 1; map<string, string> metadata = 3; }
+  message SentenceEmbeddingResponse { repeated SentenceEmbedding results = 1; string model_id = 2; map<string, string> metadata = 3; }
+  message SentenceEmbedding { repeated float embedding = 1; }`;
+
+/** encoderfile 0.7.0's encoderfile/proto/metadata.proto. */
+const ENCODERFILE_METADATA_PROTO = `syntax = "proto3";
+  package encoderfile.metadata;
+  message GetModelMetadataRequest {}
+  message GetModelMetadataResponse { string model_id = 1; ModelType model_type = 2; map<uint32, string> id2label = 3; }
+  enum ModelType {
+    MODEL_TYPE_UNSPECIFIED = 0; EMBEDDING = 1; SEQUENCE_CLASSIFICATION = 2; TOKEN_CLASSIFICATION = 3; SENTENCE_EMBEDDING = 4;
+    IMAGE_CLASSIFICATION = 21;
+  }`;
+
 describe('field numbers and types on the wire (spec 2 table)', () => {
   const tokenInfo = { token: 'caf', token_id: 7, start: 0, end: 3 };
   const answers: Record<ModelType, PredictResponse> = {
@@ -515,13 +567,7 @@ describe('field numbers and types on the wire (spec 2 table)', () => {
   });
 
   it("sentence_embedding: a message of encoderfile 0.7.0's own sentence_embedding.proto decodes here, and our answer decodes there", async () => {
-    // encoderfile/proto/sentence_embedding.proto of mozilla-ai/encoderfile 0.7.0 (its import of metadata.proto left out)
-    const encoderfileProto = `syntax = "proto3";
-      package encoderfile.sentence_embedding;
-      message SentenceEmbeddingRequest { repeated string inputs = 1; map<string, string> metadata = 3; }
-      message SentenceEmbeddingResponse { repeated SentenceEmbedding results = 1; string model_id = 2; map<string, string> metadata = 3; }
-      message SentenceEmbedding { repeated float embedding = 1; }`;
-    const theirs = protobuf.parse(encoderfileProto, { keepCase: true }).root;
+    const theirs = protobuf.parse(ENCODERFILE_SENTENCE_EMBEDDING_PROTO, { keepCase: true }).root;
     const Request = theirs.lookupType('encoderfile.sentence_embedding.SentenceEmbeddingRequest');
     const Response = theirs.lookupType('encoderfile.sentence_embedding.SentenceEmbeddingResponse');
     const stub = new StubPredictor('sentence_embedding', () => answers.sentence_embedding);
@@ -531,6 +577,25 @@ describe('field numbers and types on the wire (spec 2 table)', () => {
     expect(stub.bodies).toEqual([{ inputs: ['Zoë', 'x'], metadata: { trace: 'abc' } }]);
     const decoded = Response.toObject(Response.decode(bytes), { defaults: true });
     expectFloat32Equal(decoded, answers.sentence_embedding);
+  });
+
+  it("sentence_embedding: our messages decode with encoderfile 0.7.0's proto, theirs with ours, and its ModelType reads ours", async () => {
+    const theirs = protobuf.parse(ENCODERFILE_SENTENCE_EMBEDDING_PROTO, { keepCase: true }).root;
+    const ours = protobuf.parse(protoText, { keepCase: true }).root;
+    const [TheirRequest, TheirResponse] = ['SentenceEmbeddingRequest', 'SentenceEmbeddingResponse'].map((name) => theirs.lookupType(`encoderfile.sentence_embedding.${name}`));
+    const [OurRequest, OurResponse] = ['SentenceEmbeddingRequest', 'SentenceEmbeddingResponse'].map((name) => ours.lookupType(`encoder.${name}`));
+    // our request, normalize set: an encoderfile server reads the inputs and metadata, and skips field 2
+    const ourRequest = OurRequest.encode(OurRequest.fromObject({ inputs: ['Zoë', 'x'], normalize: false, metadata: { trace: 'abc' } })).finish();
+    expect(TheirRequest.toObject(TheirRequest.decode(ourRequest))).toEqual({ inputs: ['Zoë', 'x'], metadata: { trace: 'abc' } });
+    // an encoderfile server's response: our client reads every field
+    const theirAnswer = { results: [{ embedding: [0.5, -0.25] }, { embedding: [] }], model_id: 'their-model', metadata: { trace: 'abc' } };
+    const theirResponse = TheirResponse.encode(TheirResponse.fromObject(theirAnswer)).finish();
+    expect(OurResponse.toObject(OurResponse.decode(theirResponse), { defaults: true })).toEqual(theirAnswer);
+    // GetModelMetadata of our server, read with encoderfile's metadata.proto
+    const metadataProto = protobuf.parse(ENCODERFILE_METADATA_PROTO, { keepCase: true }).root.lookupType('encoderfile.metadata.GetModelMetadataResponse');
+    const stub = new StubPredictor('sentence_embedding', () => answers.sentence_embedding);
+    const bytes = await rawUnary((await serve(stub)).address, '/encoder.SentenceEmbedding/GetModelMetadata', new Uint8Array());
+    expect(metadataProto.toObject(metadataProto.decode(bytes), { enums: String, defaults: true })).toEqual({ model_id: 'stub-model', model_type: 'SENTENCE_EMBEDDING', id2label: {} });
   });
 
   it('GetModelMetadataResponse: model_id (1), ModelType number (2), id2label uint32 → string (3)', async () => {
@@ -599,6 +664,13 @@ describe('grpc.health.v1.Health', () => {
     expect(await unary(c, 'List', {})).toEqual({
       statuses: { '': { status: 'SERVING' }, 'encoder.SequenceClassification': { status: 'SERVING' } },
     });
+  });
+
+  it('a sentence_embedding server reports encoder.SentenceEmbedding as SERVING, and no other encoder service', async () => {
+    const { address } = await serve(new StubPredictor('sentence_embedding', () => ({ results: [], model_id: 'm' })));
+    const c = client(address);
+    expect(await unary(c, 'Check', { service: 'encoder.SentenceEmbedding' })).toEqual({ status: 'SERVING' });
+    await expectStatus(unary(c, 'Check', { service: 'encoder.Embedding' }), grpc.status.NOT_FOUND, 'unknown service "encoder.Embedding"');
   });
 
   it('Watch: current status at once, NOT_SERVING at shutdown, then the stream ends so the server can stop', async () => {
@@ -774,6 +846,46 @@ describe('server reflection', () => {
       model_id: 'm',
       metadata: { via: 'reflection' },
     });
+  });
+
+  it('a sentence_embedding server lists encoder.SentenceEmbedding, describes it, and a client made from the description calls it', async () => {
+    const stub = new StubPredictor('sentence_embedding', () => ({ results: [{ embedding: [0.5, -0.5] }], model_id: 'm' }));
+    const served = (await serve(stub)).address;
+    const c = reflectionClient('v1', served);
+    const listed = await ask(c, { list_services: '*' });
+    expect(listed.list_services_response!.service.map((s) => s.name).sort()).toEqual([
+      'encoder.SentenceEmbedding',
+      'grpc.health.v1.Health',
+      'grpc.reflection.v1.ServerReflection',
+      'grpc.reflection.v1alpha.ServerReflection',
+    ]);
+    const response = await ask(c, { file_containing_symbol: 'encoder.SentenceEmbedding' });
+    const [bytes] = response.file_descriptor_response!.file_descriptor_proto;
+    type Field = { name: string; number: number; label: string; typeName?: string; proto3Optional?: boolean };
+    const described = FileDescriptorProto.toObject(FileDescriptorProto.decode(bytes), { enums: String });
+    expectProtocShaped(described as unknown as DescribedFile);
+    const file = described as unknown as { messageType: { name: string; field: Field[] }[]; enumType: unknown[] };
+    const message = (name: string) => file.messageType.find((m) => m.name === name)!;
+    expect(message('SentenceEmbeddingRequest').field.map(({ name, number, proto3Optional }) => ({ name, number, optional: proto3Optional ?? false }))).toEqual([
+      { name: 'inputs', number: 1, optional: false },
+      { name: 'normalize', number: 2, optional: true },
+      { name: 'metadata', number: 3, optional: false },
+    ]);
+    expect(message('SentenceEmbeddingResponse').field.find((f) => f.name === 'results')).toMatchObject({
+      number: 1,
+      label: 'LABEL_REPEATED',
+      typeName: '.encoder.SentenceEmbeddingResponse.SentenceEmbedding',
+    });
+    expect(message('SequenceClassificationRequest').field.find((f) => f.name === 'pairs')).toMatchObject({ number: 3, label: 'LABEL_REPEATED', typeName: '.encoder.TextPair' });
+    expect(file.enumType).toEqual([expect.objectContaining({ name: 'ModelType', value: expect.arrayContaining([{ name: 'SENTENCE_EMBEDDING', number: 4 }]) })]);
+    // as grpcurl would: normalize false only reaches the server if the description kept it optional (present on the wire)
+    const descriptorSet = protobuf.Writer.create();
+    descriptorSet.uint32((1 << 3) | 2).bytes(bytes);
+    const root = protobuf.Root.fromDescriptor(descriptorSet.finish(), { keepCase: true });
+    const reflected = grpc.loadPackageDefinition(fromJSON(root.toJSON() as Parameters<typeof fromJSON>[0], CLIENT_OPTIONS));
+    const client = clientOf(reflected.encoder as grpc.GrpcObject, 'SentenceEmbedding', served);
+    expect(await unary(client, 'Predict', { inputs: ['x'], normalize: false })).toEqual({ results: [{ embedding: [0.5, -0.5] }], model_id: 'm', metadata: {} });
+    expect(stub.bodies).toEqual([{ inputs: ['x'], normalize: false }]);
   });
 
   it('describes the health service and the unserved encoder services by symbol; unknown symbols are NOT_FOUND', async () => {
