@@ -147,6 +147,40 @@ describe.each(MODEL_TYPES)('MCP of a %s model', (modelType) => {
   });
 });
 
+describe('MCP carries the new request fields as /predict does', () => {
+  async function viaBoth(modelType: ModelType, args: Record<string, unknown>): Promise<{ tool: CallToolResult; http: unknown }> {
+    const { client } = await connect(urls[modelType]);
+    const tool = (await client.callTool({ name: 'run_encoder', arguments: args })) as CallToolResult;
+    const response = await fetch(`${urls[modelType]}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(args) });
+    expect(response.status).toBe(200);
+    return { tool, http: await response.json() };
+  }
+
+  it('sentence_embedding: normalize false gives the raw pooled vectors, true unit ones, as on HTTP', async () => {
+    const raw = await viaBoth('sentence_embedding', { inputs: ['the river bank'], normalize: false });
+    expect(raw.tool.structuredContent).toEqual(raw.http);
+    const [vector] = (raw.tool.structuredContent as { results: { embedding: number[] }[] }).results.map((result) => result.embedding);
+    expect(Math.hypot(...vector)).not.toBeCloseTo(1, 3);
+    const unit = await viaBoth('sentence_embedding', { inputs: ['the river bank'], normalize: true });
+    expect(unit.tool.structuredContent).toEqual(unit.http);
+    expect(Math.hypot(...(unit.tool.structuredContent as { results: { embedding: number[] }[] }).results[0].embedding)).toBeCloseTo(1, 5);
+  });
+
+  it('sequence_classification: [text, text_pair] items are pairs, as on HTTP; a one-text pair is -32600', async () => {
+    const pairs = await viaBoth('sequence_classification', { inputs: [['what is the capital of france', 'paris'], 'paris'] });
+    expect(pairs.tool.structuredContent).toEqual(pairs.http);
+    const [pair, single] = (pairs.tool.structuredContent as { results: { logits: number[] }[] }).results;
+    expect(pair.logits).not.toEqual(single.logits);
+    const { client } = await connect(urls.sequence_classification);
+    const error = (await client.callTool({ name: 'run_encoder', arguments: { inputs: [['only one']] } }).catch((e: unknown) => e)) as McpError;
+    expect(error).toBeInstanceOf(McpError);
+    expect(error.code).toBe(-32600);
+    const http = await fetch(`${urls.sequence_classification}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: [['only one']] }) });
+    expect(http.status).toBe(422);
+    expect(error.message).toBe(`MCP error -32600: ${await http.text()}`);
+  });
+});
+
 describe('MCP errors and protocol details', () => {
   it('answers a failure of the model with JSON-RPC error -32603 and data null, for InternalError and ConfigError', async () => {
     for (const failure of [new InternalError('onnxruntime: the run failed'), new ConfigError('transform: Postprocess is missing')]) {
