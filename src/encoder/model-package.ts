@@ -37,7 +37,10 @@ export interface ModelPackage {
 
 /** Pooling and normalisation as served: the configuration's, else the sentence-transformers layout's, else mean and true. */
 export function resolvePooling(config: Pick<BuildConfig, 'modelType' | 'pooling' | 'normalize' | 'paths'>): { pooling: Pooling; normalize: boolean } {
-  const layout = POOLED_MODEL_TYPES.includes(config.modelType) ? readSentenceTransformersLayout(path.dirname(config.paths.modelConfigPath)) : null;
+  // The layout is read only for what the configuration leaves open: a layout this server cannot reproduce must not fail
+  // a build whose configuration already says how to pool.
+  const open = config.pooling === null || config.normalize === null;
+  const layout = open && POOLED_MODEL_TYPES.includes(config.modelType) ? readSentenceTransformersLayout(path.dirname(config.paths.modelConfigPath)) : null;
   return { pooling: config.pooling ?? layout?.pooling ?? 'mean', normalize: config.normalize ?? layout?.normalize ?? true };
 }
 

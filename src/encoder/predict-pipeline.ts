@@ -230,7 +230,7 @@ export class PredictPipeline implements Predictor {
   /** Validates the body (InputError) and returns the model type's response; runtime failures are InternalError. */
   async predict(body: unknown): Promise<PredictResponse> {
     const request = parsePredictRequest(this.modelType, body);
-    const encodings = this.#encodeAll(request.inputs as readonly TextOrPair[], (input) =>
+    const encodings = this.#encodeAll('inputs', request.inputs as readonly TextOrPair[], (input) =>
       typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]),
     );
     const placed = await this.#scheduler.submit(encodings);
@@ -254,7 +254,7 @@ export class PredictPipeline implements Predictor {
     }
     const width = this.#model.signature.output.shape.at(-1);
     if (dimensions !== undefined && typeof width === 'number' && dimensions > width) throw tooManyDimensions(dimensions, width);
-    const encodings = this.#encodeAll(request.inputs, (input, index) =>
+    const encodings = this.#encodeAll('input', request.inputs, (input, index) =>
       typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index),
     );
     const placed = await this.#scheduler.submit(encodings);
@@ -284,7 +284,7 @@ export class PredictPipeline implements Predictor {
     if (this.modelType !== 'sequence_classification') {
       throw new InputError(`this server serves a ${this.modelType} model; rerank needs a sequence_classification (cross-encoder) model`);
     }
-    const encodings = this.#encodeAll(request.documents, (document) => this.tokenizer.encodePair(request.query, document));
+    const encodings = this.#encodeAll('documents', request.documents, (document) => this.tokenizer.encodePair(request.query, document));
     const placed = await this.#scheduler.submit(encodings);
     const scores = placed.map(({ output, row }, index) =>
       this.#finite(index, () => {
@@ -314,11 +314,11 @@ export class PredictPipeline implements Predictor {
    * Tokenizes every input with `encode` and checks the request's token budget. Every input is at least one token, so
    * a request with more inputs than the limit is refused before tokenizing.
    */
-  #encodeAll<T>(inputs: readonly T[], encode: (input: T, index: number) => Encoding): Encoding[] {
-    if (inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${inputs.length} inputs`);
+  #encodeAll<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding): Encoding[] {
+    if (inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${inputs.length} inputs`, field);
     const encodings = inputs.map(encode);
     const tokens = tokensOf(encodings);
-    if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`);
+    if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`, field);
     return encodings;
   }
 
@@ -391,9 +391,10 @@ export class PredictPipeline implements Predictor {
     }
   }
 
-  #tooManyTokens(what: string): InputError {
+  /** `field`: the request field that holds the inputs, for OpenAI-style errors (`input`, `documents`). */
+  #tooManyTokens(what: string, field: string): InputError {
     return new InputError(`the request holds ${what}, more than the limit of ${this.#maxRequestTokens} tokens per request; send fewer or shorter inputs`, {
-      field: 'input',
+      field,
     });
   }
 

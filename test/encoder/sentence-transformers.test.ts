@@ -61,6 +61,13 @@ describe('the sentence-transformers layout of a model folder', () => {
     expect(resolvePooling({ ...config(''), modelType: 'sequence_classification' })).toEqual({ pooling: 'mean', normalize: true });
   });
 
+  it('a layout this server cannot reproduce does not fail a configuration that sets both pooling and normalize', () => {
+    const dir = layout({ 'modules.json': MODULES, '1_Pooling/config.json': flags(['weightedmean_tokens']) });
+    const config = (extra: string) => parseBuildConfig(`encoder:\n  name: m\n  path: ${dir}\n  model_type: sentence_embedding\n${extra}`, { baseDir: dir });
+    expect(resolvePooling(config('  pooling: mean\n  normalize: true\n'))).toEqual({ pooling: 'mean', normalize: true });
+    expect(() => resolvePooling(config('  pooling: mean\n'))).toThrow(/pooling_mode_weightedmean_tokens is not supported/);
+  });
+
   it('pooling and normalize are refused on a classification model, rerank_label on an embedding model', () => {
     const yaml = (type: string, extra: string) => `encoder:\n  name: m\n  path: ./m\n  model_type: ${type}\n${extra}`;
     expect(() => parseBuildConfig(yaml('token_classification', '  pooling: mean\n'), { baseDir: '/' })).toThrow('"encoder.pooling" applies to embedding and sentence_embedding models, not token_classification');
