@@ -10,9 +10,10 @@
  * Offsets are Unicode code points of the input string (Rust char indices), never UTF-16 units.
  *
  * What the server uses: `encode` truncates to `maxLength` (from tokenizer_config.json) and never
- * pads; batches are padded by `pad` to their longest member. The truncation and padding stored in
- * tokenizer.json are ignored there, but `encodeWith(text, fileSettings())` reproduces them
- * exactly (that is how the golden files' own configuration is checked).
+ * pads; `encodePair` does the same for a text pair (a cross-encoder's query and document) with the
+ * post-processor's pair form; batches are padded by `pad` to their longest member. The truncation
+ * and padding stored in tokenizer.json are ignored there, but `encodeWith(text, fileSettings(), pair?)`
+ * reproduces them exactly (that is how the golden files' own configuration is checked).
  */
 import { ConfigError, InputError } from '../errors.ts';
 import { AddedVocabulary, type Split } from './added-vocabulary.ts';
@@ -20,15 +21,18 @@ import { type TokenModel, createModel } from './models.ts';
 import { NormalizedString } from './normalized-string.ts';
 import { type Normalizer, createNormalizer } from './normalizers.ts';
 import {
+  NO_PAIR_TEMPLATE,
   type PadSpec,
   type PostProcessor,
   type WorkEncoding,
-  concatEncodings,
   createPostProcessor,
   padTo,
-  truncate,
+  postProcess,
 } from './post-processors.ts';
 import { type PreTokenizer, createPreTokenizer } from './pre-tokenizers.ts';
+import { FILE_STRATEGIES, type TruncationStrategy, tokenizeLimit, truncateEncodings } from './truncation.ts';
+
+export type { TruncationStrategy } from './truncation.ts';
 
 export interface Encoding {
   /** token ids including special tokens */
@@ -55,11 +59,12 @@ export interface PaddedBatch {
 export interface TruncationSettings {
   /** total length including special tokens */
   maxLength: number;
-  /** Which sequence of a pair loses tokens (HF's TruncationStrategy); default longest_first. Single sequences: right truncation. */
+  /**
+   * Which text of a pair loses tokens (HF's TruncationStrategy), default longest_first. A single text is cut on the
+   * right, except that only_second refuses one that is too long (as HF does).
+   */
   strategy?: TruncationStrategy;
 }
-
-export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
 export interface PaddingSettings {
   /** 'longest' pads a single encode to its own length (BatchLongest on a batch of one) */
@@ -73,48 +78,6 @@ export interface PaddingSettings {
 export interface EncodeSettings {
   truncation: TruncationSettings | null;
   padding: PaddingSettings | null;
-}
-
-/** tokenizer.json's names of the truncation strategies. */
-const FILE_STRATEGIES: Record<string, TruncationStrategy> = { LongestFirst: 'longest_first', OnlyFirst: 'only_first', OnlySecond: 'only_second' };
-
-/**
- * HF's truncate_encodings for a pair (tokenizers/src/utils/truncation.rs), right truncation without stride, to
- * `max` content tokens in all. longest_first keeps the shorter text whole when the longer can give up enough, else
- * cuts both to half of `max` (the second text gets the odd token); only_first / only_second cut one text and fail
- * when it is too short to lose enough.
- */
-function truncatePair(a: WorkEncoding, b: WorkEncoding, max: number, strategy: TruncationStrategy): void {
-  const total = a.ids.length + b.ids.length;
-  if (total <= max) return;
-  if (max === 0) {
-    // no room besides the special tokens: both texts are emptied, whatever the strategy (as the reference does)
-    truncate(a, 0);
-    truncate(b, 0);
-    return;
-  }
-  if (strategy === 'longest_first') {
-    let n1 = a.ids.length;
-    let n2 = b.ids.length;
-    const swap = n1 > n2;
-    if (swap) [n1, n2] = [n2, n1];
-    n2 = n1 > max ? n1 : Math.max(n1, max - n1);
-    if (n1 + n2 > max) {
-      n1 = Math.floor(max / 2);
-      n2 = n1 + (max % 2);
-    }
-    if (swap) [n1, n2] = [n2, n1];
-    truncate(a, n1);
-    truncate(b, n2);
-    return;
-  }
-  const target = strategy === 'only_first' ? a : b;
-  const toRemove = total - max;
-  if (target.ids.length <= toRemove) {
-    const which = strategy === 'only_first' ? 'first' : 'second';
-    throw new InputError(`the ${which} text of the pair is too short to remove the ${toRemove} tokens that truncation (${strategy}) needs`);
-  }
-  truncate(target, target.ids.length - toRemove);
 }
 
 /** model_max_length above this is HF's "no limit" sentinel (1e30) or nonsense: the default applies. */
@@ -204,6 +167,11 @@ export class EncoderTokenizer {
     return this.postProcessor?.addedTokens(pair) ?? 0;
   }
 
+  /** Whether the post-processor has a form for two texts (not so: a TemplateProcessing without "pair"). */
+  supportsPairs(): boolean {
+    return this.postProcessor?.supportsPairs ?? true;
+  }
+
   /** Id of the padding token used by `pad`. */
   get padId(): number {
     return this.padSpec.padId;
@@ -236,29 +204,36 @@ export class EncoderTokenizer {
   }
 
   /**
-   * Two texts as one input, as a cross-encoder reads a query and a document: the post-processor's pair template
-   * (`[CLS] A [SEP] B [SEP]` with type ids 0 and 1 for BERT), truncated to maxLength with HF's default pair strategy
-   * longest_first. Offsets of the second text's tokens are into the second text.
+   * Two texts as one input, as a cross-encoder reads a query and a document: the post-processor's pair form
+   * (`[CLS] A [SEP] B [SEP]` with type ids 0 then 1 for BERT, `<s> A </s></s> B </s>` for RoBERTa, a template's
+   * `pair`), truncated to maxLength with HF's default pair strategy longest_first, no padding. Offsets of the second
+   * text's tokens are into the second text. ConfigError when the tokenizer has no pair form (`supportsPairs`).
    */
   encodePair(text: string, pair: string): Encoding {
     return this.encodeWith(text, { truncation: { maxLength: this.maxLength, strategy: 'longest_first' }, padding: null }, pair);
   }
 
-  /** Encode with explicit truncation / padding (Rust's TruncationParams / PaddingParams semantics), of one text or a pair. */
+  /**
+   * One text, or a pair, with explicit truncation / padding (Rust's TruncationParams / PaddingParams semantics, right
+   * direction, no stride). InputError when the truncation cannot be met (max_length below the special tokens, a text
+   * too short for only_first / only_second).
+   */
   encodeWith(text: string, settings: EncodeSettings, pair?: string): Encoding {
-    if (typeof text !== 'string' || (pair !== undefined && typeof pair !== 'string')) throw new InputError('text must be a string');
-    let e = this.encodeContent(text, 0);
-    // HF encodes the second text with type id 1; the pair template may set others.
-    const b = pair === undefined ? null : this.encodeContent(pair, 1);
-    if (settings.truncation) {
-      const added = this.addedTokens(b !== null);
-      const max = settings.truncation.maxLength - added;
-      if (max < 0) throw new InputError(`truncation max_length ${settings.truncation.maxLength} is below the special tokens`);
-      if (b === null) truncate(e, max);
-      else truncatePair(e, b, max, settings.truncation.strategy ?? 'longest_first');
+    if (typeof text !== 'string') throw new InputError('text must be a string');
+    if (pair !== undefined && typeof pair !== 'string') throw new InputError('the second text of a pair must be a string');
+    const isPair = pair !== undefined;
+    if (isPair && !this.supportsPairs()) {
+      throw new ConfigError(NO_PAIR_TEMPLATE);
     }
-    if (b !== null) e = this.postProcessor ? this.postProcessor.processPair(e, b, true) : concatEncodings([e, b]);
-    else if (this.postProcessor) e = this.postProcessor.process(e, true);
+    const t = settings.truncation;
+    const strategy = t?.strategy ?? 'longest_first';
+    const max = t ? t.maxLength - this.addedTokens(isPair) : Infinity;
+    if (max < 0) throw new InputError(`truncation max_length ${t?.maxLength} is below the special tokens`);
+    // the type ids HF gives each sequence before the post-processor (which may set others)
+    const a = this.encodeContent(text, 0, t ? tokenizeLimit(t.maxLength, strategy, 0) : Infinity);
+    const b = isPair ? this.encodeContent(pair, 1, t ? tokenizeLimit(t.maxLength, strategy, 1) : Infinity) : null;
+    if (t) truncateEncodings(a, b, max, strategy);
+    const e = postProcess(this.postProcessor, b ? [a, b] : [a], true);
     const p = settings.padding;
     if (p) {
       let target = typeof p.strategy === 'object' ? p.strategy.fixed : e.ids.length;
@@ -293,8 +268,11 @@ export class EncoderTokenizer {
     return { batchSize, sequenceLength, inputIds, attentionMask, tokenTypeIds };
   }
 
-  /** Everything before truncation and post-processing: the content tokens with their offsets. */
-  private encodeContent(text: string, typeId: number): WorkEncoding {
+  /**
+   * Everything before truncation and post-processing: the content tokens with their offsets, of type `typeId`.
+   * Stops after the first pre-token that brings the count to `limit` or more (HF's early exit, truncation.ts).
+   */
+  private encodeContent(text: string, typeId: number, limit: number): WorkEncoding {
     const root = NormalizedString.fromString(text);
     const e: WorkEncoding = { ids: [], tokens: [], offsets: [], typeIds: [], specialTokensMask: [], attentionMask: [] };
     if (root.length === 0) return e;
@@ -328,6 +306,8 @@ export class EncoderTokenizer {
           if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1), typeId);
           else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b, typeId);
         }
+        // added tokens count toward the limit but only a tokenized pre-token stops it, as in HF
+        if (e.ids.length >= limit) return e;
       }
     }
     return e;

@@ -1,10 +1,11 @@
 /**
- * Post-processors (special tokens, type ids, offset trimming), truncation and padding, as in the
- * Rust reference: truncate the content to `max_length - added special tokens`, then post-process,
- * then pad.
+ * Post-processors (special tokens, type ids, offset trimming) and padding, as in the Rust reference: truncate the
+ * content to `max_length - added special tokens` (truncation.ts), then post-process, then pad. A post-processor works
+ * as HF's `process_encodings`: on the list of encodings (one per sequence of the input, then the pieces earlier
+ * processors of a Sequence made), and `postProcess` concatenates what comes out.
  */
 import type { Encoding } from './encoder-tokenizer.ts';
-import { ConfigError, InputError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import { isWhitespace } from './unicode.ts';
 
 /** The encoding while it is built (mutated in place); the same shape as the public Encoding. */
@@ -12,10 +13,20 @@ export type WorkEncoding = Encoding;
 
 export interface PostProcessor {
   /** Number of special tokens added to a single sequence, or to a pair. */
-  addedTokens(pair?: boolean): number;
-  process(e: WorkEncoding, addSpecialTokens: boolean): WorkEncoding;
-  /** Two sequences as one: the pair form of the special tokens and type ids (HF's `process` with a pair). */
-  processPair(a: WorkEncoding, b: WorkEncoding, addSpecialTokens: boolean): WorkEncoding;
+  addedTokens(pair: boolean): number;
+  /** False when the configuration has no form for two sequences (a TemplateProcessing without "pair"). */
+  readonly supportsPairs: boolean;
+  /** HF's `process_encodings`: the encodings in (type ids already those of their sequence index), the pieces out. */
+  processEncodings(encodings: WorkEncoding[], addSpecialTokens: boolean): WorkEncoding[];
+}
+
+/**
+ * HF's `PostProcessor::process` + `Encoding::merge`: one encoding per sequence (type ids 0 for the first, 1 for the
+ * second, as the tokenizer made them), processed, concatenated; offsets stay relative to each sequence's own text.
+ */
+export function postProcess(processor: PostProcessor | null, encodings: WorkEncoding[], addSpecialTokens: boolean): WorkEncoding {
+  const pieces = processor ? processor.processEncodings(encodings, addSpecialTokens) : encodings;
+  return pieces.length === 1 ? pieces[0] : concatEncodings(pieces);
 }
 
 type Json = Record<string, unknown>;
@@ -77,51 +88,62 @@ function pair(v: unknown, what: string): [string, number] {
   return [v[0], v[1]];
 }
 
-/** Without special tokens, a pair is its two sequences one after the other (HF's default merge). */
-function mergedPair(a: WorkEncoding, b: WorkEncoding): WorkEncoding {
-  return concatEncodings([a, b]);
+/** Why a tokenizer refuses text pairs (HF cannot even load such a tokenizer.json). */
+export const NO_PAIR_TEMPLATE = 'tokenizer: the TemplateProcessing post-processor has no "pair" template, so it cannot encode text pairs';
+
+/** Every token's type id set to `typeId` (in place). */
+function setTypeIds(e: WorkEncoding, typeId: number): void {
+  e.typeIds = e.ids.map(() => typeId);
 }
 
+/**
+ * BertProcessing: `[CLS] A [SEP]` then `B [SEP]`, type ids as they come (0, then 1 for B and its [SEP]).
+ * RobertaProcessing: offsets trimmed, every type id 0, `<s> A </s>` then `</s> B </s>`. Either way the first
+ * encoding of the list is treated as the first sequence and every other one as a following one (HF's loop).
+ */
 function bertLike(c: Json, roberta: boolean): PostProcessor {
   const sep = pair(c.sep, `${String(c.type)} "sep"`);
   const cls = pair(c.cls, `${String(c.type)} "cls"`);
   const trim = roberta && c.trim_offsets !== false;
   const addPrefixSpace = c.add_prefix_space !== false;
-  const clsOf = (typeId: number) => specialEncoding([cls[1]], [cls[0]], typeId);
-  const sepOf = (typeId: number) => specialEncoding([sep[1]], [sep[0]], typeId);
-  // BERT: [CLS] A [SEP] B [SEP], B and its [SEP] of type 1. RoBERTa: <s> A </s></s> B </s>, every type 0.
-  const pairType = roberta ? 0 : 1;
+  const special = (token: [string, number], typeId: number) => specialEncoding([token[1]], [token[0]], typeId);
   return {
-    addedTokens: (isPair = false) => (isPair ? (roberta ? 4 : 3) : 2),
-    process(e, add) {
-      if (trim) trimOffsets(e, addPrefixSpace);
-      e.typeIds = e.ids.map(() => 0);
-      if (!add) return e;
-      return concatEncodings([clsOf(0), e, sepOf(0)]);
-    },
-    processPair(a, b, add) {
-      if (trim) {
-        trimOffsets(a, addPrefixSpace);
-        trimOffsets(b, addPrefixSpace);
+    addedTokens: (isPair) => (isPair ? (roberta ? 4 : 3) : 2),
+    supportsPairs: true,
+    processEncodings(encodings, add) {
+      if (roberta) {
+        for (const e of encodings) {
+          if (trim) trimOffsets(e, addPrefixSpace);
+          setTypeIds(e, 0);
+        }
       }
-      a.typeIds = a.ids.map(() => 0);
-      b.typeIds = b.ids.map(() => pairType);
-      if (!add) return mergedPair(a, b);
-      return roberta ? concatEncodings([clsOf(0), a, sepOf(0), sepOf(0), b, sepOf(0)]) : concatEncodings([clsOf(0), a, sepOf(0), b, sepOf(1)]);
+      if (!add) return encodings;
+      return encodings.flatMap((e, i) => {
+        if (i === 0) return [special(cls, 0), e, special(sep, 0)];
+        return roberta ? [special(sep, 0), e, special(sep, 0)] : [e, special(sep, 1)];
+      });
     },
   };
 }
 
+/**
+ * TemplateProcessing: the `single` template for one encoding, `pair` for two, each Sequence piece taking its type
+ * id; special tokens only when they are added. HF cannot load a template without `pair`; here it serves single
+ * texts and refuses pairs.
+ */
 function template(c: Json): PostProcessor {
   const single = c.single;
   if (!Array.isArray(single)) throw new ConfigError('tokenizer: TemplateProcessing needs a "single" template');
+  if (c.pair !== undefined && c.pair !== null && !Array.isArray(c.pair)) {
+    throw new ConfigError('tokenizer: TemplateProcessing "pair" must be a template list');
+  }
   const specials = (c.special_tokens ?? {}) as Record<string, { ids?: unknown; tokens?: unknown }>;
-  type Piece = { kind: 'seq'; id: 'A' | 'B'; typeId: number } | { kind: 'special'; ids: number[]; tokens: string[]; typeId: number };
+  type Piece = { kind: 'seq'; index: 0 | 1; typeId: number } | { kind: 'special'; ids: number[]; tokens: string[]; typeId: number };
   const parse = (p: unknown): Piece => {
     const o = (p ?? {}) as Json;
     if (o.Sequence && typeof o.Sequence === 'object') {
       const s = o.Sequence as Json;
-      return { kind: 'seq', id: s.id === 'B' ? 'B' : 'A', typeId: Number.isInteger(s.type_id) ? (s.type_id as number) : 0 };
+      return { kind: 'seq', index: s.id === 'B' ? 1 : 0, typeId: Number.isInteger(s.type_id) ? (s.type_id as number) : 0 };
     }
     if (o.SpecialToken && typeof o.SpecialToken === 'object') {
       const s = o.SpecialToken as Json;
@@ -139,33 +161,54 @@ function template(c: Json): PostProcessor {
     }
     throw new ConfigError('tokenizer: TemplateProcessing template pieces must be Sequence or SpecialToken');
   };
-  const pieces = single.map(parse);
+  const singlePieces = single.map(parse);
   const pairPieces = Array.isArray(c.pair) ? c.pair.map(parse) : null;
-  const specialCount = (template: Piece[]) => template.reduce((n, p) => n + (p.kind === 'special' ? p.ids.length : 0), 0);
-  const added = specialCount(pieces);
-  const pairAdded = pairPieces ? specialCount(pairPieces) : added;
-  const apply = (template: Piece[], sequences: Record<'A' | 'B', WorkEncoding>, add: boolean): WorkEncoding => {
-    const parts: WorkEncoding[] = [];
-    for (const p of template) {
-      if (p.kind === 'seq') {
-        const e = sequences[p.id];
-        e.typeIds = e.ids.map(() => p.typeId);
-        parts.push(e);
-      } else if (add) {
-        parts.push(specialEncoding(p.ids, p.tokens, p.typeId));
-      }
-    }
-    return concatEncodings(parts);
-  };
+  // HF indexes the encodings by the sequence id: B in the single template panics there
+  if (singlePieces.some((p) => p.kind === 'seq' && p.index === 1)) {
+    throw new ConfigError('tokenizer: the TemplateProcessing "single" template uses sequence B');
+  }
+  const specialCount = (pieces: Piece[]) => pieces.reduce((n, p) => n + (p.kind === 'special' ? p.ids.length : 0), 0);
+  const addedSingle = specialCount(singlePieces);
+  const addedPair = pairPieces ? specialCount(pairPieces) : 0;
   return {
-    addedTokens: (isPair = false) => (isPair ? pairAdded : added),
-    process: (e, add) => apply(pieces, { A: e, B: e }, add),
-    processPair(a, b, add) {
-      // HF applies the pair template only with special tokens; without, the two sequences keep their type ids.
-      if (!add) return mergedPair(a, b);
-      if (!pairPieces) throw new InputError("this model's tokenizer has no template for text pairs (TemplateProcessing without \"pair\")");
-      return apply(pairPieces, { A: a, B: b }, add);
+    addedTokens: (isPair) => (isPair ? addedPair : addedSingle),
+    supportsPairs: pairPieces !== null,
+    processEncodings(encodings, add) {
+      const pieces = encodings.length === 1 ? singlePieces : encodings.length === 2 ? pairPieces : null;
+      if (!pieces) {
+        throw new ConfigError(
+          encodings.length === 2
+            ? NO_PAIR_TEMPLATE
+            : 'tokenizer: TemplateProcessing cannot follow a post-processor that added special tokens (HF cannot either)',
+        );
+      }
+      const used = new Set<WorkEncoding>();
+      const out: WorkEncoding[] = [];
+      for (const p of pieces) {
+        if (p.kind === 'special') {
+          if (add) out.push(specialEncoding(p.ids, p.tokens, p.typeId));
+          continue;
+        }
+        const e = encodings[p.index];
+        // a sequence the template repeats is a copy each time (HF clones), so later steps cannot alter it twice
+        const piece = used.has(e) ? copyEncoding(e) : e;
+        used.add(e);
+        setTypeIds(piece, p.typeId);
+        out.push(piece);
+      }
+      return out;
     },
+  };
+}
+
+function copyEncoding(e: WorkEncoding): WorkEncoding {
+  return {
+    ids: e.ids.slice(),
+    tokens: e.tokens.slice(),
+    offsets: e.offsets.map((o) => [o[0], o[1]] as [number, number]),
+    typeIds: e.typeIds.slice(),
+    specialTokensMask: e.specialTokensMask.slice(),
+    attentionMask: e.attentionMask.slice(),
   };
 }
 
@@ -181,20 +224,15 @@ export function createPostProcessor(cfg: unknown): PostProcessor | null {
     case 'TemplateProcessing':
       return template(c);
     case 'ByteLevel': {
+      // trims offsets only: no special tokens, and each sequence keeps its type id (0, then 1)
       const trim = c.trim_offsets !== false;
       const addPrefixSpace = c.add_prefix_space !== false;
       return {
         addedTokens: () => 0,
-        process(e) {
-          if (trim) trimOffsets(e, addPrefixSpace);
-          return e;
-        },
-        processPair(a, b) {
-          if (trim) {
-            trimOffsets(a, addPrefixSpace);
-            trimOffsets(b, addPrefixSpace);
-          }
-          return mergedPair(a, b);
+        supportsPairs: true,
+        processEncodings(encodings) {
+          if (trim) for (const e of encodings) trimOffsets(e, addPrefixSpace);
+          return encodings;
         },
       };
     }
@@ -202,38 +240,18 @@ export function createPostProcessor(cfg: unknown): PostProcessor | null {
       if (!Array.isArray(c.processors)) throw new ConfigError('tokenizer: Sequence post-processor needs a "processors" list');
       const steps = c.processors.map((p) => createPostProcessor(p)).filter((p): p is PostProcessor => p !== null);
       return {
-        addedTokens: (isPair = false) => steps.reduce((n, s) => n + s.addedTokens(isPair), 0),
-        process(e, add) {
-          for (const s of steps) e = s.process(e, add);
-          return e;
-        },
-        processPair(a, b, add) {
-          // Every step but the last sees the two sequences apart (HF passes the list of encodings along); the
-          // sequences are merged once, by the last step.
-          const last = steps.at(-1);
-          if (!last) return mergedPair(a, b);
-          for (const s of steps.slice(0, -1)) {
-            a = s.process(a, false);
-            b = s.process(b, false);
-          }
-          return last.processPair(a, b, add);
+        addedTokens: (isPair) => steps.reduce((n, s) => n + s.addedTokens(isPair), 0),
+        supportsPairs: steps.every((s) => s.supportsPairs),
+        processEncodings(encodings, add) {
+          // each step takes the whole list the previous one gave (HF chains process_encodings)
+          for (const s of steps) encodings = s.processEncodings(encodings, add);
+          return encodings;
         },
       };
     }
     default:
       throw new ConfigError(`tokenizer: unsupported post-processor "${String(c.type)}" (offsets cannot be computed)`);
   }
-}
-
-/** Right truncation of one sequence to `max` tokens (stride 0). */
-export function truncate(e: WorkEncoding, max: number): void {
-  if (e.ids.length <= max) return;
-  e.ids.length = max;
-  e.tokens.length = max;
-  e.offsets.length = max;
-  e.typeIds.length = max;
-  e.specialTokensMask.length = max;
-  e.attentionMask.length = max;
 }
 
 export interface PadSpec {
