@@ -119,7 +119,7 @@ function algorithms(): void {
     const results = [
       perValue('String(double) (17 digits, not float32)', values, () => values.forEach((v) => String(v))),
       perValue('JSON.stringify(number[]) (17 digits)', values, () => JSON.stringify(list)),
-      perValue(`toPrecision(6..9) loop (${disagreements} ties/odd cases differ)`, values, () => values.forEach((v) => viaToPrecision(v))),
+      perValue(`toPrecision(6..9) loop (${disagreements} texts differ: ties round up)`, values, () => values.forEach((v) => viaToPrecision(v))),
       ...(setName === 'random bits' ? [] : [perValue('exact candidate search', values, () => values.forEach((v) => viaCandidateSearch(v)))]),
       perValue('formatFloat32 (one string per value)', values, () => values.forEach((v) => formatFloat32(v))),
       perValue('writeFloat32Array (384 per call)', values, () => {
