@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { EmbedResult } from '../../encoder/schemas.ts';
+import { writeFloat32Array } from '../../shared/float32-json.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
 
 /**
@@ -108,13 +109,15 @@ function inputProblem(input: unknown): string {
 }
 
 /**
- * The response body. `base64` carries each vector's float32 bytes, little-endian, as OpenAI does (every target this
- * program builds for is little-endian, so the array's own bytes are those).
+ * The response body. `float` writes each value as the shortest decimal that reads back as the same float32 (about 40%
+ * fewer bytes and half the time of JSON.stringify of the numbers, src/shared/float32-json.ts); `base64` carries each
+ * vector's float32 bytes, little-endian, as OpenAI does (every target this program builds for is little-endian, so the
+ * array's own bytes are those).
  */
 function embeddingsResponseJson(result: EmbedResult, format: 'float' | 'base64'): string {
   const data = result.vectors.map((vector, index) => {
     const embedding =
-      format === 'base64' ? JSON.stringify(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64')) : JSON.stringify(Array.from(vector));
+      format === 'base64' ? JSON.stringify(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64')) : writeFloat32Array(vector);
     return `{"object":"embedding","index":${index},"embedding":${embedding}}`;
   });
   const usage = JSON.stringify({ prompt_tokens: result.promptTokens, total_tokens: result.promptTokens });
