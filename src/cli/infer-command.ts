@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InternalError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
+import { stringifyJson } from '../shared/float32-json.ts';
 import { parseFileName, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
@@ -33,7 +34,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
         const body: Record<string, unknown> = { inputs: texts };
         if (pipeline.modelType === 'embedding') body.normalize = options.normalize ?? true;
         if (pipeline.modelType === 'sentence_embedding' && options.normalize !== undefined) body.normalize = options.normalize;
-        const json = `${JSON.stringify(await pipeline.predict(body))}\n`;
+        const json = `${stringifyJson(await pipeline.predict(body))}\n`;
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
       } finally {

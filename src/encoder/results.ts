@@ -4,6 +4,7 @@ import type {
   TokenClassification,
   TokenInfo,
 } from './schemas.ts';
+import { formatFloat32 } from '../shared/float32-json.ts';
 import { normalizeInPlace } from './pooling.ts';
 import type { Tensor } from './tensor.ts';
 import type { Encoding } from './tokenizer/index.ts';
@@ -16,28 +17,26 @@ import type { Encoding } from './tokenizer/index.ts';
 type EmbeddingResult = EmbeddingResponse['results'][number];
 
 /**
- * `hidden` is [batch, sequence, hidden]. With `normalize`, each token vector is scaled to unit L2 length while it
- * is copied out (one pass, no intermediate tensor), dividing by max(norm, 1e-12) as torch's F.normalize does.
+ * `hidden` is [batch, sequence, hidden]. With `normalize`, each token vector is scaled to unit L2 length in float32,
+ * dividing by max(norm, 1e-12) as torch's F.normalize does.
  */
 export function embeddingResult(hidden: Tensor, row: number, encoding: Encoding, normalize: boolean): EmbeddingResult {
   const [, sequence, width] = hidden.dims;
   const embeddings: EmbeddingResult['embeddings'] = [];
   forEachInputToken(encoding, sequence, (position, tokenInfo) => {
-    const start = (row * sequence + position) * width;
-    const embedding = numbersOf(hidden.data, start, width);
-    if (normalize) scaleToUnitLength(embedding);
+    const embedding = finiteCopy(hidden.data, (row * sequence + position) * width, width);
+    if (normalize) normalizeInPlace(embedding);
     embeddings.push({ embedding, token_info: tokenInfo });
   });
   return { embeddings };
 }
 
 /** `pooled` is [batch, hidden]: one vector per input, optionally scaled to unit L2 length. */
-export function sentenceEmbeddingResult(pooled: Tensor, row: number, normalize: boolean): { embedding: number[] } {
+export function sentenceEmbeddingResult(pooled: Tensor, row: number, normalize: boolean): { embedding: Float32Array } {
   const width = pooled.dims[1];
-  const vector = pooled.data.slice(row * width, (row + 1) * width);
-  // in float32, as /v1/embeddings computes it, so that both routes give the same values
-  if (normalize) normalizeInPlace(vector);
-  return { embedding: numbersOf(vector, 0, width) };
+  const embedding = finiteCopy(pooled.data, row * width, width);
+  if (normalize) normalizeInPlace(embedding);
+  return { embedding };
 }
 
 /** Throws NonFiniteOutputError when `values` holds NaN or ±Infinity, which JSON cannot carry. */
@@ -46,13 +45,6 @@ export function requireFinite(values: Float32Array): Float32Array {
   for (let i = 0; i < values.length; i++) check += values[i] * 0;
   if (check !== 0) throw new NonFiniteOutputError(values.find((value) => !Number.isFinite(value))!);
   return values;
-}
-
-function scaleToUnitLength(values: number[]): void {
-  let squares = 0;
-  for (const value of values) squares += value * value;
-  const scale = 1 / Math.max(Math.sqrt(squares), 1e-12);
-  for (let i = 0; i < values.length; i++) values[i] *= scale;
 }
 
 /** `logits` and `scores` are [batch, labels]. */
@@ -66,8 +58,8 @@ export function sequenceClassificationResult(
   const rowScores = scores.data.subarray(row * width, (row + 1) * width);
   const predictedIndex = indexOfMax(rowScores);
   const result: SequenceClassificationResult = {
-    logits: numbersOf(logits.data, row * width, width),
-    scores: numbersOf(rowScores, 0, width),
+    logits: finiteCopy(logits.data, row * width, width),
+    scores: finiteCopy(rowScores, 0, width),
     predicted_index: predictedIndex,
   };
   if (labels) result.predicted_label = labelOf(labels, predictedIndex);
@@ -90,10 +82,10 @@ export function tokenClassificationResult(
     const best = indexOfMax(rowScores);
     tokens.push({
       token_info: tokenInfo,
-      logits: numbersOf(logits.data, start, width),
-      scores: numbersOf(rowScores, 0, width),
+      logits: finiteCopy(logits.data, start, width),
+      scores: finiteCopy(rowScores, 0, width),
       label: labelOf(labels, best),
-      score: rowScores[best],
+      score: Number(formatFloat32(rowScores[best])),
     });
   });
   return { tokens };
@@ -129,17 +121,9 @@ export class NonFiniteOutputError extends Error {
 }
 
 /**
- * A plain array of `count` values from `start`; a counted loop is several times faster than Array.from(subarray).
- * Throws NonFiniteOutputError for NaN or ±Infinity, which JSON.stringify would silently turn into null.
+ * A copy of `count` values from `start` (a result must not hold a view of the batch's output, which is reused).
+ * Throws NonFiniteOutputError for NaN or ±Infinity, which JSON cannot carry.
  */
-function numbersOf(data: Float32Array, start: number, count: number): number[] {
-  const out = new Array<number>(count);
-  let check = 0; // stays 0 unless a value is NaN or ±Infinity (value * 0 is then NaN)
-  for (let i = 0; i < count; i++) {
-    const value = data[start + i];
-    out[i] = value;
-    check += value * 0;
-  }
-  if (check !== 0) throw new NonFiniteOutputError(out.find((value) => !Number.isFinite(value))!);
-  return out;
+function finiteCopy(data: Float32Array, start: number, count: number): Float32Array {
+  return requireFinite(data.slice(start, start + count));
 }

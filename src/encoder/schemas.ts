@@ -240,21 +240,27 @@ export interface ClassificationRequest {
 
 export type PredictRequest = EmbeddingRequest | SentenceEmbeddingRequest | ClassificationRequest;
 
+/*
+ * The response types as the predictor returns them: model outputs stay Float32Array (the float32 values the model
+ * computed, no copy into number[]). Front ends write them with stringifyJson (src/shared/float32-json.ts), which
+ * prints each as the shortest decimal that reads back as the same float32; JSON.stringify would write an object.
+ */
+
 export interface EmbeddingResponse {
-  results: { embeddings: { embedding: number[]; token_info?: TokenInfo }[] }[];
+  results: { embeddings: { embedding: Float32Array; token_info?: TokenInfo }[] }[];
   model_id: string;
   metadata?: Record<string, string>;
 }
 
 export interface SentenceEmbeddingResponse {
-  results: { embedding: number[] }[];
+  results: { embedding: Float32Array }[];
   model_id: string;
   metadata?: Record<string, string>;
 }
 
 export interface SequenceClassificationResult {
-  logits: number[];
-  scores: number[];
+  logits: Float32Array;
+  scores: Float32Array;
   predicted_index: number;
   predicted_label?: string;
 }
@@ -267,9 +273,10 @@ export interface SequenceClassificationResponse {
 
 export interface TokenClassification {
   token_info: TokenInfo;
-  logits: number[];
-  scores: number[];
+  logits: Float32Array;
+  scores: Float32Array;
   label: string;
+  /** The top score, as the double whose shortest text is the float32's (formatFloat32). */
   score: number;
 }
 

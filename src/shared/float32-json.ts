@@ -485,3 +485,12 @@ function quoteKey(key: string): string {
   }
   return quoted;
 }
+
+/** The JSON shape of a value that holds Float32Arrays, as stringifyJson writes it and JSON.parse reads it back. */
+export type JsonOf<T> = T extends Float32Array
+  ? number[]
+  : T extends (infer Item)[]
+    ? JsonOf<Item>[]
+    : T extends object
+      ? { [Key in keyof T]: JsonOf<T[Key]> }
+      : T;

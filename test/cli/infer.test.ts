@@ -7,6 +7,7 @@ import type { SequenceClassificationResponse } from '../../src/encoder/schemas.t
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
 
 let work: string;
 let modelDir: string;
@@ -27,10 +28,10 @@ describe('encoder infer', () => {
     const { code, stdout, stderr } = await runCliCaptured(['infer', '--config', config('ok'), 'first text', 'second', 'third one here']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const response = JSON.parse(stdout) as SequenceClassificationResponse;
+    const response = JSON.parse(stdout) as JsonOf<SequenceClassificationResponse>;
     expect(response.model_id).toBe('ok');
     expect(response.results).toHaveLength(3);
-    const alone = JSON.parse((await runCliCaptured(['infer', '--config', config('ok'), 'second'])).stdout) as SequenceClassificationResponse;
+    const alone = JSON.parse((await runCliCaptured(['infer', '--config', config('ok'), 'second'])).stdout) as JsonOf<SequenceClassificationResponse>;
     expect(alone.results[0].logits[0]).toBeCloseTo(response.results[1].logits[0], 5);
   });
 
@@ -39,7 +40,7 @@ describe('encoder infer', () => {
     const { code, stdout } = await runCliCaptured(['infer', '-c', config('file'), 'text', '-o', out]);
     expect(code).toBe(0);
     expect(stdout).toBe('');
-    expect((JSON.parse(readFileSync(out, 'utf8')) as SequenceClassificationResponse).results).toHaveLength(1);
+    expect((JSON.parse(readFileSync(out, 'utf8')) as JsonOf<SequenceClassificationResponse>).results).toHaveLength(1);
   });
 
   it('exits 2 for configuration errors, naming the problem', async () => {
@@ -99,7 +100,7 @@ describe('encoder infer', () => {
     const result = spawnSync(bin, ['infer', '--config', config('bin'), 'hello there'], { encoding: 'utf8', env });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    expect((JSON.parse(result.stdout) as SequenceClassificationResponse).results[0].predicted_label).toMatch(/^(neg|pos)$/);
+    expect((JSON.parse(result.stdout) as JsonOf<SequenceClassificationResponse>).results[0].predicted_label).toMatch(/^(neg|pos)$/);
     const usage = spawnSync(bin, ['infer', '--config', 'x.yaml', '--bogus', 'text'], { encoding: 'utf8', env });
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain("unknown option '--bogus'");

@@ -7,6 +7,7 @@ import type { EmbeddingResponse } from '../../src/encoder/schemas.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
 
 /**
  * Smoke test of the aarch64 Linux target under qemu user emulation (Debian qemu-user-static, with the arm64
@@ -58,8 +59,8 @@ describe.skipIf(reason !== null || !hasBaseRuntime())('aarch64 model executable 
       timeout: 180_000,
     });
     expect(run.status, run.stderr).toBe(0);
-    const arm = JSON.parse(run.stdout) as EmbeddingResponse;
-    const host = JSON.parse((await runCliCaptured(['infer', '--config', config, text])).stdout) as EmbeddingResponse;
+    const arm = JSON.parse(run.stdout) as JsonOf<EmbeddingResponse>;
+    const host = JSON.parse((await runCliCaptured(['infer', '--config', config, text])).stdout) as JsonOf<EmbeddingResponse>;
     const armTokens = arm.results[0].embeddings;
     const hostTokens = host.results[0].embeddings;
     expect(armTokens.map((t) => t.token_info)).toEqual(hostTokens.map((t) => t.token_info));

@@ -11,6 +11,7 @@ import type {
 } from '../../src/encoder/schemas.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
 
 const ajv = new Ajv();
 let dir: string;
@@ -37,7 +38,7 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     const { code, stdout, stderr } = await runCliCaptured(['infer', '--config', config, ...texts]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const response = JSON.parse(stdout) as EmbeddingResponse;
+    const response = JSON.parse(stdout) as JsonOf<EmbeddingResponse>;
     expect(ajv.validate(RESPONSE_SCHEMAS.embedding, response)).toBe(true);
     expect(response.model_id).toBe('emb');
     expect(response.results).toHaveLength(3);
@@ -61,7 +62,7 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     const config = writeConfig('sentence', 'tiny-bert-sentence-embedding', 'embedding');
     const { code, stdout } = await runCliCaptured(['infer', '--config', config, 'Hello world!']);
     expect(code).toBe(0);
-    const embeddings = (JSON.parse(stdout) as EmbeddingResponse).results[0].embeddings;
+    const embeddings = (JSON.parse(stdout) as JsonOf<EmbeddingResponse>).results[0].embeddings;
     expect(embeddings.map((e) => e.token_info?.token_id)).toEqual([7592, 2088, 999]);
     expect(norm(embeddings[0].embedding)).toBeCloseTo(1, 5);
   });
@@ -70,7 +71,7 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     const config = writeConfig('emb-raw', 'tiny-bert-embedding', 'embedding');
     const { code, stdout } = await runCliCaptured(['infer', '--config', config, '--no-normalize', 'Hello world!']);
     expect(code).toBe(0);
-    const norms = (JSON.parse(stdout) as EmbeddingResponse).results[0].embeddings.map((e) => norm(e.embedding));
+    const norms = (JSON.parse(stdout) as JsonOf<EmbeddingResponse>).results[0].embeddings.map((e) => norm(e.embedding));
     expect(norms.some((n) => Math.abs(n - 1) > 1e-3)).toBe(true);
   });
 
@@ -78,7 +79,7 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     const config = writeConfig('cls', 'tiny-bert-sequence-classification', 'sequence_classification');
     const { code, stdout } = await runCliCaptured(['infer', '--config', config, 'I love it', 'I hate it']);
     expect(code).toBe(0);
-    const response = JSON.parse(stdout) as SequenceClassificationResponse;
+    const response = JSON.parse(stdout) as JsonOf<SequenceClassificationResponse>;
     expect(ajv.validate(RESPONSE_SCHEMAS.sequence_classification, response)).toBe(true);
     for (const result of response.results) {
       expect(result.logits).toHaveLength(2);
@@ -96,7 +97,7 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     const { code, stdout } = await runCliCaptured(['infer', '--config', config, 'John lives in Berlin', '-o', out]);
     expect(code).toBe(0);
     expect(stdout).toBe('');
-    const response = JSON.parse(readFileSync(out, 'utf8')) as TokenClassificationResponse;
+    const response = JSON.parse(readFileSync(out, 'utf8')) as JsonOf<TokenClassificationResponse>;
     expect(ajv.validate(RESPONSE_SCHEMAS.token_classification, response)).toBe(true);
     const tokens = response.results[0].tokens;
     expect(tokens.map((t) => t.token_info.token)).toEqual(['john', 'lives', 'in', 'berlin']);
@@ -131,7 +132,7 @@ describe.skipIf(!hasShared)('infer on the shared tiny-bert exports', () => {
     const { code, stdout, stderr } = await runCliCaptured(['infer', '--config', config, '--no-normalize', golden.text]);
     expect(code).toBe(0);
     expect(stderr).toContain('using "output_0"');
-    const embeddings = (JSON.parse(stdout) as EmbeddingResponse).results[0].embeddings;
+    const embeddings = (JSON.parse(stdout) as JsonOf<EmbeddingResponse>).results[0].embeddings;
     expect(embeddings).toHaveLength(11);
     embeddings.forEach(({ embedding }, i) => {
       const expected = rows[i + 1];

@@ -15,6 +15,7 @@ import { createHttpApp } from '../../src/serve/http/index.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
 
 const INFO = serverInfo({ target: 'x86_64-unknown-linux-gnu' });
 const apps: FastifyInstance[] = [];
@@ -58,14 +59,14 @@ afterAll(async () => {
 
 describe('sentence_embedding on /predict', () => {
   it('answers one vector per input, unit length by default, raw with normalize: false', async () => {
-    const normalized = (await (await post(sentence.url, '/predict', { inputs: ['hello world', 'a longer text here'] })).json()) as SentenceEmbeddingResponse;
+    const normalized = (await (await post(sentence.url, '/predict', { inputs: ['hello world', 'a longer text here'] })).json()) as JsonOf<SentenceEmbeddingResponse>;
     expect(normalized.model_id).toBe('m-sentence_embedding');
     expect(normalized.results).toHaveLength(2);
     for (const { embedding } of normalized.results) {
       expect(embedding).toHaveLength(32);
       expect(norm(embedding)).toBeCloseTo(1, 5);
     }
-    const raw = (await (await post(sentence.url, '/predict', { inputs: ['hello world'], normalize: false })).json()) as SentenceEmbeddingResponse;
+    const raw = (await (await post(sentence.url, '/predict', { inputs: ['hello world'], normalize: false })).json()) as JsonOf<SentenceEmbeddingResponse>;
     const scale = norm(raw.results[0].embedding);
     expect(scale).not.toBeCloseTo(1, 2);
     raw.results[0].embedding.forEach((value, i) => expect(value / scale).toBeCloseTo(normalized.results[0].embedding[i], 5));
@@ -97,13 +98,12 @@ describe('POST /v1/embeddings through the official openai client', () => {
     const decoded = asBase64.data.map((d) => Array.from(new Float32Array(new Uint8Array(Buffer.from(d.embedding as unknown as string, 'base64')).buffer)));
     // float prints the shortest decimal of each float32: it reads back as exactly the same float32
     expect(decoded).toEqual(asFloat.data.map((d) => d.embedding.map(Math.fround)));
-    const predicted = (await (await post(sentence.url, '/predict', { inputs: texts })).json()) as SentenceEmbeddingResponse;
+    const predicted = (await (await post(sentence.url, '/predict', { inputs: texts })).json()) as JsonOf<SentenceEmbeddingResponse>;
     asFloat.data.forEach((item, i) => {
       expect(item.object).toBe('embedding');
       expect(item.index).toBe(i);
-      expect(item.embedding.map(Math.fround)).toEqual(predicted.results[i].embedding);
-      // shortest: never more digits than the float64 form /predict prints
-      expect(JSON.stringify(item.embedding).length).toBeLessThan(JSON.stringify(predicted.results[i].embedding).length);
+      // /predict prints the same shortest float32 decimals
+      expect(JSON.stringify(item.embedding)).toBe(JSON.stringify(predicted.results[i].embedding));
     });
     expect(asFloat.model).toBe('m-sentence_embedding');
     const tokenCount = texts.map((text) => sentence.pipeline.tokenizer.encode(text).ids.length).reduce((a, b) => a + b);
@@ -219,7 +219,7 @@ describe('pooling parity on tinybert-golden (real weights, published per-token o
     const { text, outputs } = golden();
     const rows = outputs['output_0_per_token_including_CLS_and_SEP'];
     const served = await serve(sharedModel('tinybert-golden'), 'sentence_embedding', '  pooling: mean\n');
-    const response = (await (await post(served.url, '/predict', { inputs: [text], normalize: false })).json()) as SentenceEmbeddingResponse;
+    const response = (await (await post(served.url, '/predict', { inputs: [text], normalize: false })).json()) as JsonOf<SentenceEmbeddingResponse>;
     const mean = rows[0].map((_, k) => rows.reduce((sum, row) => sum + row[k], 0) / rows.length);
     expect(response.results[0].embedding).toHaveLength(50);
     response.results[0].embedding.forEach((value, k) => expect(Math.abs(value - mean[k])).toBeLessThan(1e-5));
@@ -235,7 +235,7 @@ describe('pooling parity on tinybert-golden (real weights, published per-token o
     };
     for (const [pooling, vector] of Object.entries(expected)) {
       const served = await serve(sharedModel('tinybert-golden'), 'sentence_embedding', `  pooling: ${pooling}\n  normalize: false\n`);
-      const response = (await (await post(served.url, '/predict', { inputs: [text] })).json()) as SentenceEmbeddingResponse;
+      const response = (await (await post(served.url, '/predict', { inputs: [text] })).json()) as JsonOf<SentenceEmbeddingResponse>;
       response.results[0].embedding.forEach((value, k) => expect(Math.abs(value - vector[k]), `${pooling}[${k}]`).toBeLessThan(1e-5));
     }
   });

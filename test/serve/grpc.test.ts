@@ -12,7 +12,9 @@ import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { PredictPipeline, type Predictor } from '../../src/encoder/predict-pipeline.ts';
 import type { ModelMetadata, PredictResponse } from '../../src/encoder/schemas.ts';
 import { createGrpcServer, type GrpcFrontEnd } from '../../src/serve/grpc/index.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { predictResponseOf } from '../helpers/predict-responses.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
@@ -110,10 +112,10 @@ class StubPredictor implements Predictor {
   readonly modelId = 'stub-model';
   readonly bodies: unknown[] = [];
   readonly modelType: ModelType;
-  readonly #answer: (body: unknown) => PredictResponse;
+  readonly #answer: (body: unknown) => JsonOf<PredictResponse>;
   readonly #metadata: ModelMetadata;
 
-  constructor(modelType: ModelType, answer: (body: unknown) => PredictResponse, metadata?: ModelMetadata) {
+  constructor(modelType: ModelType, answer: (body: unknown) => JsonOf<PredictResponse>, metadata?: ModelMetadata) {
     this.modelType = modelType;
     this.#answer = answer;
     this.#metadata = metadata ?? { model_id: this.modelId, model_type: modelType };
@@ -125,7 +127,7 @@ class StubPredictor implements Predictor {
 
   async predict(body: unknown): Promise<PredictResponse> {
     this.bodies.push(structuredClone(body));
-    return this.#answer(body);
+    return predictResponseOf(this.#answer(body));
   }
 
   embed(): Promise<never> {
@@ -146,10 +148,10 @@ function expectFloat32Equal(actual: unknown, expected: unknown, where = 'respons
     expect(typeof actual, where).toBe('number');
     const want = Math.fround(expected);
     expect(Math.abs((actual as number) - want), `${where}: ${actual} vs ${expected}`).toBeLessThanOrEqual(tolerance * Math.max(1, Math.abs(want)));
-  } else if (Array.isArray(expected)) {
+  } else if (Array.isArray(expected) || expected instanceof Float32Array) {
     expect(Array.isArray(actual), where).toBe(true);
     expect((actual as unknown[]).length, `${where}.length`).toBe(expected.length);
-    expected.forEach((item, i) => expectFloat32Equal((actual as unknown[])[i], item, `${where}[${i}]`, tolerance));
+    Array.from(expected as ArrayLike<unknown>).forEach((item, i) => expectFloat32Equal((actual as unknown[])[i], item, `${where}[${i}]`, tolerance));
   } else if (expected !== null && typeof expected === 'object') {
     expect(Object.keys(actual as object).sort(), `${where} keys`).toEqual(Object.keys(expected).sort());
     for (const [key, value] of Object.entries(expected)) expectFloat32Equal((actual as Record<string, unknown>)[key], value, `${where}.${key}`, tolerance);
@@ -532,7 +534,7 @@ const ENCODERFILE_METADATA_PROTO = `syntax = "proto3";
 
 describe('field numbers and types on the wire (spec 2 table)', () => {
   const tokenInfo = { token: 'caf', token_id: 7, start: 0, end: 3 };
-  const answers: Record<ModelType, PredictResponse> = {
+  const answers: Record<ModelType, JsonOf<PredictResponse>> = {
     sentence_embedding: { results: [{ embedding: [0.1, -1.5, 3e-7] }, { embedding: [] }], model_id: 'stub-model', metadata: { trace: 'abc' } },
     embedding: {
       results: [{ embeddings: [{ embedding: [0.1, -1.5, 3e-7], token_info: tokenInfo }, { embedding: [2, 0, -0.25] }] }, { embeddings: [] }],

@@ -16,6 +16,7 @@ import {
 import { createHttpApp } from '../../src/serve/http/index.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { stringifyJson, type JsonOf } from '../../src/shared/float32-json.ts';
 
 const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
 const LABELS: Record<ModelType, string[] | undefined> = {
@@ -105,13 +106,18 @@ describe.each(MODEL_TYPES)('HTTP routes of a %s model', (modelType) => {
     const response = await postJson(served[modelType].url, request);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    const body = (await response.json()) as PredictResponse;
+    const text = await response.text();
+    const body = JSON.parse(text) as JsonOf<PredictResponse>;
     expect(ajv.validate(RESPONSE_SCHEMAS[modelType], body), ajv.errorsText()).toBe(true);
     expect(body.results).toHaveLength(2);
     expect(body.model_id).toBe(`http-${modelType}`);
     expect(body.metadata).toEqual({ request_id: '7' });
-    // what the HTTP layer adds is transport only: the body is the predictor's response for the same request
-    expect(body).toEqual(await served[modelType].pipeline.predict(request));
+    // what the HTTP layer adds is transport only: the body is the predictor's response for the same request, its
+    // float32 outputs written as the shortest decimals that read back as the same float32 values
+    const predicted = await served[modelType].pipeline.predict(request);
+    expect(text).toBe(stringifyJson(predicted));
+    // and in ECMAScript's number layout, so a client re-serializing the body gets the same text
+    expect(JSON.stringify(body)).toBe(text);
   });
 
   it('POST /predict answers 422 text/plain with the reason for every invalid request', async () => {
@@ -284,7 +290,7 @@ describe('HTTP under concurrent requests', () => {
     const responses = await Promise.all(texts.map((text) => postJson(url, { inputs: [text], metadata: { i: text } })));
     for (const [i, response] of responses.entries()) {
       expect(response.status).toBe(200);
-      const body = (await response.json()) as SequenceClassificationResponse;
+      const body = (await response.json()) as JsonOf<SequenceClassificationResponse>;
       expect(body.metadata).toEqual({ i: texts[i] });
       const alone = (await pipeline.predict({ inputs: [texts[i]] })) as SequenceClassificationResponse;
       expect(body.results[0].predicted_index).toBe(alone.results[0].predicted_index);

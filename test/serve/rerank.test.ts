@@ -13,6 +13,7 @@ import type { SequenceClassificationResponse } from '../../src/encoder/schemas.t
 import { createHttpApp } from '../../src/serve/http/index.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
 
 const INFO = serverInfo({ target: 'x86_64-unknown-linux-gnu' });
 const apps: FastifyInstance[] = [];
@@ -31,8 +32,8 @@ function post(url: string, route: string, body: unknown): Promise<Response> {
   return fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 }
 
-async function predictPairs(url: string, query: string, documents: string[]): Promise<SequenceClassificationResponse> {
-  return (await (await post(url, '/predict', { inputs: documents.map((document) => [query, document]) })).json()) as SequenceClassificationResponse;
+async function predictPairs(url: string, query: string, documents: string[]): Promise<JsonOf<SequenceClassificationResponse>> {
+  return (await (await post(url, '/predict', { inputs: documents.map((document) => [query, document]) })).json()) as JsonOf<SequenceClassificationResponse>;
 }
 
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));

@@ -79,7 +79,9 @@ export function describeGate(result: GateResult): string {
 }
 
 /** Equal-length vectors as one [count, width] output. */
-function asOutput(vectors: number[][]): OutputTensor {
+function asOutput(vectors: Float32Array[]): OutputTensor {
   const width = vectors[0]?.length ?? 0;
-  return { data: Float32Array.from(vectors.flat()), dims: [vectors.length, width] };
+  const data = new Float32Array(vectors.length * width);
+  vectors.forEach((vector, row) => data.set(vector, row * width));
+  return { data, dims: [vectors.length, width] };
 }

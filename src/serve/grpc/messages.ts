@@ -4,6 +4,7 @@ import type {
   ModelMetadata,
   PredictResponse,
 } from '../../encoder/schemas.ts';
+import type { JsonOf } from '../../shared/float32-json.ts';
 
 /**
  * Translation between spec 2's protobuf messages (as proto-loader objects: original field names, enums as
@@ -48,7 +49,7 @@ export interface GrpcModelMetadata {
 }
 
 /** Any of the three Predict responses: the predictor's response with `metadata` always present (a map cannot be absent). */
-export type GrpcPredictResponse = Omit<PredictResponse, 'metadata'> & { metadata: Record<string, string> };
+export type GrpcPredictResponse = Omit<JsonOf<PredictResponse>, 'metadata'> & { metadata: Record<string, string> };
 
 /**
  * The predictor's request body. A protobuf map cannot be absent, so an empty `metadata` map means "no metadata"
@@ -66,12 +67,28 @@ export function predictBodyOf(modelType: ModelType, request: GrpcPredictRequest)
 }
 
 /**
- * The Predict response message. The predictor's result shapes already use the message field names; only the
- * metadata map needs a value when absent. Optional `token_info` and `predicted_label` stay absent when absent.
+ * The Predict response message. The predictor's result shapes already use the message field names; the metadata
+ * map needs a value when absent, and the float vectors must be arrays (proto-loader's fromObject refuses typed
+ * arrays; `repeated float` carries the same float32 values). Optional `token_info` and `predicted_label` stay absent.
  */
 export function grpcPredictResponseOf(response: PredictResponse): GrpcPredictResponse {
   const { metadata, ...rest } = response;
-  return { ...rest, metadata: metadata ?? {} } as GrpcPredictResponse;
+  return { ...(withArrays(rest) as object), metadata: metadata ?? {} } as GrpcPredictResponse;
+}
+
+function withArrays(value: unknown): unknown {
+  if (value instanceof Float32Array) {
+    const numbers = new Array<number>(value.length); // a counted loop: several times faster than Array.from
+    for (let i = 0; i < value.length; i++) numbers[i] = value[i];
+    return numbers;
+  }
+  if (Array.isArray(value)) return value.map(withArrays);
+  if (value !== null && typeof value === 'object') {
+    const copy: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(value)) copy[key] = withArrays(member);
+    return copy;
+  }
+  return value;
 }
 
 /** GetModelMetadataResponse: the ModelType enum by name and id2label keyed by index (empty for embedding models). */

@@ -1,4 +1,5 @@
 import { parsePredictRequest } from '../../encoder/requests.ts';
+import type { JsonOf } from '../../shared/float32-json.ts';
 import type {
   EmbeddingResponse,
   ModelMetadata,
@@ -19,7 +20,7 @@ export interface Example<T> {
 export interface PredictExamples {
   /** Request examples and, under the same names, the responses they get. */
   requests: Record<string, Example<PredictRequest>>;
-  responses: Record<string, Example<PredictResponse>>;
+  responses: Record<string, Example<JsonOf<PredictResponse>>>;
   /** 422 bodies, each the message the request validator gives for a bad request. */
   inputErrors: Record<string, Example<string>>;
   /** The error thrown for the first of them, for the MCP example of the same failure. */
@@ -96,14 +97,14 @@ const TOKENS: Record<string, TokenInfo[]> = {
   ],
 };
 
-function responseTo(request: PredictRequest, metadata: ModelMetadata): PredictResponse {
+function responseTo(request: PredictRequest, metadata: ModelMetadata): JsonOf<PredictResponse> {
   const tokensOf = (text: TextOrPair) => TOKENS[text as string];
-  let results: PredictResponse['results'];
+  let results: JsonOf<PredictResponse>['results'];
   switch (metadata.model_type) {
     case 'embedding': {
       const normalize = 'normalize' in request && request.normalize === true;
       results = request.inputs.map(
-        (text, i): EmbeddingResponse['results'][number] => ({
+        (text, i): JsonOf<EmbeddingResponse>['results'][number] => ({
           embeddings: tokensOf(text).map((token_info, t) => ({ embedding: vector(i, t, normalize), token_info })),
         }),
       );
@@ -123,7 +124,7 @@ function responseTo(request: PredictRequest, metadata: ModelMetadata): PredictRe
       }));
       break;
   }
-  const response = { results, model_id: metadata.model_id } as PredictResponse;
+  const response = { results, model_id: metadata.model_id } as JsonOf<PredictResponse>;
   if (request.metadata) response.metadata = request.metadata;
   return response;
 }
@@ -154,17 +155,17 @@ function argmaxOf(values: number[]): number {
   return values.reduce((best, value, i) => (value > values[best] ? i : best), 0);
 }
 
-function sequenceResult(seed: number, id2label: Record<string, string>): SequenceClassificationResult {
+function sequenceResult(seed: number, id2label: Record<string, string>): JsonOf<SequenceClassificationResult> {
   const logits = logitsOf(seed, classes(id2label));
   const scores = softmaxOf(logits);
   const predicted = argmaxOf(scores);
-  const result: SequenceClassificationResult = { logits, scores, predicted_index: predicted };
+  const result: JsonOf<SequenceClassificationResult> = { logits, scores, predicted_index: predicted };
   // predicted_label only when the model has labels (spec 2), as the pipeline does
   if (Object.keys(id2label).length > 0) result.predicted_label = id2label[predicted] ?? `LABEL_${predicted}`;
   return result;
 }
 
-function tokenResult(token_info: TokenInfo, seed: number, id2label: Record<string, string>): TokenClassification {
+function tokenResult(token_info: TokenInfo, seed: number, id2label: Record<string, string>): JsonOf<TokenClassification> {
   const logits = logitsOf(seed, classes(id2label));
   const scores = softmaxOf(logits);
   const predicted = argmaxOf(scores);

@@ -13,6 +13,7 @@ import type { ModelType } from '../../encoder/config.ts';
 import { isEncoderError } from '../../encoder/errors.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type PredictResponse } from '../../encoder/schemas.ts';
+import { stringifyJson, type JsonOf } from '../../shared/float32-json.ts';
 import type { ServerInfo } from '../server-info.ts';
 
 /** Spec 2: the one protocol version served. */
@@ -56,12 +57,14 @@ export function jsonRpcErrorOf(error: unknown): JsonRpcError {
   return new JsonRpcError(ErrorCode.InternalError, `Internal error: ${error instanceof Error ? error.message : String(error)}`);
 }
 
-/** The tool's result: the HTTP response as structured content, and as JSON text for clients that read only text. */
-export function toolResultOf(response: PredictResponse): CallToolResult {
-  return {
-    content: [{ type: 'text', text: JSON.stringify(response) }],
-    structuredContent: response as unknown as Record<string, unknown>,
-  };
+/**
+ * The tool's result: the HTTP response as structured content, and as JSON text for clients that read only text.
+ * The structured content is the text read back, so its numbers are the float32 values' shortest decimals, which the
+ * SDK's own JSON.stringify prints as in the text.
+ */
+export function toolResultOf(response: PredictResponse | JsonOf<PredictResponse>): CallToolResult {
+  const text = stringifyJson(response);
+  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
 }
 
 /**

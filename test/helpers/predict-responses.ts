@@ -1,0 +1,17 @@
+import type { PredictResponse } from '../../src/encoder/schemas.ts';
+import type { JsonOf } from '../../src/shared/float32-json.ts';
+
+const FLOAT_FIELDS = new Set(['embedding', 'logits', 'scores']);
+
+/** A predictor's response from its JSON form: the float fields (embedding, logits, scores) as Float32Arrays. */
+export function predictResponseOf(json: JsonOf<PredictResponse>): PredictResponse {
+  return withFloat32Arrays(json, '') as PredictResponse;
+}
+
+function withFloat32Arrays(value: unknown, key: string): unknown {
+  if (Array.isArray(value)) return FLOAT_FIELDS.has(key) ? Float32Array.from(value as number[]) : value.map((item) => withFloat32Arrays(item, ''));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([name, member]) => [name, withFloat32Arrays(member, name)]));
+  }
+  return value;
+}
