@@ -10,8 +10,10 @@ import * as sea from 'node:sea';
 import { hostTarget } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
 import type { InferenceWorkerData } from './onnxruntime-binding.ts';
+import { traceStartup } from '../src/shared/startup-trace.ts';
 
 async function main(argv: string[]): Promise<number> {
+  traceStartup('program loaded (Node start-up, bundle compiled and evaluated)');
   const io = processIo;
   let section: AssetSection | null;
   try {
@@ -21,6 +23,7 @@ async function main(argv: string[]): Promise<number> {
     io.stderr(`error: ${process.execPath}: ${error.message}\n`);
     return EXIT_INPUT_ERROR;
   }
+  traceStartup(section ? 'asset section read' : 'no asset section (base runtime)');
   const context: CliContext = {
     luaWasmPath: nativeFiles()?.luaWasm,
     // Without model assets this executable is the base runtime of its own target and version: `build` needs nothing else.

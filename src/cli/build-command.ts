@@ -1,7 +1,7 @@
 import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
-import { BUILD_STEPS, buildModel, formatBytes, type BuildReporter } from '../builder/build-model.ts';
+import type { BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
 import { parseFileName } from './arguments.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
@@ -28,7 +28,10 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
       '\nx86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',
     )
     .action(async (options: BuildCommandOptions) => {
-      const reporter = io.isTerminal ? terminalReporter(io) : plainReporter(io);
+      // the builder (ONNX rewriting with protobufjs, downloads) loads only when a build runs
+      const { BUILD_STEPS, buildModel, formatBytes } = await import('../builder/build-model.ts');
+      const stepLine = (index: number, title: string, detail: string) => `[${index}/${BUILD_STEPS.length}] ${title}: ${detail}\n`;
+      const reporter = io.isTerminal ? terminalReporter(io, stepLine, formatBytes) : plainReporter(io, stepLine);
       const built = await buildModel(
         {
           configFile: options.file,
@@ -46,17 +49,15 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
     });
 }
 
-function stepLine(index: number, title: string, detail: string): string {
-  return `[${index}/${BUILD_STEPS.length}] ${title}: ${detail}\n`;
-}
+type StepLine = (index: number, title: string, detail: string) => string;
 
 /** Not a terminal (CI, pipes): one line per finished step, no progress bar. */
-function plainReporter(io: CliIo): BuildReporter {
+function plainReporter(io: CliIo, stepLine: StepLine): BuildReporter {
   return { step: (index, title, detail) => io.stderr(stepLine(index, title, detail)), progress: () => {} };
 }
 
 /** A terminal: the same lines, plus a cli-progress bar while bytes are downloaded or appended. */
-function terminalReporter(io: CliIo): BuildReporter {
+function terminalReporter(io: CliIo, stepLine: StepLine, formatBytes: (bytes: number) => string): BuildReporter {
   let bar: SingleBar | null = null;
   const stop = () => {
     bar?.stop();

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { InternalError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
+import { traceStartup } from '../shared/startup-trace.ts';
 import { parseFileName, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
@@ -28,6 +29,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
     .action(async (texts: string[], options: InferOptions) => {
       const pkg = await source.load(options);
+      traceStartup('model package read');
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: options.threads });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
@@ -35,8 +37,10 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
         if (pipeline.modelType === 'embedding') body.normalize = options.normalize ?? true;
         if (pipeline.modelType === 'sentence_embedding' && options.normalize !== undefined) body.normalize = options.normalize;
         const json = `${stringifyJson(await pipeline.predict(body))}\n`;
+        traceStartup('first result');
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
+        traceStartup('output written');
       } finally {
         await pipeline.close();
       }

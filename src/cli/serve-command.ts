@@ -2,9 +2,10 @@ import { type Command, Option } from 'commander';
 import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
-import { startEncoderServer, type RunningServer } from '../serve/encoder-server.ts';
+import type { RunningServer } from '../serve/encoder-server.ts';
 import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
+import { traceStartup } from '../shared/startup-trace.ts';
 import type { CliContext, CliIo } from './program.ts';
 
 interface ServeCommandOptions {
@@ -51,7 +52,12 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
       }
+      // the front ends (fastify, gRPC, MCP) load only when serving, while the model loads: `infer` and `inspect`
+      // start without them
+      const frontEnds = import('../serve/encoder-server.ts');
+      frontEnds.catch(() => {}); // a failure is reported where it is awaited
       const pkg = await source.load(options);
+      traceStartup('model package read');
       const pipeline = await PredictPipeline.load(pkg, {
         ...source.pipelineOptions,
         threads: options.threads,
@@ -63,6 +69,8 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       });
       let server: RunningServer;
       try {
+        const { startEncoderServer } = await frontEnds;
+        traceStartup('front ends loaded');
         server = await startEncoderServer(pipeline, {
           http: !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit } : null,
           grpc: !options.disableGrpc ? { host: options.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null,
@@ -72,6 +80,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         await pipeline.close();
         throw error;
       }
+      traceStartup('listening');
       for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
       io.stderr(banner(pipeline, server));
       const signal = await new Promise<NodeJS.Signals>((resolve) => {

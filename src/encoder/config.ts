@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
@@ -122,8 +122,8 @@ const CONFIG_SCHEMA = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: false, verbose: true });
-const validateConfigDocument = ajv.compile(CONFIG_SCHEMA);
+/** Compiled on first use: a model executable never reads a configuration file, and start-up should not pay for it. */
+let validateConfigDocument: ValidateFunction | undefined;
 
 /** Reads and validates a build configuration file; relative paths are relative to the file's folder. */
 export function loadBuildConfig(file: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): BuildConfig {
@@ -149,6 +149,7 @@ export function parseBuildConfig(
     throw new ConfigError(`${source}: invalid YAML${line ? ` at line ${line}` : ''}: ${first.message.split('\n')[0]}`);
   }
   const raw: unknown = document.toJS();
+  validateConfigDocument ??= new Ajv({ allErrors: false, verbose: true }).compile(CONFIG_SCHEMA);
   if (!validateConfigDocument(raw)) {
     throw new ConfigError(`${source}: ${describeSchemaError(validateConfigDocument.errors ?? [], raw)}`);
   }

@@ -11,7 +11,7 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ModelType } from './config.ts';
 import { ConfigError, InputError, InternalError, type EncoderError } from './errors.ts';
-import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
+import { disableOnnxruntimeTelemetry, type ModelSignature, type OnnxModelOptions } from './onnx-model.ts';
 import type { WorkerFailure, WorkerReply, WorkerRequest } from './onnx-worker.ts';
 import { Tensor } from './tensor.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
@@ -181,6 +181,7 @@ export class InferenceWorkers {
       modelType,
       options: { ...(threads !== undefined ? { threads } : {}), ...(options.sessionOptions ? { sessionOptions: options.sessionOptions } : {}) },
     };
+    disableOnnxruntimeTelemetry(); // before any worker loads onnxruntime (see there)
     const started = await Promise.allSettled(Array.from({ length: count }, () => InferenceWorker.start(script, load)));
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) {

@@ -27,6 +27,7 @@ import type {
   SentenceEmbeddingRequest,
   TextOrPair,
 } from './schemas.ts';
+import { traceStartup } from '../shared/startup-trace.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
@@ -168,13 +169,23 @@ export class PredictPipeline implements Predictor {
     if (!(maxRequestTokens >= 1)) throw new ConfigError(`maxRequestTokens must be at least 1, got ${options.maxRequestTokens}`);
     const transformTimeoutMs = options.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS;
     if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
-    const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
     rerankIndexOf(pkg, labelsOf(pkg.modelConfig)); // an unknown rerank_label is a ConfigError before the model loads
     const modelOptions = { threads: options.threads, sessionOptions: options.sessionOptions };
-    const model: ModelRunner =
+    // Workers create their sessions on their own threads while this one reads the tokenizer.
+    const loading: Promise<ModelRunner> =
       workers === 0
-        ? await OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
-        : await InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker! });
+        ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
+        : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker! });
+    let tokenizer: EncoderTokenizer;
+    try {
+      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
+      traceStartup('tokenizer ready');
+    } catch (error) {
+      await loading.then((model) => model.close(), () => {});
+      throw error;
+    }
+    const model = await loading;
+    traceStartup('onnxruntime session ready');
     let transform: LuaTransform | null = null;
     try {
       if (pkg.transform !== null) {
@@ -187,6 +198,7 @@ export class PredictPipeline implements Predictor {
       await model.close();
       throw error;
     }
+    if (transform) traceStartup('transform ready');
     return new PredictPipeline({ pkg, tokenizer, model, transform, batching, maxRequestTokens, transformTimeoutMs });
   }
 

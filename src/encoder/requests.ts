@@ -4,14 +4,23 @@ import { InputError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
 import { REQUEST_SCHEMAS, type PredictRequest } from './schemas.ts';
 
-const ajv = new Ajv({ allErrors: false, verbose: true });
-const validators = Object.fromEntries(
-  Object.entries(REQUEST_SCHEMAS).map(([type, schema]) => [type, ajv.compile(schema)]),
-) as Record<ModelType, ValidateFunction>;
+/** Compiled on first use, one model type per process: compiling every schema at load cost start-up ~100 ms. */
+let ajv: Ajv | undefined;
+const validators = new Map<ModelType, ValidateFunction>();
+
+function validatorOf(modelType: ModelType): ValidateFunction {
+  let validate = validators.get(modelType);
+  if (validate === undefined) {
+    ajv ??= new Ajv({ allErrors: false, verbose: true });
+    validate = ajv.compile(REQUEST_SCHEMAS[modelType]);
+    validators.set(modelType, validate);
+  }
+  return validate;
+}
 
 /** Checks a prediction request body against the model type's schema; throws InputError with the reason. */
 export function parsePredictRequest(modelType: ModelType, body: unknown): PredictRequest {
-  const validate = validators[modelType];
+  const validate = validatorOf(modelType);
   if (!validate(body)) throw new InputError(describeRequestError(validate.errors?.[0], body));
   return body as PredictRequest;
 }

@@ -120,25 +120,49 @@ describe.skipIf(!hasShared)('ONNX validation of real exports', () => {
 describe.runIf(process.platform === 'linux')('onnxruntime telemetry', () => {
   // onnxruntime 1.30 reads /proc/self/cmdline for its telemetry (which overflowed the stack from ~28 KiB of command
   // line on: SIGSEGV), stores events under ~/.cache/Microsoft and uploads them. It is switched off.
-  it('is off: no telemetry folder, and a long command line (infer "<a long document>") loads', async () => {
+  /** Runs `code` (an ES module, with these imports resolved) in a fresh Node with HOME in a temporary folder. */
+  function runWithFreshHome(code: string, args: string[]): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; created: boolean } {
     const home = mkdtempSync(path.join(os.tmpdir(), 'ort-telemetry-'));
-    const modelDir = await generateTinyModel({ modelType: 'embedding' });
     const script = path.join(home, 'load.ts');
+    const source = (file: string) => JSON.stringify(path.join(import.meta.dirname, '../..', file));
     writeFileSync(
       script,
       `import { readFileSync } from 'node:fs';
-import { OnnxModel } from ${JSON.stringify(path.join(import.meta.dirname, '../../src/encoder/onnx-model.ts'))};
-await OnnxModel.load(readFileSync(${JSON.stringify(path.join(modelDir, 'model.onnx'))}), 'embedding');
-process.stdout.write('loaded');
-`,
+import { OnnxModel } from ${source('src/encoder/onnx-model.ts')};
+import { InferenceWorkers } from ${source('src/encoder/inference-workers.ts')};
+import { sourceInferenceWorker } from ${source('src/cli/installed-files.ts')};
+${code}`,
     );
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CACHE_HOME: path.join(home, '.cache') };
     delete env.ORT_DISABLE_TELEMETRY;
-    const run = spawnSync(process.execPath, [script, 'word '.repeat(8000)], { encoding: 'utf8', timeout: 60_000, env });
+    const run = spawnSync(process.execPath, [script, ...args], { encoding: 'utf8', timeout: 60_000, env });
     const created = existsSync(path.join(home, '.cache', 'Microsoft'));
     rmSync(home, { recursive: true, force: true });
+    return { status: run.status, signal: run.signal, stdout: run.stdout, stderr: run.stderr, created };
+  }
+
+  it('is off: no telemetry folder, and a long command line (infer "<a long document>") loads', async () => {
+    const modelDir = await generateTinyModel({ modelType: 'embedding' });
+    const run = runWithFreshHome(
+      `await OnnxModel.load(readFileSync(${JSON.stringify(path.join(modelDir, 'model.onnx'))}), 'embedding');
+process.stdout.write('loaded');`,
+      ['word '.repeat(8000)],
+    );
     rmSync(modelDir, { recursive: true, force: true });
     expect({ status: run.status, signal: run.signal, stdout: run.stdout }, run.stderr).toEqual({ status: 0, signal: null, stdout: 'loaded' });
-    expect(created).toBe(false);
+    expect(run.created).toBe(false);
+  });
+
+  it('is off when only worker threads load onnxruntime (serve): a worker cannot change the process environment', async () => {
+    const modelDir = await generateTinyModel({ modelType: 'embedding' });
+    const run = runWithFreshHome(
+      `const pool = await InferenceWorkers.load(readFileSync(${JSON.stringify(path.join(modelDir, 'model.onnx'))}), 'embedding', { workers: 1, worker: sourceInferenceWorker() });
+await pool.close();
+process.stdout.write('loaded');`,
+      [],
+    );
+    rmSync(modelDir, { recursive: true, force: true });
+    expect({ status: run.status, signal: run.signal, stdout: run.stdout }, run.stderr).toEqual({ status: 0, signal: null, stdout: 'loaded' });
+    expect(run.created).toBe(false);
   });
 });

@@ -9,7 +9,7 @@
  * Lua code runs synchronously, so at most one call is active in the process at any time.
  */
 import { existsSync } from 'node:fs';
-import { LuaWasm } from 'wasmoon';
+import type { LuaWasm } from 'wasmoon';
 import { ConfigError } from '../errors.ts';
 import type { Tensor } from '../tensor.ts';
 
@@ -251,6 +251,8 @@ async function instantiate(wasmPath: string | undefined): Promise<LuaModule> {
     throw new ConfigError(`transform: the Lua runtime (wasmoon .wasm file) was not found at ${wasmPath}`);
   }
   try {
+    // loaded here, not at start-up: a model without a transform never pays for the Lua runtime
+    const { LuaWasm } = await import('wasmoon');
     const lua = await LuaWasm.initialize(wasmPath);
     sendStdoutToStderr(lua);
     return new LuaModule(lua);

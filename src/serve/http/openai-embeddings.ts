@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
@@ -39,7 +39,8 @@ interface EmbeddingsRequest {
   user?: string;
 }
 
-const validateEmbeddingsRequest = new Ajv({ allErrors: false }).compile<EmbeddingsRequest>(EMBEDDINGS_REQUEST_SCHEMA);
+/** Compiled on the first request, not at start-up (a server of another model type never needs it). */
+let validateEmbeddingsRequest: ValidateFunction<EmbeddingsRequest> | undefined;
 
 /** When the server started, as `created` of its one model (OpenAI gives the model's creation time). */
 const CREATED = Math.floor(Date.now() / 1000);
@@ -71,8 +72,9 @@ function requireServedModel(predictor: Predictor, name: string): void {
 }
 
 function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
-  if (validateEmbeddingsRequest(body)) return body;
-  const error = validateEmbeddingsRequest.errors?.[0];
+  const validate = (validateEmbeddingsRequest ??= new Ajv({ allErrors: false }).compile<EmbeddingsRequest>(EMBEDDINGS_REQUEST_SCHEMA));
+  if (validate(body)) return body;
+  const error = validate.errors?.[0];
   throw new HttpError(400, describeError(error, body), { param: paramOf(error) });
 }
 

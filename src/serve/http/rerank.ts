@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
@@ -40,7 +40,8 @@ interface RerankBody {
   return_documents?: boolean;
 }
 
-const validateRerankBody = new Ajv({ allErrors: false }).compile<RerankBody>(RERANK_REQUEST_SCHEMA);
+/** Compiled on the first request, not at start-up (a server of another model type never needs it). */
+let validateRerankBody: ValidateFunction<RerankBody> | undefined;
 
 export function registerRerankRoutes(app: FastifyInstance, predictor: Predictor): void {
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -66,8 +67,9 @@ export function registerRerankRoutes(app: FastifyInstance, predictor: Predictor)
 }
 
 function parseRerankBody(body: unknown): RerankBody {
-  if (validateRerankBody(body)) return body;
-  const error = validateRerankBody.errors?.[0];
+  const validate = (validateRerankBody ??= new Ajv({ allErrors: false }).compile<RerankBody>(RERANK_REQUEST_SCHEMA));
+  if (validate(body)) return body;
+  const error = validate.errors?.[0];
   throw new HttpError(400, describeError(error, body), { param: paramOf(error) });
 }
 
