@@ -2,10 +2,13 @@
  * npm run bench:startup — what a user of the single executable waits for, for the tiny model and the
  * MiniLM-shaped one (also built with quantize: int8): base and model binary sizes, build time, first run (empty cache: native files extracted),
  * warm start-up to the first `infer` result, and the same `infer` through plain node from source, side by side.
+ * For the tiny model also: where a warm `infer` spends its time (ENCODER_TRACE_STARTUP=1 phases), how long `serve`
+ * takes from spawn to its first `GET /health` answer, and the pinned Node's own floor (`node -e 0`), against the
+ * aims of issue 14 (infer <= 120 ms, first /health <= 200 ms).
  *
  * Needs the host's base runtime: npm run build:runtime -- --target host.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,6 +68,62 @@ async function measure(name: string, modelDir: string, work: string, extra = '')
   ];
 }
 
+/** Medians of the cumulative time of each ENCODER_TRACE_STARTUP phase over warm `infer` runs. */
+function startupPhases(executable: string, env: NodeJS.ProcessEnv): (string | number)[][] {
+  const runs = Array.from({ length: RUNS }, () => {
+    const result = spawnSync(executable, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: { ...env, ENCODER_TRACE_STARTUP: '1' }, encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`infer failed: ${result.stderr}`);
+    return [...result.stderr.matchAll(/^startup +([\d.]+) ms +\+ *[\d.]+ ms +(.+)$/gm)].map((m) => [m[2], Number(m[1])] as const);
+  });
+  const phases = runs[0].map(([phase]) => phase);
+  let before = 0;
+  return phases.map((phase, i) => {
+    const at = median(runs.map((run) => run[i][1]));
+    const row = [phase, ms(at), ms(at - before)];
+    before = at;
+    return row;
+  });
+}
+
+/** Spawn to the first 200 of GET /health, polled every 2 ms; the process is stopped after each run. */
+async function serveFirstHealth(executable: string, env: NodeJS.ProcessEnv, port: number): Promise<number> {
+  const start = performance.now();
+  const child = spawn(executable, ['serve', '--http-port', String(port), '--http-hostname', '127.0.0.1', '--disable-grpc'], { env, stdio: 'ignore' });
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
+      if (performance.now() - start > 30_000) throw new Error('serve did not answer /health within 30 s');
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/health`);
+        if (response.ok) return performance.now() - start;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+async function startupAims(work: string): Promise<void> {
+  const executable = path.join(work, 'tiny');
+  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  printTable(`Warm \`infer\` of the tiny model by phase (ENCODER_TRACE_STARTUP=1; ms since the process started, medians of ${RUNS})`, ['phase', 'at', 'took'], startupPhases(executable, env));
+  const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
+  const nodeFloor = median(Array.from({ length: RUNS }, () => timed(nodeBin, ['-e', '0'], {})));
+  const warmInfer = median(Array.from({ length: RUNS }, () => timed(executable, ['infer', 'The quick brown fox jumps over the lazy dog.'], env)));
+  const health: number[] = [];
+  for (let i = 0; i < 5; i++) health.push(await serveFirstHealth(executable, env, 18_700 + i));
+  printTable('Start-up aims (tiny model, whole-process ms, medians)', ['measure', 'ms', 'aim'], [
+    ['`node -e 0` (the pinned Node alone)', ms(nodeFloor), ''],
+    [`warm \`infer\` (${RUNS} runs)`, ms(warmInfer), '<= 120'],
+    ['`serve`: spawn to first /health 200 (5 runs)', ms(median(health)), '<= 200'],
+  ]);
+}
+
 async function main(): Promise<void> {
   if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
@@ -78,6 +137,7 @@ async function main(): Promise<void> {
       ['model', 'base binary', 'model binary', 'assets', 'section overhead', 'build', 'first run (empty cache)', 'warm infer', 'node from source', 'source / warm'],
       rows,
     );
+    await startupAims(work);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -52,13 +52,11 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
       }
-      // the front ends (fastify, gRPC, MCP) load only when serving, while the model loads: `infer` and `inspect`
-      // start without them
-      const frontEnds = import('../serve/encoder-server.ts');
-      frontEnds.catch(() => {}); // a failure is reported where it is awaited
       const pkg = await source.load(options);
       traceStartup('model package read');
-      const pipeline = await PredictPipeline.load(pkg, {
+      const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit } : null;
+      const grpc = !options.disableGrpc ? { host: options.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null;
+      const loading = PredictPipeline.load(pkg, {
         ...source.pipelineOptions,
         threads: options.threads,
         workers: options.workers,
@@ -67,20 +65,23 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         maxWaitMs: options.maxWaitMs,
         maxRequestTokens: options.maxRequestTokens,
       });
+      // The front ends' code (fastify, gRPC) loads only when serving (`infer` and `inspect` start without it), here
+      // while the workers create their onnxruntime sessions on their own threads.
+      const frontEnds = import('../serve/encoder-server.ts').then(async (module) => {
+        await module.loadFrontEnds({ http, grpc });
+        traceStartup('front ends loaded');
+        return module;
+      });
+      frontEnds.catch(() => {}); // reported where it is awaited, unless the model fails to load first
+      const pipeline = await loading;
       let server: RunningServer;
       try {
         const { startEncoderServer } = await frontEnds;
-        traceStartup('front ends loaded');
-        server = await startEncoderServer(pipeline, {
-          http: !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit } : null,
-          grpc: !options.disableGrpc ? { host: options.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null,
-          target: context.target,
-        });
+        server = await startEncoderServer(pipeline, { http, grpc, target: context.target });
       } catch (error) {
         await pipeline.close();
         throw error;
       }
-      traceStartup('listening');
       for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
       io.stderr(banner(pipeline, server));
       const signal = await new Promise<NodeJS.Signals>((resolve) => {

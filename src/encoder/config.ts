@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { compileBuiltInSchema } from '../shared/built-in-schema.ts';
 import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
@@ -72,7 +73,7 @@ export interface BuildConfig {
 const stringField = { type: 'string', minLength: 1 } as const;
 
 /** JSON schema of the YAML file; messages are rewritten by `describeSchemaError`. */
-const CONFIG_SCHEMA = {
+export const CONFIG_SCHEMA = {
   type: 'object',
   required: ['encoder'],
   additionalProperties: false,
@@ -149,7 +150,7 @@ export function parseBuildConfig(
     throw new ConfigError(`${source}: invalid YAML${line ? ` at line ${line}` : ''}: ${first.message.split('\n')[0]}`);
   }
   const raw: unknown = document.toJS();
-  validateConfigDocument ??= new Ajv({ allErrors: false, verbose: true }).compile(CONFIG_SCHEMA);
+  validateConfigDocument ??= compileBuiltInSchema(CONFIG_SCHEMA, { allErrors: false, verbose: true });
   if (!validateConfigDocument(raw)) {
     throw new ConfigError(`${source}: ${describeSchemaError(validateConfigDocument.errors ?? [], raw)}`);
   }

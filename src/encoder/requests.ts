@@ -1,18 +1,17 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { compileBuiltInSchema } from '../shared/built-in-schema.ts';
 import type { ModelType } from './config.ts';
 import { InputError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
 import { REQUEST_SCHEMAS, type PredictRequest } from './schemas.ts';
 
 /** Compiled on first use, one model type per process: compiling every schema at load cost start-up ~100 ms. */
-let ajv: Ajv | undefined;
 const validators = new Map<ModelType, ValidateFunction>();
 
 function validatorOf(modelType: ModelType): ValidateFunction {
   let validate = validators.get(modelType);
   if (validate === undefined) {
-    ajv ??= new Ajv({ allErrors: false, verbose: true });
-    validate = ajv.compile(REQUEST_SCHEMAS[modelType]);
+    validate = compileBuiltInSchema(REQUEST_SCHEMAS[modelType], { allErrors: false, verbose: true });
     validators.set(modelType, validate);
   }
   return validate;

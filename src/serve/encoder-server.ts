@@ -1,10 +1,10 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError } from '../encoder/errors.ts';
 import type { Predictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
-import { createGrpcServer, type GrpcFrontEnd } from './grpc/index.ts';
-import { createHttpApp } from './http/index.ts';
+import { traceStartup } from '../shared/startup-trace.ts';
+import type { GrpcFrontEnd } from './grpc/index.ts';
 import { serverInfo } from './server-info.ts';
 
 export interface EncoderServerOptions {
@@ -26,6 +26,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Loads the code of the enabled front ends (fastify, grpc-js and protobufjs are a large part of start-up). `serve`
+ * calls it while the model loads on worker threads; startEncoderServer then finds them loaded.
+ */
+export async function loadFrontEnds(options: Pick<EncoderServerOptions, 'http' | 'grpc'>): Promise<void> {
+  await Promise.all([options.http ? import('./http/index.ts') : undefined, options.grpc ? import('./grpc/index.ts') : undefined]);
+}
+
 /** Starts the enabled front ends over one predictor. Either both start or none stays open. */
 export async function startEncoderServer(predictor: Predictor, options: EncoderServerOptions): Promise<RunningServer> {
   let http: FastifyInstance | null = null;
@@ -34,20 +42,24 @@ export async function startEncoderServer(predictor: Predictor, options: EncoderS
   let grpcPort: number | null = null;
   try {
     if (options.http) {
+      const { createHttpApp } = await import('./http/index.ts');
       http = await createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: serverInfo({ target: options.target }) });
       const { host, port } = options.http;
       await http.listen({ host, port }).catch((error: unknown) => {
         throw listenError('HTTP', hostPort(host, port), error, '--http-port, --http-hostname');
       });
+      traceStartup('HTTP listening');
       const address = http.server.address();
       httpPort = typeof address === 'object' && address ? address.port : options.http.port;
     }
     if (options.grpc) {
+      const [{ createGrpcServer }, { ServerCredentials }] = await Promise.all([import('./grpc/index.ts'), import('@grpc/grpc-js')]);
       grpcFrontEnd = createGrpcServer(predictor, { protoText: options.grpc.protoText });
       const address = hostPort(options.grpc.host, options.grpc.port);
-      grpcPort = await bindGrpc(grpcFrontEnd.server, address).catch((error: unknown) => {
+      grpcPort = await bindGrpc(grpcFrontEnd.server, address, ServerCredentials.createInsecure()).catch((error: unknown) => {
         throw listenError('gRPC', address, error, '--grpc-port, --grpc-hostname');
       });
+      traceStartup('gRPC listening');
     }
   } catch (error) {
     await http?.close();
@@ -92,9 +104,9 @@ function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-function bindGrpc(server: grpc.Server, address: string): Promise<number> {
+function bindGrpc(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
+    server.bindAsync(address, credentials, (error, port) => (error ? reject(error) : resolve(port)));
   });
 }
 

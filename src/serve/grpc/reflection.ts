@@ -3,7 +3,7 @@ import type { PackageDefinition } from '@grpc/proto-loader';
 // @grpc/reflection's ReflectionService.addToServer loads reflection.proto from the package's folder, which a
 // bundled single executable does not have. Its ReflectionV1Implementation (the package pins 1.0.4; no
 // "exports" map) answers requests without reading files; the service is registered here from the text below.
-import { ReflectionV1Implementation } from '@grpc/reflection/build/src/implementations/reflection-v1.js';
+import type { ReflectionV1Implementation } from '@grpc/reflection/build/src/implementations/reflection-v1.js';
 import type { ServerReflectionRequest } from '@grpc/reflection/build/src/generated/grpc/reflection/v1/ServerReflectionRequest.js';
 import type { ServerReflectionResponse } from '@grpc/reflection/build/src/generated/grpc/reflection/v1/ServerReflectionResponse.js';
 import { protocLikeDefinition } from './descriptors.ts';
@@ -76,22 +76,34 @@ const REFLECTION_MESSAGE_OPTIONS = { longs: String, enums: String, bytes: Array,
  * whose files reflection hands out (by symbol or file name); `listed` are the service names list_services
  * answers. Its own files are described too, from definitions parsed with the original field names, so that a
  * reflection client sees snake_case fields as in any other server. Descriptors are handed out as protoc would
- * write them (descriptors.ts), which grpcurl needs for map fields.
+ * write them (descriptors.ts), which grpcurl needs for map fields. The descriptors are built at the first reflection
+ * call: building them took ~60 ms of every start, for a service that few clients use.
  */
 export function addReflection(server: grpc.Server, described: readonly PackageDefinition[], listed: readonly string[]): void {
-  const ownFiles = REFLECTION_VERSIONS.map((version) =>
-    packageDefinitionFromText(reflectionProto(version), { keepCase: true }, `the reflection ${version} proto`),
-  );
-  const files = [...described, ...ownFiles].map(protocLikeDefinition);
-  const reflection = new ReflectionV1Implementation(Object.assign({}, ...files), { services: [...listed] });
+  let built: Promise<ReflectionV1Implementation> | undefined;
+  const reflection = () =>
+    (built ??= import('@grpc/reflection/build/src/implementations/reflection-v1.js').then(({ ReflectionV1Implementation }) => {
+      const ownFiles = REFLECTION_VERSIONS.map((version) =>
+        packageDefinitionFromText(reflectionProto(version), { keepCase: true }, `the reflection ${version} proto`),
+      );
+      const files = [...described, ...ownFiles].map(protocLikeDefinition);
+      return new ReflectionV1Implementation(Object.assign({}, ...files), { services: [...listed] });
+    }));
 
   for (const version of REFLECTION_VERSIONS) {
     const label = `the reflection ${version} proto`;
     const definition = packageDefinitionFromText(reflectionProto(version), REFLECTION_MESSAGE_OPTIONS, label);
     const service = serviceDefinition(definition, `grpc.reflection.${version}.ServerReflection`, ['ServerReflectionInfo'], label);
     const info: grpc.handleBidiStreamingCall<ServerReflectionRequest, ServerReflectionResponse> = (stream) => {
-      stream.on('data', (request: ServerReflectionRequest) => stream.write(reflection.handleServerReflectionRequest(request)));
-      stream.on('end', () => stream.end());
+      // Callbacks on one promise run in the order they were added: answers keep the order of the requests, and the
+      // stream ends after the last of them.
+      const fail = (error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error)));
+      stream.on('data', (request: ServerReflectionRequest) => {
+        reflection().then((implementation) => stream.write(implementation.handleServerReflectionRequest(request)), fail);
+      });
+      stream.on('end', () => {
+        reflection().then(() => stream.end(), fail);
+      });
     };
     server.addService(service, { ServerReflectionInfo: info });
   }

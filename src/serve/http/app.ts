@@ -4,8 +4,7 @@ import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
 import { registerMcpRoute } from './mcp-route.ts';
-import { McpServerFactory } from './mcp-server.ts';
-import { openApiDocument } from './openapi.ts';
+import type { McpServerFactory } from './mcp-server.ts';
 import { registerOpenAiRoutes } from './openai-embeddings.ts';
 import { registerRerankRoutes } from './rerank.ts';
 import { registerModelRoutes } from './routes.ts';
@@ -72,16 +71,31 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     return sendFailure(request, reply, { status: 405, message: `Method Not Allowed: ${request.method} ${path}; allowed: ${allow}` });
   });
 
-  const mcp = new McpServerFactory(predictor, options.serverInfo);
-  const openApiJson = JSON.stringify(
-    openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp }),
-  );
+  // The MCP SDK (and zod) and the OpenAPI document are the slowest parts of start-up to load and build, and most
+  // servers are never asked for them: both load at their first request.
+  const mcp = once(async (): Promise<McpServerFactory> => new (await import('./mcp-server.ts')).McpServerFactory(predictor, options.serverInfo));
+  const openApiJson = once(async () => {
+    const { openApiDocument } = await import('./openapi.ts');
+    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp() }));
+  });
   registerModelRoutes(app, predictor, openApiJson);
   registerOpenAiRoutes(app, predictor);
   registerRerankRoutes(app, predictor);
   registerMcpRoute(app, mcp);
   await app.ready();
   return app;
+}
+
+/** `make` on the first call; the same promise afterwards (a failure is retried at the next call). */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => {
+    made ??= make().catch((error: unknown) => {
+      made = undefined;
+      throw error;
+    });
+    return made;
+  };
 }
 
 /** Requests that are not HTTP at all (bad framing, huge headers, timeouts): fastify would write a JSON body. */

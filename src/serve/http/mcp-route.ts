@@ -1,4 +1,3 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { MCP_PATH, sendFailure } from './errors.ts';
 import type { McpServerFactory } from './mcp-server.ts';
@@ -10,7 +9,7 @@ import type { McpServerFactory } from './mcp-server.ts';
  * would only add framing. The body was parsed by fastify (same JSON parser, body limit and error dialect as every
  * route) and is handed to the transport as it is.
  */
-export function registerMcpRoute(app: FastifyInstance, servers: McpServerFactory): void {
+export function registerMcpRoute(app: FastifyInstance, servers: () => Promise<McpServerFactory>): void {
   app.post(MCP_PATH, async (request, reply) => {
     // MCP requires servers to check Origin against DNS rebinding. Only browsers send it, and no web page can use
     // this endpoint legitimately: it serves no pages (so nothing is same-origin) and sends no CORS headers (so a
@@ -19,7 +18,11 @@ export function registerMcpRoute(app: FastifyInstance, servers: McpServerFactory
     if (origin !== undefined) {
       return sendFailure(request, reply, { status: 403, message: `Forbidden: requests from web pages (Origin ${origin}) are not accepted` });
     }
-    const server = servers.create();
+    const [factory, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
+      servers(),
+      import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+    ]);
+    const server = factory.create();
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     // The transport reports the refusals it answers itself (406, 415, bad JSON-RPC); they are the client's problem.
     transport.onerror = (error) => request.log.info({ err: error }, 'MCP request refused');

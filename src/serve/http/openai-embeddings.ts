@@ -1,4 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { compileBuiltInSchema } from '../../shared/built-in-schema.ts';
 import type { FastifyInstance } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
@@ -72,7 +73,7 @@ function requireServedModel(predictor: Predictor, name: string): void {
 }
 
 function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
-  const validate = (validateEmbeddingsRequest ??= new Ajv({ allErrors: false }).compile<EmbeddingsRequest>(EMBEDDINGS_REQUEST_SCHEMA));
+  const validate = (validateEmbeddingsRequest ??= compileBuiltInSchema<EmbeddingsRequest>(EMBEDDINGS_REQUEST_SCHEMA, { allErrors: false }));
   if (validate(body)) return body;
   const error = validate.errors?.[0];
   throw new HttpError(400, describeError(error, body), { param: paramOf(error) });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { compileBuiltInSchema } from '../../shared/built-in-schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
@@ -67,7 +68,7 @@ export function registerRerankRoutes(app: FastifyInstance, predictor: Predictor)
 }
 
 function parseRerankBody(body: unknown): RerankBody {
-  const validate = (validateRerankBody ??= new Ajv({ allErrors: false }).compile<RerankBody>(RERANK_REQUEST_SCHEMA));
+  const validate = (validateRerankBody ??= compileBuiltInSchema<RerankBody>(RERANK_REQUEST_SCHEMA, { allErrors: false }));
   if (validate(body)) return body;
   const error = validate.errors?.[0];
   throw new HttpError(400, describeError(error, body), { param: paramOf(error) });

@@ -12,10 +12,10 @@ const HEALTH_BODY = JSON.stringify('OK!');
  * spec 2's message, which the error handler turns into a 422. A second validation here, with fastify's ajv, would
  * only produce other messages for the same schema.
  */
-export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, openApiJson: string): void {
+export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, openApiJson: () => Promise<string>): void {
   app.get('/health', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
   app.get('/model', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(predictor.metadata())));
-  app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
+  app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => {
     const response = await predictor.predict(request.body);
     // stringifyJson writes the Float32Array outputs as shortest float32 decimals (fewer bytes, and faster than

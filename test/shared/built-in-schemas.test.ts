@@ -1,0 +1,35 @@
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_SCHEMA } from '../../src/encoder/config.ts';
+import { REQUEST_SCHEMAS } from '../../src/encoder/schemas.ts';
+import { EMBEDDINGS_REQUEST_SCHEMA } from '../../src/serve/http/openai-embeddings.ts';
+import { RERANK_REQUEST_SCHEMA } from '../../src/serve/http/rerank.ts';
+import { compileBuiltInSchema } from '../../src/shared/built-in-schema.ts';
+
+// compileBuiltInSchema skips Ajv's meta-schema check at run time; this is that check, for every schema it compiles.
+const BUILT_IN: [string, object][] = [
+  ...Object.entries(REQUEST_SCHEMAS).map(([type, schema]): [string, object] => [`request of ${type}`, schema]),
+  ['build configuration', CONFIG_SCHEMA],
+  ['/v1/embeddings request', EMBEDDINGS_REQUEST_SCHEMA],
+  ['/v1/rerank request', RERANK_REQUEST_SCHEMA],
+];
+
+describe('built-in JSON schemas', () => {
+  it.each(BUILT_IN)('%s is a valid JSON schema (draft-07 meta-schema, strict mode)', (_name, schema) => {
+    const ajv = new Ajv({ strict: true, strictRequired: false });
+    expect(ajv.validateSchema(schema), ajv.errorsText()).toBe(true);
+    expect(() => ajv.compile(schema)).not.toThrow();
+  });
+
+  it('the check finds a broken schema', () => {
+    const ajv = new Ajv();
+    expect(ajv.validateSchema({ type: 'object', properties: { a: { type: 'strnig' } } })).toBe(false);
+  });
+
+  it('compiled without the meta-schema check, a validator still validates', () => {
+    const validate = compileBuiltInSchema<{ a: string }>({ type: 'object', required: ['a'], properties: { a: { type: 'string' } } });
+    expect(validate({ a: 'x' })).toBe(true);
+    expect(validate({ a: 1 })).toBe(false);
+    expect(validate.errors?.[0]?.instancePath).toBe('/a');
+  });
+});
