@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
+import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
 import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
@@ -47,7 +48,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
     .option('--max-request-tokens <n>', 'most tokens one request may hold (its inputs after tokenization); more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_TOKENS)
     .option('--threads <n>', 'onnxruntime intra-op threads per worker (default: all cores, divided between the workers)', parsePositiveInteger)
-    .option('--workers <n>', 'worker threads running onnxruntime, each with its own session (off the event loop)', parsePositiveInteger, 1)
+    .option('--workers <n>', 'worker threads running onnxruntime, each with its own session and copy of the weights (off the event loop)', parsePositiveInteger, defaultWorkerCount())
     .action(async (options: ServeCommandOptions) => {
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');

@@ -35,6 +35,17 @@ export interface InferenceWorkersOptions extends OnnxModelOptions {
 }
 
 /**
+ * `serve`'s default number of workers: two where there are two cores or more. On the 2-core development machine two
+ * single-threaded sessions served 1.7-1.8x the sequences/s of one two-threaded session at concurrency 32, and cut
+ * the p50 at concurrency 1 by a third (docs/benchmarks.md): onnxruntime's intra-op threads gained nothing there
+ * (`--threads 1` served as much as two threads). Each worker holds its own copy of the weights, so a model that
+ * barely fits in memory wants `--workers 1`.
+ */
+export function defaultWorkerCount(cores = os.availableParallelism()): number {
+  return cores >= 2 ? 2 : 1;
+}
+
+/**
  * Intra-op threads per worker when the user did not say: with one worker, onnxruntime's own default (one per physical
  * core); with several, the cores divided between them, so that n sessions running at once do not oversubscribe the
  * machine (measured in docs/benchmarks.md).

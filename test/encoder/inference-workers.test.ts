@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
 import { ConfigError, InternalError } from '../../src/encoder/errors.ts';
-import { InferenceWorkers, threadsPerWorker } from '../../src/encoder/inference-workers.ts';
+import { defaultWorkerCount, InferenceWorkers, threadsPerWorker } from '../../src/encoder/inference-workers.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { OnnxModel } from '../../src/encoder/onnx-model.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
@@ -83,6 +83,12 @@ describe('InferenceWorkers', () => {
     await expect(InferenceWorkers.load(weights, 'embedding', { workers: 1, worker: { script: '/nonexistent/worker.ts' } })).rejects.toThrow(
       /the inference worker failed to start/,
     );
+  });
+
+  it('serves with two workers by default where there are two cores or more', () => {
+    expect(defaultWorkerCount(1)).toBe(1);
+    expect(defaultWorkerCount(2)).toBe(2);
+    expect(defaultWorkerCount(64)).toBe(2);
   });
 
   it('divides the cores between workers unless threads are given', () => {
