@@ -74,6 +74,17 @@ async function bundle(entry: string, outFile: string): Promise<void> {
       },
     ],
   });
+  writeFileSync(outFile, asciiOnly(readFileSync(outFile, 'utf8')));
+}
+
+/**
+ * esbuild escapes non-ASCII characters in strings but leaves them in regular expression literals (one `µ` in a
+ * dependency's duration pattern). A main script that is not pure ASCII must be decoded from UTF-8 into a new string
+ * at every start; pure ASCII can be used as it is. \uXXXX means the same character in a string, a regular
+ * expression or an identifier.
+ */
+export function asciiOnly(code: string): string {
+  return code.replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** Fetches (once, cached under .cache/) the target's Node binary from the npm registry. */
