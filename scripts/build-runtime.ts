@@ -20,6 +20,7 @@ import { Command } from 'commander';
 import * as esbuild from 'esbuild';
 import { TARGETS, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
+import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -37,15 +38,51 @@ export function workerBundleOf(bundle: string): string {
   return path.join(path.dirname(bundle), INFERENCE_WORKER_ASSET);
 }
 
-/** Bundles the runtime and its inference worker once; every target's blob uses the same JavaScript. */
+/** Where the split bundle `name` is written beside the main bundle (runtime/split-bundles.ts). */
+export function splitBundleOf(bundle: string, name: SplitBundleName): string {
+  return path.join(path.dirname(bundle), splitBundleAsset(name));
+}
+
+/**
+ * Bundles the runtime, its inference worker and its split bundles once; every target's blob uses the same
+ * JavaScript.
+ */
 export async function bundleRuntime(outFile: string): Promise<void> {
   await Promise.all([
-    bundle(path.join(root, 'runtime', 'main.ts'), outFile),
+    bundle(path.join(root, 'runtime', 'main.ts'), outFile, [splitBundlesFromAssets()]),
     bundle(path.join(root, 'src', 'encoder', 'onnx-worker.ts'), workerBundleOf(outFile)),
+    ...Object.entries(SPLIT_BUNDLES).map(([name, entry]) => bundle(path.join(root, entry), splitBundleOf(outFile, name as SplitBundleName))),
   ]);
 }
 
-async function bundle(entry: string, outFile: string): Promise<void> {
+/**
+ * The main script's dynamic `import()` of a split bundle's entry becomes a module that evaluates the bundle from
+ * its SEA asset (runtime/split-bundles.ts), so the entry's code stays out of the main script.
+ */
+function splitBundlesFromAssets(): esbuild.Plugin {
+  const names = new Map(Object.entries(SPLIT_BUNDLES).map(([name, entry]) => [path.join(root, entry), name]));
+  const loader = path.join(root, 'runtime', 'split-bundles.ts');
+  return {
+    name: 'split-bundles-from-sea-assets',
+    setup(build) {
+      build.onResolve({ filter: /[\\/]index\.ts$/ }, (args) => {
+        const name = names.get(path.resolve(args.resolveDir, args.path));
+        if (name === undefined) return undefined;
+        if (args.kind !== 'dynamic-import') {
+          throw new Error(`${args.importer} imports ${args.path} statically: a split bundle (runtime/split-bundles.ts) is only loaded with import()`);
+        }
+        return { path: name, namespace: 'split-bundle' };
+      });
+      build.onLoad({ filter: /.*/, namespace: 'split-bundle' }, (args) => ({
+        contents: `module.exports = require(${JSON.stringify(loader)}).loadSplitBundle(${JSON.stringify(args.path)});`,
+        resolveDir: root,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] = []): Promise<void> {
   const bindingLoader = path.join(root, 'runtime', 'onnxruntime-binding.ts');
   await esbuild.build({
     entryPoints: [entry],
@@ -58,6 +95,7 @@ async function bundle(entry: string, outFile: string): Promise<void> {
     legalComments: 'none',
     logLevel: 'warning',
     plugins: [
+      ...plugins,
       {
         name: 'onnxruntime-binding-from-sea-assets',
         setup(build) {
@@ -137,6 +175,7 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
     [NATIVE_MANIFEST_ASSET]: manifestFile,
     [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'),
     [INFERENCE_WORKER_ASSET]: workerBundleOf(bundle),
+    ...Object.fromEntries(Object.keys(SPLIT_BUNDLES).map((name) => [splitBundleAsset(name as SplitBundleName), splitBundleOf(bundle, name as SplitBundleName)])),
     ...swaggerUi,
     ...sources,
   };

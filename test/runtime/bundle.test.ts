@@ -2,18 +2,26 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { asciiOnly, bundleRuntime } from '../../scripts/build-runtime.ts';
+import { asciiOnly, bundleRuntime, splitBundleOf } from '../../scripts/build-runtime.ts';
+import { SPLIT_BUNDLES, type SplitBundleName } from '../../runtime/split-bundles.ts';
 
 describe('the bundled runtime', () => {
-  it('is pure ASCII, so that the executable uses its main script without decoding it at every start', async () => {
+  it('is pure ASCII (the executable uses its main script without decoding it), the gateway and tool server apart', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'bundle-'));
     try {
       const main = path.join(dir, 'main.cjs');
       await bundleRuntime(main);
-      for (const file of [main, path.join(dir, 'onnx-worker.cjs')]) {
+      const splits = Object.keys(SPLIT_BUNDLES).map((name) => splitBundleOf(main, name as SplitBundleName));
+      for (const file of [main, path.join(dir, 'onnx-worker.cjs'), ...splits]) {
         const bytes = readFileSync(file);
         expect(bytes.length).toBeGreaterThan(100_000);
         expect(bytes.findIndex((byte) => byte >= 0x80), file).toBe(-1);
+      }
+      // the gateway's and the tool server's code is in their split bundles, not in the main script
+      const mainCode = readFileSync(main, 'utf8');
+      for (const [name, marker] of [['gateway', 'A budget this key spends from'], ['tools', 'Swagger']] as const) {
+        expect(mainCode.includes(marker), `${name}: ${marker}`).toBe(false);
+        expect(readFileSync(splitBundleOf(main, name), 'utf8').includes(marker), `${name}: ${marker}`).toBe(true);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

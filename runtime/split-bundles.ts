@@ -1,0 +1,34 @@
+import path from 'node:path';
+import * as sea from 'node:sea';
+import vm from 'node:vm';
+
+/**
+ * Parts of the program that only some commands run, bundled apart from the main script and carried as SEA assets:
+ * the gateway (with every vendor SDK) and the tool server are half of the JavaScript, and every function of a
+ * scope-hoisted bundle is created when the script starts, whether its module is ever imported or not. They import
+ * nothing of the rest of the program but src/shared/close-http.ts, so no class exists twice across bundles.
+ * scripts/build-runtime.ts bundles each entry and points the main script's dynamic `import()` of it here; from
+ * source the `import()` loads the module as usual.
+ */
+export const SPLIT_BUNDLES = {
+  gateway: 'src/gateway/index.ts',
+  tools: 'src/tools/index.ts',
+} as const;
+
+export type SplitBundleName = keyof typeof SPLIT_BUNDLES;
+
+export const splitBundleAsset = (name: SplitBundleName): string => `split/${name}.cjs`;
+
+/** Evaluates a split bundle from its SEA asset as a CommonJS module and returns its exports. */
+export function loadSplitBundle(name: SplitBundleName): unknown {
+  const asset = splitBundleAsset(name);
+  const filename = path.join(path.dirname(process.execPath), asset); // names the code in stack traces
+  const source = sea.getAsset(asset, 'utf8');
+  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename }) as (
+    ...args: unknown[]
+  ) => void;
+  const module = { exports: {} as unknown };
+  // The main script's `require` loads built-in modules, which is all a bundle requires.
+  wrapper.call(module.exports, module.exports, require, module, filename, path.dirname(filename));
+  return module.exports;
+}
