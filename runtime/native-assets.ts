@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync }
 import os from 'node:os';
 import path from 'node:path';
 import * as sea from 'node:sea';
-import { defaultCacheDir } from '../src/encoder/config.ts';
+import { cacheDirFromEnvironment } from '../src/encoder/config.ts';
 
 /**
  * Native code inside the single executable (design decision 2). `require()` of a `.node` file cannot work from
@@ -55,7 +55,7 @@ export function nativeFiles(env: NodeJS.ProcessEnv = process.env): NativeFiles |
 
 /** `ENCODER_CACHE_DIR`, else the platform's cache directory, else (not writable) the temporary directory. */
 export function runtimeCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.ENCODER_CACHE_DIR || defaultCacheDir(env);
+  return cacheDirFromEnvironment(env);
 }
 
 /**

@@ -33,6 +33,7 @@ import {
   parseChecksums,
   releaseAssetName,
   releaseFileUrl,
+  NO_RELEASE_ADDRESS,
   resolveReleaseLocation,
 } from './release.ts';
 import type { ReleaseLocation } from './release.ts';
@@ -51,7 +52,7 @@ export interface ResolveBaseRuntimeOptions {
   target: Target;
   /** The program's version: the base runtime must be of the same version. */
   version: string;
-  /** The cache directory (`defaultCacheDir()` or the configuration's `cache_dir`). */
+  /** The cache directory (the configuration's `cache_dir`, else `ENCODER_CACHE_DIR`, else the platform's). */
   cacheDir: string;
   /** `--base-binary-path`: use this file as is, no cache, no download. */
   baseBinaryPath?: string;
@@ -60,6 +61,8 @@ export interface ResolveBaseRuntimeOptions {
    * executable (`self`) or the repository's build (`repository`). Not used when it has model assets appended.
    */
   hostBase?: HostBaseRuntime;
+  /** The default release address (tests); default: package.json's repository (DEFAULT_RELEASE_URL). */
+  defaultReleaseUrl?: string | null;
   /** Release address template; overrides `ENCODER_RELEASE_URL` and the default. */
   releaseUrl?: string;
   /** Where `ENCODER_RELEASE_URL` is read from (default `process.env`). */
@@ -129,7 +132,10 @@ export async function resolveBaseRuntime(options: ResolveBaseRuntimeOptions): Pr
   const cached = await checkCacheEntry(binaryPath);
   if (cached.state === 'valid') return withNote({ path: binaryPath, source: 'cache' });
 
-  const location = resolveReleaseLocation({ version: options.version, releaseUrl: options.releaseUrl, env: options.env });
+  const location = resolveReleaseLocation({ version: options.version, releaseUrl: options.releaseUrl, env: options.env, defaultUrl: options.defaultReleaseUrl });
+  if (location === null) {
+    throw new ConfigError(unavailableMessage({ ...options, binaryPath, location, cacheNote: cached.note }, [], NO_RELEASE_ADDRESS));
+  }
   try {
     await download({ ...options, binaryPath, location, cacheNote: cached.note });
   } catch (error) {
@@ -262,6 +268,9 @@ interface DownloadPlan extends ResolveBaseRuntimeOptions {
   location: ReleaseLocation;
   cacheNote: string;
 }
+
+/** What an unavailable base runtime's message says; `location` is null when there is no release address at all. */
+type UnavailablePlan = Omit<DownloadPlan, 'location'> & { location: ReleaseLocation | null };
 
 async function download(plan: DownloadPlan): Promise<void> {
   const fetchImpl = plan.fetch ?? globalThis.fetch;
@@ -461,18 +470,18 @@ async function sha256OfFile(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-function unavailableMessage(plan: DownloadPlan, tried: readonly string[], reason: string): string {
+function unavailableMessage(plan: UnavailablePlan, tried: readonly string[], reason: string): string {
   const lines = [
     `cannot get the base runtime for ${plan.target} (encoder ${plan.version}): ${reason}.`,
     `  cache: ${plan.binaryPath} (${plan.cacheNote})`,
-    `  release address: ${plan.location.baseUrl}${describeOrigin(plan.location.origin)}`,
+    ...(plan.location ? [`  release address: ${plan.location.baseUrl}${describeOrigin(plan.location.origin)}`] : []),
     ...tried.map((line) => `  tried ${line}`),
     advice(plan),
   ];
   return lines.join('\n');
 }
 
-function advice(plan: DownloadPlan): string {
+function advice(plan: UnavailablePlan): string {
   const binary = `dist/runtime/${plan.target}/encoder${executableExtension(plan.target)}`;
   return [
     'To proceed, either:',

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable } from '../../runtime/asset-section.ts';
-import { defaultCacheDir, defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
+import { cacheDirFromEnvironment, defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
 import { readModelPackage, type ModelPackage } from '../encoder/model-package.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
@@ -60,7 +60,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const base = await resolveBaseRuntime({
     target,
     version: options.runtimeVersion,
-    cacheDir: 'config' in loaded ? loaded.config.cacheDir : defaultCacheDir(env),
+    cacheDir: 'config' in loaded ? loaded.config.cacheDir : cacheDirFromEnvironment(env),
     baseBinaryPath: options.baseBinaryPath,
     hostBase: options.hostBase,
     env,

@@ -15,8 +15,20 @@ import type { Target } from './targets.ts';
 /** This program's version (package.json): the version of the base runtimes it builds with. */
 export const PROGRAM_VERSION: string = packageJson.version;
 
-/** The documented default release address; `{version}` is replaced by the program's version. */
-export const DEFAULT_RELEASE_URL = 'https://github.com/encoder-dev/encoder/releases/download/v{version}';
+/**
+ * The release address of a GitHub repository: `{version}` is replaced by the program's version. The default release
+ * address is that of package.json's `repository` (the one place that names where this program is published);
+ * without one there is no default, and a build that needs a download says how to proceed without it.
+ */
+export function githubReleaseUrl(repository: unknown): string | null {
+  const text = typeof repository === 'string' ? repository : (repository as { url?: unknown } | undefined)?.url;
+  if (typeof text !== 'string') return null;
+  const match = /^(?:github:|git\+https:\/\/github\.com\/|https:\/\/github\.com\/|git@github\.com:)?([\w.-]+)\/([\w.-]+?)(?:\.git)?\/?$/.exec(text.trim());
+  return match ? `https://github.com/${match[1]}/${match[2]}/releases/download/v{version}` : null;
+}
+
+/** The default release address, from package.json's `repository`; null when it names none. */
+export const DEFAULT_RELEASE_URL: string | null = githubReleaseUrl((packageJson as { repository?: unknown }).repository);
 
 /** Environment variable that overrides the release address (may contain `{version}`). */
 export const RELEASE_URL_ENV = 'ENCODER_RELEASE_URL';
@@ -48,6 +60,9 @@ export function releaseAssetName(version: string, target: Target): string {
   return `encoder-${checkVersion(version)}-${target}.gz`;
 }
 
+/** No release address: none given, and package.json names no repository. */
+export const NO_RELEASE_ADDRESS = `no release address is configured (${RELEASE_URL_ENV} is not set, and this build of encoder names no repository in its package.json)`;
+
 /** Where the release address came from, for messages. */
 export type ReleaseUrlOrigin = 'option' | 'env' | 'default';
 
@@ -61,13 +76,15 @@ export interface ReleaseLocation {
 
 /**
  * Resolves the release address: an explicit `releaseUrl`, else `ENCODER_RELEASE_URL` from `env`, else
- * {@link DEFAULT_RELEASE_URL}. Every `{version}` is replaced. Only http:// and https:// addresses are accepted.
+ * `defaultUrl` ({@link DEFAULT_RELEASE_URL}). Every `{version}` is replaced. Only http:// and https:// addresses are
+ * accepted. Null when there is none at all.
  */
 export function resolveReleaseLocation(options: {
   version: string;
   releaseUrl?: string;
   env?: NodeJS.ProcessEnv;
-}): ReleaseLocation {
+  defaultUrl?: string | null;
+}): ReleaseLocation | null {
   const version = checkVersion(options.version);
   const fromEnv = (options.env ?? process.env)[RELEASE_URL_ENV];
   let template: string;
@@ -79,7 +96,9 @@ export function resolveReleaseLocation(options: {
     template = fromEnv.trim();
     origin = 'env';
   } else {
-    template = DEFAULT_RELEASE_URL;
+    const defaultUrl = options.defaultUrl === undefined ? DEFAULT_RELEASE_URL : options.defaultUrl;
+    if (defaultUrl === null) return null;
+    template = defaultUrl;
     origin = 'default';
   }
   const baseUrl = template.split(VERSION_PLACEHOLDER).join(version).replace(/\/+$/, '');

@@ -1,6 +1,7 @@
 import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
-import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
+import { CACHE_DIR_ENV, QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
+import { DEFAULT_RELEASE_URL, RELEASE_URL_ENV } from '../builder/release.ts';
 import type { BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
 import { parseFileName } from './arguments.ts';
@@ -23,10 +24,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
     .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)
     .addOption(new Option('--quantize <kind>', 'int8: MatMul weights to int8 behind an accuracy gate (default: the configuration\'s quantize, else none)').choices(QUANTIZATIONS))
-    .addHelpText(
-      'after',
-      '\nx86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',
-    )
+    .addHelpText('after', () => buildHelpFooter())
     .action(async (options: BuildCommandOptions) => {
       // the builder (ONNX rewriting with protobufjs, downloads) loads only when a build runs
       const { BUILD_STEPS, buildModel, formatBytes } = await import('../builder/build-model.ts');
@@ -47,6 +45,23 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
       );
       io.stderr(`built ${built.outputPath} for ${built.target}; run it with: ${built.outputPath} infer "some text"\n`);
     });
+}
+
+/** What `build --help` ends with: the environment variables it reads, and the target without a base runtime. */
+export function buildHelpFooter(): string {
+  const releaseDefault = DEFAULT_RELEASE_URL ?? "none: this build of encoder names no repository, so set it or use --base-binary-path";
+  return [
+    '',
+    'Environment:',
+    `  ${RELEASE_URL_ENV}  where base runtimes of other targets are downloaded from ("{version}" is replaced by the`,
+    `                       version); default: ${releaseDefault}`,
+    `  ${CACHE_DIR_ENV}    cache of downloaded base runtimes (the configuration's cache_dir wins) and of the native`,
+    '                       files a built model extracts; default: $XDG_CACHE_HOME/encoder or ~/.cache/encoder (Linux),',
+    '                       ~/Library/Caches/encoder (macOS), %LOCALAPPDATA%\\encoder\\Cache (Windows)',
+    '',
+    'For the target of the running executable it is its own base runtime: no cache, no download, no flag.',
+    'x86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',
+  ].join('\n');
 }
 
 type StepLine = (index: number, title: string, detail: string) => string;

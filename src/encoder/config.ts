@@ -165,7 +165,7 @@ export function parseBuildConfig(
     modelType: encoder.model_type,
     paths: resolveModelPaths(encoder.path, resolve),
     outputPath: encoder.output_path ? path.resolve(cwd, expandHome(encoder.output_path)) : null,
-    cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : defaultCacheDir(options.env ?? process.env),
+    cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : cacheDirFromEnvironment(options.env ?? process.env),
     transform: readTransform(encoder.transform, resolve),
     luaLibs: encoder.lua_libs ? [...encoder.lua_libs] : [...DEFAULT_LUA_LIBRARIES],
     pooling: encoder.pooling ?? null,
@@ -244,6 +244,14 @@ function readTransform(spec: RawEncoderSection['transform'], resolve: (p: string
 /** `./<name>` in the working directory, plus the target's executable extension (`.exe` on Windows targets). */
 export function defaultOutputPath(name: string, cwd: string, extension = ''): string {
   return path.resolve(cwd, `${name}${extension}`);
+}
+
+/** Environment variable naming the cache directory (base runtimes for builds, extracted native files). */
+export const CACHE_DIR_ENV = 'ENCODER_CACHE_DIR';
+
+/** `ENCODER_CACHE_DIR`, else the platform's per-user cache directory. */
+export function cacheDirFromEnvironment(env: NodeJS.ProcessEnv = process.env): string {
+  return env[CACHE_DIR_ENV] || defaultCacheDir(env);
 }
 
 /** The platform's per-user cache directory for this program. */

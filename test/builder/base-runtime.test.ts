@@ -234,17 +234,33 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
     expect(server.requests).toEqual([`/v${VERSION}/SHA256SUMS`, `/v${VERSION}/${LINUX_GZ}`]);
   });
 
-  it('uses the default GitHub release address when nothing overrides it', async () => {
+  it('uses the default release address when nothing overrides it', async () => {
     const urls: string[] = [];
     const offlineFetch = ((url: string) => {
       urls.push(url);
       return Promise.reject(new TypeError('fetch failed', { cause: new Error('getaddrinfo ENOTFOUND github.com') }));
     }) as typeof fetch;
-    const error = await rejection(resolveBaseRuntime(options({ releaseUrl: undefined, fetch: offlineFetch })));
-    expect(urls).toEqual([`https://github.com/encoder-dev/encoder/releases/download/v${VERSION}/SHA256SUMS`]);
+    const defaultReleaseUrl = 'https://github.com/acme/encoder/releases/download/v{version}';
+    const error = await rejection(resolveBaseRuntime(options({ releaseUrl: undefined, defaultReleaseUrl, fetch: offlineFetch })));
+    expect(urls).toEqual([`https://github.com/acme/encoder/releases/download/v${VERSION}/SHA256SUMS`]);
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.message).toContain('(default release address)');
     expect(error.message).toContain('fetch failed: getaddrinfo ENOTFOUND github.com');
+  });
+
+  it('without any release address, contacts nothing and says what to do offline', async () => {
+    const urls: string[] = [];
+    const fetchSpy = ((url: string) => {
+      urls.push(url);
+      return Promise.reject(new Error('must not be called'));
+    }) as typeof fetch;
+    const error = await rejection(resolveBaseRuntime(options({ releaseUrl: undefined, defaultReleaseUrl: null, env: {}, fetch: fetchSpy })));
+    expect(urls).toEqual([]);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain(`cannot get the base runtime for ${LINUX} (encoder ${VERSION}): no release address is configured`);
+    expect(error.message).toContain('--base-binary-path <path>');
+    expect(error.message).toContain(`set ${RELEASE_URL_ENV} to a release address`);
+    expect(error.message).not.toContain('release address: ');
   });
 
   it('rejects a tampered archive naming the file and both digests, and caches nothing', async () => {

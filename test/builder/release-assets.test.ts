@@ -11,6 +11,7 @@ import { main, runtimeBinaryPath, writeReleaseAssets } from '../../scripts/relea
 import {
   CHECKSUMS_FILE,
   DEFAULT_RELEASE_URL,
+  githubReleaseUrl,
   PROGRAM_VERSION,
   RELEASE_URL_ENV,
   checkVersion,
@@ -39,14 +40,27 @@ function expectConfigError(run: () => unknown, pattern: RegExp): void {
 }
 
 describe('release address', () => {
-  it('defaults to the documented GitHub address with the version substituted', () => {
-    const location = resolveReleaseLocation({ version: '1.2.3', env: {} });
-    expect(DEFAULT_RELEASE_URL).toBe('https://github.com/encoder-dev/encoder/releases/download/v{version}');
-    expect(location).toEqual({
-      baseUrl: 'https://github.com/encoder-dev/encoder/releases/download/v1.2.3',
-      template: DEFAULT_RELEASE_URL,
+  it("defaults to the GitHub releases of package.json's repository, with the version substituted", () => {
+    const template = 'https://github.com/acme/encoder/releases/download/v{version}';
+    expect(resolveReleaseLocation({ version: '1.2.3', env: {}, defaultUrl: template })).toEqual({
+      baseUrl: 'https://github.com/acme/encoder/releases/download/v1.2.3',
+      template,
       origin: 'default',
     });
+    // package.json's own `repository` decides the default; this repository names none, so there is no default
+    const repository = (packageJson as { repository?: unknown }).repository;
+    expect(DEFAULT_RELEASE_URL).toBe(githubReleaseUrl(repository));
+    if (repository === undefined) expect(resolveReleaseLocation({ version: '1.2.3', env: {} })).toBeNull();
+  });
+
+  it('reads the repository forms npm accepts', () => {
+    const expected = 'https://github.com/acme/encoder/releases/download/v{version}';
+    for (const repository of ['github:acme/encoder', 'acme/encoder', { type: 'git', url: 'git+https://github.com/acme/encoder.git' }, 'https://github.com/acme/encoder', 'git@github.com:acme/encoder.git']) {
+      expect(githubReleaseUrl(repository), JSON.stringify(repository)).toBe(expected);
+    }
+    for (const repository of [undefined, '', 'https://gitlab.com/acme/encoder', { type: 'git' }, 42]) {
+      expect(githubReleaseUrl(repository), JSON.stringify(repository)).toBeNull();
+    }
   });
 
   it('takes ENCODER_RELEASE_URL from the environment, replacing every {version} and dropping trailing slashes', () => {
@@ -54,15 +68,15 @@ describe('release address', () => {
       version: '2.0.0-rc.1',
       env: { [RELEASE_URL_ENV]: ' http://mirror.local/encoder/{version}/files-{version}/ ' },
     });
-    expect(location.baseUrl).toBe('http://mirror.local/encoder/2.0.0-rc.1/files-2.0.0-rc.1');
-    expect(location.origin).toBe('env');
+    expect(location?.baseUrl).toBe('http://mirror.local/encoder/2.0.0-rc.1/files-2.0.0-rc.1');
+    expect(location?.origin).toBe('env');
   });
 
   it('uses an address without {version} as it is, and ignores an empty variable', () => {
-    expect(resolveReleaseLocation({ version: '1.0.0', env: { [RELEASE_URL_ENV]: 'https://x.test/fixed' } }).baseUrl).toBe(
+    expect(resolveReleaseLocation({ version: '1.0.0', env: { [RELEASE_URL_ENV]: 'https://x.test/fixed' } })?.baseUrl).toBe(
       'https://x.test/fixed',
     );
-    expect(resolveReleaseLocation({ version: '1.0.0', env: { [RELEASE_URL_ENV]: '  ' } }).origin).toBe('default');
+    expect(resolveReleaseLocation({ version: '1.0.0', env: { [RELEASE_URL_ENV]: '  ' }, defaultUrl: 'https://d.test/v{version}' })?.origin).toBe('default');
   });
 
   it('prefers the explicit option over the environment', () => {

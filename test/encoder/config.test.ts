@@ -43,6 +43,13 @@ describe('build configuration', () => {
     });
   });
 
+  it('takes the cache directory from ENCODER_CACHE_DIR when the configuration names none', () => {
+    expect(parseBuildConfig(minimal, { ...base, env: { HOME: '/home/u', ENCODER_CACHE_DIR: '/srv/encoder-cache' } }).cacheDir).toBe('/srv/encoder-cache');
+    expect(parseBuildConfig(minimal, { ...base, env: { HOME: '/home/u', ENCODER_CACHE_DIR: '' } }).cacheDir).toBe(defaultCacheDir({ HOME: '/home/u' }));
+    const withCacheDir = `${minimal}\n  cache_dir: /explicit`;
+    expect(parseBuildConfig(withCacheDir, { ...base, env: { ENCODER_CACHE_DIR: '/srv/encoder-cache' } }).cacheDir).toBe('/explicit');
+  });
+
   it('reads every field when given', () => {
     const config = parseBuildConfig(
       [
