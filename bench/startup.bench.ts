@@ -1,6 +1,7 @@
 /**
  * npm run bench:startup — what a user of the single executable waits for, for the tiny model and the
- * MiniLM-shaped one (also built with quantize: int8): base and model binary sizes, build time, first run (empty cache: native files extracted),
+ * MiniLM-shaped one (also built with quantize: int8): base and model binary sizes (and the base runtime of every
+ * target built in dist/runtime, Windows beside Linux), build time, first run (empty cache: native files extracted),
  * warm start-up to the first `infer` result, and the same `infer` through plain node from source, side by side.
  * For the tiny model also: where a warm `infer` spends its time (ENCODER_TRACE_STARTUP=1 phases), how long `serve`
  * takes from spawn to its first `GET /health` answer, and the pinned Node's own floor (`node -e 0`), against the
@@ -13,7 +14,7 @@ import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
-import { hostTarget } from '../src/builder/targets.ts';
+import { TARGETS, executableExtension, hostTarget } from '../src/builder/targets.ts';
 import { formatBytes } from '../src/builder/build-model.ts';
 import { median, ms, printTable } from './measure.ts';
 import { ensureBenchModel, repoRoot as root } from './workload.ts';
@@ -124,6 +125,19 @@ async function startupAims(work: string): Promise<void> {
   ]);
 }
 
+/** Every base runtime built in dist/runtime, and the tiny model packed onto it (`build --platform`). */
+function baseRuntimeSizes(work: string): (string | number)[][] {
+  const config = path.join(work, 'tiny.yaml');
+  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  return TARGETS.flatMap((target) => {
+    const runtime = path.join(root, 'dist', 'runtime', target, `encoder${executableExtension(target)}`);
+    if (!existsSync(runtime)) return [];
+    const output = path.join(work, `tiny-${target}${executableExtension(target)}`);
+    timed(base, ['build', '-f', config, '--platform', target, '--base-binary-path', runtime, '-o', output], env);
+    return [[target, path.basename(runtime), formatBytes(statSync(runtime).size), formatBytes(statSync(output).size)]];
+  });
+}
+
 async function main(): Promise<void> {
   if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
@@ -137,6 +151,7 @@ async function main(): Promise<void> {
       ['model', 'base binary', 'model binary', 'assets', 'section overhead', 'build', 'first run (empty cache)', 'warm infer', 'node from source', 'source / warm'],
       rows,
     );
+    printTable('Base runtimes by target (npm run build:runtime -- --target ...)', ['target', 'file', 'base runtime', 'tiny model executable'], baseRuntimeSizes(work));
     await startupAims(work);
   } finally {
     rmSync(work, { recursive: true, force: true });

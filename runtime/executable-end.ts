@@ -3,12 +3,12 @@
  * (docs/file-format.md, "Where the executable ends"). Bytes after that end are not part of the executable;
  * a model executable keeps its asset section there.
  *
- * Formats: ELF (32/64-bit, either byte order), Mach-O 64-bit (either byte order) and fat/universal Mach-O.
- * Anything else (PE, scripts, data) gives null. Only the headers are read, with small positional reads.
+ * Formats: ELF (32/64-bit, either byte order), Mach-O 64-bit (either byte order), fat/universal Mach-O and
+ * PE (PE32 and PE32+ images). Anything else (scripts, data, MS-DOS programs) gives null. Only the headers are read, with small positional reads.
  *
  * When the headers themselves say that something lies beyond the end of the file (a header, a table, a
  * segment or section cut short), the result is that position, larger than the file: `end > size` always means
- * the executable is truncated. A file cut inside its ELF or Mach-O header gives the size of that header.
+ * the executable is truncated. A file cut inside its ELF, Mach-O or PE header gives the size of that header.
  * Headers that contradict themselves (a load command running past the load commands, an absurd table entry
  * size, a value beyond 2^53 - 1) give null: the end cannot be known.
  *
@@ -71,6 +71,7 @@ async function endOf(handle: FileHandle): Promise<number | null> {
       const be = head.readUInt32BE(0);
       if (be === FAT_MAGIC || be === FAT_MAGIC_64) return await fatEnd(source, be === FAT_MAGIC_64);
     }
+    if (head.length >= 2 && head.readUInt16LE(0) === MZ_MAGIC) return await peEnd(source, head);
     return null;
   } catch (error) {
     if (error instanceof Malformed) return null;
@@ -314,6 +315,67 @@ async function fatEnd(source: Source, is64: boolean): Promise<number | null> {
     const le = magic.readUInt32LE(0);
     const be = magic.readUInt32BE(0);
     if (le !== MH_MAGIC_64 && be !== MH_MAGIC_64 && le !== MH_MAGIC && be !== MH_MAGIC) throw new Malformed();
+  }
+  return end;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// PE/COFF (Microsoft's "PE Format" specification): the MS-DOS header points at the "PE\0\0" signature, then come
+// the COFF file header, the optional header (SizeOfHeaders, data directories) and the section table. The image
+// ends after the last section's raw data, the COFF symbol and string tables (rare in images) or the attribute
+// certificate table (an Authenticode signature), which lies outside every section and is addressed by file
+// offset rather than by RVA.
+
+const MZ_MAGIC = 0x5a4d;
+const PE_SIGNATURE = 0x00004550;
+const DOS_HEADER_SIZE = 0x40;
+const COFF_HEADER_SIZE = 20;
+const SECTION_HEADER_SIZE = 40;
+const SYMBOL_SIZE = 18;
+const PE32_MAGIC = 0x10b;
+const PE32_PLUS_MAGIC = 0x20b;
+/** Index of the attribute certificate table among the data directories. */
+const CERTIFICATE_TABLE = 4;
+
+async function peEnd(source: Source, head: Buffer): Promise<number | null> {
+  if (head.length < DOS_HEADER_SIZE) return DOS_HEADER_SIZE;
+  const signatureAt = head.readUInt32LE(0x3c);
+  const coffAt = checked(signatureAt + 4);
+  const coff = await source.read(signatureAt, 4 + COFF_HEADER_SIZE);
+  if (coff.length >= 4 && coff.readUInt32LE(0) !== PE_SIGNATURE) return null;
+  if (coff.length < 4 + COFF_HEADER_SIZE) return checked(coffAt + COFF_HEADER_SIZE);
+  const sections = coff.readUInt16LE(4 + 2);
+  const symbolTable = coff.readUInt32LE(4 + 8);
+  const symbols = coff.readUInt32LE(4 + 12);
+  const optionalSize = coff.readUInt16LE(4 + 16);
+  const optionalAt = coffAt + COFF_HEADER_SIZE;
+  const sectionTableAt = optionalAt + optionalSize;
+  let end = checked(sectionTableAt + sections * SECTION_HEADER_SIZE);
+  if (end > source.size) return end;
+
+  const optional = await source.read(optionalAt, optionalSize);
+  const magic = optional.length >= 2 ? optional.readUInt16LE(0) : 0;
+  // An image has an optional header; without one this is a COFF object file, not an executable.
+  if (magic !== PE32_MAGIC && magic !== PE32_PLUS_MAGIC) return null;
+  const directoriesAt = magic === PE32_PLUS_MAGIC ? 112 : 96;
+  if (optional.length < directoriesAt) throw new Malformed();
+  end = Math.max(end, optional.readUInt32LE(60)); // SizeOfHeaders
+  const directories = optional.readUInt32LE(directoriesAt - 4);
+  const certificateAt = directoriesAt + CERTIFICATE_TABLE * 8;
+  if (directories > CERTIFICATE_TABLE && certificateAt + 8 <= optional.length) {
+    const size = optional.readUInt32LE(certificateAt + 4);
+    if (size > 0) end = Math.max(end, checked(optional.readUInt32LE(certificateAt) + size));
+  }
+
+  const table = await source.read(sectionTableAt, sections * SECTION_HEADER_SIZE);
+  for (let at = 0; at < table.length; at += SECTION_HEADER_SIZE) {
+    const rawSize = table.readUInt32LE(at + 16);
+    if (rawSize > 0) end = Math.max(end, checked(table.readUInt32LE(at + 20) + rawSize));
+  }
+  if (symbolTable !== 0) {
+    const stringsAt = checked(symbolTable + symbols * SYMBOL_SIZE);
+    const length = await source.read(stringsAt, 4);
+    end = Math.max(end, stringsAt + (length.length === 4 ? Math.max(4, length.readUInt32LE(0)) : 4));
   }
   return end;
 }

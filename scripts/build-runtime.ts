@@ -18,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import * as esbuild from 'esbuild';
-import { TARGETS, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
+import { TARGETS, executableExtension, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
@@ -182,6 +182,8 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
 }
 
 function strip(binary: string, platform: PlatformEntry): string {
+  // node.exe carries no symbols to strip (they are in separate PDB files)
+  if (platform.binaryFormat === 'pe') return 'not stripped (PE: no symbols inside)';
   const tools = platform.binaryFormat === 'macho' ? ['llvm-strip'] : ['llvm-strip', platform.target === hostTarget() ? 'strip' : ''];
   for (const tool of tools.filter(Boolean)) {
     const result = spawnSync(tool, platform.binaryFormat === 'macho' ? ['-x', binary] : ['--strip-all', binary], { encoding: 'utf8' });
@@ -239,7 +241,7 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
   writeFileSync(path.join(workDir, 'sea-config.json'), JSON.stringify(seaConfig, null, 2));
   execFileSync(process.execPath, ['--experimental-sea-config', path.join(workDir, 'sea-config.json')], { stdio: 'pipe' });
 
-  const output = path.join(outDir, 'encoder');
+  const output = path.join(outDir, `encoder${executableExtension(target)}`);
   const canSign = platform.binaryFormat !== 'macho' || process.platform === 'darwin';
   if (!canSign) {
     const node = path.join(outDir, 'node-stripped');

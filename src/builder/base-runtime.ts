@@ -174,7 +174,7 @@ async function checkLocalBinary(given: string, target: Target): Promise<string> 
     // Reported below.
   }
   if (!isFile) throw new ConfigError(`base binary not found: ${given}`);
-  const what = executableKindOf(await readHead(absolute, 64));
+  const what = executableKindOf(await readHead(absolute, 1024));
   if (what !== EXECUTABLE_KINDS[target]) {
     throw new ConfigError(`base binary ${given} is not a base runtime for ${target}: it is ${what}`);
   }
@@ -187,10 +187,11 @@ const EXECUTABLE_KINDS: Record<Target, string> = {
   'aarch64-unknown-linux-gnu': 'an executable for aarch64 Linux',
   'x86_64-apple-darwin': 'an executable for x86_64 macOS',
   'aarch64-apple-darwin': 'an executable for arm64 macOS',
+  'x86_64-pc-windows-msvc': 'an executable for x86_64 Windows',
 };
 
 /**
- * What a file is, from its first bytes: an ELF or Mach-O executable and its machine, or not an executable. A wrong
+ * What a file is, from its first bytes: an ELF, Mach-O or PE executable and its machine, or not an executable. A wrong
  * --base-binary-path (a release .gz not unpacked, the runtime of another target, any other file) was packed as
  * given and made an output that cannot start.
  */
@@ -205,6 +206,15 @@ function executableKindOf(head: Buffer): string {
     const cpu = head.readUInt32LE(4);
     const name = cpu === 0x01000007 ? 'x86_64' : cpu === 0x0100000c ? 'arm64' : `CPU type ${cpu}`;
     return `an executable for ${name} macOS`;
+  }
+  // PE: "MZ", the offset of the "PE\0\0" signature at 0x3c, then the COFF header's machine
+  if (head.length >= 0x40 && head.readUInt16LE(0) === 0x5a4d) {
+    const pe = head.readUInt32LE(0x3c);
+    if (pe + 6 <= head.length && head.readUInt32LE(pe) === 0x00004550) {
+      const machine = head.readUInt16LE(pe + 4);
+      const name = machine === 0x8664 ? 'x86_64' : machine === 0xaa64 ? 'arm64' : `machine 0x${machine.toString(16)}`;
+      return `an executable for ${name} Windows`;
+    }
   }
   return 'not an executable';
 }

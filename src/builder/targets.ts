@@ -1,6 +1,7 @@
 import aarch64Darwin from '../../platforms/aarch64-apple-darwin/platform.json' with { type: 'json' };
 import aarch64Linux from '../../platforms/aarch64-unknown-linux-gnu/platform.json' with { type: 'json' };
 import x86_64Darwin from '../../platforms/x86_64-apple-darwin/platform.json' with { type: 'json' };
+import x86_64Windows from '../../platforms/x86_64-pc-windows-msvc/platform.json' with { type: 'json' };
 import x86_64Linux from '../../platforms/x86_64-unknown-linux-gnu/platform.json' with { type: 'json' };
 import { ConfigError } from '../encoder/errors.ts';
 
@@ -10,6 +11,7 @@ export const TARGETS = [
   'aarch64-unknown-linux-gnu',
   'x86_64-apple-darwin',
   'aarch64-apple-darwin',
+  'x86_64-pc-windows-msvc',
 ] as const;
 export type Target = (typeof TARGETS)[number];
 
@@ -19,7 +21,7 @@ export interface PlatformEntry {
   node: { package: string; binary: string };
   /** null: onnxruntime-node ships no binding for this target, so it has no base runtime. */
   onnxruntime: { package: string; dir: string; binding: string; libraries: string[] } | null;
-  binaryFormat: 'elf' | 'macho';
+  binaryFormat: 'elf' | 'macho' | 'pe';
 }
 
 const PLATFORMS = {
@@ -27,6 +29,7 @@ const PLATFORMS = {
   'aarch64-unknown-linux-gnu': aarch64Linux,
   'x86_64-apple-darwin': x86_64Darwin,
   'aarch64-apple-darwin': aarch64Darwin,
+  'x86_64-pc-windows-msvc': x86_64Windows,
 } as Record<Target, PlatformEntry>;
 
 export function platformOf(target: Target): PlatformEntry {
@@ -38,6 +41,7 @@ const HOST_TARGETS: Record<string, Target> = {
   'linux-arm64': 'aarch64-unknown-linux-gnu',
   'darwin-x64': 'x86_64-apple-darwin',
   'darwin-arm64': 'aarch64-apple-darwin',
+  'win32-x64': 'x86_64-pc-windows-msvc',
 };
 
 /** The target of the machine this runs on; a ConfigError on a platform without a base runtime. */
@@ -66,7 +70,7 @@ export function requireBuildableTarget(target: Target): void {
   }
 }
 
-/** File name extension of executables for a target (none of the current targets is Windows). */
+/** File name extension of executables for a target: `.exe` on Windows. */
 export function executableExtension(target: Target): string {
   return target.includes('windows') ? '.exe' : '';
 }

@@ -57,7 +57,7 @@ export function buildHelpFooter(): string {
     `                       version); default: ${releaseDefault}`,
     `  ${CACHE_DIR_ENV}    cache of downloaded base runtimes (the configuration's cache_dir wins) and of the native`,
     '                       files a built model extracts; default: $XDG_CACHE_HOME/encoder or ~/.cache/encoder (Linux),',
-    '                       ~/Library/Caches/encoder (macOS), %LOCALAPPDATA%\\encoder\\Cache (Windows)',
+    '                       ~/Library/Caches/encoder (macOS), %LOCALAPPDATA%\\encoder (Windows)',
     '',
     'For the target of the running executable it is its own base runtime: no cache, no download, no flag.',
     'x86_64-apple-darwin: onnxruntime-node 1.30 ships no binding for Intel Macs, so no base runtime exists for it.',

@@ -3,6 +3,7 @@ import { ConfigError } from '../encoder/errors.ts';
 import type { GatewayConfig } from '../gateway/index.ts';
 import { parsePort } from './arguments.ts';
 import { RUNTIME_VERSION, type CliIo } from './program.ts';
+import { waitForStopSignal } from './stop-signal.ts';
 
 interface ServeOptions {
   config?: string;
@@ -60,10 +61,7 @@ export function registerGatewayCommand(program: Command, io: CliIo): void {
         `gateway listening on ${running.url} (database ${running.store.dialect}: ${redactUrl(config.databaseUrl)}; providers: ${Object.keys(config.providers).join(', ') || 'none configured'})\n` +
           '  note: this gateway is deprecated and scheduled for removal on 2026-05-18; see docs/gateway.md\n',
       );
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
-      });
+      const signal = await waitForStopSignal();
       io.stderr(`${signal}: stopping; finishing requests in flight\n`);
       await running.close();
       io.stderr('stopped\n');

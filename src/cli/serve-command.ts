@@ -8,6 +8,7 @@ import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './argum
 import type { ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { CliContext, CliIo } from './program.ts';
+import { waitForStopSignal } from './stop-signal.ts';
 
 interface ServeCommandOptions {
   config?: string;
@@ -85,10 +86,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       }
       for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
       io.stderr(banner(pipeline, server));
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
-      });
+      const signal = await waitForStopSignal();
       io.stderr(`${signal}: stopping; finishing requests in flight\n`);
       await server.close();
       await pipeline.close();

@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import type { RunningToolServer } from '../tools/index.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
+import { reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
 
 interface ToolsServeOptions {
   config: string;
@@ -21,7 +22,7 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
   const tools = program.command('tools').description('Tool server: an HTTP API in front of MCP servers');
   tools
     .command('serve')
-    .description('Serve /api/v1 for the MCP servers of a configuration (SIGHUP reloads it, SIGTERM stops)')
+    .description('Serve /api/v1 for the MCP servers of a configuration (SIGHUP reloads it on Linux and macOS; SIGTERM or Ctrl+C stops)')
     .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
     .option('--addr <host:port>', 'address to listen on', parseAddr, parseAddr('0.0.0.0:8090'))
     .action(async (options: ToolsServeOptions) => {
@@ -50,7 +51,7 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
           io.stderr(`SIGHUP: configuration not reloaded, keeping the current one: ${(error as Error).message}\n`);
         }
       };
-      process.on('SIGHUP', onHup);
+      if (reloadsOnSighup()) process.on('SIGHUP', onHup);
       // loaded only when the tool server runs: the same executable serves models, whose start-up must not pay for it
       const { startToolServer, ToolsConfigError } = await import('../tools/index.ts');
       try {
@@ -65,10 +66,7 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
         }
         throw error;
       }
-      const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
-      });
+      const stopSignal = waitForStopSignal();
       if (reloadWhenStarted) onHup();
       // The banner comes once every server has connected or failed its first start (bounded by its start-up
       // timeout), so that a client that waits for it finds the servers ready; a signal meanwhile stops at once.

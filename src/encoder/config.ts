@@ -258,7 +258,7 @@ export function cacheDirFromEnvironment(env: NodeJS.ProcessEnv = process.env): s
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
   const home = env.HOME ?? os.homedir();
   if (platform === 'darwin') return path.join(home, 'Library', 'Caches', 'encoder');
-  if (platform === 'win32') return path.join(env.LOCALAPPDATA ?? path.join(home, 'AppData', 'Local'), 'encoder', 'Cache');
+  if (platform === 'win32') return path.win32.join(env.LOCALAPPDATA ?? path.win32.join(home, 'AppData', 'Local'), 'encoder');
   return path.join(env.XDG_CACHE_HOME || path.join(home, '.cache'), 'encoder');
 }
 

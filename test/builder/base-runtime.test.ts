@@ -23,6 +23,7 @@ import { ConfigError, InternalError } from '../../src/encoder/errors.ts';
 const VERSION = '1.2.3';
 const LINUX: Target = 'x86_64-unknown-linux-gnu';
 const ARM: Target = 'aarch64-unknown-linux-gnu';
+const WINDOWS: Target = 'x86_64-pc-windows-msvc';
 const LINUX_GZ = `encoder-${VERSION}-${LINUX}.gz`;
 const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
@@ -487,6 +488,10 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
       ['arm-elf', elfHeader(183), LINUX, 'an executable for aarch64 Linux'],
       ['x64-elf', elfHeader(62), ARM, 'an executable for x86_64 Linux'],
       ['mach-o', machOHeader(0x0100000c), LINUX, 'an executable for arm64 macOS'],
+      ['pe-x64', peHeader(0x8664), LINUX, 'an executable for x86_64 Windows'],
+      ['pe-arm64', peHeader(0xaa64), WINDOWS, 'an executable for arm64 Windows'],
+      ['x64-elf-for-windows', elfHeader(62), WINDOWS, 'an executable for x86_64 Linux'],
+      ['ms-dos', Buffer.concat([Buffer.from('MZ'), Buffer.alloc(100)]), WINDOWS, 'not an executable'],
       ['empty', new Uint8Array(0), LINUX, 'not an executable'],
     ];
     for (const [name, bytes, target, what] of cases) {
@@ -499,6 +504,9 @@ describe('resolveBaseRuntime', { timeout: 20_000 }, () => {
     const mac = path.join(work, 'mac');
     await writeFile(mac, machOHeader(0x0100000c));
     await expect(resolveBaseRuntime(options({ baseBinaryPath: mac, target: 'aarch64-apple-darwin' }))).resolves.toEqual({ path: mac, source: 'local' });
+    const windows = path.join(work, 'windows.exe');
+    await writeFile(windows, peHeader(0x8664));
+    await expect(resolveBaseRuntime(options({ baseBinaryPath: windows, target: WINDOWS }))).resolves.toEqual({ path: windows, source: 'local' });
     expect(server.requests).toEqual([]);
   });
 
@@ -563,5 +571,15 @@ function machOHeader(cpuType: number): Buffer {
   const header = Buffer.alloc(32);
   header.writeUInt32LE(0xfeedfacf, 0);
   header.writeUInt32LE(cpuType, 4);
+  return header;
+}
+
+/** The first bytes of a PE image for a machine (0x8664 x86_64, 0xaa64 arm64): MS-DOS header, "PE\0\0", COFF header. */
+function peHeader(machine: number): Buffer {
+  const header = Buffer.alloc(0x80 + 24);
+  header.write('MZ', 0, 'latin1');
+  header.writeUInt32LE(0x80, 0x3c);
+  header.write('PE\0\0', 0x80, 'latin1');
+  header.writeUInt16LE(machine, 0x84);
   return header;
 }

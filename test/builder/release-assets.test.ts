@@ -187,8 +187,11 @@ describe('writeReleaseAssets', () => {
   it('writes one .gz per built runtime and a SHA256SUMS that lists exactly them', async () => {
     const linux = Buffer.from('#!fake linux runtime\n'.repeat(200));
     const darwin = Buffer.from([0xcf, 0xfa, 0xed, 0xfe, 0, 1, 2, 3, 255]);
+    const windows = Buffer.from('MZ fake windows runtime');
     await fakeRuntime('x86_64-unknown-linux-gnu', linux);
     await fakeRuntime('aarch64-apple-darwin', darwin);
+    await fakeRuntime('x86_64-pc-windows-msvc', windows);
+    expect(runtimeBinaryPath(runtimeDir, 'x86_64-pc-windows-msvc')).toBe(path.join(runtimeDir, 'x86_64-pc-windows-msvc', 'encoder.exe'));
     await mkdir(path.join(runtimeDir, 'not-a-target'), { recursive: true });
 
     const result = await writeReleaseAssets({ runtimeDir, outDir, version: '1.2.3' });
@@ -199,22 +202,28 @@ describe('writeReleaseAssets', () => {
     expect((await readdir(releaseDir)).sort()).toEqual([
       'SHA256SUMS',
       'encoder-1.2.3-aarch64-apple-darwin.gz',
+      'encoder-1.2.3-x86_64-pc-windows-msvc.gz',
       'encoder-1.2.3-x86_64-unknown-linux-gnu.gz',
     ]);
     const linuxGz = await readFile(path.join(releaseDir, 'encoder-1.2.3-x86_64-unknown-linux-gnu.gz'));
     const darwinGz = await readFile(path.join(releaseDir, 'encoder-1.2.3-aarch64-apple-darwin.gz'));
     expect(gunzipSync(linuxGz).equals(linux)).toBe(true);
     expect(gunzipSync(darwinGz).equals(darwin)).toBe(true);
+    const windowsGz = await readFile(path.join(releaseDir, 'encoder-1.2.3-x86_64-pc-windows-msvc.gz'));
+    expect(gunzipSync(windowsGz).equals(windows)).toBe(true);
     expect(linuxGz.length).toBeLessThan(linux.length); // really compressed
 
     const sums = await readFile(path.join(releaseDir, 'SHA256SUMS'), 'utf8');
     expect(sums).toBe(
-      `${sha256(darwinGz)}  encoder-1.2.3-aarch64-apple-darwin.gz\n${sha256(linuxGz)}  encoder-1.2.3-x86_64-unknown-linux-gnu.gz\n`,
+      `${sha256(darwinGz)}  encoder-1.2.3-aarch64-apple-darwin.gz\n` +
+        `${sha256(windowsGz)}  encoder-1.2.3-x86_64-pc-windows-msvc.gz\n` +
+        `${sha256(linuxGz)}  encoder-1.2.3-x86_64-unknown-linux-gnu.gz\n`,
     );
     expect(result.checksumsPath).toBe(path.join(releaseDir, 'SHA256SUMS'));
     expect(result.assets.map((asset) => [asset.target, asset.sha256, asset.size])).toEqual([
       ['x86_64-unknown-linux-gnu', sha256(linuxGz), linuxGz.length],
       ['aarch64-apple-darwin', sha256(darwinGz), darwinGz.length],
+      ['x86_64-pc-windows-msvc', sha256(windowsGz), windowsGz.length],
     ]);
     expect(result.stale).toEqual([]);
   });

@@ -10,7 +10,7 @@ describe('encoder build --help', () => {
     expect(environment).toMatch(/^Environment:\n {2}ENCODER_RELEASE_URL {2}where base runtimes of other targets are downloaded from/);
     expect(environment).toContain(`default: ${DEFAULT_RELEASE_URL ?? 'none: this build of encoder names no repository'}`);
     expect(environment).toMatch(/\n {2}ENCODER_CACHE_DIR {4}cache of downloaded base runtimes/);
-    expect(environment).toContain('%LOCALAPPDATA%\\encoder\\Cache (Windows)');
+    expect(environment).toContain('%LOCALAPPDATA%\\encoder (Windows)');
     expect(environment).toContain('it is its own base runtime: no cache, no download, no flag');
   });
 });

@@ -161,6 +161,6 @@ describe('build configuration', () => {
     expect(defaultCacheDir({ HOME: '/h' }, 'linux')).toBe('/h/.cache/encoder');
     expect(defaultCacheDir({ HOME: '/h', XDG_CACHE_HOME: '/xdg' }, 'linux')).toBe('/xdg/encoder');
     expect(defaultCacheDir({ HOME: '/h' }, 'darwin')).toBe('/h/Library/Caches/encoder');
-    expect(defaultCacheDir({ HOME: '/h', LOCALAPPDATA: 'C:\\L' }, 'win32')).toBe(path.join('C:\\L', 'encoder', 'Cache'));
+    expect(defaultCacheDir({ HOME: '/h', LOCALAPPDATA: 'C:\\L' }, 'win32')).toBe('C:\\L\\encoder');
   });
 });

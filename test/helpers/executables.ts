@@ -1,12 +1,12 @@
 import { execFile, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { hostTarget, type Target } from '../../src/builder/targets.ts';
+import { executableExtension, hostTarget, type Target } from '../../src/builder/targets.ts';
 import { repoRoot } from './shared-fixtures.ts';
 
 /** The base runtime `npm run build:runtime` made for a target (npm test builds the host's first). */
 export function baseRuntimePath(target: Target = hostTarget()): string {
-  return path.join(repoRoot, 'dist', 'runtime', target, 'encoder');
+  return path.join(repoRoot, 'dist', 'runtime', target, `encoder${executableExtension(target)}`);
 }
 
 export function hasBaseRuntime(target: Target = hostTarget()): boolean {

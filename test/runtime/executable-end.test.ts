@@ -8,6 +8,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { executableEnd } from '../../runtime/executable-end.ts';
 import { baseRuntimePath, hasBaseRuntime } from '../helpers/executables.ts';
 
+const WINDOWS = 'x86_64-pc-windows-msvc' as const;
+
 let dir: string;
 beforeEach(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'executable-end-'));
@@ -24,6 +26,12 @@ const MACHO_FILES = [
   `${TOKENIZERS}/tokenizers.darwin-x64.node`, // Mach-O 64-bit x86_64
 ];
 const FAT_FILE = `${TOKENIZERS}/tokenizers.darwin-universal.node`; // universal: x86_64 + arm64
+const PE_FILES = [
+  `${ORT}/win32/x64/onnxruntime.dll`, // PE32+ x86-64, Authenticode-signed: the certificate table is last
+  `${ORT}/win32/x64/onnxruntime_binding.node`, // PE32+ x86-64
+  `${TOKENIZERS}/tokenizers.win32-ia32-msvc.node`, // PE32 i386
+  `${TOKENIZERS}/tokenizers.win32-arm64-msvc.node`, // PE32+ arm64
+];
 /** An ELF64 little-endian file on every host (/bin/ls is a universal Mach-O on macOS). */
 const ELF64_FILE = `${ORT}/linux/x64/onnxruntime_binding.node`;
 const ELF_FILES = [
@@ -94,14 +102,24 @@ describe('real executables end where their file ends', () => {
     expect(await executableEnd(FAT_FILE)).toBe(lastEnd);
   });
 
+  it('PE images: signed and unsigned, PE32 and PE32+', async () => {
+    for (const file of PE_FILES) {
+      expect({ file, end: await executableEnd(file) }).toEqual({ file, end: sizeOf(file) });
+    }
+  });
+
   it.skipIf(!hasBaseRuntime())('the encoder base runtime (a Node SEA made by postject)', async () => {
     expect(await executableEnd(baseRuntimePath())).toBe(sizeOf(baseRuntimePath()));
+  });
+
+  it.skipIf(!hasBaseRuntime(WINDOWS))('the Windows base runtime (postject into node.exe, a PE32+ image)', async () => {
+    expect(await executableEnd(baseRuntimePath(WINDOWS))).toBe(sizeOf(baseRuntimePath(WINDOWS)));
   });
 });
 
 describe('copies with data appended or cut off', () => {
   it('ignores data appended after the executable', async () => {
-    for (const file of [LS, MACHO_FILES[1], FAT_FILE, ELF_FILES[2]]) {
+    for (const file of [LS, MACHO_FILES[1], FAT_FILE, ELF_FILES[2], PE_FILES[0], PE_FILES[2]]) {
       const copy = copyOf(file);
       appendFileSync(copy, randomBytes(12_345));
       expect({ file, end: await executableEnd(copy) }).toEqual({ file, end: sizeOf(file) });
@@ -120,6 +138,9 @@ describe('copies with data appended or cut off', () => {
     const fat = sizeOf(FAT_FILE);
     expect(await executableEnd(copyOf(FAT_FILE, fat - 1))).toBe(fat);
     expect(await executableEnd(copyOf(FAT_FILE, 30))).toBe(8 + 2 * 20);
+    // PE: the certificate table of a signed DLL is last.
+    const dll = sizeOf(PE_FILES[0]);
+    expect(await executableEnd(copyOf(PE_FILES[0], dll - 1))).toBe(dll);
   });
 
   it('gives the size of a header that is cut', async () => {
@@ -129,11 +150,14 @@ describe('copies with data appended or cut off', () => {
     expect(await executableEnd(copyOf(MACHO_FILES[1], 20))).toBe(32); // mach_header_64
     const commands = readFileSync(MACHO_FILES[1]).readUInt32LE(20); // sizeofcmds
     expect(await executableEnd(copyOf(MACHO_FILES[1], 32 + 100))).toBe(32 + commands);
+    expect(await executableEnd(copyOf(PE_FILES[1], 30))).toBe(0x40); // MS-DOS header
+    const signatureAt = readFileSync(PE_FILES[1]).readUInt32LE(0x3c);
+    expect(await executableEnd(copyOf(PE_FILES[1], signatureAt + 10))).toBe(signatureAt + 4 + 20); // COFF header
   });
 });
 
 describe('files that are not executables of a known format', () => {
-  it('gives null for data, scripts, an empty file, PE files and a Java class file', async () => {
+  it('gives null for data, scripts, an empty file, MS-DOS programs, COFF objects and a Java class file', async () => {
     const cases: [string, Buffer][] = [
       ['data', randomBytes(10_000)],
       ['script', Buffer.from('#!/bin/sh\necho hello\n')],
@@ -146,11 +170,22 @@ describe('files that are not executables of a known format', () => {
       writeFileSync(file, bytes);
       expect({ name, end: await executableEnd(file) }).toEqual({ name, end: null });
     }
-    expect(await executableEnd(`${ORT}/win32/x64/onnxruntime_binding.node`)).toBeNull(); // PE32+
+    const dosProgram = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(200)]); // e_lfanew 0: no "PE\\0\\0" there
+    writeFileSync(path.join(dir, 'dos'), dosProgram);
+    expect(await executableEnd(path.join(dir, 'dos'))).toBeNull();
+    const object = readFileSync(PE_FILES[1]);
+    object.writeUInt16LE(0, object.readUInt32LE(0x3c) + 4 + 16); // SizeOfOptionalHeader 0: an object file's COFF header
+    writeFileSync(path.join(dir, 'object'), object);
+    expect(await executableEnd(path.join(dir, 'object'))).toBeNull();
     expect(await executableEnd(path.resolve('package.json'))).toBeNull();
   });
 
-  it('gives null for ELF and Mach-O headers that contradict themselves', async () => {
+  it('gives null for ELF, Mach-O and PE headers that contradict themselves', async () => {
+    const shortOptional = readFileSync(PE_FILES[1]);
+    shortOptional.writeUInt16LE(64, shortOptional.readUInt32LE(0x3c) + 4 + 16); // too short for the data directories
+    writeFileSync(path.join(dir, 'short-optional'), shortOptional);
+    expect(await executableEnd(path.join(dir, 'short-optional'))).toBeNull();
+
     const badClass = Buffer.from(readFileSync(ELF64_FILE).subarray(0, 4096));
     badClass[4] = 3;
     writeFileSync(path.join(dir, 'bad-class'), badClass);
