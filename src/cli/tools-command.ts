@@ -6,7 +6,9 @@ import { reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
 
 interface ToolsServeOptions {
   config: string;
-  addr: { host: string; port: number };
+  addr?: { host: string; port: number };
+  /** false with --no-auth */
+  auth: boolean;
 }
 
 /** `host:port`, `[v6]:port` or `:port` (all interfaces). */
@@ -24,7 +26,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
     .command('serve')
     .description('Serve /api/v1 for the MCP servers of a configuration (SIGHUP reloads it on Linux and macOS; SIGTERM or Ctrl+C stops)')
     .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
-    .option('--addr <host:port>', 'address to listen on', parseAddr, parseAddr('0.0.0.0:8090'))
+    .option('--addr <host:port>', 'address to listen on (default: 127.0.0.1:8090, or 0.0.0.0:8090 when the configuration has auth.keys)', parseAddr)
+    .option('--no-auth', 'serve without authentication on an address other machines can reach (refused otherwise)')
     .action(async (options: ToolsServeOptions) => {
       const log = (line: string) => io.stderr(`${line}\n`);
       let server: RunningToolServer | undefined;
@@ -55,14 +58,21 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
       // loaded only when the tool server runs: the same executable serves models, whose start-up must not pay for it
       const { startToolServer, ToolsConfigError } = await import('../tools/index.ts');
       try {
-        server = await startToolServer({ configFile: options.config, ...options.addr, version: RUNTIME_VERSION, log, swaggerUiFiles: context.swaggerUiFiles });
+        server = await startToolServer({
+          configFile: options.config,
+          ...options.addr,
+          noAuth: !options.auth,
+          version: RUNTIME_VERSION,
+          log,
+          swaggerUiFiles: context.swaggerUiFiles,
+        });
       } catch (error) {
         process.off('SIGHUP', onHup);
         // A bad configuration is the user's to fix: exit code 2 like every configuration error.
         if (error instanceof ToolsConfigError) throw new ConfigError(error.message);
         const code = (error as { code?: string }).code;
         if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
-          throw new ConfigError(`cannot listen on ${options.addr.host}:${options.addr.port}: ${(error as Error).message}`);
+          throw new ConfigError(`cannot listen on ${options.addr ? `${options.addr.host}:${options.addr.port}` : 'the default address'}: ${(error as Error).message}`);
         }
         throw error;
       }
@@ -87,4 +97,26 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
       process.off('SIGHUP', onHup);
       io.stderr('stopped\n');
     });
+
+  tools
+    .command('keygen')
+    .description('Print a new API key (shown once) and the entry for auth.keys in tools.yaml, which stores only its SHA-256')
+    .requiredOption('--name <name>', 'the key\'s name in the configuration (and in the audit log)', parseKeyName)
+    .action(async (options: { name: string }) => {
+      const { generateApiKey, apiKeyDigest } = await import('../tools/index.ts');
+      const key = generateApiKey();
+      io.stdout(`${key}\n`);
+      io.stderr(
+        `The key above is shown once: give it to the client, which sends "Authorization: Bearer <key>".\n` +
+          `Add this under auth.keys in tools.yaml (servers: "*" for every server, or the servers the key may use):\n\n` +
+          `    ${options.name}:\n      sha256: ${apiKeyDigest(key)}\n      servers: "*"\n`,
+      );
+    });
+}
+
+function parseKeyName(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(value)) {
+    throw new InvalidArgumentError(`"${value}": key names use letters, digits, "_", "." and "-" and start with a letter or digit`);
+  }
+  return value;
 }

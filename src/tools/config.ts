@@ -62,9 +62,33 @@ export interface HttpServerConfig extends ServerCommon {
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
 
+/** Names a key may use of one kind (tools, prompts or resource URIs): every one, or these. */
+export type NameGrant = '*' | ReadonlySet<string>;
+
+/** What a key may use of one server. */
+export interface ServerGrant {
+  tools: NameGrant;
+  prompts: NameGrant;
+  /** Resource URIs; resource templates are listed only with '*'. */
+  resources: NameGrant;
+}
+
+/** One API key of `auth.keys` (docs/tools.md, "Authentication"). */
+export interface ApiKeyConfig {
+  name: string;
+  /** SHA-256 of the key, lower-case hex: the key itself is never stored. */
+  sha256: string;
+  /** '*': every server, with everything on it; else the servers named, each with its grant. */
+  servers: '*' | ReadonlyMap<string, ServerGrant>;
+  /** Requests a minute this key may make (a bucket refilled continuously); undefined: no limit. */
+  requestsPerMinute?: number;
+}
+
 export interface ToolsConfig {
   /** In the order of the file. */
   servers: ServerConfig[];
+  /** undefined: no `auth` section, every request is allowed (see startToolServer for where that is permitted). */
+  auth?: { keys: ApiKeyConfig[] };
 }
 
 const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
@@ -74,6 +98,32 @@ const timeoutsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: { startup: duration, request: duration, healthInterval: duration, healthTimeout: duration },
+};
+const nameGrant = { anyOf: [{ const: '*' }, { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true }] };
+const apiKeySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['sha256', 'servers'],
+  properties: {
+    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    servers: {
+      anyOf: [
+        { const: '*' },
+        { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
+        {
+          type: 'object',
+          additionalProperties: {
+            anyOf: [
+              { type: 'null' },
+              { const: '*' },
+              { type: 'object', additionalProperties: false, properties: { tools: nameGrant, prompts: nameGrant, resources: nameGrant } },
+            ],
+          },
+        },
+      ],
+    },
+    requests_per_minute: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+  },
 };
 const restartSchema = {
   type: 'object',
@@ -89,6 +139,14 @@ export const TOOLS_CONFIG_SCHEMA = {
   required: ['servers'],
   properties: {
     defaults: { type: 'object', additionalProperties: false, properties: { timeouts: timeoutsSchema, restart: restartSchema } },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['keys'],
+      properties: {
+        keys: { type: 'object', minProperties: 1, propertyNames: { pattern: NAME_PATTERN }, additionalProperties: apiKeySchema },
+      },
+    },
     servers: {
       type: ['object', 'null'],
       propertyNames: { pattern: NAME_PATTERN },
@@ -141,7 +199,7 @@ export function parseToolsConfig(text: string, source: string, env: NodeJS.Proce
     const problems = describeErrors(validate.errors ?? []);
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
   }
-  const outOfRange = [...durationRangeProblems(substituted as RawConfig), ...urlProblems(substituted as RawConfig)];
+  const outOfRange = [...durationRangeProblems(substituted as RawConfig), ...urlProblems(substituted as RawConfig), ...authProblems(substituted as RawConfig)];
   if (outOfRange.length > 0) {
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${outOfRange.map((line) => `  - ${line}`).join('\n')}`);
   }
@@ -170,9 +228,17 @@ interface RawServer {
   timeouts?: RawTimeouts;
   restart?: RawRestart;
 }
+type RawNameGrant = '*' | string[];
+type RawServerGrant = null | '*' | { tools?: RawNameGrant; prompts?: RawNameGrant; resources?: RawNameGrant };
+interface RawApiKey {
+  sha256: string;
+  servers: '*' | string[] | Record<string, RawServerGrant>;
+  requests_per_minute?: number;
+}
 interface RawConfig {
   defaults?: { timeouts?: RawTimeouts; restart?: RawRestart };
   servers: Record<string, RawServer> | null;
+  auth?: { keys: Record<string, RawApiKey> };
 }
 
 function resolve(raw: RawConfig): ToolsConfig {
@@ -191,7 +257,44 @@ function resolve(raw: RawConfig): ToolsConfig {
     if (entry.url !== undefined) return { ...common, transport: 'http', url: entry.url, headers: entry.headers ?? {} };
     return { ...common, transport: 'stdio', command: entry.command!, args: entry.args ?? [], env: entry.env ?? {}, cwd: entry.cwd };
   });
-  return { servers };
+  if (!raw.auth) return { servers };
+  const keys = Object.entries(raw.auth.keys).map(([name, key]): ApiKeyConfig => ({
+    name,
+    sha256: key.sha256,
+    servers: serverGrantsOf(key.servers),
+    ...(key.requests_per_minute === undefined ? {} : { requestsPerMinute: key.requests_per_minute }),
+  }));
+  return { servers, auth: { keys } };
+}
+
+function serverGrantsOf(raw: RawApiKey['servers']): ApiKeyConfig['servers'] {
+  if (raw === '*') return '*';
+  const everything: ServerGrant = { tools: '*', prompts: '*', resources: '*' };
+  if (Array.isArray(raw)) return new Map(raw.map((name) => [name, everything]));
+  const nameGrant = (names: RawNameGrant | undefined): NameGrant => (names === undefined || names === '*' || names.includes('*') ? '*' : new Set(names));
+  return new Map(
+    Object.entries(raw).map(([name, grant]) => [
+      name,
+      grant === null || grant === '*' ? everything : { tools: nameGrant(grant.tools), prompts: nameGrant(grant.prompts), resources: nameGrant(grant.resources) },
+    ]),
+  );
+}
+
+/** Keys that name a server the file does not configure (a typo would silently grant nothing), or share a digest. */
+function authProblems(raw: RawConfig): string[] {
+  const problems: string[] = [];
+  const configured = new Set(Object.keys(raw.servers ?? {}));
+  const digests = new Map<string, string>();
+  for (const [name, key] of Object.entries(raw.auth?.keys ?? {})) {
+    const named = key.servers === '*' ? [] : Array.isArray(key.servers) ? key.servers : Object.keys(key.servers);
+    for (const server of named) {
+      if (!configured.has(server)) problems.push(`/auth/keys/${name}/servers: no server "${server}" is configured`);
+    }
+    const twin = digests.get(key.sha256);
+    if (twin !== undefined) problems.push(`/auth/keys/${name}/sha256: the same key as "${twin}" (each key needs its own)`);
+    digests.set(key.sha256, name);
+  }
+  return problems;
 }
 
 /** Node's timers hold at most 2^31-1 ms; a longer delay fires after 1 ms (a timeout would end every request at once). */
@@ -274,9 +377,17 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, w
 /** Ajv's errors as `/servers/x/url: must match pattern "^https?://"` lines, without the if/then bookkeeping. */
 function describeErrors(errors: ErrorObject[]): string[] {
   const lines = new Set<string>();
+  // an anyOf reports every alternative's failure at its own path: one line that names the alternatives instead
+  const alternatives = new Set(errors.filter((error) => error.keyword === 'anyOf').map((error) => error.instancePath || '/'));
   for (const error of errors) {
     if (error.keyword === 'if') continue;
     const at = error.instancePath || '/';
+    if (error.keyword !== 'anyOf' && alternatives.has(at)) continue;
+    if (error.keyword === 'anyOf') {
+      // the innermost one says what is wrong; the alternatives around it fail only because of it
+      if (![...alternatives].some((other) => other.startsWith(`${at}/`))) lines.add(`${at}: ${alternativesOf(at)}`);
+      continue;
+    }
     if (error.keyword === 'additionalProperties') {
       lines.add(`${at}: unknown property "${(error.params as { additionalProperty: string }).additionalProperty}"`);
     } else if (error.keyword === 'false schema') {
@@ -284,7 +395,9 @@ function describeErrors(errors: ErrorObject[]): string[] {
     } else if (error.keyword === 'required' && (error.params as { missingProperty: string }).missingProperty === 'command') {
       lines.add(`${at}: a server needs "command" (stdio) or "url" (Streamable HTTP)`);
     } else if (error.keyword === 'pattern' && error.schemaPath.includes('propertyNames')) {
-      lines.add(`${at}: server names use letters, digits, "_", "." and "-" and start with a letter or digit`);
+      lines.add(`${at}: ${at.startsWith('/auth') ? 'key' : 'server'} names use letters, digits, "_", "." and "-" and start with a letter or digit`);
+    } else if (error.keyword === 'pattern' && at.endsWith('/sha256')) {
+      lines.add(`${at}: must be the SHA-256 of the key in lower-case hex (64 characters; \`encoder tools keygen\` prints it)`);
     } else if (error.keyword === 'propertyNames') {
       continue;
     } else if (error.keyword === 'pattern' && (error.params as { pattern: string }).pattern === DURATION_PATTERN) {
@@ -294,4 +407,10 @@ function describeErrors(errors: ErrorObject[]): string[] {
     }
   }
   return [...lines];
+}
+
+function alternativesOf(at: string): string {
+  if (/^\/auth\/keys\/[^/]+\/servers$/.test(at)) return 'must be "*", a list of server names, or a map of server names to what the key may use there';
+  if (/^\/auth\/keys\/[^/]+\/servers\/[^/]+$/.test(at)) return 'must be empty or "*" (everything on the server), or a map with tools, prompts, resources';
+  return 'must be "*" or a list of names';
 }

@@ -6,8 +6,10 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
  */
 export type ToolsErrorKind =
   | 'bad_request' // the API's caller sent something unusable
+  | 'unauthorized' // no API key, a malformed or unknown one, or one in the URL
   | 'not_found' // no such server, tool, prompt or resource
-  | 'forbidden' // a tool outside the server's allow-list
+  | 'forbidden' // a tool outside the server's allow-list, or outside what the caller's key may use
+  | 'rate_limited' // the caller's key is over its requests per minute
   | 'not_implemented' // the MCP server does not offer this kind of request
   | 'upstream' // the MCP server answered with an error (or a tool result with isError)
   | 'unavailable' // the MCP server is not connected (starting, restarting, exited)
@@ -16,7 +18,8 @@ export type ToolsErrorKind =
 
 export class ToolsError extends Error {
   readonly kind: ToolsErrorKind;
-  /** For `unavailable`: milliseconds until the server's next start attempt is due (0: one is under way). */
+  /** For `unavailable`: milliseconds until the server's next start attempt is due (0: one is under way); for
+   * `rate_limited`: until the key may make its next request. */
   retryAfterMs?: number;
   constructor(kind: ToolsErrorKind, message: string, options?: { cause?: unknown }) {
     super(message, options);

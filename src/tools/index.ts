@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
-import { loadToolsConfig, type ToolsConfig } from './config.ts';
+import { ApiKeys } from './auth.ts';
+import { loadToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 import { createToolsApp } from './http/app.ts';
 import type { SwaggerUiFiles } from './http/docs-page.ts';
 import { Upstreams, type ReloadSummary } from './upstreams.ts';
@@ -8,11 +9,18 @@ import { Upstreams, type ReloadSummary } from './upstreams.ts';
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 export { Upstreams, type ReloadSummary } from './upstreams.ts';
 export { createToolsApp } from './http/app.ts';
+export { apiKeyDigest, generateApiKey } from './auth.ts';
+
+/** The port of `tools serve` without --addr. */
+export const DEFAULT_TOOLS_PORT = 8090;
 
 export interface ToolServerOptions {
   configFile: string;
-  host: string;
-  port: number;
+  /** Where to listen; default 127.0.0.1:8090 without `auth` in the configuration, 0.0.0.0:8090 with it. */
+  host?: string;
+  port?: number;
+  /** Serve without authentication on an address other hosts can reach (refused otherwise). */
+  noAuth?: boolean;
   version: string;
   /** Lines about servers starting, failing, restarting, and their stderr. */
   log?: (line: string) => void;
@@ -38,26 +46,37 @@ export interface RunningToolServer {
  */
 export async function startToolServer(options: ToolServerOptions): Promise<RunningToolServer> {
   const config = loadToolsConfig(options.configFile, options.env);
+  const host = options.host ?? (config.auth ? '0.0.0.0' : '127.0.0.1');
+  const port = options.port ?? DEFAULT_TOOLS_PORT;
+  checkExposure(config, host, port, options);
+  if (!config.auth && !isLoopback(host)) {
+    options.log?.(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
+  }
+  let keys = config.auth ? new ApiKeys(config.auth.keys) : null;
   const upstreams = Upstreams.start(config, { log: options.log, clientInfo: { name: 'encoder-tools', version: options.version } });
   let app: FastifyInstance;
   try {
-    app = await createToolsApp(upstreams, { version: options.version, swaggerUiFiles: options.swaggerUiFiles });
-    await app.listen({ host: options.host, port: options.port });
+    app = await createToolsApp(upstreams, { version: options.version, swaggerUiFiles: options.swaggerUiFiles, keys: () => keys });
+    await app.listen({ host, port });
   } catch (error) {
     await upstreams.close();
     throw error;
   }
   const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const listening = typeof address === 'object' && address ? address.port : port;
   const running: RunningToolServer = {
-    url: `http://${host}:${port}`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${listening}`,
     app,
     upstreams,
     config,
     reload() {
       const next = loadToolsConfig(options.configFile, options.env);
+      // a reload may add keys or change them, but not open a reachable server to everyone
+      checkExposure(next, host, port, options);
       running.config = next;
+      if (!next.auth) keys = null;
+      else if (keys) keys.replace(next.auth.keys);
+      else keys = new ApiKeys(next.auth.keys);
       return upstreams.apply(next);
     },
     async close() {
@@ -67,4 +86,26 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
     },
   };
   return running;
+}
+
+/** Loopback addresses: only this machine can connect. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * Tools run commands, read files and call APIs: without `auth`, only this machine may reach them unless the
+ * operator says otherwise with --no-auth. With `auth`, --no-auth contradicts the file.
+ */
+function checkExposure(config: ToolsConfig, host: string, port: number, options: ToolServerOptions): void {
+  if (config.auth && options.noAuth) {
+    throw new ToolsConfigError(`${options.configFile}: has auth.keys, and --no-auth asks for no authentication; remove one of the two`);
+  }
+  if (!config.auth && !options.noAuth && !isLoopback(host)) {
+    throw new ToolsConfigError(
+      `refusing to serve ${host}:${port} without authentication: anyone who can reach it could call every tool of every ` +
+        `server. Add auth.keys to ${options.configFile} (make a key with \`encoder tools keygen --name NAME\`), listen on ` +
+        `127.0.0.1, or pass --no-auth to accept that`,
+    );
+  }
 }

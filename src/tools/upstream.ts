@@ -75,6 +75,8 @@ export class Upstream {
   private retryTimer: NodeJS.Timeout | undefined;
   /** When retryTimer fires (Date.now() clock), while waiting in backoff. */
   private nextAttemptAt: number | undefined;
+  /** When the start attempt under way began (state 'connecting'). */
+  private attemptStartedAt: number | undefined;
   private healthTimer: NodeJS.Timeout | undefined;
   private healthValue: Health;
   private lastError: string | undefined;
@@ -191,8 +193,14 @@ export class Upstream {
     return this.tracked(options, (signal) => this.readResourceNow(uri, signal));
   }
 
-  /** Milliseconds until the next start attempt is due: 0 when one is under way or none is waited for. */
+  /**
+   * Milliseconds a caller should wait before trying again: in backoff, until the next start attempt is due; while an
+   * attempt is under way, what its start-up timeout still leaves it; else 0.
+   */
   nextAttemptInMs(): number {
+    if (this.stateValue === 'connecting' && this.attemptStartedAt !== undefined) {
+      return Math.max(0, this.attemptStartedAt + this.config.timeouts.startup - Date.now());
+    }
     if (this.stateValue !== 'backoff' || this.nextAttemptAt === undefined) return 0;
     return Math.max(0, this.nextAttemptAt - Date.now());
   }
@@ -462,6 +470,7 @@ export class Upstream {
     const generation = ++this.generation;
     this.stateValue = 'connecting';
     this.nextAttemptAt = undefined;
+    this.attemptStartedAt = Date.now();
     this.stderrTail = [];
     const client = new Client(this.clientInfo, { capabilities: {} });
     let transport: Transport;

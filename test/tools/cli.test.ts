@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAddr } from '../../src/cli/tools-command.ts';
+import { ApiKeys } from '../../src/tools/auth.ts';
+import { parseToolsConfig } from '../../src/tools/config.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { NODE, eventually, fixture, isAlive } from './helpers.ts';
@@ -141,6 +144,37 @@ describe('command-line errors', () => {
     const badAddr = await runCliCaptured(['tools', 'serve', '--addr', 'localhost']);
     expect(badAddr.code).toBe(2);
     expect(badAddr.stderr).toContain('"localhost" is not an address');
+  });
+
+  it('refuses an address other machines reach without keys or --no-auth (exit 2)', async () => {
+    writeFileSync(path.join(dir, 'empty.yaml'), 'servers: {}\n');
+    const open = await runCliCaptured(['tools', 'serve', '--config', path.join(dir, 'empty.yaml'), '--addr', ':0']);
+    expect(open.code).toBe(2);
+    expect(open.stderr).toContain('error: refusing to serve 0.0.0.0:0 without authentication');
+    expect(open.stderr).toContain('encoder tools keygen --name NAME');
+  });
+
+  it('keygen prints a key once on stdout and the entry for tools.yaml, which the server then accepts', async () => {
+    const made = await runCliCaptured(['tools', 'keygen', '--name', 'ci-bot']);
+    expect(made.code).toBe(0);
+    const key = made.stdout.trim();
+    expect(key).toMatch(/^etk_[A-Za-z0-9_-]{43}$/);
+    expect(made.stderr).not.toContain(key);
+    const entry = /\n( {4}ci-bot:\n.*\n.*\n)/.exec(made.stderr)?.[1];
+    expect(entry, made.stderr).toBeDefined();
+    expect(entry).toContain(`sha256: ${createHash('sha256').update(key).digest('hex')}`);
+    const second = await runCliCaptured(['tools', 'keygen', '--name', 'ci-bot']);
+    expect(second.stdout.trim()).not.toBe(key);
+
+    const file = path.join(dir, 'keyed.yaml');
+    writeFileSync(file, `servers: {}\nauth:\n  keys:\n${entry}`);
+    const keys = new ApiKeys(parseToolsConfig(readFileSync(file, 'utf8'), file).auth!.keys);
+    expect(keys.authenticate(`Bearer ${key}`, {}).keyName).toBe('ci-bot');
+
+    const badName = await runCliCaptured(['tools', 'keygen', '--name', 'two words']);
+    expect(badName.code).toBe(2);
+    expect(badName.stderr).toContain('key names use letters');
+    expect((await runCliCaptured(['tools', 'keygen'])).code).toBe(2);
   });
 
   it('parses addresses', () => {

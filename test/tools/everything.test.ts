@@ -84,14 +84,14 @@ describe('servers and health', () => {
       expect(json.servers.map((server) => server.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
       return json;
     });
-    expect(body.$schema).toBe('http://localhost:80/schemas/ServersHealthResponse.json');
+    expect(body.$schema).toBe('/schemas/ServersHealthResponse.json');
     for (const server of body.servers) {
       expect(server.latency).toMatch(/^[0-9.]+(ns|µs|ms|s)$/);
       expect(Date.parse(server.lastChecked as string)).toBeGreaterThan(Date.now() - 120_000);
       expect(server.lastSuccessful).toBe(server.lastChecked);
     }
     const one = await call('GET', '/api/v1/health/servers/{name}', '/api/v1/health/servers/memory');
-    expect(one.json()).toMatchObject({ $schema: 'http://localhost:80/schemas/ServerHealth.json', name: 'memory', status: 'ok' });
+    expect(one.json()).toMatchObject({ $schema: '/schemas/ServerHealth.json', name: 'memory', status: 'ok' });
   });
 
   it('answers 404 problem details for an unknown server', async () => {
@@ -123,7 +123,7 @@ describe('servers and health', () => {
       const response = await call('GET', '/schemas/{schema}', `/schemas/${name}.json`);
       expect(response.statusCode).toBe(200);
       const schema = response.json() as Json;
-      expect(schema.$id).toBe(`http://localhost:80/schemas/${name}.json`);
+      expect(schema.$id).toBe(`/schemas/${name}.json`);
       ajv.addSchema(schema);
     }
     const health = (await harness.app.inject('/api/v1/health/servers')).json() as Json;
@@ -244,7 +244,7 @@ describe('tools', () => {
 describe('prompts', () => {
   it('lists prompts with their arguments', async () => {
     const prompts = (await call('GET', PROMPTS, '/api/v1/servers/everything/prompts')).json() as { prompts: Json[] } & Json;
-    expect(prompts.$schema).toBe('http://localhost:80/schemas/Prompts.json');
+    expect(prompts.$schema).toBe('/schemas/Prompts.json');
     expect(prompts.prompts.find((prompt) => prompt.name === 'args-prompt')).toMatchObject({
       arguments: [expect.objectContaining({ name: 'city', required: true }), expect.objectContaining({ name: 'state', required: false })],
     });
@@ -293,7 +293,7 @@ describe('resources', () => {
 
   it('lists resource templates', async () => {
     const templates = (await call('GET', TEMPLATES, '/api/v1/servers/everything/resources/templates')).json() as { templates: Json[] } & Json;
-    expect(templates.$schema).toBe('http://localhost:80/schemas/ResourceTemplates.json');
+    expect(templates.$schema).toBe('/schemas/ResourceTemplates.json');
     expect(templates.templates.map((template) => template.uriTemplate)).toContain('demo://resource/dynamic/text/{resourceId}');
   });
 

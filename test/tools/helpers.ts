@@ -5,6 +5,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
+import { ApiKeys } from '../../src/tools/auth.ts';
 import { parseToolsConfig } from '../../src/tools/config.ts';
 import { createToolsApp } from '../../src/tools/http/app.ts';
 import { Upstreams } from '../../src/tools/upstreams.ts';
@@ -41,8 +42,10 @@ export interface ToolsHarness {
 /** Upstreams from YAML text and the HTTP app over them (not listening; tests use inject). */
 export async function startHarness(yaml: string, env: NodeJS.ProcessEnv = process.env): Promise<ToolsHarness> {
   const logs: string[] = [];
-  const upstreams = Upstreams.start(parseToolsConfig(yaml, 'test.yaml', env), { log: (line) => logs.push(line) });
-  const app = await createToolsApp(upstreams, { version: '0.0.0-test', swaggerUiFiles: installedSwaggerUiFile });
+  const config = parseToolsConfig(yaml, 'test.yaml', env);
+  const upstreams = Upstreams.start(config, { log: (line) => logs.push(line) });
+  const keys = config.auth ? new ApiKeys(config.auth.keys) : null;
+  const app = await createToolsApp(upstreams, { version: '0.0.0-test', swaggerUiFiles: installedSwaggerUiFile, keys: () => keys });
   return {
     app,
     upstreams,

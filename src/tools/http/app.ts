@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { FULL_ACCESS, type Access, type ApiKeys } from '../auth.ts';
 import { ToolsError } from '../errors.ts';
 import type { Upstreams } from '../upstreams.ts';
 import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFile, type SwaggerUiFiles } from './docs-page.ts';
@@ -27,7 +28,12 @@ export interface ToolsAppOptions {
   swaggerUiFiles: SwaggerUiFiles;
   /** fastify's pino logger on stdout; default off. */
   logger?: boolean;
+  /** The configured API keys, read at every request (a reload may change them); null or absent: no authentication. */
+  keys?: () => ApiKeys | null;
 }
+
+/** Routes anyone may reach: liveness, the API's description and the page that renders it (docs/tools.md). */
+const OPEN_ROUTES = new Set(['/health', '/openapi.json', '/docs', '/docs/:file', '/schemas/:file']);
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -72,12 +78,32 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     sendProblem(request, reply, { status: 404, detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
+  // Authentication before anything else: an unknown route answers 401 too, so routes are not probed without a key.
+  const accessOf = new WeakMap<FastifyRequest, Access>();
+  app.addHook('onRequest', async (request) => {
+    const keys = options.keys?.();
+    if (!keys || OPEN_ROUTES.has(request.routeOptions.url ?? '')) return;
+    accessOf.set(request, keys.authenticate(request.headers.authorization, request.query as Record<string, unknown>));
+  });
+  const access = (request: FastifyRequest): Access => accessOf.get(request) ?? FULL_ACCESS;
+  /** The server of a request, when its key may use it: 403 (before "no such server") otherwise. */
+  const permittedServer = (request: FastifyRequest, name: string) => {
+    const given = access(request);
+    if (!given.allowsServer(name)) throw new ToolsError('forbidden', `key "${given.keyName}" may not use server "${name}"`);
+    return upstreams.get(name);
+  };
+  const forbid = (request: FastifyRequest, what: string, server: string): never => {
+    throw new ToolsError('forbidden', `key "${access(request).keyName}" may not use ${what} of server "${server}"`);
+  };
+
   /** An object response with its `$schema` first. */
   const sendObject = (request: FastifyRequest, reply: FastifyReply, schema: string, body: Record<string, unknown>) =>
-    reply.type(JSON_TYPE).send(JSON.stringify({ $schema: schemaUrl(request, schema), ...body }));
+    reply.type(JSON_TYPE).send(JSON.stringify({ $schema: schemaUrl(schema), ...body }));
   const sendJson = (reply: FastifyReply, body: unknown) => reply.type(JSON_TYPE).send(JSON.stringify(body));
 
   const openApiJson = JSON.stringify(toolsOpenApiDocument(options.version));
+  // liveness of the tool server itself (each MCP server's health is under /api/v1/health)
+  app.get('/health', (_request, reply) => sendJson(reply, 'OK'));
   app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
   app.get('/docs', (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
   // read once (1.7 MB from a file or the SEA blob), then served from memory
@@ -97,7 +123,7 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
   });
   app.get<{ Params: { file: string } }>('/schemas/:file', (request, reply) => {
     const name = request.params.file.replace(/\.json$/, '');
-    const schema = request.params.file.endsWith('.json') ? standaloneSchema(name, schemaUrl(request, name)) : undefined;
+    const schema = request.params.file.endsWith('.json') ? standaloneSchema(name, schemaUrl(name)) : undefined;
     if (!schema) {
       const known = Object.keys(COMPONENT_SCHEMAS).map((known) => `${known}.json`).join(', ');
       return sendProblem(request, reply, { status: 404, detail: `no schema "${request.params.file}" (schemas: ${known})` });
@@ -107,25 +133,30 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
 
   app.get('/api/v1/health/servers', (request, reply) =>
     sendObject(request, reply, 'ServersHealthResponse', {
-      servers: upstreams.all().map((upstream) => ({ $schema: schemaUrl(request, 'ServerHealth'), ...serverHealthOf(upstream.health()) })),
+      servers: upstreams
+        .all()
+        .filter((upstream) => access(request).allowsServer(upstream.name))
+        .map((upstream) => ({ $schema: schemaUrl('ServerHealth'), ...serverHealthOf(upstream.health()) })),
     }),
   );
   app.get<NameParams>('/api/v1/health/servers/:name', (request, reply) =>
-    sendObject(request, reply, 'ServerHealth', serverHealthOf(upstreams.get(request.params.name).health())),
+    sendObject(request, reply, 'ServerHealth', serverHealthOf(permittedServer(request, request.params.name).health())),
   );
-  app.get('/api/v1/servers', (_request, reply) => sendJson(reply, upstreams.names()));
+  app.get('/api/v1/servers', (request, reply) => sendJson(reply, upstreams.names().filter((name) => access(request).allowsServer(name))));
 
   app.get<NameParams & { Querystring: { detail?: string } }>('/api/v1/servers/:name/tools', async (request, reply) => {
     const detail = request.query.detail ?? 'full';
     if (!(TOOL_DETAILS as readonly string[]).includes(detail)) {
       throw new ToolsError('bad_request', `detail must be one of ${TOOL_DETAILS.join(', ')}, not "${detail}"`);
     }
-    const tools = await upstreams.get(request.params.name).listTools(clientGone(reply));
+    const { name } = request.params;
+    const tools = (await permittedServer(request, name).listTools(clientGone(reply))).filter((tool) => access(request).allowsTool(name, tool.name));
     return sendObject(request, reply, 'ToolsResponse', { tools: tools.map((tool) => toolOf(tool, detail as ToolDetail)) });
   });
 
   app.post<{ Params: { name: string; tool: string }; Body: unknown }>('/api/v1/servers/:name/tools/:tool', async (request, reply) => {
-    const upstream = upstreams.get(request.params.name);
+    const upstream = permittedServer(request, request.params.name);
+    if (!access(request).allowsTool(request.params.name, request.params.tool)) forbid(request, `tool "${request.params.tool}"`, request.params.name);
     const args = request.body === undefined ? {} : request.body;
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       throw new ToolsError('bad_request', `the request body must be a JSON object of the tool's arguments, not ${describe(args)}`);
@@ -135,32 +166,40 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
   });
 
   app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/prompts', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listPrompts(cursorOf(request.query.cursor), clientGone(reply));
-    return sendObject(request, reply, 'Prompts', promptsOf(result));
+    const { name } = request.params;
+    const result = await permittedServer(request, name).listPrompts(cursorOf(request.query.cursor), clientGone(reply));
+    const prompts = result.prompts.filter((prompt) => access(request).allowsPrompt(name, prompt.name));
+    return sendObject(request, reply, 'Prompts', promptsOf({ ...result, prompts }));
   });
 
   app.post<{ Params: { name: string; prompt: string }; Body: unknown }>('/api/v1/servers/:name/prompts/:prompt', async (request, reply) => {
-    const upstream = upstreams.get(request.params.name);
+    const upstream = permittedServer(request, request.params.name);
+    if (!access(request).allowsPrompt(request.params.name, request.params.prompt)) forbid(request, `prompt "${request.params.prompt}"`, request.params.name);
     const args = promptArgumentsOf(request.body);
     const result = await upstream.getPrompt(request.params.prompt, args, clientGone(reply));
     return sendObject(request, reply, 'GeneratePromptResponse', generatedPromptOf(result));
   });
 
   app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/resources', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listResources(cursorOf(request.query.cursor), clientGone(reply));
-    return sendObject(request, reply, 'Resources', resourcesOf(result));
+    const { name } = request.params;
+    const result = await permittedServer(request, name).listResources(cursorOf(request.query.cursor), clientGone(reply));
+    const resources = result.resources.filter((resource) => access(request).allowsResource(name, resource.uri));
+    return sendObject(request, reply, 'Resources', resourcesOf({ ...result, resources }));
   });
 
   app.get<NameParams & { Querystring: { uri?: string } }>('/api/v1/servers/:name/resources/content', async (request, reply) => {
-    const upstream = upstreams.get(request.params.name);
+    const upstream = permittedServer(request, request.params.name);
     const uri = request.query.uri;
     if (typeof uri !== 'string' || uri === '') throw new ToolsError('bad_request', 'the query parameter uri (the resource\'s URI) is required');
+    if (!access(request).allowsResource(request.params.name, uri)) forbid(request, `resource "${uri}"`, request.params.name);
     return sendJson(reply, resourceContentsOf(await upstream.readResource(uri, clientGone(reply))));
   });
 
   app.get<NameParams & { Querystring: { cursor?: string | string[] } }>('/api/v1/servers/:name/resources/templates', async (request, reply) => {
-    const result = await upstreams.get(request.params.name).listResourceTemplates(cursorOf(request.query.cursor), clientGone(reply));
-    return sendObject(request, reply, 'ResourceTemplates', resourceTemplatesOf(result));
+    const { name } = request.params;
+    const result = await permittedServer(request, name).listResourceTemplates(cursorOf(request.query.cursor), clientGone(reply));
+    const resourceTemplates = access(request).allowsEveryResource(name) ? result.resourceTemplates : [];
+    return sendObject(request, reply, 'ResourceTemplates', resourceTemplatesOf({ ...result, resourceTemplates }));
   });
 
   await app.ready();

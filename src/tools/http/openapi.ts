@@ -10,10 +10,12 @@ const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const ok = (description: string, schema: Json): Json => ({ 200: { description, content: { 'application/json': { schema } } } });
 
 const PROBLEM_WHEN: Record<number, string> = {
+  401: 'The tool server has API keys (auth.keys) and the request has none in `Authorization: Bearer <key>`, a malformed or unknown one, or a key-like query parameter (keys are never accepted in the URL).',
   400: 'Bad request: a path that is not valid percent-encoding, a bad `detail`, a missing `uri` or repeated query parameter, a body that is not JSON or not an object, or parameters the MCP server rejected as invalid (-32602: missing or invalid arguments, a bad cursor).',
-  403: 'The tool is not in the server\'s allow-list.',
+  403: 'The caller\'s key may not use this server, tool, prompt or resource; or the tool is not in the server\'s allow-list.',
   404: 'No such server, tool, prompt or resource.',
   413: 'The request body is larger than the limit.',
+  429: 'The caller\'s key is over its `requests_per_minute`.',
   501: 'The MCP server does not implement this kind of request.',
   502: 'The MCP server answered with an error (or the tool result has isError); `detail` carries its message.',
   503: 'The MCP server is down: starting, restarting after a failure, or its process exited.',
@@ -22,10 +24,16 @@ const PROBLEM_WHEN: Record<number, string> = {
 
 /** Headers of some problem statuses. */
 const PROBLEM_HEADERS: Record<number, Json> = {
+  401: {
+    'WWW-Authenticate': { description: 'The authentication scheme: `Bearer realm="encoder tools"`.', required: true, schema: { type: 'string' } },
+  },
+  429: {
+    'Retry-After': { description: 'Seconds until the key may make its next request (rounded up, at least 1).', required: true, schema: { type: 'integer', minimum: 1 } },
+  },
   503: {
     'Retry-After': {
       description:
-        'Seconds until the server\'s next start attempt is due (rounded up), or 1 while an attempt is under way. ' +
+        'Seconds until the server\'s next start attempt is due, or, while an attempt is under way, what its start-up timeout still leaves it (rounded up, at least 1). ' +
         'A request after that finds the server connected only if the attempt succeeds.',
       required: true,
       schema: { type: 'integer', minimum: 1 },
@@ -55,8 +63,12 @@ const cursorParameter: Json = {
   description: 'The `nextCursor` of the previous page; passed to the MCP server as is.',
   schema: { type: 'string' },
 };
+/** Every request of the API can meet these when the server has API keys. */
+const AUTH_FAILURES = [401, 403, 429];
 /** Every request to an MCP server can meet these. */
-const UPSTREAM_FAILURES = [400, 404, 501, 502, 503, 504];
+const UPSTREAM_FAILURES = [400, ...AUTH_FAILURES, 404, 501, 502, 503, 504];
+/** Routes anyone may reach, with or without API keys. */
+const OPEN: Json = { security: [] };
 
 /** The OpenAPI 3.1 description of the whole tool server API. */
 export function toolsOpenApiDocument(version: string): Json {
@@ -76,7 +88,7 @@ export function toolsOpenApiDocument(version: string): Json {
           operationId: 'listServersHealth',
           summary: 'Health of every server',
           tags: ['health'],
-          responses: { ...ok('Health of every configured server, in configuration order.', ref('ServersHealthResponse')) },
+          responses: { ...ok('Health of every configured server the caller\'s key may use, in configuration order.', ref('ServersHealthResponse')), ...problems(...AUTH_FAILURES) },
         },
       },
       '/api/v1/health/servers/{name}': {
@@ -85,7 +97,7 @@ export function toolsOpenApiDocument(version: string): Json {
           summary: 'Health of one server',
           tags: ['health'],
           parameters: [serverParameter()],
-          responses: { ...ok('The server\'s health.', ref('ServerHealth')), ...problems(400, 404) },
+          responses: { ...ok('The server\'s health.', ref('ServerHealth')), ...problems(400, ...AUTH_FAILURES, 404) },
         },
       },
       '/api/v1/servers': {
@@ -93,7 +105,7 @@ export function toolsOpenApiDocument(version: string): Json {
           operationId: 'listServers',
           summary: 'Names of the configured servers',
           tags: ['servers'],
-          responses: { ...ok('Server names in configuration order.', { type: ['array', 'null'], items: { type: 'string' } }) },
+          responses: { ...ok('Names of the servers the caller\'s key may use, in configuration order.', { type: ['array', 'null'], items: { type: 'string' } }), ...problems(...AUTH_FAILURES) },
         },
       },
       '/api/v1/servers/{name}/tools': {
@@ -128,7 +140,7 @@ export function toolsOpenApiDocument(version: string): Json {
             required: false,
             content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
           },
-          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(403, 413, ...UPSTREAM_FAILURES) },
+          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(413, ...UPSTREAM_FAILURES) },
         },
       },
       '/api/v1/servers/{name}/prompts': {
@@ -183,9 +195,19 @@ export function toolsOpenApiDocument(version: string): Json {
           responses: { ...ok('The resource templates.', ref('ResourceTemplates')), ...problems(...UPSTREAM_FAILURES) },
         },
       },
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'Liveness of the tool server itself (each MCP server\'s health is under /api/v1/health)',
+          tags: ['meta'],
+          ...OPEN,
+          responses: { ...ok('The tool server is up.', { const: 'OK' }) },
+        },
+      },
       '/openapi.json': {
         get: {
           operationId: 'openApi',
+          ...OPEN,
           summary: 'This document',
           tags: ['meta'],
           responses: { ...ok('OpenAPI 3.1 document.', { type: 'object' }) },
@@ -194,6 +216,7 @@ export function toolsOpenApiDocument(version: string): Json {
       '/docs': {
         get: {
           operationId: 'docs',
+          ...OPEN,
           summary: 'This document, rendered by Swagger UI (served from here: nothing is fetched from elsewhere)',
           tags: ['meta'],
           responses: { 200: { description: 'HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
@@ -202,6 +225,7 @@ export function toolsOpenApiDocument(version: string): Json {
       '/docs/{file}': {
         get: {
           operationId: 'getDocsFile',
+          ...OPEN,
           summary: 'A file of Swagger UI, which /docs loads',
           tags: ['meta'],
           parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string', enum: [...SWAGGER_UI_FILES] } }],
@@ -217,6 +241,7 @@ export function toolsOpenApiDocument(version: string): Json {
       '/schemas/{schema}': {
         get: {
           operationId: 'getSchema',
+          ...OPEN,
           summary: 'The JSON Schema of one object, the address of its `$schema`',
           tags: ['meta'],
           parameters: [
@@ -235,6 +260,17 @@ export function toolsOpenApiDocument(version: string): Json {
         },
       },
     },
-    components: { schemas: COMPONENT_SCHEMAS },
+    // Swagger UI's "Authorize" takes the key; operations without an empty `security` send it
+    security: [{ apiKey: [] }],
+    components: {
+      schemas: COMPONENT_SCHEMAS,
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key of auth.keys (`encoder tools keygen`). Without auth.keys the server asks for none.',
+        },
+      },
+    },
   };
 }

@@ -7,8 +7,10 @@ export const PROBLEM_TYPE = 'application/problem+json';
 /** The status of each kind of failure (docs/tools.md, "Errors"). */
 export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
   bad_request: 400,
+  unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  rate_limited: 429,
   not_implemented: 501,
   upstream: 502,
   unavailable: 503,
@@ -20,9 +22,12 @@ export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
 export interface Problem {
   status: number;
   detail: string;
-  /** Sent as Retry-After (503: when the server's next start attempt is due). */
+  /** Sent as Retry-After (503: when the server's next start attempt is due; 429: when the key may go on). */
   retryAfterSeconds?: number;
 }
+
+/** RFC 6750's challenge, sent with every 401. */
+const WWW_AUTHENTICATE = 'Bearer realm="encoder tools"';
 
 /** Retry-After of a 503: the wait in whole seconds, rounded up, and at least 1 (0 would invite a busy loop). */
 export function retryAfterSecondsOf(ms: number | undefined): number {
@@ -33,7 +38,7 @@ export function retryAfterSecondsOf(ms: number | undefined): number {
 export function problemOf(error: unknown): Problem {
   if (error instanceof ToolsError) {
     const status = STATUS_OF_KIND[error.kind];
-    return status === 503 ? { status, detail: error.message, retryAfterSeconds: retryAfterSecondsOf(error.retryAfterMs) } : { status, detail: error.message };
+    return status === 503 || status === 429 ? { status, detail: error.message, retryAfterSeconds: retryAfterSecondsOf(error.retryAfterMs) } : { status, detail: error.message };
   }
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   const message = error instanceof Error ? error.message : String(error);
@@ -41,20 +46,19 @@ export function problemOf(error: unknown): Problem {
   return { status: 500, detail: `internal error: ${message}` };
 }
 
-/** The base address of this server as the client reached it, for `$schema` links. */
-export function baseUrlOf(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host || 'localhost'}`;
-}
-
-export function schemaUrl(request: FastifyRequest, name: string): string {
-  return `${baseUrlOf(request)}/schemas/${name}.json`;
+/**
+ * The `$schema` link of an object: a reference relative to this server (`/schemas/<Name>.json`). It was built from
+ * the request's Host header, so any client could make the server print an address of its choosing.
+ */
+export function schemaUrl(name: string): string {
+  return `/schemas/${name}.json`;
 }
 
 /** Sends an RFC 9457 problem details body. */
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
   const path = request.url.split('?')[0];
   const body = {
-    $schema: schemaUrl(request, 'ErrorModel'),
+    $schema: schemaUrl('ErrorModel'),
     type: 'about:blank',
     title: STATUS_CODES[problem.status] ?? 'Error',
     status: problem.status,
@@ -62,5 +66,6 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
     instance: path,
   };
   if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
+  if (problem.status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE);
   return reply.code(problem.status).type(PROBLEM_TYPE).send(JSON.stringify(body));
 }

@@ -1,7 +1,7 @@
 /**
  * The JSON Schemas (2020-12, as OpenAPI 3.1 uses them) of the API's objects, named as spec 3 Area A names them.
  * The OpenAPI document puts them under components/schemas; GET /schemas/<Name>.json serves each one, and every
- * object response's `$schema` is that address.
+ * object response's `$schema` is that address (a reference relative to the server: `/schemas/<Name>.json`).
  */
 
 type Schema = Record<string, unknown>;
@@ -9,10 +9,10 @@ type Schema = Record<string, unknown>;
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const schemaLink: Schema = {
   type: 'string',
-  format: 'uri',
+  format: 'uri-reference',
   readOnly: true,
-  description: 'The address of the JSON Schema of this object.',
-  examples: ['http://localhost:8090/schemas/ServerHealth.json'],
+  description: 'The address of the JSON Schema of this object, relative to this server.',
+  examples: ['/schemas/ServerHealth.json'],
 };
 const meta: Schema = { type: 'object', additionalProperties: true, description: 'The MCP server\'s `_meta`, passed through.' };
 const cursor: Schema = {
