@@ -25,6 +25,8 @@ const KEY_QUERY_PARAMETERS = ['key', 'api_key', 'apikey', 'access_token', 'token
 export interface Access {
   /** The key's name (for the audit log); null without authentication. */
   readonly keyName: string | null;
+  /** Every server, configured now or later (servers: "*"): such a key may read /metrics. */
+  readonly everyServer: boolean;
   allowsServer(server: string): boolean;
   allowsTool(server: string, tool: string): boolean;
   allowsPrompt(server: string, prompt: string): boolean;
@@ -36,6 +38,7 @@ export interface Access {
 /** No `auth` section: everything. */
 export const FULL_ACCESS: Access = {
   keyName: null,
+  everyServer: true,
   allowsServer: () => true,
   allowsTool: () => true,
   allowsPrompt: () => true,
@@ -54,6 +57,9 @@ class KeyAccess implements Access {
   }
   #grant(server: string): ServerGrant | undefined {
     return this.#servers === '*' ? { tools: '*', prompts: '*', resources: '*' } : this.#servers.get(server);
+  }
+  get everyServer(): boolean {
+    return this.#servers === '*';
   }
   allowsServer(server: string): boolean {
     return this.#grant(server) !== undefined;

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { DURATION_PATTERN, parseDuration } from './duration.ts';
@@ -84,9 +85,17 @@ export interface ApiKeyConfig {
   requestsPerMinute?: number;
 }
 
+/** `audit`: where the audit log goes (docs/tools.md, "Metrics and audit"). */
+export interface AuditConfig {
+  /** An absolute path (a relative one is resolved against the configuration file's folder), or '-' for stderr. */
+  file: string;
+  includeArguments: boolean;
+}
+
 export interface ToolsConfig {
   /** In the order of the file. */
   servers: ServerConfig[];
+  audit?: AuditConfig;
   /** undefined: no `auth` section, every request is allowed (see startToolServer for where that is permitted). */
   auth?: { keys: ApiKeyConfig[] };
 }
@@ -139,6 +148,12 @@ export const TOOLS_CONFIG_SCHEMA = {
   required: ['servers'],
   properties: {
     defaults: { type: 'object', additionalProperties: false, properties: { timeouts: timeoutsSchema, restart: restartSchema } },
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['file'],
+      properties: { file: { type: 'string', minLength: 1 }, include_arguments: { type: 'boolean' } },
+    },
     auth: {
       type: 'object',
       additionalProperties: false,
@@ -203,7 +218,7 @@ export function parseToolsConfig(text: string, source: string, env: NodeJS.Proce
   if (outOfRange.length > 0) {
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${outOfRange.map((line) => `  - ${line}`).join('\n')}`);
   }
-  return resolve(substituted as RawConfig);
+  return resolve(substituted as RawConfig, source);
 }
 
 interface RawTimeouts {
@@ -239,9 +254,10 @@ interface RawConfig {
   defaults?: { timeouts?: RawTimeouts; restart?: RawRestart };
   servers: Record<string, RawServer> | null;
   auth?: { keys: Record<string, RawApiKey> };
+  audit?: { file: string; include_arguments?: boolean };
 }
 
-function resolve(raw: RawConfig): ToolsConfig {
+function resolve(raw: RawConfig, source: string): ToolsConfig {
   const timeoutsOf = (own: RawTimeouts | undefined): Timeouts => ({
     ...DEFAULT_TIMEOUTS,
     ...durations({ ...raw.defaults?.timeouts }),
@@ -257,14 +273,19 @@ function resolve(raw: RawConfig): ToolsConfig {
     if (entry.url !== undefined) return { ...common, transport: 'http', url: entry.url, headers: entry.headers ?? {} };
     return { ...common, transport: 'stdio', command: entry.command!, args: entry.args ?? [], env: entry.env ?? {}, cwd: entry.cwd };
   });
-  if (!raw.auth) return { servers };
+  const audit = raw.audit && {
+    file: raw.audit.file === '-' ? '-' : path.resolve(path.dirname(source), raw.audit.file),
+    includeArguments: raw.audit.include_arguments ?? false,
+  };
+  const withAudit = audit ? { servers, audit } : { servers };
+  if (!raw.auth) return withAudit;
   const keys = Object.entries(raw.auth.keys).map(([name, key]): ApiKeyConfig => ({
     name,
     sha256: key.sha256,
     servers: serverGrantsOf(key.servers),
     ...(key.requests_per_minute === undefined ? {} : { requestsPerMinute: key.requests_per_minute }),
   }));
-  return { servers, auth: { keys } };
+  return { ...withAudit, auth: { keys } };
 }
 
 function serverGrantsOf(raw: RawApiKey['servers']): ApiKeyConfig['servers'] {

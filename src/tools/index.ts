@@ -1,9 +1,12 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
+import { AuditLog } from './audit.ts';
 import { ApiKeys } from './auth.ts';
 import { loadToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 import { createToolsApp } from './http/app.ts';
 import type { SwaggerUiFiles } from './http/docs-page.ts';
+import { ToolsMetrics } from './metrics.ts';
 import { Upstreams, type ReloadSummary } from './upstreams.ts';
 
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
@@ -53,13 +56,31 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
     options.log?.(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
   }
   let keys = config.auth ? new ApiKeys(config.auth.keys) : null;
-  const upstreams = Upstreams.start(config, { log: options.log, clientInfo: { name: 'encoder-tools', version: options.version } });
+  const log = options.log ?? (() => {});
+  let audit = config.audit ? new AuditLog(config.audit, log) : null;
+  const metrics = new ToolsMetrics();
+  const upstreams = Upstreams.start(config, {
+    log: options.log,
+    clientInfo: { name: 'encoder-tools', version: options.version },
+    onSession: (server, restart) => metrics.sessionStarted(server, restart),
+  });
+  metrics.watch(upstreams);
   let app: FastifyInstance;
   try {
-    app = await createToolsApp(upstreams, { version: options.version, swaggerUiFiles: options.swaggerUiFiles, keys: () => keys });
+    app = await createToolsApp(upstreams, {
+      version: options.version,
+      swaggerUiFiles: options.swaggerUiFiles,
+      keys: () => keys,
+      metrics: metrics.registry,
+      observe(operation, key, status, ms) {
+        metrics.record(operation, status, ms / 1000);
+        audit?.record(operation, key, status, ms);
+      },
+    });
     await app.listen({ host, port });
   } catch (error) {
     await upstreams.close();
+    await audit?.close();
     throw error;
   }
   const address = app.server.address();
@@ -77,12 +98,17 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       if (!next.auth) keys = null;
       else if (keys) keys.replace(next.auth.keys);
       else keys = new ApiKeys(next.auth.keys);
+      if (!isDeepStrictEqual(next.audit, audit?.config)) {
+        void audit?.close();
+        audit = next.audit ? new AuditLog(next.audit, log) : null;
+      }
       return upstreams.apply(next);
     },
     async close() {
       // calls in flight finish, each bounded by its request timeout
       await closeHttp(app);
       await upstreams.close();
+      await audit?.close();
     },
   };
   return running;

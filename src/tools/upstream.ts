@@ -46,6 +46,8 @@ export interface UpstreamOptions {
   /** Lines about the server's life and its stderr; default: dropped. */
   log?: (line: string) => void;
   clientInfo?: { name: string; version: string };
+  /** Called when a session starts; `restart` is true for every session after the server's first. */
+  onSession?: (server: string, restart: boolean) => void;
 }
 
 /** What the SDK client throws (as invalid params, -32602) when a tool's structuredContent breaks its outputSchema. */
@@ -65,6 +67,9 @@ export class Upstream {
   readonly config: ServerConfig;
   private readonly log: (line: string) => void;
   private readonly clientInfo: { name: string; version: string };
+  private readonly onSession: (server: string, restart: boolean) => void;
+  /** Sessions this server has had (the first, then one per restart). */
+  private sessions = 0;
   private client: Client | undefined;
   private transport: Transport | undefined;
   private stateValue: UpstreamState = 'connecting';
@@ -101,6 +106,7 @@ export class Upstream {
     this.config = config;
     this.log = options.log ?? (() => {});
     this.clientInfo = options.clientInfo ?? { name: 'encoder-tools', version: '0.0.0' };
+    this.onSession = options.onSession ?? (() => {});
     this.allowed = config.tools ? new Set(config.tools) : undefined;
     this.healthValue = { name: config.name, status: 'unknown' };
     this.firstAttempt = new Promise((resolve) => (this.endFirstAttempt = resolve));
@@ -525,6 +531,7 @@ export class Upstream {
     this.lastError = undefined;
     this.pingTimeouts = 0;
     this.log(`[${this.name}] connected${this.pid ? ` (pid ${this.pid})` : ''}`);
+    this.onSession(this.name, ++this.sessions > 1);
     this.endFirstAttempt();
     void this.fetchAllTools().catch(() => {});
     void this.checkHealth();

@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
 import { FULL_ACCESS, type Access, type ApiKeys } from '../auth.ts';
 import { ToolsError } from '../errors.ts';
+import type { ApiOperation, OperationName } from '../operations.ts';
 import type { Upstreams } from '../upstreams.ts';
 import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFile, type SwaggerUiFiles } from './docs-page.ts';
 import { toolsOpenApiDocument } from './openapi.ts';
@@ -30,6 +32,10 @@ export interface ToolsAppOptions {
   logger?: boolean;
   /** The configured API keys, read at every request (a reload may change them); null or absent: no authentication. */
   keys?: () => ApiKeys | null;
+  /** Told of every answered API request (metrics, audit log); the open routes are not API requests. */
+  observe?: (operation: ApiOperation, key: string | null, status: number, ms: number) => void;
+  /** Prometheus metrics served at GET /metrics (a key with every server may read them); absent: no route. */
+  metrics?: Registry;
 }
 
 /** Routes anyone may reach: liveness, the API's description and the page that renders it (docs/tools.md). */
@@ -92,6 +98,10 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     if (!given.allowsServer(name)) throw new ToolsError('forbidden', `key "${given.keyName}" may not use server "${name}"`);
     return upstreams.get(name);
   };
+  app.addHook('onResponse', async (request, reply) => {
+    if (!options.observe || OPEN_ROUTES.has(request.routeOptions.url ?? '')) return;
+    options.observe(operationOf(request), accessOf.get(request)?.keyName ?? null, reply.statusCode, reply.elapsedTime);
+  });
   const forbid = (request: FastifyRequest, what: string, server: string): never => {
     throw new ToolsError('forbidden', `key "${access(request).keyName}" may not use ${what} of server "${server}"`);
   };
@@ -130,6 +140,15 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     }
     return reply.type('application/schema+json').send(JSON.stringify(schema));
   });
+
+  if (options.metrics) {
+    const registry = options.metrics;
+    app.get('/metrics', async (request, reply) => {
+      // the series name every server and tool: only a key that may see them all reads them
+      if (!access(request).everyServer) throw new ToolsError('forbidden', `key "${access(request).keyName}" may not read /metrics (it needs servers: "*")`);
+      return reply.type(registry.contentType).send(await registry.metrics());
+    });
+  }
 
   app.get('/api/v1/health/servers', (request, reply) =>
     sendObject(request, reply, 'ServersHealthResponse', {
@@ -204,6 +223,41 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
 
   await app.ready();
   return app;
+}
+
+/** Route (fastify's pattern) → operation; the names are the route's parameters. */
+const OPERATIONS: Record<string, OperationName> = {
+  '/api/v1/health/servers': 'health',
+  '/api/v1/health/servers/:name': 'health',
+  '/api/v1/servers': 'list_servers',
+  '/api/v1/servers/:name/tools': 'list_tools',
+  '/api/v1/servers/:name/tools/:tool': 'call_tool',
+  '/api/v1/servers/:name/prompts': 'list_prompts',
+  '/api/v1/servers/:name/prompts/:prompt': 'get_prompt',
+  '/api/v1/servers/:name/resources': 'list_resources',
+  '/api/v1/servers/:name/resources/content': 'read_resource',
+  '/api/v1/servers/:name/resources/templates': 'list_resource_templates',
+  '/metrics': 'metrics',
+};
+
+/** What a request asked for, from its route, parameters and body. */
+function operationOf(request: FastifyRequest): ApiOperation {
+  const operation = OPERATIONS[request.routeOptions.url ?? ''] ?? 'unknown_route';
+  const params = (request.params ?? {}) as Record<string, string | undefined>;
+  const server = operation === 'unknown_route' ? null : (params.name ?? null);
+  const body = request.body as Record<string, unknown> | undefined;
+  switch (operation) {
+    case 'call_tool':
+      return { operation, server, name: params.tool ?? null, arguments: body };
+    case 'get_prompt':
+      return { operation, server, name: params.prompt ?? null, arguments: body?.arguments };
+    case 'read_resource': {
+      const uri = (request.query as { uri?: unknown }).uri;
+      return { operation, server, name: typeof uri === 'string' ? uri : null };
+    }
+    default:
+      return { operation, server, name: null };
+  }
 }
 
 /**

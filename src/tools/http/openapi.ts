@@ -204,6 +204,18 @@ export function toolsOpenApiDocument(version: string): Json {
           responses: { ...ok('The tool server is up.', { const: 'OK' }) },
         },
       },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics: requests and tool calls by server and status, latency, restarts, health',
+          description: 'With API keys, only a key with servers: "*" may read them (they name every server and tool).',
+          tags: ['meta'],
+          responses: {
+            200: { description: 'Prometheus text exposition format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } },
+            ...problems(...AUTH_FAILURES),
+          },
+        },
+      },
       '/openapi.json': {
         get: {
           operationId: 'openApi',
