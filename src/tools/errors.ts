@@ -16,6 +16,21 @@ export type ToolsErrorKind =
   | 'timeout' // no answer within the request timeout
   | 'cancelled'; // the caller went away first (the MCP server was sent a cancellation); nobody reads the answer
 
+/** The HTTP status of each kind of failure (docs/tools.md, "Errors"); metrics and the audit log use it for /mcp too. */
+export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  rate_limited: 429,
+  not_implemented: 501,
+  upstream: 502,
+  unavailable: 503,
+  timeout: 504,
+  // nginx's "client closed request": logged only, the client is gone
+  cancelled: 499,
+};
+
 export class ToolsError extends Error {
   readonly kind: ToolsErrorKind;
   /** For `unavailable`: milliseconds until the server's next start attempt is due (0: one is under way); for

@@ -6,7 +6,9 @@ import { ApiKeys } from './auth.ts';
 import { loadToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 import { createToolsApp } from './http/app.ts';
 import type { SwaggerUiFiles } from './http/docs-page.ts';
+import { McpSessions } from './http/mcp-route.ts';
 import { ToolsMetrics } from './metrics.ts';
+import type { ApiOperation } from './operations.ts';
 import { Upstreams, type ReloadSummary } from './upstreams.ts';
 
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
@@ -59,12 +61,22 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const log = options.log ?? (() => {});
   let audit = config.audit ? new AuditLog(config.audit, log) : null;
   const metrics = new ToolsMetrics();
+  const observe = (operation: ApiOperation, key: string | null, status: number, ms: number) => {
+    metrics.record(operation, status, ms / 1000);
+    audit?.record(operation, key, status, ms);
+  };
+  const mcp = new McpSessions({ version: options.version, observe });
   const upstreams = Upstreams.start(config, {
     log: options.log,
     clientInfo: { name: 'encoder-tools', version: options.version },
-    onSession: (server, restart) => metrics.sessionStarted(server, restart),
+    onSession: (server, restart) => {
+      metrics.sessionStarted(server, restart);
+      // a server (re)connected: its tools may be new to the clients of /mcp
+      mcp.listsChanged();
+    },
   });
   metrics.watch(upstreams);
+  mcp.watch(upstreams);
   let app: FastifyInstance;
   try {
     app = await createToolsApp(upstreams, {
@@ -72,10 +84,8 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       swaggerUiFiles: options.swaggerUiFiles,
       keys: () => keys,
       metrics: metrics.registry,
-      observe(operation, key, status, ms) {
-        metrics.record(operation, status, ms / 1000);
-        audit?.record(operation, key, status, ms);
-      },
+      observe,
+      mcp,
     });
     await app.listen({ host, port });
   } catch (error) {
@@ -102,10 +112,14 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
         void audit?.close();
         audit = next.audit ? new AuditLog(next.audit, log) : null;
       }
-      return upstreams.apply(next);
+      const summary = upstreams.apply(next);
+      mcp.listsChanged();
+      return summary;
     },
     async close() {
-      // calls in flight finish, each bounded by its request timeout
+      // /mcp's GET streams last as long as their sessions: end those first, then the requests in flight finish,
+      // each bounded by its request timeout
+      await mcp.close();
       await closeHttp(app);
       await upstreams.close();
       await audit?.close();

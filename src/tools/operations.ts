@@ -10,6 +10,7 @@ export type OperationName =
   | 'read_resource'
   | 'list_resource_templates'
   | 'metrics'
+  | 'mcp'
   | 'unknown_route';
 
 export interface ApiOperation {

@@ -175,7 +175,20 @@ export class Upstream {
     return this.tracked(options, (signal) => this.listToolsNow(signal));
   }
 
+  /** A tool's result; one with isError is a ToolsError `upstream` (the API answers 502 for it). */
   callTool(name: string, args: Record<string, unknown>, options: RequestOptions = {}): Promise<CallToolResult> {
+    return this.tracked(options, async (signal) => {
+      const result = await this.callToolNow(name, args, signal);
+      if (result.isError) {
+        const text = textOf(result) || JSON.stringify(result.structuredContent ?? result.content);
+        throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" returned an error: ${text}`);
+      }
+      return result;
+    });
+  }
+
+  /** A tool's result as the server gave it, isError included: MCP clients read isError themselves (/mcp). */
+  callToolAsIs(name: string, args: Record<string, unknown>, options: RequestOptions = {}): Promise<CallToolResult> {
     return this.tracked(options, (signal) => this.callToolNow(name, args, signal));
   }
 
@@ -278,10 +291,6 @@ export class Upstream {
         throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" answered wrongly: ${mcpMessageOf(error)}`, { cause: error });
       }
       throw this.failureOf(error, client, `tools/call "${name}"`);
-    }
-    if (result.isError) {
-      const text = textOf(result) || JSON.stringify(result.structuredContent ?? result.content);
-      throw new ToolsError('upstream', `tool "${name}" of server "${this.name}" returned an error: ${text}`);
     }
     return result;
   }

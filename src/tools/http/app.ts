@@ -4,6 +4,7 @@ import { FULL_ACCESS, type Access, type ApiKeys } from '../auth.ts';
 import { ToolsError } from '../errors.ts';
 import type { ApiOperation, OperationName } from '../operations.ts';
 import type { Upstreams } from '../upstreams.ts';
+import type { McpSessions } from './mcp-route.ts';
 import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFile, type SwaggerUiFiles } from './docs-page.ts';
 import { toolsOpenApiDocument } from './openapi.ts';
 import { problemOf, schemaUrl, sendProblem } from './problem.ts';
@@ -36,6 +37,8 @@ export interface ToolsAppOptions {
   observe?: (operation: ApiOperation, key: string | null, status: number, ms: number) => void;
   /** Prometheus metrics served at GET /metrics (a key with every server may read them); absent: no route. */
   metrics?: Registry;
+  /** The sessions of /mcp, one MCP endpoint for every server; absent: no /mcp. */
+  mcp?: McpSessions;
 }
 
 /** Routes anyone may reach: liveness, the API's description and the page that renders it (docs/tools.md). */
@@ -141,6 +144,8 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     return reply.type('application/schema+json').send(JSON.stringify(schema));
   });
 
+  options.mcp?.register(app, access);
+
   if (options.metrics) {
     const registry = options.metrics;
     app.get('/metrics', async (request, reply) => {
@@ -238,6 +243,8 @@ const OPERATIONS: Record<string, OperationName> = {
   '/api/v1/servers/:name/resources/content': 'read_resource',
   '/api/v1/servers/:name/resources/templates': 'list_resource_templates',
   '/metrics': 'metrics',
+  // refusals of /mcp as a whole (no session, another key's session); each MCP request is recorded by the MCP server
+  '/mcp': 'mcp',
 };
 
 /** What a request asked for, from its route, parameters and body. */

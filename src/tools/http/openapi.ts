@@ -204,6 +204,21 @@ export function toolsOpenApiDocument(version: string): Json {
           responses: { ...ok('The tool server is up.', { const: 'OK' }) },
         },
       },
+      '/mcp': {
+        post: {
+          operationId: 'mcp',
+          summary: 'MCP (Streamable HTTP, sessions): every server the key may use behind one endpoint',
+          description:
+            'Tools and prompts are named server__name; resources keep their URIs. A session (Mcp-Session-Id) belongs to the key that ' +
+            'opened it. GET opens the session\'s stream of notifications (list changes); DELETE ends the session. See docs/tools.md.',
+          tags: ['mcp'],
+          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+          responses: {
+            200: { description: 'A JSON-RPC response, as JSON or as an SSE stream.', content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } } },
+            ...problems(...AUTH_FAILURES),
+          },
+        },
+      },
       '/metrics': {
         get: {
           operationId: 'metrics',

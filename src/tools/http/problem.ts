@@ -1,23 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ToolsError, type ToolsErrorKind } from '../errors.ts';
+import { STATUS_OF_KIND, ToolsError } from '../errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
-/** The status of each kind of failure (docs/tools.md, "Errors"). */
-export const STATUS_OF_KIND: Record<ToolsErrorKind, number> = {
-  bad_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  rate_limited: 429,
-  not_implemented: 501,
-  upstream: 502,
-  unavailable: 503,
-  timeout: 504,
-  // nginx's "client closed request": logged only, the client is gone
-  cancelled: 499,
-};
 
 export interface Problem {
   status: number;
