@@ -273,6 +273,7 @@ function lineOf(lines: Line[], offset: number): number {
   return low;
 }
 
+const columnOf = (lines: Line[], offset: number) => offset - lines[lineOf(lines, offset)].start;
 const keyStart = (pair: Pair<unknown, unknown>) => (pair.key as ParsedNode).range[0];
 const valueEnd = (pair: Pair<unknown, unknown>) => ((pair.value as ParsedNode | null) ?? (pair.key as ParsedNode)).range[1];
 
@@ -284,7 +285,7 @@ const valueEnd = (pair: Pair<unknown, unknown>) => ((pair.value as ParsedNode | 
  */
 function entryLines(lines: Line[], pair: Pair<unknown, unknown>): { first: number; last: number; keyColumn: number } {
   const first = lineOf(lines, keyStart(pair));
-  const keyColumn = keyStart(pair) - lines[first].start;
+  const keyColumn = columnOf(lines, keyStart(pair));
   if (lines[first].text.slice(0, keyColumn).trim() !== '') {
     throw new ToolsConfigError(`line ${first + 1}: the entry does not start its own line, so it cannot be edited`);
   }
@@ -342,10 +343,10 @@ function appendEntry(file: ConfigText, servers: YAMLMap.Parsed, name: string, en
   }
   const lines = splitLines(text);
   const { first, last, keyColumn } = entryLines(lines, lastPair);
-  const serversLine = lineOf(lines, keyStart(file.serversPair!));
-  const indent = Math.max(1, keyColumn - (keyStart(file.serversPair!) - lines[serversLine].start));
+  // the new entry's own lines are indented by as much as the entries are under `servers:`
+  const indent = Math.max(1, keyColumn - columnOf(lines, keyStart(file.serversPair!)));
   const newline = newlineOf(text);
-  const separator = blankBefore(lines, first, keyColumn, serversLine) ? newline : '';
+  const separator = blankBefore(lines, first, keyColumn, lineOf(lines, keyStart(file.serversPair!))) ? newline : '';
   const at = lines[last].next;
   const endsLine = at > 0 && text[at - 1] === '\n';
   return `${text.slice(0, at)}${endsLine ? '' : newline}${separator}${renderBlockEntry(name, entry, keyColumn, indent, newline)}${text.slice(at)}`;
@@ -356,8 +357,7 @@ function replaceEntry(file: ConfigText, pair: Pair<ParsedNode, ParsedNode | null
   if (file.servers!.flow) return text.slice(0, keyStart(pair)) + renderFlowPair(name, entry) + text.slice(valueEnd(pair));
   const lines = splitLines(text);
   const { first, last, keyColumn } = entryLines(lines, pair);
-  const serversLine = lineOf(lines, keyStart(file.serversPair!));
-  const indent = Math.max(1, keyColumn - (keyStart(file.serversPair!) - lines[serversLine].start));
+  const indent = Math.max(1, keyColumn - columnOf(lines, keyStart(file.serversPair!)));
   return text.slice(0, lines[first].start) + renderBlockEntry(name, entry, keyColumn, indent, newlineOf(text)) + text.slice(lines[last].next);
 }
 
@@ -367,12 +367,12 @@ function firstEntry(file: ConfigText, name: string, entry: ServerEntry): string 
   const newline = newlineOf(text);
   const lines = splitLines(text);
   if (!serversPair) {
-    const column = top ? keyStart(top.items[0]) - lines[lineOf(lines, keyStart(top.items[0]))].start : 0;
+    const column = top ? columnOf(lines, keyStart(top.items[0])) : 0;
     const ending = text === '' || text.endsWith('\n') ? '' : newline;
     return `${text}${ending}${' '.repeat(column)}servers:${newline}${renderBlockEntry(name, entry, column + 2, 2, newline)}`;
   }
   const keyLine = lineOf(lines, keyStart(serversPair));
-  const column = keyStart(serversPair) - lines[keyLine].start;
+  const column = columnOf(lines, keyStart(serversPair));
   const value = serversPair.value;
   let before = text;
   let valueLine = keyLine;
