@@ -1,7 +1,7 @@
-import { closeSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeSync, chmodSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Document, isMap, isScalar, parseDocument, visit, type Pair, type ParsedNode, type YAMLMap } from 'yaml';
+import { Document, isMap, isScalar, parse as parseYaml, parseDocument, visit, type Pair, type ParsedNode, type YAMLMap } from 'yaml';
 import { parseToolsConfig, TOOLS_CONFIG_SCHEMA, ToolsConfigError } from './config.ts';
 
 // Editing tools.yaml for `encoder tools init|add|remove|list`. The file is changed by splicing text at the places
@@ -64,7 +64,7 @@ export function initToolsConfigFile(file: string, options: { force?: boolean } =
     throw new ToolsConfigError(`cannot write ${file}: ${(error as Error).message}`, { cause: error });
   }
   try {
-    writeSync(fd, STARTER_TOOLS_CONFIG);
+    writeFileSync(fd, STARTER_TOOLS_CONFIG);
   } finally {
     closeSync(fd);
   }
@@ -119,10 +119,10 @@ export function removeServer(text: string, source: string, name: string): string
     edited = text.slice(0, start) + text.slice(end);
   } else {
     const lines = splitLines(text);
-    const { first, last } = entryLines(lines, items[index]);
+    const { first, last } = entryLines(file, lines, items[index]);
     let [from, to] = [first, last];
     // one blank line that separated it from its neighbours goes with it, so that entries stay evenly spaced
-    if (first > 0 && isBlank(lines[first - 1]) && lineOf(lines, keyStart(items[0])) < first) from = first - 1;
+    if (index > 0 && isBlank(lines[first - 1])) from = first - 1;
     else if (index < items.length - 1 && last + 1 < lines.length && isBlank(lines[last + 1])) to = last + 1;
     edited = text.slice(0, lines[from].start) + text.slice(lines[to].next);
   }
@@ -151,7 +151,8 @@ export function listServers(text: string, source: string): ServerListing[] {
 
 interface ConfigText {
   text: string;
-  doc: Document.Parsed;
+  /** The file's name in messages. */
+  source: string;
   /** The top-level mapping; undefined for an empty document (or one with only comments). */
   top?: YAMLMap.Parsed;
   /** The `servers` pair of the top level, when there is one. */
@@ -170,18 +171,18 @@ function readConfigText(file: string): string {
 }
 
 function parseConfigText(text: string, source: string): ConfigText {
-  const doc = parseDocument(text, { keepSourceTokens: false });
+  const doc = parseDocument(text);
   if (doc.errors.length > 0) throw new ToolsConfigError(`${source}: not valid YAML: ${doc.errors[0].message}`);
   const contents = doc.contents;
-  if (contents === null || (isScalar(contents) && contents.value === null)) return { text, doc };
+  if (contents === null || (isScalar(contents) && contents.value === null)) return { text, source };
   if (!isMap(contents) || contents.flow) throw new ToolsConfigError(`${source}: the top level is not a block mapping (servers: …), so it cannot be edited`);
   const top = contents as YAMLMap.Parsed;
   const serversPair = top.items.find((pair) => keyName(pair) === 'servers');
-  if (!serversPair) return { text, doc, top };
+  if (!serversPair) return { text, source, top };
   const value = serversPair.value;
-  if (value === null || (isScalar(value) && value.value === null)) return { text, doc, top, serversPair };
+  if (value === null || (isScalar(value) && value.value === null)) return { text, source, top, serversPair };
   if (!isMap(value)) throw new ToolsConfigError(`${source}: /servers: must be a mapping of server names to entries`);
-  return { text, doc, top, serversPair, servers: value as YAMLMap.Parsed };
+  return { text, source, top, serversPair, servers: value as YAMLMap.Parsed };
 }
 
 function checkName(name: string): void {
@@ -203,9 +204,14 @@ function keyName(pair: Pair<unknown, unknown>): string {
  * value of the shape its place needs (a URL, a duration or a word), so the rest of the entry is still checked.
  */
 function validateEdited(text: string, source: string): void {
-  const raw: unknown = parseDocument(text).toJS({ maxAliasCount: -1 });
+  let standIns: Record<string, string> = {};
   try {
-    parseToolsConfig(text, source, { ...process.env, ...standInsForUnset(raw, process.env) });
+    standIns = standInsForUnset(parseYaml(text, { maxAliasCount: -1 }), process.env);
+  } catch {
+    // an edit that broke the YAML (an alias whose anchor was in the removed entry): parseToolsConfig reports it
+  }
+  try {
+    parseToolsConfig(text, source, { ...process.env, ...standIns });
   } catch (error) {
     if (error instanceof ToolsConfigError) throw new ToolsConfigError(`${error.message}\n(${source} not changed)`, { cause: error });
     throw error;
@@ -238,10 +244,9 @@ function standInsForUnset(raw: unknown, env: NodeJS.ProcessEnv): Record<string, 
 
 interface Line {
   start: number;
-  /** End of the line's text (before `\r\n` or `\n`). */
-  end: number;
   /** Start of the next line (text.length for the last). */
   next: number;
+  /** Without its line end (`\n` or `\r\n`). */
   text: string;
 }
 
@@ -252,7 +257,7 @@ function splitLines(text: string): Line[] {
     const newline = text.indexOf('\n', start);
     const next = newline < 0 ? text.length : newline + 1;
     const end = newline < 0 ? text.length : newline > start && text[newline - 1] === '\r' ? newline - 1 : newline;
-    lines.push({ start, end, next, text: text.slice(start, end) });
+    lines.push({ start, next, text: text.slice(start, end) });
     start = next;
   }
   return lines;
@@ -283,11 +288,11 @@ const valueEnd = (pair: Pair<unknown, unknown>) => ((pair.value as ParsedNode | 
  * key's indentation after it belong to what follows (they usually describe the next entry), so they are not part
  * of it.
  */
-function entryLines(lines: Line[], pair: Pair<unknown, unknown>): { first: number; last: number; keyColumn: number } {
+function entryLines(file: ConfigText, lines: Line[], pair: Pair<unknown, unknown>): { first: number; last: number; keyColumn: number } {
   const first = lineOf(lines, keyStart(pair));
   const keyColumn = columnOf(lines, keyStart(pair));
   if (lines[first].text.slice(0, keyColumn).trim() !== '') {
-    throw new ToolsConfigError(`line ${first + 1}: the entry does not start its own line, so it cannot be edited`);
+    throw new ToolsConfigError(`${file.source}: line ${first + 1}: the entry does not start its own line, so it cannot be edited`);
   }
   let last = first;
   for (let index = first + 1; index < lines.length; index++) {
@@ -342,7 +347,7 @@ function appendEntry(file: ConfigText, servers: YAMLMap.Parsed, name: string, en
     return `${text.slice(0, at)}, ${renderFlowPair(name, entry)}${text.slice(at)}`;
   }
   const lines = splitLines(text);
-  const { first, last, keyColumn } = entryLines(lines, lastPair);
+  const { first, last, keyColumn } = entryLines(file, lines, lastPair);
   // the new entry's own lines are indented by as much as the entries are under `servers:`
   const indent = Math.max(1, keyColumn - columnOf(lines, keyStart(file.serversPair!)));
   const newline = newlineOf(text);
@@ -356,7 +361,7 @@ function replaceEntry(file: ConfigText, pair: Pair<ParsedNode, ParsedNode | null
   const { text } = file;
   if (file.servers!.flow) return text.slice(0, keyStart(pair)) + renderFlowPair(name, entry) + text.slice(valueEnd(pair));
   const lines = splitLines(text);
-  const { first, last, keyColumn } = entryLines(lines, pair);
+  const { first, last, keyColumn } = entryLines(file, lines, pair);
   const indent = Math.max(1, keyColumn - columnOf(lines, keyStart(file.serversPair!)));
   return text.slice(0, lines[first].start) + renderBlockEntry(name, entry, keyColumn, indent, newlineOf(text)) + text.slice(lines[last].next);
 }
@@ -400,7 +405,7 @@ function writeFileAtomically(file: string, text: string): void {
   let exists = false;
   try {
     target = realpathSync(file);
-    mode = statSync(target).mode & 0o7777;
+    mode = statSync(target).mode & 0o777;
     exists = true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new ToolsConfigError(`cannot write ${file}: ${(error as Error).message}`, { cause: error });
@@ -409,7 +414,7 @@ function writeFileAtomically(file: string, text: string): void {
   try {
     const fd = openSync(temp, 'wx', mode);
     try {
-      writeSync(fd, text);
+      writeFileSync(fd, text);
       if (exists) chmodSync(temp, mode); // the umask applied when it was created
       fsyncSync(fd);
     } finally {

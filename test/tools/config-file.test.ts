@@ -160,6 +160,10 @@ describe('errors: nothing is changed', () => {
     expect(() => addServer(broken, 't.yaml', 'b', { command: 'y' })).toThrow('/servers/a: unknown property "timeout"');
     // removing the broken entry is allowed: the result is valid
     expect(removeServer(broken, 't.yaml', 'a')).toBe('servers:\n');
+    // an entry whose anchor another entry uses: removing it would leave an alias to nothing
+    expect(() => removeServer('servers:\n  a: &base\n    command: x\n  b: *base\n', 't.yaml', 'a')).toThrow(
+      't.yaml: not valid YAML: Unresolved alias (the anchor must be set before the alias): base\n(t.yaml not changed)',
+    );
   });
 
   it('does not require the environment variables of the server, but still checks the rest of the entry', () => {
