@@ -35,6 +35,10 @@ export const STARTER_TOOLS_CONFIG = `# Configuration of \`encoder tools serve\` 
 #   timeouts: {startup: 30s, request: 60s, healthInterval: 10s, healthTimeout: 5s}
 #   restart: {initialDelay: 1s, maxDelay: 1m, afterPingTimeouts: 3}
 #
+# auth:                        # API keys; \`encoder tools keygen --name NAME\` prints a key and its entry
+#   keys:
+#     admin: {sha256: <hex digest of the key>, servers: "*"}
+#
 # servers:
 #   everything:                # stdio: command, args, env, cwd
 #     command: npx

@@ -160,6 +160,10 @@ describe('errors: nothing is changed', () => {
     expect(() => addServer(broken, 't.yaml', 'b', { command: 'y' })).toThrow('/servers/a: unknown property "timeout"');
     // removing the broken entry is allowed: the result is valid
     expect(removeServer(broken, 't.yaml', 'a')).toBe('servers:\n');
+    // a server an API key names: the key would name a server that is not configured
+    const keyed = `servers:\n  a: {command: x}\n  b: {command: y}\nauth:\n  keys:\n    ci: {sha256: ${'a'.repeat(64)}, servers: [a]}\n`;
+    expect(() => removeServer(keyed, 'k.yaml', 'a')).toThrow('/auth/keys/ci/servers: no server "a" is configured');
+    expect(removeServer(keyed, 'k.yaml', 'b')).toBe(keyed.replace('  b: {command: y}\n', ''));
     // an entry whose anchor another entry uses: removing it would leave an alias to nothing
     expect(() => removeServer('servers:\n  a: &base\n    command: x\n  b: *base\n', 't.yaml', 'a')).toThrow(
       't.yaml: not valid YAML: Unresolved alias (the anchor must be set before the alias): base\n(t.yaml not changed)',
