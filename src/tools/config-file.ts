@@ -39,6 +39,8 @@ export const STARTER_TOOLS_CONFIG = `# Configuration of \`encoder tools serve\` 
 #   keys:
 #     admin: {sha256: <hex digest of the key>, servers: "*"}
 #
+# audit: {file: audit.jsonl}   # one JSON line per request; "-": stderr
+#
 # servers:
 #   everything:                # stdio: command, args, env, cwd
 #     command: npx
