@@ -3,6 +3,7 @@ import { ConfigError } from '../encoder/errors.ts';
 import type { RunningToolServer } from '../tools/index.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 import { reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
+import { registerToolsConfigCommands } from './tools-config-command.ts';
 
 interface ToolsServeOptions {
   config: string;
@@ -112,6 +113,7 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
           `    ${options.name}:\n      sha256: ${apiKeyDigest(key)}\n      servers: "*"\n`,
       );
     });
+  registerToolsConfigCommands(tools, io);
 }
 
 function parseKeyName(value: string): string {

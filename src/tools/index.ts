@@ -13,6 +13,7 @@ import { Upstreams, type ReloadSummary } from './upstreams.ts';
 
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 export { Upstreams, type ReloadSummary } from './upstreams.ts';
+export { addServerToFile, initToolsConfigFile, listServersOfFile, removeServerFromFile, type ServerEntry, type ServerListing } from './config-file.ts';
 export { createToolsApp } from './http/app.ts';
 export { apiKeyDigest, generateApiKey } from './auth.ts';
 
