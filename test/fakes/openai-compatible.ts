@@ -212,15 +212,38 @@ export class FakeOpenAIServer {
 
   /** Finishes a batch: every input line gets a chat completion answer (lines whose body has "fail": true fail). */
   completeBatch(id: string): FakeBatch {
+    return this.#finishBatch(id, 'completed', Number.POSITIVE_INFINITY, true);
+  }
+
+  /**
+   * Ends a batch before all its lines ran, as OpenAI does when the completion window passes (`expired`) or after a
+   * cancel (`cancelled`): the first `answered` lines have their answers (or failures) in the output (error) file; the
+   * rest are written to the error file with code `batch_expired` / `batch_cancelled`, as OpenAI documents — or, with
+   * `unreported: true`, appear in no file at all (as a service that writes nothing for lines it never ran).
+   */
+  endBatchEarly(id: string, status: 'expired' | 'cancelled', answered: number, options: { unreported?: boolean } = {}): FakeBatch {
+    return this.#finishBatch(id, status, answered, options.unreported !== true);
+  }
+
+  #finishBatch(id: string, status: 'completed' | 'expired' | 'cancelled', answered: number, reportRest: boolean): FakeBatch {
     const batch = this.batches.get(id);
     if (!batch) throw new Error(`no batch ${id}`);
     const input = this.files.get(batch.input_file_id)?.content ?? '';
     const out: string[] = [];
     const errors: string[] = [];
+    let total = 0;
     for (const line of input.split('\n')) {
       if (line.trim() === '') continue;
       const item = JSON.parse(line) as { custom_id: string; body: { model: string; fail?: boolean } };
-      if (item.body.fail) {
+      const ran = total < answered;
+      total += 1;
+      if (!ran) {
+        const error =
+          status === 'expired'
+            ? { code: 'batch_expired', message: 'This request could not be executed before the completion window expired.' }
+            : { code: 'batch_cancelled', message: 'This request was not executed because the batch was cancelled.' };
+        if (reportRest) errors.push(JSON.stringify({ id: `req-${item.custom_id}`, custom_id: item.custom_id, response: null, error }));
+      } else if (item.body.fail) {
         errors.push(JSON.stringify({ id: `req-${item.custom_id}`, custom_id: item.custom_id, response: null, error: { code: 'invalid_request', message: 'line failed' } }));
       } else {
         out.push(
@@ -233,10 +256,10 @@ export class FakeOpenAIServer {
         );
       }
     }
-    batch.output_file_id = this.#storeFile('batch_output.jsonl', 'batch_output', out.join('\n') + '\n').id;
+    batch.output_file_id = out.length > 0 || status === 'completed' ? this.#storeFile('batch_output.jsonl', 'batch_output', out.join('\n') + '\n').id : null;
     batch.error_file_id = errors.length > 0 ? this.#storeFile('batch_errors.jsonl', 'batch_output', errors.join('\n') + '\n').id : null;
-    batch.status = 'completed';
-    batch.request_counts = { total: out.length + errors.length, completed: out.length, failed: errors.length };
+    batch.status = status;
+    batch.request_counts = { total, completed: out.length, failed: total - out.length };
     return batch;
   }
 

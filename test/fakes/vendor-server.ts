@@ -19,11 +19,13 @@ export interface RecordedRequest {
  * `{delayMs, then}` waits before answering (a slow provider); a client that closes the connection meanwhile gets
  * nothing and is counted in `abandonedReplies`. On a stream, `delayMs` waits before each item (a slow but steady
  * provider) and `holdAfter: n` keeps the connection open after n items until the client closes it (a provider that
- * stalls mid-stream), counted in `abandonedStreams`.
+ * stalls mid-stream), counted in `abandonedStreams`. A JSON reply with `stallBody: true` sends its status, its
+ * headers and the first half of its body, then stalls until the client closes the connection (a provider that hangs
+ * after the headers), counted in `abandonedReplies`; `stalledBodies` counts those whose headers went out.
  */
 export type Reply =
   | { delayMs: number; then: Reply }
-  | { status?: number; headers?: Record<string, string>; json: unknown }
+  | { status?: number; headers?: Record<string, string>; json: unknown; stallBody?: boolean }
   | { status?: number; headers?: Record<string, string>; text: string; contentType?: string }
   | { sse: { event?: string; data: unknown }[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number }
   | { ndjson: unknown[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number };
@@ -45,8 +47,10 @@ export class VendorServer {
   private readonly routes: Route[];
   private readonly scripted: Scripted[] = [];
   url = '';
-  /** Delayed replies (`{delayMs, then}`) whose client closed the connection before the answer. */
+  /** Delayed replies (`{delayMs, then}`) and stalled bodies (`stallBody`) whose client closed the connection before the answer. */
   abandonedReplies = 0;
+  /** Replies with `stallBody` whose headers and first half were sent. */
+  stalledBodies = 0;
   /** Held streams (`holdAfter`) whose client closed the connection. */
   abandonedStreams = 0;
 
@@ -116,6 +120,14 @@ export class VendorServer {
           return;
         }
         reply = reply.then;
+      }
+      if ('json' in reply && reply.stallBody) {
+        const text = JSON.stringify(reply.json);
+        res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...reply.headers });
+        res.write(text.slice(0, Math.floor(text.length / 2)));
+        this.stalledBodies++;
+        if (await closedWithin(res, 3_600_000)) this.abandonedReplies++;
+        return;
       }
       await write(res, reply, () => this.abandonedStreams++);
     } catch (error) {

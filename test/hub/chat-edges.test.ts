@@ -1,6 +1,6 @@
 // Edge cases that real OpenAI-compatible servers produce, through the public API and the real `openai` SDK against
-// the fake server: tool calls under finish_reason "stop", parallel tool calls streamed under one index, streamed
-// refusals, cached tokens in a stream's usage, embeddings from servers that ignore encoding_format.
+// the fake server: tool calls under finish_reason "stop", parallel tool calls streamed under one index or interleaved
+// by index, streamed refusals, cached tokens in a stream's usage, embeddings from servers that ignore encoding_format.
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -29,12 +29,20 @@ function rebuild(events: MessagesStreamEvent[]): { blocks: Record<string, unknow
   const blocks: Record<string, unknown>[] = [];
   const json: string[] = [];
   let delta: Extract<MessagesStreamEvent, { type: 'message_delta' }> | undefined;
+  // Blocks follow each other as in Anthropic's own streams: one open at a time, its deltas between its start and stop.
+  let open: number | null = null;
   for (const event of events) {
     if (event.type === 'content_block_start') {
+      expect(open).toBeNull();
       expect(event.index).toBe(blocks.length);
+      open = event.index;
       blocks.push({ ...event.content_block });
       json.push('');
+    } else if (event.type === 'content_block_stop') {
+      expect(event.index).toBe(open);
+      open = null;
     } else if (event.type === 'content_block_delta') {
+      expect(event.index).toBe(open);
       const block = blocks[event.index]!;
       if (event.delta.type === 'text_delta') block.text = `${block.text as string}${event.delta.text}`;
       if (event.delta.type === 'input_json_delta') json[event.index] += event.delta.partial_json;
@@ -84,6 +92,89 @@ describe('tool calls', () => {
       { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Rome' } },
     ]);
     expect(delta.delta.stop_reason).toBe('tool_use');
+  });
+
+  /** A tool call fragment of a chunk (OpenAI sends id, type and name on a call's first fragment only). */
+  const fragment = (index: number, args: string, first?: { id: string; name: string }) => ({
+    index,
+    ...(first ? { id: first.id, type: 'function' } : {}),
+    function: { ...(first ? { name: first.name } : {}), arguments: args },
+  });
+
+  it('fragments of parallel calls that alternate by index assemble into each call', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [fragment(0, '', { id: 'call_a', name: 'weather' })] }),
+        chunk({ tool_calls: [fragment(1, '', { id: 'call_b', name: 'clock' })] }),
+        chunk({ tool_calls: [fragment(0, '{"city":')] }),
+        chunk({ tool_calls: [fragment(1, '{"zone":')] }),
+        chunk({ tool_calls: [fragment(0, '"Paris"}')] }),
+        chunk({ tool_calls: [fragment(1, '"CET"}')] }),
+        chunk({}, 'tool_calls'),
+      ],
+    });
+    const { blocks, delta } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    expect(blocks).toEqual([
+      { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Paris' }, caller: { type: 'direct' } },
+      { type: 'tool_use', id: 'call_b', name: 'clock', input: { zone: 'CET' }, caller: { type: 'direct' } },
+    ]);
+    expect(delta.delta.stop_reason).toBe('tool_use');
+  });
+
+  it('three calls whose fragments interleave in one chunk and across chunks, the first finishing early', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [fragment(0, '{"city":"Oslo"', { id: 'call_a', name: 'weather' }), fragment(1, '{"ci', { id: 'call_b', name: 'weather' })] }),
+        chunk({ tool_calls: [fragment(2, '{"zone"', { id: 'call_c', name: 'clock' }), fragment(0, '}')] }),
+        chunk({ tool_calls: [fragment(1, 'ty":"Li'), fragment(2, ':"UTC"}')] }),
+        chunk({ tool_calls: [fragment(1, 'ma"}')] }),
+        chunk({}, 'tool_calls'),
+        usageChunk({ prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 }),
+      ],
+    });
+    const { blocks } = rebuild(await collect(amessages({ ...opts, ...ask, stream: true })));
+    const byId = Object.fromEntries(blocks.map((block) => [block.id, block]));
+    expect(blocks).toHaveLength(3);
+    expect(byId).toEqual({
+      call_a: { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Oslo' }, caller: { type: 'direct' } },
+      call_b: { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Lima' }, caller: { type: 'direct' } },
+      call_c: { type: 'tool_use', id: 'call_c', name: 'clock', input: { zone: 'UTC' }, caller: { type: 'direct' } },
+    });
+  });
+
+  it('calls streamed one after the other are still streamed as they come (each block opens with its first fragment)', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [fragment(0, '{"city":', { id: 'call_a', name: 'weather' })] }),
+        chunk({ tool_calls: [fragment(0, '"Paris"}')] }),
+        chunk({ tool_calls: [fragment(1, '{"city":"Rome"}', { id: 'call_b', name: 'weather' })] }),
+        chunk({}, 'tool_calls'),
+      ],
+    });
+    const events = await collect(amessages({ ...opts, ...ask, stream: true }));
+    const json = events.flatMap((e) => (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta' ? [[e.index, e.delta.partial_json]] : []));
+    expect(json).toEqual([[0, '{"city":'], [0, '"Paris"}'], [1, '{"city":"Rome"}']]);
+  });
+
+  it('arguments for a call whose block has already closed are a ProviderError, not a call rebuilt from a fragment', async () => {
+    fake.script('POST /v1/chat/completions', {
+      sse: [
+        chunk({ role: 'assistant', tool_calls: [fragment(0, '{"city":"Oslo"}', { id: 'call_a', name: 'weather' })] }),
+        chunk({ tool_calls: [fragment(1, '{"city":"Lima"}', { id: 'call_b', name: 'weather' })] }),
+        chunk({ tool_calls: [fragment(0, ',"unit":"C"}')] }),
+        chunk({}, 'tool_calls'),
+      ],
+    });
+    const seen: MessagesStreamEvent[] = [];
+    let failure: unknown;
+    try {
+      for await (const event of amessages({ ...opts, ...ask, stream: true })) seen.push(event);
+    } catch (error) {
+      failure = error;
+    }
+    expect(failure).toBeInstanceOf(ProviderError);
+    expect((failure as Error).message).toContain('call_a');
+    expect(seen.filter((e) => e.type === 'content_block_start')).toHaveLength(2);
   });
 
   it('servers that repeat the id on every fragment of a call still give one call', async () => {

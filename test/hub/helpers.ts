@@ -1,5 +1,7 @@
 // Helpers the Hub tests share: draining streams, catching failures, the vendor fakes' lifecycle, common fixtures.
 
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { EmbeddingResponse } from '../../src/hub/provider.ts';
@@ -20,6 +22,24 @@ export async function failureOf(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected the call to fail, it succeeded');
+}
+
+/** Polls `check` every 25 ms until it holds; fails after 10 s, saying `what` did not happen. */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`still not true after 10 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/**
+ * A full garbage collection, for tests of what happens to objects a caller dropped (the test processes do not run
+ * with --expose-gc; the flag set at run time makes `gc` available to a new context).
+ */
+export function collectGarbage(): void {
+  v8.setFlagsFromString('--expose_gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 /**

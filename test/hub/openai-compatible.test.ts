@@ -317,6 +317,75 @@ describe('batches (OpenAI)', () => {
   });
 });
 
+describe('batches that end before every line ran (OpenAI expired, cancelled)', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'hub-batch-partial-'));
+  const file = path.join(dir, 'input.jsonl');
+  const line = (id: string, extra: Record<string, unknown> = {}) => ({
+    custom_id: id,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: { model: 'gpt-test', messages: [{ role: 'user', content: id }], ...extra },
+  });
+  // a answered, b failed on its own, c and d never ran
+  writeFileSync(file, [line('a'), line('b', { fail: true }), line('c'), line('d')].map((l) => JSON.stringify(l)).join('\n') + '\n');
+  const answered = (id: string) => ({
+    custom_id: id,
+    result: expect.objectContaining({ object: 'chat.completion', choices: [expect.objectContaining({ message: expect.objectContaining({ content: `answer ${id}` }) })] }),
+    error: null,
+  });
+  const failedLine = { custom_id: 'b', result: null, error: { code: 'invalid_request', message: 'line failed' } };
+  const byId = (items: { custom_id: string }[]) => [...items].sort((x, y) => x.custom_id.localeCompare(y.custom_id));
+  const create = () => acreate_batch({ ...opts, provider: 'openai', input_file_path: file, endpoint: '/v1/chat/completions' });
+  const results = (batch_id: string) => aretrieve_batch_results({ ...opts, provider: 'openai', batch_id });
+
+  it('an expired batch gives the results that exist; the lines that never ran come as batch_expired items', async () => {
+    const batch = await create();
+    fake.endBatchEarly(batch.id, 'expired', 2);
+    const items = await results(batch.id);
+    expect(byId(items)).toEqual([
+      answered('a'),
+      failedLine,
+      { custom_id: 'c', result: null, error: { code: 'batch_expired', message: 'This request could not be executed before the completion window expired.' } },
+      { custom_id: 'd', result: null, error: { code: 'batch_expired', message: 'This request could not be executed before the completion window expired.' } },
+    ]);
+    // Every line is in the files: the input file is not downloaded.
+    expect(fake.requestsTo(`GET /v1/files/${batch.input_file_id}/content`)).toHaveLength(0);
+  });
+
+  it('lines of an expired batch that no file mentions are reported too, found in the input file', async () => {
+    const batch = await create();
+    fake.endBatchEarly(batch.id, 'expired', 2, { unreported: true });
+    const items = await results(batch.id);
+    expect(items.slice(0, 2)).toEqual([answered('a'), failedLine]);
+    expect(items.slice(2)).toEqual(['c', 'd'].map((custom_id) => ({ custom_id, result: null, error: { code: 'batch_expired', message: expect.stringContaining('expired') } })));
+    expect(fake.requestsTo(`GET /v1/files/${batch.input_file_id}/content`)).toHaveLength(1);
+  });
+
+  it('a batch that expired before any line ran (no output file) reports every line', async () => {
+    const batch = await create();
+    fake.endBatchEarly(batch.id, 'expired', 0, { unreported: true });
+    expect(batch.output_file_id).toBeNull();
+    const items = await results(batch.id);
+    expect(items.map((item) => [item.custom_id, item.result, item.error?.code])).toEqual(['a', 'b', 'c', 'd'].map((id) => [id, null, 'batch_expired']));
+  });
+
+  it('a cancelled batch gives its answers too; the rest are batch_cancelled', async () => {
+    const batch = await create();
+    fake.endBatchEarly(batch.id, 'cancelled', 1, { unreported: true });
+    const items = await results(batch.id);
+    expect(items[0]).toEqual(answered('a'));
+    expect(items.slice(1).map((item) => [item.custom_id, item.result, item.error?.code])).toEqual(['b', 'c', 'd'].map((id) => [id, null, 'batch_cancelled']));
+  });
+
+  it('a batch still running (or cancelling) still raises BatchNotCompleteError', async () => {
+    const batch = await create();
+    fake.batches.get(batch.id)!.status = 'cancelling';
+    const early = await failure(results(batch.id));
+    expect(early).toBeInstanceOf(BatchNotCompleteError);
+    expect((early as BatchNotCompleteError).batch_status).toBe('cancelling');
+  });
+});
+
 describe('errors, retries, timeouts, abort', () => {
   const statusCases: [number, string, typeof HubError][] = [
     [401, 'Incorrect API key provided', AuthenticationError],

@@ -13,6 +13,7 @@ import { fakeOllamaChunks, startOllamaFake } from '../fakes/ollama.ts';
 import { FakeOpenAIServer, chatChunks } from '../fakes/openai-compatible.ts';
 import { FakeOpenAIProcess } from '../fakes/openai-compatible-process.ts';
 import type { Reply, VendorServer } from '../fakes/vendor-server.ts';
+import { eventually } from './helpers.ts';
 
 /** Generous against a loaded machine: a stall is detected after this, steady events come 4 times as often. */
 const TIMEOUT_MS = 1_500;
@@ -30,14 +31,6 @@ async function drainUntilFailure<T>(stream: AsyncIterable<T> | Iterable<T>): Pro
     return { events, error };
   }
   throw new Error(`the stream ended without an error after ${events.length} events`);
-}
-
-async function eventually(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`still not true after 10 s: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 function expectStreamTimeout(error: unknown, provider: string): void {

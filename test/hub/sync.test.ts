@@ -33,7 +33,7 @@ import {
 } from '../../src/hub/index.ts';
 import { chatChunks, chatCompletionBody, errorBody } from '../fakes/openai-compatible.ts';
 import { FakeOpenAIProcess } from '../fakes/openai-compatible-process.ts';
-import { collect, failureOf } from './helpers.ts';
+import { collect, collectGarbage, eventually, failureOf } from './helpers.ts';
 import OpenAI from 'openai';
 
 let fake: FakeOpenAIProcess;
@@ -162,6 +162,30 @@ describe('sync errors keep their classes and fields', () => {
     });
     expect(error).toBeInstanceOf(ProviderError);
     expect(seen.slice(0, 2)).toEqual(['message_start', 'content_block_start']);
+  });
+
+  it('a sync stream dropped half-way (no break, no return) is closed once collected: the provider sees the connection close', async () => {
+    // Streams that stall after their first events (as a provider that is still thinking): nothing but the
+    // Hub closing them can end their connections.
+    const held = { sse: chatChunks('gpt-test', ['a', 'b', 'c']).slice(0, 3), hold: true };
+    await fake.script('POST /v1/chat/completions', held, held);
+    const before = (await fake.stats()).abandonedStreams;
+    // In functions of their own, so that nothing here keeps the iterators: one read half-way, one never iterated
+    // (its first event was fetched when it opened).
+    (() => {
+      const iterator = messages({ ...opts, ...ask, stream: true })[Symbol.iterator]();
+      expect(iterator.next().value?.type).toBe('message_start');
+      expect(iterator.next().value?.type).toBe('content_block_start');
+    })();
+    (() => void messages({ ...opts, ...ask, stream: true }))();
+    await eventually(async () => {
+      collectGarbage();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return (await fake.stats()).abandonedStreams === before + 2;
+    }, 'the fake saw both dropped streams closed');
+    // The worker is free for the next call, and still has no stream of its own open.
+    expect(messages({ ...opts, ...ask }).type).toBe('message');
+    expect((await fake.stats()).abandonedStreams).toBe(before + 2);
   });
 
   it('breaking out of a sync stream early closes it, and the next call works', () => {

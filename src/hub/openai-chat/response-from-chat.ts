@@ -114,9 +114,33 @@ export function chatCompletionToMessage(completion: OpenAI.ChatCompletion, provi
   };
 }
 
+/** One tool call of a stream: its arguments so far, and whether its block waits to open, is open, or has closed. */
+interface StreamedCall {
+  id: string | undefined;
+  name: string;
+  args: string;
+  state: 'waiting' | 'open' | 'closed';
+}
+
+/** Arguments that already form a whole JSON value: the call can end (another call's block may open). */
+function isCompleteJson(text: string): boolean {
+  if (text.trim() === '') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Converts a chunk stream into Messages stream events. Blocks are opened and closed as the kind of delta changes
- * (thinking, text, each tool call). A stream that ends without a finish_reason was cut: ProviderError.
+ * (thinking, text, each tool call), one at a time as in Anthropic's own streams. Tool call fragments are matched to
+ * their call by `index` (or by a new `id` under the same index: vLLM and SGLang stream parallel calls all under
+ * index 0). A call's block opens with its first fragment when no other call's block is open, or when the open call's
+ * arguments are already complete JSON; otherwise (servers that interleave the fragments of parallel calls) its
+ * fragments are kept and it opens, with all of them as one delta, when it can — at the latest when the stream ends.
+ * A stream that ends without a finish_reason was cut: ProviderError.
  */
 export async function* chatChunksToMessageEvents(
   chunks: AsyncIterable<OpenAI.ChatCompletionChunk>,
@@ -124,9 +148,11 @@ export async function* chatChunksToMessageEvents(
 ): AsyncGenerator<Anthropic.RawMessageStreamEvent> {
   let started = false;
   let index = -1;
-  let open: 'text' | 'thinking' | 'tool' | null = null;
-  let openToolIndex = -1;
-  let openToolId: string | undefined;
+  // (Typed by assertion: the closures below change both, which narrowing from `null` would not see.)
+  let open = null as 'text' | 'thinking' | 'tool' | null;
+  let openCall = null as StreamedCall | null;
+  const callsByIndex = new Map<number, StreamedCall>();
+  const waiting: StreamedCall[] = [];
   // A refusal streams as `refusal` deltas: as without streaming, refusal text and no content → stop_reason refusal.
   let sawContent = false;
   let sawRefusal = false;
@@ -136,7 +162,21 @@ export async function* chatChunksToMessageEvents(
 
   const close = function* (): Generator<Anthropic.RawMessageStreamEvent> {
     if (open !== null) yield { type: 'content_block_stop', index };
+    if (openCall) openCall.state = 'closed';
     open = null;
+    openCall = null;
+  };
+  const openCallBlock = function* (call: StreamedCall): Generator<Anthropic.RawMessageStreamEvent> {
+    yield* close();
+    waiting.splice(waiting.indexOf(call), 1);
+    index += 1;
+    open = 'tool';
+    openCall = call;
+    call.state = 'open';
+    call.id ??= `call_${index}`;
+    toolCalls += 1;
+    yield { type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {}, caller: { type: 'direct' } } };
+    if (call.args) yield { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: call.args } };
   };
 
   for await (const chunk of chunks) {
@@ -185,36 +225,38 @@ export async function* chatChunksToMessageEvents(
       }
       yield { type: 'content_block_delta', index, delta: { type: 'text_delta', text } };
     }
-    for (const call of delta.tool_calls ?? []) {
-      // A new call: another index, or (servers that stream parallel calls all under index 0) another id.
-      const newId = call.id !== undefined && call.id !== null && call.id !== '' && call.id !== openToolId;
-      if (open !== 'tool' || call.index !== openToolIndex || newId) {
-        yield* close();
-        index += 1;
-        open = 'tool';
-        openToolIndex = call.index;
-        openToolId = call.id || undefined;
-        toolCalls += 1;
-        yield {
-          type: 'content_block_start',
-          index,
-          content_block: {
-            type: 'tool_use',
-            id: call.id ?? `call_${index}`,
-            name: call.function?.name ?? '',
-            input: {},
-            caller: { type: 'direct' },
-          },
-        };
+    for (const fragment of delta.tool_calls ?? []) {
+      const id = fragment.id || undefined;
+      const known = callsByIndex.get(fragment.index);
+      let call = known;
+      if (!call || (id !== undefined && id !== call.id)) {
+        // Another id under an index already used: the earlier call there is complete.
+        if (known?.state === 'open') yield* close();
+        call = { id, name: '', args: '', state: 'waiting' };
+        callsByIndex.set(fragment.index, call);
+        waiting.push(call);
       }
-      const partial = call.function?.arguments;
-      if (partial) yield { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: partial } };
+      if (call.state === 'waiting' && !call.name && fragment.function?.name) call.name = fragment.function.name;
+      const partial = fragment.function?.arguments ?? '';
+      if (call.state === 'open') {
+        call.args += partial;
+        if (partial) yield { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: partial } };
+      } else if (call.state === 'closed') {
+        if (partial.trim() !== '') {
+          throw new ProviderError(`The stream sent more arguments for tool call ${call.id} after its block was closed`, null, provider_name);
+        }
+      } else {
+        call.args += partial;
+        if (!openCall || isCompleteJson(openCall.args)) yield* openCallBlock(call);
+      }
     }
     if (choice.finish_reason) finish = choice.finish_reason;
   }
   if (finish === null) {
     throw incompleteStreamError(provider_name);
   }
+  // Calls whose fragments came interleaved with an open call's, in the order they began.
+  while (waiting.length > 0) yield* openCallBlock(waiting[0]!);
   yield* close();
   const final = usageFromChat(usage);
   yield {

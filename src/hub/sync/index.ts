@@ -98,12 +98,26 @@ function call<T>(fn: AsyncFunctionName, request: Record<string, unknown>, modelF
   return send({ op: 'call', fn, request: prepare(request, modelField) }) as T;
 }
 
+/**
+ * Closes, on the worker, the streams whose iterators the caller dropped without finishing them (no break, no
+ * return()): without this the worker would keep each such stream, and its connection to the provider, for the life
+ * of the process. Collection may come late; a caller that stops early should break out of its loop.
+ */
+const dropped = new FinalizationRegistry<number>((id) => {
+  try {
+    send({ op: 'close', id });
+  } catch {
+    // The provider's error on closing: nobody is left to receive it.
+  }
+});
+
 function stream<T>(fn: AsyncFunctionName, request: Record<string, unknown>): Iterable<T> {
   const { id, first } = send({ op: 'open', fn, request: prepare(request, true) }) as {
     id: number;
     first: IteratorResult<T>;
   };
-  return (function* () {
+  const token = {};
+  const iterator = (function* () {
     let finished = first.done === true;
     try {
       if (finished) return;
@@ -120,9 +134,12 @@ function stream<T>(fn: AsyncFunctionName, request: Record<string, unknown>): Ite
       finished = true;
       throw error;
     } finally {
+      dropped.unregister(token);
       if (!finished) send({ op: 'close', id });
     }
   })();
+  if (first.done !== true) dropped.register(iterator, id, token);
+  return iterator;
 }
 
 export function messages(request: MessagesRequest & { stream: true }): Iterable<MessagesStreamEvent>;

@@ -22,7 +22,8 @@ import { fromMistralResponse, fromMistralStream, mistralToolCallId, toMistralReq
 import { mistralProvider } from '../../../src/hub/providers/mistral/index.ts';
 import { fakeChatChunks, mistralError, startMistralFake, type MistralFake } from '../../fakes/mistral.ts';
 import { bodyOf } from '../../fakes/vendor-server.ts';
-import { collect, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
+import { amessages } from '../../../src/hub/index.ts';
+import { collect, collectGarbage, eventually, failureOf, fakeEmbeddings, useVendorFake, weatherTool as weather } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'mistral-small-latest', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
 const toolConversation: Anthropic.MessageParam[] = [
@@ -390,6 +391,47 @@ describe('mistral provider against the fake API', () => {
     const mapped = provider.toHubError(await failureOf(provider.messages(base, call)));
     expect(mapped).toBeInstanceOf(type);
     expect(mapped).toMatchObject({ provider_name: 'mistral', status_code: (reply as { status: number }).status, ...fields });
+  });
+
+  describe('a non-stream answer that stalls after its headers', () => {
+    /** Settles within `ms` (else the test fails: the call hung). */
+    const settled = <T>(promise: Promise<T>, ms: number): Promise<{ value?: T; error?: unknown }> =>
+      Promise.race([
+        promise.then((value) => ({ value }), (error: unknown) => ({ error })),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the call did not settle within ${ms} ms`)), ms)),
+      ]);
+    /** Waits until the fake has sent the headers and half the body, and the client has had time to read them. */
+    const headersSent = async (before: number) => {
+      await eventually(() => fake.server.stalledBodies === before + 1, 'the fake sent the headers');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // What undici links weakly (the abort of a Request's clone) is gone after a collection, as in a busy process.
+      collectGarbage();
+    };
+
+    it("aborting rejects with the signal's reason and closes the connection", async () => {
+      fake.server.enqueue({ json: { id: 'cmpl-stall', object: 'chat.completion', model: 'mistral-small-latest', created: 1, choices: [] }, stallBody: true });
+      const before = { stalled: fake.server.stalledBodies, abandoned: fake.server.abandonedReplies };
+      const controller = new AbortController();
+      const call = amessages({ provider: 'mistral', api_key: 'ms-key', api_base: fake.server.url, ...base, signal: controller.signal });
+      await headersSent(before.stalled);
+      const reason = new Error('the caller gave up');
+      controller.abort(reason);
+      const outcome = await settled(call, 5_000);
+      expect(outcome.value).toBeUndefined();
+      expect(outcome.error).toBe(reason);
+      await eventually(() => fake.server.abandonedReplies === before.abandoned + 1, 'the fake saw the connection closed');
+    });
+
+    it('the timeout fails it with the timeout error and closes the connection', async () => {
+      fake.server.enqueue({ json: { id: 'cmpl-stall', object: 'chat.completion', model: 'mistral-small-latest', created: 1, choices: [] }, stallBody: true });
+      const before = { stalled: fake.server.stalledBodies, abandoned: fake.server.abandonedReplies };
+      const call = amessages({ provider: 'mistral', api_key: 'ms-key', api_base: fake.server.url, ...base, timeout: 1_000 });
+      await headersSent(before.stalled);
+      const outcome = await settled(call, 10_000);
+      expect(outcome.error).toBeInstanceOf(ProviderError);
+      expect(outcome.error).toMatchObject({ error_type: 'timeout', status_code: null, raw_message: 'Request timed out after 1000 ms' });
+      await eventually(() => fake.server.abandonedReplies === before.abandoned + 1, 'the fake saw the connection closed');
+    });
   });
 
   it('a tool call id Mistral would refuse is never sent: the fake checks ids like the API', async () => {

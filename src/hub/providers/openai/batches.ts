@@ -39,6 +39,31 @@ function parseBatchOutput(text: string, provider_name: string): BatchResultItem[
   return items;
 }
 
+/** Final states whose output (and error) files exist: completed, and ended before every line ran. */
+const FINAL_WITH_RESULTS: ReadonlySet<string> = new Set(['completed', 'expired', 'cancelled']);
+
+/** The error of a line that an expired or cancelled batch never ran, with OpenAI's own codes for it. */
+function notRun(status: string): { code: string; message: string } {
+  return status === 'expired'
+    ? { code: 'batch_expired', message: 'The batch expired before this request ran' }
+    : { code: 'batch_cancelled', message: 'The batch was cancelled before this request ran' };
+}
+
+/** The custom_id of each line of a batch input file, in order. */
+function inputCustomIds(text: string): string[] {
+  const ids: string[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const id = (JSON.parse(line) as { custom_id?: unknown }).custom_id;
+      if (typeof id === 'string') ids.push(id);
+    } catch {
+      // The provider validated the file when it accepted the batch; a line it could not read never ran either.
+    }
+  }
+  return ids;
+}
+
 export function openAIBatches(client: OpenAI, provider_name: string): BatchOperations {
   return {
     async create(params, call) {
@@ -65,14 +90,22 @@ export function openAIBatches(client: OpenAI, provider_name: string): BatchOpera
     },
     async results(batch_id, call) {
       const batch = await client.batches.retrieve(batch_id, { signal: call.signal });
-      if (batch.status !== 'completed') {
+      if (!FINAL_WITH_RESULTS.has(batch.status)) {
         throw new BatchNotCompleteError(null, null, provider_name, { batch_id, batch_status: batch.status });
       }
+      const download = async (fileId: string) => (await client.files.content(fileId, { signal: call.signal })).text();
       const items: BatchResultItem[] = [];
       for (const fileId of [batch.output_file_id, batch.error_file_id]) {
-        if (!fileId) continue;
-        const response = await client.files.content(fileId, { signal: call.signal });
-        items.push(...parseBatchOutput(await response.text(), provider_name));
+        if (fileId) items.push(...parseBatchOutput(await download(fileId), provider_name));
+      }
+      if (batch.status === 'completed') return items;
+      // Expired or cancelled: OpenAI writes the lines that never ran to the error file (batch_expired,
+      // batch_cancelled); lines that no file mentions are found in the input file and reported the same way.
+      const total = batch.request_counts?.total;
+      if (typeof total === 'number' && total > 0 && items.length >= total) return items;
+      const reported = new Set(items.map((item) => item.custom_id));
+      for (const custom_id of inputCustomIds(await download(batch.input_file_id))) {
+        if (!reported.has(custom_id)) items.push({ custom_id, result: null, error: notRun(batch.status) });
       }
       return items;
     },
