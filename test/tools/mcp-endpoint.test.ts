@@ -16,6 +16,7 @@ const dir = mkdtempSync(path.join(tmpdir(), 'tools-mcp-'));
 const configFile = path.join(dir, 'tools.yaml');
 const ADMIN = generateApiKey();
 const ECHO_ONLY = generateApiKey();
+const LIMITED = generateApiKey();
 const servers = (withMemory: boolean) => `
 servers:
   everything:
@@ -27,6 +28,7 @@ ${withMemory ? `  memory:\n    command: ${NODE}\n    args: [${MEMORY}]\n    env:
     echo-only:
       sha256: ${apiKeyDigest(ECHO_ONLY)}
       servers: {everything: {tools: [echo], prompts: [], resources: []}}
+    limited: {sha256: ${apiKeyDigest(LIMITED)}, servers: "*", requests_per_minute: 4}
 `;
 
 let server: RunningToolServer;
@@ -118,6 +120,19 @@ describe('/mcp', () => {
     expect(unknown.status).toBe(404);
     const fromPage = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, origin: 'https://evil.example', 'content-type': 'application/json' }, body: JSON.stringify(initialize) });
     expect(fromPage.status).toBe(403);
+  });
+
+  it('counts MCP requests against the key\'s requests per minute: 429 with Retry-After', async () => {
+    // initialize, notifications/initialized and the GET stream (opened in the background) are three requests of four
+    const client = await connect(LIMITED);
+    await expect(
+      (async () => {
+        for (let i = 0; i < 3; i++) await client.listTools();
+      })(),
+    ).rejects.toThrow(/429/);
+    const raw = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${LIMITED}`, 'content-type': 'application/json' }, body: '{}' });
+    expect(raw.status).toBe(429);
+    expect(Number(raw.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 
   it('cancels a long-running call on the server when the client cancels it', async () => {
