@@ -55,11 +55,11 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const host = options.host ?? (config.auth ? '0.0.0.0' : '127.0.0.1');
   const port = options.port ?? DEFAULT_TOOLS_PORT;
   checkExposure(config, host, port, options);
+  const log = options.log ?? (() => {});
   if (!config.auth && !isLoopback(host)) {
-    options.log?.(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
+    log(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
   }
   let keys = config.auth ? new ApiKeys(config.auth.keys) : null;
-  const log = options.log ?? (() => {});
   let audit = config.audit ? new AuditLog(config.audit, log) : null;
   const metrics = new ToolsMetrics();
   const observe = (operation: ApiOperation, key: string | null, status: number, ms: number) => {
