@@ -4,6 +4,7 @@ import { GatewayError } from '../errors.ts';
 import type { GatewayContext } from './context.ts';
 import { gatewayErrorOf, sendGatewayError } from './errors.ts';
 import { registerManagementRoutes } from './management-routes.ts';
+import { registerUsageRoutes } from './usage-routes.ts';
 import { registerModelRoutes } from './model-routes.ts';
 import { gatewayOpenApi } from './openapi.ts';
 
@@ -98,6 +99,7 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
 
   registerManagementRoutes(app, context);
+  registerUsageRoutes(app, context);
   registerModelRoutes(app, context);
   await app.ready();
   return app;

@@ -95,4 +95,18 @@ export const UsageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(10_000).optional().describe('Most rows returned (default 100); totals cover all rows in range'),
 });
 
+/** Filters of the usage analytics endpoints (/v1/usage/summary, /v1/usage/series, /v1/usage.csv). */
+export const UsageAnalyticsQuery = z.strictObject({
+  since: Timestamp.optional().describe('Rows at or after this time (summary and series: default 30 days before until)'),
+  until: Timestamp.optional().describe('Rows before this time (default: now)'),
+  user_id: Id.optional().describe('Only this user'),
+  key_id: Id.optional().describe('Only this virtual key'),
+  model: z.string().min(1).optional().describe('Only this model, as stored (provider:model)'),
+  provider: z.string().min(1).optional().describe('Only this provider'),
+});
+
+export const UsageSeriesQuery = UsageAnalyticsQuery.extend({
+  interval: z.enum(['hour', 'day']).optional().describe('Bucket size (default day), in UTC'),
+});
+
 export const KeyListQuery = z.strictObject({ user_id: Id.optional() });

@@ -59,6 +59,24 @@ const usageQuery = [
   { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 10000, default: 100 } },
 ];
 
+const analyticsQuery = [
+  { name: 'since', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; rows at or after (summary and series: default 30 days before until; CSV: all)' },
+  { name: 'until', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; rows before (default: now); must be after since' },
+  { name: 'user_id', in: 'query', schema: { type: 'string' } },
+  { name: 'key_id', in: 'query', schema: { type: 'string' } },
+  { name: 'model', in: 'query', schema: { type: 'string' }, description: 'As stored: provider:model' },
+  { name: 'provider', in: 'query', schema: { type: 'string' } },
+];
+const aggregateProperties = {
+  requests: { type: 'integer' },
+  errors: { type: 'integer', description: 'Calls that did not succeed (error or cancelled)' },
+  prompt_tokens: { type: 'integer' },
+  completion_tokens: { type: 'integer' },
+  total_tokens: { type: 'integer' },
+  cost: { type: 'number', description: 'US dollars' },
+};
+const aggregate = (extra: Schema = {}) => ({ type: 'object', required: Object.keys({ ...aggregateProperties, ...extra }), properties: { ...aggregateProperties, ...extra } });
+
 const json = (schema: z.ZodType) => ({ required: true, content: { 'application/json': { schema: bodySchema(schema) } } });
 const passThrough = (description: string, required: string[]) => ({
   required: true,
@@ -285,6 +303,53 @@ export function gatewayOpenApi(version: string): Schema {
       '/v1/keys/{key_id}/usage': {
         parameters: [id('key_id', 'The key record id')],
         get: managed("A key's usage, newest first, with totals", { parameters: usageQuery, responses: { 200: ok('Usage', ref('UsageList')), 400: err('Bad query.'), ...MANAGEMENT_ERRORS, 404: err('No such key.') } }),
+      },
+      '/v1/usage/summary': {
+        get: managed('Usage totals over a time range, and by model, user, key and provider (most cost first)', {
+          parameters: analyticsQuery,
+          responses: {
+            200: ok('Summary', {
+              type: 'object',
+              required: ['object', 'since', 'until', 'totals', 'by_model', 'by_user', 'by_key', 'by_provider'],
+              properties: {
+                object: { const: 'usage_summary' },
+                since: time,
+                until: time,
+                totals: aggregate(),
+                by_model: { type: 'array', items: aggregate({ model: { type: 'string' } }) },
+                by_user: { type: 'array', items: aggregate({ user_id: nullable('string') }) },
+                by_key: { type: 'array', items: aggregate({ key_id: nullable('string') }) },
+                by_provider: { type: 'array', items: aggregate({ provider: { type: 'string' } }) },
+              },
+            }),
+            400: err('Bad query: a malformed time, since not before until (invalid_range), an unknown parameter.'),
+            ...MANAGEMENT_ERRORS,
+          },
+        }),
+      },
+      '/v1/usage/series': {
+        get: managed('Usage per hour or day (UTC) over a time range, every bucket included', {
+          parameters: [...analyticsQuery, { name: 'interval', in: 'query', schema: { enum: ['hour', 'day'], default: 'day' } }],
+          responses: {
+            200: ok('Series', {
+              type: 'object',
+              required: ['object', 'interval', 'since', 'until', 'data'],
+              properties: { object: { const: 'usage_series' }, interval: { enum: ['hour', 'day'] }, since: time, until: time, data: { type: 'array', items: aggregate({ start: time }) } },
+            }),
+            400: err('Bad query, or more than 10,000 buckets.'),
+            ...MANAGEMENT_ERRORS,
+          },
+        }),
+      },
+      '/v1/usage.csv': {
+        get: managed('Every usage row in the range as CSV, oldest first, streamed', {
+          parameters: analyticsQuery,
+          responses: {
+            200: { description: 'RFC 4180 CSV with a header row; columns as the Usage object, cost in dollars.', content: { 'text/csv': { schema: { type: 'string' } } } },
+            400: err('Bad query.'),
+            ...MANAGEMENT_ERRORS,
+          },
+        }),
       },
       '/v1/budgets': {
         post: managed('Create a budget', { requestBody: json(CreateBudgetBody), responses: { 201: ok('Created', ref('Budget')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS } }),

@@ -4,7 +4,7 @@ import { NANOS_PER_DOLLAR } from '../storage/records.ts';
 import { isoTime, isoTimeOrNull } from '../time.ts';
 
 /** How records leave the gateway: ISO times without zone designator, money in US dollars. */
-const dollars = (n: number) => n / NANOS_PER_DOLLAR;
+export const dollars = (n: number) => n / NANOS_PER_DOLLAR;
 
 export function userResource(user: UserRecord) {
   return {

@@ -90,6 +90,11 @@ export const MIGRATIONS: Migration[] = [
       )`,
     ],
   },
+  {
+    version: 3,
+    name: 'usage by time: analytics over a range and the CSV export read it in (created_at, id) order',
+    statements: [`CREATE INDEX usage_created ON usage (created_at, id)`],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

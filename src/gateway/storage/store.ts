@@ -13,6 +13,25 @@ import type {
   UserRecord,
 } from './records.ts';
 
+/** Which usage rows an analytics query covers; every field narrows it (epoch ms: since inclusive, until exclusive). */
+export interface UsageFilter {
+  since?: number;
+  until?: number;
+  user_id?: string;
+  key_id?: string;
+  model?: string;
+  provider?: string;
+}
+
+/** What usage analytics can total by. */
+export const USAGE_GROUPS = ['model', 'user_id', 'key_id', 'provider'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+/** Totals of a group of usage rows, with the calls that did not succeed. */
+export interface UsageAggregate extends UsageTotals {
+  errors: number;
+}
+
 export interface UsageQuery {
   user_id?: string;
   key_id?: string;
@@ -441,10 +460,78 @@ export class GatewayStore {
     };
   }
 
+  /** Totals of the rows a filter covers, one entry per value of `group` (most cost first), or one overall. */
+  async aggregateUsage(filter: UsageFilter, group?: UsageGroup): Promise<(UsageAggregate & { group: string | null })[]> {
+    const { clause, params } = usageWhere(filter);
+    const column = group ?? 'NULL';
+    const rows = await this.driver.all(
+      `SELECT ${column} AS grp, ${AGGREGATES} FROM usage ${clause}${group ? ` GROUP BY ${group} ORDER BY cost_nanos DESC, requests DESC, grp` : ''}`,
+      params,
+    );
+    return rows.map((row) => ({ group: (row.grp as string | null) ?? null, ...aggregateOf(row) }));
+  }
+
+  /** Totals per time bucket of `bucketMs` (UTC, from the epoch): only buckets that have rows, oldest first. */
+  async usageSeries(filter: UsageFilter, bucketMs: number): Promise<(UsageAggregate & { bucket: number })[]> {
+    const { clause, params } = usageWhere(filter);
+    // integer division truncates alike in SQLite and PostgreSQL (BIGINT / BIGINT; the casts keep SQLite from binding
+    // the size as a REAL and dividing exactly); times are never negative
+    const rows = await this.driver.all(
+      `SELECT (created_at / CAST(? AS BIGINT)) * CAST(? AS BIGINT) AS bucket, ${AGGREGATES} FROM usage ${clause} GROUP BY bucket ORDER BY bucket`,
+      [bucketMs, bucketMs, ...params],
+    );
+    return rows.map((row) => ({ bucket: Number(row.bucket), ...aggregateOf(row) }));
+  }
+
+  /**
+   * One page of the rows a filter covers, oldest first, after the row `after` (keyset pagination: every page is one
+   * indexed range query, however far in; rows written meanwhile with later times come in later pages).
+   */
+  async usagePage(filter: UsageFilter, after: { created_at: number; id: string } | undefined, limit: number): Promise<UsageRecord[]> {
+    const { clause, params } = usageWhere(filter, after ? ['(created_at > ? OR (created_at = ? AND id > ?))', [after.created_at, after.created_at, after.id]] : undefined);
+    return (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at, id LIMIT ?`, [...params, limit])).map(usageOf);
+  }
+
   async countUsage(): Promise<number> {
     const [row] = await this.driver.all('SELECT COUNT(*) AS n FROM usage');
     return Number(row.n);
   }
+}
+
+const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status = 'success' THEN 0 ELSE 1 END), 0) AS BIGINT) AS errors,
+  CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens,
+  CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos`;
+
+function aggregateOf(row: Row): UsageAggregate {
+  return {
+    requests: Number(row.requests),
+    errors: Number(row.errors),
+    prompt_tokens: Number(row.prompt_tokens),
+    completion_tokens: Number(row.completion_tokens),
+    cost_nanos: Number(row.cost_nanos),
+  };
+}
+
+/** The WHERE clause of a usage filter, plus one more condition when given. */
+function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause: string; params: SqlValue[] } {
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  const add = (condition: string, value: SqlValue | undefined) => {
+    if (value === undefined) return;
+    where.push(condition);
+    params.push(value);
+  };
+  add('created_at >= ?', filter.since);
+  add('created_at < ?', filter.until);
+  add('user_id = ?', filter.user_id);
+  add('key_id = ?', filter.key_id);
+  add('model = ?', filter.model);
+  add('provider = ?', filter.provider);
+  if (extra) {
+    where.push(extra[0]);
+    params.push(...extra[1]);
+  }
+  return { clause: where.length > 0 ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 
 /** `column = ?` for each defined field (undefined = leave as is, null = clear). */

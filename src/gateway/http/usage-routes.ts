@@ -1,0 +1,114 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { requireMaster } from '../auth.ts';
+import { invalidRequest } from '../errors.ts';
+import type { UsageAggregate, UsageFilter, UsageGroup } from '../storage/store.ts';
+import { isoTime, parseTimestamp } from '../time.ts';
+import type { GatewayContext } from './context.ts';
+import { UsageAnalyticsQuery, UsageSeriesQuery } from './management-schemas.ts';
+import { dollars, usageResource, usageTotals } from './resources.ts';
+import { parseWith } from './validation.ts';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const DEFAULT_SPAN = 30 * DAY;
+/** Buckets one series answers at most (a year by hour is 8,760). */
+export const MAX_SERIES_BUCKETS = 10_000;
+/** Rows read per query while a CSV streams: memory stays bounded whatever the range holds. */
+const CSV_PAGE = 1000;
+
+const GROUPS: [UsageGroup, string][] = [
+  ['model', 'by_model'],
+  ['user_id', 'by_user'],
+  ['key_id', 'by_key'],
+  ['provider', 'by_provider'],
+];
+
+const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors });
+
+/** Usage analytics for operators: totals by model, user, key and provider; a time series; every row as CSV. Master key only. */
+export function registerUsageRoutes(app: FastifyInstance, context: GatewayContext): void {
+  const { store } = context;
+  const master = async (request: FastifyRequest) => requireMaster(await context.authenticate(request));
+
+  app.get('/v1/usage/summary', { preHandler: master }, async (request) => {
+    const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), DEFAULT_SPAN);
+    const [[totals], ...groups] = await Promise.all([store.aggregateUsage(filter), ...GROUPS.map(([group]) => store.aggregateUsage(filter, group))]);
+    return {
+      object: 'usage_summary',
+      since: isoTime(filter.since!),
+      until: isoTime(filter.until!),
+      totals: aggregate(totals),
+      ...Object.fromEntries(GROUPS.map(([group, field], index) => [field, groups[index].map((row) => ({ [group]: row.group, ...aggregate(row) }))])),
+    };
+  });
+
+  app.get('/v1/usage/series', { preHandler: master }, async (request) => {
+    const query = parseWith(UsageSeriesQuery, request.query ?? {}, 'query');
+    const interval = query.interval ?? 'day';
+    const size = interval === 'hour' ? HOUR : DAY;
+    const filter = filterOf(query, DEFAULT_SPAN);
+    const first = Math.floor(filter.since! / size) * size;
+    const buckets = Math.ceil((filter.until! - first) / size);
+    if (buckets > MAX_SERIES_BUCKETS) {
+      throw invalidRequest(`the range holds ${buckets} ${interval}s; at most ${MAX_SERIES_BUCKETS} per series (narrow since/until or use interval=day)`, 'since');
+    }
+    const rows = new Map((await store.usageSeries(filter, size)).map((row) => [row.bucket, row]));
+    const empty: UsageAggregate = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 };
+    return {
+      object: 'usage_series',
+      interval,
+      since: isoTime(filter.since!),
+      until: isoTime(filter.until!),
+      // every bucket of the range, empty ones included, so a chart's time axis needs no gaps filled in
+      data: Array.from({ length: buckets }, (_, index) => {
+        const start = first + index * size;
+        return { start: isoTime(start), ...aggregate(rows.get(start) ?? empty) };
+      }),
+    };
+  });
+
+  app.get('/v1/usage.csv', { preHandler: master }, async (request, reply) => {
+    const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), undefined);
+    async function* lines(): AsyncGenerator<string> {
+      yield `${CSV_COLUMNS.join(',')}\r\n`;
+      let after: { created_at: number; id: string } | undefined;
+      for (;;) {
+        const page = await store.usagePage(filter, after, CSV_PAGE);
+        if (page.length > 0) yield page.map((row) => `${csvRow(row)}\r\n`).join('');
+        if (page.length < CSV_PAGE) return;
+        after = page[page.length - 1];
+      }
+    }
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', 'attachment; filename="usage.csv"')
+      .send(Readable.from(lines()));
+  });
+}
+
+/** The filter of a query: times parsed and checked (since before until); `defaultSpan` fills a missing since. */
+function filterOf(query: { since?: string; until?: string; user_id?: string; key_id?: string; model?: string; provider?: string }, defaultSpan: number | undefined): UsageFilter {
+  const until = query.until === undefined ? Date.now() : parseTimestamp(query.until, 'until');
+  const since = query.since === undefined ? (defaultSpan === undefined ? undefined : until - defaultSpan) : parseTimestamp(query.since, 'since');
+  if (since !== undefined && since >= until) throw invalidRequest(`since (${isoTime(since)}) must be before until (${isoTime(until)})`, 'since', 'invalid_range');
+  return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider };
+}
+
+const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'status', 'status_code', 'duration_ms'] as const;
+
+function csvRow(row: Parameters<typeof usageResource>[0]): string {
+  const resource = usageResource(row);
+  return CSV_COLUMNS.map((column) => csvField(column === 'cost' ? dollars(row.cost_nanos) : (resource as Record<string, unknown>)[column])).join(',');
+}
+
+/**
+ * RFC 4180 quoting; a text that a spreadsheet would run as a formula (= + - @, tab, carriage return first) gets a
+ * leading apostrophe, as OWASP advises against CSV injection: user ids and names are chosen by API callers.
+ */
+function csvField(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  let text = String(value);
+  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}

@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UsageRecord } from '../../src/gateway/storage/records.ts';
+import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+
+// GET /v1/usage/summary, /v1/usage/series and /v1/usage.csv on both storage engines, over rows written with known
+// times, tokens, costs and statuses.
+
+const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
+
+afterAll(async () => {
+  await Promise.all(backends.map((backend) => backend.close()));
+});
+
+const DAY = 86_400_000;
+const T0 = Date.UTC(2026, 10, 1); // 2026-11-01T00:00Z
+let n = 0;
+
+function row(fields: Partial<UsageRecord> & { created_at: number }): UsageRecord {
+  n++;
+  return {
+    id: `u${String(n).padStart(6, '0')}`,
+    request_id: `req-${n}`,
+    user_id: 'alice',
+    key_id: 'key-a',
+    endpoint: 'chat.completions',
+    provider: 'openai',
+    model: 'openai:gpt-4o',
+    prompt_tokens: 10,
+    completion_tokens: 5,
+    cost_nanos: 1_000_000, // $0.001
+    status: 'success',
+    status_code: 200,
+    duration_ms: 12.5,
+    ...fields,
+  };
+}
+
+/** 3 days of rows: alice on gpt-4o, bob on claude, one error, one row before and one after the range used below. */
+const ROWS: UsageRecord[] = [
+  row({ created_at: T0 - 1 }), // before the range
+  row({ created_at: T0 + 1_000 }),
+  row({ created_at: T0 + 3_600_000 + 5 }),
+  row({ created_at: T0 + DAY + 10, user_id: 'bob', key_id: 'key-b', provider: 'anthropic', model: 'anthropic:claude', cost_nanos: 5_000_000, prompt_tokens: 100, completion_tokens: 50 }),
+  row({ created_at: T0 + DAY + 20, user_id: 'bob', key_id: 'key-b', provider: 'anthropic', model: 'anthropic:claude', status: 'error', status_code: 502, cost_nanos: 0, prompt_tokens: 0, completion_tokens: 0 }),
+  row({ created_at: T0 + 2 * DAY + 30 }),
+  row({ created_at: T0 + 3 * DAY }), // at until: excluded
+];
+const RANGE = `since=${new Date(T0).toISOString()}&until=${new Date(T0 + 3 * DAY).toISOString()}`;
+
+describe.each(backends)('usage analytics on $name', (backend) => {
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    if (backend.skipReason) return;
+    gateway = await startTestGateway(await backend.newDatabaseUrl());
+    await gateway.store.recordUsage(ROWS, []);
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it.skipIf(backend.skipReason)('totals a range by model, user, key and provider, most cost first, with errors', async () => {
+    const summary = await gateway.call('GET', `/v1/usage/summary?${RANGE}`);
+    expect(summary.status).toBe(200);
+    expect(summary.json).toMatchObject({ object: 'usage_summary', since: '2026-11-01T00:00:00.000', until: '2026-11-04T00:00:00.000' });
+    expect(summary.json.totals).toEqual({ requests: 5, errors: 1, prompt_tokens: 130, completion_tokens: 65, total_tokens: 195, cost: 0.008 });
+    expect(summary.json.by_model).toEqual([
+      { model: 'anthropic:claude', requests: 2, errors: 1, prompt_tokens: 100, completion_tokens: 50, total_tokens: 150, cost: 0.005 },
+      { model: 'openai:gpt-4o', requests: 3, errors: 0, prompt_tokens: 30, completion_tokens: 15, total_tokens: 45, cost: 0.003 },
+    ]);
+    expect(summary.json.by_user.map((entry: { user_id: string; requests: number }) => [entry.user_id, entry.requests])).toEqual([
+      ['bob', 2],
+      ['alice', 3],
+    ]);
+    expect(summary.json.by_key.map((entry: { key_id: string }) => entry.key_id)).toEqual(['key-b', 'key-a']);
+    expect(summary.json.by_provider.map((entry: { provider: string }) => entry.provider)).toEqual(['anthropic', 'openai']);
+
+    const alice = await gateway.call('GET', `/v1/usage/summary?${RANGE}&user_id=alice&model=openai:gpt-4o`);
+    expect(alice.json.totals).toMatchObject({ requests: 3, cost: 0.003 });
+    expect(alice.json.by_user).toHaveLength(1);
+    const nobody = await gateway.call('GET', `/v1/usage/summary?${RANGE}&provider=mistral`);
+    expect(nobody.json.totals).toEqual({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    expect(nobody.json.by_model).toEqual([]);
+  });
+
+  it.skipIf(backend.skipReason)('gives a series per day or hour with every bucket of the range, empty ones included', async () => {
+    const days = await gateway.call('GET', `/v1/usage/series?${RANGE}&interval=day`);
+    expect(days.status).toBe(200);
+    expect(days.json.data.map((bucket: { start: string; requests: number; cost: number }) => [bucket.start, bucket.requests, bucket.cost])).toEqual([
+      ['2026-11-01T00:00:00.000', 2, 0.002],
+      ['2026-11-02T00:00:00.000', 2, 0.005],
+      ['2026-11-03T00:00:00.000', 1, 0.001],
+    ]);
+    const hours = await gateway.call('GET', `/v1/usage/series?since=2026-11-01T00:00:00Z&until=2026-11-01T03:00:00Z&interval=hour`);
+    expect(hours.json).toMatchObject({ object: 'usage_series', interval: 'hour' });
+    expect(hours.json.data.map((bucket: { requests: number }) => bucket.requests)).toEqual([1, 1, 0]);
+    expect(hours.json.data[2]).toEqual({ start: '2026-11-01T02:00:00.000', requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+  });
+
+  it.skipIf(backend.skipReason)('streams every row as CSV, oldest first, quoted, across pages', async () => {
+    const extra: UsageRecord[] = [];
+    for (let i = 0; i < 2_500; i++) extra.push(row({ created_at: T0 + 10 * DAY + i, user_id: i === 7 ? '=HYPERLINK("x"),"y"' : 'carol', key_id: null }));
+    await gateway.store.recordUsage(extra, []);
+    const response = await fetch(`${gateway.url}/v1/usage.csv?since=2026-11-11T00:00:00Z`, { headers: { 'x-hub-key': `Bearer ${(await import('./helpers/gateway.ts')).MASTER_KEY}` } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(response.headers.get('content-disposition')).toBe('attachment; filename="usage.csv"');
+    const lines = (await response.text()).split('\r\n');
+    expect(lines.at(-1)).toBe('');
+    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,cost,status,status_code,duration_ms');
+    const data = lines.slice(1, -1);
+    expect(data).toHaveLength(2_500);
+    expect(data.map((line) => line.split(',')[0])).toEqual(extra.map((record) => record.id));
+    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0.001,success,200,12.5`);
+    // a formula is defused and the field quoted
+    expect(data[7]).toContain(`,"'=HYPERLINK(""x""),""y""",`);
+
+    const filtered = await gateway.call('GET', `/v1/usage.csv?${RANGE}&user_id=bob`);
+    expect((filtered.json as string).trim().split('\r\n')).toHaveLength(3);
+  });
+
+  it.skipIf(backend.skipReason)('refuses bad ranges and filters with 400, and anyone but the master key', async () => {
+    const cases: [string, string, string][] = [
+      ['/v1/usage/summary?since=2026-11-03T00:00:00Z&until=2026-11-01T00:00:00Z', 'invalid_range', 'since'],
+      ['/v1/usage/series?since=2026-11-01T00:00:00Z&until=2026-11-01T00:00:00Z', 'invalid_range', 'since'],
+      ['/v1/usage/summary?since=yesterday', 'invalid_request', 'since'],
+      ['/v1/usage/summary?until=2026-02-30T00:00:00Z', 'invalid_request', 'until'],
+      ['/v1/usage/series?interval=week', 'invalid_request', 'interval'],
+      ['/v1/usage/series?since=2020-01-01T00:00:00Z&until=2026-01-01T00:00:00Z&interval=hour', 'invalid_request', 'since'],
+      ['/v1/usage.csv?colour=red', 'invalid_request', 'colour'],
+    ];
+    for (const [url, code, param] of cases) {
+      const response = await gateway.call('GET', url);
+      expect(response.status, url).toBe(400);
+      expect(response.json.error, url).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const key = await gateway.call('POST', '/v1/keys', { body: { key_name: 'not-master' } });
+    for (const url of ['/v1/usage/summary', '/v1/usage/series', '/v1/usage.csv']) {
+      expect((await gateway.call('GET', url, { key: key.json.key })).json.error.code, url).toBe('master_key_required');
+      expect((await gateway.call('GET', url, { key: null })).status, url).toBe(401);
+    }
+  });
+});
