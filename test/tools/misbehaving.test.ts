@@ -56,6 +56,8 @@ servers:
     restart: {initialDelay: 60s}
   missing:
     command: /nonexistent/mcp-server
+    # a request may land during an attempt, whose Retry-After is what this timeout leaves of it
+    timeouts: {startup: 2s}
   down-http:
     url: http://127.0.0.1:${closedPort}/mcp
 `);
@@ -81,7 +83,7 @@ describe('a server that is down answers 503, and its health says unreachable', (
     const response = await call('POST', CALL, '/api/v1/servers/missing/tools/anything', '{}');
     expect(response.statusCode).toBe(503);
     expect(response.json().detail).toContain('ENOENT');
-    // the next attempt is at most maxDelay (2 s) away
+    // the next attempt is at most maxDelay (2 s) away, or an attempt under way ends within its 2 s start-up timeout
     expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(Number(response.headers['retry-after'])).toBeLessThanOrEqual(2);
     expect(await health('missing')).toMatchObject({ status: 'unreachable', lastChecked: expect.any(String) });
