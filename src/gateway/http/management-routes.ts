@@ -3,7 +3,7 @@ import { requireMaster } from '../auth.ts';
 import { GatewayError, invalidRequest, notFound } from '../errors.ts';
 import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
 import { NANOS_PER_DOLLAR } from '../storage/records.ts';
-import { parseTimestamp } from '../time.ts';
+import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import {
   CreateBudgetBody,
@@ -11,6 +11,7 @@ import {
   CreateUserBody,
   KeyListQuery,
   PricingBody,
+  RotateKeyBody,
   UpdateBudgetBody,
   UpdateKeyBody,
   UpdateUserBody,
@@ -125,6 +126,16 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     await budgetMustExist(body.budget_id, 'budget_id');
     const key = await store.updateKey(request.params.id, { ...body, expires_at: expiresAt(body.expires_at, now) }, now);
     return keyResource(key!, now);
+  });
+
+  app.post<{ Params: Params }>('/v1/keys/:id/rotate', { preHandler: master }, async (request) => {
+    const body = parseWith(RotateKeyBody, request.body ?? {});
+    const now = Date.now();
+    const graceMs = (body.grace_period_seconds ?? 0) * 1000;
+    const secret = generateVirtualKey();
+    const key = await store.rotateKey(request.params.id, { key_hash: hashSecret(secret), key_prefix: displayPrefix(secret) }, graceMs, now);
+    if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
+    return { ...keyResource(key, now), key: secret, previous_key_expires_at: graceMs > 0 ? isoTime(now + graceMs) : null };
   });
 
   app.delete<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {

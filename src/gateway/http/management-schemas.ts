@@ -109,4 +109,17 @@ export const UsageSeriesQuery = UsageAnalyticsQuery.extend({
   interval: z.enum(['hour', 'day']).optional().describe('Bucket size (default day), in UTC'),
 });
 
+/** Longest grace period of a rotation: a week to roll the new secret out. */
+export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
+
+export const RotateKeyBody = z.strictObject({
+  grace_period_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_ROTATION_GRACE_SECONDS)
+    .optional()
+    .describe('How long the old secret keeps working (default 0: it stops at once; at most a week)'),
+});
+
 export const KeyListQuery = z.strictObject({ user_id: Id.optional() });

@@ -4,6 +4,7 @@ import {
   CreateKeyBody,
   CreateUserBody,
   PricingBody,
+  RotateKeyBody,
   UpdateBudgetBody,
   UpdateKeyBody,
   UpdateUserBody,
@@ -299,6 +300,27 @@ export function gatewayOpenApi(version: string): Schema {
           responses: { 200: ok('Updated', ref('VirtualKey')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS, 404: err('No such key (key_not_found).') },
         }),
         delete: managed('Delete a key', { responses: { 200: ok('Deleted', deleted('virtual_key', 'id')), ...MANAGEMENT_ERRORS, 404: err('No such key (key_not_found).') } }),
+      },
+      '/v1/keys/{key_id}/rotate': {
+        parameters: [id('key_id', 'The key record id')],
+        post: managed('Give the key a new secret (shown once); the old one stops at once or after a grace period', {
+          requestBody: { required: false, content: { 'application/json': { schema: bodySchema(RotateKeyBody) } } },
+          responses: {
+            200: ok('The key with its new secret', {
+              allOf: [
+                ref('VirtualKey'),
+                {
+                  type: 'object',
+                  required: ['key', 'previous_key_expires_at'],
+                  properties: { key: { type: 'string', description: 'The new secret; not shown again' }, previous_key_expires_at: nullable('string', { description: 'Until when the old secret works (null: it stopped at once)' }) },
+                },
+              ],
+            }),
+            ...BODY_ERRORS,
+            ...MANAGEMENT_ERRORS,
+            404: err('No such key.'),
+          },
+        }),
       },
       '/v1/keys/{key_id}/usage': {
         parameters: [id('key_id', 'The key record id')],

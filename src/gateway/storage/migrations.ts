@@ -95,6 +95,15 @@ export const MIGRATIONS: Migration[] = [
     name: 'usage by time: analytics over a range and the CSV export read it in (created_at, id) order',
     statements: [`CREATE INDEX usage_created ON usage (created_at, id)`],
   },
+  {
+    version: 4,
+    name: 'key rotation: the previous secret of a rotated key, valid until its grace period ends',
+    statements: [
+      'ALTER TABLE virtual_keys ADD COLUMN previous_key_hash TEXT',
+      'ALTER TABLE virtual_keys ADD COLUMN previous_key_expires_at BIGINT',
+      'CREATE INDEX virtual_keys_previous_hash ON virtual_keys (previous_key_hash)',
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

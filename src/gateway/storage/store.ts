@@ -198,11 +198,15 @@ export class GatewayStore {
     return rows[0] ? keyOf(rows[0]) : null;
   }
 
-  /** The key a secret names and its owner's budget: what every model call with a virtual key needs, in one query. */
-  async getKeyByHash(hash: string): Promise<{ key: KeyRecord; ownerBudgetId: string | null } | null> {
+  /**
+   * The key a secret names and its owner's budget: what every model call with a virtual key needs, in one query. The
+   * previous secret of a rotated key names it until its grace period ends.
+   */
+  async getKeyByHash(hash: string, now = Date.now()): Promise<{ key: KeyRecord; ownerBudgetId: string | null } | null> {
     const rows = await this.driver.all(
-      'SELECT k.*, u.budget_id AS owner_budget_id FROM virtual_keys k LEFT JOIN users u ON u.user_id = k.user_id WHERE k.key_hash = ?',
-      [hash],
+      `SELECT k.*, u.budget_id AS owner_budget_id FROM virtual_keys k LEFT JOIN users u ON u.user_id = k.user_id
+       WHERE k.key_hash = ? OR (k.previous_key_hash = ? AND k.previous_key_expires_at > ?)`,
+      [hash, hash, now],
     );
     return rows[0] ? { key: keyOf(rows[0]), ownerBudgetId: (rows[0].owner_budget_id as string | null) ?? null } : null;
   }
@@ -229,6 +233,23 @@ export class GatewayStore {
       budget_id: patch.budget_id,
     });
     await this.driver.run(`UPDATE virtual_keys SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE id = ?`, [...params, now, id]);
+    return this.getKey(id);
+  }
+
+  /**
+   * Gives a key a new secret (its hash and display prefix). With a grace period the old secret keeps working until
+   * `now + graceMs`; without, it stops at once. Everything else (budget, usage, owner) stays with the key.
+   */
+  async rotateKey(id: string, secret: { key_hash: string; key_prefix: string }, graceMs: number, now = Date.now()): Promise<KeyRecord | null> {
+    const previous = graceMs > 0 ? 'previous_key_hash = key_hash, previous_key_expires_at = ?' : 'previous_key_hash = NULL, previous_key_expires_at = NULL';
+    // the right-hand sides read the row as it was (SQL): previous_key_hash gets the old key_hash
+    await this.driver.run(`UPDATE virtual_keys SET ${previous}, key_hash = ?, key_prefix = ?, updated_at = ? WHERE id = ?`, [
+      ...(graceMs > 0 ? [now + graceMs] : []),
+      secret.key_hash,
+      secret.key_prefix,
+      now,
+      id,
+    ]);
     return this.getKey(id);
   }
 
