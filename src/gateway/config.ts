@@ -19,7 +19,7 @@ const Pricing = z.strictObject({
 });
 
 const RateLimits = z.strictObject({
-  /** Requests per minute per virtual key (or per named user with the master key), counted per gateway instance. */
+  /** Requests per minute per virtual key (or per named user with the master key); shared by all instances on PostgreSQL. */
   requests_per_minute: z.number().int().positive(),
 });
 

@@ -6,6 +6,7 @@ import { createGatewayApp } from './http/app.ts';
 import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
 import { GatewayMetrics } from './metrics.ts';
+import { LocalRateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
 import { HubUpstream } from './hub-upstream.ts';
 import type { Upstream } from './upstream.ts';
@@ -51,7 +52,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   const metrics = new GatewayMetrics();
   const recorder = new UsageRecorder(store);
   recorder.onBatch = (rows) => metrics.usageBatchRows.observe(rows);
-  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, requestsPerMinute: config.rateLimits?.requests_per_minute });
+  const perMinute = config.rateLimits?.requests_per_minute;
+  // PostgreSQL may have several instances: they share one count; SQLite has one process, which counts alone
+  const rateLimiter = perMinute === undefined ? null : store.dialect === 'postgres' ? new SharedRateLimiter(perMinute, store, metrics) : new LocalRateLimiter(perMinute, metrics);
+  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter });
   const authenticator = new Authenticator(config.masterKey, store);
   const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000 });
   const context: GatewayContext = {
@@ -95,6 +99,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     url,
     async close() {
       if (heartbeat) clearInterval(heartbeat);
+      rateLimiter?.close();
       // Requests in flight may finish; a stream that does not end within the grace period is cut (its usage row is
       // still written, as for any client that goes away).
       await closeHttp(app, { graceMs: options.closeGraceMs ?? 30_000 });

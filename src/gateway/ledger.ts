@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import type { RateLimiter } from './rate-limit.ts';
 import type { GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
@@ -63,7 +64,7 @@ export class CallLedger {
   readonly #reserveOutputTokens: number;
   readonly #pricingTtlMs: number;
   readonly #pricing = new Map<string, { record: PricingRecord | null; at: number }>();
-  readonly #rateLimit: { perMinute: number; windows: Map<string, { start: number; count: number }> } | null;
+  readonly #rateLimiter: RateLimiter | null;
   /** Calls between `begin` and `finish`; a stop waits for them so that their rows are written. */
   readonly #open = new Set<CallTicket>();
   #idle: (() => void) | null = null;
@@ -73,7 +74,8 @@ export class CallLedger {
     recorder: UsageRecorder;
     metrics: GatewayMetrics;
     reserveOutputTokens: number;
-    requestsPerMinute?: number | null;
+    /** Counts calls against the requests-per-minute limit; null: no limit. */
+    rateLimiter?: RateLimiter | null;
     pricingTtlMs?: number;
   }) {
     this.#store = options.store;
@@ -81,7 +83,7 @@ export class CallLedger {
     this.#metrics = options.metrics;
     this.#reserveOutputTokens = options.reserveOutputTokens;
     this.#pricingTtlMs = options.pricingTtlMs ?? 2000;
-    this.#rateLimit = options.requestsPerMinute ? { perMinute: options.requestsPerMinute, windows: new Map() } : null;
+    this.#rateLimiter = options.rateLimiter ?? null;
   }
 
   /** Pricing changes made through this instance apply at once; other instances see them within the TTL. */
@@ -123,7 +125,7 @@ export class CallLedger {
         if (start.principal.ownerBudgetId) budgets.push({ id: start.principal.ownerBudgetId, scope: 'user' });
       }
     }
-    this.#checkRateLimit(keyId ?? `user:${userId}`, now);
+    await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
     const pricing = await this.pricingOf(`${start.provider}:${start.model}`, now);
     const estimate = pricing
       ? Math.min(
@@ -227,22 +229,5 @@ export class CallLedger {
       this.#metrics.usageWriteFailures.inc();
       this.onWriteError?.(error, row);
     }
-  }
-
-  #checkRateLimit(subject: string, now: number): void {
-    if (!this.#rateLimit) return;
-    const { perMinute, windows } = this.#rateLimit;
-    let window = windows.get(subject);
-    if (!window || now - window.start >= 60_000) {
-      window = { start: now, count: 0 };
-      windows.set(subject, window);
-      if (windows.size > 100_000) windows.clear();
-    }
-    if (window.count >= perMinute) {
-      this.#metrics.rateLimited.inc();
-      const retryAfter = Math.max(1, Math.ceil((window.start + 60_000 - now) / 1000));
-      throw new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Rate limit exceeded: ${perMinute} requests per minute; retry in ${retryAfter} s`, { retryAfter });
-    }
-    window.count++;
   }
 }

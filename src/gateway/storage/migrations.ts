@@ -104,6 +104,18 @@ export const MIGRATIONS: Migration[] = [
       'CREATE INDEX virtual_keys_previous_hash ON virtual_keys (previous_key_hash)',
     ],
   },
+  {
+    version: 5,
+    name: 'rate limit windows shared by the instances on one database',
+    statements: [
+      `CREATE TABLE rate_limit_windows (
+        subject TEXT NOT NULL,
+        window_start BIGINT NOT NULL,
+        requests BIGINT NOT NULL,
+        PRIMARY KEY (subject, window_start)
+      )`,
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

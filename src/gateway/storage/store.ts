@@ -513,6 +513,27 @@ export class GatewayStore {
     return (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at, id LIMIT ?`, [...params, limit])).map(usageOf);
   }
 
+  // Rate limit windows shared by the instances on one database (src/gateway/rate-limit.ts)
+
+  /**
+   * Counts one call in a subject's window if the window holds fewer than `limit`: true when counted. One statement:
+   * the upsert's WHERE keeps a full window unchanged, and RETURNING says whether the row was written.
+   */
+  async countRateWindow(subject: string, windowStart: number, limit: number): Promise<boolean> {
+    const rows = await this.driver.all(
+      `INSERT INTO rate_limit_windows (subject, window_start, requests) VALUES (?, ?, 1)
+       ON CONFLICT (subject, window_start) DO UPDATE SET requests = rate_limit_windows.requests + 1
+       WHERE rate_limit_windows.requests < ?
+       RETURNING requests`,
+      [subject, windowStart, limit],
+    );
+    return rows.length > 0;
+  }
+
+  async forgetRateWindows(before: number): Promise<void> {
+    await this.driver.run('DELETE FROM rate_limit_windows WHERE window_start < ?', [before]);
+  }
+
   async countUsage(): Promise<number> {
     const [row] = await this.driver.all('SELECT COUNT(*) AS n FROM usage');
     return Number(row.n);
