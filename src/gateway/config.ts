@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
 import { DEFAULT_DATABASE_URL } from './storage/index.ts';
 
@@ -18,10 +19,14 @@ const Pricing = z.strictObject({
   output_cost_per_million: z.number().nonnegative().max(1e6),
 });
 
-const RateLimits = z.strictObject({
-  /** Requests per minute per virtual key (or per named user with the master key); shared by all instances on PostgreSQL. */
-  requests_per_minute: z.number().int().positive(),
-});
+const RateLimits = z
+  .strictObject({
+    /** Per virtual key (or per named user with the master key) and minute; shared by all instances on PostgreSQL. */
+    requests_per_minute: z.number().int().positive().optional(),
+    /** Prompt and completion tokens of finished calls, counted like requests; a call starts while the minute has some left. */
+    tokens_per_minute: z.number().int().positive().optional(),
+  })
+  .refine((limits) => limits.requests_per_minute !== undefined || limits.tokens_per_minute !== undefined, 'give requests_per_minute, tokens_per_minute or both');
 
 const ConfigFile = z.strictObject({
   master_key: z.string().min(1).optional(),
@@ -48,7 +53,7 @@ export interface GatewayConfig {
   port: number;
   providers: Record<string, { api_key?: string; api_base?: string }>;
   pricing: Record<string, { input_cost_per_million: number; output_cost_per_million: number }>;
-  rateLimits: { requests_per_minute: number } | null;
+  rateLimits: RateLimits | null;
   reserveOutputTokens: number;
   upstreamTimeoutSeconds: number;
   instanceLeaseSeconds: number;

@@ -52,9 +52,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   const metrics = new GatewayMetrics();
   const recorder = new UsageRecorder(store);
   recorder.onBatch = (rows) => metrics.usageBatchRows.observe(rows);
-  const perMinute = config.rateLimits?.requests_per_minute;
+  const limits = config.rateLimits;
   // PostgreSQL may have several instances: they share one count; SQLite has one process, which counts alone
-  const rateLimiter = perMinute === undefined ? null : store.dialect === 'postgres' ? new SharedRateLimiter(perMinute, store, metrics) : new LocalRateLimiter(perMinute, metrics);
+  const rateLimiter = !limits
+    ? null
+    : store.dialect === 'postgres'
+      ? new SharedRateLimiter(limits, store, metrics, (error) => app.log.error({ err: error }, 'rate limit window update failed'))
+      : new LocalRateLimiter(limits, metrics);
   const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter });
   const authenticator = new Authenticator(config.masterKey, store);
   const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000 });

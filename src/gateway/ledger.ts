@@ -197,6 +197,7 @@ export class CallLedger {
     if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
     if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
     if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
+    this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
     this.#metrics.upstreamCalls.inc({ provider: start.provider, endpoint: start.endpoint, status: outcome.status });
     const row: UsageRecord = {
       // randomUUID draws from a cached entropy pool: cheaper than newId's randomBytes on this hot path.

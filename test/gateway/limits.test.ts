@@ -95,3 +95,23 @@ it('closing the gateway cuts a stream that does not end within the grace period,
     await store.close();
   }
 });
+
+it('a tokens-per-minute limit refuses a key once its finished calls used the minute\'s tokens (SQLite: counted in the process)', async () => {
+  const tokens = await startTestGateway(await backend.newDatabaseUrl(), {
+    providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } },
+    rateLimits: { tokens_per_minute: 30 },
+  });
+  try {
+    const key = (await tokens.call('POST', '/v1/keys', { body: { key_name: 'tokens' } })).json.key as string;
+    const ask = () => tokens.call('POST', '/v1/chat/completions', { key, body: { model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] } });
+    // 18 tokens per answer of the fake: two calls start under 30, the third does not
+    expect((await ask()).status).toBe(200);
+    expect((await ask()).status).toBe(200);
+    const refused = await ask();
+    expect(refused.status).toBe(429);
+    expect(refused.json.error).toMatchObject({ code: 'rate_limit_exceeded', message: expect.stringContaining('30 tokens per minute') });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  } finally {
+    await tokens.close();
+  }
+});

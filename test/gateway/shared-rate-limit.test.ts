@@ -55,12 +55,49 @@ describe.skipIf(backend.skipReason)('a rate limit shared across instances (Postg
 
   it('keeps windows in one row per key and minute, and forgets old ones', async () => {
     const store = first.store;
-    expect(await store.countRateWindow('k', 0, 2)).toBe(true);
-    expect(await store.countRateWindow('k', 0, 2)).toBe(true);
-    expect(await store.countRateWindow('k', 0, 2)).toBe(false);
-    expect(await store.countRateWindow('k', 60_000, 2)).toBe(true);
+    expect(await store.countRateWindow('k', 0, { requests: 2, tokens: 100 })).toBe(true);
+    expect(await store.countRateWindow('k', 0, { requests: 2, tokens: 100 })).toBe(true);
+    expect(await store.countRateWindow('k', 0, { requests: 2, tokens: 100 })).toBe(false);
+    expect(await store.countRateWindow('k', 60_000, { requests: 2, tokens: 100 })).toBe(true);
     expect((await store.driver.all("SELECT requests FROM rate_limit_windows WHERE subject = 'k' ORDER BY window_start")).map((row) => Number(row.requests))).toEqual([2, 1]);
     await store.forgetRateWindows(60_000);
     expect((await store.driver.all("SELECT window_start FROM rate_limit_windows WHERE subject = 'k'")).map((row) => Number(row.window_start))).toEqual([60_000]);
   });
+
+  it('refuses a key whose minute has used its tokens, on every instance', async () => {
+    const url = await backend.newDatabaseUrl();
+    const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { tokens_per_minute: 30 } };
+    const [a, b] = [await startTestGateway(url, config), await startTestGateway(url, config)];
+    try {
+      const created = (await a.call('POST', '/v1/keys', { body: { key_name: 'tokens' } })).json;
+      const intoMinute = Date.now() % 60_000;
+      if (intoMinute > 45_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 100));
+      const ask = (on: TestGateway) => on.call('POST', '/v1/chat/completions', { key: created.key, body: { model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'hi' }] } });
+      const tokensSoFar = async () => Number((await a.store.driver.all('SELECT tokens FROM rate_limit_windows WHERE subject = ?', [created.id]))[0]?.tokens ?? 0);
+      // each answer of the fake uses 18 tokens (12 prompt, 6 completion): two calls start under 30, the third does not
+      expect((await ask(a)).status).toBe(200);
+      await eventually(async () => expect(await tokensSoFar()).toBe(18));
+      expect((await ask(b)).status).toBe(200);
+      await eventually(async () => expect(await tokensSoFar()).toBe(36));
+      const refused = await ask(a);
+      expect(refused.status).toBe(429);
+      expect(refused.json.error.message).toMatch(/^Rate limit exceeded: 30 tokens per minute; retry in \d+ s$/);
+      expect((await ask(b)).status).toBe(429);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
 });
+
+async function eventually(check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}

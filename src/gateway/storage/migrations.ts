@@ -112,6 +112,7 @@ export const MIGRATIONS: Migration[] = [
         subject TEXT NOT NULL,
         window_start BIGINT NOT NULL,
         requests BIGINT NOT NULL,
+        tokens BIGINT NOT NULL DEFAULT 0,
         PRIMARY KEY (subject, window_start)
       )`,
     ],

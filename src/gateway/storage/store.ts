@@ -516,18 +516,24 @@ export class GatewayStore {
   // Rate limit windows shared by the instances on one database (src/gateway/rate-limit.ts)
 
   /**
-   * Counts one call in a subject's window if the window holds fewer than `limit`: true when counted. One statement:
-   * the upsert's WHERE keeps a full window unchanged, and RETURNING says whether the row was written.
+   * Counts one call in a subject's window while the window holds fewer than `limits.requests` calls and fewer than
+   * `limits.tokens` tokens: true when counted. One statement: the upsert's WHERE leaves a full window unchanged, and
+   * RETURNING says whether the row was written.
    */
-  async countRateWindow(subject: string, windowStart: number, limit: number): Promise<boolean> {
+  async countRateWindow(subject: string, windowStart: number, limits: { requests: number; tokens: number }): Promise<boolean> {
     const rows = await this.driver.all(
-      `INSERT INTO rate_limit_windows (subject, window_start, requests) VALUES (?, ?, 1)
+      `INSERT INTO rate_limit_windows (subject, window_start, requests, tokens) VALUES (?, ?, 1, 0)
        ON CONFLICT (subject, window_start) DO UPDATE SET requests = rate_limit_windows.requests + 1
-       WHERE rate_limit_windows.requests < ?
+       WHERE rate_limit_windows.requests < ? AND rate_limit_windows.tokens < ?
        RETURNING requests`,
-      [subject, windowStart, limit],
+      [subject, windowStart, limits.requests, limits.tokens],
     );
     return rows.length > 0;
+  }
+
+  /** Adds a finished call's tokens to the window it was counted in. */
+  async addRateWindowTokens(subject: string, windowStart: number, tokens: number): Promise<void> {
+    await this.driver.run('UPDATE rate_limit_windows SET tokens = tokens + ? WHERE subject = ? AND window_start = ?', [tokens, subject, windowStart]);
   }
 
   async forgetRateWindows(before: number): Promise<void> {
