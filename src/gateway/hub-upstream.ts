@@ -1,7 +1,19 @@
 import { Hub } from '../hub/index.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../hub/providers/openai/index.ts';
 import { createNodeFetch } from './node-fetch.ts';
-import type { AnthropicMessage, AnthropicStreamEvent, ChatCompletion, ChatCompletionChunk, EmbeddingOptions, EmbeddingResponse, ModelInfo, ProviderSettings, Upstream } from './upstream.ts';
+import type {
+  AnthropicMessage,
+  AnthropicStreamEvent,
+  ChatCompletion,
+  ChatCompletionChunk,
+  EmbeddingOptions,
+  EmbeddingResponse,
+  ModelInfo,
+  ProviderSettings,
+  ResponsesResult,
+  ResponsesStreamEvent,
+  Upstream,
+} from './upstream.ts';
 import { upstreamErrorOf } from './upstream.ts';
 
 /** Hub providers built on the openai or Anthropic SDK, whose clients take a `fetch` option (client_args). */
@@ -70,6 +82,14 @@ export class HubUpstream implements Upstream {
 
   async messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>> {
     return firstEventOrError(provider, () => this.#hub(provider).amessages({ ...body, model, signal, stream: true } as Parameters<Hub['amessages']>[0] & { stream: true }));
+  }
+
+  async responses(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ResponsesResult> {
+    return call(provider, async () => (await this.#hub(provider).aresponses({ ...body, model, signal, stream: false } as Parameters<Hub['aresponses']>[0] & { stream: false })) as unknown as ResponsesResult);
+  }
+
+  async responsesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ResponsesStreamEvent>> {
+    return firstEventOrError(provider, () => this.#hub(provider).aresponses({ ...body, model, signal, stream: true } as Parameters<Hub['aresponses']>[0] & { stream: true }) as AsyncIterable<ResponsesStreamEvent>);
   }
 }
 

@@ -25,7 +25,7 @@ export interface CallStart {
   principal: Principal;
   /** The `user` field of the request (required with the master key). */
   user: unknown;
-  endpoint: 'chat.completions' | 'embeddings' | 'messages';
+  endpoint: 'chat.completions' | 'embeddings' | 'messages' | 'responses';
   provider: string;
   model: string;
   requestId: string;

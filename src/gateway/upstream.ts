@@ -8,6 +8,20 @@ export type EmbeddingResponse = OpenAI.CreateEmbeddingResponse;
 export type ModelInfo = OpenAI.Models.Model;
 export type AnthropicMessage = Anthropic.Message;
 export type AnthropicStreamEvent = Anthropic.RawMessageStreamEvent;
+/** A Responses API answer: the fields the gateway reads are typed, the rest passes through. */
+export interface ResponsesResult {
+  output_text?: string;
+  output?: unknown;
+  usage?: { input_tokens?: number; output_tokens?: number } | null;
+  [field: string]: unknown;
+}
+/** A Responses API stream event (`response.created`, `response.output_text.delta`, `response.completed`, …). */
+export interface ResponsesStreamEvent {
+  type: string;
+  delta?: unknown;
+  response?: ResponsesResult;
+  [field: string]: unknown;
+}
 
 /** What an embeddings call asks besides the model and the inputs. */
 export interface EmbeddingOptions {
@@ -32,6 +46,8 @@ export interface Upstream {
   models(provider: string, signal: AbortSignal): Promise<ModelInfo[]>;
   messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage>;
   messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>>;
+  responses(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ResponsesResult>;
+  responsesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ResponsesStreamEvent>>;
   /** Providers named in the configuration (listed by GET /v1/models). */
   readonly providers: string[];
 }

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { invalidRequest, type GatewayError } from '../errors.ts';
 import type { CallTicket } from '../ledger.ts';
-import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk } from '../upstream.ts';
+import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
 import { objectBody } from './validation.ts';
 
@@ -64,6 +64,13 @@ function dimensionsOf(body: Body): number | undefined {
 }
 
 const estimateTokens = (value: unknown) => Math.ceil(JSON.stringify(value ?? '').length / 4);
+
+/** How a stream's events are written: chat completions (data only, then [DONE]), Anthropic's and the Responses API's (named events). */
+type StreamDialect = 'chat' | 'anthropic' | 'responses';
+const FINAL_EVENTS: Record<Exclude<StreamDialect, 'chat'>, string[]> = {
+  anthropic: ['message_stop'],
+  responses: ['response.completed', 'response.incomplete', 'response.failed'],
+};
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -164,7 +171,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       for (const choice of chunk.choices ?? []) streamedChars += choice.delta?.content?.length ?? 0;
       // The usage-only chunk goes to clients that asked for it, as the provider would have done.
       return !(chunk.usage && (chunk.choices ?? []).length === 0 && !clientWantsUsage);
-    }, () => ({ promptTokens: promptTokens || ticket.start.estimatedPromptTokens, completionTokens: completionTokens || Math.ceil(streamedChars / 4), exact: promptTokens > 0 }), true);
+    }, () => ({ promptTokens: promptTokens || ticket.start.estimatedPromptTokens, completionTokens: completionTokens || Math.ceil(streamedChars / 4), exact: promptTokens > 0 }), 'chat');
     return sendEvents(reply, ticket, controller, events);
   });
 
@@ -230,6 +237,60 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     return { object: 'list', data };
   });
 
+  app.post('/v1/responses', async (request, reply) => {
+    const principal = await context.authenticate(request);
+    const body = objectBody(request.body);
+    const { provider, model } = splitModel(body.model, upstream.providers);
+    if (typeof body.input !== 'string' && !(Array.isArray(body.input) && body.input.length > 0)) {
+      throw invalidRequest('"input" is required: a string or a non-empty array of input items', 'input');
+    }
+    checkNoCallOptions(body);
+    const { user, model: _model, stream: _stream, ...rest } = body;
+    const forwarded: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
+    const maxOutput = body.max_output_tokens;
+    const ticket = await ledger.begin({
+      principal,
+      user,
+      endpoint: 'responses',
+      provider,
+      model,
+      requestId: request.id,
+      estimatedPromptTokens: estimateTokens([body.instructions, body.input]),
+      maxOutputTokens: typeof maxOutput === 'number' && Number.isFinite(maxOutput) && maxOutput > 0 ? maxOutput : null,
+    });
+    const controller = clientSignal(reply);
+    if (body.stream !== true) {
+      return around(
+        ticket,
+        controller.signal,
+        () => upstream.responses(provider, model, forwarded, controller.signal),
+        (response) =>
+          response.usage
+            ? { prompt: response.usage.input_tokens ?? 0, completion: response.usage.output_tokens ?? 0 }
+            : { prompt: ticket.start.estimatedPromptTokens, completion: Math.ceil((response.output_text ?? JSON.stringify(response.output ?? '')).length / 4) },
+      );
+    }
+    let stream: AsyncIterable<ResponsesStreamEvent>;
+    try {
+      stream = await upstream.responsesStream(provider, model, forwarded, controller.signal);
+    } catch (error) {
+      throw await failedCall(ticket, error, controller.signal);
+    }
+    let inputTokens = 0;
+    let outputTokens = 0;
+    let streamedChars = 0;
+    const events = sse(ticket, controller, stream, (event) => {
+      if (event.type === 'response.output_text.delta' && typeof event.delta === 'string') streamedChars += event.delta.length;
+      const usage = event.response?.usage;
+      if (usage) {
+        inputTokens = usage.input_tokens ?? inputTokens;
+        outputTokens = usage.output_tokens ?? outputTokens;
+      }
+      return true;
+    }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), 'responses');
+    return sendEvents(reply, ticket, controller, events);
+  });
+
   app.post('/v1/messages', async (request, reply) => {
     const principal = await context.authenticate(request, { allowXApiKey: true });
     const body = objectBody(request.body);
@@ -279,7 +340,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       }
       if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') streamedChars += event.delta.text.length;
       return true;
-    }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), false);
+    }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), 'anthropic');
     return sendEvents(reply, ticket, controller, events);
   });
 
@@ -309,15 +370,17 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     stream: AsyncIterable<T>,
     observe: (event: T) => boolean,
     tokens: () => { promptTokens: number; completionTokens: number; exact: boolean },
-    openAiDialect: boolean,
+    dialect: StreamDialect,
   ): AsyncGenerator<string> {
-    const format = (event: T) => (openAiDialect ? `data: ${JSON.stringify(event)}\n\n` : `event: ${(event as { type?: string }).type}\ndata: ${JSON.stringify(event)}\n\n`);
+    const chat = dialect === 'chat';
+    const format = (event: T) => (chat ? `data: ${JSON.stringify(event)}\n\n` : `event: ${(event as { type?: string }).type}\ndata: ${JSON.stringify(event)}\n\n`);
     let held: T | null = null;
     try {
       for await (const event of stream) {
         if (!observe(event)) continue;
-        // Anthropic's message_stop is held back until the usage row is committed.
-        if (!openAiDialect && (event as { type?: string }).type === 'message_stop') {
+        // The event that ends the stream (Anthropic's message_stop, the Responses API's response.completed…) is held
+        // back until the usage row is committed; chat streams end with [DONE] instead.
+        if (!chat && FINAL_EVENTS[dialect].includes((event as { type?: string }).type ?? '')) {
           held = event;
           continue;
         }
@@ -325,16 +388,16 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       }
       const { promptTokens, completionTokens } = tokens();
       await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens, completionTokens });
-      yield openAiDialect ? 'data: [DONE]\n\n' : held ? format(held) : '';
+      yield chat ? 'data: [DONE]\n\n' : held ? format(held) : '';
     } catch (error) {
       const failure = upstreamErrorOf(error, ticket.start.provider);
       const { promptTokens, completionTokens } = tokens();
       const cancelled = controller.signal.aborted;
       await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: cancelled ? 499 : failure.status, promptTokens, completionTokens });
       if (!cancelled) {
-        yield openAiDialect
-          ? `data: ${JSON.stringify(failure.body())}\n\n`
-          : `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: failure.type, message: failure.message } })}\n\n`;
+        if (chat) yield `data: ${JSON.stringify(failure.body())}\n\n`;
+        else if (dialect === 'responses') yield `event: error\ndata: ${JSON.stringify({ type: 'error', code: failure.code, message: failure.message, param: null })}\n\n`;
+        else yield `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: failure.type, message: failure.message } })}\n\n`;
       }
     } finally {
       if (!ticket.finished) {

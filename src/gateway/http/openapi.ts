@@ -174,7 +174,7 @@ export function gatewayOpenApi(version: string): Schema {
             created_at: time,
             user_id: nullable('string'),
             key_id: nullable('string'),
-            endpoint: { enum: ['chat.completions', 'embeddings', 'messages'] },
+            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses'] },
             provider: { type: 'string' },
             model: { type: 'string' },
             prompt_tokens: { type: 'integer' },
@@ -397,6 +397,19 @@ export function gatewayOpenApi(version: string): Schema {
             200: {
               description: 'An OpenAI ChatCompletion, or with stream true Server-Sent Events of ChatCompletionChunk ending in data: [DONE]; a failure mid-stream ends with a data: {"error":…} event.',
               content: { 'application/json': { schema: ref('ChatCompletion') }, 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...MODEL_CALL_ERRORS,
+          },
+        }),
+      },
+      '/v1/responses': {
+        post: managed('OpenAI Responses API through Hub, for providers that offer it', {
+          requestBody: passThrough('An OpenAI Responses request; model is provider:model; input (string or array) is required; user is required with the master key. Other fields are passed on.', ['model', 'input']),
+          responses: {
+            200: {
+              description:
+                'An OpenAI Response, or with stream true its Server-Sent Events (event: response.created … response.completed); usage is recorded from response.usage; a failure mid-stream ends with event: error.',
+              content: { 'application/json': { schema: { type: 'object', required: ['id', 'object'], properties: { id: { type: 'string' }, object: { const: 'response' } }, additionalProperties: true } }, 'text/event-stream': { schema: { type: 'string' } } },
             },
             ...MODEL_CALL_ERRORS,
           },
