@@ -1,0 +1,198 @@
+import pg from 'pg';
+import { afterAll, afterEach, beforeEach, expect, it } from 'vitest';
+import { openStore, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
+import { postgresBackend, type Backend } from './helpers/gateway.ts';
+
+/**
+ * Two gateway instances on one PostgreSQL, one of them taken for dead (a forced reap) while it still reserves and
+ * settles. Each interleaving is made deterministic with a third connection (the gate) that holds a budget row's
+ * lock: the statements of both instances queue behind it in a known order, then the gate lets them go.
+ */
+const backend: Backend = await postgresBackend();
+let url = '';
+let admin: pg.Client;
+let paused: GatewayStore;
+let reaper: GatewayStore;
+
+afterAll(() => backend.close());
+
+// A database per test, so that what one interleaving leaves behind cannot hide or fake another's result.
+beforeEach(async () => {
+  if (backend.skipReason) return;
+  url = await backend.newDatabaseUrl();
+  paused = openStore(url);
+  await paused.migrate();
+  reaper = openStore(url);
+  admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+});
+afterEach(async () => {
+  // Some tests close `paused` themselves (the instance dies).
+  await paused?.close().catch(() => {});
+  await reaper?.close();
+  await admin?.end();
+});
+
+const LEASE_MS = 30_000;
+let rows = 0;
+const usageRow = (costNanos: number): UsageRecord => ({
+  id: `usage_${++rows}`,
+  request_id: `request_${rows}`,
+  created_at: Date.now(),
+  user_id: null,
+  key_id: null,
+  endpoint: 'chat.completions',
+  provider: 'openai',
+  model: 'gpt',
+  prompt_tokens: 1,
+  completion_tokens: 1,
+  cost_nanos: costNanos,
+  status: 'success',
+  status_code: 200,
+  duration_ms: 1,
+});
+
+/** Makes `paused` look dead to `reaper`: its last heartbeat is older than the lease, the reaper's is fresh. */
+async function pauseLongerThanLease(): Promise<number> {
+  const now = Date.now();
+  await paused.heartbeat(now - 2 * LEASE_MS);
+  await reaper.heartbeat(now);
+  return now - LEASE_MS;
+}
+
+/** A transaction on its own connection that holds the row lock of `budgetId` until `open` is called. */
+async function lockBudget(budgetId: string): Promise<{ open(): Promise<void> }> {
+  const gate = new pg.Client({ connectionString: url });
+  await gate.connect();
+  await gate.query('BEGIN');
+  await gate.query('SELECT budget_id FROM budgets WHERE budget_id = $1 FOR UPDATE', [budgetId]);
+  return {
+    async open() {
+      await gate.query('COMMIT');
+      await gate.end();
+    },
+  };
+}
+
+/** Resolves once `count` statements of this database wait for a lock (so the queue order behind the gate is known). */
+async function lockWaiters(count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { rows: [row] } = await admin.query(
+      "SELECT COUNT(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    );
+    if (row.waiting >= count) return;
+    if (Date.now() > deadline) throw new Error(`expected ${count} statements waiting for a lock, saw ${row.waiting}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
+ * What must hold whatever the interleaving: no budget reserved below zero, each budget's `reserved` equal to the
+ * holds the instances keep for it, and every hold kept by an instance that has a row (so a reaper can find it).
+ */
+async function expectConsistent(): Promise<void> {
+  const negative = await admin.query('SELECT budget_id, reserved_nanos FROM budgets WHERE reserved_nanos < 0');
+  expect(negative.rows).toEqual([]);
+  const mismatched = await admin.query(
+    `SELECT b.budget_id, b.reserved_nanos, COALESCE(SUM(r.reserved_nanos), 0)::bigint AS held
+     FROM budgets b LEFT JOIN budget_reservations r ON r.budget_id = b.budget_id
+     GROUP BY b.budget_id, b.reserved_nanos HAVING b.reserved_nanos <> COALESCE(SUM(r.reserved_nanos), 0)`,
+  );
+  expect(mismatched.rows).toEqual([]);
+  const orphans = await admin.query(
+    'SELECT r.instance_id, r.budget_id, r.reserved_nanos FROM budget_reservations r LEFT JOIN gateway_instances i USING (instance_id) WHERE i.instance_id IS NULL',
+  );
+  expect(orphans.rows).toEqual([]);
+}
+
+async function budgetState(budgetId: string): Promise<{ reserved: number; spend: number }> {
+  const budget = (await reaper.getBudget(budgetId))!;
+  return { reserved: budget.reserved_nanos, spend: budget.spend_nanos };
+}
+
+async function usageRows(ids: string[]): Promise<number> {
+  const { rows: [row] } = await admin.query('SELECT COUNT(*)::int AS n FROM usage WHERE id = ANY($1)', [ids]);
+  return row.n;
+}
+
+for (const first of ['reap', 'settlement'] as const) {
+  it.skipIf(backend.skipReason)(`a settlement racing the reap of its instance (${first} first at the budget row) gives the hold back once`, async () => {
+    const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+    const staleBefore = await pauseLongerThanLease();
+    expect(await paused.reserveBudget(budget.budget_id, 100)).toBeTruthy();
+    const gate = await lockBudget(budget.budget_id);
+    const row = usageRow(40);
+    const reap = () => reaper.reapDeadInstances(staleBefore);
+    const settle = () => paused.recordUsage([row], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
+    const [a, b] = first === 'reap' ? [reap, settle] : [settle, reap];
+    const firstDone = a();
+    await lockWaiters(1);
+    const secondDone = b();
+    await lockWaiters(2);
+    await gate.open();
+    const outcomes = await Promise.allSettled([firstDone, secondDone]);
+    // Neither may fail (a deadlock between them lost the usage row or left the dead instance's holds in place).
+    expect(outcomes.map((o) => (o.status === 'rejected' ? String(o.reason) : 'ok'))).toEqual(['ok', 'ok']);
+    expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 40 });
+    expect(await usageRows([row.id])).toBe(1);
+    await expectConsistent();
+  });
+}
+
+it.skipIf(backend.skipReason)('a hold a reaped instance takes before its next heartbeat is given back when the instance then dies', async () => {
+  const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const staleBefore = await pauseLongerThanLease();
+  expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
+  // Awake again, the instance takes a hold before its heartbeat has noticed that it was reaped...
+  expect(await paused.reserveBudget(budget.budget_id, 70)).toBeTruthy();
+  await expectConsistent();
+  // ...and dies (SIGKILL: no settlement, no clean leave). Once its lease is over, the reaper gives the hold back.
+  await paused.close();
+  expect(await reaper.reapDeadInstances(Date.now() + LEASE_MS)).toBeGreaterThanOrEqual(1);
+  expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 0 });
+  await expectConsistent();
+});
+
+it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped is not left without an instance', async () => {
+  const held = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const next = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const staleBefore = await pauseLongerThanLease();
+  expect(await paused.reserveBudget(held.budget_id, 100)).toBeTruthy();
+  // The instance's next reservation waits for the budget row while another instance reaps it.
+  const gate = await lockBudget(next.budget_id);
+  const reserving = paused.reserveBudget(next.budget_id, 50);
+  await lockWaiters(1);
+  expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
+  await gate.open();
+  expect(await reserving).toBeTruthy();
+  expect(await budgetState(held.budget_id)).toEqual({ reserved: 0, spend: 0 });
+  expect(await budgetState(next.budget_id)).toEqual({ reserved: 50, spend: 0 });
+  await expectConsistent();
+  // The instance dies; its hold on the second budget must come back too.
+  await paused.close();
+  await reaper.reapDeadInstances(Date.now() + LEASE_MS);
+  expect(await budgetState(next.budget_id)).toEqual({ reserved: 0, spend: 0 });
+  await expectConsistent();
+});
+
+it.skipIf(backend.skipReason)('a call from before the reap settling late does not give back the hold of a call taken after it', async () => {
+  const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const staleBefore = await pauseLongerThanLease();
+  expect(await paused.reserveBudget(budget.budget_id, 100)).toBeTruthy();
+  expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
+  expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 0 });
+  // The instance wakes up, heartbeats and takes a new hold; then the call from before the reap settles.
+  await paused.heartbeat(Date.now());
+  expect(await paused.reserveBudget(budget.budget_id, 70)).toBeTruthy();
+  const old = usageRow(40);
+  await paused.recordUsage([old], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
+  // The new call is still in flight: its 70 stay reserved.
+  expect(await budgetState(budget.budget_id)).toEqual({ reserved: 70, spend: 40 });
+  await expectConsistent();
+  const fresh = usageRow(30);
+  await paused.recordUsage([fresh], [{ budget_id: budget.budget_id, reserved_nanos: 70, actual_nanos: 30 }]);
+  expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 70 });
+  expect(await usageRows([old.id, fresh.id])).toBe(2);
+  await expectConsistent();
+});
