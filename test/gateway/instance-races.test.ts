@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeEach, expect, it } from 'vitest';
-import { openStore, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
+import { openStore, type BudgetHold, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
+import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 import { postgresBackend, type Backend } from './helpers/gateway.ts';
 
 /**
@@ -106,6 +107,19 @@ async function expectConsistent(): Promise<void> {
   expect(orphans.rows).toEqual([]);
 }
 
+/** A hold `store` takes (it must get it). */
+async function hold(store: GatewayStore, budgetId: string, amount: number): Promise<BudgetHold> {
+  const taken = await store.reserveBudget(budgetId, amount);
+  expect(taken).toMatchObject({ budget_id: budgetId, reserved_nanos: amount });
+  return taken!;
+}
+
+/** The usage row of a call that held `taken` and cost `actual`, and its settlement, as the ledger hands them over. */
+function settle(store: GatewayStore, taken: BudgetHold, actual: number): { row: UsageRecord; done: Promise<void> } {
+  const row = usageRow(actual);
+  return { row, done: store.recordUsage([row], [{ ...taken, actual_nanos: actual }]) };
+}
+
 async function budgetState(budgetId: string): Promise<{ reserved: number; spend: number }> {
   const budget = (await reaper.getBudget(budgetId))!;
   return { reserved: budget.reserved_nanos, spend: budget.spend_nanos };
@@ -120,12 +134,16 @@ for (const first of ['reap', 'settlement'] as const) {
   it.skipIf(backend.skipReason)(`a settlement racing the reap of its instance (${first} first at the budget row) gives the hold back once`, async () => {
     const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
     const staleBefore = await pauseLongerThanLease();
-    expect(await paused.reserveBudget(budget.budget_id, 100)).toBeTruthy();
+    const taken = await hold(paused, budget.budget_id, 100);
     const gate = await lockBudget(budget.budget_id);
-    const row = usageRow(40);
+    let row: UsageRecord | undefined;
     const reap = () => reaper.reapDeadInstances(staleBefore);
-    const settle = () => paused.recordUsage([row], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
-    const [a, b] = first === 'reap' ? [reap, settle] : [settle, reap];
+    const settlement = () => {
+      const settling = settle(paused, taken, 40);
+      row = settling.row;
+      return settling.done;
+    };
+    const [a, b] = first === 'reap' ? [reap, settlement] : [settlement, reap];
     const firstDone = a();
     await lockWaiters(1);
     const secondDone = b();
@@ -135,7 +153,7 @@ for (const first of ['reap', 'settlement'] as const) {
     // Neither may fail (a deadlock between them lost the usage row or left the dead instance's holds in place).
     expect(outcomes.map((o) => (o.status === 'rejected' ? String(o.reason) : 'ok'))).toEqual(['ok', 'ok']);
     expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 40 });
-    expect(await usageRows([row.id])).toBe(1);
+    expect(await usageRows([row!.id])).toBe(1);
     await expectConsistent();
   });
 }
@@ -145,7 +163,7 @@ it.skipIf(backend.skipReason)('a hold a reaped instance takes before its next he
   const staleBefore = await pauseLongerThanLease();
   expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
   // Awake again, the instance takes a hold before its heartbeat has noticed that it was reaped...
-  expect(await paused.reserveBudget(budget.budget_id, 70)).toBeTruthy();
+  await hold(paused, budget.budget_id, 70);
   await expectConsistent();
   // ...and dies (SIGKILL: no settlement, no clean leave). Once its lease is over, the reaper gives the hold back.
   await paused.close();
@@ -158,14 +176,14 @@ it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped i
   const held = await paused.createBudget({ max_budget_nanos: 1_000_000 });
   const next = await paused.createBudget({ max_budget_nanos: 1_000_000 });
   const staleBefore = await pauseLongerThanLease();
-  expect(await paused.reserveBudget(held.budget_id, 100)).toBeTruthy();
+  await hold(paused, held.budget_id, 100);
   // The instance's next reservation waits for the budget row while another instance reaps it.
   const gate = await lockBudget(next.budget_id);
   const reserving = paused.reserveBudget(next.budget_id, 50);
   await lockWaiters(1);
   expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
   await gate.open();
-  expect(await reserving).toBeTruthy();
+  expect(await reserving).toMatchObject({ budget_id: next.budget_id, reserved_nanos: 50 });
   expect(await budgetState(held.budget_id)).toEqual({ reserved: 0, spend: 0 });
   expect(await budgetState(next.budget_id)).toEqual({ reserved: 50, spend: 0 });
   await expectConsistent();
@@ -179,20 +197,76 @@ it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped i
 it.skipIf(backend.skipReason)('a call from before the reap settling late does not give back the hold of a call taken after it', async () => {
   const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
   const staleBefore = await pauseLongerThanLease();
-  expect(await paused.reserveBudget(budget.budget_id, 100)).toBeTruthy();
+  const before = await hold(paused, budget.budget_id, 100);
   expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
   expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 0 });
   // The instance wakes up, heartbeats and takes a new hold; then the call from before the reap settles.
   await paused.heartbeat(Date.now());
-  expect(await paused.reserveBudget(budget.budget_id, 70)).toBeTruthy();
-  const old = usageRow(40);
-  await paused.recordUsage([old], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
+  const after = await hold(paused, budget.budget_id, 70);
+  const old = settle(paused, before, 40);
+  await old.done;
   // The new call is still in flight: its 70 stay reserved.
   expect(await budgetState(budget.budget_id)).toEqual({ reserved: 70, spend: 40 });
   await expectConsistent();
-  const fresh = usageRow(30);
-  await paused.recordUsage([fresh], [{ budget_id: budget.budget_id, reserved_nanos: 70, actual_nanos: 30 }]);
+  const fresh = settle(paused, after, 30);
+  await fresh.done;
   expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 70 });
-  expect(await usageRows([old.id, fresh.id])).toBe(2);
+  expect(await usageRows([old.row.id, fresh.row.id])).toBe(2);
+  await expectConsistent();
+});
+
+it.skipIf(backend.skipReason)('calls of two instances under load while one is reaped again and again: every hold comes back exactly once', async () => {
+  const budgets = await Promise.all([1, 2, 3].map(() => reaper.createBudget({ max_budget_nanos: 1e15 })));
+  await paused.heartbeat();
+  await reaper.heartbeat();
+  const recorders = new Map([paused, reaper].map((store) => [store, new UsageRecorder(store)]));
+  let spent = 0;
+  const ids: string[] = [];
+  const call = async (i: number) => {
+    const store = i % 3 === 0 ? reaper : paused;
+    // A call holds one or two budgets, like a virtual key with a budget whose owner has one.
+    const chosen = i % 2 === 0 ? [budgets[i % 3]] : [budgets[i % 3], budgets[(i + 1) % 3]];
+    const holds: BudgetHold[] = [];
+    for (const budget of chosen) holds.push(await hold(store, budget.budget_id, 1000 + i));
+    if (store === paused) pausedHolds++;
+    await new Promise((resolve) => setTimeout(resolve, i % 7));
+    const actual = 100 + i;
+    spent += actual * holds.length;
+    const row = usageRow(actual);
+    ids.push(row.id);
+    await recorders.get(store)!.record(row, holds.map((taken) => ({ ...taken, actual_nanos: actual })));
+  };
+  let calling = true;
+  let pausedHolds = 0;
+  const reaps = (async () => {
+    let reaped = 0;
+    while (calling) {
+      // The paused instance's heartbeat goes stale; the other instance reaps it. It registers again at its next
+      // hold, and is taken for dead again only after many calls under its new registration, as a lease is long
+      // next to a statement (a hold is retried under a new registration a few times, not without end).
+      const registration = paused.instanceId;
+      await admin.query('UPDATE gateway_instances SET heartbeat_at = 0 WHERE instance_id = $1', [registration]);
+      reaped += await reaper.reapDeadInstances(Date.now() - LEASE_MS);
+      const holdsBefore = pausedHolds;
+      while (calling && (paused.instanceId === registration || pausedHolds < holdsBefore + 60)) await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    return reaped;
+  })();
+  const calls = 600;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < calls) await call(next++);
+    }),
+  ).finally(() => (calling = false));
+  expect(await reaps).toBeGreaterThanOrEqual(4);
+  let spend = 0;
+  for (const budget of budgets) {
+    const state = await budgetState(budget.budget_id);
+    expect(state.reserved).toBe(0);
+    spend += state.spend;
+  }
+  expect(spend).toBe(spent);
+  expect(await usageRows(ids)).toBe(calls);
   await expectConsistent();
 });
