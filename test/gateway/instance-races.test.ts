@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeEach, expect, it } from 'vitest';
+import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from '../../src/gateway/storage/migrations.ts';
 import { openStore, type BudgetHold, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 import { postgresBackend, type Backend } from './helpers/gateway.ts';
@@ -200,8 +201,12 @@ it.skipIf(backend.skipReason)('a call from before the reap settling late does no
   const before = await hold(paused, budget.budget_id, 100);
   expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
   expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 0 });
-  // The instance wakes up, heartbeats and takes a new hold; then the call from before the reap settles.
-  await paused.heartbeat(Date.now());
+  // The instance wakes up, heartbeats (learning that it was taken for dead: it registers again under a new id)
+  // and takes a new hold; then the call from before the reap settles.
+  const reapedId = paused.instanceId;
+  expect(await paused.heartbeat(Date.now())).toBe(true);
+  expect(paused.instanceId).not.toBe(reapedId);
+  expect(await paused.heartbeat(Date.now())).toBe(false);
   const after = await hold(paused, budget.budget_id, 70);
   const old = settle(paused, before, 40);
   await old.done;
@@ -269,4 +274,35 @@ it.skipIf(backend.skipReason)('calls of two instances under load while one is re
   expect(spend).toBe(spent);
   expect(await usageRows(ids)).toBe(calls);
   await expectConsistent();
+});
+
+it.skipIf(backend.skipReason)('upgrading a database the race left holds without an instance in: the next reap gives them back', async () => {
+  const oldUrl = await backend.newDatabaseUrl();
+  const old = new pg.Client({ connectionString: oldUrl });
+  await old.connect();
+  try {
+    // The schema before migration 3, with a hold whose instance was reaped before the hold was taken.
+    await old.query(SCHEMA_MIGRATIONS_TABLE);
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 2)) {
+      for (const sql of migration.statements) await old.query(sql);
+      await old.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)', [migration.version, migration.name]);
+    }
+    await old.query(`INSERT INTO budgets (budget_id, max_budget_nanos, period_started_at, reserved_nanos, created_at, updated_at) VALUES ('b', 1000, 0, 70, 0, 0)`);
+    await old.query(`INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) VALUES ('instance_gone', 'b', 70)`);
+    const store = openStore(oldUrl);
+    try {
+      expect(await store.migrate()).toEqual([3]);
+      await store.heartbeat();
+      expect(await store.reapDeadInstances(Date.now() - LEASE_MS)).toBe(1);
+      expect((await store.getBudget('b'))!.reserved_nanos).toBe(0);
+      // From now on the database itself refuses a hold without an instance.
+      await expect(old.query(`INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) VALUES ('instance_unknown', 'b', 1)`)).rejects.toMatchObject({
+        code: '23503',
+      });
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await old.end();
+  }
 });
