@@ -281,9 +281,9 @@ it.skipIf(backend.skipReason)('upgrading a database the race left holds without 
   const old = new pg.Client({ connectionString: oldUrl });
   await old.connect();
   try {
-    // The schema before migration 3, with a hold whose instance was reaped before the hold was taken.
+    // The schema before migration 6, with a hold whose instance was reaped before the hold was taken.
     await old.query(SCHEMA_MIGRATIONS_TABLE);
-    for (const migration of MIGRATIONS.filter((m) => m.version <= 2)) {
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 5)) {
       for (const sql of migration.statements) await old.query(sql);
       await old.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)', [migration.version, migration.name]);
     }
@@ -291,7 +291,7 @@ it.skipIf(backend.skipReason)('upgrading a database the race left holds without 
     await old.query(`INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) VALUES ('instance_gone', 'b', 70)`);
     const store = openStore(oldUrl);
     try {
-      expect(await store.migrate()).toEqual([3]);
+      expect(await store.migrate()).toEqual([6]);
       await store.heartbeat();
       expect(await store.reapDeadInstances(Date.now() - LEASE_MS)).toBe(1);
       expect((await store.getBudget('b'))!.reserved_nanos).toBe(0);

@@ -492,7 +492,7 @@ export class GatewayStore {
     }
     if (this.#shared && sums.size > 0) {
       // One statement: the rows' INSERTs as data-modifying CTEs (run to completion whether read or not) and the
-      // settlement in gateway_settle_holds (migration 3), which locks the budget rows and reads each holder's share
+      // settlement in gateway_settle_holds (migration 6), which locks the budget rows and reads each holder's share
       // after the lock: a reap that gave a share back meanwhile leaves nothing to give back twice.
       const inserts = statements.map(({ sql }, i) => `u${i} AS (${sql})`);
       await this.driver.run(`${inserts.length > 0 ? `WITH ${inserts.join(', ')} ` : ''}SELECT gateway_settle_holds(CAST(? AS TEXT))`, [
