@@ -90,7 +90,15 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
           const now = Date.now();
           store
             .heartbeat(now)
-            .then(() => store.reapDeadInstances(now - lease))
+            .then((rejoined) => {
+              if (rejoined) {
+                app.log.warn(
+                  { instance: store.instanceId },
+                  'this instance had been taken for dead (no heartbeat for longer than the lease) and its budget holds given back; registered again',
+                );
+              }
+              return store.reapDeadInstances(now - lease);
+            })
             .then((reaped) => {
               if (reaped > 0) app.log.warn({ reaped }, 'gave back the budget holds of gateway instances that stopped heartbeating');
             })

@@ -3,7 +3,7 @@ import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
+import type { BudgetHold, GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
 /** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
@@ -39,7 +39,7 @@ export interface CallTicket {
   readonly start: CallStart;
   readonly userId: string | null;
   readonly keyId: string | null;
-  readonly reservations: { budget_id: string; amount: number }[];
+  readonly reservations: BudgetHold[];
   readonly startedAt: number;
   readonly startedHr: bigint;
   readonly pricing: PricingRecord | null;
@@ -136,12 +136,12 @@ export class CallLedger {
           ),
         )
       : 0;
-    const reservations: { budget_id: string; amount: number }[] = [];
+    const reservations: BudgetHold[] = [];
     const releaseTaken = async () => {
-      for (const taken of reservations) await this.#store.releaseBudget(taken.budget_id, taken.amount);
+      for (const taken of reservations) await this.#store.releaseBudget(taken);
     };
     for (const budget of budgets) {
-      let reserved: boolean;
+      let reserved: BudgetHold | null;
       try {
         reserved = await this.#store.reserveBudget(budget.id, estimate, now);
       } catch (error) {
@@ -150,7 +150,7 @@ export class CallLedger {
         throw error;
       }
       if (reserved) {
-        reservations.push({ budget_id: budget.id, amount: estimate });
+        reservations.push(reserved);
         continue;
       }
       await releaseTaken();
@@ -219,7 +219,7 @@ export class CallLedger {
     // The row is queued synchronously here, so a stop that waits for idle and then drains the recorder writes it.
     const recorded = this.#recorder.record(
       row,
-      ticket.reservations.map((r) => ({ budget_id: r.budget_id, reserved_nanos: r.amount, actual_nanos: cost })),
+      ticket.reservations.map((hold) => ({ ...hold, actual_nanos: cost })),
     );
     if (this.#open.size === 0) this.#idle?.();
     try {

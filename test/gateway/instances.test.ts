@@ -43,16 +43,18 @@ it.skipIf(backend.skipReason)('an instance reaped while merely paused settles it
   const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
   const start = Date.now();
   await paused.heartbeat(start - 60_000);
-  expect(await paused.reserveBudget(budget.budget_id, 100)).toBe(true);
+  const old = await paused.reserveBudget(budget.budget_id, 100);
+  expect(old).not.toBeNull();
   // The other instance sees no heartbeat for longer than the lease and gives the hold back.
   await reaper.heartbeat(start);
   expect(await reaper.reapDeadInstances(start - 30_000)).toBe(1);
   expect((await reaper.getBudget(budget.budget_id))!.reserved_nanos).toBe(0);
   // The paused instance wakes up, re-registers and takes a new hold, then its old call settles, then the new one.
   await paused.heartbeat(Date.now());
-  expect(await paused.reserveBudget(budget.budget_id, 70)).toBe(true);
-  await paused.recordUsage([usageRow('old')], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
-  await paused.recordUsage([usageRow('new')], [{ budget_id: budget.budget_id, reserved_nanos: 70, actual_nanos: 40 }]);
+  const fresh = await paused.reserveBudget(budget.budget_id, 70);
+  expect(fresh).not.toBeNull();
+  await paused.recordUsage([usageRow('old')], [{ ...old!, actual_nanos: 40 }]);
+  await paused.recordUsage([usageRow('new')], [{ ...fresh!, actual_nanos: 40 }]);
   const after = (await reaper.getBudget(budget.budget_id))!;
   expect(after.reserved_nanos).toBe(0);
   expect(after.spend_nanos).toBe(80);
@@ -63,11 +65,12 @@ it('SQLite: a gateway started on the file while the previous one still finishes 
   const previous = openStore(url);
   await previous.migrate();
   const budget = await previous.createBudget({ max_budget_nanos: 1_000_000 });
-  expect(await previous.reserveBudget(budget.budget_id, 100)).toBe(true);
+  const hold = await previous.reserveBudget(budget.budget_id, 100);
+  expect(hold).toEqual({ budget_id: budget.budget_id, reserved_nanos: 100, holder: null });
   // The next process starts (clearing holds it takes for a killed process's) before the previous one has settled.
   const next = openStore(url);
   await next.clearReservations();
-  await previous.recordUsage([usageRow('late')], [{ budget_id: budget.budget_id, reserved_nanos: 100, actual_nanos: 40 }]);
+  await previous.recordUsage([usageRow('late')], [{ ...hold!, actual_nanos: 40 }]);
   const after = (await next.getBudget(budget.budget_id))!;
   expect(after.reserved_nanos).toBe(0);
   expect(after.spend_nanos).toBe(40);

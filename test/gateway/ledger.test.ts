@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { CallLedger } from '../../src/gateway/ledger.ts';
 import { GatewayMetrics } from '../../src/gateway/metrics.ts';
-import type { GatewayStore, KeyRecord } from '../../src/gateway/storage/index.ts';
+import type { BudgetHold, GatewayStore, KeyRecord } from '../../src/gateway/storage/index.ts';
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 
 it("a database failure while reserving the second budget gives the first budget's hold back", async () => {
@@ -10,12 +10,12 @@ it("a database failure while reserving the second budget gives the first budget'
     async getPricing(model: string) {
       return { model, input_cost_per_million: 1, output_cost_per_million: 1, updated_at: 0 };
     },
-    async reserveBudget(id: string) {
+    async reserveBudget(id: string, amount: number) {
       if (id === 'user-budget') throw new Error('connection terminated');
-      return true;
+      return { budget_id: id, reserved_nanos: amount, holder: null };
     },
-    async releaseBudget(budget: string, amount: number) {
-      released.push({ budget, amount });
+    async releaseBudget(hold: BudgetHold) {
+      released.push({ budget: hold.budget_id, amount: hold.reserved_nanos });
     },
   } as unknown as GatewayStore;
   const metrics = new GatewayMetrics({ processMetrics: false });

@@ -7,6 +7,8 @@ export interface Migration {
   version: number;
   name: string;
   statements: string[];
+  /** Applied (its statements run) only on this database; elsewhere it is just recorded. */
+  onlyOn?: 'postgres';
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -115,6 +117,39 @@ export const MIGRATIONS: Migration[] = [
         tokens BIGINT NOT NULL DEFAULT 0,
         PRIMARY KEY (subject, window_start)
       )`,
+    ],
+  },
+  {
+    version: 6,
+    name: 'PostgreSQL: every budget hold belongs to a registered gateway instance',
+    onlyOn: 'postgres',
+    statements: [
+      // Holds left without an instance by the race this closes get one that looks long dead: the next reap gives
+      // them back (or, if their instance still runs an older version, its next heartbeat keeps them).
+      `INSERT INTO gateway_instances (instance_id, started_at, heartbeat_at)
+       SELECT DISTINCT r.instance_id, 0, 0 FROM budget_reservations r
+       WHERE NOT EXISTS (SELECT 1 FROM gateway_instances i WHERE i.instance_id = r.instance_id)`,
+      `ALTER TABLE budget_reservations ADD CONSTRAINT budget_reservations_instance
+       FOREIGN KEY (instance_id) REFERENCES gateway_instances (instance_id)`,
+      // Settling holds (a JSON array of {budget_id, holder, reserved, actual}). The budget rows are locked first, in
+      // budget_id order like every writer of reserved_nanos; each share is read after that lock (in a VOLATILE
+      // function every statement takes a fresh snapshot), so a hold a reap gave back meanwhile is not given back
+      // again. In the database, so the locks are never held across a round trip to the gateway.
+      `CREATE FUNCTION gateway_settle_holds(settlements TEXT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
+       DECLARE
+         s RECORD;
+         given BIGINT;
+       BEGIN
+         PERFORM 1 FROM budgets WHERE budget_id IN (SELECT x.budget_id FROM json_to_recordset(settlements::json) AS x (budget_id TEXT))
+           ORDER BY budget_id FOR NO KEY UPDATE;
+         FOR s IN SELECT * FROM json_to_recordset(settlements::json) AS x (budget_id TEXT, holder TEXT, reserved BIGINT, actual BIGINT) LOOP
+           SELECT LEAST(s.reserved, r.reserved_nanos) INTO given FROM budget_reservations r WHERE r.instance_id = s.holder AND r.budget_id = s.budget_id;
+           given := COALESCE(given, 0);
+           UPDATE budget_reservations SET reserved_nanos = reserved_nanos - given WHERE instance_id = s.holder AND budget_id = s.budget_id;
+           UPDATE budgets SET reserved_nanos = reserved_nanos - given, spend_nanos = spend_nanos + s.actual WHERE budget_id = s.budget_id;
+         END LOOP;
+       END
+       $$`,
     ],
   },
 ];

@@ -68,10 +68,20 @@ export interface UsageTotals {
   cost_nanos: number;
 }
 
-/** A reservation taken before a call, settled with the call's actual cost after it. */
-export interface BudgetSettlement {
+/** A reservation taken on a budget before a call. */
+export interface BudgetHold {
   budget_id: string;
   reserved_nanos: number;
+  /**
+   * PostgreSQL: the registration of the gateway instance whose share of the holds counts it (an instance that was
+   * taken for dead registers again under a new id, so calls from before and after the reap are told apart); null on
+   * SQLite.
+   */
+  holder: string | null;
+}
+
+/** A hold settled with the call's actual cost after the call. */
+export interface BudgetSettlement extends BudgetHold {
   actual_nanos: number;
 }
 

@@ -3,6 +3,7 @@ import { conflict } from '../errors.ts';
 import type { Row, SqlDriver, SqlValue, Statement } from './driver.ts';
 import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from './migrations.ts';
 import type {
+  BudgetHold,
   BudgetRecord,
   BudgetSettlement,
   KeyRecord,
@@ -50,6 +51,11 @@ export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 
+/** Whether a PostgreSQL error is a foreign-key violation (a hold whose instance row is gone). */
+function isForeignKeyViolation(error: unknown): boolean {
+  return (error as { code?: unknown })?.code === '23503';
+}
+
 /** Whether a database error is a unique-key violation (SQLite and PostgreSQL word it differently). */
 function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: unknown; errcode?: unknown; message?: unknown };
@@ -86,15 +92,26 @@ const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at
  * On PostgreSQL, where several instances share the budgets, each instance also keeps the sum of its own holds per
  * budget in budget_reservations (in the same statement as the hold) and a heartbeat in gateway_instances, so that
  * the holds of an instance that died (SIGKILL, lost machine) can be given back by the others (`reapDeadInstances`).
- * SQLite has one gateway per file, which clears all holds at start instead.
+ * A hold's row must name a registered instance (a foreign key): an instance that was taken for dead registers again,
+ * under a new id, before it holds anything more. Whatever changes a budget's `reserved` and an instance's share of it
+ * locks the budget row first (rows in budget_id order), and reads the shares only after that lock, so a reap and a
+ * settlement of the same hold cannot both give it back. SQLite has one gateway per file, which clears all holds at
+ * start instead.
  */
 export class GatewayStore {
   readonly driver: SqlDriver;
-  /** This process's identity in gateway_instances (PostgreSQL). */
-  readonly instanceId = newId('instance');
+  #instanceId = newId('instance');
+  /** How often this store registered its instance; a registration after the first takes a new id. */
+  #registrations = 0;
+  #registering: Promise<void> | null = null;
 
   constructor(driver: SqlDriver) {
     this.driver = driver;
+  }
+
+  /** This process's identity in gateway_instances (PostgreSQL); new after the instance was taken for dead. */
+  get instanceId(): string {
+    return this.#instanceId;
   }
 
   get #shared(): boolean {
@@ -113,8 +130,9 @@ export class GatewayStore {
       const done: number[] = [];
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
+        const statements = migration.onlyOn === undefined || migration.onlyOn === this.dialect ? migration.statements : [];
         await this.driver.transaction([
-          ...migration.statements.map((sql) => ({ sql, params: [] })),
+          ...statements.map((sql) => ({ sql, params: [] })),
           { sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', params: [migration.version, migration.name, now] },
         ]);
         done.push(migration.version);
@@ -301,93 +319,117 @@ export class GatewayStore {
   /**
    * Takes `amount` nano-dollars of headroom if the budget has any left (spend + reserved < limit), resetting the
    * period first when it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock
-   * makes a concurrent UPDATE re-check the condition on the new row). False when the budget is exhausted.
+   * makes a concurrent UPDATE re-check the condition on the new row). Null when the budget is exhausted.
    */
-  async reserveBudget(id: string, amount: number, now = Date.now()): Promise<boolean> {
+  async reserveBudget(id: string, amount: number, now = Date.now()): Promise<BudgetHold | null> {
     const hold = `UPDATE budgets SET
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
         reserved_nanos = reserved_nanos + ?
       WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos`;
     const params = [now, now, now, amount, id, now];
-    if (!this.#shared) return (await this.driver.runRelaxed(hold, params)) > 0;
-    const changed = await this.driver.runRelaxed(
-      `WITH hold AS (${hold} RETURNING budget_id)
-       INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
-       ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos`,
-      [...params, this.instanceId, amount],
-    );
-    return changed > 0;
+    if (!this.#shared) return (await this.driver.runRelaxed(hold, params)) > 0 ? { budget_id: id, reserved_nanos: amount, holder: null } : null;
+    for (let attempt = 1; ; attempt++) {
+      const seen = this.#registrations;
+      const holder = this.#instanceId;
+      try {
+        const changed = await this.driver.runRelaxed(
+          `WITH hold AS (${hold} RETURNING budget_id)
+           INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
+           ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos`,
+          [...params, holder, amount],
+        );
+        return changed > 0 ? { budget_id: id, reserved_nanos: amount, holder } : null;
+      } catch (error) {
+        // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was
+        // undone. Register (again) and hold under the registration that now exists (a few times: a reaper may take
+        // a registration for dead again before its first hold if this process stalls right then).
+        if (attempt >= 3 || !isForeignKeyViolation(error)) throw error;
+        await this.#register(seen, Date.now());
+      }
+    }
   }
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
-  async releaseBudget(id: string, amount: number): Promise<void> {
-    await this.driver.transaction(this.#settleStatements(id, amount, 0));
+  async releaseBudget(hold: BudgetHold): Promise<void> {
+    await this.recordUsage([], [{ ...hold, actual_nanos: 0 }]);
   }
 
-  /** Settling `reserved` with `actual`: the budget, and on PostgreSQL this instance's share of the holds. */
-  #settleStatements(budgetId: string, reserved: number, actual: number): Statement[] {
-    if (!this.#shared) {
-      // Never below zero: a gateway started on the same file clears every hold (it takes them for a killed
-      // process's), and a call of the previous process settling afterwards would otherwise leave free headroom.
-      return [
-        { sql: 'UPDATE budgets SET reserved_nanos = MAX(0, reserved_nanos - ?), spend_nanos = spend_nanos + ? WHERE budget_id = ?', params: [reserved, actual, budgetId] },
-      ];
+  /** Registers this instance (again), unless that happened since the caller saw `seen` registrations. */
+  #register(seen: number, now: number): Promise<void> {
+    if (this.#registrations !== seen) return Promise.resolve();
+    this.#registering ??= (async () => {
+      // A new id after a reap: holds of calls from before it were given back already and must not be given back
+      // again from the holds taken after it.
+      const id = this.#registrations === 0 ? this.#instanceId : newId('instance');
+      await this.driver.run('INSERT INTO gateway_instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)', [id, now, now]);
+      this.#instanceId = id;
+      this.#registrations++;
+    })().finally(() => {
+      this.#registering = null;
+    });
+    return this.#registering;
+  }
+
+  /**
+   * Announces this instance (PostgreSQL) and refreshes its heartbeat; call it every few seconds. True when the
+   * instance had been taken for dead (it registered again under a new id).
+   */
+  async heartbeat(now = Date.now()): Promise<boolean> {
+    if (!this.#shared) return false;
+    const seen = this.#registrations;
+    if (seen > 0 && (await this.driver.runRelaxed('UPDATE gateway_instances SET heartbeat_at = ? WHERE instance_id = ?', [now, this.#instanceId])) > 0) {
+      return false;
     }
-    // Only what this instance still holds is given back: if another instance took it for dead and gave its holds
-    // back already, subtracting the whole reservation again left `reserved` below zero for good (free headroom).
-    // Both statements read the hold as it was before them (one snapshot), so they subtract the same amount.
-    const held = 'LEAST(CAST(? AS BIGINT), COALESCE((SELECT r.reserved_nanos FROM budget_reservations r WHERE r.instance_id = ? AND r.budget_id = ?), 0))';
-    return [
-      {
-        sql: `UPDATE budgets SET reserved_nanos = reserved_nanos - ${held}, spend_nanos = spend_nanos + ? WHERE budget_id = ?`,
-        params: [reserved, this.instanceId, budgetId, actual, budgetId],
-      },
-      {
-        sql: 'UPDATE budget_reservations SET reserved_nanos = reserved_nanos - LEAST(CAST(? AS BIGINT), reserved_nanos) WHERE instance_id = ? AND budget_id = ?',
-        params: [reserved, this.instanceId, budgetId],
-      },
-    ];
-  }
-
-  /** Announces this instance (PostgreSQL) and refreshes its heartbeat; call it every few seconds. */
-  async heartbeat(now = Date.now()): Promise<void> {
-    if (!this.#shared) return;
-    await this.driver.runRelaxed(
-      `INSERT INTO gateway_instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)
-       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-      [this.instanceId, now, now],
-    );
+    await this.#register(seen, now);
+    return seen > 0;
   }
 
   /**
    * Gives back the holds of instances whose heartbeat is older than `staleBefore` (they died without settling)
-   * and forgets them; the budgets they held become usable again. One statement, so two instances reaping at once
-   * cannot give the same hold back twice. The number of instances reaped.
+   * and forgets them; the budgets they held become usable again. The number of instances reaped.
    */
   async reapDeadInstances(staleBefore: number): Promise<number> {
     if (!this.#shared) return 0;
-    const [row] = await this.driver.all(
-      `WITH dead AS (DELETE FROM gateway_instances WHERE heartbeat_at < ? RETURNING instance_id),
-       freed AS (DELETE FROM budget_reservations r USING dead WHERE r.instance_id = dead.instance_id RETURNING r.budget_id, r.reserved_nanos),
-       totals AS (SELECT budget_id, SUM(reserved_nanos) AS total FROM freed GROUP BY budget_id),
-       given AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos - t.total FROM totals t WHERE b.budget_id = t.budget_id RETURNING 1)
-       SELECT (SELECT COUNT(*) FROM dead) AS instances, (SELECT COUNT(*) FROM given) AS budgets`,
-      [staleBefore],
-    );
-    return Number(row.instances);
+    const dead = await this.driver.all('SELECT instance_id FROM gateway_instances WHERE heartbeat_at < ? ORDER BY instance_id', [staleBefore]);
+    let reaped = 0;
+    for (const row of dead) reaped += await this.#giveBackAll(String(row.instance_id), staleBefore);
+    return reaped;
   }
 
   /** A clean stop: this instance's remaining holds (none once every call settled) are given back, and it leaves. */
   async leave(): Promise<void> {
     if (!this.#shared) return;
-    await this.driver.all(
-      `WITH gone AS (DELETE FROM gateway_instances WHERE instance_id = ? RETURNING instance_id),
-       freed AS (DELETE FROM budget_reservations WHERE instance_id = ? RETURNING budget_id, reserved_nanos),
-       given AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos - f.reserved_nanos FROM freed f WHERE b.budget_id = f.budget_id RETURNING 1)
-       SELECT (SELECT COUNT(*) FROM gone) AS gone, (SELECT COUNT(*) FROM given) AS given`,
-      [this.instanceId, this.instanceId],
-    );
+    await this.#giveBackAll(this.#instanceId, null);
+  }
+
+  /**
+   * Gives back all holds of one instance and removes it (if its heartbeat is still older than `staleBefore`, when
+   * given); 1 if it did. One transaction per instance, locking the instance row, then the rows of the budgets it
+   * holds, then reading its shares: a reservation needs the instance row only when it holds a budget it held
+   * nothing on (the foreign key), a budget this transaction does not wait for, so the two cannot deadlock. Two
+   * reapers queue on the instance row; the second finds it gone.
+   */
+  async #giveBackAll(instanceId: string, staleBefore: number | null): Promise<number> {
+    const stale = staleBefore === null ? '' : ' AND heartbeat_at < ?';
+    const which = staleBefore === null ? [instanceId] : [instanceId, staleBefore];
+    const [reaped] = await this.driver.transaction([
+      { sql: `SELECT instance_id FROM gateway_instances WHERE instance_id = ?${stale} FOR UPDATE`, params: which },
+      {
+        sql: `SELECT budget_id FROM budgets WHERE budget_id IN (
+                SELECT r.budget_id FROM budget_reservations r JOIN gateway_instances i USING (instance_id) WHERE i.instance_id = ?${stale})
+              ORDER BY budget_id FOR NO KEY UPDATE`,
+        params: which,
+      },
+      {
+        sql: `WITH gone AS (DELETE FROM gateway_instances WHERE instance_id = ?${stale} RETURNING instance_id),
+              freed AS (DELETE FROM budget_reservations r USING gone WHERE r.instance_id = gone.instance_id RETURNING r.budget_id, r.reserved_nanos),
+              given AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos - f.reserved_nanos FROM freed f WHERE b.budget_id = f.budget_id RETURNING 1)
+              SELECT (SELECT COUNT(*) FROM gone) AS gone, (SELECT COUNT(*) FROM given) AS given`,
+        params: which,
+      },
+    ]);
+    return reaped;
   }
 
   /**
@@ -427,8 +469,8 @@ export class GatewayStore {
 
   /**
    * Writes usage rows and settles their budget reservations in one transaction: one multi-row INSERT per 500 rows
-   * and one UPDATE per budget (settlements of the same budget are added up first), so a group-commit batch costs a
-   * handful of statements whatever its size.
+   * and one UPDATE per budget (settlements of the same budget and holder are added up first), so a group-commit
+   * batch costs a handful of statements whatever its size.
    */
   async recordUsage(rows: UsageRecord[], settlements: BudgetSettlement[]): Promise<void> {
     const statements: Statement[] = [];
@@ -439,14 +481,34 @@ export class GatewayStore {
         params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => row[column])),
       });
     }
-    const perBudget = new Map<string, { reserved: number; actual: number }>();
+    const sums = new Map<string, { budget_id: string; holder: string | null; reserved: number; actual: number }>();
     for (const s of settlements) {
-      const sum = perBudget.get(s.budget_id) ?? { reserved: 0, actual: 0 };
+      const holder = this.#shared ? s.holder : null;
+      const key = `${s.budget_id}\u0000${holder ?? ''}`;
+      const sum = sums.get(key) ?? { budget_id: s.budget_id, holder, reserved: 0, actual: 0 };
       sum.reserved += s.reserved_nanos;
       sum.actual += s.actual_nanos;
-      perBudget.set(s.budget_id, sum);
+      sums.set(key, sum);
     }
-    for (const [budgetId, sum] of perBudget) statements.push(...this.#settleStatements(budgetId, sum.reserved, sum.actual));
+    if (this.#shared && sums.size > 0) {
+      // One statement: the rows' INSERTs as data-modifying CTEs (run to completion whether read or not) and the
+      // settlement in gateway_settle_holds (migration 6), which locks the budget rows and reads each holder's share
+      // after the lock: a reap that gave a share back meanwhile leaves nothing to give back twice.
+      const inserts = statements.map(({ sql }, i) => `u${i} AS (${sql})`);
+      await this.driver.run(`${inserts.length > 0 ? `WITH ${inserts.join(', ')} ` : ''}SELECT gateway_settle_holds(CAST(? AS TEXT))`, [
+        ...statements.flatMap(({ params }) => params),
+        JSON.stringify([...sums.values()]),
+      ]);
+      return;
+    }
+    for (const { budget_id, reserved, actual } of sums.values()) {
+      // Never below zero: a gateway started on the same file clears every hold (it takes them for a killed
+      // process's), and a call of the previous process settling afterwards would otherwise leave free headroom.
+      statements.push({
+        sql: 'UPDATE budgets SET reserved_nanos = MAX(0, reserved_nanos - ?), spend_nanos = spend_nanos + ? WHERE budget_id = ?',
+        params: [reserved, actual, budget_id],
+      });
+    }
     if (statements.length > 0) await this.driver.transaction(statements);
   }
 
