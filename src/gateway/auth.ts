@@ -4,7 +4,9 @@ import type { GatewayStore, KeyRecord } from './storage/index.ts';
 import { isoTime } from './time.ts';
 
 /** Who sent a request: the master key holder, or the holder of one virtual key (with its owner's budget, if any). */
-export type Principal = { kind: 'master' } | { kind: 'virtual'; key: KeyRecord; ownerBudgetId: string | null };
+export type Principal =
+  | { kind: 'master' }
+  | { kind: 'virtual'; key: KeyRecord; ownerBudgetId: string | null; /** The owner's allowed_models (null: every model). */ ownerAllowedModels: string[] | null };
 
 export type Headers = Record<string, string | string[] | undefined>;
 
@@ -58,13 +60,13 @@ export class Authenticator {
     if (matchesSecret(token, this.#masterDigest)) return { kind: 'master' };
     const found = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(hashSecret(token)) : null;
     if (!found) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
-    const { key, ownerBudgetId } = found;
+    const { key, ownerBudgetId, ownerAllowedModels } = found;
     const status = keyStatus(key, options.now);
     if (status === 'inactive') {
       throw unauthorized('key_inactive', `Virtual key ${key.id} is inactive (is_active is false); the master key holder can reactivate it`);
     }
     if (status === 'expired') throw unauthorized('key_expired', `Virtual key ${key.id} expired at ${isoTime(key.expires_at!)} (UTC)`);
-    return { kind: 'virtual', key, ownerBudgetId };
+    return { kind: 'virtual', key, ownerBudgetId, ownerAllowedModels };
   }
 }
 

@@ -114,10 +114,13 @@ export class CallLedger {
       const user = start.user.includes('\u0000') ? null : await this.#store.getUser(start.user);
       if (!user) throw notFound('user', start.user);
       userId = user.user_id;
+      checkAllowedModel(start, user.allowed_models, `user "${user.user_id}"`);
       if (user.budget_id) budgets.push({ id: user.budget_id, scope: 'user' });
     } else {
       const key = start.principal.key;
       keyId = key.id;
+      checkAllowedModel(start, key.allowed_models, `virtual key ${key.id}`);
+      if (key.user_id) checkAllowedModel(start, start.principal.ownerAllowedModels, `user "${key.user_id}" (the key's owner)`);
       if (key.budget_id) budgets.push({ id: key.budget_id, scope: 'key' });
       if (key.user_id) {
         userId = key.user_id;
@@ -230,5 +233,20 @@ export class CallLedger {
       this.#metrics.usageWriteFailures.inc();
       this.onWriteError?.(error, row);
     }
+  }
+}
+
+/** Whether a model (`provider:model`) is in an allowed-models list: an exact name, or `provider:*` for all of a provider's. */
+export function modelAllowed(model: string, allowed: readonly string[] | null): boolean {
+  if (allowed === null || allowed === undefined) return true;
+  const provider = model.slice(0, model.indexOf(':'));
+  return allowed.some((entry) => entry === model || entry === `${provider}:*`);
+}
+
+/** 403 model_not_allowed, before any provider is contacted or any budget held. */
+function checkAllowedModel(start: CallStart, allowed: string[] | null, whose: string): void {
+  const model = `${start.provider}:${start.model}`;
+  if (!modelAllowed(model, allowed)) {
+    throw new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${model}" is not allowed for ${whose} (allowed_models: ${allowed!.join(', ') || 'none'})`);
   }
 }

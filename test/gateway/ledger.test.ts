@@ -22,7 +22,7 @@ it("a database failure while reserving the second budget gives the first budget'
   const ledger = new CallLedger({ store, recorder: new UsageRecorder(store), metrics, reserveOutputTokens: 1000 });
   const key = { id: 'key_1', budget_id: 'key-budget', user_id: 'owner', is_active: true, expires_at: null } as unknown as KeyRecord;
   const begun = ledger.begin({
-    principal: { kind: 'virtual', key, ownerBudgetId: 'user-budget' },
+    principal: { kind: 'virtual', key, ownerBudgetId: 'user-budget', ownerAllowedModels: null },
     user: undefined,
     endpoint: 'chat.completions',
     provider: 'openai',

@@ -100,6 +100,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
         budget_id: body.budget_id,
         metadata: body.metadata,
         expires_at: expiresAt(body.expires_at, now),
+        allowed_models: body.allowed_models,
       },
       now,
     );

@@ -42,17 +42,32 @@ const PricePerMillion = z.number().nonnegative().max(1e6);
 /** A century: longer periods are "never"; bounded so that period arithmetic stays within BIGINT and Date. */
 const ResetSeconds = z.number().int().positive().max(100 * 365.25 * 24 * 3600);
 
+/** An allowed-models list: exact `provider:model` names or `provider:*`; null (or absent at creation): every model. */
+const AllowedModels = z
+  .array(
+    z
+      .string()
+      .max(512)
+      .regex(/^[^:\s]+:\S(.*\S)?$/, 'must be provider:model or provider:*')
+      .refine((value) => !value.includes('\u0000'), 'must not contain NUL characters'),
+  )
+  .max(1000)
+  .nullable()
+  .describe('Models these calls may use: exact provider:model names or provider:* (null: every model)');
+
 export const CreateUserBody = z.strictObject({
   user_id: Id.describe('Identifier chosen by the caller'),
   alias: Name.describe('Display name (required)'),
   metadata: Metadata.optional(),
   budget_id: Id.nullable().optional().describe('A budget this user spends from'),
+  allowed_models: AllowedModels.optional(),
 });
 
 export const UpdateUserBody = z.strictObject({
   alias: Name.optional(),
   metadata: Metadata.optional(),
   budget_id: Id.nullable().optional().describe('null detaches the budget'),
+  allowed_models: AllowedModels.optional(),
 });
 
 export const CreateKeyBody = z.strictObject({
@@ -61,6 +76,7 @@ export const CreateKeyBody = z.strictObject({
   metadata: Metadata.optional(),
   user_id: Id.nullable().optional().describe('Owner: usage also counts against this user and its budget'),
   budget_id: Id.nullable().optional().describe('A budget this key spends from'),
+  allowed_models: AllowedModels.optional(),
 });
 
 export const UpdateKeyBody = z.strictObject({
@@ -70,6 +86,7 @@ export const UpdateKeyBody = z.strictObject({
   metadata: Metadata.optional(),
   user_id: Id.nullable().optional(),
   budget_id: Id.nullable().optional(),
+  allowed_models: AllowedModels.optional(),
 });
 
 export const CreateBudgetBody = z.strictObject({

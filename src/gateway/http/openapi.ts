@@ -15,6 +15,7 @@ type Schema = Record<string, unknown>;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const bodySchema = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Schema;
 const nullable = (type: string, extra: Schema = {}) => ({ type: [type, 'null'], ...extra });
+const allowedModels = { type: ['array', 'null'], items: { type: 'string' }, description: 'provider:model names or provider:* (null: every model)' };
 const time = { type: 'string', description: 'ISO 8601, UTC, no zone designator', examples: ['2026-05-18T12:00:00.000'] };
 
 const err = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
@@ -119,12 +120,21 @@ export function gatewayOpenApi(version: string): Schema {
         },
         User: {
           type: 'object',
-          required: ['object', 'user_id', 'alias', 'metadata', 'budget_id', 'created_at', 'updated_at'],
-          properties: { object: { const: 'user' }, user_id: { type: 'string' }, alias: { type: 'string' }, metadata: { type: 'object' }, budget_id: nullable('string'), created_at: time, updated_at: time },
+          required: ['object', 'user_id', 'alias', 'metadata', 'budget_id', 'allowed_models', 'created_at', 'updated_at'],
+          properties: {
+            object: { const: 'user' },
+            user_id: { type: 'string' },
+            alias: { type: 'string' },
+            metadata: { type: 'object' },
+            budget_id: nullable('string'),
+            allowed_models: allowedModels,
+            created_at: time,
+            updated_at: time,
+          },
         },
         VirtualKey: {
           type: 'object',
-          required: ['object', 'id', 'key_name', 'key_prefix', 'user_id', 'budget_id', 'created_at', 'updated_at', 'expires_at', 'is_active', 'status', 'metadata'],
+          required: ['object', 'id', 'key_name', 'key_prefix', 'user_id', 'budget_id', 'created_at', 'updated_at', 'expires_at', 'is_active', 'status', 'metadata', 'allowed_models'],
           properties: {
             object: { const: 'virtual_key' },
             id: { type: 'string' },
@@ -138,6 +148,7 @@ export function gatewayOpenApi(version: string): Schema {
             is_active: { type: 'boolean' },
             status: { enum: ['active', 'inactive', 'expired'] },
             metadata: { type: 'object' },
+            allowed_models: allowedModels,
           },
         },
         CreatedVirtualKey: { allOf: [ref('VirtualKey'), { type: 'object', required: ['key'], properties: { key: { type: 'string', description: 'The secret (gw-…); returned only here' } } }] },

@@ -13,6 +13,7 @@ export function userResource(user: UserRecord) {
     alias: user.alias,
     metadata: user.metadata,
     budget_id: user.budget_id,
+    allowed_models: user.allowed_models,
     created_at: isoTime(user.created_at),
     updated_at: isoTime(user.updated_at),
   };
@@ -32,6 +33,7 @@ export function keyResource(key: KeyRecord, now = Date.now()) {
     is_active: key.is_active,
     status: keyStatus(key, now),
     metadata: key.metadata,
+    allowed_models: key.allowed_models,
   };
 }
 

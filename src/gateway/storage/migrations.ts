@@ -152,6 +152,11 @@ export const MIGRATIONS: Migration[] = [
        $$`,
     ],
   },
+  {
+    version: 7,
+    name: 'allowed models of keys and users (JSON lists; NULL: every model)',
+    statements: ['ALTER TABLE virtual_keys ADD COLUMN allowed_models TEXT', 'ALTER TABLE users ADD COLUMN allowed_models TEXT'],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

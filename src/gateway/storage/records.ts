@@ -6,6 +6,8 @@ export interface UserRecord {
   alias: string;
   metadata: Metadata;
   budget_id: string | null;
+  /** Models this user's calls may use (`provider:model` or `provider:*`); null: every model. */
+  allowed_models: string[] | null;
   created_at: number;
   updated_at: number;
 }
@@ -20,6 +22,8 @@ export interface KeyRecord {
   metadata: Metadata;
   is_active: boolean;
   expires_at: number | null;
+  /** Models this key may use (`provider:model` or `provider:*`); null: every model. */
+  allowed_models: string[] | null;
   created_at: number;
   updated_at: number;
 }

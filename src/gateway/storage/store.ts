@@ -156,13 +156,17 @@ export class GatewayStore {
 
   // Users
 
-  async createUser(user: { user_id: string; alias: string; metadata?: Metadata; budget_id?: string | null }, now = Date.now()): Promise<UserRecord> {
+  async createUser(
+    user: { user_id: string; alias: string; metadata?: Metadata; budget_id?: string | null; allowed_models?: string[] | null },
+    now = Date.now(),
+  ): Promise<UserRecord> {
     try {
-      await this.driver.run('INSERT INTO users (user_id, alias, metadata, budget_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+      await this.driver.run('INSERT INTO users (user_id, alias, metadata, budget_id, allowed_models, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
         user.user_id,
         user.alias,
         json(user.metadata),
         user.budget_id ?? null,
+        modelList(user.allowed_models),
         now,
         now,
       ]);
@@ -182,8 +186,17 @@ export class GatewayStore {
     return (await this.driver.all('SELECT * FROM users ORDER BY created_at, user_id')).map(userOf);
   }
 
-  async updateUser(userId: string, patch: { alias?: string; metadata?: Metadata; budget_id?: string | null }, now = Date.now()): Promise<UserRecord | null> {
-    const { sets, params } = assignments({ alias: patch.alias, metadata: patch.metadata === undefined ? undefined : json(patch.metadata), budget_id: patch.budget_id });
+  async updateUser(
+    userId: string,
+    patch: { alias?: string; metadata?: Metadata; budget_id?: string | null; allowed_models?: string[] | null },
+    now = Date.now(),
+  ): Promise<UserRecord | null> {
+    const { sets, params } = assignments({
+      alias: patch.alias,
+      metadata: patch.metadata === undefined ? undefined : json(patch.metadata),
+      budget_id: patch.budget_id,
+      allowed_models: patch.allowed_models === undefined ? undefined : modelList(patch.allowed_models),
+    });
     await this.driver.run(`UPDATE users SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE user_id = ?`, [...params, now, userId]);
     return this.getUser(userId);
   }
@@ -200,13 +213,22 @@ export class GatewayStore {
   // Virtual keys
 
   async createKey(
-    key: { key_hash: string; key_prefix: string; key_name: string; user_id?: string | null; budget_id?: string | null; metadata?: Metadata; expires_at?: number | null },
+    key: {
+      key_hash: string;
+      key_prefix: string;
+      key_name: string;
+      user_id?: string | null;
+      budget_id?: string | null;
+      metadata?: Metadata;
+      expires_at?: number | null;
+      allowed_models?: string[] | null;
+    },
     now = Date.now(),
   ): Promise<KeyRecord> {
     const id = newId('key');
     await this.driver.run(
-      'INSERT INTO virtual_keys (id, key_hash, key_prefix, key_name, user_id, budget_id, metadata, is_active, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)',
-      [id, key.key_hash, key.key_prefix, key.key_name, key.user_id ?? null, key.budget_id ?? null, json(key.metadata), key.expires_at ?? null, now, now],
+      'INSERT INTO virtual_keys (id, key_hash, key_prefix, key_name, user_id, budget_id, metadata, is_active, expires_at, allowed_models, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)',
+      [id, key.key_hash, key.key_prefix, key.key_name, key.user_id ?? null, key.budget_id ?? null, json(key.metadata), key.expires_at ?? null, modelList(key.allowed_models), now, now],
     );
     return (await this.getKey(id))!;
   }
@@ -220,13 +242,15 @@ export class GatewayStore {
    * The key a secret names and its owner's budget: what every model call with a virtual key needs, in one query. The
    * previous secret of a rotated key names it until its grace period ends.
    */
-  async getKeyByHash(hash: string, now = Date.now()): Promise<{ key: KeyRecord; ownerBudgetId: string | null } | null> {
+  async getKeyByHash(hash: string, now = Date.now()): Promise<{ key: KeyRecord; ownerBudgetId: string | null; ownerAllowedModels: string[] | null } | null> {
     const rows = await this.driver.all(
-      `SELECT k.*, u.budget_id AS owner_budget_id FROM virtual_keys k LEFT JOIN users u ON u.user_id = k.user_id
+      `SELECT k.*, u.budget_id AS owner_budget_id, u.allowed_models AS owner_allowed_models FROM virtual_keys k LEFT JOIN users u ON u.user_id = k.user_id
        WHERE k.key_hash = ? OR (k.previous_key_hash = ? AND k.previous_key_expires_at > ?)`,
       [hash, hash, now],
     );
-    return rows[0] ? { key: keyOf(rows[0]), ownerBudgetId: (rows[0].owner_budget_id as string | null) ?? null } : null;
+    return rows[0]
+      ? { key: keyOf(rows[0]), ownerBudgetId: (rows[0].owner_budget_id as string | null) ?? null, ownerAllowedModels: modelListOf(rows[0].owner_allowed_models) }
+      : null;
   }
 
   async listKeys(filter: { user_id?: string } = {}): Promise<KeyRecord[]> {
@@ -239,10 +263,19 @@ export class GatewayStore {
 
   async updateKey(
     id: string,
-    patch: { key_name?: string; is_active?: boolean; expires_at?: number | null; metadata?: Metadata; user_id?: string | null; budget_id?: string | null },
+    patch: {
+      key_name?: string;
+      is_active?: boolean;
+      expires_at?: number | null;
+      metadata?: Metadata;
+      user_id?: string | null;
+      budget_id?: string | null;
+      allowed_models?: string[] | null;
+    },
     now = Date.now(),
   ): Promise<KeyRecord | null> {
     const { sets, params } = assignments({
+      allowed_models: patch.allowed_models === undefined ? undefined : modelList(patch.allowed_models),
       key_name: patch.key_name,
       is_active: patch.is_active === undefined ? undefined : patch.is_active ? 1 : 0,
       expires_at: patch.expires_at,
@@ -662,9 +695,19 @@ function userOf(row: Row): UserRecord {
     alias: String(row.alias),
     metadata: parseJson(row.metadata),
     budget_id: (row.budget_id as string | null) ?? null,
+    allowed_models: modelListOf(row.allowed_models),
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
   };
+}
+
+/** An allowed-models list as stored: JSON text, or NULL for every model. */
+function modelList(models: string[] | null | undefined): string | null {
+  return models === undefined || models === null ? null : JSON.stringify(models);
+}
+
+function modelListOf(value: unknown): string[] | null {
+  return typeof value === 'string' ? (JSON.parse(value) as string[]) : null;
 }
 
 function keyOf(row: Row): KeyRecord {
@@ -677,6 +720,7 @@ function keyOf(row: Row): KeyRecord {
     metadata: parseJson(row.metadata),
     is_active: Number(row.is_active) === 1,
     expires_at: num(row.expires_at),
+    allowed_models: modelListOf(row.allowed_models),
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
   };
