@@ -61,6 +61,13 @@ describe.each(backends)('allowed_models on $name', (backend) => {
       expect(refused.json.error!.message).toContain('"openai:gpt-other" is not allowed for virtual key');
       expect(fake.requestsTo('POST /v1/chat/completions').length).toBe(before);
     }
+    // GET /v1/models shows the key only what it may call
+    const listed = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key.json.key}` } }).then((response) => response.json() as Promise<{ data: { id: string }[] }>);
+    const ids = listed.data.map((model) => model.id);
+    expect(ids.length).toBeGreaterThan(0);
+    expect(ids.every((id) => id === 'openai:gpt-fake' || id.startsWith('groq:'))).toBe(true);
+    const all = (await gateway.call('GET', '/v1/models')).json.data.map((model: { id: string }) => model.id);
+    expect(all.length).toBeGreaterThan(ids.length);
     // embeddings are model calls too
     const embedding = await fetch(`${gateway.url}/v1/embeddings`, {
       method: 'POST',

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { invalidRequest, type GatewayError } from '../errors.ts';
-import type { CallTicket } from '../ledger.ts';
+import { modelAllowed, type CallTicket } from '../ledger.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
 import { objectBody } from './validation.ts';
@@ -219,7 +219,10 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   });
 
   app.get<{ Querystring: { provider?: string } }>('/v1/models', async (request) => {
-    await context.authenticate(request);
+    const principal = await context.authenticate(request);
+    // a virtual key sees the models it may call (its list and its owner's); the master key sees them all
+    const lists = principal.kind === 'virtual' ? [principal.key.allowed_models, principal.ownerAllowedModels] : [];
+    const callable = (id: string) => lists.every((allowed) => modelAllowed(id, allowed));
     const wanted = request.query.provider;
     const providers = wanted ? [wanted] : upstream.providers;
     if (wanted && !upstream.providers.includes(wanted)) throw invalidRequest(`Provider "${wanted}" is not configured on this gateway`, 'provider', 'unknown_provider');
@@ -229,7 +232,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const failures: GatewayError[] = [];
     results.forEach((result, i) => {
       if (result.status === 'rejected') failures.push(upstreamErrorOf(result.reason, providers[i]));
-      else for (const model of result.value) data.push({ ...model, id: `${providers[i]}:${model.id}` });
+      else for (const model of result.value) if (callable(`${providers[i]}:${model.id}`)) data.push({ ...model, id: `${providers[i]}:${model.id}` });
     });
     // One provider being down should not hide the others; all of them down is the provider's failure.
     if (data.length === 0 && failures.length > 0) throw failures[0];
