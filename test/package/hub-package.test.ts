@@ -153,10 +153,12 @@ describe('the Hub package, installed into a fresh project', () => {
     const result = await run(process.execPath, [tsc, '--strict', '--noEmit', '--module', 'nodenext', '--target', 'es2024', 'consumer.ts'], { cwd: consumer, env: { PATH: process.env.PATH } });
     expect(result.stdout + result.stderr).toBe('');
     expect(result.code).toBe(0);
-  });
+  }, 180_000);
 
   it('runs with the pinned Node and calls the provider: a message, a stream, the synchronous form, a missing key', async () => {
     expect(install.code, install.stderr).toBe(0);
+    const pinned = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { devDependencies: { node: string } }).devDependencies.node;
+    expect(process.version).toBe(`v${pinned}`);
     const result = await run(process.execPath, ['consumer.ts'], { cwd: consumer, env: { PATH: process.env.PATH } });
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({
@@ -166,5 +168,5 @@ describe('the Hub package, installed into a fresh project', () => {
       missingKey: 'OPENAI_API_KEY',
     });
     expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(3);
-  });
+  }, 180_000);
 });
