@@ -82,13 +82,13 @@ export class FakeNpmRegistry {
 
   private answer(url: string, host: string, response: ServerResponse): void {
     const route = decodeURIComponent(url.split('?')[0].slice(1));
-    const tarball = /^(.+)\/-\/[^/]+-(\d[^/]*)\.tgz$/.exec(route);
-    if (tarball) return this.tarball(tarball[1], tarball[2], response);
+    if (route.includes('/-/')) return this.tarball(route, response);
     this.requested.add(route);
     const versions = this.packages.get(route);
     if (!versions) return void response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Not found"}');
     const document = {
       name: route,
+      // npm takes `latest` when it satisfies a range, else the highest version that does: any is one the lockfile has.
       'dist-tags': { latest: [...versions.keys()].at(-1) },
       versions: Object.fromEntries(
         [...versions].map(([version, entry]) => {
@@ -101,7 +101,10 @@ export class FakeNpmRegistry {
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document));
   }
 
-  private tarball(name: string, version: string, response: ServerResponse): void {
+  /** `name/-/basename-version.tgz`, the addresses the documents above give. */
+  private tarball(route: string, response: ServerResponse): void {
+    const [name, tgz] = route.split('/-/');
+    const version = tgz.slice(`${name.split('/').at(-1)}-`.length, -'.tgz'.length);
     const integrity = this.packages.get(name)?.get(version)?.integrity;
     const file = integrity && cachedContent(this.cacheDir, integrity);
     if (!file) return void response.writeHead(404).end();
