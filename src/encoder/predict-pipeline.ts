@@ -66,6 +66,11 @@ export interface PipelineOptions {
    * (e.g. a loop that depends on the input) would stop the whole server for good.
    */
   transformTimeoutMs?: number;
+  /**
+   * Most bytes the Lua transform's state may hold (its tables and strings; tensors are not counted); default
+   * DEFAULT_MEMORY_LIMIT_BYTES (256 MiB). A batch that needs more fails with an InternalError (docs/transforms.md).
+   */
+  transformMemoryLimitBytes?: number;
   /** wasmoon's glue.wasm, when it is not beside the wasmoon package (single executable). */
   luaWasmPath?: string;
   /** The scheduler's other settings and clock; for benchmarks and tests (the defaults are the measured ones). */
@@ -189,7 +194,7 @@ export class PredictPipeline implements Predictor {
     let transform: LuaTransform | null = null;
     try {
       if (pkg.transform !== null) {
-        const settings = { libs: pkg.luaLibs, modelType: pkg.modelType, wasmPath: options.luaWasmPath };
+        const settings = { libs: pkg.luaLibs, modelType: pkg.modelType, wasmPath: options.luaWasmPath, memoryLimitBytes: options.transformMemoryLimitBytes };
         // Run it once on a small output of the model's shape, so a broken script fails at load, not per request.
         await checkTransform(pkg.transform, { ...settings, outputDims: sampleOutputDims(model.signature, pkg) });
         transform = await LuaTransform.create(pkg.transform, { ...settings, timeoutMs: transformTimeoutMs });

@@ -184,6 +184,16 @@ describe('predict pipeline on generated models', () => {
     await expect(pipelineFor(sequenceDir, 'sequence_classification', script, { transformTimeoutMs: 0 })).rejects.toThrow(ConfigError);
   });
 
+  it('fails a batch whose transform needs more Lua memory than transformMemoryLimitBytes, and keeps serving', async () => {
+    const script = '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] == 1 then local t = {} for i = 1, 1e7 do t[i] = i end end\n      return arr\n    end\n';
+    const hungry = await pipelineFor(sequenceDir, 'sequence_classification', script, { transformMemoryLimitBytes: 4 * 2 ** 20 });
+    const error = await hungry.predict({ inputs: ['one'] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InternalError);
+    expect((error as Error).message).toBe('transform: the transform needed more Lua memory than its limit of 4 MiB');
+    await expect(hungry.predict({ inputs: ['one', 'two'] })).resolves.toMatchObject({ results: [{}, {}] });
+    await expect(pipelineFor(sequenceDir, 'sequence_classification', script, { transformMemoryLimitBytes: 10 })).rejects.toThrow(ConfigError);
+  });
+
   it('fails a request whose output holds NaN or an infinite value (JSON would carry null) instead of answering it', async () => {
     // The load-time check runs on a batch of 2, so these scripts pass it.
     const poisoned = (modelType: ModelType, dir: string, value: string) =>

@@ -21,7 +21,7 @@ import {
   transpose,
   truncateAxis,
 } from '../../src/encoder/tensor.ts';
-import { DEFAULT_LUA_LIBS } from '../../src/encoder/transform/index.ts';
+import { DEFAULT_LUA_LIBS, DEFAULT_MEMORY_LIMIT_BYTES } from '../../src/encoder/transform/index.ts';
 import { loadLuaModule } from '../../src/encoder/transform/lua-module.ts';
 import type { LuaModule } from '../../src/encoder/transform/lua-module.ts';
 import { TransformScriptError, TransformState } from '../../src/encoder/transform/transform-state.ts';
@@ -38,7 +38,7 @@ function sample(dims: number[], seed = 1): Tensor {
 
 /** Runs an inline script once on `output` (and `mask`) and returns what it returned. */
 function lua(script: string, output: Tensor = sample([2, 3, 4]), mask?: Tensor): Tensor {
-  const state = TransformState.open(module, script, DEFAULT_LUA_LIBS, 5_000);
+  const state = TransformState.open(module, script, DEFAULT_LUA_LIBS, { timeoutMs: 5_000, memoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES });
   try {
     return state.run(output, mask);
   } finally {
@@ -242,7 +242,7 @@ describe('data crosses in bulk', () => {
     // even when the script keeps a large table of its own.
     const script = 'big = big or {} for i = 1, 1000 do big[i] = {i} end\nreturn (output * 2):softmax(3):lp_normalize()';
     const before = module.handles.live;
-    const state = TransformState.open(module, script, DEFAULT_LUA_LIBS, undefined);
+    const state = TransformState.open(module, script, DEFAULT_LUA_LIBS, { timeoutMs: undefined, memoryLimitBytes: DEFAULT_MEMORY_LIMIT_BYTES });
     try {
       const t = sample([2, 3, 4]);
       let peak = 0;

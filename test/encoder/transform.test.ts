@@ -434,6 +434,90 @@ describe('LuaTransform.run (per request): failures are InternalErrors', () => {
   });
 });
 
+describe('Lua memory: a limit per state, and a state that fails or keeps growing is replaced', () => {
+  const MiB = 2 ** 20;
+  const zero = () => Tensor.fromNested([[[0]]]);
+  const heapBytes = async () => (await loadLuaModule()).lua.module.HEAPU8.buffer.byteLength;
+
+  it('a call that needs more than the limit fails with an InternalError saying so; the next one runs in a new state', async () => {
+    const t = await transform(
+      'calls = (calls or 0) + 1\nif output:sum() > 0 then\n  local t = {}\n  for i = 1, 1e7 do t[i] = i end\nend\nreturn output + calls',
+      { memoryLimitBytes: 8 * MiB },
+    );
+    expect(t.run(zero()).data[0]).toBe(1);
+    const error = await caught(() => t.run(Tensor.fromNested([[[1]]])));
+    expect(error).toBeInstanceOf(InternalError);
+    expect(error.message).toBe('transform: the transform needed more Lua memory than its limit of 8 MiB');
+    // a new state: the global counter starts over instead of reading 3
+    expect(t.run(zero()).data[0]).toBe(1);
+    expect(t.memoryUsed).toBeLessThan(MiB);
+  });
+
+  it('a script that catches the memory error and fails otherwise is still reported as out of memory', async () => {
+    const t = await transform(
+      'function Postprocess(arr)\n  local ok, e = pcall(function() local t = {} for i = 1, 1e7 do t[i] = i end end)\n  error("gave up: " .. tostring(e))\nend',
+      { memoryLimitBytes: 4 * MiB },
+    );
+    const error = await caught(() => t.run(zero()));
+    expect(error.message).toBe('transform: the transform needed more Lua memory than its limit of 4 MiB');
+  });
+
+  it('any failed call starts a new state (globals start over)', async () => {
+    const t = await transform('calls = (calls or 0) + 1\nif output:sum() > 0 then error("positive") end\nreturn output + calls');
+    expect([t.run(zero()).data[0], t.run(zero()).data[0]]).toEqual([1, 2]);
+    await expect(async () => t.run(Tensor.fromNested([[[1]]]))).rejects.toThrow('transform line 2: positive');
+    expect(t.run(zero()).data[0]).toBe(1);
+  });
+
+  it('keeps the memory of a script that keeps what it builds bounded over 10,000 calls', async () => {
+    // every call adds 100 small tables to a global: ~1.5 GB after 10,000 calls if nothing stops it
+    const t = await transform('cache = cache or {}\nfor i = 1, 100 do cache[#cache + 1] = { i, tostring(i) } end\nreturn output + #cache', {
+      memoryLimitBytes: 8 * MiB,
+    });
+    const heapBefore = await heapBytes();
+    let peak = 0;
+    let resets = 0;
+    let previous = 0;
+    for (let call = 0; call < 10_000; call++) {
+      const size = t.run(zero()).data[0];
+      if (size < previous) resets++;
+      previous = size;
+      peak = Math.max(peak, t.memoryUsed);
+    }
+    // the wasm memory (which never shrinks) grew by at most about one limit
+    expect((await heapBytes()) - heapBefore).toBeLessThanOrEqual(16 * MiB);
+    expect(peak).toBeLessThanOrEqual(8 * MiB);
+    expect(resets).toBeGreaterThan(10);
+  }, 60_000);
+
+  it('leaves a state that builds tables and drops them alone over 10,000 calls, with flat memory', async () => {
+    const t = await transform('calls = (calls or 0) + 1\nlocal t = {}\nfor i = 1, 500 do t[i] = { i } end\nreturn output + calls', {
+      memoryLimitBytes: 8 * MiB,
+    });
+    const heapBefore = await heapBytes();
+    let result = 0;
+    for (let call = 0; call < 10_000; call++) result = t.run(zero()).data[0];
+    // never replaced: the global counter saw every call
+    expect(result).toBe(10_000);
+    expect(t.memoryUsed).toBeLessThan(4 * MiB);
+    expect((await heapBytes()) - heapBefore).toBeLessThanOrEqual(8 * MiB);
+  }, 60_000);
+
+  it('checkTransform reports a sample run over the limit as a ConfigError', async () => {
+    const error = await checkError('local t = {}\nfor i = 1, 1e7 do t[i] = i end\nreturn output', { memoryLimitBytes: 4 * MiB });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe('transform: the transform needed more Lua memory than its limit of 4 MiB');
+  });
+
+  it('rejects a limit too small to set up a state, or not an integer', async () => {
+    for (const memoryLimitBytes of [1000, 1.5 * MiB + 0.5, Number.NaN, 2 ** 32]) {
+      const error = await caught(() => LuaTransform.create('return output', { modelType: 'embedding', memoryLimitBytes }));
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toMatch(/^transform: memoryLimitBytes must be an integer from 1048576 to 2147483648, got /);
+    }
+  });
+});
+
 describe('one wasm instance', () => {
   let first: Awaited<ReturnType<typeof loadLuaModule>>;
   beforeAll(async () => {

@@ -30,6 +30,7 @@ import {
   postProcess,
 } from './post-processors.ts';
 import { type PreTokenizer, createPreTokenizer } from './pre-tokenizers.ts';
+import { type TextCuts, lastCut, modelPieceStarts, textCutsOf } from './text-cuts.ts';
 import { FILE_STRATEGIES, type TruncationStrategy, tokenizeLimit, truncateEncodings } from './truncation.ts';
 
 export type { TruncationStrategy } from './truncation.ts';
@@ -83,6 +84,12 @@ export interface EncodeSettings {
 /** model_max_length above this is HF's "no limit" sentinel (1e30) or nonsense: the default applies. */
 const MAX_SANE_LENGTH = 1_000_000;
 const DEFAULT_MAX_LENGTH = 512;
+/**
+ * A text truncated to `limit` tokens is first tokenized up to a cut near `limit * PREFIX_CHARS_PER_TOKEN` chars (at
+ * least MIN_PREFIX), then four times as far while that is not enough (text-cuts.ts).
+ */
+const PREFIX_CHARS_PER_TOKEN = 8;
+const MIN_PREFIX = 4096;
 
 type Json = Record<string, unknown>;
 
@@ -114,6 +121,8 @@ export class EncoderTokenizer {
   private readonly preTokenizer: PreTokenizer | null;
   private readonly postProcessor: PostProcessor | null;
   private readonly added: AddedVocabulary;
+  /** Where long texts may be cut without changing their tokens; null when the pipeline cannot be cut. */
+  private readonly cuts: TextCuts | null;
   private readonly padSpec: PadSpec;
   private readonly fileTruncation: TruncationSettings | null = null;
   private readonly filePadding: PaddingSettings | null = null;
@@ -127,6 +136,7 @@ export class EncoderTokenizer {
     this.preTokenizer = createPreTokenizer(json.pre_tokenizer);
     this.postProcessor = createPostProcessor(json.post_processor);
     this.added = new AddedVocabulary(json.added_tokens, this.model, this.normalizer);
+    this.cuts = textCutsOf(json, this.normalizer, this.added.tokens);
     try {
       this.fileTruncation = this.parseTruncation(json.truncation);
       this.filePadding = this.parsePadding(json.padding);
@@ -170,6 +180,11 @@ export class EncoderTokenizer {
   /** Whether the post-processor has a form for two texts (not so: a TemplateProcessing without "pair"). */
   supportsPairs(): boolean {
     return this.postProcessor?.supportsPairs ?? true;
+  }
+
+  /** How a long text truncated to a limit is cut before it is tokenized (text-cuts.ts); null: it is read whole. */
+  get cutKind(): TextCuts['kind'] | null {
+    return this.cuts?.kind ?? null;
   }
 
   /** Id of the padding token used by `pad`. */
@@ -230,8 +245,8 @@ export class EncoderTokenizer {
     const max = t ? t.maxLength - this.addedTokens(isPair) : Infinity;
     if (max < 0) throw new InputError(`truncation max_length ${t?.maxLength} is below the special tokens`);
     // the type ids HF gives each sequence before the post-processor (which may set others)
-    const a = this.encodeContent(text, 0, t ? tokenizeLimit(t.maxLength, strategy, 0) : Infinity);
-    const b = isPair ? this.encodeContent(pair, 1, t ? tokenizeLimit(t.maxLength, strategy, 1) : Infinity) : null;
+    const a = this.encodeContent(text, 0, t ? tokenizeLimit(t.maxLength, strategy, 0) : Infinity, isPair);
+    const b = isPair ? this.encodeContent(pair, 1, t ? tokenizeLimit(t.maxLength, strategy, 1) : Infinity, true) : null;
     if (t) truncateEncodings(a, b, max, strategy);
     const e = postProcess(this.postProcessor, b ? [a, b] : [a], true);
     const p = settings.padding;
@@ -270,12 +285,30 @@ export class EncoderTokenizer {
 
   /**
    * Everything before truncation and post-processing: the content tokens with their offsets, of type `typeId`.
-   * Stops after the first pre-token that brings the count to `limit` or more (HF's early exit, truncation.ts).
+   * Stops after the first pre-token that brings the count to `limit` or more (HF's early exit, truncation.ts). A long
+   * text is tokenized only up to a cut where that exit is reached, when the pipeline allows cuts: the tokens are
+   * those of the whole text. `exactCount`: the count at the exit must be HF's (a pair compares the two), which a
+   * "model" cut inside HF's one word cannot give.
    */
-  private encodeContent(text: string, typeId: number, limit: number): WorkEncoding {
+  private encodeContent(text: string, typeId: number, limit: number, exactCount: boolean): WorkEncoding {
+    const cuts = this.cuts;
+    if (cuts !== null && limit !== Infinity && !(exactCount && cuts.kind === 'model')) {
+      for (let size = Math.max(MIN_PREFIX, limit * PREFIX_CHARS_PER_TOKEN); size < text.length; size *= 4) {
+        const cut = lastCut(text, size);
+        if (cut < 0) continue;
+        const e = emptyEncoding();
+        if (this.tokenizeUpTo(text.slice(0, cut), typeId, limit, exactCount, e)) return e;
+      }
+    }
+    const e = emptyEncoding();
+    this.tokenizeUpTo(text, typeId, limit, exactCount, e);
+    return e;
+  }
+
+  /** Tokenizes `text` into `e` until the early exit at `limit`; whether it got there. */
+  private tokenizeUpTo(text: string, typeId: number, limit: number, exactCount: boolean, e: WorkEncoding): boolean {
     const root = NormalizedString.fromString(text);
-    const e: WorkEncoding = { ids: [], tokens: [], offsets: [], typeIds: [], specialTokensMask: [], attentionMask: [] };
-    if (root.length === 0) return e;
+    if (root.length === 0) return false;
     const first: Split[] = [];
     this.added.splitRaw(root, first);
     const splits: Split[] = [];
@@ -287,6 +320,7 @@ export class EncoderTokenizer {
       if (this.normalizer) this.normalizer(s.ns);
       this.added.splitNormalized(s.ns, splits);
     }
+    const modelCuts = this.cuts?.kind === 'model' ? this.cuts : null;
     for (const s of splits) {
       if (s.token) {
         const ns = s.ns;
@@ -296,21 +330,32 @@ export class EncoderTokenizer {
       }
       const words = this.preTokenizer ? this.preTokenizer(s.ns) : [s.ns];
       for (const w of words) {
-        const n = w.length;
-        if (n === 0) continue;
-        const word = w.toString();
-        const t = this.model.tokenizeWord(word, n);
-        for (let k = 0; k < t.ids.length; k++) {
-          const a = t.starts[k];
-          const b = t.ends[k];
-          if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1), typeId);
-          else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b, typeId);
+        if (w.length === 0) continue;
+        if (modelCuts === null) this.tokenizeWord(w, typeId, e);
+        else {
+          // one word of any length: BPE of its pieces is BPE of the word (text-cuts.ts), and much faster
+          let from = 0;
+          for (const to of [...modelPieceStarts(w, modelCuts.space), w.length]) {
+            this.tokenizeWord(w.slice(from, to), typeId, e);
+            from = to;
+            if (!exactCount && e.ids.length >= limit) return true;
+          }
         }
         // added tokens count toward the limit but only a tokenized pre-token stops it, as in HF
-        if (e.ids.length >= limit) return e;
+        if (e.ids.length >= limit) return true;
       }
     }
-    return e;
+    return false;
+  }
+
+  private tokenizeWord(w: NormalizedString, typeId: number, e: WorkEncoding): void {
+    const t = this.model.tokenizeWord(w.toString(), w.length);
+    for (let k = 0; k < t.ids.length; k++) {
+      const a = t.starts[k];
+      const b = t.ends[k];
+      if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1), typeId);
+      else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b, typeId);
+    }
   }
 
   private pushToken(e: WorkEncoding, id: number, token: string, start: number, end: number, typeId: number): void {
@@ -372,4 +417,8 @@ export class EncoderTokenizer {
     }
     return { padId: 0, padToken: this.idToToken(0) ?? '', padTypeId: 0 };
   }
+}
+
+function emptyEncoding(): WorkEncoding {
+  return { ids: [], tokens: [], offsets: [], typeIds: [], specialTokensMask: [], attentionMask: [] };
 }

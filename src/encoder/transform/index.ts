@@ -15,7 +15,7 @@ import { loadLuaModule, TransformDeadlineEscaped } from './lua-module.ts';
 import type { LuaModule } from './lua-module.ts';
 import { outputRankOf, outputShapeProblem, TRANSFORM_MODEL_TYPES } from './output-shape.ts';
 import type { TransformModelType } from './output-shape.ts';
-import { TransformScriptError, TransformState } from './transform-state.ts';
+import { type StateLimits, TransformScriptError, TransformState } from './transform-state.ts';
 
 export type { TransformModelType } from './output-shape.ts';
 
@@ -27,6 +27,15 @@ export type { LuaLibraryName as LuaLibrary } from '../config.ts';
 /** How long checkTransform lets the script run before it reports a runaway loop. */
 export const DEFAULT_CHECK_TIMEOUT_MS = 10_000;
 
+/**
+ * Lua memory of one transform state: the script's own tables and strings (tensors live in JS and do not count). A
+ * post-processing step that needs more than this is a bug; without a bound one that keeps what it builds grew the
+ * process's one wasm memory to its 2 GB maximum, which never shrinks, and then every call failed.
+ */
+export const DEFAULT_MEMORY_LIMIT_BYTES = 256 * 2 ** 20;
+/** Below this the Lua runtime and the tensor API cannot even be set up. */
+const MIN_MEMORY_LIMIT_BYTES = 2 ** 20;
+
 export interface LuaTransformOptions {
   /** Libraries to open besides the base library; default DEFAULT_LUA_LIBS. */
   libs?: readonly LuaLibrary[];
@@ -35,6 +44,11 @@ export interface LuaTransformOptions {
   wasmPath?: string;
   /** Stop a call that runs Lua code longer than this (checked every 10,000 Lua instructions). */
   timeoutMs?: number;
+  /**
+   * Most bytes the Lua state may hold, default DEFAULT_MEMORY_LIMIT_BYTES. A call that needs more fails; a state still
+   * holding more than half of it after a call (and a full collection) is replaced.
+   */
+  memoryLimitBytes?: number;
 }
 
 export interface CheckTransformOptions extends LuaTransformOptions {
@@ -47,21 +61,21 @@ export class LuaTransform {
   readonly libs: readonly LuaLibrary[];
   readonly #module: LuaModule;
   readonly #script: string;
-  readonly #timeoutMs: number | undefined;
+  readonly #limits: StateLimits;
   #state: TransformState | undefined;
   #closed = false;
 
   private constructor(
     module: LuaModule,
     script: string,
-    settings: { libs: readonly LuaLibrary[]; modelType: TransformModelType; timeoutMs: number | undefined },
+    settings: { libs: readonly LuaLibrary[]; modelType: TransformModelType; limits: StateLimits },
     state: TransformState,
   ) {
     this.#module = module;
     this.#script = script;
     this.modelType = settings.modelType;
     this.libs = settings.libs;
-    this.#timeoutMs = settings.timeoutMs;
+    this.#limits = settings.limits;
     this.#state = state;
   }
 
@@ -69,27 +83,38 @@ export class LuaTransform {
   static async create(script: string, options: LuaTransformOptions): Promise<LuaTransform> {
     const libs = validateOptions(options);
     const module = await loadLuaModule(options.wasmPath);
-    const state = openState(module, script, libs, options.timeoutMs);
-    return new LuaTransform(module, script, { libs, modelType: options.modelType, timeoutMs: options.timeoutMs }, state);
+    const limits = limitsOf(options, options.timeoutMs);
+    const state = openState(module, script, libs, limits);
+    return new LuaTransform(module, script, { libs, modelType: options.modelType, limits }, state);
+  }
+
+  /** Bytes the current Lua state holds (0 between a failure and the next call). */
+  get memoryUsed(): number {
+    return this.#state?.memoryUsed ?? 0;
   }
 
   /**
    * Runs the transform on one batch. `output` is the model output ([batch, labels] or
-   * [batch, seq, hidden|labels]); `mask` the [batch, seq] attention mask. A script failure or a
-   * result of the wrong shape is an InternalError naming the script line.
+   * [batch, seq, hidden|labels]); `mask` the [batch, seq] attention mask. A script failure, a
+   * result of the wrong shape or more memory than the limit is an InternalError naming the script
+   * line. A call that fails leaves no state behind: the next one runs in a new Lua state (globals
+   * start over), as does the call after one that left the state over its memory threshold.
    */
   run(output: Tensor, mask?: Tensor): Tensor {
     if (this.#closed) throw new InternalError('transform: the transform is closed');
     const inputProblem = inputProblemOf(this.modelType, output, mask);
     if (inputProblem !== undefined) throw new InternalError(`transform: ${inputProblem}`);
     try {
-      // A state broken by a fault of the wasm runtime is replaced rather than failing forever.
+      // A state broken by a fault of the wasm runtime, left by a failed call or grown past its threshold is replaced.
       if (this.#state === undefined || this.#state.closed) {
         this.#state = undefined;
-        this.#state = openState(this.#module, this.#script, this.libs, this.#timeoutMs);
+        this.#state = openState(this.#module, this.#script, this.libs, this.#limits);
       }
-      return execute(this.#state, this.modelType, output, mask);
+      const result = execute(this.#state, this.modelType, output, mask);
+      if (this.#state.overMemoryThreshold()) this.#dropState();
+      return result;
     } catch (error) {
+      this.#dropState();
       if (error instanceof TransformFailure || error instanceof TransformScriptError || error instanceof TransformDeadlineEscaped) {
         throw new InternalError(error.message, { cause: error });
       }
@@ -99,6 +124,10 @@ export class LuaTransform {
 
   close(): void {
     this.#closed = true;
+    this.#dropState();
+  }
+
+  #dropState(): void {
     this.#state?.close();
     this.#state = undefined;
   }
@@ -118,7 +147,7 @@ export async function checkTransform(script: string, options: CheckTransformOpti
     throw new ConfigError(`transform: cannot check against output dims [${dims.join(', ')}] of a ${options.modelType} model`);
   }
   const module = await loadLuaModule(options.wasmPath);
-  const state = openState(module, script, libs, options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS);
+  const state = openState(module, script, libs, limitsOf(options, options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS));
   try {
     execute(state, options.modelType, sampleOutput(dims), rank === 3 ? sampleMask(dims[0], dims[1]) : undefined);
   } catch (error) {
@@ -143,9 +172,13 @@ function execute(state: TransformState, modelType: TransformModelType, output: T
   return result;
 }
 
-function openState(module: LuaModule, script: string, libs: readonly LuaLibrary[], timeoutMs: number | undefined): TransformState {
+function limitsOf(options: LuaTransformOptions, timeoutMs: number | undefined): StateLimits {
+  return { timeoutMs, memoryLimitBytes: options.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES };
+}
+
+function openState(module: LuaModule, script: string, libs: readonly LuaLibrary[], limits: StateLimits): TransformState {
   try {
-    return TransformState.open(module, script, libs, timeoutMs);
+    return TransformState.open(module, script, libs, limits);
   } catch (error) {
     if (error instanceof TransformScriptError) throw new ConfigError(error.message, { cause: error });
     throw new ConfigError(errorText(error), { cause: error });
@@ -164,6 +197,10 @@ function validateOptions(options: LuaTransformOptions): readonly LuaLibrary[] {
   }
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
     throw new ConfigError(`transform: timeoutMs must be > 0, got ${options.timeoutMs}`);
+  }
+  const memory = options.memoryLimitBytes;
+  if (memory !== undefined && !(Number.isSafeInteger(memory) && memory >= MIN_MEMORY_LIMIT_BYTES && memory <= 2 ** 31)) {
+    throw new ConfigError(`transform: memoryLimitBytes must be an integer from ${MIN_MEMORY_LIMIT_BYTES} to ${2 ** 31}, got ${memory}`);
   }
   return [...new Set(libs)];
 }

@@ -18,6 +18,7 @@ export type LuaState = number;
 export type CFunctionBody = (L: LuaState) => number;
 
 export const LUA_OK = 0;
+export const LUA_ERRMEM = 4;
 export const LUA_TNONE = -1;
 export const LUA_TNIL = 0;
 export const LUA_TNUMBER = 3;
@@ -82,8 +83,26 @@ export class TransformDeadlineEscaped extends Error {
   }
 }
 
+/** The Lua memory of one state, as its allocator counts it. */
+export interface StateMemory {
+  /** Bytes the state has allocated and not freed (live objects and garbage not yet collected). */
+  used: number;
+  /** The allocator refuses what would take `used` past this; Lua then raises "not enough memory". */
+  readonly limit: number;
+  /** Whether the allocator refused something since this was last set to false. */
+  refused: boolean;
+}
+
 export class LuaModule {
   readonly lua: LuaWasm;
+  /**
+   * lua_Alloc of every state, on the wasm runtime's malloc: counts each state's bytes in its StateMemory (the
+   * allocator's `ud` is the state's memory id) and refuses allocations past its limit. Without it a script that keeps
+   * what it builds grows the one wasm memory of the process up to its 2 GB maximum, and a wasm memory never shrinks.
+   */
+  readonly allocator: number;
+  readonly #memories = new Map<number, StateMemory>();
+  #nextMemoryId = 1;
   readonly handles = new TensorHandles();
   /** Date.now() after which the running call is stopped by the count hook; undefined = no limit. */
   deadline: number | undefined;
@@ -131,6 +150,24 @@ export class LuaModule {
         lua.lua_error(L);
       }
     }, 'vii');
+    const heap = lua.module;
+    this.allocator = heap.addFunction((id: number, pointer: number, oldSize: number, newSize: number) => {
+      const memory = this.#memories.get(id)!;
+      // without a pointer, oldSize tells the type of object being created, not a size
+      const held = pointer ? oldSize : 0;
+      if (newSize === 0) {
+        if (pointer) heap._free(pointer);
+        memory.used -= held;
+        return 0;
+      }
+      if (newSize > held && memory.used + newSize - held > memory.limit) {
+        memory.refused = true;
+        return 0;
+      }
+      const moved = heap._realloc(pointer, newSize);
+      if (moved) memory.used += newSize - held;
+      return moved;
+    }, 'iiiii');
     for (const library of Object.keys(LIBRARY_OPENERS) as OpenableLibrary[]) {
       const open = lua[`luaopen_${library}`].bind(lua);
       this.#openers.set(library, lua.module.addFunction((L: LuaState) => open(L), 'ii'));
@@ -141,6 +178,19 @@ export class LuaModule {
       action?.(L);
       return 0;
     });
+  }
+
+  /** A memory account for a new state; pass its id as the `ud` of lua_newstate(allocator, id). */
+  openMemory(limit: number): { id: number; memory: StateMemory } {
+    const id = this.#nextMemoryId++;
+    const memory: StateMemory = { used: 0, limit, refused: false };
+    this.#memories.set(id, memory);
+    return { id, memory };
+  }
+
+  /** Forgets an account, after lua_close of its state (which frees through the allocator). */
+  closeMemory(id: number): void {
+    this.#memories.delete(id);
   }
 
   /**

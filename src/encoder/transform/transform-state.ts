@@ -9,11 +9,12 @@
  */
 import type { Tensor } from '../tensor.ts';
 import type { LuaModule, LuaState, OpenableLibrary } from './lua-module.ts';
-import { LUA_MASKCOUNT, LUA_OK, LUA_REGISTRYINDEX } from './lua-module.ts';
+import type { StateMemory } from './lua-module.ts';
+import { LUA_ERRMEM, LUA_MASKCOUNT, LUA_OK, LUA_REGISTRYINDEX } from './lua-module.ts';
 import { transformMessage } from './messages.ts';
 import { tensorApiFor } from './tensor-api.ts';
 
-/** A failure of the user script (syntax, runtime, result); `message` is ready for the user. */
+/** A failure of the user script (syntax, runtime, result, memory); `message` is ready for the user. */
 export class TransformScriptError extends Error {
   constructor(message: string) {
     super(message);
@@ -21,9 +22,16 @@ export class TransformScriptError extends Error {
   }
 }
 
+/** After a call, a state holding more than this share of its memory limit gets a full collection. */
+const MEMORY_THRESHOLD = 0.5;
+
+function mebibytes(bytes: number): string {
+  return `${Math.round((bytes / 2 ** 20) * 10) / 10} MiB`;
+}
+
 /**
  * Runs once per state after the libraries are opened. Its arguments say whether io and os were
- * listed; it returns the driver that performs one transform call.
+ * listed; it returns the driver that performs one transform call, and a function that runs a full collection.
  */
 const PRELUDE = `
 local has_io, has_os = ...
@@ -57,6 +65,7 @@ if has_os then
 end
 
 local form -- 'postprocess' or 'inline', known after the first call that gets that far
+local function full_collect() gc('collect') end
 return function(chunk, output, mask)
   if form ~= 'postprocess' then
     G.output, G.mask = output, mask
@@ -79,39 +88,62 @@ return function(chunk, output, mask)
   local result = postprocess(output, mask)
   collect()
   return result, form
-end
+end, full_collect
 `;
+
+export interface StateLimits {
+  /** Stop a call that runs Lua code longer than this; undefined = no limit. */
+  timeoutMs: number | undefined;
+  /** Most bytes the state's Lua objects may take (tensors are JS objects and do not count). */
+  memoryLimitBytes: number;
+}
 
 export class TransformState {
   readonly #module: LuaModule;
   readonly #L: LuaState;
   readonly #driver: number;
+  readonly #fullCollect: number;
   readonly #chunk: number;
   readonly #timeoutMs: number | undefined;
+  readonly #memoryId: number;
+  readonly #memory: StateMemory;
   #closed = false;
 
-  private constructor(module: LuaModule, L: LuaState, driver: number, chunk: number, timeoutMs: number | undefined) {
+  private constructor(
+    module: LuaModule,
+    L: LuaState,
+    refs: { driver: number; fullCollect: number; chunk: number },
+    timeoutMs: number | undefined,
+    memory: { id: number; memory: StateMemory },
+  ) {
     this.#module = module;
     this.#L = L;
-    this.#driver = driver;
-    this.#chunk = chunk;
+    this.#driver = refs.driver;
+    this.#fullCollect = refs.fullCollect;
+    this.#chunk = refs.chunk;
     this.#timeoutMs = timeoutMs;
+    this.#memoryId = memory.id;
+    this.#memory = memory.memory;
   }
 
   /**
    * A new state with the base library plus `libraries`, the tensor API and the compiled script.
    * A script that does not compile throws TransformScriptError.
    */
-  static open(
-    module: LuaModule,
-    script: string,
-    libraries: readonly OpenableLibrary[],
-    timeoutMs: number | undefined,
-  ): TransformState {
+  static open(module: LuaModule, script: string, libraries: readonly OpenableLibrary[], limits: StateLimits): TransformState {
     const lua = module.lua;
-    const L = lua.luaL_newstate();
-    if (!L) throw new Error('transform: cannot create a Lua state (out of memory)');
+    const account = module.openMemory(limits.memoryLimitBytes);
+    const L = lua.lua_newstate(module.allocator, account.id);
+    if (!L) {
+      module.closeMemory(account.id);
+      throw new Error(`transform: cannot create a Lua state within its memory limit of ${mebibytes(limits.memoryLimitBytes)}`);
+    }
+    const abandon = () => {
+      lua.lua_close(L);
+      module.closeMemory(account.id);
+    };
     let driver = 0;
+    let fullCollect = 0;
     const setupError = module.protect(L, () => {
       module.openLibrary(L, 'base');
       for (const library of libraries) module.openLibrary(L, library);
@@ -121,21 +153,28 @@ export class TransformState {
       if (module.loadChunk(L, PRELUDE, '=prelude') !== LUA_OK) lua.lua_error(L);
       lua.lua_pushboolean(L, libraries.includes('io') ? 1 : 0);
       lua.lua_pushboolean(L, libraries.includes('os') ? 1 : 0);
-      lua.lua_callk(L, 2, 1, 0, null);
+      lua.lua_callk(L, 2, 2, 0, null);
+      fullCollect = lua.luaL_ref(L, LUA_REGISTRYINDEX);
       driver = lua.luaL_ref(L, LUA_REGISTRYINDEX);
     });
     if (setupError !== undefined) {
-      lua.lua_close(L);
+      abandon();
       throw new Error(`transform: cannot set up the Lua state: ${setupError}`);
     }
-    if (module.loadChunk(L, script, '=transform') !== LUA_OK) {
-      const message = transformMessage(lua.lua_tolstring(L, -1, null));
-      lua.lua_close(L);
+    const loaded = module.loadChunk(L, script, '=transform');
+    if (loaded !== LUA_OK) {
+      const message = loaded === LUA_ERRMEM ? memoryMessage(limits.memoryLimitBytes) : transformMessage(lua.lua_tolstring(L, -1, null));
+      abandon();
       throw new TransformScriptError(message);
     }
     const chunk = lua.luaL_ref(L, LUA_REGISTRYINDEX);
-    if (timeoutMs !== undefined) lua.lua_sethook(L, module.timeoutHook, LUA_MASKCOUNT, 10_000);
-    return new TransformState(module, L, driver, chunk, timeoutMs);
+    if (limits.timeoutMs !== undefined) lua.lua_sethook(L, module.timeoutHook, LUA_MASKCOUNT, 10_000);
+    return new TransformState(module, L, { driver, fullCollect, chunk }, limits.timeoutMs, account);
+  }
+
+  /** Bytes the state's Lua objects take now, garbage not yet collected included. */
+  get memoryUsed(): number {
+    return this.#memory.used;
   }
 
   get closed(): boolean {
@@ -164,7 +203,12 @@ export class TransformState {
         module.deadlineMs = this.#timeoutMs;
         module.deadlineRaised = false;
       }
+      this.#memory.refused = false;
       const status = lua.lua_pcallk(L, 3, 2, base + 1, 0, null);
+      // a refused allocation the script caught with pcall may come back as an error of its own
+      if (status === LUA_ERRMEM || (status !== LUA_OK && this.#memory.refused)) {
+        throw new TransformScriptError(memoryMessage(this.#memory.limit));
+      }
       if (status !== LUA_OK) throw new TransformScriptError(transformMessage(lua.lua_tolstring(L, -1, null)));
       const form = lua.lua_tolstring(L, -1, null);
       const result = module.toTensor(L, -2);
@@ -184,10 +228,31 @@ export class TransformState {
     }
   }
 
-  /** Frees the state; its tensors are released by their finalizers. */
+  /**
+   * After a call: whether the state holds more than half its memory limit even after a full collection, i.e. keeps
+   * what it builds (a growing global table) and should be replaced before it reaches the limit.
+   */
+  overMemoryThreshold(): boolean {
+    if (this.#closed) return false;
+    const threshold = this.#memory.limit * MEMORY_THRESHOLD;
+    if (this.#memory.used <= threshold) return false;
+    const lua = this.#module.lua;
+    const base = lua.lua_gettop(this.#L);
+    lua.lua_rawgeti(this.#L, LUA_REGISTRYINDEX, BigInt(this.#fullCollect));
+    lua.lua_pcallk(this.#L, 0, 0, 0, 0, null);
+    lua.lua_settop(this.#L, base);
+    return this.#memory.used > threshold;
+  }
+
+  /** Frees the state (all its Lua memory); its tensors are released by their finalizers. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#module.lua.lua_close(this.#L);
+    this.#module.closeMemory(this.#memoryId);
   }
+}
+
+function memoryMessage(limit: number): string {
+  return `transform: the transform needed more Lua memory than its limit of ${mebibytes(limit)}`;
 }

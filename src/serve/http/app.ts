@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
+import { readJsonBody } from './json-body.ts';
 import { registerMcpRoute } from './mcp-route.ts';
 import type { McpServerFactory } from './mcp-server.ts';
 import { registerOpenAiRoutes } from './openai-embeddings.ts';
@@ -39,13 +40,13 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
 
   // Only JSON bodies: fastify's text/plain parser would hand a string to /predict, which should be a 415.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    try {
-      done(null, JSON.parse(body as string));
-    } catch (error) {
-      // JSON.parse says where and what: "Invalid JSON body: Expected ',' or '}' after property value in JSON at position 12 …"
-      done(new HttpError(400, invalidJsonMessage((error as Error).message)), undefined);
-    }
+  app.addContentTypeParser('application/json', (request, payload, done) => {
+    readJsonBody(payload, request.headers['content-length'], bodyLimitBytes).then(
+      (value) => done(null, value),
+      (error: unknown) =>
+        // JSON.parse says where and what: "Invalid JSON body: Expected ',' or '}' after property value in JSON at position 12 …"
+        done(error instanceof SyntaxError ? new HttpError(400, invalidJsonMessage(error.message)) : (error as Error), undefined),
+    );
   });
 
   app.setErrorHandler((error, request, reply) => {

@@ -1,0 +1,54 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { readJsonBody } from '../../src/serve/http/json-body.ts';
+
+/** A request stream that delivers `bytes` in chunks of `size` bytes (cutting UTF-8 characters anywhere). */
+function streamOf(bytes: Buffer, size: number): PassThrough {
+  const stream = new PassThrough();
+  for (let i = 0; i < bytes.length; i += size) stream.write(bytes.subarray(i, i + size));
+  stream.end();
+  return stream;
+}
+
+describe('readJsonBody', () => {
+  it('parses a large body whose multi-byte characters are split across chunks', async () => {
+    const text = 'é😀日本 '.repeat(200_000);
+    const bytes = Buffer.from(JSON.stringify({ inputs: [text] }));
+    expect(bytes.length).toBeGreaterThan(2 ** 20);
+    expect(await readJsonBody(streamOf(bytes, 65_537), String(bytes.length), 8 * 2 ** 20)).toEqual({ inputs: [text] });
+  });
+
+  it('turns invalid UTF-8 into U+FFFD, as Buffer.toString does', async () => {
+    const bytes = Buffer.concat([Buffer.from('{"a":"x'), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
+    expect(await readJsonBody(streamOf(bytes, 8), undefined, 1024)).toEqual(JSON.parse(bytes.toString('utf8')));
+  });
+
+  it("rejects a body that is not JSON with JSON.parse's own error", async () => {
+    const bytes = Buffer.from(`{"inputs": ["${'x'.repeat(2 ** 21)}",]}`);
+    let expected: unknown;
+    try {
+      JSON.parse(bytes.toString('utf8'));
+    } catch (error) {
+      expected = error;
+    }
+    await expect(readJsonBody(streamOf(bytes, 65_536), String(bytes.length), 8 * 2 ** 20)).rejects.toThrow((expected as Error).message);
+  });
+
+  it("refuses a body over the limit, by its Content-Length or by what arrives, with fastify's 413 error", async () => {
+    const bytes = Buffer.from(JSON.stringify({ inputs: ['x'.repeat(5000)] }));
+    await expect(readJsonBody(streamOf(bytes, 1000), String(bytes.length), 4096)).rejects.toMatchObject({ code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 });
+    await expect(readJsonBody(streamOf(bytes, 1000), undefined, 4096)).rejects.toMatchObject({ code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 });
+  });
+
+  it("refuses a body shorter than its Content-Length with fastify's 400 error", async () => {
+    const bytes = Buffer.from('{"inputs": ["hello"]}');
+    await expect(readJsonBody(streamOf(bytes, 4), String(bytes.length + 3), 4096)).rejects.toMatchObject({ code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', statusCode: 400 });
+  });
+
+  it('passes a stream error on as a 400', async () => {
+    const stream = new PassThrough();
+    const reading = readJsonBody(stream, undefined, 4096);
+    stream.destroy(new Error('connection reset'));
+    await expect(reading).rejects.toMatchObject({ message: 'connection reset', statusCode: 400 });
+  });
+});
