@@ -59,6 +59,7 @@ export function registerGatewayCommand(program: Command, io: CliIo, context: Pic
       }
       io.stderr(
         `gateway listening on ${running.url} (database ${running.store.dialect}: ${redactUrl(config.databaseUrl)}; providers: ${Object.keys(config.providers).join(', ') || 'none configured'})\n` +
+          `  dashboard: ${running.url}/dashboard/ (sign in with the master key)\n` +
           '  note: this gateway is deprecated and scheduled for removal on 2026-05-18; see docs/gateway.md\n',
       );
       const signal = await waitForStopSignal();

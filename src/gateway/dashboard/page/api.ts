@@ -173,6 +173,7 @@ export interface UsageRow {
   user_id: string | null;
   key_id: string | null;
   endpoint: string;
+  provider: string;
   model: string;
   prompt_tokens: number;
   completion_tokens: number;

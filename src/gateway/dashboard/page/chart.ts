@@ -37,9 +37,10 @@ export interface ColumnChart {
   format: (value: number) => string;
 }
 
-const WIDTH = 720;
-const HEIGHT = 220;
-const LEFT = 64;
+// viewBox units: a chart box is about 500 px wide on a laptop screen, so 12-unit text reads at about 11 px
+const WIDTH = 560;
+const HEIGHT = 210;
+const LEFT = 60;
 const RIGHT = 8;
 const TOP = 10;
 const BOTTOM = 28;
@@ -100,8 +101,8 @@ export interface Bar {
 export function barList(title: string, bars: Bar[], format: (value: number) => string, empty = 'No calls in this range.'): HTMLElement {
   if (bars.length === 0) return h('figure', { class: 'chart-box' }, h('figcaption', {}, title), h('p', { class: 'empty' }, empty));
   const row = 26;
-  const labelWidth = 200;
-  const valueWidth = 96;
+  const labelWidth = 170;
+  const valueWidth = 80;
   const max = Math.max(...bars.map((bar) => bar.value)) || 1;
   const span = WIDTH - labelWidth - valueWidth;
   const rows = bars.map((bar, i) =>
@@ -109,7 +110,7 @@ export function barList(title: string, bars: Bar[], format: (value: number) => s
       'g',
       { class: 'bar' },
       svg('title', {}, `${bar.label}: ${format(bar.value)}${bar.detail ? ` (${bar.detail})` : ''}`),
-      svg('text', { x: labelWidth - 8, y: i * row + 17, 'text-anchor': 'end', class: 'bar-label' }, bar.label.length > 28 ? `${bar.label.slice(0, 27)}…` : bar.label),
+      svg('text', { x: labelWidth - 8, y: i * row + 17, 'text-anchor': 'end', class: 'bar-label' }, bar.label.length > 24 ? `${bar.label.slice(0, 23)}…` : bar.label),
       svg('rect', { class: 'series-a', x: labelWidth, y: i * row + 5, height: row - 10, width: Math.max(1, (bar.value / max) * span) }),
       svg('text', { x: labelWidth + Math.max(1, (bar.value / max) * span) + 6, y: i * row + 17, class: 'bar-value' }, format(bar.value)),
     ),

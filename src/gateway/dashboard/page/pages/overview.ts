@@ -4,10 +4,14 @@ import { h, table } from '../dom.ts';
 import { apiTime, count, money, percent } from '../format.ts';
 import { budgetMeter, heading, type Page, type PageContext } from '../page.ts';
 
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** Each range is whole UTC hours or days, the current one last, so every column of a chart covers a full bucket. */
 const RANGES = {
-  '24h': { label: 'Last 24 hours', span: 24 * 3_600_000, interval: 'hour' },
-  '7d': { label: 'Last 7 days', span: 7 * 86_400_000, interval: 'day' },
-  '30d': { label: 'Last 30 days', span: 30 * 86_400_000, interval: 'day' },
+  '24h': { label: 'Last 24 hours', buckets: 24, interval: 'hour', size: HOUR },
+  '7d': { label: 'Last 7 days', buckets: 7, interval: 'day', size: DAY },
+  '30d': { label: 'Last 30 days', buckets: 30, interval: 'day', size: DAY },
 } as const;
 type Range = keyof typeof RANGES;
 
@@ -21,9 +25,8 @@ export const overviewPage: Page = {
   path: 'overview',
   title: 'Overview',
   async render(context: PageContext) {
-    const { span, interval, label } = RANGES[range];
-    const until = Date.now();
-    const since = new Date(until - span).toISOString();
+    const { buckets, interval, size, label } = RANGES[range];
+    const since = new Date((Math.floor(Date.now() / size) - buckets + 1) * size).toISOString();
     const [summary, series, keys, budgets] = await Promise.all([
       context.api.call<UsageSummary>('GET', withQuery('/v1/usage/summary', { since })),
       context.api.call<UsageSeries>('GET', withQuery('/v1/usage/series', { since, interval })),
