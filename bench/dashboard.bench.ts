@@ -67,22 +67,24 @@ try {
   try {
     const context = await browser.newContext();
     // Signed in, and a watcher that notes (on the page's own clock, from navigation start) when the Overview is drawn.
-    await context.addInitScript((key) => {
-      sessionStorage.setItem('gateway-dashboard.master-key', key);
-      const watcher = new MutationObserver(() => {
-        const content = document.querySelector('section.content');
-        if (content && !content.hasAttribute('aria-busy') && content.querySelector('svg.chart')) {
-          (window as unknown as { drawnAt: number }).drawnAt = performance.now();
-          watcher.disconnect();
-        }
-      });
-      watcher.observe(document, { subtree: true, childList: true, attributes: true });
-    }, MASTER_KEY);
+    // Signed in, and a watcher that notes (on the page's own clock, from navigation start) when the Overview is drawn;
+    // page code, so given as text (this file is type-checked for Node).
+    await context.addInitScript({
+      content: `sessionStorage.setItem('gateway-dashboard.master-key', ${JSON.stringify(MASTER_KEY)});
+const watcher = new MutationObserver(() => {
+  const content = document.querySelector('section.content');
+  if (content && !content.hasAttribute('aria-busy') && content.querySelector('svg.chart')) {
+    window.drawnAt = performance.now();
+    watcher.disconnect();
+  }
+});
+watcher.observe(document, { subtree: true, childList: true, attributes: true });`,
+    });
     /** Page-clock times (ms from navigation start): files loaded, API calls sent and answered, Overview drawn. */
     const load = async () => {
       const page = await context.newPage();
       await page.goto(`${gateway.url}/dashboard/#/overview`);
-      await page.waitForFunction(() => (window as unknown as { drawnAt?: number }).drawnAt);
+      await page.waitForFunction(() => (globalThis as { drawnAt?: number }).drawnAt);
       const phases = await page.evaluate(() => {
         const resources = performance.getEntriesByType('resource') as PerformanceResourceTiming[];
         const api = resources.filter((entry) => new URL(entry.name).pathname.startsWith('/v1/'));
@@ -91,7 +93,7 @@ try {
           filesLoaded: Math.max(...files.map((entry) => entry.responseEnd)),
           apiSent: Math.min(...api.map((entry) => entry.startTime)),
           apiAnswered: Math.max(...api.map((entry) => entry.responseEnd)),
-          drawn: (window as unknown as { drawnAt: number }).drawnAt,
+          drawn: (globalThis as unknown as { drawnAt: number }).drawnAt,
         };
       });
       await page.close();

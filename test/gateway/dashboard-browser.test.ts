@@ -75,7 +75,7 @@ async function chat(key: string): Promise<{ status: number; json: { error?: { co
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'openai:fake-model-1', messages: [{ role: 'user', content: 'Hello' }] }),
   });
-  return { status: response.status, json: await response.json() };
+  return { status: response.status, json: (await response.json()) as { error?: { code: string } } };
 }
 
 const shoot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `dashboard-${name}.png`), fullPage: true });
@@ -143,7 +143,7 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await userForm.getByRole('button', { name: 'Create user' }).click();
     await page.getByRole('cell', { name: HOSTILE_ALIAS, exact: true }).waitFor();
     expect(await page.locator('img').count()).toBe(0);
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { pwned?: number }).pwned)).toBeUndefined();
     expect((await gateway.call('GET', '/v1/users/alice')).json).toMatchObject({ alias: HOSTILE_ALIAS, budget_id: null });
 
     await go('Keys');
@@ -157,7 +157,8 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(secret).toMatch(/^gw-[\w-]{43}$/);
     await panel.getByRole('button', { name: 'Copy' }).click();
     await panel.getByRole('button', { name: 'Copied' }).waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    // page code: the browser's navigator, which Node's types do not describe
+    expect(await page.evaluate(() => (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText())).toBe(secret);
     const stored = (await gateway.call('GET', '/v1/keys')).json.data[0];
     expect(stored).toMatchObject({ key_name: 'alice-app', user_id: 'alice', budget_id: budgetId, status: 'active' });
     await shoot('keys');
