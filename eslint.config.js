@@ -12,4 +12,20 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  {
+    // The dashboard page: text goes into the DOM as text, never as markup (values come from API callers); no eval.
+    files: ['src/gateway/dashboard/page/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'write', 'writeln', 'createContextualFragment', 'setHTMLUnsafe'].map((property) => ({
+          property,
+          message: 'Build elements with dom.ts (h, svg): text nodes cannot become markup.',
+        })),
+      ],
+      'no-restricted-globals': ['error', 'eval'],
+      'no-implied-eval': 'error',
+      'no-new-func': 'error',
+    },
+  },
 );

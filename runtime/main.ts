@@ -11,6 +11,7 @@ import { hostTarget } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
 import type { InferenceWorkerData } from './onnxruntime-binding.ts';
 import { traceStartup } from '../src/shared/startup-trace.ts';
+import { DASHBOARD_FILES, dashboardAsset, type DashboardFiles } from '../src/gateway/dashboard/files.ts';
 
 async function main(argv: string[]): Promise<number> {
   traceStartup('program loaded (Node start-up, bundle compiled and evaluated)');
@@ -35,6 +36,7 @@ async function main(argv: string[]): Promise<number> {
     }),
     protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),
     swaggerUiFiles: (file) => new Uint8Array(sea.getAsset(swaggerUiAsset(file))),
+    dashboardFiles: async () => Object.fromEntries(DASHBOARD_FILES.map((file) => [file, new Uint8Array(sea.getAsset(dashboardAsset(file)))])) as DashboardFiles,
     target: section?.manifest.target ?? hostTarget(),
   };
   if (section) {

@@ -22,6 +22,8 @@ import { TARGETS, executableExtension, hostTarget, parseTarget, platformOf, type
 import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
+import { bundleDashboard } from '../src/gateway/dashboard/bundle.ts';
+import { DASHBOARD_FILES, dashboardAsset } from '../src/gateway/dashboard/files.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = (await import('node:module')).createRequire(import.meta.url);
@@ -43,15 +45,24 @@ export function splitBundleOf(bundle: string, name: SplitBundleName): string {
   return path.join(path.dirname(bundle), splitBundleAsset(name));
 }
 
+/** Where the gateway dashboard's file `file` is written beside the main bundle. */
+export function dashboardFileOf(bundle: string, file: string): string {
+  return path.join(path.dirname(bundle), 'dashboard', file);
+}
+
 /**
- * Bundles the runtime, its inference worker and its split bundles once; every target's blob uses the same
- * JavaScript.
+ * Bundles the runtime, its inference worker, its split bundles and the gateway dashboard once; every target's blob
+ * uses the same JavaScript.
  */
 export async function bundleRuntime(outFile: string): Promise<void> {
   await Promise.all([
     bundle(path.join(root, 'runtime', 'main.ts'), outFile, [splitBundlesFromAssets()]),
     bundle(path.join(root, 'src', 'encoder', 'onnx-worker.ts'), workerBundleOf(outFile)),
     ...Object.entries(SPLIT_BUNDLES).map(([name, entry]) => bundle(path.join(root, entry), splitBundleOf(outFile, name as SplitBundleName))),
+    bundleDashboard().then((files) => {
+      mkdirSync(path.dirname(dashboardFileOf(outFile, 'index.html')), { recursive: true });
+      for (const file of DASHBOARD_FILES) writeFileSync(dashboardFileOf(outFile, file), files[file]);
+    }),
   ]);
 }
 
@@ -141,7 +152,8 @@ function nodeBinary(platform: PlatformEntry, version: string): string {
 
 /**
  * The SEA assets of a target: onnxruntime binding + library, wasmoon's wasm, and their manifest (extracted to disk at
- * run time); the gRPC contract, the inference worker's script and Swagger UI's files (read in memory).
+ * run time); the gRPC contract, the inference worker's script, Swagger UI's and the gateway dashboard's files (read in
+ * memory).
  */
 function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string): Record<string, string> {
   if (!platform.onnxruntime) {
@@ -177,6 +189,7 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
     [INFERENCE_WORKER_ASSET]: workerBundleOf(bundle),
     ...Object.fromEntries(Object.keys(SPLIT_BUNDLES).map((name) => [splitBundleAsset(name as SplitBundleName), splitBundleOf(bundle, name as SplitBundleName)])),
     ...swaggerUi,
+    ...Object.fromEntries(DASHBOARD_FILES.map((file) => [dashboardAsset(file), dashboardFileOf(bundle, file)])),
     ...sources,
   };
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import type { GatewayConfig } from '../gateway/index.ts';
 import { parsePort } from './arguments.ts';
-import { RUNTIME_VERSION, type CliIo } from './program.ts';
+import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 import { waitForStopSignal } from './stop-signal.ts';
 
 interface ServeOptions {
@@ -31,7 +31,7 @@ async function load(options: ServeOptions, requireMasterKey: boolean): Promise<G
 }
 
 /** `gateway serve|keygen|migrate`: the LLM gateway of spec 1. */
-export function registerGatewayCommand(program: Command, io: CliIo): void {
+export function registerGatewayCommand(program: Command, io: CliIo, context: Pick<CliContext, 'dashboardFiles'>): void {
   const gateway = program.command('gateway').description('LLM gateway: master key, virtual keys, users, usage and budgets in front of model providers (deprecated)');
 
   gateway
@@ -48,7 +48,7 @@ export function registerGatewayCommand(program: Command, io: CliIo): void {
       for (const warning of config.warnings) io.stderr(`warning: ${warning}\n`);
       let running;
       try {
-        running = await startGateway(config, { version: RUNTIME_VERSION, logger: { level: config.logLevel } });
+        running = await startGateway(config, { version: RUNTIME_VERSION, logger: { level: config.logLevel }, dashboard: await context.dashboardFiles() });
       } catch (error) {
         if (error instanceof GatewayConfigError) throw new ConfigError(error.message);
         const e = error as { code?: string; message: string };
@@ -59,6 +59,7 @@ export function registerGatewayCommand(program: Command, io: CliIo): void {
       }
       io.stderr(
         `gateway listening on ${running.url} (database ${running.store.dialect}: ${redactUrl(config.databaseUrl)}; providers: ${Object.keys(config.providers).join(', ') || 'none configured'})\n` +
+          `  dashboard: ${running.url}/dashboard/ (sign in with the master key)\n` +
           '  note: this gateway is deprecated and scheduled for removal on 2026-05-18; see docs/gateway.md\n',
       );
       const signal = await waitForStopSignal();

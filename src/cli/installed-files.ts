@@ -5,6 +5,7 @@ import type { HostBaseRuntime } from '../builder/base-runtime.ts';
 import { executableExtension, hostTarget, type Target } from '../builder/targets.ts';
 import { createRequire } from 'node:module';
 import type { SwaggerUiFile } from '../tools/http/docs-page.ts';
+import type { DashboardFiles } from '../gateway/dashboard/files.ts';
 
 /**
  * The files the command line reads from the repository and its installed packages when it runs from source (or as
@@ -18,6 +19,12 @@ export function repositoryProtoText(): string {
 
 export function installedSwaggerUiFile(file: SwaggerUiFile): Uint8Array {
   return readFileSync(require.resolve(`swagger-ui-dist/${file}`));
+}
+
+/** The gateway dashboard from source: bundled from src/gateway/dashboard/page when `gateway serve` starts (esbuild loads only then). */
+export async function sourceDashboardFiles(): Promise<DashboardFiles> {
+  const { bundleDashboard } = await import('../gateway/dashboard/bundle.ts');
+  return bundleDashboard();
 }
 
 /** The inference worker from source: a worker thread runs the TypeScript file directly (the pinned Node strips types). */

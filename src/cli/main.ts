@@ -1,13 +1,15 @@
 import { hostTarget } from '../builder/targets.ts';
-import { installedSwaggerUiFile, repositoryBaseRuntime, repositoryProtoText, sourceInferenceWorker } from './installed-files.ts';
+import { installedSwaggerUiFile, repositoryBaseRuntime, repositoryProtoText, sourceDashboardFiles, sourceInferenceWorker } from './installed-files.ts';
 import { dropOutputOfClosedPipes, processIo, runCli } from './program.ts';
 
 // The command-line entry from source (`npx encoder …`, `node src/cli/main.ts …`); the single executable's is
-// runtime/main.ts. From source, the gRPC contract and Swagger UI are read from the repository and its packages.
+// runtime/main.ts. From source, the gRPC contract and Swagger UI are read from the repository and its packages, and
+// the gateway dashboard is bundled from its sources.
 dropOutputOfClosedPipes();
 process.exitCode = await runCli(process.argv.slice(2), processIo, {
   protoText: repositoryProtoText,
   swaggerUiFiles: installedSwaggerUiFile,
+  dashboardFiles: sourceDashboardFiles,
   inferenceWorker: sourceInferenceWorker,
   hostBase: repositoryBaseRuntime,
   target: runningTarget(),

@@ -10,6 +10,7 @@ import { registerGatewayCommand } from './gateway-command.ts';
 import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
 import type { SwaggerUiFiles } from '../tools/http/docs-page.ts';
+import type { DashboardFiles } from '../gateway/dashboard/files.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerToolsCommand } from './tools-command.ts';
 
@@ -33,6 +34,8 @@ export interface CliContext {
   protoText: () => string;
   /** Swagger UI's files, for the tool server's /docs. */
   swaggerUiFiles: SwaggerUiFiles;
+  /** The gateway dashboard's files: from source bundled on demand, in the single executable SEA assets. */
+  dashboardFiles: () => Promise<DashboardFiles>;
   /** The target triple this process runs as. */
   target: string;
   /** The host's base runtime for `build`: the running executable when it is one, or the repository's build from source. */
@@ -75,7 +78,7 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   registerBuildCommand(program, io, context);
   registerInferCommand(program, io, fromConfig);
   registerServeCommand(program, io, fromConfig, context);
-  registerGatewayCommand(program, io);
+  registerGatewayCommand(program, io, context);
   registerToolsCommand(program, io, context);
   return program;
 }

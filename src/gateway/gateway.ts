@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
 import { Authenticator } from './auth.ts';
 import type { GatewayConfig } from './config.ts';
+import type { DashboardFiles } from './dashboard/files.ts';
 import { createGatewayApp } from './http/app.ts';
 import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
@@ -28,6 +29,8 @@ export interface GatewayOptions {
   upstream?: Upstream;
   /** Listen (default) or only build the app (inject-based tests). */
   listen?: boolean;
+  /** The dashboard's files (src/gateway/dashboard/files.ts), served at /dashboard/; absent: no dashboard. */
+  dashboard?: DashboardFiles;
   /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
   closeGraceMs?: number;
 }
@@ -70,7 +73,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     authenticator,
     authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
   };
-  const app = await createGatewayApp(context, { version: options.version, logger: options.logger });
+  const app = await createGatewayApp(context, { version: options.version, logger: options.logger, dashboard: options.dashboard });
   ledger.onWriteError = (error, row) =>
     app.log.error({ err: error, reqId: row.request_id, usage: { ...row } }, 'usage row could not be written; the call was answered');
   let url = '';

@@ -23,7 +23,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it.skipIf(!available)('encoder gateway serve from the base runtime forwards, records usage and stops cleanly on SIGTERM', async () => {
+it.skipIf(!available)('encoder gateway serve from the base runtime forwards, records usage, serves the dashboard and stops cleanly on SIGTERM', async () => {
   const config = path.join(dir, 'gateway.yaml');
   writeFileSync(config, `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
   const database = path.join(dir, 'gateway.db');
@@ -43,6 +43,14 @@ it.skipIf(!available)('encoder gateway serve from the base runtime forwards, rec
   expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
   const usage = (await (await fetch(`${url}/v1/keys/${key.id}/usage`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } })).json()) as { totals: { requests: number } };
   expect(usage.totals.requests).toBe(1);
+  // the dashboard's files are SEA assets of the executable
+  const page = await fetch(`${url}/dashboard/`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+  expect(await page.text()).toContain('<script src="/dashboard/dashboard.js" defer></script>');
+  const script = await fetch(`${url}/dashboard/dashboard.js`);
+  expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+  expect((await script.text()).length).toBeGreaterThan(10_000);
   expect(await running.stop()).toBe(0);
   expect(running.stderr()).toContain('stopped');
 });

@@ -97,6 +97,36 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     expect(hours.json.data[2]).toEqual({ start: '2026-11-01T02:00:00.000', requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
   });
 
+  it.skipIf(backend.skipReason)('lists rows newest first, filtered, a page at a time until the cursor runs out', async () => {
+    const all = await gateway.call('GET', `/v1/usage?${RANGE}`);
+    expect(all.status).toBe(200);
+    const inRange = ROWS.slice(1, 6).reverse();
+    expect(all.json.data.map((usage: { id: string }) => usage.id)).toEqual(inRange.map((record) => record.id));
+    expect(all.json).toMatchObject({ object: 'list', has_more: false, next_cursor: null });
+    expect(all.json.data[1]).toMatchObject({ object: 'usage', user_id: 'bob', status: 'error', status_code: 502, cost: 0 });
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; json: { data: { id: string }[]; has_more: boolean; next_cursor: string | null } } = await gateway.call(
+        'GET',
+        `/v1/usage?${RANGE}&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      expect(page.json.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.json.data.map((usage) => usage.id));
+      expect(page.json.has_more).toBe(page.json.next_cursor !== null);
+      cursor = page.json.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(inRange.map((record) => record.id));
+
+    const bob = await gateway.call('GET', `/v1/usage?${RANGE}&user_id=bob&model=anthropic:claude`);
+    expect(bob.json.data.map((usage: { id: string }) => usage.id)).toEqual([ROWS[4].id, ROWS[3].id]);
+    // without since: every row up to until
+    const upTo = await gateway.call('GET', `/v1/usage?until=${new Date(T0).toISOString()}`);
+    expect(upTo.json.data.map((usage: { id: string }) => usage.id)).toEqual([ROWS[0].id]);
+  });
+
   it.skipIf(backend.skipReason)('streams every row as CSV, oldest first, quoted, across pages', async () => {
     const extra: UsageRecord[] = [];
     for (let i = 0; i < 2_500; i++) extra.push(row({ created_at: T0 + 10 * DAY + i, user_id: i === 7 ? '=HYPERLINK("x"),"y"' : 'carol', key_id: null }));
@@ -128,6 +158,9 @@ describe.each(backends)('usage analytics on $name', (backend) => {
       ['/v1/usage/series?interval=week', 'invalid_request', 'interval'],
       ['/v1/usage/series?since=2020-01-01T00:00:00Z&until=2026-01-01T00:00:00Z&interval=hour', 'invalid_request', 'since'],
       ['/v1/usage.csv?colour=red', 'invalid_request', 'colour'],
+      ['/v1/usage?cursor=not-a-cursor', 'invalid_cursor', 'cursor'],
+      ['/v1/usage?limit=1001', 'invalid_request', 'limit'],
+      ['/v1/usage?limit=0', 'invalid_request', 'limit'],
     ];
     for (const [url, code, param] of cases) {
       const response = await gateway.call('GET', url);
@@ -135,7 +168,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
       expect(response.json.error, url).toMatchObject({ type: 'invalid_request_error', code, param });
     }
     const key = await gateway.call('POST', '/v1/keys', { body: { key_name: 'not-master' } });
-    for (const url of ['/v1/usage/summary', '/v1/usage/series', '/v1/usage.csv']) {
+    for (const url of ['/v1/usage', '/v1/usage/summary', '/v1/usage/series', '/v1/usage.csv']) {
       expect((await gateway.call('GET', url, { key: key.json.key })).json.error.code, url).toBe('master_key_required');
       expect((await gateway.call('GET', url, { key: null })).status, url).toBe(401);
     }

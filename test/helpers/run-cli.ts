@@ -1,11 +1,12 @@
 import { hostTarget } from '../../src/builder/targets.ts';
-import { installedSwaggerUiFile, repositoryProtoText, sourceInferenceWorker } from '../../src/cli/installed-files.ts';
+import { installedSwaggerUiFile, repositoryProtoText, sourceDashboardFiles, sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { runCli, type CliContext } from '../../src/cli/program.ts';
 
 /** What src/cli/main.ts gives the command line when it runs from source. */
 export const sourceContext: CliContext = {
   protoText: repositoryProtoText,
   swaggerUiFiles: installedSwaggerUiFile,
+  dashboardFiles: sourceDashboardFiles,
   inferenceWorker: sourceInferenceWorker,
   target: hostTarget(),
 };

@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { GatewayContext } from './context.ts';
 import { gatewayErrorOf, sendGatewayError } from './errors.ts';
+import type { DashboardFiles } from '../dashboard/files.ts';
+import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerManagementRoutes } from './management-routes.ts';
 import { registerUsageRoutes } from './usage-routes.ts';
 import { registerModelRoutes } from './model-routes.ts';
@@ -13,6 +15,8 @@ export interface GatewayAppOptions {
   logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   bodyLimitBytes?: number;
   version: string;
+  /** The dashboard's files, served at /dashboard/; absent: no dashboard. */
+  dashboard?: DashboardFiles;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -101,6 +105,7 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   registerManagementRoutes(app, context);
   registerUsageRoutes(app, context);
   registerModelRoutes(app, context);
+  if (options.dashboard) registerDashboardRoutes(app, options.dashboard);
   await app.ready();
   return app;
 }

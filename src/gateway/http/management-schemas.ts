@@ -126,6 +126,14 @@ export const UsageSeriesQuery = UsageAnalyticsQuery.extend({
   interval: z.enum(['hour', 'day']).optional().describe('Bucket size (default day), in UTC'),
 });
 
+/** Rows of one page of GET /v1/usage at most. */
+export const MAX_USAGE_PAGE = 1000;
+
+export const UsageListQuery = UsageAnalyticsQuery.extend({
+  limit: z.coerce.number().int().min(1).max(MAX_USAGE_PAGE).optional().describe('Rows per page (default 100)'),
+  cursor: z.string().min(1).max(600).optional().describe('next_cursor of the previous page: the rows after it, newest first'),
+});
+
 /** Longest grace period of a rotation: a week to roll the new secret out. */
 export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 

@@ -337,6 +337,20 @@ export function gatewayOpenApi(version: string): Schema {
         parameters: [id('key_id', 'The key record id')],
         get: managed("A key's usage, newest first, with totals", { parameters: usageQuery, responses: { 200: ok('Usage', ref('UsageList')), 400: err('Bad query.'), ...MANAGEMENT_ERRORS, 404: err('No such key.') } }),
       },
+      '/v1/usage': {
+        get: managed('Usage rows, newest first, a page at a time (filters as the summary; no default range)', {
+          parameters: [
+            ...analyticsQuery,
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+            { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor of the previous page' },
+          ],
+          responses: {
+            200: ok('A page of rows', listOf('Usage', { has_more: { type: 'boolean' }, next_cursor: nullable('string', { description: 'Pass as cursor for the next page' }) })),
+            400: err('Bad query: a malformed time or cursor (invalid_cursor), since not before until (invalid_range), an unknown parameter.'),
+            ...MANAGEMENT_ERRORS,
+          },
+        }),
+      },
       '/v1/usage/summary': {
         get: managed('Usage totals over a time range, and by model, user, key and provider (most cost first)', {
           parameters: analyticsQuery,

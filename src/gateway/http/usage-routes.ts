@@ -2,10 +2,10 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireMaster } from '../auth.ts';
 import { invalidRequest } from '../errors.ts';
-import type { UsageAggregate, UsageFilter, UsageGroup } from '../storage/store.ts';
+import type { UsageAggregate, UsageCursor, UsageFilter, UsageGroup } from '../storage/store.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
-import { UsageAnalyticsQuery, UsageSeriesQuery } from './management-schemas.ts';
+import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
 import { dollars, usageResource, usageTotals } from './resources.ts';
 import { parseWith } from './validation.ts';
 
@@ -26,10 +26,24 @@ const GROUPS: [UsageGroup, string][] = [
 
 const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors });
 
-/** Usage analytics for operators: totals by model, user, key and provider; a time series; every row as CSV. Master key only. */
+/**
+ * Usage analytics for operators: the rows, newest first, a page at a time; totals by model, user, key and provider; a
+ * time series; every row as CSV. Master key only.
+ */
 export function registerUsageRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { store } = context;
   const master = async (request: FastifyRequest) => requireMaster(await context.authenticate(request));
+
+  app.get('/v1/usage', { preHandler: master }, async (request) => {
+    const query = parseWith(UsageListQuery, request.query ?? {}, 'query');
+    const filter = filterOf(query, undefined);
+    const limit = query.limit ?? 100;
+    // one row more than asked says whether another page follows
+    const rows = await store.usagePage(filter, query.cursor === undefined ? undefined : parseCursor(query.cursor), limit + 1, 'newest');
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { object: 'list', data: page.map(usageResource), has_more: rows.length > limit, next_cursor: rows.length > limit && last ? `${last.created_at}.${last.id}` : null };
+  });
 
   app.get('/v1/usage/summary', { preHandler: master }, async (request) => {
     const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), DEFAULT_SPAN);
@@ -93,6 +107,13 @@ function filterOf(query: { since?: string; until?: string; user_id?: string; key
   const since = query.since === undefined ? (defaultSpan === undefined ? undefined : until - defaultSpan) : parseTimestamp(query.since, 'since');
   if (since !== undefined && since >= until) throw invalidRequest(`since (${isoTime(since)}) must be before until (${isoTime(until)})`, 'since', 'invalid_range');
   return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider };
+}
+
+/** A cursor is `<created_at ms>.<row id>` of the last row of a page: opaque to clients, checked here. */
+function parseCursor(cursor: string): UsageCursor {
+  const match = /^(\d{1,16})\.(.+)$/.exec(cursor);
+  if (!match) throw invalidRequest('cursor must be the next_cursor of a previous page', 'cursor', 'invalid_cursor');
+  return { created_at: Number(match[1]), id: match[2] };
 }
 
 const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'status', 'status_code', 'duration_ms'] as const;

@@ -24,6 +24,12 @@ export interface UsageFilter {
   provider?: string;
 }
 
+/** Where a page of usage rows continues: the last row of the previous page. */
+export interface UsageCursor {
+  created_at: number;
+  id: string;
+}
+
 /** What usage analytics can total by. */
 export const USAGE_GROUPS = ['model', 'user_id', 'key_id', 'provider'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
@@ -601,11 +607,13 @@ export class GatewayStore {
 
   /**
    * One page of the rows a filter covers, oldest first, after the row `after` (keyset pagination: every page is one
-   * indexed range query, however far in; rows written meanwhile with later times come in later pages).
+   * indexed range query, however far in; rows written meanwhile with later times come in later pages). `newest`
+   * turns the order round: newest first, the rows before `after`.
    */
-  async usagePage(filter: UsageFilter, after: { created_at: number; id: string } | undefined, limit: number): Promise<UsageRecord[]> {
-    const { clause, params } = usageWhere(filter, after ? ['(created_at > ? OR (created_at = ? AND id > ?))', [after.created_at, after.created_at, after.id]] : undefined);
-    return (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at, id LIMIT ?`, [...params, limit])).map(usageOf);
+  async usagePage(filter: UsageFilter, after: UsageCursor | undefined, limit: number, order: 'oldest' | 'newest' = 'oldest'): Promise<UsageRecord[]> {
+    const [cmp, dir] = order === 'oldest' ? ['>', 'ASC'] : ['<', 'DESC'];
+    const { clause, params } = usageWhere(filter, after ? [`(created_at ${cmp} ? OR (created_at = ? AND id ${cmp} ?))`, [after.created_at, after.created_at, after.id]] : undefined);
+    return (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`, [...params, limit])).map(usageOf);
   }
 
   // Rate limit windows shared by the instances on one database (src/gateway/rate-limit.ts)

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
+import type { DashboardFiles } from '../../../src/gateway/dashboard/files.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
 import { CHAT_USAGE, errorBody, type ScriptedReply } from '../../fakes/openai-compatible.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
@@ -85,11 +86,12 @@ export interface TestGateway extends RunningGateway {
 export async function startTestGateway(
   databaseUrl: string,
   overrides: Partial<GatewayConfig> = {},
-  options: { logStream?: NodeJS.WritableStream } = {},
+  options: { logStream?: NodeJS.WritableStream; dashboard?: DashboardFiles } = {},
 ): Promise<TestGateway> {
   const running = await startGateway(testConfig(databaseUrl, overrides), {
     version: '0.0.0-test',
     logger: options.logStream ? { level: 'info', stream: options.logStream } : false,
+    dashboard: options.dashboard,
   });
   return {
     ...running,

@@ -1,0 +1,54 @@
+/** How numbers, money and times read on the page: US dollars, thousands separated, times in UTC like the API's. */
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+export const count = (value: number): string => integer.format(value);
+
+/** Dollars with enough decimals that a small spend is not shown as $0.00. */
+export function money(value: number): string {
+  if (value === 0) return '$0';
+  const abs = Math.abs(value);
+  const digits = abs >= 100 ? 0 : abs >= 1 ? 2 : abs >= 0.01 ? 4 : 6;
+  return `$${value.toLocaleString('en-US', { minimumFractionDigits: Math.min(digits, 2), maximumFractionDigits: digits })}`;
+}
+
+export const percent = (ratio: number): string => `${(ratio * 100).toLocaleString('en-US', { maximumFractionDigits: ratio < 0.1 ? 1 : 0 })}%`;
+
+/** An API time (ISO 8601 in UTC without designator) as epoch milliseconds. */
+export const apiTime = (value: string): number => Date.parse(/[zZ]|[+-]\d\d:\d\d$/.test(value) ? value : `${value}Z`);
+
+/** "2026-05-18 12:04 UTC" (or "—" for none). */
+export function utc(value: string | number | null): string {
+  if (value === null) return '—';
+  const iso = new Date(typeof value === 'number' ? value : apiTime(value)).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** A reset period in words. */
+export function period(seconds: number | null): string {
+  if (seconds === null) return 'never';
+  const units: [number, string][] = [
+    [86_400, 'day'],
+    [3_600, 'hour'],
+    [60, 'minute'],
+  ];
+  for (const [size, name] of units) {
+    if (seconds % size === 0) {
+      const n = seconds / size;
+      return n === 1 ? `every ${name}` : `every ${n} ${name}s`;
+    }
+  }
+  return `every ${seconds} s`;
+}
+
+/** An allowed-models list in words; null means every model. */
+export const modelList = (models: string[] | null): string => (models === null ? 'all models' : models.length === 0 ? 'none' : models.join(', '));
+
+/** A comma- or space-separated models field: empty means every model (null). */
+export function parseModelList(text: string): string[] | null {
+  const models = text
+    .split(/[\s,]+/)
+    .map((model) => model.trim())
+    .filter(Boolean);
+  return models.length === 0 ? null : models;
+}

@@ -1,0 +1,59 @@
+import { ApiError, SessionEnded, type List, type Model, type Pricing } from '../api.ts';
+import { h, table } from '../dom.ts';
+import { money } from '../format.ts';
+import { errorBanner, heading, type Page, type PageContext } from '../page.ts';
+
+/**
+ * What models this gateway serves and what they cost: GET /v1/models (the configured providers' models) joined with
+ * GET /v1/pricing. A priced model no provider listed is still shown.
+ *
+ * Model routes (public names → provider targets, the gateway's `models:` configuration) hook in at `routeOf`: an
+ * entry of /v1/models that carries `targets` shows them in the Route column.
+ */
+export const modelsPage: Page = {
+  path: 'models',
+  title: 'Models',
+  async render(context: PageContext) {
+    const [models, pricing] = await Promise.all([
+      // providers can fail (502) while pricing is still worth showing: that error goes above the table
+      context.api.call<List<Model>>('GET', '/v1/models').catch((error: unknown) => {
+        if (error instanceof SessionEnded || !(error instanceof ApiError)) throw error;
+        return error;
+      }),
+      context.api.call<List<Pricing>>('GET', '/v1/pricing'),
+    ]);
+    const prices = new Map(pricing.data.map((entry) => [entry.model, entry]));
+    const listed = models instanceof ApiError ? [] : models.data;
+    const ids = [...new Set([...listed.map((model) => model.id), ...prices.keys()])].sort();
+    const byId = new Map(listed.map((model) => [model.id, model]));
+    return h(
+      'div',
+      { class: 'page' },
+      heading('Models', 'The models of the configured providers (GET /v1/models) and their prices (US$ per million tokens; unpriced models cost $0).'),
+      models instanceof ApiError ? errorBanner(models) : null,
+      table(
+        ['Model', 'Provider', 'Route', 'Input per 1M tokens', 'Output per 1M tokens', 'Source'],
+        ids.map((id) => {
+          const price = prices.get(id);
+          const model = byId.get(id);
+          return [
+            h('code', {}, id),
+            id.slice(0, id.indexOf(':')),
+            routeOf(model),
+            price ? money(price.input_cost_per_million) : 'not priced',
+            price ? money(price.output_cost_per_million) : 'not priced',
+            model ? (price ? 'provider, pricing' : 'provider') : 'pricing only',
+          ];
+        }),
+        'No provider is configured and no model is priced.',
+      ),
+    );
+  },
+};
+
+/** The route hook: the targets a model route sends a public name to, when /v1/models gives them. */
+function routeOf(model: Model | undefined): string {
+  if (!model || model.targets === undefined) return 'direct';
+  const targets = Array.isArray(model.targets) ? model.targets : [model.targets];
+  return `→ ${targets.map((target) => (typeof target === 'string' ? target : JSON.stringify(target))).join(', ')}`;
+}

@@ -1,0 +1,115 @@
+import { withQuery, type List, type UsagePage, type UsageRow, type User, type VirtualKey } from '../api.ts';
+import { field, formValues, h, type Child } from '../dom.ts';
+import { count, money, utc } from '../format.ts';
+import { action, heading, idSelect, type Page, type PageContext } from '../page.ts';
+
+/** The filters of the table and the CSV, kept while the tab lives. Times are UTC, as in the API. */
+let filters: Record<string, string> = {};
+
+const PAGE_ROWS = 100;
+const FILTERS = ['since', 'until', 'user_id', 'key_id', 'model', 'provider'] as const;
+
+/** The API's query of the filters: a datetime-local value ("2026-05-18T12:00") is read as UTC. */
+function query(): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const name of FILTERS) {
+    const value = filters[name];
+    if (value) result[name] = name === 'since' || name === 'until' ? `${value}:00Z` : value;
+  }
+  return result;
+}
+
+export const usagePage: Page = {
+  path: 'usage',
+  title: 'Usage',
+  async render(context: PageContext) {
+    const [first, users, keys] = await Promise.all([
+      context.api.call<UsagePage>('GET', withQuery('/v1/usage', { ...query(), limit: PAGE_ROWS })),
+      context.api.call<List<User>>('GET', '/v1/users'),
+      context.api.call<List<VirtualKey>>('GET', '/v1/keys'),
+    ]);
+    const keyNames = new Map(keys.data.map((key) => [key.id, key.key_name]));
+    const body = h('tbody');
+    const more = h('button', { type: 'button', class: 'secondary' }, 'Load more');
+    let cursor = first.next_cursor;
+    const append = (rows: UsageRow[]) => body.append(...rows.map((row) => usageRow(row, keyNames)));
+    append(first.data);
+    more.hidden = !first.has_more;
+    more.addEventListener(
+      'click',
+      action(
+        context,
+        async () => {
+          const next = await context.api.call<UsagePage>('GET', withQuery('/v1/usage', { ...query(), limit: PAGE_ROWS, cursor }));
+          append(next.data);
+          cursor = next.next_cursor;
+          more.hidden = !next.has_more;
+        },
+        { refresh: false },
+      ),
+    );
+
+    const form: HTMLFormElement = h(
+      'form',
+      {
+        class: 'inline-form',
+        'aria-label': 'Filter usage',
+        onSubmit: action(context, async () => {
+          filters = formValues(form);
+        }),
+      },
+      field('Since (UTC)', h('input', { name: 'since', type: 'datetime-local', value: filters.since ?? '' })),
+      field('Until (UTC)', h('input', { name: 'until', type: 'datetime-local', value: filters.until ?? '' })),
+      field('User', idSelect('user_id', users.data.map((user) => ({ value: user.user_id, label: user.user_id })), 'any user', filters.user_id || null)),
+      field('Key', idSelect('key_id', keys.data.map((key) => ({ value: key.id, label: key.key_name })), 'any key', filters.key_id || null)),
+      field('Model', h('input', { name: 'model', value: filters.model ?? '', placeholder: 'e.g. gpt-4o-mini' }), 'as recorded, without provider'),
+      field('Provider', h('input', { name: 'provider', value: filters.provider ?? '', size: 10 })),
+      h('button', { type: 'submit' }, 'Apply'),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          onClick: action(
+            context,
+            async () => {
+              const csv = await context.api.download(withQuery('/v1/usage.csv', query()));
+              const link = h('a', { href: URL.createObjectURL(csv), download: 'usage.csv' });
+              link.click();
+              setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+            },
+            { refresh: false },
+          ),
+        },
+        'Download CSV',
+      ),
+    );
+    const headers = ['Time', 'User', 'Key', 'Model', 'Endpoint', 'Prompt tokens', 'Completion tokens', 'Cost', 'Status', 'Duration'];
+    return h(
+      'div',
+      { class: 'page' },
+      heading('Usage', 'One row per model call, newest first. The CSV holds every row the filters select.'),
+      form,
+      first.data.length === 0
+        ? h('p', { class: 'empty' }, 'No calls match these filters.')
+        : h('div', { class: 'table-wrap' }, h('table', { class: 'usage' }, h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))), body)),
+      more,
+    );
+  },
+};
+
+function usageRow(row: UsageRow, keyNames: Map<string, string>): HTMLTableRowElement {
+  const cells: Child[] = [
+    utc(row.created_at),
+    row.user_id ?? '—',
+    row.key_id === null ? '—' : (keyNames.get(row.key_id) ?? row.key_id),
+    `${row.provider}:${row.model}`,
+    row.endpoint,
+    count(row.prompt_tokens),
+    count(row.completion_tokens),
+    money(row.cost),
+    h('span', { class: `status ${row.status}` }, row.status_code === null ? row.status : `${row.status} (${row.status_code})`),
+    row.duration_ms === null ? '—' : `${count(row.duration_ms)} ms`,
+  ];
+  return h('tr', {}, ...cells.map((cell) => h('td', {}, cell)));
+}

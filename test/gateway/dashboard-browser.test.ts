@@ -1,0 +1,279 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleDashboard } from '../../src/gateway/dashboard/bundle.ts';
+import type { DashboardFiles } from '../../src/gateway/dashboard/files.ts';
+import type { UsageRecord } from '../../src/gateway/storage/records.ts';
+import { FakeOpenAIServer } from '../fakes/openai-compatible.ts';
+import { browserSkipReason, launchChromium } from './helpers/browser.ts';
+import { MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBackend, startTestGateway, TEST_PRICING, type TestGateway } from './helpers/gateway.ts';
+
+// The dashboard in headless Chromium against a real gateway (SQLite) and the fake OpenAI provider: sign in, create a
+// budget, a user and a key, make calls with the key, see them in the Overview and the Usage table (and its CSV),
+// deactivate the key and see the next call refused; a wrong key, a 500 and an ended session are shown. Every page is
+// photographed into SCREENSHOTS (DASHBOARD_SCREENSHOTS_DIR=docs/images refreshes the docs' copies, see docs/gateway.md).
+
+const SCREENSHOTS = path.resolve(process.env.DASHBOARD_SCREENSHOTS_DIR ?? '.cache/screenshots/dashboard');
+const skipReason = browserSkipReason();
+
+const HOUR = 3_600_000;
+/** Usage rows of earlier hours, so the charts have a shape: 30 calls of bob over the last day, 2 of them failed. */
+const SEEDED = 30;
+const SEEDED_ERRORS = 2;
+/** Calls the test makes with its key: three answered, one the provider fails. */
+const KEY_CALLS = 3;
+const KEY_FAILURES = 1;
+const HOSTILE_ALIAS = '<img src=x onerror="window.pwned=1">Alice';
+
+const backend = sqliteBackend();
+let databaseUrl: string;
+let gateway: TestGateway;
+let fake: FakeOpenAIServer;
+let files: DashboardFiles;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const cspViolations: string[] = [];
+const pageErrors: string[] = [];
+
+function seededRows(now: number): UsageRecord[] {
+  return Array.from({ length: SEEDED }, (_, i) => ({
+    id: `seed${String(i).padStart(4, '0')}`,
+    request_id: `seed-${i}`,
+    created_at: now - (1 + (i % 20)) * HOUR - i * 1000,
+    user_id: 'bob',
+    key_id: null,
+    endpoint: 'chat.completions',
+    provider: 'openai',
+    model: i % 3 === 0 ? 'fake-model-2' : 'fake-model-1',
+    prompt_tokens: 200 + i * 10,
+    completion_tokens: 100 + i * 5,
+    cost_nanos: (200 + i * 10) * 1_000_000 + (100 + i * 5) * 2_000_000,
+    status: i < SEEDED_ERRORS ? 'error' : 'success',
+    status_code: i < SEEDED_ERRORS ? 502 : 200,
+    duration_ms: 300 + i,
+  }));
+}
+
+async function startGatewayOn(port: number, masterKey: string): Promise<TestGateway> {
+  return startTestGateway(
+    databaseUrl,
+    {
+      port,
+      masterKey,
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL } },
+      pricing: { 'openai:fake-model-1': TEST_PRICING, 'openai:fake-model-2': TEST_PRICING },
+    },
+    { dashboard: files },
+  );
+}
+
+async function chat(key: string): Promise<{ status: number; json: { error?: { code: string } } }> {
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'openai:fake-model-1', messages: [{ role: 'user', content: 'Hello' }] }),
+  });
+  return { status: response.status, json: (await response.json()) as { error?: { code: string } } };
+}
+
+const shoot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `dashboard-${name}.png`), fullPage: true });
+const go = async (route: string) => {
+  await page.getByRole('link', { name: route, exact: true }).click();
+  await page.locator('section.content:not([aria-busy])').waitFor();
+  await page.getByRole('heading', { level: 1, name: route }).waitFor();
+};
+
+beforeAll(async () => {
+  if (skipReason) return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  [files, fake] = await Promise.all([bundleDashboard(), FakeOpenAIServer.start()]);
+  databaseUrl = await backend.newDatabaseUrl();
+  gateway = await startGatewayOn(0, MASTER_KEY);
+  await gateway.store.recordUsage(seededRows(Date.now()), []);
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 }, permissions: ['clipboard-read', 'clipboard-write'], acceptDownloads: true });
+  page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('dialog', (dialog) => void dialog.accept());
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.close();
+  await fake?.close();
+  await backend.close();
+});
+
+describe.skipIf(skipReason)('the dashboard in Chromium', () => {
+  let secret = '';
+
+  it('refuses a wrong master key with a clear message, then signs in', async () => {
+    await page.goto(`${gateway.url}/dashboard`);
+    await expect(page.getByRole('heading', { name: 'Gateway dashboard' }).isVisible()).resolves.toBe(true);
+    await shoot('sign-in');
+    await page.getByLabel('Master key').fill('not-the-master-key-0123456789abcdef');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert').textContent({ timeout: 10_000 })).resolves.toContain('That is not the master key of this gateway');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
+    await page.getByLabel('Master key').fill(MASTER_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    expect(page.url()).toMatch(/\/dashboard\/#\/overview$/);
+  });
+
+  it('creates a budget, a user (its name shown as text, not markup) and a key whose secret shows once', async () => {
+    await go('Budgets');
+    const budgetForm = page.getByRole('form', { name: 'Create a budget' });
+    await budgetForm.getByLabel('Limit (US$)').fill('1');
+    await budgetForm.getByLabel('Starts again').selectOption({ label: 'every day' });
+    await budgetForm.getByRole('button', { name: 'Create budget' }).click();
+    await page.getByRole('cell', { name: 'every day' }).waitFor();
+    const budgetId = (await gateway.call('GET', '/v1/budgets')).json.data[0].budget_id as string;
+
+    await go('Users');
+    const userForm = page.getByRole('form', { name: 'Create a user' });
+    await userForm.getByLabel('User id').fill('alice');
+    await userForm.getByLabel('Name').fill(HOSTILE_ALIAS);
+    await userForm.getByRole('button', { name: 'Create user' }).click();
+    await page.getByRole('cell', { name: HOSTILE_ALIAS, exact: true }).waitFor();
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { pwned?: number }).pwned)).toBeUndefined();
+    expect((await gateway.call('GET', '/v1/users/alice')).json).toMatchObject({ alias: HOSTILE_ALIAS, budget_id: null });
+
+    await go('Keys');
+    const keyForm = page.getByRole('form', { name: 'Create a key' });
+    await keyForm.getByLabel('Name').fill('alice-app');
+    await keyForm.getByLabel('User').selectOption('alice');
+    await keyForm.getByLabel('Budget').selectOption(budgetId);
+    await keyForm.getByRole('button', { name: 'Create key' }).click();
+    const panel = page.getByRole('region', { name: 'New secret' });
+    secret = (await panel.locator('code').textContent({ timeout: 10_000 }))!;
+    expect(secret).toMatch(/^gw-[\w-]{43}$/);
+    await panel.getByRole('button', { name: 'Copy' }).click();
+    await panel.getByRole('button', { name: 'Copied' }).waitFor();
+    // page code: the browser's navigator, which Node's types do not describe
+    expect(await page.evaluate(() => (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText())).toBe(secret);
+    const stored = (await gateway.call('GET', '/v1/keys')).json.data[0];
+    expect(stored).toMatchObject({ key_name: 'alice-app', user_id: 'alice', budget_id: budgetId, status: 'active' });
+    await shoot('keys');
+
+    await panel.getByRole('button', { name: 'Done' }).click();
+    expect(await page.content()).not.toContain(secret);
+    // shown once: back on the page, only the prefix is there
+    await go('Users');
+    await go('Keys');
+    expect(await page.content()).not.toContain(secret);
+    await page.getByRole('cell', { name: `${stored.key_prefix}…` }).waitFor();
+  });
+
+  it('shows calls made with the key in the Overview charts and the Usage table, and their CSV', async () => {
+    for (let i = 0; i < KEY_CALLS; i++) expect((await chat(secret)).status).toBe(200);
+    fake.script(PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES.serverError);
+    expect((await chat(secret)).status).toBe(502);
+
+    await go('Overview');
+    const requests = page.getByRole('figure').filter({ has: page.getByRole('img', { name: 'Requests (per hour)' }) });
+    const columnTotals = await requests.locator('g.column').evaluateAll((columns) => columns.map((column) => Number(column.getAttribute('data-total'))));
+    expect(columnTotals).toHaveLength(24);
+    expect(columnTotals.reduce((a, b) => a + b, 0)).toBe(SEEDED + KEY_CALLS + KEY_FAILURES);
+    // the live calls are in the last column (the current hour), with the failure counted as such
+    expect(columnTotals.at(-1)).toBe(KEY_CALLS + KEY_FAILURES);
+    expect(await requests.locator('g.column title').last().textContent()).toContain(`Succeeded: ${KEY_CALLS}, Failed or cancelled: ${KEY_FAILURES}`);
+    const tiles = await page.locator('.tile').allTextContents();
+    expect(tiles.find((text) => text.startsWith('Requests'))).toContain(String(SEEDED + KEY_CALLS + KEY_FAILURES));
+    expect(tiles.find((text) => text.startsWith('Error rate'))).toContain(`${((SEEDED_ERRORS + KEY_FAILURES) / (SEEDED + KEY_CALLS + KEY_FAILURES)) * 100}`.slice(0, 3));
+    const byUser = page.getByRole('img', { name: 'Spend by user (US$)' });
+    expect(await byUser.locator('title').allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^alice: \$0\.0\d+ \(4 requests\)$/), expect.stringMatching(/^bob: /)]));
+    // the key's budget: its spend against $1
+    const near = page.locator('table').filter({ hasText: 'alice-app' });
+    expect(await near.locator('meter').getAttribute('max')).toBe('1');
+    await shoot('overview');
+
+    await go('Usage');
+    const filter = page.getByRole('form', { name: 'Filter usage' });
+    await filter.getByLabel('Key').selectOption({ label: 'alice-app' });
+    await filter.getByRole('button', { name: 'Apply' }).click();
+    const rows = page.locator('table.usage tbody tr');
+    await expect.poll(() => rows.count()).toBe(KEY_CALLS + KEY_FAILURES);
+    const cells = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(cells.every((row) => row[1] === 'alice' && row[2] === 'alice-app' && row[3] === 'openai:fake-model-1')).toBe(true);
+    expect(cells.map((row) => row[8]).sort()).toEqual(['error (502)', 'success (200)', 'success (200)', 'success (200)']);
+    await shoot('usage');
+
+    const [download] = await Promise.all([page.waitForEvent('download'), filter.getByRole('button', { name: 'Download CSV' }).click()]);
+    expect(download.suggestedFilename()).toBe('usage.csv');
+    const csv = (await (await download.createReadStream()).toArray()).join('');
+    const lines = csv.trim().split('\r\n');
+    expect(lines[0]).toMatch(/^id,request_id,created_at,user_id,key_id,/);
+    expect(lines.slice(1)).toHaveLength(KEY_CALLS + KEY_FAILURES);
+    expect(lines.slice(1).every((line) => line.includes(',alice,'))).toBe(true);
+  });
+
+  it('deactivates the key, after which the gateway refuses its next call', async () => {
+    await go('Keys');
+    const actions = page.getByLabel('Actions for alice-app');
+    await actions.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByLabel('Actions for alice-app').getByRole('button', { name: 'Activate' }).waitFor();
+    await page.getByRole('cell', { name: 'inactive', exact: true }).waitFor();
+    const refused = await chat(secret);
+    expect(refused.status).toBe(401);
+    expect(refused.json.error?.code).toBe('key_inactive');
+  });
+
+  it('shows the Users, Budgets and Models pages', async () => {
+    await go('Users');
+    await page.getByRole('cell', { name: 'alice', exact: true }).waitFor();
+    await shoot('users');
+    await go('Budgets');
+    expect(await page.locator('meter').count()).toBe(1);
+    await shoot('budgets');
+    await go('Models');
+    const row = page.getByRole('row').filter({ hasText: 'openai:fake-model-1' });
+    expect(await row.locator('td').allTextContents()).toEqual(['openai:fake-model-1', 'openai', 'direct', '$1,000', '$2,000', 'provider, pricing']);
+    await page.getByRole('row').filter({ hasText: 'openai:fake-embedder' }).waitFor();
+    await shoot('models');
+  });
+
+  it('shows a 500 from the API, on a page and after an action, instead of swallowing it', async () => {
+    const failure = { error: { message: 'database disk image is malformed', type: 'api_error', code: 'internal_error', param: null } };
+    const answer500 = { status: 500, headers: { 'content-type': 'application/json', 'x-request-id': 'req-test-500' }, body: JSON.stringify(failure) };
+    await page.route('**/v1/users', (route) => route.fulfill(answer500));
+    await page.getByRole('link', { name: 'Users', exact: true }).click();
+    const alert = page.getByRole('alert');
+    await expect(alert.textContent({ timeout: 10_000 })).resolves.toBe(
+      'The gateway answered 500 (internal_error): database disk image is malformed — request id req-test-500',
+    );
+    await page.unroute('**/v1/users');
+
+    await go('Budgets');
+    await page.route('**/v1/budgets', (route) => (route.request().method() === 'POST' ? route.fulfill(answer500) : route.continue()));
+    const budgetForm = page.getByRole('form', { name: 'Create a budget' });
+    await budgetForm.getByLabel('Limit (US$)').fill('5');
+    await budgetForm.getByRole('button', { name: 'Create budget' }).click();
+    await expect(page.getByRole('alert').textContent({ timeout: 10_000 })).resolves.toContain('The gateway answered 500 (internal_error)');
+    await page.unroute('**/v1/budgets');
+    // the form is still there to try again
+    expect(await budgetForm.getByLabel('Limit (US$)').inputValue()).toBe('5');
+  });
+
+  it('returns to sign-in when the session ends (the gateway no longer accepts the key)', async () => {
+    const port = Number(new URL(gateway.url).port);
+    await gateway.close();
+    gateway = await startGatewayOn(port, 'another-master-key-0123456789abcdefghijkl');
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await expect(page.getByRole('alert').textContent({ timeout: 10_000 })).resolves.toMatch(/^Your session has ended: the gateway no longer accepts the key/);
+    await page.getByLabel('Master key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it('ran without a CSP violation or an uncaught error', () => {
+    expect(cspViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});
