@@ -112,7 +112,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     const data = lines.slice(1, -1);
     expect(data).toHaveLength(2_500);
     expect(data.map((line) => line.split(',')[0])).toEqual(extra.map((record) => record.id));
-    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0.001,success,200,12.5`);
+    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0,0.001,success,200,12.5`);
     // a formula is defused and the field quoted
     expect(data[7]).toContain(`,"'=HYPERLINK(""x""),""y""",`);
 
