@@ -222,6 +222,27 @@ describe.each(backends)('rerank on $name', (backend) => {
     expect(userRows.find((row: { request_id: string }) => row.request_id === `master-${backend.name}`)).toMatchObject({ key_id: null, search_units: 1, cost: 1 });
   });
 
+  it.skipIf(backend.skipReason)('a client that goes away during the call closes the provider connection; the row is cancelled and pays the estimate', async () => {
+    const abandoned = cohere.abandonedReplies;
+    const sent = cohere.requests.length;
+    cohere.enqueue({ delayMs: 30_000, then: { json: {} } });
+    const controller = new AbortController();
+    const requestId = `leaves-${backend.name}`;
+    const pending = fetch(`${gateway.url}/v1/rerank`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-key': `Bearer ${key.key}`, 'x-request-id': requestId },
+      body: JSON.stringify({ model: 'cohere:rerank-v3.5', query: QUERY, documents: DOCUMENTS }),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await eventually(() => (cohere.requests.length > sent ? true : undefined), 'the provider call');
+    controller.abort();
+    expect(await pending).toMatchObject({ name: 'AbortError' });
+    await eventually(() => (cohere.abandonedReplies > abandoned ? true : undefined), 'the provider connection to close');
+    const row = await rowOf(requestId);
+    expect(row).toMatchObject({ endpoint: 'rerank', status: 'cancelled', status_code: 499, search_units: 1, cost: 1 });
+    expect(row.prompt_tokens).toBeGreaterThan(0);
+  });
+
   it.skipIf(backend.skipReason)('pricing per search unit through PUT /v1/pricing: token prices may be left out; an empty price is refused', async () => {
     const put = await gateway.call('PUT', '/v1/pricing/cohere:rerank-v3.5-lite', { body: { search_unit_cost_per_thousand: 2 } });
     expect(put.status).toBe(200);
