@@ -8,8 +8,8 @@ export type ChatCompletionChunk = OpenAI.ChatCompletionChunk;
 export type EmbeddingResponse = OpenAI.CreateEmbeddingResponse;
 export type ModelInfo = OpenAI.Models.Model;
 export type AnthropicMessage = Anthropic.Message;
-export type RerankResult = RerankResponse;
 export type AnthropicStreamEvent = Anthropic.RawMessageStreamEvent;
+export type RerankResult = RerankResponse;
 /** A Responses API answer: the fields the gateway reads are typed, the rest passes through. */
 export interface ResponsesResult {
   output_text?: string;

@@ -314,6 +314,16 @@ async function* responsesStream(request: ResponsesRequest): AsyncGenerator<Respo
 // ---------------------------------------------------------------------------------------------------------------
 // embedding, models
 
+/** An optional positive integer of a request (null: not given). */
+function positiveInteger(value: unknown, param: string, provider: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!(Number.isSafeInteger(value) && (value as number) > 0)) {
+    const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+    throw new InvalidRequestError(`${param} must be a positive integer, got ${shown}`, null, provider, { param });
+  }
+  return value as number;
+}
+
 const EMBEDDING_FIELDS: ReadonlySet<string> = new Set(['model', 'inputs', 'dimensions']);
 
 export async function aembedding(request: EmbeddingRequest): Promise<EmbeddingResponse> {
@@ -324,29 +334,15 @@ export async function aembedding(request: EmbeddingRequest): Promise<EmbeddingRe
     throw new InvalidRequestError('inputs must be a string or a list of strings', null, selected.provider, { param: 'inputs' });
   }
   // null is "not given", as in OpenAI's API
-  const dimensions = params.dimensions ?? undefined;
-  if (dimensions !== undefined && !(Number.isSafeInteger(dimensions) && (dimensions as number) > 0)) {
-    const shown = typeof dimensions === 'string' ? JSON.stringify(dimensions) : String(dimensions);
-    throw new InvalidRequestError(`dimensions must be a positive integer, got ${shown}`, null, selected.provider, { param: 'dimensions' });
-  }
+  const dimensions = positiveInteger(params.dimensions, 'dimensions', selected.provider);
   const handle = handleFor(request as Bound, selected.provider, options);
   const provider = handle.provider;
   if (!provider.embedding) throw unsupported(handle, 'embedding');
-  const embeddingParams = { model: selected.model, inputs: inputs as string[], ...(dimensions !== undefined ? { dimensions: dimensions as number } : {}) };
+  const embeddingParams = { model: selected.model, inputs: inputs as string[], ...(dimensions !== undefined ? { dimensions } : {}) };
   return invoke(settingsFor(handle, options, extra), (call) => provider.embedding!(embeddingParams, call));
 }
 
 const RERANK_FIELDS = new Set(['model', 'query', 'documents', 'top_n', 'max_tokens_per_doc', 'return_documents']);
-
-/** An optional positive integer of a request (null: not given). */
-function positiveInteger(value: unknown, param: string, provider: string): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!(Number.isSafeInteger(value) && (value as number) > 0)) {
-    const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
-    throw new InvalidRequestError(`${param} must be a positive integer, got ${shown}`, null, provider, { param });
-  }
-  return value as number;
-}
 
 export async function arerank(request: RerankRequest): Promise<RerankResponse> {
   const { options, params, extra } = split(request, RERANK_FIELDS);

@@ -1,8 +1,8 @@
 // This project's encoder server as an embeddings and rerank provider. Embeddings go through its OpenAI-compatible
-// POST /v1/embeddings: the
-// server pools (sentence_embedding models, and embedding models with their configured pooling, [CLS]/[SEP] included as
-// sentence-transformers does), so a Hub caller gets exactly the vectors the server computes. Vectors travel as base64
-// float32: the server's own values bit for bit, whatever decimal text its float format prints, in half the bytes.
+// POST /v1/embeddings: the server pools (sentence_embedding models, and embedding models with their configured pooling,
+// [CLS]/[SEP] included as sentence-transformers does), so a Hub caller gets exactly the vectors the server computes.
+// Vectors travel as base64 float32: the server's own values bit for bit, whatever decimal text its float format
+// prints, in half the bytes.
 // Rerank goes through its Cohere-compatible POST /v1/rerank (sequence_classification servers: cross-encoders), whose
 // scores are the model's own. GET /v1/models names the served model.
 
