@@ -56,6 +56,7 @@ try {
       model: `model-${i % 5}`,
       prompt_tokens: 100,
       completion_tokens: 50,
+      search_units: 0,
       cost_nanos: 1_000_000,
       status: i % 20 === 0 ? 'error' : 'success',
       status_code: i % 20 === 0 ? 502 : 200,

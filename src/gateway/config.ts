@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
-import { DEFAULT_DATABASE_URL } from './storage/index.ts';
+import { DEFAULT_DATABASE_URL, type PricingPrices } from './storage/index.ts';
 
 /** Shortest master key accepted without a warning. */
 export const MIN_MASTER_KEY_LENGTH = 32;
@@ -13,11 +13,15 @@ const ProviderSettings = z.strictObject({
   api_base: z.string().url().optional(),
 });
 
-const Pricing = z.strictObject({
-  // Same bounds as PUT /v1/pricing: above $1 per token is a typo, and costs must stay within BIGINT.
-  input_cost_per_million: z.number().nonnegative().max(1e6),
-  output_cost_per_million: z.number().nonnegative().max(1e6),
-});
+const Pricing = z
+  .strictObject({
+    // Same bounds as PUT /v1/pricing: above $1 per token (or search unit) is a typo, and costs must stay within BIGINT.
+    input_cost_per_million: z.number().nonnegative().max(1e6).optional(),
+    output_cost_per_million: z.number().nonnegative().max(1e6).optional(),
+    /** Rerank models billed per search unit (Cohere): dollars per thousand search units. */
+    search_unit_cost_per_thousand: z.number().nonnegative().max(1000).optional(),
+  })
+  .refine((price) => Object.keys(price).length > 0, 'give input_cost_per_million, output_cost_per_million or search_unit_cost_per_thousand (those left out are 0)');
 
 const RateLimits = z
   .strictObject({
@@ -52,7 +56,7 @@ export interface GatewayConfig {
   host: string;
   port: number;
   providers: Record<string, { api_key?: string; api_base?: string }>;
-  pricing: Record<string, { input_cost_per_million: number; output_cost_per_million: number }>;
+  pricing: Record<string, PricingPrices>;
   rateLimits: RateLimits | null;
   reserveOutputTokens: number;
   upstreamTimeoutSeconds: number;

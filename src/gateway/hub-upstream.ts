@@ -10,6 +10,8 @@ import type {
   EmbeddingResponse,
   ModelInfo,
   ProviderSettings,
+  RerankQuery,
+  RerankResult,
   ResponsesResult,
   ResponsesStreamEvent,
   Upstream,
@@ -70,6 +72,11 @@ export class HubUpstream implements Upstream {
     // Hub sends dimensions under the provider's own field, or refuses it (UnsupportedParameterError → 400)
     const dimensions = options.dimensions !== undefined ? { dimensions: options.dimensions } : {};
     return call(provider, () => this.#hub(provider).aembedding({ model, inputs, signal, ...dimensions }));
+  }
+
+  async rerank(provider: string, model: string, request: RerankQuery, signal: AbortSignal): Promise<RerankResult> {
+    // Hub sends top_n and max_tokens_per_doc under the provider's own fields, or refuses them (→ 400)
+    return call(provider, () => this.#hub(provider).arerank({ ...request, model, signal }));
   }
 
   async models(provider: string, signal: AbortSignal): Promise<ModelInfo[]> {

@@ -9,6 +9,10 @@ import type { UsageRecorder } from './usage-recorder.ts';
 /** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
 const nanos = (tokens: number, perMillion: number) => tokens * perMillion * 1000;
 
+/** Cost in nano-dollars of a call's tokens and search units (rerank) at a model's prices. */
+const callNanos = (pricing: PricingRecord, prompt: number, completion: number, searchUnits: number) =>
+  nanos(prompt, pricing.input_cost_per_million) + nanos(completion, pricing.output_cost_per_million) + searchUnits * pricing.search_unit_cost_per_thousand * 1e6;
+
 /**
  * The most one call reserves: the largest budget (MAX_DOLLARS). A client's `max_tokens: 1e300` must not put a
  * number into `reserved` that PostgreSQL's BIGINT refuses (a 500) or SQLite turns into a float.
@@ -25,13 +29,15 @@ export interface CallStart {
   principal: Principal;
   /** The `user` field of the request (required with the master key). */
   user: unknown;
-  endpoint: 'chat.completions' | 'embeddings' | 'messages' | 'responses';
+  endpoint: 'chat.completions' | 'embeddings' | 'messages' | 'responses' | 'rerank';
   provider: string;
   model: string;
   requestId: string;
   /** Rough prompt size in tokens (characters / 4) and the most output tokens the call may produce. */
   estimatedPromptTokens: number;
   maxOutputTokens: number | null;
+  /** Search units the call may be billed (rerank), reserved at the model's search unit price. */
+  estimatedSearchUnits?: number;
 }
 
 /** A model call between its budget reservation and its usage row. */
@@ -51,6 +57,8 @@ export interface CallOutcome {
   statusCode: number;
   promptTokens: number;
   completionTokens: number;
+  /** Search units the provider billed (rerank). */
+  searchUnits?: number;
 }
 
 /**
@@ -133,10 +141,7 @@ export class CallLedger {
     const estimate = pricing
       ? Math.min(
           MAX_RESERVATION_NANOS,
-          Math.ceil(
-            nanos(start.estimatedPromptTokens, pricing.input_cost_per_million) +
-              nanos(start.maxOutputTokens ?? this.#reserveOutputTokens, pricing.output_cost_per_million),
-          ),
+          Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0)),
         )
       : 0;
     const reservations: BudgetHold[] = [];
@@ -191,11 +196,10 @@ export class CallLedger {
     if (ticket.finished) return;
     ticket.finished = true;
     this.#open.delete(ticket);
+    const searchUnits = tokenCount(outcome.searchUnits ?? 0);
     outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
     const { start, pricing } = ticket;
-    const cost = pricing
-      ? Math.round(nanos(outcome.promptTokens, pricing.input_cost_per_million) + nanos(outcome.completionTokens, pricing.output_cost_per_million))
-      : 0;
+    const cost = pricing ? Math.round(callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits)) : 0;
     const labels = { provider: start.provider, model: start.model };
     if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
     if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
@@ -214,6 +218,7 @@ export class CallLedger {
       model: start.model,
       prompt_tokens: outcome.promptTokens,
       completion_tokens: outcome.completionTokens,
+      search_units: searchUnits,
       cost_nanos: cost,
       status: outcome.status,
       status_code: outcome.statusCode,

@@ -1,5 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
+import type { RerankResponse } from '../hub/index.ts';
 import { GatewayError } from './errors.ts';
 
 export type ChatCompletion = OpenAI.ChatCompletion;
@@ -8,6 +9,7 @@ export type EmbeddingResponse = OpenAI.CreateEmbeddingResponse;
 export type ModelInfo = OpenAI.Models.Model;
 export type AnthropicMessage = Anthropic.Message;
 export type AnthropicStreamEvent = Anthropic.RawMessageStreamEvent;
+export type RerankResult = RerankResponse;
 /** A Responses API answer: the fields the gateway reads are typed, the rest passes through. */
 export interface ResponsesResult {
   output_text?: string;
@@ -29,6 +31,15 @@ export interface EmbeddingOptions {
   dimensions?: number;
 }
 
+/** A rerank: the query, the document texts and Cohere's options (the route checks them). */
+export interface RerankQuery {
+  query: string;
+  documents: string[];
+  top_n?: number;
+  max_tokens_per_doc?: number;
+  return_documents?: boolean;
+}
+
 export interface ProviderSettings {
   api_key?: string;
   api_base?: string;
@@ -43,6 +54,7 @@ export interface Upstream {
   chat(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion>;
   chatStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>>;
   embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal, options?: EmbeddingOptions): Promise<EmbeddingResponse>;
+  rerank(provider: string, model: string, request: RerankQuery, signal: AbortSignal): Promise<RerankResult>;
   models(provider: string, signal: AbortSignal): Promise<ModelInfo[]>;
   messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage>;
   messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>>;

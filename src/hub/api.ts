@@ -1,13 +1,14 @@
 // The asynchronous function surface of the Hub (spec 3, Area B): amessages, acompletion, aresponses, aembedding,
-// alist_models and the batch functions. Each takes one object: the operation's parameters, the common options
+// arerank, alist_models and the batch functions. Each takes one object: the operation's parameters, the common options
 // (provider, api_key, api_base, client_args, timeout, max_retries, signal, unified_exceptions) and any extra
 // provider-specific fields, which are passed through to the provider.
 
+import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import type { z } from 'zod';
 import { chatRequestToMessages } from './openai-chat/request-from-chat.ts';
 import { messageEventsToChatChunks, messageToChatCompletion } from './openai-chat/response-to-chat.ts';
-import { InvalidRequestError, UnsupportedParameterError } from './errors.ts';
+import { InvalidRequestError, ProviderError, UnsupportedParameterError } from './errors.ts';
 import { PORTABLE_MESSAGES_FIELDS } from './message-format/request.ts';
 import { cachedHandle } from './core/handle.ts';
 import type { ProviderHandle } from './core/handle.ts';
@@ -28,6 +29,8 @@ import type {
   MessagesResponse,
   MessagesStreamEvent,
   Model,
+  RerankParams,
+  RerankResponse,
   ResponsesParams,
   ResponsesResponse,
   ResponsesStreamEvent,
@@ -68,6 +71,19 @@ export type EmbeddingRequest = HubCallOptions & {
   inputs: string | string[];
   /** Length of the output vectors (models that can shorten them); sent under each vendor's own field. */
   dimensions?: number | null;
+  provider?: ProviderKey;
+  [extra: string]: unknown;
+};
+export type RerankRequest = HubCallOptions & {
+  model: string;
+  query: string;
+  documents: string[];
+  /** Only the n most relevant documents (default: all of them). */
+  top_n?: number | null;
+  /** Cut each document to this many tokens before scoring (providers that cannot are refused). */
+  max_tokens_per_doc?: number | null;
+  /** Add each result's document text (`document: {text}`), taken from `documents`. */
+  return_documents?: boolean | null;
   provider?: ProviderKey;
   [extra: string]: unknown;
 };
@@ -298,6 +314,16 @@ async function* responsesStream(request: ResponsesRequest): AsyncGenerator<Respo
 // ---------------------------------------------------------------------------------------------------------------
 // embedding, models
 
+/** An optional positive integer of a request (null: not given). */
+function positiveInteger(value: unknown, param: string, provider: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!(Number.isSafeInteger(value) && (value as number) > 0)) {
+    const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+    throw new InvalidRequestError(`${param} must be a positive integer, got ${shown}`, null, provider, { param });
+  }
+  return value as number;
+}
+
 const EMBEDDING_FIELDS: ReadonlySet<string> = new Set(['model', 'inputs', 'dimensions']);
 
 export async function aembedding(request: EmbeddingRequest): Promise<EmbeddingResponse> {
@@ -308,16 +334,60 @@ export async function aembedding(request: EmbeddingRequest): Promise<EmbeddingRe
     throw new InvalidRequestError('inputs must be a string or a list of strings', null, selected.provider, { param: 'inputs' });
   }
   // null is "not given", as in OpenAI's API
-  const dimensions = params.dimensions ?? undefined;
-  if (dimensions !== undefined && !(Number.isSafeInteger(dimensions) && (dimensions as number) > 0)) {
-    const shown = typeof dimensions === 'string' ? JSON.stringify(dimensions) : String(dimensions);
-    throw new InvalidRequestError(`dimensions must be a positive integer, got ${shown}`, null, selected.provider, { param: 'dimensions' });
-  }
+  const dimensions = positiveInteger(params.dimensions, 'dimensions', selected.provider);
   const handle = handleFor(request as Bound, selected.provider, options);
   const provider = handle.provider;
   if (!provider.embedding) throw unsupported(handle, 'embedding');
-  const embeddingParams = { model: selected.model, inputs: inputs as string[], ...(dimensions !== undefined ? { dimensions: dimensions as number } : {}) };
+  const embeddingParams = { model: selected.model, inputs: inputs as string[], ...(dimensions !== undefined ? { dimensions } : {}) };
   return invoke(settingsFor(handle, options, extra), (call) => provider.embedding!(embeddingParams, call));
+}
+
+const RERANK_FIELDS = new Set(['model', 'query', 'documents', 'top_n', 'max_tokens_per_doc', 'return_documents']);
+
+export async function arerank(request: RerankRequest): Promise<RerankResponse> {
+  const { options, params, extra } = split(request, RERANK_FIELDS);
+  const selected = selectProvider(options.provider, String(params.model ?? ''));
+  const name = selected.provider;
+  const { query, documents } = params;
+  if (typeof query !== 'string' || query === '') throw new InvalidRequestError('query is required (a non-empty string)', null, name, { param: 'query' });
+  if (!Array.isArray(documents) || documents.length === 0 || documents.some((document) => typeof document !== 'string')) {
+    throw new InvalidRequestError('documents must be a non-empty list of strings', null, name, { param: 'documents' });
+  }
+  const topN = positiveInteger(params.top_n, 'top_n', name);
+  const maxTokensPerDoc = positiveInteger(params.max_tokens_per_doc, 'max_tokens_per_doc', name);
+  const returnDocuments = params.return_documents ?? false;
+  if (typeof returnDocuments !== 'boolean') throw new InvalidRequestError('return_documents must be true or false', null, name, { param: 'return_documents' });
+  const handle = handleFor(request as Bound, name, options);
+  const provider = handle.provider;
+  if (!provider.rerank) throw unsupported(handle, 'rerank');
+  const rerankParams: RerankParams = {
+    model: selected.model,
+    query,
+    documents: documents as string[],
+    ...(topN !== undefined ? { top_n: topN } : {}),
+    ...(maxTokensPerDoc !== undefined ? { max_tokens_per_doc: maxTokensPerDoc } : {}),
+  };
+  const response = await invoke(settingsFor(handle, options, extra), (call) => provider.rerank!(rerankParams, call));
+  return rankedResponse(response, rerankParams, returnDocuments, handle.definition.metadata.name);
+}
+
+/**
+ * The provider's answer as the contract promises it whatever the vendor did: most relevant first (ties by position),
+ * at most top_n, each index a document of the request, and the texts when asked for.
+ */
+function rankedResponse(response: RerankResponse, params: RerankParams, returnDocuments: boolean, provider: string): RerankResponse {
+  const count = params.documents.length;
+  for (const result of response.results) {
+    if (!Number.isInteger(result.index) || result.index < 0 || result.index >= count || typeof result.relevance_score !== 'number') {
+      throw new ProviderError(`The provider answered a rerank result for document ${String(result.index)} of ${count}`, null, provider);
+    }
+  }
+  const results = [...response.results]
+    .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+    .slice(0, params.top_n ?? count)
+    .map(({ index, relevance_score }) => ({ index, relevance_score, ...(returnDocuments ? { document: { text: params.documents[index] } } : {}) }));
+  // Voyage's answer has no id
+  return { ...response, id: response.id || `rerank-${randomUUID()}`, results };
 }
 
 export async function alist_models(request: ListModelsRequest): Promise<Model[]> {

@@ -13,6 +13,7 @@ import type {
   ListModelsRequest,
   MessagesRequest,
   ParsedMessage,
+  RerankRequest,
   ResponsesRequest,
 } from './api.ts';
 import { createHandle } from './core/handle.ts';
@@ -28,6 +29,7 @@ import type {
   MessagesStreamEvent,
   Model,
   ProviderMetadata,
+  RerankResponse,
   ResponsesResponse,
   ResponsesStreamEvent,
 } from './provider.ts';
@@ -159,6 +161,14 @@ export class Hub {
 
   embedding(request: Bound<EmbeddingRequest>): EmbeddingResponse {
     return sync.embedding(this.#sync(request as EmbeddingRequest));
+  }
+
+  arerank(request: Bound<RerankRequest>): Promise<RerankResponse> {
+    return api.arerank(this.#async(request as RerankRequest));
+  }
+
+  rerank(request: Bound<RerankRequest>): RerankResponse {
+    return sync.rerank(this.#sync(request as RerankRequest));
   }
 
   alist_models(request: Bound<ListModelsRequest> = {}): Promise<Model[]> {

@@ -12,6 +12,7 @@ export {
   aresponses,
   aretrieve_batch,
   aretrieve_batch_results,
+  arerank,
 } from './api.ts';
 export type {
   BatchRequest,
@@ -24,6 +25,7 @@ export type {
   MessagesRequest,
   ParsedMessage,
   ProviderKey,
+  RerankRequest,
   ResponsesRequest,
 } from './api.ts';
 export {
@@ -34,6 +36,7 @@ export {
   list_batches,
   list_models,
   messages,
+  rerank,
   responses,
   retrieve_batch,
   retrieve_batch_results,

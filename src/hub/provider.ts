@@ -6,6 +6,7 @@
 //   2026-11-22  ProviderMetadata.api_key_optional (optional): a key is read from env_key if set but not required.
 //   2026-11-22  EmbeddingParams.dimensions (optional): the output vector length; send it under the vendor's own
 //               field, or raise UnsupportedParameterError('dimensions') when the vendor cannot shorten vectors.
+//   2026-11-29  ProviderMetadata.rerank (optional) and Provider.rerank (optional): reranking documents by relevance.
 //
 // Division of labour: the core (src/hub/hub.ts and friends) resolves credentials, validates parameters, applies the
 // timeout/abort signal, retries, converts errors to the unified exceptions and gives completion/completionStream to
@@ -37,6 +38,8 @@ export interface ProviderMetadata {
   batch: boolean;
   reasoning: boolean;
   image: boolean;
+  /** Reranks documents against a query (Cohere, Voyage, this project's cross-encoder servers). */
+  rerank?: boolean;
 }
 
 /** Given to a provider's `create`. The core has already resolved the key (api_key option, else env var). */
@@ -90,6 +93,42 @@ export interface EmbeddingParams {
   dimensions?: number;
 }
 export type EmbeddingResponse = OpenAI.CreateEmbeddingResponse;
+
+/**
+ * A rerank request as the core hands it over (checked: a query, at least one document, positive integers). The
+ * provider sends top_n and max_tokens_per_doc under its vendor's fields, or refuses one it cannot honour
+ * (UnsupportedParameterError); it never drops one. `return_documents` is the core's (it adds the texts it was given).
+ */
+export interface RerankParams {
+  model: string;
+  query: string;
+  documents: string[];
+  /** Only the n most relevant documents. */
+  top_n?: number;
+  /** Each document is cut to this many tokens before scoring. */
+  max_tokens_per_doc?: number;
+}
+
+export interface RerankResult {
+  /** Position of the document in the request's `documents`. */
+  index: number;
+  /** Higher is more relevant; Cohere, Voyage and the encoder server give scores between 0 and 1. */
+  relevance_score: number;
+  /** The document's text, when the request asked for it (`return_documents`). */
+  document?: { text: string };
+}
+
+/** The answer of a rerank, in Cohere's v2 shape (as any-llm normalises it), plus the model and a token count. */
+export interface RerankResponse {
+  id: string;
+  model: string;
+  /** Most relevant first; top_n of them when it was given. */
+  results: RerankResult[];
+  /** Tokens the provider counted (Voyage, the encoder server); null when it reports none (Cohere bills search units). */
+  usage: { prompt_tokens: number; total_tokens: number } | null;
+  /** What the provider bills, in Cohere's field names; null when it says nothing. */
+  meta: { billed_units: { search_units?: number; input_tokens?: number } } | null;
+}
 export type Model = OpenAI.Models.Model;
 
 /** Batches are normalised to the OpenAI Batch object (id, status, ...); vendors map their statuses onto it. */
@@ -136,6 +175,8 @@ export interface Provider {
   responses?(params: ResponsesParams, call: CallOptions): Promise<ResponsesResponse>;
   responsesStream?(params: ResponsesParams, call: CallOptions): AsyncIterable<ResponsesStreamEvent>;
   embedding?(params: EmbeddingParams, call: CallOptions): Promise<EmbeddingResponse>;
+  /** Present exactly when metadata.rerank is true. Results may come in any order; the core sorts and cuts them. */
+  rerank?(params: RerankParams, call: CallOptions): Promise<RerankResponse>;
   listModels?(call: CallOptions): Promise<Model[]>;
   batches?: BatchOperations;
   /**

@@ -1,7 +1,7 @@
 // A fake of the Cohere API on loopback: POST /v2/chat (JSON, and SSE with "event: <type>" + "data: {type, …}" from
-// message-start to message-end), POST /v2/embed, GET /v1/models (paged by page_token). Errors: {id, message}.
+// message-start to message-end), POST /v2/embed, POST /v2/rerank, GET /v1/models (paged by page_token). Errors: {id, message}.
 
-import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
+import { fakeRanking, fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
 
 export const cohereError = (status: number, message: string, headers?: Record<string, string>): Reply => ({ status, headers, json: { id: 'err-fake', message } });
 
@@ -75,6 +75,29 @@ export async function startCohereFake(): Promise<VendorServer> {
             embeddings: { float: body.texts.map((text) => fakeVector(text, body.output_dimension)) },
             texts: body.texts,
             meta: { api_version: { version: '2' }, billed_units: { input_tokens: tokens } },
+          },
+        };
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/v2\/rerank$/,
+      handle(request) {
+        const denied = authorised(request);
+        if (denied) return denied;
+        const body = request.json as { model?: string; query?: string; documents?: unknown[]; top_n?: number };
+        if (!body.model) return cohereError(400, 'invalid request: model must be specified');
+        if (!Array.isArray(body.documents) || body.documents.some((document) => typeof document !== 'string')) {
+          return cohereError(400, 'invalid request: documents must be a list of strings');
+        }
+        const documents = body.documents as string[];
+        // one search unit per query and (up to) 100 documents, as Cohere bills
+        const searchUnits = Math.ceil(documents.length / 100);
+        return {
+          json: {
+            id: 'rerank-fake',
+            results: fakeRanking(body.query ?? '', documents, body.top_n),
+            meta: { api_version: { version: '2' }, billed_units: { search_units: searchUnits } },
           },
         };
       },

@@ -206,3 +206,22 @@ export function fakeVector(text: string, dimensions?: number): number[] {
   const base = [text.length, codes.reduce((a, b) => a + b, 0) % 97, codes[0] ?? 0, codes.at(-1) ?? 0].map((n) => n / 100);
   return dimensions === undefined ? base : Array.from({ length: dimensions }, (_, i) => base[i % base.length]);
 }
+
+/**
+ * A deterministic relevance of a document to a query, between 0 and 1 (every rerank fake answers these): the share of
+ * the query's words the document contains, nudged by the document's length so that ties are rare.
+ */
+export function fakeRelevance(query: string, document: string): number {
+  const words = (text: string) => text.toLowerCase().split(/\W+/).filter(Boolean);
+  const wanted = new Set(words(query));
+  const found = new Set(words(document).filter((word) => wanted.has(word)));
+  return Math.round(((found.size / Math.max(1, wanted.size)) * 0.9 + 0.1 / (1 + document.length)) * 1e6) / 1e6;
+}
+
+/** Indexes and fake relevances of documents, most relevant first (as the vendors answer), at most `top` of them. */
+export function fakeRanking(query: string, documents: string[], top = documents.length): { index: number; relevance_score: number }[] {
+  return documents
+    .map((document, index) => ({ index, relevance_score: fakeRelevance(query, document) }))
+    .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+    .slice(0, top);
+}

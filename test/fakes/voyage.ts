@@ -1,6 +1,6 @@
-// A fake of the Voyage AI embeddings API on loopback: POST /v1/embeddings. Errors: {detail: "..."}.
+// A fake of the Voyage AI API on loopback: POST /v1/embeddings, POST /v1/rerank. Errors: {detail: "..."}.
 
-import { fakeVector, VendorServer, type Reply } from './vendor-server.ts';
+import { fakeRanking, fakeVector, VendorServer, type Reply } from './vendor-server.ts';
 
 export const voyageError = (status: number, detail: string, headers?: Record<string, string>): Reply => ({ status, headers, json: { detail } });
 
@@ -23,6 +23,17 @@ export async function startVoyageFake(): Promise<VendorServer> {
             usage: { total_tokens: tokens },
           },
         };
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/v1\/rerank$/,
+      handle(request) {
+        if (request.headers.authorization !== 'Bearer vo-key') return voyageError(401, 'Provided API key is invalid.');
+        const body = request.json as { query: string; documents: string[]; model: string; top_k?: number };
+        if (!['rerank-2.5', 'rerank-2.5-lite'].includes(body.model)) return voyageError(400, `Model ${body.model} is not supported.`);
+        const tokens = [body.query, ...body.documents].reduce((n, text) => n + text.split(/\s+/).length, 0) * body.documents.length;
+        return { json: { object: 'list', data: fakeRanking(body.query, body.documents, body.top_k), model: body.model, usage: { total_tokens: tokens } } };
       },
     },
   ]);

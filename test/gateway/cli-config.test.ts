@@ -129,6 +129,14 @@ describe('configuration precedence and substitution', () => {
     expect(loadGatewayConfig({ config }, {}).pricing).toEqual({ 'openai:gpt-4o-mini': { input_cost_per_million: 0.15, output_cost_per_million: 0.6 } });
     expect(loadGatewayConfig({ config }, {})).toMatchObject({ host: '0.0.0.0', port: 8000, databaseUrl: 'sqlite:gateway.db', warnings: [] });
   });
+
+  it('pricing: a rerank model priced per thousand search units needs no token prices; a price of nothing or a typo is refused', () => {
+    const parsed = parseConfigText('pricing:\n  cohere:rerank-v3.5: {search_unit_cost_per_thousand: 2}\n  voyage:rerank-2.5: {input_cost_per_million: 0.05}\n', 'rerank.yaml', {});
+    expect(parsed.pricing).toEqual({ 'cohere:rerank-v3.5': { search_unit_cost_per_thousand: 2 }, 'voyage:rerank-2.5': { input_cost_per_million: 0.05 } });
+    expect(() => parseConfigText('pricing:\n  cohere:rerank-v3.5: {}\n', 'empty.yaml', {})).toThrow(/pricing\.cohere:rerank-v3\.5: give input_cost_per_million, output_cost_per_million or search_unit_cost_per_thousand/);
+    expect(() => parseConfigText('pricing:\n  cohere:rerank-v3.5: {search_unit_cost: 2}\n', 'typo.yaml', {})).toThrow(/search_unit_cost/);
+    expect(() => parseConfigText('pricing:\n  cohere:rerank-v3.5: {search_unit_cost_per_thousand: 2000}\n', 'dear.yaml', {})).toThrow(/search_unit_cost_per_thousand/);
+  });
 });
 
 it('the configuration example in docs/gateway.md is valid', () => {

@@ -49,6 +49,7 @@ function seededRows(now: number): UsageRecord[] {
     model: i % 3 === 0 ? 'fake-model-2' : 'fake-model-1',
     prompt_tokens: 200 + i * 10,
     completion_tokens: 100 + i * 5,
+    search_units: 0,
     cost_nanos: (200 + i * 10) * 1_000_000 + (100 + i * 5) * 2_000_000,
     status: i < SEEDED_ERRORS ? 'error' : 'success',
     status_code: i < SEEDED_ERRORS ? 502 : 200,

@@ -48,6 +48,7 @@ const usageRow = (costNanos: number): UsageRecord => ({
   model: 'gpt',
   prompt_tokens: 1,
   completion_tokens: 1,
+  search_units: 0,
   cost_nanos: costNanos,
   status: 'success',
   status_code: 200,

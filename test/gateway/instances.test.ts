@@ -33,6 +33,7 @@ const usageRow = (id: string): UsageRecord => ({
   model: 'gpt',
   prompt_tokens: 1,
   completion_tokens: 1,
+  search_units: 0,
   cost_nanos: 40,
   status: 'success',
   status_code: 200,

@@ -8,7 +8,7 @@ it("a database failure while reserving the second budget gives the first budget'
   const released: { budget: string; amount: number }[] = [];
   const store = {
     async getPricing(model: string) {
-      return { model, input_cost_per_million: 1, output_cost_per_million: 1, updated_at: 0 };
+      return { model, input_cost_per_million: 1, output_cost_per_million: 1, search_unit_cost_per_thousand: 0, updated_at: 0 };
     },
     async reserveBudget(id: string, amount: number) {
       if (id === 'user-budget') throw new Error('connection terminated');

@@ -13,6 +13,7 @@ const row = (id: string): UsageRecord => ({
   model: 'gpt',
   prompt_tokens: 1,
   completion_tokens: 1,
+  search_units: 0,
   cost_nanos: 1,
   status: 'success',
   status_code: 200,

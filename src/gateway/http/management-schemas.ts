@@ -101,10 +101,17 @@ export const UpdateBudgetBody = z.strictObject({
   metadata: Metadata.optional(),
 });
 
-export const PricingBody = z.strictObject({
-  input_cost_per_million: PricePerMillion.describe('US dollars per million prompt tokens'),
-  output_cost_per_million: PricePerMillion.describe('US dollars per million completion tokens'),
-});
+/** A price per thousand search units above $1 per search unit is a typo; bounded so that costs stay within BIGINT. */
+const PricePerThousand = z.number().nonnegative().max(1000);
+
+/** Prices left out are 0 (a rerank model billed per search unit needs no token prices); at least one is given. */
+export const PricingBody = z
+  .strictObject({
+    input_cost_per_million: PricePerMillion.optional().describe('US dollars per million prompt tokens (default 0)'),
+    output_cost_per_million: PricePerMillion.optional().describe('US dollars per million completion tokens (default 0)'),
+    search_unit_cost_per_thousand: PricePerThousand.optional().describe('Rerank billed per search unit (Cohere): US dollars per thousand search units (default 0)'),
+  })
+  .refine((price) => Object.keys(price).length > 0, 'give input_cost_per_million, output_cost_per_million or search_unit_cost_per_thousand');
 
 export const UsageQuery = z.strictObject({
   since: Timestamp.optional().describe('Only rows at or after this time'),

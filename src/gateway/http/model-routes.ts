@@ -1,9 +1,10 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidRequest, type GatewayError } from '../errors.ts';
 import { modelAllowed, type CallTicket } from '../ledger.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
+import { estimatedSearchUnits, parseRerankBody, rerankReply } from './rerank-body.ts';
 import { objectBody } from './validation.ts';
 
 type Body = Record<string, unknown>;
@@ -78,7 +79,7 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
-/** /v1/chat/completions, /v1/embeddings, /v1/models and the Anthropic-format /v1/messages. */
+/** /v1/chat/completions, /v1/embeddings, /v1/rerank, /v1/models and the Anthropic-format /v1/messages. */
 export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { ledger, upstream } = context;
 
@@ -95,20 +96,26 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       statusCode: cancelled ? 499 : failure.status,
       promptTokens: cancelled ? ticket.start.estimatedPromptTokens : 0,
       completionTokens: 0,
+      searchUnits: cancelled ? (ticket.start.estimatedSearchUnits ?? 0) : 0,
     });
     return failure;
   }
 
   /** Runs one non-streaming call between its reservation and its usage row; the row is committed before the reply. */
-  async function around<T>(ticket: CallTicket, signal: AbortSignal, run: () => Promise<T>, usage: (result: T) => { prompt: number; completion: number }): Promise<T> {
+  async function around<T>(
+    ticket: CallTicket,
+    signal: AbortSignal,
+    run: () => Promise<T>,
+    usage: (result: T) => { prompt: number; completion: number; searchUnits?: number },
+  ): Promise<T> {
     let result: T;
     try {
       result = await run();
     } catch (error) {
       throw await failedCall(ticket, error, signal);
     }
-    const { prompt, completion } = usage(result);
-    await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens: prompt, completionTokens: completion });
+    const { prompt, completion, searchUnits } = usage(result);
+    await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens: prompt, completionTokens: completion, searchUnits });
     return result;
   }
 
@@ -217,6 +224,37 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     }
     return response;
   });
+
+  /** Cohere's rerank; also at /v2/rerank, the path of the Cohere v2 client. Billed by tokens and search units (pricing). */
+  const rerank = async (request: FastifyRequest, reply: FastifyReply) => {
+    const principal = await context.authenticate(request);
+    const body = objectBody(request.body);
+    const { provider, model } = splitModel(body.model, upstream.providers);
+    const { user, rerank: query } = parseRerankBody(body);
+    const ticket = await ledger.begin({
+      principal,
+      user,
+      endpoint: 'rerank',
+      provider,
+      model,
+      requestId: request.id,
+      // a cross-encoder reads the query with every document
+      estimatedPromptTokens: estimateTokens(query.documents.map((document) => [query.query, document])),
+      maxOutputTokens: 0,
+      estimatedSearchUnits: estimatedSearchUnits(query.documents.length),
+    });
+    const controller = clientSignal(reply);
+    const result = await around(
+      ticket,
+      controller.signal,
+      () => upstream.rerank(provider, model, query, controller.signal),
+      // Cohere bills search units and may count no tokens: those are estimated, as for any answer without usage
+      (answer) => ({ prompt: answer.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0, searchUnits: answer.meta?.billed_units.search_units ?? 0 }),
+    );
+    return rerankReply(result);
+  };
+  app.post('/v1/rerank', rerank);
+  app.post('/v2/rerank', rerank);
 
   app.get<{ Querystring: { provider?: string } }>('/v1/models', async (request) => {
     const principal = await context.authenticate(request);

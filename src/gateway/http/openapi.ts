@@ -9,6 +9,7 @@ import {
   UpdateKeyBody,
   UpdateUserBody,
 } from './management-schemas.ts';
+import { RERANK_REQUEST_SCHEMA, RERANK_RESPONSE_SCHEMA } from './rerank-body.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -173,11 +174,18 @@ export function gatewayOpenApi(version: string): Schema {
         ModelPricing: {
           type: 'object',
           required: ['object', 'model', 'input_cost_per_million', 'output_cost_per_million', 'updated_at'],
-          properties: { object: { const: 'model_pricing' }, model: { type: 'string' }, input_cost_per_million: { type: 'number' }, output_cost_per_million: { type: 'number' }, updated_at: time },
+          properties: {
+            object: { const: 'model_pricing' },
+            model: { type: 'string' },
+            input_cost_per_million: { type: 'number' },
+            output_cost_per_million: { type: 'number' },
+            search_unit_cost_per_thousand: { type: 'number', description: 'Rerank billed per search unit: US dollars per thousand (0: not)' },
+            updated_at: time,
+          },
         },
         Usage: {
           type: 'object',
-          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'status', 'status_code', 'duration_ms'],
+          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms'],
           properties: {
             object: { const: 'usage' },
             id: { type: 'string' },
@@ -185,12 +193,13 @@ export function gatewayOpenApi(version: string): Schema {
             created_at: time,
             user_id: nullable('string'),
             key_id: nullable('string'),
-            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses'] },
+            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
             provider: { type: 'string' },
             model: { type: 'string' },
             prompt_tokens: { type: 'integer' },
             completion_tokens: { type: 'integer' },
             total_tokens: { type: 'integer' },
+            search_units: { type: 'integer', description: 'Search units the provider billed (rerank); 0 otherwise' },
             cost: { type: 'number' },
             status: { enum: ['success', 'error', 'cancelled'] },
             status_code: { type: 'integer' },
@@ -238,6 +247,8 @@ export function gatewayOpenApi(version: string): Schema {
             usage: { type: 'object', properties: { prompt_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } },
           },
         },
+        RerankRequest: RERANK_REQUEST_SCHEMA,
+        Rerank: RERANK_RESPONSE_SCHEMA,
         ModelList: {
           type: 'object',
           required: ['object', 'data'],
@@ -444,6 +455,18 @@ export function gatewayOpenApi(version: string): Schema {
         post: managed('OpenAI embeddings', {
           requestBody: passThrough('model (provider:model), input (string or array of strings), encoding_format (float or base64), dimensions (positive integer, for providers that shorten vectors), user (with the master key).', ['model', 'input']),
           responses: { 200: ok('An OpenAI CreateEmbeddingResponse', ref('Embeddings')), ...MODEL_CALL_ERRORS },
+        }),
+      },
+      '/v1/rerank': {
+        post: managed("Cohere's rerank through the provider named in model (cohere, voyage, encoder cross-encoder servers)", {
+          requestBody: { required: true, content: { 'application/json': { schema: ref('RerankRequest') } } },
+          responses: { 200: ok('The documents most relevant first', ref('Rerank')), ...MODEL_CALL_ERRORS },
+        }),
+      },
+      '/v2/rerank': {
+        post: managed('The same as /v1/rerank, at the path of the Cohere v2 client', {
+          requestBody: { required: true, content: { 'application/json': { schema: ref('RerankRequest') } } },
+          responses: { 200: ok('The documents most relevant first', ref('Rerank')), ...MODEL_CALL_ERRORS },
         }),
       },
       '/v1/models': {

@@ -61,6 +61,7 @@ export function pricingResource(pricing: PricingRecord) {
     model: pricing.model,
     input_cost_per_million: pricing.input_cost_per_million,
     output_cost_per_million: pricing.output_cost_per_million,
+    search_unit_cost_per_thousand: pricing.search_unit_cost_per_thousand,
     updated_at: isoTime(pricing.updated_at),
   };
 }
@@ -79,6 +80,7 @@ export function usageResource(row: UsageRecord) {
     prompt_tokens: row.prompt_tokens,
     completion_tokens: row.completion_tokens,
     total_tokens: row.prompt_tokens + row.completion_tokens,
+    search_units: row.search_units,
     cost: dollars(row.cost_nanos),
     status: row.status,
     status_code: row.status_code,

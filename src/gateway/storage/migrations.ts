@@ -157,6 +157,14 @@ export const MIGRATIONS: Migration[] = [
     name: 'allowed models of keys and users (JSON lists; NULL: every model)',
     statements: ['ALTER TABLE virtual_keys ADD COLUMN allowed_models TEXT', 'ALTER TABLE users ADD COLUMN allowed_models TEXT'],
   },
+  {
+    version: 8,
+    name: 'rerank: a price per thousand search units, and the search units a call was billed',
+    statements: [
+      'ALTER TABLE model_pricing ADD COLUMN search_unit_cost_per_thousand DOUBLE PRECISION NOT NULL DEFAULT 0',
+      'ALTER TABLE usage ADD COLUMN search_units INTEGER NOT NULL DEFAULT 0',
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -44,8 +44,13 @@ export interface PricingRecord {
   model: string;
   input_cost_per_million: number;
   output_cost_per_million: number;
+  /** Rerank models billed per search unit (Cohere): US dollars per thousand search units; 0 otherwise. */
+  search_unit_cost_per_thousand: number;
   updated_at: number;
 }
+
+/** The prices of a model as configured or PUT: any of them may be left out (0). */
+export type PricingPrices = Partial<Pick<PricingRecord, 'input_cost_per_million' | 'output_cost_per_million' | 'search_unit_cost_per_thousand'>>;
 
 export interface UsageRecord {
   id: string;
@@ -58,6 +63,8 @@ export interface UsageRecord {
   model: string;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Search units the provider billed (rerank; Cohere counts one per query and 100 documents); 0 for other calls. */
+  search_units: number;
   cost_nanos: number;
   /** `success`, `error` or `cancelled` (the client went away mid-stream). */
   status: 'success' | 'error' | 'cancelled';

@@ -8,6 +8,7 @@ import type {
   BudgetSettlement,
   KeyRecord,
   Metadata,
+  PricingPrices,
   PricingRecord,
   UsageRecord,
   UsageTotals,
@@ -79,6 +80,7 @@ const USAGE_COLUMNS = [
   'model',
   'prompt_tokens',
   'completion_tokens',
+  'search_units',
   'cost_nanos',
   'status',
   'status_code',
@@ -481,12 +483,14 @@ export class GatewayStore {
 
   // Pricing
 
-  async upsertPricing(pricing: { model: string; input_cost_per_million: number; output_cost_per_million: number }, now = Date.now()): Promise<PricingRecord> {
+  /** Prices left out are 0. */
+  async upsertPricing(pricing: PricingPrices & { model: string }, now = Date.now()): Promise<PricingRecord> {
     await this.driver.run(
-      `INSERT INTO model_pricing (model, input_cost_per_million, output_cost_per_million, updated_at) VALUES (?, ?, ?, ?)
+      `INSERT INTO model_pricing (model, input_cost_per_million, output_cost_per_million, search_unit_cost_per_thousand, updated_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (model) DO UPDATE SET input_cost_per_million = excluded.input_cost_per_million,
-         output_cost_per_million = excluded.output_cost_per_million, updated_at = excluded.updated_at`,
-      [pricing.model, pricing.input_cost_per_million, pricing.output_cost_per_million, now],
+         output_cost_per_million = excluded.output_cost_per_million, search_unit_cost_per_thousand = excluded.search_unit_cost_per_thousand,
+         updated_at = excluded.updated_at`,
+      [pricing.model, pricing.input_cost_per_million ?? 0, pricing.output_cost_per_million ?? 0, pricing.search_unit_cost_per_thousand ?? 0, now],
     );
     return (await this.getPricing(pricing.model))!;
   }
@@ -756,6 +760,7 @@ function pricingOf(row: Row): PricingRecord {
     model: String(row.model),
     input_cost_per_million: Number(row.input_cost_per_million),
     output_cost_per_million: Number(row.output_cost_per_million),
+    search_unit_cost_per_thousand: Number(row.search_unit_cost_per_thousand),
     updated_at: Number(row.updated_at),
   };
 }
@@ -772,6 +777,7 @@ function usageOf(row: Row): UsageRecord {
     model: String(row.model),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
+    search_units: Number(row.search_units),
     cost_nanos: Number(row.cost_nanos),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),

@@ -16,6 +16,7 @@ import type {
   ListModelsRequest,
   MessagesRequest,
   ParsedMessage,
+  RerankRequest,
   ResponsesRequest,
 } from '../api.ts';
 import { resolveApiKey } from '../core/credentials.ts';
@@ -32,6 +33,7 @@ import type {
   MessagesResponse,
   MessagesStreamEvent,
   Model,
+  RerankResponse,
   ResponsesResponse,
   ResponsesStreamEvent,
 } from '../provider.ts';
@@ -178,6 +180,10 @@ export function responses(request: ResponsesRequest): ResponsesResponse | Iterab
 
 export function embedding(request: EmbeddingRequest): EmbeddingResponse {
   return call('aembedding', request);
+}
+
+export function rerank(request: RerankRequest): RerankResponse {
+  return call('arerank', request);
 }
 
 export function list_models(request: ListModelsRequest): Model[] {

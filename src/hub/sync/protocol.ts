@@ -10,6 +10,7 @@ export type AsyncFunctionName =
   | 'acompletion'
   | 'aresponses'
   | 'aembedding'
+  | 'arerank'
   | 'alist_models'
   | 'acreate_batch'
   | 'aretrieve_batch'

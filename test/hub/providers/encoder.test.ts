@@ -1,5 +1,6 @@
 // The encoder provider against the REAL encoder server (src/serve), started in-process on tiny generated models:
-// an embedding server, a sentence_embedding server of the same weights, and a classifier.
+// an embedding server, a sentence_embedding server of the same weights, a two-label classifier, and a one-logit
+// cross-encoder (rerank).
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,11 +9,11 @@ import { parseBuildConfig } from '../../../src/encoder/config.ts';
 import { readModelPackage } from '../../../src/encoder/model-package.ts';
 import { PredictPipeline } from '../../../src/encoder/predict-pipeline.ts';
 import { InvalidRequestError, ModelNotFoundError, ProviderError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
-import { aembedding } from '../../../src/hub/index.ts';
+import { aembedding, arerank } from '../../../src/hub/index.ts';
 import type { Provider } from '../../../src/hub/provider.ts';
 import { encoderProvider } from '../../../src/hub/providers/encoder/index.ts';
 import { startEncoderServer, type RunningServer } from '../../../src/serve/encoder-server.ts';
-import { generateTinyModel } from '../../helpers/generated-models.ts';
+import { generateTinyCrossEncoder, generateTinyModel } from '../../helpers/generated-models.ts';
 import { failureOf } from '../helpers.ts';
 
 const servers: RunningServer[] = [];
@@ -20,14 +21,15 @@ const pipelines: PredictPipeline[] = [];
 let embeddingUrl: string;
 let sentenceUrl: string;
 let classifierUrl: string;
+let crossEncoderUrl: string;
 let provider: Provider;
 const call = { extra: {} };
 
 let embeddingDir: string;
 
-async function serve(modelType: 'embedding' | 'sentence_embedding' | 'sequence_classification', name: string): Promise<string> {
+async function serve(modelType: 'embedding' | 'sentence_embedding' | 'sequence_classification', name: string, modelDir?: string): Promise<string> {
   // the sentence_embedding server serves the embedding server's own model folder: the same weights, pooled server-side
-  const dir = modelType === 'sequence_classification' ? await generateTinyModel({ modelType, labels: ['no', 'yes'] }) : embeddingDir;
+  const dir = modelDir ?? (modelType === 'sequence_classification' ? await generateTinyModel({ modelType, labels: ['no', 'yes'] }) : embeddingDir);
   const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n`, { baseDir: dir });
   const pipeline = await PredictPipeline.load(readModelPackage(config));
   pipelines.push(pipeline);
@@ -38,10 +40,11 @@ async function serve(modelType: 'embedding' | 'sentence_embedding' | 'sequence_c
 
 beforeAll(async () => {
   embeddingDir = await generateTinyModel({ modelType: 'embedding' });
-  [embeddingUrl, sentenceUrl, classifierUrl] = await Promise.all([
+  [embeddingUrl, sentenceUrl, classifierUrl, crossEncoderUrl] = await Promise.all([
     serve('embedding', 'tiny-embedder'),
     serve('sentence_embedding', 'tiny-sentences'),
     serve('sequence_classification', 'tiny-classifier'),
+    generateTinyCrossEncoder().then((dir) => serve('sequence_classification', 'tiny-cross', dir)),
   ]);
   provider = encoderProvider.create({ api_base: embeddingUrl });
 });
@@ -87,8 +90,8 @@ async function scriptedServer(status: number, body: string): Promise<{ url: stri
 }
 
 describe('encoder provider against the real encoder server', () => {
-  it('metadata: embeddings and models, no key', () => {
-    expect(encoderProvider.metadata).toMatchObject({ name: 'encoder', env_key: null, embedding: true, list_models: true, messages: false });
+  it('metadata: embeddings, rerank and models, no key', () => {
+    expect(encoderProvider.metadata).toMatchObject({ name: 'encoder', env_key: null, embedding: true, rerank: true, list_models: true, messages: false });
   });
 
   it.each(['embedding', 'sentence_embedding'] as const)('%s server: the float32s /v1/embeddings computes, exactly, with its token count', async (modelType) => {
@@ -200,6 +203,67 @@ describe('encoder provider against the real encoder server', () => {
     expect(mapped?.status_code).toBeNull();
   });
 });
+
+const post = async (url: string, route: string, body: unknown) =>
+  (await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+const QUERY = 'what is the capital of france';
+const DOCUMENTS = ['paris is the capital of france', 'the cat sat on the mat', 'berlin is a city in germany', 'france borders spain'];
+
+describe('encoder provider rerank against real cross-encoder servers', () => {
+  it("a one-logit cross-encoder: the sigmoid of each (query, document) pair's logit, most relevant first; the server's token count", async () => {
+    const cross = encoderProvider.create({ api_base: crossEncoderUrl });
+    const response = await cross.rerank!({ model: 'tiny-cross', query: QUERY, documents: DOCUMENTS }, call);
+    // the scores the model gives the pairs, asked of /predict independently of /v1/rerank
+    const predicted = (await post(crossEncoderUrl, '/predict', { inputs: DOCUMENTS.map((document) => [QUERY, document]) })) as { results: { logits: number[] }[] };
+    const expected = predicted.results.map((result, index) => ({ index, score: sigmoid(result.logits[0]) })).sort((a, b) => b.score - a.score);
+    expect(response.results.map((result) => result.index)).toEqual(expected.map((result) => result.index));
+    response.results.forEach((result, i) => expect(result.relevance_score).toBeCloseTo(expected[i].score, 6));
+    // exactly what the server's own /v1/rerank answers
+    const direct = (await post(crossEncoderUrl, '/v1/rerank', { query: QUERY, documents: DOCUMENTS })) as { results: unknown[]; usage: { prompt_tokens: number } };
+    expect(response.results).toEqual(direct.results);
+    expect(response.usage).toEqual({ prompt_tokens: direct.usage.prompt_tokens, total_tokens: direct.usage.prompt_tokens });
+    expect(direct.usage.prompt_tokens).toBeGreaterThan(DOCUMENTS.length * 2);
+    expect(response).toMatchObject({ model: 'tiny-cross', meta: { billed_units: { search_units: 1 } } });
+  });
+
+  it('a two-label classifier: the softmax probability of its last label; top_n and return_documents through arerank', async () => {
+    const response = await arerank({ provider: 'encoder', api_base: classifierUrl, model: 'tiny-classifier', query: QUERY, documents: DOCUMENTS, top_n: 2, return_documents: true });
+    expect(bodyless(response.results)).toEqual(((await post(classifierUrl, '/v1/rerank', { query: QUERY, documents: DOCUMENTS, top_n: 2 })) as { results: unknown[] }).results);
+    // scores are the softmax over the labels [no, yes]: the last is relevance
+    const predicted = (await post(classifierUrl, '/predict', { inputs: DOCUMENTS.map((document) => [QUERY, document]) })) as { results: { scores: number[] }[] };
+    const yes = predicted.results.map((result, index) => ({ index, score: result.scores[1] })).sort((a, b) => b.score - a.score);
+    expect(response.results.map((result) => result.index)).toEqual(yes.slice(0, 2).map((result) => result.index));
+    response.results.forEach((result, i) => expect(result.relevance_score).toBeCloseTo(yes[i].score, 6));
+    for (const result of response.results) expect(result.document).toEqual({ text: DOCUMENTS[result.index] });
+  });
+
+  it('another model name: ModelNotFoundError; an embedding server: InvalidRequestError saying it serves no rerank', async () => {
+    const cross = encoderProvider.create({ api_base: crossEncoderUrl });
+    const other = cross.toHubError(await failureOf(cross.rerank!({ model: 'rerank-v3.5', query: QUERY, documents: DOCUMENTS }, call)));
+    expect(other).toBeInstanceOf(ModelNotFoundError);
+    expect((other as Error).message).toMatch(/The model 'rerank-v3.5' does not exist; this server serves 'tiny-cross'/);
+    const embedder = encoderProvider.create({ api_base: embeddingUrl });
+    const wrongType = embedder.toHubError(await failureOf(embedder.rerank!({ model: 'tiny-embedder', query: QUERY, documents: DOCUMENTS }, call)));
+    expect(wrongType).toBeInstanceOf(InvalidRequestError);
+    expect(wrongType).toMatchObject({ status_code: 404, param: 'model' });
+    expect((wrongType as Error).message).toMatch(/does not serve rerank: This server serves a embedding model; rerank is served by sequence_classification/);
+  });
+
+  it("the server's 400 (an empty document) → InvalidRequestError with its message; max_tokens_per_doc and extra options are refused", async () => {
+    const cross = encoderProvider.create({ api_base: crossEncoderUrl });
+    const empty = cross.toHubError(await failureOf(cross.rerank!({ model: 'tiny-cross', query: QUERY, documents: ['ok', ''] }, call)));
+    expect(empty).toBeInstanceOf(InvalidRequestError);
+    expect(empty?.message).toBe("[encoder] 'documents[1]' must be a non-empty text or an object with a non-empty text field");
+    expect(await failureOf(cross.rerank!({ model: 'tiny-cross', query: QUERY, documents: DOCUMENTS, max_tokens_per_doc: 8 }, call))).toBeInstanceOf(UnsupportedParameterError);
+    expect(await failureOf(cross.rerank!({ model: 'tiny-cross', query: QUERY, documents: DOCUMENTS }, { extra: { rank_fields: ['text'] } }))).toBeInstanceOf(UnsupportedParameterError);
+  });
+});
+
+/** Results without the texts the Hub adds (the server was not asked for them). */
+function bodyless(results: { index: number; relevance_score: number }[]) {
+  return results.map(({ index, relevance_score }) => ({ index, relevance_score }));
+}
 
 describe('encoder provider against servers that are not this encoder server', () => {
   it('a 404 without an OpenAI body (a server older than /v1/embeddings): InvalidRequestError saying it serves no embeddings', async () => {

@@ -7,12 +7,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aembedding, alist_models, amessages, create_batch, embedding, list_models, messages, retrieve_batch, retrieve_batch_results } from '../../../src/hub/index.ts';
+import {
+  aembedding,
+  alist_models,
+  amessages,
+  arerank,
+  create_batch,
+  embedding,
+  Hub,
+  list_models,
+  messages,
+  rerank,
+  retrieve_batch,
+  retrieve_batch_results,
+  UnsupportedParameterError,
+} from '../../../src/hub/index.ts';
 import type { MessagesResponse, MessagesStreamEvent } from '../../../src/hub/provider.ts';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApiError as GeminiApiError } from '@google/genai';
 import { MistralError } from '@mistralai/mistralai/models/errors';
 import { CohereError } from 'cohere-ai';
+import { fakeRanking } from '../../fakes/vendor-server.ts';
 import { collect, failureOf } from '../helpers.ts';
 
 let child: ChildProcess;
@@ -81,6 +96,29 @@ describe.each([
     const sync = embedding(request);
     expect(sync.data).toHaveLength(2);
     expect(sync).toEqual(await aembedding(request));
+  });
+});
+
+describe.each([
+  ['cohere', 'rerank-v3.5', 'k'],
+  ['voyage', 'rerank-2.5', 'vo-key'],
+] as const)('%s: rerank and arerank agree', (provider, model, api_key) => {
+  const request = () => ({ provider, model, api_key, api_base: bases[provider], query: 'capital of france', documents: ['the cat', 'paris is the capital of france', 'spain'], top_n: 2, return_documents: true });
+
+  it('rerank, and Hub.rerank', async () => {
+    const sync = rerank(request());
+    expect(sync.results.map(({ index, relevance_score }) => ({ index, relevance_score }))).toEqual(fakeRanking(request().query, request().documents, 2));
+    expect(sync.results[0].document).toEqual({ text: 'paris is the capital of france' });
+    const asynchronous = await arerank(request());
+    // Voyage answers no id: each call gets its own
+    expect(withoutIds(sync)).toEqual(withoutIds(asynchronous));
+    const { provider: _provider, ...bound } = request();
+    expect(withoutIds(Hub.create(provider, { api_key, api_base: bases[provider] }).rerank(bound))).toEqual(withoutIds(asynchronous));
+  });
+
+  it('an option the provider cannot honour raises the unified exception on this thread', () => {
+    if (provider === 'voyage') expect(() => rerank({ ...request(), max_tokens_per_doc: 10 })).toThrow(UnsupportedParameterError);
+    else expect(() => rerank({ ...request(), provider: 'mistral', model: 'mistral-small-latest', api_base: bases.mistral })).toThrow(UnsupportedParameterError);
   });
 });
 

@@ -9,5 +9,5 @@ export const metadata = providerMetadata({
   env_key: 'CO_API_KEY',
   doc_url: 'https://docs.cohere.com/reference/chat',
   default_api_base: COHERE_DEFAULT_API_BASE,
-  streaming: true, messages: true, embedding: true, list_models: true, reasoning: true, image: true,
+  streaming: true, messages: true, embedding: true, list_models: true, reasoning: true, image: true, rerank: true,
 });

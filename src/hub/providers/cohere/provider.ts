@@ -1,7 +1,7 @@
-// Cohere through cohere-ai (API v2): Messages converted to v2 chat, embeddings (v2 embed), models.
+// Cohere through cohere-ai (API v2): Messages converted to v2 chat, embeddings (v2 embed), rerank (v2 rerank), models.
 
 import { CohereClientV2 } from 'cohere-ai';
-import type { EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderOptions, RerankResponse } from '../../provider.ts';
 import { embeddingList, inChunks, outputDimension } from '../shared/embeddings.ts';
 import { fromCohereResponse, fromCohereStream, toCohereRequest } from './convert.ts';
 import { cohereErrorToHub } from './errors.ts';
@@ -42,6 +42,36 @@ export function createCohere(options: ProviderOptions): Provider {
         tokens += response.meta?.billedUnits?.inputTokens ?? 0;
       }
       return embeddingList(params.model, vectors, tokens);
+    },
+    async rerank(params, call): Promise<RerankResponse> {
+      // extra options are the SDK's own request fields (e.g. priority)
+      const response = await client.rerank(
+        {
+          model: params.model,
+          query: params.query,
+          documents: params.documents,
+          ...(params.top_n !== undefined ? { topN: params.top_n } : {}),
+          ...(params.max_tokens_per_doc !== undefined ? { maxTokensPerDoc: params.max_tokens_per_doc } : {}),
+          ...call.extra,
+        },
+        requestOptions(call.signal),
+      );
+      const billed = response.meta?.billedUnits;
+      const tokens = response.meta?.tokens?.inputTokens;
+      return {
+        id: response.id ?? '',
+        model: params.model,
+        results: response.results.map((result) => ({ index: result.index, relevance_score: result.relevanceScore })),
+        usage: tokens !== undefined ? { prompt_tokens: tokens, total_tokens: tokens } : null,
+        meta: billed
+          ? {
+              billed_units: {
+                ...(billed.searchUnits !== undefined ? { search_units: billed.searchUnits } : {}),
+                ...(billed.inputTokens !== undefined ? { input_tokens: billed.inputTokens } : {}),
+              },
+            }
+          : null,
+      };
     },
     async listModels(call): Promise<Model[]> {
       const models: Model[] = [];

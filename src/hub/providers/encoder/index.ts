@@ -1,11 +1,13 @@
-// This project's encoder server as an embeddings provider, through its OpenAI-compatible POST /v1/embeddings: the
-// server pools (sentence_embedding models, and embedding models with their configured pooling, [CLS]/[SEP] included as
-// sentence-transformers does), so a Hub caller gets exactly the vectors the server computes. Vectors travel as base64
-// float32: the server's own values bit for bit, whatever decimal text its float format prints, in half the bytes.
-// GET /v1/models names the served model.
+// This project's encoder server as an embeddings and rerank provider. Embeddings go through its OpenAI-compatible
+// POST /v1/embeddings: the server pools (sentence_embedding models, and embedding models with their configured pooling,
+// [CLS]/[SEP] included as sentence-transformers does), so a Hub caller gets exactly the vectors the server computes.
+// Vectors travel as base64 float32: the server's own values bit for bit, whatever decimal text its float format
+// prints, in half the bytes.
+// Rerank goes through its Cohere-compatible POST /v1/rerank (sequence_classification servers: cross-encoders), whose
+// scores are the model's own. GET /v1/models names the served model.
 
 import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, ProviderError, UnsupportedParameterError, type HubError } from '../../errors.ts';
-import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions } from '../../provider.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions, RerankResponse } from '../../provider.ts';
 import { embeddingList, embeddingsOnly } from '../shared/embeddings.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
@@ -20,6 +22,7 @@ const metadata = providerMetadata({
   doc_url: 'docs/http-api.md',
   default_api_base: ENCODER_DEFAULT_API_BASE,
   embedding: true,
+  rerank: true,
   list_models: true,
 });
 
@@ -27,6 +30,14 @@ interface EmbeddingsResponse {
   data: { index: number; embedding: string }[];
   model: string;
   usage?: { prompt_tokens: number };
+}
+
+interface RerankAnswer {
+  id: string;
+  results: { index: number; relevance_score: number }[];
+  model: string;
+  usage?: { prompt_tokens: number };
+  meta?: { billed_units?: { search_units?: number } };
 }
 
 interface OpenAIErrorBody {
@@ -67,7 +78,7 @@ function createEncoder(options: ProviderOptions): Provider {
   const base = options.api_base ?? ENCODER_DEFAULT_API_BASE;
   const headers = (options.client_args?.headers as Record<string, string> | undefined) ?? {};
 
-  /** The server's errors are OpenAI's body: 400 the caller's input, 404 another model or no embeddings, 5xx the server's. */
+  /** The server's errors are OpenAI's body: 400 the caller's input, 404 another model or another model type, 5xx the server's. */
   function toHubError(error: unknown): HubError | undefined {
     if (isAbortError(error)) return undefined;
     if (error instanceof VendorHttpError) {
@@ -77,8 +88,9 @@ function createEncoder(options: ProviderOptions): Provider {
         return new ModelNotFoundError(message, error, PROVIDER, { status_code: 404, param: 'model', code: 'model_not_found' });
       }
       if (error.status === 404) {
-        // a classification model, or a server from before /v1/embeddings
-        return new InvalidRequestError(`The encoder server at ${base} does not serve embeddings: ${message}`, error, PROVIDER, { status_code: 404, param: 'model' });
+        // a model of another type (a classifier asked for embeddings, an embedder for rerank), or an older server
+        const operation = new URL(error.url).pathname.endsWith('/rerank') ? 'rerank' : 'embeddings';
+        return new InvalidRequestError(`The encoder server at ${base} does not serve ${operation}: ${message}`, error, PROVIDER, { status_code: 404, param: 'model' });
       }
       return mapProviderFailure({ provider_name: PROVIDER, status_code: error.status, message, param: body?.param ?? null, code: body?.code ?? null, original_exception: error });
     }
@@ -88,7 +100,7 @@ function createEncoder(options: ProviderOptions): Provider {
 
   return {
     metadata,
-    ...embeddingsOnly(PROVIDER, 'The encoder server serves embeddings only'),
+    ...embeddingsOnly(PROVIDER, 'The encoder server serves embeddings and rerank only'),
     async embedding(params, call): Promise<EmbeddingResponse> {
       if (Object.keys(call.extra).length > 0) throw new UnsupportedParameterError(Object.keys(call.extra)[0], PROVIDER);
       const response = await requestJson<EmbeddingsResponse>(joinUrl(base, 'v1/embeddings'), {
@@ -102,6 +114,27 @@ function createEncoder(options: ProviderOptions): Provider {
         ...(call.signal ? { signal: call.signal } : {}),
       });
       return embeddingList(response.model, vectorsOf(response, params.inputs.length), response.usage?.prompt_tokens ?? 0);
+    },
+    async rerank(params, call): Promise<RerankResponse> {
+      if (Object.keys(call.extra).length > 0) throw new UnsupportedParameterError(Object.keys(call.extra)[0], PROVIDER);
+      if (params.max_tokens_per_doc !== undefined) {
+        throw new UnsupportedParameterError('max_tokens_per_doc', PROVIDER, "The encoder server truncates each (query, document) pair to the model's length");
+      }
+      const response = await requestJson<RerankAnswer>(joinUrl(base, 'v1/rerank'), {
+        headers,
+        body: { query: params.query, documents: params.documents, ...(params.model ? { model: params.model } : {}), ...(params.top_n !== undefined ? { top_n: params.top_n } : {}) },
+        ...(call.signal ? { signal: call.signal } : {}),
+      });
+      if (!Array.isArray(response.results)) throw new ProviderError('The encoder server did not answer rerank results', null, PROVIDER);
+      const tokens = response.usage?.prompt_tokens;
+      const searchUnits = response.meta?.billed_units?.search_units;
+      return {
+        id: response.id,
+        model: response.model,
+        results: response.results.map(({ index, relevance_score }) => ({ index, relevance_score })),
+        usage: typeof tokens === 'number' ? { prompt_tokens: tokens, total_tokens: tokens } : null,
+        meta: typeof searchUnits === 'number' ? { billed_units: { search_units: searchUnits } } : null,
+      };
     },
     async listModels(call): Promise<Model[]> {
       const models = await requestJson<{ data: Model[] }>(joinUrl(base, 'v1/models'), { headers, ...(call.signal ? { signal: call.signal } : {}) });

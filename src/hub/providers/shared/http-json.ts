@@ -5,12 +5,15 @@ export class VendorHttpError extends Error {
   readonly status: number;
   readonly headers: Headers;
   readonly body: string;
+  /** The address asked (which operation failed). */
+  readonly url: string;
   constructor(status: number, headers: Headers, body: string, url: string, options?: ErrorOptions) {
     super(`HTTP ${status} from ${new URL(url).pathname}: ${body.slice(0, 500)}`, options);
     this.name = 'VendorHttpError';
     this.status = status;
     this.headers = headers;
     this.body = body;
+    this.url = url;
   }
 }
 

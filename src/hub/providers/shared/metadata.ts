@@ -25,5 +25,6 @@ export function providerMetadata(spec: MetadataSpec): ProviderMetadata {
     batch: spec.batch ?? false,
     reasoning: spec.reasoning ?? false,
     image: spec.image ?? false,
+    rerank: spec.rerank ?? false,
   };
 }
