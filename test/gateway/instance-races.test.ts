@@ -233,7 +233,12 @@ it.skipIf(backend.skipReason)('calls of two instances under load while one is re
     // A call holds one or two budgets, like a virtual key with a budget whose owner has one.
     const chosen = i % 2 === 0 ? [budgets[i % 3]] : [budgets[i % 3], budgets[(i + 1) % 3]];
     const holds: BudgetHold[] = [];
-    for (const budget of chosen) holds.push(await hold(store, budget.budget_id, 1000 + i));
+    if (store === paused) pausedHoldsUnderWay.add(i);
+    try {
+      for (const budget of chosen) holds.push(await hold(store, budget.budget_id, 1000 + i));
+    } finally {
+      pausedHoldsUnderWay.delete(i);
+    }
     if (store === paused) pausedHolds++;
     await new Promise((resolve) => setTimeout(resolve, i % 7));
     const actual = 100 + i;
@@ -244,17 +249,23 @@ it.skipIf(backend.skipReason)('calls of two instances under load while one is re
   };
   let calling = true;
   let pausedHolds = 0;
+  const pausedHoldsUnderWay = new Set<number>();
   const reaps = (async () => {
     let reaped = 0;
     while (calling) {
       // The paused instance's heartbeat goes stale; the other instance reaps it. It registers again at its next
-      // hold, and is taken for dead again only after many calls under its new registration, as a lease is long
-      // next to a statement (a hold is retried under a new registration a few times, not without end).
+      // hold, and is taken for dead again only after many calls under its new registration and once every hold that
+      // was under way at this reap has ended, as a lease is long next to a statement (a hold is retried under a new
+      // registration a few times, not without end). Counting holds, not time: on a busy machine one hold can wait
+      // behind many others for a pooled connection.
       const registration = paused.instanceId;
       await admin.query('UPDATE gateway_instances SET heartbeat_at = 0 WHERE instance_id = $1', [registration]);
       reaped += await reaper.reapDeadInstances(Date.now() - LEASE_MS);
       const holdsBefore = pausedHolds;
-      while (calling && (paused.instanceId === registration || pausedHolds < holdsBefore + 60)) await new Promise((resolve) => setTimeout(resolve, 2));
+      const underWay = [...pausedHoldsUnderWay];
+      while (calling && (paused.instanceId === registration || pausedHolds < holdsBefore + 60 || underWay.some((i) => pausedHoldsUnderWay.has(i)))) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
     }
     return reaped;
   })();
