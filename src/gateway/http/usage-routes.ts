@@ -95,7 +95,7 @@ function filterOf(query: { since?: string; until?: string; user_id?: string; key
   return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider };
 }
 
-const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'status', 'status_code', 'duration_ms'] as const;
+const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts'] as const;
 
 function csvRow(row: Parameters<typeof usageResource>[0]): string {
   const resource = usageResource(row);

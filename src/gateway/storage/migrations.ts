@@ -157,6 +157,11 @@ export const MIGRATIONS: Migration[] = [
     name: 'allowed models of keys and users (JSON lists; NULL: every model)',
     statements: ['ALTER TABLE virtual_keys ADD COLUMN allowed_models TEXT', 'ALTER TABLE users ADD COLUMN allowed_models TEXT'],
   },
+  {
+    version: 8,
+    name: 'model routes: the public name a usage row was called by, and the targets it tried',
+    statements: ['ALTER TABLE usage ADD COLUMN route TEXT', 'ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1'],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
