@@ -66,7 +66,7 @@ const ConfigFile = z.strictObject({
   providers: z.record(z.string(), ProviderSettings).optional(),
   pricing: z.record(z.string().regex(PROVIDER_MODEL, 'pricing keys are provider:model'), Pricing).optional(),
   /** Public model names, each an ordered list of provider:model targets tried in turn (see docs/gateway.md, Model routes). */
-  models: z.record(z.string().regex(/^[^\s\u0000]{1,256}$/, 'a model name is 1 to 256 characters without spaces'), ModelRoute).optional(),
+  models: z.record(z.string(), ModelRoute).optional(),
   rate_limits: RateLimits.optional(),
   /** Output tokens a call is assumed to produce when it sets no max_tokens, for the budget reservation. */
   reserve_output_tokens: z.number().int().positive().optional(),
@@ -212,6 +212,7 @@ function routeProblems(file: GatewayConfigFile): string[] {
   const problems: string[] = [];
   const configured = new Set(Object.keys(file.providers ?? {}));
   for (const [name, route] of Object.entries(file.models ?? {})) {
+    if (!/^[^\s\u0000]{1,256}$/.test(name)) problems.push(`models.${name}: a model name is 1 to 256 characters without spaces`);
     const withPriority = route.targets.filter((target) => target.priority !== undefined).length;
     if (withPriority !== 0 && withPriority !== route.targets.length) problems.push(`models.${name}: give priority to every target or to none`);
     route.targets.forEach((target, i) => {
