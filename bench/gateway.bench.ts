@@ -23,6 +23,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
 const CONCURRENCY = [1, 32, 128];
 const MASTER_KEY = 'bench-master-key-0123456789abcdefghijklmnop';
+/** The model route the second gateway rows call: two targets sharing the calls. */
+const ROUTE = 'bench-route';
 const args = process.argv.slice(2);
 const option = (name: string) => {
   const at = args.indexOf(name);
@@ -37,9 +39,6 @@ interface Measurement {
   p99: number;
   errors: number;
 }
-
-/** The model route the second gateway row calls: two targets sharing the calls. */
-const ROUTE = 'bench-route';
 
 /** Sends the same chat completion for `seconds` with `concurrency` callers on keep-alive connections. */
 async function load(url: string, key: string, concurrency: number, seconds: number, model = 'openai:gpt-fake'): Promise<Measurement> {

@@ -212,11 +212,11 @@ function routeProblems(file: GatewayConfigFile): string[] {
   const problems: string[] = [];
   const configured = new Set(Object.keys(file.providers ?? {}));
   for (const [name, route] of Object.entries(file.models ?? {})) {
-    if (!/^[^\s\u0000]{1,256}$/.test(name)) problems.push(`models.${name}: a model name is 1 to 256 characters without spaces`);
+    if (!/^\S{1,256}$/.test(name) || name.includes('\u0000')) problems.push(`models.${name}: a model name is 1 to 256 characters without white space or NUL`);
     const withPriority = route.targets.filter((target) => target.priority !== undefined).length;
     if (withPriority !== 0 && withPriority !== route.targets.length) problems.push(`models.${name}: give priority to every target or to none`);
     route.targets.forEach((target, i) => {
-      const at = `models.${name}.targets[${i}]`;
+      const at = `models.${name}.targets.${i}`;
       const provider = target.model.slice(0, target.model.indexOf(':'));
       if (!configured.has(provider)) {
         if (target.api_key === undefined && target.api_base === undefined) {
