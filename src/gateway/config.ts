@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import type { RateLimits } from './rate-limit.ts';
 import { PROVIDERS } from '../hub/index.ts';
+import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
 import { DEFAULT_DATABASE_URL } from './storage/index.ts';
 
@@ -78,20 +78,8 @@ const ConfigFile = z.strictObject({
 });
 export type GatewayConfigFile = z.infer<typeof ConfigFile>;
 
-export interface RouteTargetConfig {
-  /** `provider:model`. */
-  model: string;
-  weight?: number;
-  priority?: number;
-  api_key?: string;
-  api_base?: string;
-  timeout_seconds?: number;
-}
-
-export interface ModelRouteConfig {
-  targets: RouteTargetConfig[];
-  timeout_seconds?: number;
-}
+/** One model route as validated: `{targets: [{model, weight?, priority?, api_key?, api_base?, timeout_seconds?}], timeout_seconds?}`. */
+export type ModelRouteConfig = z.infer<typeof ModelRoute>;
 
 export interface GatewayConfig {
   masterKey: string;
