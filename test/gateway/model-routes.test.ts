@@ -1,8 +1,12 @@
+import { DatabaseSync } from 'node:sqlite';
 import OpenAI from 'openai';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRouteConfig } from '../../src/gateway/config.ts';
 import { parseConfigText } from '../../src/gateway/config.ts';
 import { ModelRouter } from '../../src/gateway/model-router.ts';
+import { openStore } from '../../src/gateway/storage/index.ts';
+import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from '../../src/gateway/storage/migrations.ts';
 import { CHAT_USAGE, DEFAULT_STREAM_PIECES, FakeOpenAIServer, chatChunks, chatStreamUsage } from '../fakes/openai-compatible.ts';
 import { PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
 
@@ -219,6 +223,45 @@ describe.each(backends)('model routes on $name', (backend) => {
     expect(typo.status).toBe(400);
     expect(typo.json.error).toMatchObject({ param: 'allowed_models.1' });
     expect(typo.json.error.message).toContain('"smrat"');
+  });
+});
+
+describe.each(backends)('migration 8 on $name', (backend) => {
+  /** Runs SQL on the database without the store: the schema as an older gateway left it. */
+  async function olderDatabase(url: string, statements: string[]): Promise<void> {
+    if (backend.name === 'sqlite') {
+      const db = new DatabaseSync(url.slice('sqlite:'.length));
+      for (const sql of statements) db.exec(sql);
+      db.close();
+      return;
+    }
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      for (const sql of statements) await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  }
+
+  it.skipIf(backend.skipReason)('upgrades a database with usage rows: they read as direct calls (route null, 1 attempt)', async () => {
+    const url = await backend.newDatabaseUrl();
+    const before = MIGRATIONS.filter((m) => m.version <= 7);
+    await olderDatabase(url, [
+      SCHEMA_MIGRATIONS_TABLE,
+      ...before.flatMap((m) => (m.onlyOn === undefined || m.onlyOn === backend.name ? m.statements : [])),
+      ...before.map((m) => `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'v${m.version}', 0)`),
+      `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
+       VALUES ('usage_old', 'req', 1, NULL, NULL, 'chat.completions', 'openai', 'gpt-old', 3, 4, 5, 'success', 200, 1.5)`,
+    ]);
+    const store = openStore(url);
+    try {
+      expect(await store.migrate()).toEqual([8]);
+      const [row] = await store.usagePage({}, undefined, 10);
+      expect(row).toMatchObject({ id: 'usage_old', model: 'gpt-old', route: null, attempts: 1, prompt_tokens: 3 });
+    } finally {
+      await store.close();
+    }
   });
 });
 
