@@ -99,6 +99,19 @@ describe.each(backends)('model routes on $name', (backend) => {
     expect(metrics).toMatch(/gateway_route_fallbacks_total\{route="smart",provider="openai",code="upstream_error"\} 1\b/);
   });
 
+  it.skipIf(backend.skipReason)('the one hold of a route call is sized for its dearest target, whichever is tried first', async () => {
+    primary.script(PROVIDER_CHAT_ROUTE, { delayMs: 1500, then: PROVIDER_FAILURES.serverError });
+    const messages = [{ role: 'user' as const, content: 'Hi' }];
+    const call = client.chat.completions.create({ model: 'smart', messages, max_tokens: 10 });
+    // the hold is taken before the provider is asked
+    while (primary.requestsTo(PROVIDER_CHAT_ROUTE).length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // the gateway's estimate: prompt characters / 4, and max_tokens, at the secondary's (dearer) prices
+    const promptTokens = Math.ceil(JSON.stringify(messages).length / 4);
+    expect((await budget()).reserved).toBeCloseTo(costAt(SECONDARY_PRICING, promptTokens, 10), 10);
+    await call;
+    expect((await budget()).reserved).toBe(0);
+  });
+
   it.skipIf(backend.skipReason)('primary 429, a connection cut, or a timeout → the secondary answers', async () => {
     primary.script(PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES.rateLimited, { destroy: true });
     for (let i = 0; i < 2; i++) {
