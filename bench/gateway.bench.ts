@@ -2,7 +2,8 @@
  * npm run bench:gateway — non-streaming chat completions against a loopback fake OpenAI-compatible provider,
  * (a) directly and (b) through `encoder gateway serve` with a virtual key that has a budget (so every call does
  * the key lookup, the budget reservation, the usage row and the settlement), at concurrency 1, 32 and 128, with
- * the gateway on SQLite and on PostgreSQL. Requests per second, latency p50/p99, the latency the gateway adds
+ * the gateway on SQLite and on PostgreSQL, calling `openai:gpt-fake` and a model route of two targets of equal
+ * priority (weights 1:1, both priced, so every call also plans the route and reserves for the dearer target). Requests per second, latency p50/p99, the latency the gateway adds
  * (p50 and p99 through it minus direct at the same concurrency) and the gateway's memory (RSS at the end, peak).
  * The fake provider and the gateway run as their own processes; this process only sends requests.
  *
@@ -22,6 +23,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
 const CONCURRENCY = [1, 32, 128];
 const MASTER_KEY = 'bench-master-key-0123456789abcdefghijklmnop';
+/** The model route the second gateway rows call: two targets sharing the calls. */
+const ROUTE = 'bench-route';
 const args = process.argv.slice(2);
 const option = (name: string) => {
   const at = args.indexOf(name);
@@ -38,10 +41,10 @@ interface Measurement {
 }
 
 /** Sends the same chat completion for `seconds` with `concurrency` callers on keep-alive connections. */
-async function load(url: string, key: string, concurrency: number, seconds: number): Promise<Measurement> {
+async function load(url: string, key: string, concurrency: number, seconds: number, model = 'openai:gpt-fake'): Promise<Measurement> {
   const target = new URL(`${url}/chat/completions`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const body = JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16 });
+  const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16 });
   const send = () =>
     new Promise<number>((resolve, reject) => {
       const request = http.request(
@@ -96,6 +99,11 @@ async function startGatewayProcess(databaseUrl: string, providerUrl: string, dir
       `    api_base: ${providerUrl}`,
       'pricing:',
       '  openai:gpt-fake: {input_cost_per_million: 0.15, output_cost_per_million: 0.6}',
+      '  openai:gpt-fake-2: {input_cost_per_million: 0.3, output_cost_per_million: 1.2}',
+      'models:',
+      `  ${ROUTE}:`,
+      '    - {model: openai:gpt-fake, priority: 0, weight: 1}',
+      '    - {model: openai:gpt-fake-2, priority: 0, weight: 1}',
       '',
     ].join('\n'),
   );
@@ -162,21 +170,24 @@ async function main(): Promise<void> {
       try {
         const budget = await management(gateway.url, 'POST', '/v1/budgets', { max_budget: 1_000_000 });
         const key = await management(gateway.url, 'POST', '/v1/keys', { key_name: 'bench', budget_id: budget.budget_id });
-        for (const concurrency of CONCURRENCY) {
-          const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds);
-          const base = direct.get(concurrency)!;
-          const memory = memoryOf(gateway.child.pid!);
-          rows.push([
-            database.name,
-            concurrency,
-            Math.round(base.rps),
-            Math.round(through.rps),
-            `${ms(base.p50)} / ${ms(base.p99)}`,
-            `${ms(through.p50)} / ${ms(through.p99)}`,
-            `${ms(through.p50 - base.p50)} / ${ms(through.p99 - base.p99)}`,
-            `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)}`,
-            through.errors + base.errors,
-          ]);
+        for (const [model, label] of [['openai:gpt-fake', 'provider:model'], [ROUTE, 'route of 2']]) {
+          for (const concurrency of CONCURRENCY) {
+            const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds, model);
+            const base = direct.get(concurrency)!;
+            const memory = memoryOf(gateway.child.pid!);
+            rows.push([
+              database.name,
+              label,
+              concurrency,
+              Math.round(base.rps),
+              Math.round(through.rps),
+              `${ms(base.p50)} / ${ms(base.p99)}`,
+              `${ms(through.p50)} / ${ms(through.p99)}`,
+              `${ms(through.p50 - base.p50)} / ${ms(through.p99 - base.p99)}`,
+              `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)}`,
+              through.errors + base.errors,
+            ]);
+          }
         }
         const usage = await fetch(`${gateway.url}/v1/keys/${String(key.id)}/usage?limit=1`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } });
         const totals = ((await usage.json()) as { totals: { requests: number } }).totals;
@@ -188,7 +199,7 @@ async function main(): Promise<void> {
     }
     printTable(
       `Gateway overhead, non-streaming chat completions, ${seconds} s per cell (node ${process.versions.node}, ${os.cpus().length} cores)`,
-      ['database', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway RSS / peak MiB', 'errors'],
+      ['database', 'model', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway RSS / peak MiB', 'errors'],
       rows,
     );
   } finally {

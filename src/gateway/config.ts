@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { PROVIDERS } from '../hub/index.ts';
 import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
 import { DEFAULT_DATABASE_URL, type PricingPrices } from './storage/index.ts';
@@ -32,13 +33,44 @@ const RateLimits = z
   })
   .refine((limits) => limits.requests_per_minute !== undefined || limits.tokens_per_minute !== undefined, 'give requests_per_minute, tokens_per_minute or both');
 
+const PROVIDER_MODEL = /^[^:\s]+:.+$/;
+
+/** A target of a model route; a bare `provider:model` string is short for `{model: "provider:model"}`. */
+const RouteTarget = z.preprocess(
+  (value) => (typeof value === 'string' ? { model: value } : value),
+  z.strictObject({
+    model: z.string().regex(PROVIDER_MODEL, 'a target is provider:model'),
+    /** Share of the calls among the targets of equal priority (default 1). */
+    weight: z.number().int().positive().max(1_000_000).optional(),
+    /** Lower is tried first; targets of equal priority share the load by weight. Given on all targets of a route or none. */
+    priority: z.number().int().min(0).max(1_000_000).optional(),
+    /** This target's own credentials and address, instead of the provider's under `providers`. */
+    api_key: z.string().optional(),
+    api_base: z.string().url().optional(),
+    /** How long one attempt on this target may wait for the answer (a stream: for each event), in seconds. */
+    timeout_seconds: z.number().positive().optional(),
+  }),
+);
+
+/** A model route; a bare list is short for `{targets: [...]}`. */
+const ModelRoute = z.preprocess(
+  (value) => (Array.isArray(value) ? { targets: value } : value),
+  z.strictObject({
+    targets: z.array(RouteTarget).min(1).max(32),
+    /** The default of its targets' timeout_seconds. */
+    timeout_seconds: z.number().positive().optional(),
+  }),
+);
+
 const ConfigFile = z.strictObject({
   master_key: z.string().min(1).optional(),
   database_url: z.string().min(1).optional(),
   host: z.string().min(1).optional(),
   port: z.number().int().min(0).max(65535).optional(),
   providers: z.record(z.string(), ProviderSettings).optional(),
-  pricing: z.record(z.string().regex(/^[^:\s]+:.+$/, 'pricing keys are provider:model'), Pricing).optional(),
+  pricing: z.record(z.string().regex(PROVIDER_MODEL, 'pricing keys are provider:model'), Pricing).optional(),
+  /** Public model names, each an ordered list of provider:model targets tried in turn (see docs/gateway.md, Model routes). */
+  models: z.record(z.string(), ModelRoute).optional(),
   rate_limits: RateLimits.optional(),
   /** Output tokens a call is assumed to produce when it sets no max_tokens, for the budget reservation. */
   reserve_output_tokens: z.number().int().positive().optional(),
@@ -50,6 +82,9 @@ const ConfigFile = z.strictObject({
 });
 export type GatewayConfigFile = z.infer<typeof ConfigFile>;
 
+/** One model route as validated: `{targets: [{model, weight?, priority?, api_key?, api_base?, timeout_seconds?}], timeout_seconds?}`. */
+export type ModelRouteConfig = z.infer<typeof ModelRoute>;
+
 export interface GatewayConfig {
   masterKey: string;
   databaseUrl: string;
@@ -57,6 +92,8 @@ export interface GatewayConfig {
   port: number;
   providers: Record<string, { api_key?: string; api_base?: string }>;
   pricing: Record<string, PricingPrices>;
+  /** Model routes by public name (the `models:` section). */
+  models: Record<string, ModelRouteConfig>;
   rateLimits: RateLimits | null;
   reserveOutputTokens: number;
   upstreamTimeoutSeconds: number;
@@ -111,6 +148,8 @@ export function parseConfigText(text: string, source: string, env: NodeJS.Proces
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
     throw new GatewayConfigError(`${source}: ${problems.join('; ')}`);
   }
+  const problems = routeProblems(parsed.data);
+  if (problems.length > 0) throw new GatewayConfigError(`${source}: ${problems.join('; ')}`);
   return parsed.data;
 }
 
@@ -146,6 +185,7 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
     port: overrides.port ?? file.port ?? 8000,
     providers: file.providers ?? {},
     pricing: file.pricing ?? {},
+    models: file.models ?? {},
     rateLimits: file.rate_limits ?? null,
     reserveOutputTokens: file.reserve_output_tokens ?? 1024,
     upstreamTimeoutSeconds: file.upstream_timeout_seconds ?? 600,
@@ -153,6 +193,36 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
     logLevel: file.log_level ?? 'info',
     warnings,
   };
+}
+
+/**
+ * What the schema cannot say about routes: a target's provider must be configured under `providers` or the target
+ * must bring its own `api_key`/`api_base` for a provider Hub knows; `priority` goes on every target or none; a
+ * `weight` needs priorities (it shares load among targets of equal priority).
+ */
+function routeProblems(file: GatewayConfigFile): string[] {
+  const problems: string[] = [];
+  const configured = new Set(Object.keys(file.providers ?? {}));
+  for (const [name, route] of Object.entries(file.models ?? {})) {
+    if (!/^\S{1,256}$/.test(name) || name.includes('\u0000')) problems.push(`models.${name}: a model name is 1 to 256 characters without white space or NUL`);
+    const withPriority = route.targets.filter((target) => target.priority !== undefined).length;
+    if (withPriority !== 0 && withPriority !== route.targets.length) problems.push(`models.${name}: give priority to every target or to none`);
+    route.targets.forEach((target, i) => {
+      const at = `models.${name}.targets.${i}`;
+      const provider = target.model.slice(0, target.model.indexOf(':'));
+      if (!configured.has(provider)) {
+        if (target.api_key === undefined && target.api_base === undefined) {
+          problems.push(`${at}: provider "${provider}" is not configured under providers (configure it, or give the target its own api_key or api_base)`);
+        } else if (!Object.hasOwn(PROVIDERS, provider)) {
+          problems.push(`${at}: unknown provider "${provider}" (known: ${Object.keys(PROVIDERS).join(', ')})`);
+        }
+      }
+      if (target.weight !== undefined && withPriority === 0) {
+        problems.push(`${at}: weight shares the calls among targets of equal priority; give the route's targets a priority`);
+      }
+    });
+  }
+  return problems;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

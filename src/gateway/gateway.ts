@@ -7,6 +7,7 @@ import { createGatewayApp } from './http/app.ts';
 import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
 import { GatewayMetrics } from './metrics.ts';
+import { ModelRouter } from './model-router.ts';
 import { LocalRateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
 import { HubUpstream } from './hub-upstream.ts';
@@ -64,11 +65,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       : new LocalRateLimiter(limits, metrics);
   const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter });
   const authenticator = new Authenticator(config.masterKey, store);
-  const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000 });
+  const router = new ModelRouter(config.models, config.providers);
+  const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000, connections: router.connections });
   const context: GatewayContext = {
     store,
     ledger,
     upstream,
+    router,
     metrics,
     authenticator,
     authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),

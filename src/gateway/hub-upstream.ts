@@ -1,5 +1,6 @@
 import { Hub } from '../hub/index.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../hub/providers/openai/index.ts';
+import type { Connection } from './model-router.ts';
 import { createNodeFetch } from './node-fetch.ts';
 import type {
   AnthropicMessage,
@@ -23,19 +24,23 @@ const FETCH_OPTION_PROVIDERS = new Set([...OPENAI_COMPATIBLE_SERVICES.map((servi
 
 /**
  * Provider calls through Hub (src/hub): `provider:model` names a Hub provider, whose key and base address come from
- * the gateway configuration; one `Hub` instance per provider, made at its first call. Hub's own retries are off
+ * the gateway configuration; one `Hub` instance per provider, made at its first call. The `provider` argument of
+ * every method may also name one of the `connections` (a model route target with its own key, address or timeout,
+ * see ModelRouter), which gets a `Hub` of its own. Hub's own retries are off
  * (max_retries 0): the gateway's client decides whether to retry, and a retried call would otherwise hold its
  * budget reservation and connection for several attempts. Errors come back as Hub's unified exceptions and leave
  * as GatewayErrors (see upstreamErrorOf).
  */
 export class HubUpstream implements Upstream {
   readonly #settings: Record<string, ProviderSettings>;
+  readonly #connections: Record<string, Connection>;
   readonly #timeoutMs: number;
   readonly #hubs = new Map<string, Hub>();
   readonly #fetch = createNodeFetch();
 
-  constructor(settings: Record<string, ProviderSettings>, options: { timeoutMs?: number } = {}) {
+  constructor(settings: Record<string, ProviderSettings>, options: { timeoutMs?: number; connections?: Record<string, Connection> } = {}) {
     this.#settings = settings;
+    this.#connections = options.connections ?? {};
     this.#timeoutMs = options.timeoutMs ?? 600_000;
   }
 
@@ -43,60 +48,67 @@ export class HubUpstream implements Upstream {
     return Object.keys(this.#settings);
   }
 
-  #hub(provider: string): Hub {
-    let hub = this.#hubs.get(provider);
+  #hub(name: string): Hub {
+    let hub = this.#hubs.get(name);
     if (!hub) {
-      const settings = this.#settings[provider] ?? {};
+      const connection = this.#connections[name];
+      const provider = connection?.provider ?? name;
+      const settings = connection ?? this.#settings[name] ?? {};
       hub = Hub.create(provider, {
         api_key: settings.api_key,
         api_base: settings.api_base,
         max_retries: 0,
-        timeout: this.#timeoutMs,
+        timeout: connection?.timeoutMs ?? this.#timeoutMs,
         unified_exceptions: true,
         ...(FETCH_OPTION_PROVIDERS.has(provider) ? { client_args: { fetch: this.#fetch } } : {}),
       });
-      this.#hubs.set(provider, hub);
+      this.#hubs.set(name, hub);
     }
     return hub;
   }
 
+  /** The provider a name stands for, for error messages: a connection's provider, or the name itself. */
+  #providerOf(name: string): string {
+    return this.#connections[name]?.provider ?? name;
+  }
+
   async chat(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion> {
-    return call(provider, () => this.#hub(provider).acompletion({ ...body, model, signal, stream: false } as Parameters<Hub['acompletion']>[0] & { stream: false }));
+    return call(this.#providerOf(provider), () => this.#hub(provider).acompletion({ ...body, model, signal, stream: false } as Parameters<Hub['acompletion']>[0] & { stream: false }));
   }
 
   async chatStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ChatCompletionChunk>> {
-    return firstEventOrError(provider, () => this.#hub(provider).acompletion({ ...body, model, signal, stream: true } as Parameters<Hub['acompletion']>[0] & { stream: true }));
+    return firstEventOrError(this.#providerOf(provider), () => this.#hub(provider).acompletion({ ...body, model, signal, stream: true } as Parameters<Hub['acompletion']>[0] & { stream: true }));
   }
 
   async embeddings(provider: string, model: string, inputs: string[], signal: AbortSignal, options: EmbeddingOptions = {}): Promise<EmbeddingResponse> {
     // Hub sends dimensions under the provider's own field, or refuses it (UnsupportedParameterError → 400)
     const dimensions = options.dimensions !== undefined ? { dimensions: options.dimensions } : {};
-    return call(provider, () => this.#hub(provider).aembedding({ model, inputs, signal, ...dimensions }));
+    return call(this.#providerOf(provider), () => this.#hub(provider).aembedding({ model, inputs, signal, ...dimensions }));
   }
 
   async rerank(provider: string, model: string, request: RerankQuery, signal: AbortSignal): Promise<RerankResult> {
     // Hub sends top_n and max_tokens_per_doc under the provider's own fields, or refuses them (→ 400)
-    return call(provider, () => this.#hub(provider).arerank({ ...request, model, signal }));
+    return call(this.#providerOf(provider), () => this.#hub(provider).arerank({ ...request, model, signal }));
   }
 
   async models(provider: string, signal: AbortSignal): Promise<ModelInfo[]> {
-    return call(provider, () => this.#hub(provider).alist_models({ signal }));
+    return call(this.#providerOf(provider), () => this.#hub(provider).alist_models({ signal }));
   }
 
   async messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage> {
-    return call(provider, () => this.#hub(provider).amessages({ ...body, model, signal, stream: false } as Parameters<Hub['amessages']>[0] & { stream: false }) as Promise<AnthropicMessage>);
+    return call(this.#providerOf(provider), () => this.#hub(provider).amessages({ ...body, model, signal, stream: false } as Parameters<Hub['amessages']>[0] & { stream: false }) as Promise<AnthropicMessage>);
   }
 
   async messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>> {
-    return firstEventOrError(provider, () => this.#hub(provider).amessages({ ...body, model, signal, stream: true } as Parameters<Hub['amessages']>[0] & { stream: true }));
+    return firstEventOrError(this.#providerOf(provider), () => this.#hub(provider).amessages({ ...body, model, signal, stream: true } as Parameters<Hub['amessages']>[0] & { stream: true }));
   }
 
   async responses(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ResponsesResult> {
-    return call(provider, async () => (await this.#hub(provider).aresponses({ ...body, model, signal, stream: false } as Parameters<Hub['aresponses']>[0] & { stream: false })) as unknown as ResponsesResult);
+    return call(this.#providerOf(provider), async () => (await this.#hub(provider).aresponses({ ...body, model, signal, stream: false } as Parameters<Hub['aresponses']>[0] & { stream: false })) as unknown as ResponsesResult);
   }
 
   async responsesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ResponsesStreamEvent>> {
-    return firstEventOrError(provider, () => this.#hub(provider).aresponses({ ...body, model, signal, stream: true } as Parameters<Hub['aresponses']>[0] & { stream: true }) as AsyncIterable<ResponsesStreamEvent>);
+    return firstEventOrError(this.#providerOf(provider), () => this.#hub(provider).aresponses({ ...body, model, signal, stream: true } as Parameters<Hub['aresponses']>[0] & { stream: true }) as AsyncIterable<ResponsesStreamEvent>);
   }
 }
 

@@ -30,14 +30,22 @@ export interface CallStart {
   /** The `user` field of the request (required with the master key). */
   user: unknown;
   endpoint: 'chat.completions' | 'embeddings' | 'messages' | 'responses' | 'rerank';
+  /** The first target of the call. */
   provider: string;
   model: string;
+  /** A call to a model route: its public name (what allowed_models must allow) and every target it may end on. */
+  route?: { name: string; targets: readonly ModelRef[] } | null;
   requestId: string;
   /** Rough prompt size in tokens (characters / 4) and the most output tokens the call may produce. */
   estimatedPromptTokens: number;
   maxOutputTokens: number | null;
   /** Search units the call may be billed (rerank), reserved at the model's search unit price. */
   estimatedSearchUnits?: number;
+}
+
+export interface ModelRef {
+  provider: string;
+  model: string;
 }
 
 /** A model call between its budget reservation and its usage row. */
@@ -48,7 +56,12 @@ export interface CallTicket {
   readonly reservations: BudgetHold[];
   readonly startedAt: number;
   readonly startedHr: bigint;
-  readonly pricing: PricingRecord | null;
+  /** Pricing of every target the call may end on, by `provider:model`. */
+  readonly prices: ReadonlyMap<string, PricingRecord | null>;
+  /** The target being tried, then the one that answered (or failed last): the row's provider, model and price. */
+  target: ModelRef;
+  /** Targets tried so far (1 for a call without fallbacks). */
+  attempts: number;
   finished: boolean;
 }
 
@@ -137,13 +150,18 @@ export class CallLedger {
       }
     }
     await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
-    const pricing = await this.pricingOf(`${start.provider}:${start.model}`, now);
-    const estimate = pricing
-      ? Math.min(
-          MAX_RESERVATION_NANOS,
-          Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0)),
-        )
-      : 0;
+    // One hold per call, whichever target answers: it is sized for the dearest, so a fallback stays covered.
+    const prices = new Map<string, PricingRecord | null>();
+    let estimate = 0;
+    for (const target of start.route?.targets ?? [start]) {
+      const model = `${target.provider}:${target.model}`;
+      if (prices.has(model)) continue;
+      const pricing = await this.pricingOf(model, now);
+      prices.set(model, pricing);
+      if (!pricing) continue;
+      const cost = Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0));
+      estimate = Math.max(estimate, Math.min(MAX_RESERVATION_NANOS, cost));
+    }
     const reservations: BudgetHold[] = [];
     const releaseTaken = async () => {
       for (const taken of reservations) await this.#store.releaseBudget(taken);
@@ -166,7 +184,18 @@ export class CallLedger {
       const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
       throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
     }
-    const ticket: CallTicket = { start, userId, keyId, reservations, startedAt: now, startedHr: process.hrtime.bigint(), pricing, finished: false };
+    const ticket: CallTicket = {
+      start,
+      userId,
+      keyId,
+      reservations,
+      startedAt: now,
+      startedHr: process.hrtime.bigint(),
+      prices,
+      target: { provider: start.provider, model: start.model },
+      attempts: 1,
+      finished: false,
+    };
     this.#open.add(ticket);
     return ticket;
   }
@@ -198,14 +227,15 @@ export class CallLedger {
     this.#open.delete(ticket);
     const searchUnits = tokenCount(outcome.searchUnits ?? 0);
     outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
-    const { start, pricing } = ticket;
+    const { start, target } = ticket;
+    const pricing = ticket.prices.get(`${target.provider}:${target.model}`) ?? null;
     const cost = pricing ? Math.round(callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits)) : 0;
-    const labels = { provider: start.provider, model: start.model };
+    const labels = { provider: target.provider, model: target.model };
     if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
     if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
     if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
     this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
-    this.#metrics.upstreamCalls.inc({ provider: start.provider, endpoint: start.endpoint, status: outcome.status });
+    this.#metrics.upstreamCalls.inc({ provider: target.provider, endpoint: start.endpoint, status: outcome.status });
     const row: UsageRecord = {
       // randomUUID draws from a cached entropy pool: cheaper than newId's randomBytes on this hot path.
       id: `usage_${randomUUID()}`,
@@ -214,8 +244,10 @@ export class CallLedger {
       user_id: ticket.userId,
       key_id: ticket.keyId,
       endpoint: start.endpoint,
-      provider: start.provider,
-      model: start.model,
+      provider: target.provider,
+      model: target.model,
+      route: start.route?.name ?? null,
+      attempts: ticket.attempts,
       prompt_tokens: outcome.promptTokens,
       completion_tokens: outcome.completionTokens,
       search_units: searchUnits,
@@ -241,16 +273,21 @@ export class CallLedger {
   }
 }
 
-/** Whether a model (`provider:model`) is in an allowed-models list: an exact name, or `provider:*` for all of a provider's. */
+/**
+ * Whether a model (`provider:model`, or a route's public name) is in an allowed-models list: an exact name, or
+ * `provider:*` for all of a provider's (a route name with a ':' counts as of the provider before it).
+ */
 export function modelAllowed(model: string, allowed: readonly string[] | null): boolean {
   if (allowed === null || allowed === undefined) return true;
-  const provider = model.slice(0, model.indexOf(':'));
-  return allowed.some((entry) => entry === model || entry === `${provider}:*`);
+  const colon = model.indexOf(':');
+  const pattern = colon > 0 ? `${model.slice(0, colon)}:*` : null;
+  return allowed.some((entry) => entry === model || entry === pattern);
 }
 
 /** 403 model_not_allowed, before any provider is contacted or any budget held. */
 function checkAllowedModel(start: CallStart, allowed: string[] | null, whose: string): void {
-  const model = `${start.provider}:${start.model}`;
+  // A route is allowed by its public name (what the client called), not by its targets.
+  const model = start.route?.name ?? `${start.provider}:${start.model}`;
   if (!modelAllowed(model, allowed)) {
     throw new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${model}" is not allowed for ${whose} (allowed_models: ${allowed!.join(', ') || 'none'})`);
   }

@@ -34,6 +34,12 @@ export class GatewayMetrics {
     labelNames: ['provider', 'endpoint', 'status'] as const,
     registers: [this.registry],
   });
+  readonly routeFallbacks = new Counter({
+    name: 'gateway_route_fallbacks_total',
+    help: 'Attempts of model route calls that failed and passed the call to the next target, by route, provider of the failed target and error code',
+    labelNames: ['route', 'provider', 'code'] as const,
+    registers: [this.registry],
+  });
   readonly authFailures = new Counter({
     name: 'gateway_auth_failures_total',
     help: 'Requests refused for their credential, by reason (error code)',

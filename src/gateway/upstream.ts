@@ -47,7 +47,8 @@ export interface ProviderSettings {
 
 /**
  * The gateway's one door to the providers. Route handlers call these methods, never Hub or a vendor SDK; the
- * implementation is HubUpstream (hub-upstream.ts); tests may pass their own. Every failure comes out as a
+ * implementation is HubUpstream (hub-upstream.ts); tests may pass their own. `provider` is a configured provider or
+ * the connection of a model route target (CallTarget.connection). Every failure comes out as a
  * GatewayError with the status the client should see (see `upstreamErrorOf`).
  */
 export interface Upstream {

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Authenticator, Principal } from '../auth.ts';
 import type { CallLedger } from '../ledger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import type { ModelRouter } from '../model-router.ts';
 import type { GatewayStore } from '../storage/index.ts';
 import type { Upstream } from '../upstream.ts';
 
@@ -10,6 +11,8 @@ export interface GatewayContext {
   store: GatewayStore;
   ledger: CallLedger;
   upstream: Upstream;
+  /** Model routes (`models:`) and the provider:model names: where a call's `model` goes. */
+  router: ModelRouter;
   metrics: GatewayMetrics;
   authenticator: Authenticator;
   authenticate(request: FastifyRequest, options?: { allowXApiKey?: boolean }): Promise<Principal>;

@@ -28,6 +28,15 @@ const toNanos = (dollars: number) => Math.round(dollars * NANOS_PER_DOLLAR);
 export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { store, ledger } = context;
 
+  /** A list entry without ':' can only be a model route's public name; any other is a typo (the schema allows both). */
+  function checkRouteNames(allowed: string[] | null | undefined): void {
+    allowed?.forEach((entry, i) => {
+      if (!entry.includes(':') && !context.router.names.includes(entry)) {
+        throw invalidRequest(`allowed_models[${i}]: "${entry}" must be provider:model, provider:* or the name of a configured model route`, `allowed_models.${i}`);
+      }
+    });
+  }
+
   const master = async (request: FastifyRequest) => {
     requireMaster(await context.authenticate(request));
     // No stored id holds NUL (refused at creation; PostgreSQL text cannot): such a path names nothing.
@@ -53,6 +62,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/users', { preHandler: master }, async (request, reply) => {
     const body = parseWith(CreateUserBody, request.body);
+    checkRouteNames(body.allowed_models);
     await budgetMustExist(body.budget_id, 'budget_id');
     const user = await store.createUser(body);
     return reply.code(201).send(userResource(user));
@@ -68,6 +78,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.patch<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
     const body = parseWith(UpdateUserBody, request.body);
+    checkRouteNames(body.allowed_models);
     if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
     await budgetMustExist(body.budget_id, 'budget_id');
     return userResource((await store.updateUser(request.params.id, body))!);
@@ -87,6 +98,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/keys', { preHandler: master }, async (request, reply) => {
     const body = parseWith(CreateKeyBody, request.body);
+    checkRouteNames(body.allowed_models);
     const now = Date.now();
     await userMustExist(body.user_id, 'user_id');
     await budgetMustExist(body.budget_id, 'budget_id');
@@ -121,6 +133,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.patch<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
     const body = parseWith(UpdateKeyBody, request.body);
+    checkRouteNames(body.allowed_models);
     const now = Date.now();
     if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     await userMustExist(body.user_id, 'user_id');

@@ -42,18 +42,21 @@ const PricePerMillion = z.number().nonnegative().max(1e6);
 /** A century: longer periods are "never"; bounded so that period arithmetic stays within BIGINT and Date. */
 const ResetSeconds = z.number().int().positive().max(100 * 365.25 * 24 * 3600);
 
-/** An allowed-models list: exact `provider:model` names or `provider:*`; null (or absent at creation): every model. */
+/**
+ * An allowed-models list: exact `provider:model` names, `provider:*`, or model route names (checked against the
+ * configuration by the routes); null (or absent at creation): every model.
+ */
 const AllowedModels = z
   .array(
     z
       .string()
       .max(512)
-      .regex(/^[^:\s]+:\S(.*\S)?$/, 'must be provider:model or provider:*')
+      .regex(/^([^:\s]+:\S(.*\S)?|[^:\s]+)$/, 'must be provider:model, provider:* or a model route name')
       .refine((value) => !value.includes('\u0000'), 'must not contain NUL characters'),
   )
   .max(1000)
   .nullable()
-  .describe('Models these calls may use: exact provider:model names or provider:* (null: every model)');
+  .describe('Models these calls may use: exact provider:model names, provider:* or model route names (null: every model)');
 
 export const CreateUserBody = z.strictObject({
   user_id: Id.describe('Identifier chosen by the caller'),

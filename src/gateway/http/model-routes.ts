@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidRequest, type GatewayError } from '../errors.ts';
-import { modelAllowed, type CallTicket } from '../ledger.ts';
+import { modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
+import { callWithFallback, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
 import { estimatedSearchUnits, parseRerankBody, rerankReply } from './rerank-body.ts';
@@ -9,17 +10,10 @@ import { objectBody } from './validation.ts';
 
 type Body = Record<string, unknown>;
 
-/** `provider:model` → its parts; the model part may itself contain ':' or '/'. */
-export function splitModel(value: unknown, providers: string[]): { provider: string; model: string } {
-  if (typeof value !== 'string' || value === '') throw invalidRequest('"model" is required: a string of the form provider:model, e.g. openai:gpt-4o-mini', 'model');
-  const colon = value.indexOf(':');
-  if (value.includes('\u0000')) throw invalidRequest('"model" must not contain NUL characters', 'model');
-  if (colon <= 0 || colon === value.length - 1) throw invalidRequest(`"model" must be provider:model (e.g. openai:gpt-4o-mini), got "${value}"`, 'model');
-  const provider = value.slice(0, colon);
-  if (!providers.includes(provider)) {
-    throw invalidRequest(`Provider "${provider}" is not configured on this gateway (configured: ${providers.join(', ') || 'none'})`, 'model', 'unknown_provider');
-  }
-  return { provider, model: value.slice(colon + 1) };
+/** What the ledger needs of a call's plan: its first target and, for a model route, its name and every target. */
+function targetsOf(plan: CallPlan): Pick<CallStart, 'provider' | 'model' | 'route'> {
+  const [first] = plan.targets;
+  return { provider: first.provider, model: first.model, route: plan.route === null ? null : { name: plan.route, targets: plan.targets } };
 }
 
 /** A forwarded body may not set how the gateway calls the provider (CALL_OPTION_FIELDS). */
@@ -81,7 +75,15 @@ const SSE_HEADERS = {
 
 /** /v1/chat/completions, /v1/embeddings, /v1/rerank, /v1/models and the Anthropic-format /v1/messages. */
 export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
-  const { ledger, upstream } = context;
+  const { ledger, upstream, router } = context;
+
+  /** Tries the plan's targets in turn until one answers (see callWithFallback); each fallback is counted and logged. */
+  function tryTargets<T>(request: FastifyRequest, ticket: CallTicket, plan: CallPlan, signal: AbortSignal, attempt: (target: CallTarget) => Promise<T>): Promise<T> {
+    return callWithFallback(plan, ticket, signal, attempt, (failure, target) => {
+      context.metrics.routeFallbacks.inc({ route: plan.route ?? '', provider: target.provider, code: failure.code });
+      request.log.warn({ route: plan.route, provider: target.provider, model: target.model, status: failure.status, code: failure.code }, `model route target failed, trying the next: ${failure.message}`);
+    });
+  }
 
   /**
    * A call that failed before anything was answered: its usage row, and the error to answer with. A provider's
@@ -89,7 +91,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
    * which the provider was sent and charges for — else aborting just before the answer would dodge every budget.
    */
   async function failedCall(ticket: CallTicket, error: unknown, signal?: AbortSignal): Promise<GatewayError> {
-    const failure = upstreamErrorOf(error, ticket.start.provider);
+    const failure = upstreamErrorOf(error, ticket.target.provider);
     const cancelled = signal?.aborted === true;
     await ledger.finish(ticket, {
       status: cancelled ? 'cancelled' : 'error',
@@ -131,7 +133,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/chat/completions', async (request, reply) => {
     const principal = await context.authenticate(request);
     const body = objectBody(request.body);
-    const { provider, model } = splitModel(body.model, upstream.providers);
+    const plan = router.plan(body.model);
     checkMessages(body.messages);
     checkNoCallOptions(body);
     const { user, model: _model, ...rest } = body;
@@ -141,8 +143,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       principal,
       user,
       endpoint: 'chat.completions',
-      provider,
-      model,
+      ...targetsOf(plan),
       requestId: request.id,
       estimatedPromptTokens: estimateTokens(body.messages),
       maxOutputTokens: maxTokensOf(body),
@@ -152,7 +153,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       return around(
         ticket,
         controller.signal,
-        () => upstream.chat(provider, model, forwarded, controller.signal),
+        () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.chat(target.connection, target.model, forwarded, controller.signal)),
         // A provider that reports no usage is billed by estimate, as its streams are, not for nothing.
         (completion) =>
           completion.usage
@@ -163,7 +164,9 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const clientWantsUsage = (body.stream_options as Body | undefined)?.include_usage === true;
     let stream: AsyncIterable<ChatCompletionChunk>;
     try {
-      stream = await upstream.chatStream(provider, model, { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } }, controller.signal);
+      const streamBody = { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } };
+      // A target that fails before its first event is replaced by the next; once an event is sent there is no way back.
+      stream = await tryTargets(request, ticket, plan, controller.signal, (target) => upstream.chatStream(target.connection, target.model, streamBody, controller.signal));
     } catch (error) {
       throw await failedCall(ticket, error, controller.signal);
     }
@@ -185,7 +188,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/embeddings', async (request, reply) => {
     const principal = await context.authenticate(request);
     const body = objectBody(request.body);
-    const { provider, model } = splitModel(body.model, upstream.providers);
+    const plan = router.plan(body.model);
     const input = body.input;
     const inputs = typeof input === 'string' ? [input] : input;
     if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((item) => typeof item === 'string')) {
@@ -198,8 +201,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       principal,
       user: body.user,
       endpoint: 'embeddings',
-      provider,
-      model,
+      ...targetsOf(plan),
       requestId: request.id,
       estimatedPromptTokens: estimateTokens(inputs),
       maxOutputTokens: 0,
@@ -209,7 +211,10 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const response = await around(
       ticket,
       controller.signal,
-      () => upstream.embeddings(provider, model, inputs as string[], controller.signal, dimensions !== undefined ? { dimensions } : {}),
+      () =>
+        tryTargets(request, ticket, plan, controller.signal, (target) =>
+          upstream.embeddings(target.connection, target.model, inputs as string[], controller.signal, dimensions !== undefined ? { dimensions } : {}),
+        ),
       (result) => ({ prompt: result.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0 }),
     );
     if (format === 'base64') {
@@ -229,14 +234,13 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   const rerank = async (request: FastifyRequest, reply: FastifyReply) => {
     const principal = await context.authenticate(request);
     const body = objectBody(request.body);
-    const { provider, model } = splitModel(body.model, upstream.providers);
+    const plan = router.plan(body.model);
     const { user, rerank: query } = parseRerankBody(body);
     const ticket = await ledger.begin({
       principal,
       user,
       endpoint: 'rerank',
-      provider,
-      model,
+      ...targetsOf(plan),
       requestId: request.id,
       // a cross-encoder reads the query with every document
       estimatedPromptTokens: estimateTokens(query.documents.map((document) => [query.query, document])),
@@ -247,7 +251,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const result = await around(
       ticket,
       controller.signal,
-      () => upstream.rerank(provider, model, query, controller.signal),
+      () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.rerank(target.connection, target.model, query, controller.signal)),
       // Cohere bills search units and may count no tokens: those are estimated, as for any answer without usage
       (answer) => ({ prompt: answer.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0, searchUnits: answer.meta?.billed_units.search_units ?? 0 }),
     );
@@ -266,11 +270,22 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     if (wanted && !upstream.providers.includes(wanted)) throw invalidRequest(`Provider "${wanted}" is not configured on this gateway`, 'provider', 'unknown_provider');
     const signal = AbortSignal.timeout(30_000);
     const results = await Promise.allSettled(providers.map((provider) => upstream.models(provider, signal)));
-    const data: Record<string, unknown>[] = [];
+    // The model routes' public names first (not with ?provider=: a route is no provider's); a provider model of the
+    // same name is the route's, as a call to that name is.
+    const routes = wanted ? [] : router.names;
+    // the master key (operators, the dashboard) also sees where each route goes; a virtual key only its names
+    const data: Record<string, unknown>[] = routes
+      .filter(callable)
+      .map((id) => ({ id, object: 'model', created: 0, owned_by: 'gateway', ...(principal.kind === 'master' ? { targets: router.targetsOf(id) } : {}) }));
     const failures: GatewayError[] = [];
     results.forEach((result, i) => {
       if (result.status === 'rejected') failures.push(upstreamErrorOf(result.reason, providers[i]));
-      else for (const model of result.value) if (callable(`${providers[i]}:${model.id}`)) data.push({ ...model, id: `${providers[i]}:${model.id}` });
+      else {
+        for (const model of result.value) {
+          const id = `${providers[i]}:${model.id}`;
+          if (callable(id) && !routes.includes(id)) data.push({ ...model, id });
+        }
+      }
     });
     // One provider being down should not hide the others; all of them down is the provider's failure.
     if (data.length === 0 && failures.length > 0) throw failures[0];
@@ -281,7 +296,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/responses', async (request, reply) => {
     const principal = await context.authenticate(request);
     const body = objectBody(request.body);
-    const { provider, model } = splitModel(body.model, upstream.providers);
+    const plan = router.plan(body.model);
     if (typeof body.input !== 'string' && !(Array.isArray(body.input) && body.input.length > 0)) {
       throw invalidRequest('"input" is required: a string or a non-empty array of input items', 'input');
     }
@@ -293,8 +308,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       principal,
       user,
       endpoint: 'responses',
-      provider,
-      model,
+      ...targetsOf(plan),
       requestId: request.id,
       estimatedPromptTokens: estimateTokens([body.instructions, body.input]),
       maxOutputTokens: typeof maxOutput === 'number' && Number.isFinite(maxOutput) && maxOutput > 0 ? maxOutput : null,
@@ -304,7 +318,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       return around(
         ticket,
         controller.signal,
-        () => upstream.responses(provider, model, forwarded, controller.signal),
+        () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.responses(target.connection, target.model, forwarded, controller.signal)),
         (response) =>
           response.usage
             ? { prompt: response.usage.input_tokens ?? 0, completion: response.usage.output_tokens ?? 0 }
@@ -313,7 +327,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     }
     let stream: AsyncIterable<ResponsesStreamEvent>;
     try {
-      stream = await upstream.responsesStream(provider, model, forwarded, controller.signal);
+      stream = await tryTargets(request, ticket, plan, controller.signal, (target) => upstream.responsesStream(target.connection, target.model, forwarded, controller.signal));
     } catch (error) {
       throw await failedCall(ticket, error, controller.signal);
     }
@@ -335,7 +349,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   app.post('/v1/messages', async (request, reply) => {
     const principal = await context.authenticate(request, { allowXApiKey: true });
     const body = objectBody(request.body);
-    const { provider, model } = splitModel(body.model, upstream.providers);
+    const plan = router.plan(body.model);
     checkMessages(body.messages);
     checkNoCallOptions(body);
     if (typeof body.max_tokens !== 'number') throw invalidRequest('"max_tokens" is required (Anthropic Messages format)', 'max_tokens');
@@ -346,8 +360,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       principal,
       user,
       endpoint: 'messages',
-      provider,
-      model,
+      ...targetsOf(plan),
       requestId: request.id,
       estimatedPromptTokens: estimateTokens([body.system, body.messages]),
       maxOutputTokens: maxTokensOf(body),
@@ -357,7 +370,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       return around(
         ticket,
         controller.signal,
-        () => upstream.messages(provider, model, forwarded, controller.signal),
+        () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.messages(target.connection, target.model, forwarded, controller.signal)),
         (message) =>
           message.usage
             ? { prompt: promptTokensOf(message.usage), completion: message.usage.output_tokens ?? 0 }
@@ -366,7 +379,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     }
     let stream: AsyncIterable<AnthropicStreamEvent>;
     try {
-      stream = await upstream.messagesStream(provider, model, forwarded, controller.signal);
+      stream = await tryTargets(request, ticket, plan, controller.signal, (target) => upstream.messagesStream(target.connection, target.model, forwarded, controller.signal));
     } catch (error) {
       throw await failedCall(ticket, error, controller.signal);
     }
@@ -431,7 +444,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens, completionTokens });
       yield chat ? 'data: [DONE]\n\n' : held ? format(held) : '';
     } catch (error) {
-      const failure = upstreamErrorOf(error, ticket.start.provider);
+      const failure = upstreamErrorOf(error, ticket.target.provider);
       const { promptTokens, completionTokens } = tokens();
       const cancelled = controller.signal.aborted;
       await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: cancelled ? 499 : failure.status, promptTokens, completionTokens });

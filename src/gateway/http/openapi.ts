@@ -16,7 +16,7 @@ type Schema = Record<string, unknown>;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const bodySchema = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Schema;
 const nullable = (type: string, extra: Schema = {}) => ({ type: [type, 'null'], ...extra });
-const allowedModels = { type: ['array', 'null'], items: { type: 'string' }, description: 'provider:model names or provider:* (null: every model)' };
+const allowedModels = { type: ['array', 'null'], items: { type: 'string' }, description: 'provider:model names, provider:* or model route names (null: every model)' };
 const time = { type: 'string', description: 'ISO 8601, UTC, no zone designator', examples: ['2026-05-18T12:00:00.000'] };
 
 const err = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
@@ -44,15 +44,15 @@ const BODY_ERRORS = {
 const MODEL_CALL_ERRORS = {
   ...BODY_ERRORS,
   ...AUTH_ERRORS,
-  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); unknown provider; the provider refused the request as invalid.'),
-  403: err('A budget of the key or the user is exhausted (budget_exceeded).'),
+  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); model neither a model route nor provider:model of a configured provider (unknown_provider); the provider refused the request as invalid.'),
+  403: err('A budget of the key or the user is exhausted (budget_exceeded), or the model (route name or provider:model) is not in an allowed_models list (model_not_allowed).'),
   404: err('The user named with the master key does not exist (user_not_found).'),
   429: {
-    ...err('The provider rate-limited the call (upstream_rate_limited) or the gateway rate limit was hit (rate_limit_exceeded).'),
+    ...err('The provider rate-limited the call (upstream_rate_limited; through a model route: its last target) or the gateway rate limit was hit (rate_limit_exceeded).'),
     headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
   },
-  502: err("The provider failed, could not be reached, or refused the gateway's credentials."),
-  504: err('The provider did not answer in time.'),
+  502: err("The provider failed, could not be reached, or refused the gateway's credentials (through a model route: every target failed, or one refused the credentials)."),
+  504: err('The provider did not answer in time (through a model route: the last target).'),
 };
 
 const id = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
@@ -185,7 +185,7 @@ export function gatewayOpenApi(version: string): Schema {
         },
         Usage: {
           type: 'object',
-          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms'],
+          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms'],
           properties: {
             object: { const: 'usage' },
             id: { type: 'string' },
@@ -194,8 +194,10 @@ export function gatewayOpenApi(version: string): Schema {
             user_id: nullable('string'),
             key_id: nullable('string'),
             endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
-            provider: { type: 'string' },
-            model: { type: 'string' },
+            provider: { type: 'string', description: 'The provider of the target that answered (or failed last)' },
+            model: { type: 'string', description: 'The model of the target that answered (or failed last), without provider' },
+            route: nullable('string', { description: 'The model route the client called (its public name); null for a provider:model call' }),
+            attempts: { type: 'integer', minimum: 1, description: 'Targets tried: 1 unless a model route fell back' },
             prompt_tokens: { type: 'integer' },
             completion_tokens: { type: 'integer' },
             total_tokens: { type: 'integer' },
@@ -254,7 +256,7 @@ export function gatewayOpenApi(version: string): Schema {
           required: ['object', 'data'],
           properties: {
             object: { const: 'list' },
-            data: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'provider:model' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } } } },
+            data: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'A model route name (owned_by gateway) or provider:model' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } } } },
           },
         },
         AnthropicMessage: {
@@ -427,8 +429,8 @@ export function gatewayOpenApi(version: string): Schema {
         delete: managed('Remove the pricing of a model (its calls then cost 0)', { responses: { 200: ok('Deleted', deleted('model_pricing', 'model')), 400: err('Not provider:model.'), ...MANAGEMENT_ERRORS, 404: err('No pricing for this model.') } }),
       },
       '/v1/chat/completions': {
-        post: managed('OpenAI chat completion through the provider named in model (provider:model)', {
-          requestBody: passThrough('An OpenAI chat completion request; model is provider:model; user is required with the master key. Other fields are passed on.', ['model', 'messages']),
+        post: managed('OpenAI chat completion through the provider named in model (provider:model) or the targets of a model route', {
+          requestBody: passThrough('An OpenAI chat completion request; model is a model route name or provider:model; user is required with the master key. Other fields are passed on.', ['model', 'messages']),
           responses: {
             200: {
               description: 'An OpenAI ChatCompletion, or with stream true Server-Sent Events of ChatCompletionChunk ending in data: [DONE]; a failure mid-stream ends with a data: {"error":…} event.',
@@ -440,7 +442,7 @@ export function gatewayOpenApi(version: string): Schema {
       },
       '/v1/responses': {
         post: managed('OpenAI Responses API through Hub, for providers that offer it', {
-          requestBody: passThrough('An OpenAI Responses request; model is provider:model; input (string or array) is required; user is required with the master key. Other fields are passed on.', ['model', 'input']),
+          requestBody: passThrough('An OpenAI Responses request; model is a model route name or provider:model; input (string or array) is required; user is required with the master key. Other fields are passed on.', ['model', 'input']),
           responses: {
             200: {
               description:
@@ -453,7 +455,7 @@ export function gatewayOpenApi(version: string): Schema {
       },
       '/v1/embeddings': {
         post: managed('OpenAI embeddings', {
-          requestBody: passThrough('model (provider:model), input (string or array of strings), encoding_format (float or base64), dimensions (positive integer, for providers that shorten vectors), user (with the master key).', ['model', 'input']),
+          requestBody: passThrough('model (a model route name or provider:model), input (string or array of strings), encoding_format (float or base64), dimensions (positive integer, for providers that shorten vectors), user (with the master key).', ['model', 'input']),
           responses: { 200: ok('An OpenAI CreateEmbeddingResponse', ref('Embeddings')), ...MODEL_CALL_ERRORS },
         }),
       },
@@ -470,8 +472,8 @@ export function gatewayOpenApi(version: string): Schema {
         }),
       },
       '/v1/models': {
-        get: managed('Models of every configured provider, ids as provider:model', {
-          parameters: [{ name: 'provider', in: 'query', schema: { type: 'string' }, description: 'Only this provider' }],
+        get: managed('The model routes (public names, owned_by gateway), then the models of every configured provider, ids as provider:model; a virtual key sees those it may call', {
+          parameters: [{ name: 'provider', in: 'query', schema: { type: 'string' }, description: 'Only this provider (no model routes)' }],
           responses: { 200: ok('An OpenAI model list', ref('ModelList')), 400: err('Unknown provider.'), ...AUTH_ERRORS, 429: MODEL_CALL_ERRORS[429], 502: MODEL_CALL_ERRORS[502], 504: MODEL_CALL_ERRORS[504] },
         }),
       },
@@ -479,7 +481,7 @@ export function gatewayOpenApi(version: string): Schema {
         post: {
           summary: 'Anthropic Messages format; x-api-key accepted; user from user or metadata.user_id with the master key',
           security: [{ hubKey: [] }, { bearer: [] }, { anthropicKey: [] }],
-          requestBody: passThrough('An Anthropic Messages request; model is provider:model.', ['model', 'messages', 'max_tokens']),
+          requestBody: passThrough('An Anthropic Messages request; model is a model route name or provider:model.', ['model', 'messages', 'max_tokens']),
           responses: {
             200: {
               description: 'An Anthropic Message, or with stream true its Server-Sent Events; a failure mid-stream ends with event: error.',

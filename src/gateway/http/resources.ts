@@ -77,6 +77,8 @@ export function usageResource(row: UsageRecord) {
     endpoint: row.endpoint,
     provider: row.provider,
     model: row.model,
+    route: row.route ?? null,
+    attempts: row.attempts ?? 1,
     prompt_tokens: row.prompt_tokens,
     completion_tokens: row.completion_tokens,
     total_tokens: row.prompt_tokens + row.completion_tokens,

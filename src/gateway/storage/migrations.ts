@@ -165,6 +165,11 @@ export const MIGRATIONS: Migration[] = [
       'ALTER TABLE usage ADD COLUMN search_units INTEGER NOT NULL DEFAULT 0',
     ],
   },
+  {
+    version: 9,
+    name: 'model routes: the public name a usage row was called by, and the targets it tried',
+    statements: ['ALTER TABLE usage ADD COLUMN route TEXT', 'ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1'],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -59,8 +59,13 @@ export interface UsageRecord {
   user_id: string | null;
   key_id: string | null;
   endpoint: string;
+  /** The target that answered (or failed last). */
   provider: string;
   model: string;
+  /** The model route the client called (its public name); null or absent for a provider:model. */
+  route?: string | null;
+  /** Targets tried (1, or absent, without fallbacks). */
+  attempts?: number;
   prompt_tokens: number;
   completion_tokens: number;
   /** Search units the provider billed (rerank; Cohere counts one per query and 100 documents); 0 for other calls. */

@@ -78,6 +78,8 @@ const USAGE_COLUMNS = [
   'endpoint',
   'provider',
   'model',
+  'route',
+  'attempts',
   'prompt_tokens',
   'completion_tokens',
   'search_units',
@@ -521,7 +523,7 @@ export class GatewayStore {
       const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
       statements.push({
         sql: `INSERT INTO usage (${USAGE_COLUMNS.join(', ')}) VALUES ${chunk.map(() => USAGE_PLACEHOLDERS).join(', ')}`,
-        params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => row[column])),
+        params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => (column === 'route' ? (row.route ?? null) : column === 'attempts' ? (row.attempts ?? 1) : row[column]))),
       });
     }
     const sums = new Map<string, { budget_id: string; holder: string | null; reserved: number; actual: number }>();
@@ -775,6 +777,8 @@ function usageOf(row: Row): UsageRecord {
     endpoint: String(row.endpoint),
     provider: String(row.provider),
     model: String(row.model),
+    route: (row.route as string | null) ?? null,
+    attempts: Number(row.attempts ?? 1),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),

@@ -37,6 +37,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig
     port: 0,
     providers: {},
     pricing: {},
+    models: {},
     rateLimits: null,
     reserveOutputTokens: 1024,
     upstreamTimeoutSeconds: 30,

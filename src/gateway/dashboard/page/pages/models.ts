@@ -29,7 +29,7 @@ export const modelsPage: Page = {
     return h(
       'div',
       { class: 'page' },
-      heading('Models', 'The models of the configured providers (GET /v1/models) and their prices (US$ per million tokens; unpriced models cost $0).'),
+      heading('Models', 'The model routes and the models of the configured providers (GET /v1/models), and their prices (US$ per million tokens; unpriced models cost $0; a route costs what the target that answers costs).'),
       models instanceof ApiError ? errorBanner(models) : null,
       table(
         ['Model', 'Provider', 'Route', 'Input per 1M tokens', 'Output per 1M tokens', 'Source'],
@@ -38,11 +38,11 @@ export const modelsPage: Page = {
           const model = byId.get(id);
           return [
             h('code', {}, id),
-            id.slice(0, id.indexOf(':')),
+            isRoute(model) ? 'model route' : id.slice(0, Math.max(0, id.indexOf(':'))),
             routeOf(model),
-            price ? money(price.input_cost_per_million) : 'not priced',
-            price ? money(price.output_cost_per_million) : 'not priced',
-            model ? (price ? 'provider, pricing' : 'provider') : 'pricing only',
+            price ? money(price.input_cost_per_million) : isRoute(model) ? 'its targets\' prices' : 'not priced',
+            price ? money(price.output_cost_per_million) : isRoute(model) ? 'its targets\' prices' : 'not priced',
+            model ? (isRoute(model) ? 'gateway configuration' : price ? 'provider, pricing' : 'provider') : 'pricing only',
           ];
         }),
         'No provider is configured and no model is priced.',
@@ -51,9 +51,23 @@ export const modelsPage: Page = {
   },
 };
 
+/** A model route's public name (the gateway's `models:` section), as /v1/models lists them. */
+function isRoute(model: Model | undefined): boolean {
+  return model?.owned_by === 'gateway';
+}
+
 /** The route hook: the targets a model route sends a public name to, when /v1/models gives them. */
 function routeOf(model: Model | undefined): string {
   if (!model || model.targets === undefined) return 'direct';
   const targets = Array.isArray(model.targets) ? model.targets : [model.targets];
-  return `→ ${targets.map((target) => (typeof target === 'string' ? target : JSON.stringify(target))).join(', ')}`;
+  return `→ ${targets.map(targetText).join(', ')}`;
+}
+
+/** A target as /v1/models gives it to the master key: `{model, priority, weight}` (priority 0 is tried first). */
+function targetText(target: unknown): string {
+  if (typeof target === 'string') return target;
+  const { model, priority, weight } = target as { model?: unknown; priority?: unknown; weight?: unknown };
+  if (typeof model !== 'string') return JSON.stringify(target);
+  const details = [typeof priority === 'number' && priority > 0 ? `fallback ${priority}` : '', typeof weight === 'number' && weight !== 1 ? `weight ${weight}` : ''].filter(Boolean);
+  return details.length ? `${model} (${details.join(', ')})` : model;
 }
