@@ -291,7 +291,7 @@ function printUsage(audit: UsageAudit, billings: Billing[]): void {
     ['what', 'count'],
     [
       ['gateway calls that must have one row', count('one')],
-      ['calls aborted by the client (one row or none, by when the abort came)', count('at-most-one')],
+      ['calls aborted by the client (one row or none, by when the abort came) / with their row', `${count('at-most-one')} / ${audit.abortedWithRow}`],
       ['calls refused before the provider (no row)', count('none')],
       ['usage rows', audit.rows],
       ['missing', list(audit.missing)],

@@ -16,6 +16,8 @@ export interface UsageAudit {
   unbillable: string[];
   /** Rows whose request id the soak never sent. */
   unknown: string[];
+  /** Calls aborted by the client that have their one row (the others were aborted before the gateway began them). */
+  abortedWithRow: number;
   /** Rows whose status is not what the client saw (success for 200, cancelled for an abort, error for a failure). */
   wrongStatus: string[];
   spendNanos: bigint;
@@ -44,6 +46,7 @@ export function auditUsage(databaseFile: string, calls: Billing[], keyId: string
       duplicated: [],
       unbillable: [],
       unknown: [],
+      abortedWithRow: 0,
       wrongStatus: [],
       spendNanos: BigInt(budget.spend_nanos),
       rowsCostNanos: rows.filter((row) => row.key_id === keyId).reduce((sum, row) => sum + BigInt(row.cost_nanos), 0n),
@@ -57,6 +60,7 @@ export function auditUsage(databaseFile: string, calls: Billing[], keyId: string
       if (found.length > 1) audit.duplicated.push(describe);
       else if (found.length === 0 && call.rows === 'one') audit.missing.push(describe);
       else if (found.length === 1 && call.rows === 'none') audit.unbillable.push(describe);
+      else if (found.length === 1 && call.rows === 'at-most-one') audit.abortedWithRow++;
       const wanted = rowStatusOf(call.outcome);
       if (found.length === 1 && wanted !== undefined && found[0].status !== wanted) audit.wrongStatus.push(describe);
     }
