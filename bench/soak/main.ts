@@ -8,7 +8,7 @@
  * errors by kind (injected apart from unexpected), each process's RSS at start, middle and end, and the gateway's
  * usage rows audited against the calls made, and whether each aim holds (exit code 1 if one does not):
  *   - no 5xx (or other wrong answer) for valid requests beyond the injected faults;
- *   - the median RSS of the last third within 10% of the middle third's, for each process;
+ *   - the median RSS of the last third within 10% of the middle third's, for each process (runs of 5m or more);
  *   - no usage row missing, duplicated or unaccounted for, and the budget's spend equal to its rows' cost.
  * Not part of `npm test`: it takes minutes and loads the machine.
  */
@@ -32,6 +32,7 @@ const MASTER_KEY = 'soak-master-key-0123456789abcdefghijklmnop';
 const EVERYTHING = path.join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 /** The gateway's wait for the provider: the stalls last longer, everything else answers well within it. */
 const UPSTREAM_TIMEOUT_SECONDS = 2;
+const MIN_DURATION_TO_JUDGE_RSS = 5 * 60_000;
 
 function durationArgument(value: string): number {
   const ms = parseDuration(value);
@@ -208,15 +209,18 @@ async function main(options: Options): Promise<void> {
     const unexpected = unexpectedSoFar();
     const usageHolds =
       audit.missing.length + audit.duplicated.length + audit.unbillable.length + audit.unknown.length === 0 && audit.spendNanos === audit.rowsCostNanos && audit.reservedNanos === 0n;
-    const aims: [string, boolean, string][] = [
+    // In a short run the thirds fall in the processes' first minutes, while their heaps still grow to their working
+    // size (the gateway's takes ~2 minutes under this load): that is sizing, not a leak, so it is not judged.
+    const judgeRss = options.duration >= MIN_DURATION_TO_JUDGE_RSS;
+    const aims: [string, boolean | null, string][] = [
       ['no 5xx or other wrong answer beyond the injected faults', unexpected === 0, `${unexpected} unexpected`],
-      ['RSS of the last third within 10% of the middle third (medians), every process', rssHolds, ''],
+      ['RSS of the last third within 10% of the middle third (medians), every process', judgeRss ? rssHolds : null, judgeRss ? '' : `not judged: runs of ${formatDuration(MIN_DURATION_TO_JUDGE_RSS)} or more`],
       ['no usage row lost, duplicated or unaccounted for; spend = sum of the rows; nothing left reserved', usageHolds, `${audit.missing.length} missing, ${audit.duplicated.length} duplicated`],
       ['every process up to the end and stopped with exit code 0', crashes.length === 0 && [...exits.values()].every((code) => code === 0), [...crashes, ...[...exits].map(([p, code]) => `${p.name} exit ${code}`)].join('; ')],
     ];
-    printTable('Aims', ['aim', 'holds', 'detail'], aims.map(([aim, holds, detail]) => [aim, holds ? 'yes' : 'NO', detail]));
+    printTable('Aims', ['aim', 'holds', 'detail'], aims.map(([aim, holds, detail]) => [aim, holds === null ? '-' : holds ? 'yes' : 'NO', detail]));
     if (audit.wrongStatus.length > 0) console.log(`\nrows whose status is not what the client saw (first 20): ${audit.wrongStatus.slice(0, 20).join('; ')}`);
-    if (aims.some(([, holds]) => !holds)) {
+    if (aims.some(([, holds]) => holds === false)) {
       process.exitCode = 1;
       keepWork = true;
       console.log(`\nkept for investigation: ${work} (gateway.db, configurations)`);
