@@ -103,6 +103,9 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
     format: 'cjs',
     target: 'node26',
     minify: true,
+    // Minified class names would change what error.name and constructor.name say, and the gateway and Hub tell
+    // failures apart by them (a provider timeout answered 502 instead of 504 from the executable; found by the soak).
+    keepNames: true,
     legalComments: 'none',
     logLevel: 'warning',
     plugins: [

@@ -4,7 +4,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { baseRuntimePath, hasBaseRuntime, startListening, warnIfNoBaseRuntime, type ListeningExecutable } from '../helpers/executables.ts';
-import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
+import { chatChunks, chatCompletionBody, DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { MASTER_KEY } from './helpers/gateway.ts';
 
 // The gateway inside the single executable (node:sqlite, pg, fastify and Hub bundled by esbuild into the SEA).
@@ -12,32 +12,40 @@ const available = hasBaseRuntime();
 warnIfNoBaseRuntime('gateway in the single executable');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-sea-'));
 let fake: FakeOpenAIServer;
-let child: ListeningExecutable | undefined;
+const children: ListeningExecutable[] = [];
 
 beforeAll(async () => {
   fake = await FakeOpenAIServer.start();
 });
 afterAll(async () => {
-  await child?.stop();
+  for (const child of children) await child.stop();
   await fake?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-it.skipIf(!available)('encoder gateway serve from the base runtime forwards, records usage, serves the dashboard and stops cleanly on SIGTERM', async () => {
-  const config = path.join(dir, 'gateway.yaml');
-  writeFileSync(config, `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
-  const database = path.join(dir, 'gateway.db');
+/** `encoder gateway serve` of the base runtime with this configuration, on SQLite, until the test's end. */
+async function startGatewayExecutable(name: string, configText: string): Promise<ListeningExecutable> {
+  const config = path.join(dir, `${name}.yaml`);
+  writeFileSync(config, configText);
   const running = await startListening(
     baseRuntimePath(),
-    ['gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', `sqlite:${database}`],
+    ['gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', `sqlite:${path.join(dir, `${name}.db`)}`],
     { cacheDir: path.join(dir, 'cache'), env: { GATEWAY_MASTER_KEY: MASTER_KEY } },
     /listening on (http:\/\/\S+)/,
   );
-  child = running;
+  children.push(running);
+  return running;
+}
+
+async function createKey(url: string): Promise<{ id: string; key: string }> {
+  const response = await fetch(`${url}/v1/keys`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: '{"key_name":"sea"}' });
+  return (await response.json()) as { id: string; key: string };
+}
+
+it.skipIf(!available)('encoder gateway serve from the base runtime forwards, records usage, serves the dashboard and stops cleanly on SIGTERM', async () => {
+  const running = await startGatewayExecutable('gateway', `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
   const url = running.address;
-  const key = (await (
-    await fetch(`${url}/v1/keys`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: '{"key_name":"sea"}' })
-  ).json()) as { id: string; key: string };
+  const key = await createKey(url);
   const client = new OpenAI({ apiKey: key.key, baseURL: `${url}/v1`, maxRetries: 0 });
   const completion = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
   expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
@@ -53,4 +61,35 @@ it.skipIf(!available)('encoder gateway serve from the base runtime forwards, rec
   expect((await script.text()).length).toBeGreaterThan(10_000);
   expect(await running.stop()).toBe(0);
   expect(running.stderr()).toContain('stopped');
+});
+
+// Found by `npm run soak -- --built`: the bundle is minified, and the gateway tells failures apart by their class
+// names (Hub's errors and the vendor SDKs'), so a timeout answered 502 upstream_error instead of 504.
+it.skipIf(!available)('tells provider failures apart as from source: a stall past upstream_timeout_seconds is 504 upstream_timeout, plain and streamed', async () => {
+  const running = await startGatewayExecutable('timeouts', `log_level: warn\nupstream_timeout_seconds: 1\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
+  const key = await createKey(running.address);
+  const client = new OpenAI({ apiKey: key.key, baseURL: `${running.address}/v1`, maxRetries: 0 });
+  const request = { model: 'openai:gpt-fake', messages: [{ role: 'user' as const, content: 'Hi' }] };
+
+  fake.script('POST /v1/chat/completions', { delayMs: 5_000, then: { json: chatCompletionBody('gpt-fake') } });
+  const plain = await client.chat.completions.create(request).catch((error: unknown) => error);
+  expect(plain).toBeInstanceOf(OpenAI.APIError);
+  expect((plain as InstanceType<typeof OpenAI.APIError>).status).toBe(504);
+  expect((plain as InstanceType<typeof OpenAI.APIError>).code).toBe('upstream_timeout');
+
+  // two events, then silence: the stream ends with an error event of type timeout_error
+  fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-fake').slice(0, 2), hold: true });
+  const streamed = await (async () => {
+    for await (const _ of await client.chat.completions.create({ ...request, stream: true }));
+  })().catch((error: unknown) => error);
+  expect(streamed).toBeInstanceOf(OpenAI.APIError);
+  expect((streamed as InstanceType<typeof OpenAI.APIError>).type).toBe('timeout_error');
+
+  const usage = (await (await fetch(`${running.address}/v1/keys/${key.id}/usage`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } })).json()) as {
+    data: { status: string; status_code: number }[];
+  };
+  expect(usage.data.map((row) => [row.status, row.status_code])).toEqual([
+    ['error', 504],
+    ['error', 504],
+  ]);
 });
