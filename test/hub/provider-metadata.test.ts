@@ -91,7 +91,7 @@ const hi = [{ role: 'user' as const, content: 'hi' }];
 const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const image = [{ role: 'user' as const, content: [{ type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: PIXEL } }] }];
 
-type Options = Record<string, unknown>;
+type Options = { provider: string; [option: string]: unknown };
 
 /**
  * Each checked flag: the calls that need it and the parameter_names its refusal may carry (a provider without
