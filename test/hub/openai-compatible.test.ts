@@ -402,6 +402,65 @@ describe('vendor quirks', () => {
       ['openai:gpt-4o', 11, undefined],
     ]);
   });
+
+  it('otari: batches through its own API — requests in the body, the upstream provider named on every later call', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hub-otari-batch-'));
+    const file = path.join(dir, 'input.jsonl');
+    const lines = ['a', 'b'].map((id) => ({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { model: 'openai:gpt-4o', messages: [{ role: 'user', content: id }] } }));
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const batchOf = (status: string) => ({ id: 'batch_9', object: 'batch', endpoint: '/v1/chat/completions', status, completion_window: '24h', created_at: 1, input_file_id: 'f', provider: 'openai' });
+    let status = 'in_progress';
+    fake.handle('POST /v1/batches', () => ({ json: batchOf('validating') }));
+    fake.handle('GET /v1/batches/batch_9', () => ({ json: batchOf(status) }));
+    fake.handle('POST /v1/batches/batch_9/cancel', () => ({ json: batchOf('cancelling') }));
+    fake.handle('GET /v1/batches', () => ({ json: { data: [batchOf('completed')] } }));
+    fake.handle('GET /v1/batches/batch_9/results', () => ({
+      json: { results: [{ custom_id: 'a', result: chatCompletionBody('gpt-4o', 'answer a'), error: null }, { custom_id: 'b', result: null, error: { code: 'rate_limited', message: 'later' } }] },
+    }));
+    const otari = { provider: 'otari', api_key: 'tk', api_base: fake.baseURL };
+
+    const created = await acreate_batch({ ...otari, input_file_path: file, endpoint: '/v1/chat/completions', metadata: { job: 'nightly' } });
+    expect(created).toEqual(batchOf('validating'));
+    expect((created as typeof created & { provider: string }).provider).toBe('openai');
+    expect(fake.requestsTo('POST /v1/batches')[0]!.body).toEqual({
+      model: 'openai:gpt-4o',
+      requests: lines.map((l) => ({ custom_id: l.custom_id, body: l.body })),
+      completion_window: '24h',
+      metadata: { job: 'nightly' },
+    });
+    expect(fake.requestsTo('POST /v1/files')).toHaveLength(0);
+
+    const withoutUpstream = await failure(aretrieve_batch({ ...otari, batch_id: 'batch_9' }));
+    expect(withoutUpstream).toMatchObject({ constructor: InvalidRequestError, param: 'provider_name' });
+    expect((await aretrieve_batch({ ...otari, batch_id: 'batch_9', provider_name: 'openai' })).status).toBe('in_progress');
+    const early = await failure(aretrieve_batch_results({ ...otari, batch_id: 'batch_9', provider_name: 'openai' }));
+    expect(early).toMatchObject({ constructor: BatchNotCompleteError, batch_status: 'in_progress' });
+    status = 'completed';
+    expect(await aretrieve_batch_results({ ...otari, batch_id: 'batch_9', provider_name: 'openai' })).toEqual([
+      { custom_id: 'a', result: chatCompletionBody('gpt-4o', 'answer a'), error: null },
+      { custom_id: 'b', result: null, error: { code: 'rate_limited', message: 'later' } },
+    ]);
+    fake.script('GET /v1/batches/batch_9/results', { status: 409, json: { detail: 'not yet complete' } });
+    expect(await failure(aretrieve_batch_results({ ...otari, batch_id: 'batch_9', provider_name: 'openai' }))).toBeInstanceOf(BatchNotCompleteError);
+    expect((await acancel_batch({ ...otari, batch_id: 'batch_9', provider_name: 'openai' })).status).toBe('cancelling');
+    expect((await alist_batches({ ...otari, provider_name: 'openai', limit: 2 })).map((b) => [b.id, b.status])).toEqual([['batch_9', 'completed']]);
+    const later = fake.requests.filter((r) => r.path !== '/v1/batches' || r.method === 'GET');
+    expect(later.map((r) => `${r.method} ${r.path}?${r.query.toString()}`)).toEqual([
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9/results?provider=openai',
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9/results?provider=openai',
+      'POST /v1/batches/batch_9/cancel?provider=openai',
+      'GET /v1/batches?provider=openai&limit=2',
+    ]);
+    for (const request of fake.requests) expect(request.headers.authorization).toBe('Bearer tk');
+
+    const embeddings = await failure(acreate_batch({ ...otari, input_file_path: file, endpoint: '/v1/embeddings' }));
+    expect(embeddings).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'endpoint' });
+    expect(fake.requestsTo('POST /v1/batches')).toHaveLength(1);
+  });
 });
 
 describe('completion, responses, embeddings, models', () => {

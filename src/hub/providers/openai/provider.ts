@@ -9,6 +9,7 @@ import type { CallOptions, CompletionParams, MessagesParams, Model, Provider, Pr
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { openAIBatches } from './batches.ts';
 import { openAIErrorToHub } from './errors.ts';
+import { otariBatches } from './otari-batches.ts';
 import { adaptChatRequest, adaptChunks, adaptCompletion, completeModel } from './quirks.ts';
 import { baseAddress, type OpenAICompatibleService } from './services.ts';
 
@@ -97,7 +98,7 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
           },
         }
       : {}),
-    ...(service.metadata.batch ? { batches: openAIBatches(client, name) } : {}),
+    ...(service.metadata.batch ? { batches: service.batch_api === 'otari' ? otariBatches(client, name) : openAIBatches(client, name) } : {}),
     toHubError: (error) => openAIErrorToHub(error, name),
   };
 }

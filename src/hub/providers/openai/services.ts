@@ -19,6 +19,8 @@ export interface OpenAICompatibleService {
   /** A base address read from the environment when api_base is not given (required when there is no default). */
   base_env?: BaseFromEnv;
   quirks: ServiceQuirks;
+  /** Whose batch API: OpenAI's (files + batches) or otari's own (./otari-batches.ts). */
+  batch_api: 'openai' | 'otari';
 }
 
 export interface BaseFromEnv {
@@ -48,6 +50,7 @@ interface ServiceSpec {
   azure?: boolean;
   base_env?: BaseFromEnv;
   quirks?: ServiceQuirks;
+  batch_api?: 'openai' | 'otari';
 }
 
 function service(spec: ServiceSpec): OpenAICompatibleService {
@@ -79,6 +82,7 @@ function service(spec: ServiceSpec): OpenAICompatibleService {
     ...(spec.azure ? { azure: true } : {}),
     ...(spec.base_env ? { base_env: spec.base_env } : {}),
     quirks: spec.quirks ?? {},
+    batch_api: spec.batch_api ?? 'openai',
   };
 }
 
@@ -141,7 +145,7 @@ export const OPENAI_COMPATIBLE_SERVICES: readonly OpenAICompatibleService[] = [
   service({ name: 'openrouter', env_key: 'OPENROUTER_API_KEY', base: 'https://openrouter.ai/api/v1', doc_url: 'https://openrouter.ai/docs/api-reference', embedding: true, responses: true, reasoning: true, image: true, top_k: true, user: true }),
   service({
     name: 'otari', env_key: 'OTARI_API_KEY', api_key_optional: true, base: 'https://api.otari.ai/v1', doc_url: 'https://mozilla-ai.github.io/otari/',
-    embedding: true, responses: true, reasoning: true, image: true,
+    embedding: true, responses: true, batch: true, batch_api: 'otari', reasoning: true, image: true,
     base_env: { name: 'OTARI_API_BASE', path: '/v1', example: 'http://localhost:8000' }, quirks: { max_tokens_only: true },
   }),
   service({ name: 'ovhcloud', env_key: 'OVHCLOUD_API_KEY', base: 'https://oai.endpoints.kepler.ai.cloud.ovh.net/v1', doc_url: 'https://docs.ovhcloud.com/en/guides/public-cloud/ai-machine-learning/ai-endpoints-getting-started' }),
