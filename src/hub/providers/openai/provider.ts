@@ -35,8 +35,9 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
   // encoding_format answers float arrays, which would become garbage vectors without an error. Ask for floats there.
   const embeddingFormat = name === 'openai' || name === 'azureopenai' ? {} : { encoding_format: 'float' as const };
   const quirks = service.quirks;
-  const chatRequest = (params: MessagesParams, call: CallOptions) =>
-    adaptChatRequest({ ...messagesToChatRequest(params, dialect), ...call.extra }, quirks, name, 'messages');
+  // The caller's extra fields come last: they may replace anything, stream_options included.
+  const chatRequest = (params: MessagesParams, call: CallOptions, stream = false) =>
+    adaptChatRequest({ ...messagesToChatRequest(params, dialect), ...(stream ? streamOptions : {}), ...call.extra }, quirks, name, 'messages');
   const completionRequest = (params: CompletionParams, call: CallOptions) =>
     adaptChatRequest({ ...params, ...call.extra }, quirks, name, 'completion');
   return {
@@ -46,7 +47,7 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       return chatCompletionToMessage(adaptCompletion(completion, quirks), name);
     },
     async *messagesStream(params, call) {
-      const body = { ...chatRequest(params, call), ...streamOptions, ...call.extra, stream: true as const };
+      const body = { ...chatRequest(params, call, true), stream: true as const };
       const stream = await client.chat.completions.create(body, { signal: call.signal });
       yield* chatChunksToMessageEvents(adaptChunks(stream, quirks), name);
     },

@@ -98,10 +98,10 @@ export async function* adaptChunks(chunks: AsyncIterable<OpenAI.ChatCompletionCh
   for await (const chunk of chunks) {
     for (const choice of chunk.choices ?? []) {
       choice.finish_reason = mappedFinish(choice.finish_reason, quirks);
-      const delta = choice.delta;
       const finished = choice.finish_reason != null;
-      if (splitter && delta && choice.index === 0 && (typeof delta.content === 'string' || finished)) {
-        // a finishing chunk also gives back what was held as a possible tag
+      if (splitter && choice.index === 0 && (typeof choice.delta?.content === 'string' || finished)) {
+        // a finishing chunk (MiniMax's may have no delta) also gives back what was held as a possible tag
+        const delta = (choice.delta ??= {});
         const { text, reasoning } = splitter.push(delta.content ?? '', finished);
         if (typeof delta.content === 'string' || text !== '') delta.content = text;
         if (reasoning !== '') (delta as { reasoning_content?: string }).reasoning_content = reasoning;
