@@ -149,7 +149,7 @@ export const OPENAI_COMPATIBLE_SERVICES: readonly OpenAICompatibleService[] = [
     base_env: { name: 'OTARI_API_BASE', path: '/v1', example: 'http://localhost:8000' }, quirks: { max_tokens_only: true },
   }),
   service({ name: 'ovhcloud', env_key: 'OVHCLOUD_API_KEY', base: 'https://oai.endpoints.kepler.ai.cloud.ovh.net/v1', doc_url: 'https://docs.ovhcloud.com/en/guides/public-cloud/ai-machine-learning/ai-endpoints-getting-started' }),
-  service({ name: 'perplexity', env_key: 'PERPLEXITY_API_KEY', base: 'https://api.perplexity.ai', doc_url: 'https://docs.perplexity.ai/api-reference', list_models: false, reasoning: true, top_k: true }),
+  service({ name: 'perplexity', env_key: 'PERPLEXITY_API_KEY', base: 'https://api.perplexity.ai', doc_url: 'https://docs.perplexity.ai/api-reference', list_models: false, reasoning: true, image: true, top_k: true }),
   service({ name: 'portkey', env_key: 'PORTKEY_API_KEY', base: 'https://api.portkey.ai/v1', doc_url: 'https://portkey.ai/docs', reasoning: true, image: true, quirks: { think_tags: true } }),
   service({ name: 'qiniu', env_key: 'QINIU_API_KEY', base: 'https://api.qnaigc.com/v1', doc_url: 'https://developer.qiniu.com/aitokenapi', embedding: true, reasoning: true, image: true }),
   service({ name: 'requesty', env_key: 'REQUESTY_API_KEY', base: 'https://router.requesty.ai/v1', doc_url: 'https://docs.requesty.ai', embedding: true, reasoning: true, image: true, quirks: { reasoning_object: true } }),
