@@ -11,8 +11,8 @@ import type { CompletionParams, MessagesParams } from '../../src/hub/provider.ts
 import { chatChunks } from '../fakes/openai-compatible.ts';
 import { collect } from './helpers.ts';
 
-const openaiDialect: ChatDialect = { provider_name: 'openai', top_k: false, reasoning: true, max_tokens_field: 'max_completion_tokens', user: true };
-const localDialect: ChatDialect = { provider_name: 'vllm', top_k: true, reasoning: false, max_tokens_field: 'max_tokens', user: false };
+const openaiDialect: ChatDialect = { provider_name: 'openai', top_k: false, reasoning: true, max_tokens_field: 'max_completion_tokens', user: true, image: true };
+const localDialect: ChatDialect = { provider_name: 'vllm', top_k: true, reasoning: false, max_tokens_field: 'max_tokens', user: false, image: false };
 const base: MessagesParams = { model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] };
 
 async function* from<T>(items: T[]): AsyncGenerator<T> {
@@ -146,6 +146,12 @@ describe('Messages request → chat request (every rule)', () => {
     ['server tools', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] as MessagesParams['tools'] }, openaiDialect, 'tools'],
     ['an Anthropic-only field', { service_tier: 'auto' }, openaiDialect, 'service_tier'],
     ['output effort', { output_config: { effort: 'high' } }, openaiDialect, 'output_config.effort'],
+    [
+      'an image where the dialect takes none',
+      { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://x/y.png' } }] }] },
+      localDialect,
+      'image',
+    ],
   ];
   it.each(unsupported)('%s → UnsupportedParameterError', (_name, params, dialect, parameter) => {
     let caught: unknown;

@@ -220,6 +220,248 @@ describe('every OpenAI-compatible service', () => {
     expect(error).toBeInstanceOf(InvalidRequestError);
     expect(String(error)).toContain('AZURE_OPENAI_ENDPOINT');
   });
+
+  const services = OPENAI_COMPATIBLE_SERVICES.map((s) => [s.metadata.name, s] as const);
+  const chat = [{ role: 'user' as const, content: 'x' }];
+
+  it.each(services)('%s: streams, passes completion through with its token-limit field, maps errors', async (name, service) => {
+    const on = { api_key: `${name}-key`, api_base: fake.baseURL, provider: name };
+    const events = await collect(amessages({ ...on, model: 'm', max_tokens: 5, messages: chat, stream: true }));
+    expect(events.at(-1)!.type).toBe('message_stop');
+    const streamed = fake.requestsTo('POST /v1/chat/completions')[0]!;
+    expect(streamed.headers.authorization).toBe(`Bearer ${name}-key`);
+    expect(streamed.body).toMatchObject({ model: 'm', stream: true });
+    expect((streamed.body as { stream_options?: unknown }).stream_options).toEqual(service.stream_usage ? { include_usage: true } : undefined);
+
+    const completion = await acompletion({ ...on, model: 'm', messages: chat, max_completion_tokens: 7 });
+    expect(completion.choices[0]!.message.content).toBe('Hello from the fake server');
+    const sent = fake.requestsTo('POST /v1/chat/completions')[1]!.body as Record<string, unknown>;
+    // vendors that take only max_tokens get the limit under that name
+    if (service.quirks.max_tokens_only) expect([sent.max_tokens, sent.max_completion_tokens]).toEqual([7, undefined]);
+    else expect([sent.max_tokens, sent.max_completion_tokens]).toEqual([undefined, 7]);
+
+    fake.script('POST /v1/chat/completions', { status: 401, json: errorBody('bad key') }, { status: 429, headers: { 'retry-after': '0' }, json: errorBody('slow down') });
+    const denied = await failure(amessages({ ...on, model: 'm', max_tokens: 5, messages: chat, unified_exceptions: true, max_retries: 0 }));
+    expect(denied).toBeInstanceOf(AuthenticationError);
+    expect(denied).toMatchObject({ provider_name: name, status_code: 401, message: `[${name}] bad key` });
+    const limited = await failure(collect(acompletion({ ...on, model: 'm', messages: chat, stream: true, unified_exceptions: true, max_retries: 0 })));
+    expect(limited).toBeInstanceOf(RateLimitError);
+    expect(limited).toMatchObject({ provider_name: name, retry_after: 0 });
+  });
+
+  it.each(services)('%s: list_models, embeddings and responses where its metadata says, UnsupportedParameterError elsewhere', async (name, service) => {
+    const on = { api_key: `${name}-key`, api_base: fake.baseURL, provider: name };
+    const { list_models, embedding, responses } = service.metadata;
+    if (service.quirks.model_catalog) fake.script('GET /v1/catalog/models', { json: FAKE_MODEL_IDS.map((id) => ({ id, publisher: 'Fake Labs' })) });
+    if (list_models) expect((await alist_models(on)).map((m) => [m.id, m.object])).toEqual(FAKE_MODEL_IDS.map((id) => [id, 'model']));
+    else expect(await failure(alist_models(on))).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'list_models' });
+    if (embedding) {
+      const vectors = await aembedding({ ...on, model: 'e', inputs: ['abc'] });
+      // OpenAI and Azure get base64 (float32 on the wire), the others ask for floats
+      const base64 = name === 'openai' || name === 'azureopenai';
+      expect(vectors.data[0]!.embedding).toEqual(base64 ? Array.from(new Float32Array(fakeEmbedding('abc'))) : fakeEmbedding('abc'));
+      expect(fake.requestsTo('POST /v1/embeddings')[0]!.body).toMatchObject({ model: 'e', input: ['abc'], encoding_format: base64 ? 'base64' : 'float' });
+    } else {
+      expect(await failure(aembedding({ ...on, model: 'e', inputs: ['abc'] }))).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'embedding' });
+    }
+    if (responses) expect((await aresponses({ ...on, model: 'm', input: 'hi' })).output_text).toBe('Hello from the fake server');
+    else expect(await failure(aresponses({ ...on, model: 'm', input: 'hi' }))).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'responses' });
+    expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      ...(list_models ? [service.quirks.model_catalog ? 'GET /v1/catalog/models' : 'GET /v1/models'] : []),
+      ...(embedding ? ['POST /v1/embeddings'] : []),
+      ...(responses ? ['POST /v1/responses'] : []),
+    ]);
+    for (const request of fake.requests) expect(request.headers.authorization).toBe(`Bearer ${name}-key`);
+  });
+});
+
+describe('vendor quirks', () => {
+  const on = (provider: string) => ({ api_key: 'k', api_base: fake.baseURL, provider });
+  const chat = [{ role: 'user' as const, content: 'x' }];
+  const schema = { type: 'json_schema', schema: { type: 'object', properties: { n: { type: 'number' } } } };
+
+  it.each(['inception', 'minimax', 'zai'])('%s has no structured output: output_format and response_format are refused before any request', async (provider) => {
+    const messages = await failure(amessages({ ...on(provider), model: 'm', max_tokens: 5, messages: chat, output_format: schema }));
+    expect(messages).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'output_format', provider_name: provider });
+    const completion = await failure(acompletion({ ...on(provider), model: 'm', messages: chat, response_format: { type: 'json_object' } }));
+    expect(completion).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'response_format' });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("zai: its own finish reasons read as OpenAI's (context window → length, sensitive → content_filter)", async () => {
+    const finishing = (reason: string) => chatCompletionBody('glm', 'partial', { choices: [{ index: 0, message: { role: 'assistant', content: 'partial' }, finish_reason: reason }] });
+    fake.script('POST /v1/chat/completions', { json: finishing('model_context_window_exceeded') }, { json: finishing('sensitive') }, { sse: chatChunks('glm', ['a'], 'sensitive') });
+    expect((await amessages({ ...on('zai'), model: 'glm', max_tokens: 5, messages: chat })).stop_reason).toBe('max_tokens');
+    expect((await acompletion({ ...on('zai'), model: 'glm', messages: chat })).choices[0]!.finish_reason).toBe('content_filter');
+    const events = await collect(amessages({ ...on('zai'), model: 'glm', max_tokens: 5, messages: chat, stream: true }));
+    expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'refusal' } });
+  });
+
+  it('llama: a tool property with oneOf and no type gets type string; the caller’s tools are left as they were', async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        function: { name: 'f', parameters: { type: 'object', properties: { either: { oneOf: [{ type: 'string' }, { type: 'number' }] }, n: { type: 'integer' } } } },
+      },
+    ];
+    const before = structuredClone(tools);
+    await acompletion({ ...on('llama'), model: 'Llama-4', messages: chat, tools });
+    const sent = fake.requestsTo('POST /v1/chat/completions')[0]!.body as { tools: typeof tools };
+    expect(sent.tools[0]!.function.parameters.properties).toEqual({ either: { oneOf: [{ type: 'string' }, { type: 'number' }], type: 'string' }, n: { type: 'integer' } });
+    expect(tools).toEqual(before);
+    // the same through messages
+    await amessages({ ...on('llama'), model: 'Llama-4', max_tokens: 5, messages: chat, tools: [{ name: 'g', input_schema: { type: 'object', properties: { x: { oneOf: [{ type: 'string' }] } } } }] });
+    const converted = fake.requestsTo('POST /v1/chat/completions')[1]!.body as { tools: typeof tools };
+    expect(converted.tools[0]!.function.parameters.properties).toEqual({ x: { oneOf: [{ type: 'string' }], type: 'string' } });
+  });
+
+  it('requesty: reasoning goes as reasoning: {effort}, from thinking or reasoning_effort', async () => {
+    await amessages({ ...on('requesty'), model: 'm', max_tokens: 30000, messages: chat, thinking: { type: 'enabled', budget_tokens: 20000 } });
+    await acompletion({ ...on('requesty'), model: 'm', messages: chat, reasoning_effort: 'low' });
+    await acompletion({ ...on('requesty'), model: 'm', messages: chat, reasoning_effort: 'none' });
+    const bodies = fake.requestsTo('POST /v1/chat/completions').map((r) => r.body as Record<string, unknown>);
+    expect(bodies.map((b) => [b.reasoning, b.reasoning_effort])).toEqual([
+      [{ effort: 'high' }, undefined],
+      [{ effort: 'low' }, undefined],
+      [undefined, undefined],
+    ]);
+  });
+
+  it.each(['minimax', 'portkey'])('%s: reasoning inside <think> tags becomes thinking (messages) and reasoning_content (completion)', async (provider) => {
+    const answer = chatCompletionBody('m', '<think>plan the answer</think>\n\nThe answer');
+    fake.script('POST /v1/chat/completions', { json: structuredClone(answer) }, { json: structuredClone(answer) });
+    const message = await amessages({ ...on(provider), model: 'm', max_tokens: 50, messages: chat });
+    expect(message.content).toEqual([
+      { type: 'thinking', thinking: 'plan the answer', signature: '' },
+      { type: 'text', text: 'The answer', citations: null },
+    ]);
+    const completion = await acompletion({ ...on(provider), model: 'm', messages: chat });
+    expect(completion.choices[0]!.message).toMatchObject({ content: 'The answer', reasoning_content: 'plan the answer' });
+  });
+
+  it('minimax: <think> tags split across streamed chunks; a last chunk with usage and no delta still ends the text', async () => {
+    // the last piece ends with what could begin a tag: held back, then given when the stream finishes
+    const chunks = chatChunks('m', ['<thi', 'nk>pl', 'an</th', 'ink>\n\nThe ans', 'wer <']);
+    // MiniMax ends with a choice that has a finish reason and usage but no delta
+    const last = chunks.length - 2;
+    chunks[last] = { ...(chunks[last] as object), choices: [{ index: 0, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 6, total_tokens: 9 } };
+    fake.script('POST /v1/chat/completions', { sse: chunks }, { sse: structuredClone(chunks) });
+    const events = await collect(amessages({ ...on('minimax'), model: 'm', max_tokens: 50, messages: chat, stream: true }));
+    const deltas = events.filter((e): e is Extract<MessagesStreamEvent, { type: 'content_block_delta' }> => e.type === 'content_block_delta');
+    const text = (kind: string) => deltas.map((e) => (e.delta.type === kind ? ('text' in e.delta ? e.delta.text : (e.delta as { thinking: string }).thinking) : '')).join('');
+    expect(text('thinking_delta')).toBe('plan');
+    expect(text('text_delta')).toBe('The answer <');
+    expect(events.filter((e) => e.type === 'content_block_start').map((e) => (e as { content_block: { type: string } }).content_block.type)).toEqual(['thinking', 'text']);
+    expect(events.at(-1)!.type).toBe('message_stop');
+    const completion = await collect(acompletion({ ...on('minimax'), model: 'm', messages: chat, stream: true }));
+    expect(completion.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('The answer <');
+    expect(completion.map((c) => (c.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? '').join('')).toBe('plan');
+  });
+
+  it.each(['edenai', 'requesty'])('%s: listed models lacking object, created or owned_by get them', async (provider) => {
+    fake.script('GET /v1/models', { json: { object: 'list', data: [{ id: 'a/one' }, { id: 'two', owned_by: 'x', created: 5, context_length: 8192 }] } });
+    expect(await alist_models(on(provider))).toEqual([
+      { id: 'a/one', object: 'model', created: 0, owned_by: provider },
+      { id: 'two', object: 'model', created: 5, owned_by: 'x', context_length: 8192 },
+    ]);
+  });
+
+  it('github: models come from the catalog beside the inference address, with the GitHub media type', async () => {
+    fake.script('GET /catalog/models', { json: [{ id: 'openai/gpt-4.1', publisher: 'OpenAI', name: 'GPT-4.1' }, { name: 'no id' }, 'junk'] });
+    const models = await alist_models({ api_key: 'ghp_x', api_base: `${fake.origin}/inference`, provider: 'github' });
+    expect(models).toEqual([{ id: 'openai/gpt-4.1', object: 'model', created: 0, owned_by: 'OpenAI' }]);
+    const [request] = fake.requestsTo('GET /catalog/models');
+    expect([request!.headers.authorization, request!.headers.accept]).toEqual(['Bearer ghp_x', 'application/vnd.github+json']);
+    fake.script('GET /catalog/models', { status: 401, json: { message: 'Bad credentials' } });
+    const denied = await failure(alist_models({ api_key: 'ghp_x', api_base: `${fake.origin}/inference`, provider: 'github', unified_exceptions: true }));
+    expect(denied).toMatchObject({ constructor: AuthenticationError, provider_name: 'github' });
+  });
+
+  it('databricks: the base comes from DATABRICKS_HOST (the workspace) plus /serving-endpoints; without it, a clear error', async () => {
+    process.env.DATABRICKS_TOKEN = 'dapi-x';
+    delete process.env.DATABRICKS_HOST;
+    expect(() => Hub.create('databricks')).toThrow(/DATABRICKS_HOST/);
+    const missing = await failure(amessages({ provider: 'databricks', model: 'm', max_tokens: 5, messages: chat }));
+    expect(missing).toBeInstanceOf(InvalidRequestError);
+    for (const host of [fake.origin, `${fake.origin}/`, `${fake.origin}/serving-endpoints`]) {
+      process.env.DATABRICKS_HOST = host;
+      fake.script('POST /serving-endpoints/chat/completions', { json: chatCompletionBody('databricks-meta-llama') });
+      const message = await amessages({ provider: 'databricks', model: 'databricks-meta-llama', max_tokens: 5, messages: chat });
+      expect(message.content[0]).toMatchObject({ text: 'Hello from the fake server' });
+    }
+    expect(fake.requestsTo('POST /serving-endpoints/chat/completions').map((r) => r.headers.authorization)).toEqual(Array(3).fill('Bearer dapi-x'));
+  });
+
+  it('otari: OTARI_API_BASE names a self-hosted gateway; a key is optional there; the limit goes as max_tokens', async () => {
+    delete process.env.OTARI_API_KEY;
+    process.env.OTARI_API_BASE = fake.origin;
+    await amessages({ provider: 'otari', model: 'openai:gpt-4o', max_tokens: 9, messages: chat });
+    await acompletion({ provider: 'otari', model: 'openai:gpt-4o', messages: chat, max_completion_tokens: 11 });
+    const bodies = fake.requestsTo('POST /v1/chat/completions').map((r) => r.body as Record<string, unknown>);
+    expect(bodies.map((b) => [b.model, b.max_tokens, b.max_completion_tokens])).toEqual([
+      ['openai:gpt-4o', 9, undefined],
+      ['openai:gpt-4o', 11, undefined],
+    ]);
+  });
+
+  it('otari: batches through its own API — requests in the body, the upstream provider named on every later call', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hub-otari-batch-'));
+    const file = path.join(dir, 'input.jsonl');
+    const lines = ['a', 'b'].map((id) => ({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { model: 'openai:gpt-4o', messages: [{ role: 'user', content: id }] } }));
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const batchOf = (status: string) => ({ id: 'batch_9', object: 'batch', endpoint: '/v1/chat/completions', status, completion_window: '24h', created_at: 1, input_file_id: 'f', provider: 'openai' });
+    let status = 'in_progress';
+    fake.handle('POST /v1/batches', () => ({ json: batchOf('validating') }));
+    fake.handle('GET /v1/batches/batch_9', () => ({ json: batchOf(status) }));
+    fake.handle('POST /v1/batches/batch_9/cancel', () => ({ json: batchOf('cancelling') }));
+    fake.handle('GET /v1/batches', () => ({ json: { data: [batchOf('completed')] } }));
+    fake.handle('GET /v1/batches/batch_9/results', () => ({
+      json: { results: [{ custom_id: 'a', result: chatCompletionBody('gpt-4o', 'answer a'), error: null }, { custom_id: 'b', result: null, error: { code: 'rate_limited', message: 'later' } }] },
+    }));
+    const otari = { provider: 'otari', api_key: 'tk', api_base: fake.baseURL };
+
+    const created = await acreate_batch({ ...otari, input_file_path: file, endpoint: '/v1/chat/completions', metadata: { job: 'nightly' } });
+    expect(created).toEqual(batchOf('validating'));
+    expect((created as typeof created & { provider: string }).provider).toBe('openai');
+    expect(fake.requestsTo('POST /v1/batches')[0]!.body).toEqual({
+      model: 'openai:gpt-4o',
+      requests: lines.map((l) => ({ custom_id: l.custom_id, body: l.body })),
+      completion_window: '24h',
+      metadata: { job: 'nightly' },
+    });
+    expect(fake.requestsTo('POST /v1/files')).toHaveLength(0);
+
+    const withoutUpstream = await failure(aretrieve_batch({ ...otari, batch_id: 'batch_9' }));
+    expect(withoutUpstream).toMatchObject({ constructor: InvalidRequestError, param: 'provider_name' });
+    expect((await aretrieve_batch({ ...otari, batch_id: 'batch_9', provider_name: 'openai' })).status).toBe('in_progress');
+    const early = await failure(aretrieve_batch_results({ ...otari, batch_id: 'batch_9', provider_name: 'openai' }));
+    expect(early).toMatchObject({ constructor: BatchNotCompleteError, batch_status: 'in_progress' });
+    status = 'completed';
+    expect(await aretrieve_batch_results({ ...otari, batch_id: 'batch_9', provider_name: 'openai' })).toEqual([
+      { custom_id: 'a', result: chatCompletionBody('gpt-4o', 'answer a'), error: null },
+      { custom_id: 'b', result: null, error: { code: 'rate_limited', message: 'later' } },
+    ]);
+    fake.script('GET /v1/batches/batch_9/results', { status: 409, json: { detail: 'not yet complete' } });
+    expect(await failure(aretrieve_batch_results({ ...otari, batch_id: 'batch_9', provider_name: 'openai' }))).toBeInstanceOf(BatchNotCompleteError);
+    expect((await acancel_batch({ ...otari, batch_id: 'batch_9', provider_name: 'openai' })).status).toBe('cancelling');
+    expect((await alist_batches({ ...otari, provider_name: 'openai', limit: 2 })).map((b) => [b.id, b.status])).toEqual([['batch_9', 'completed']]);
+    const later = fake.requests.filter((r) => r.path !== '/v1/batches' || r.method === 'GET');
+    expect(later.map((r) => `${r.method} ${r.path}?${r.query.toString()}`)).toEqual([
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9/results?provider=openai',
+      'GET /v1/batches/batch_9?provider=openai',
+      'GET /v1/batches/batch_9/results?provider=openai',
+      'POST /v1/batches/batch_9/cancel?provider=openai',
+      'GET /v1/batches?provider=openai&limit=2',
+    ]);
+    for (const request of fake.requests) expect(request.headers.authorization).toBe('Bearer tk');
+
+    const embeddings = await failure(acreate_batch({ ...otari, input_file_path: file, endpoint: '/v1/embeddings' }));
+    expect(embeddings).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'endpoint' });
+    expect(fake.requestsTo('POST /v1/batches')).toHaveLength(1);
+  });
 });
 
 describe('completion, responses, embeddings, models', () => {

@@ -20,6 +20,8 @@ export interface ChatDialect {
   max_tokens_field: 'max_completion_tokens' | 'max_tokens';
   /** Accepts `metadata.user_id` as `user`. */
   user: boolean;
+  /** Accepts images in user turns. */
+  image: boolean;
 }
 
 type ChatMessage = OpenAI.ChatCompletionMessageParam;
@@ -37,7 +39,7 @@ export function messagesToChatRequest(params: MessagesParams, dialect: ChatDiale
     const text = typeof params.system === 'string' ? params.system : params.system.map((b) => b.text).join('\n');
     body.messages.push({ role: 'system', content: text });
   }
-  for (const message of params.messages) body.messages.push(...convertMessage(message, p));
+  for (const message of params.messages) body.messages.push(...convertMessage(message, dialect));
 
   body[dialect.max_tokens_field] = params.max_tokens;
   if (params.temperature !== undefined) body.temperature = params.temperature;
@@ -99,7 +101,8 @@ function convertTool(tool: Anthropic.ToolUnion, provider: string): OpenAI.ChatCo
   return { type: 'function', function: fn };
 }
 
-function convertMessage(message: Anthropic.MessageParam, provider: string): ChatMessage[] {
+function convertMessage(message: Anthropic.MessageParam, dialect: ChatDialect): ChatMessage[] {
+  const provider = dialect.provider_name;
   if (typeof message.content === 'string') {
     return [message.role === 'user' ? { role: 'user', content: message.content } : { role: 'assistant', content: message.content }];
   }
@@ -126,7 +129,7 @@ function convertMessage(message: Anthropic.MessageParam, provider: string): Chat
     if (block.type === 'tool_result') {
       out.push({ role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block, provider) });
     } else {
-      parts.push(convertUserBlock(block, provider));
+      parts.push(convertUserBlock(block, dialect));
     }
   }
   if (parts.length > 0) {
@@ -155,9 +158,11 @@ function toolResultText(block: Anthropic.ToolResultBlockParam, provider: string)
   );
 }
 
-function convertUserBlock(block: Anthropic.ContentBlockParam, provider: string): ChatContentPart {
+function convertUserBlock(block: Anthropic.ContentBlockParam, dialect: ChatDialect): ChatContentPart {
+  const provider = dialect.provider_name;
   if (block.type === 'text') return { type: 'text', text: block.text };
   if (block.type === 'image') {
+    if (!dialect.image) throw new UnsupportedParameterError('image', provider, 'The provider takes no images.');
     const source = block.source;
     if (source.type === 'base64') {
       return { type: 'image_url', image_url: { url: `data:${source.media_type};base64,${source.data}` } };

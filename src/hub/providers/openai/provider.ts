@@ -5,10 +5,12 @@ import OpenAI from 'openai';
 import { chatChunksToMessageEvents, chatCompletionToMessage, withCachedTokens } from '../../openai-chat/response-from-chat.ts';
 import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
-import type { Model, Provider, ProviderOptions } from '../../provider.ts';
+import type { CallOptions, CompletionParams, MessagesParams, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { openAIBatches } from './batches.ts';
 import { openAIErrorToHub } from './errors.ts';
+import { otariBatches } from './otari-batches.ts';
+import { adaptChatRequest, adaptChunks, adaptCompletion, completeModel } from './quirks.ts';
 import { baseAddress, type OpenAICompatibleService } from './services.ts';
 
 function createClient(service: OpenAICompatibleService, options: ProviderOptions): OpenAI {
@@ -32,28 +34,33 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
   // Unless told, the SDK asks for base64 and decodes any answer as base64: a compatible server that ignores
   // encoding_format answers float arrays, which would become garbage vectors without an error. Ask for floats there.
   const embeddingFormat = name === 'openai' || name === 'azureopenai' ? {} : { encoding_format: 'float' as const };
+  const quirks = service.quirks;
+  // The caller's extra fields come last: they may replace anything, stream_options included.
+  const chatRequest = (params: MessagesParams, call: CallOptions, stream = false) =>
+    adaptChatRequest({ ...messagesToChatRequest(params, dialect), ...(stream ? streamOptions : {}), ...call.extra }, quirks, name, 'messages');
+  const completionRequest = (params: CompletionParams, call: CallOptions) =>
+    adaptChatRequest({ ...params, ...call.extra }, quirks, name, 'completion');
   return {
     metadata: service.metadata,
     async messages(params, call) {
-      const body = { ...messagesToChatRequest(params, dialect), ...call.extra };
-      const completion = await client.chat.completions.create(body, { signal: call.signal });
-      return chatCompletionToMessage(completion, name);
+      const completion = await client.chat.completions.create(chatRequest(params, call), { signal: call.signal });
+      return chatCompletionToMessage(adaptCompletion(completion, quirks), name);
     },
     async *messagesStream(params, call) {
-      const body = { ...messagesToChatRequest(params, dialect), ...streamOptions, ...call.extra, stream: true as const };
+      const body = { ...chatRequest(params, call, true), stream: true as const };
       const stream = await client.chat.completions.create(body, { signal: call.signal });
-      yield* chatChunksToMessageEvents(stream, name);
+      yield* chatChunksToMessageEvents(adaptChunks(stream, quirks), name);
     },
     async completion(params, call) {
-      const completion = await client.chat.completions.create({ ...params, ...call.extra, stream: false }, { signal: call.signal });
+      const completion = await client.chat.completions.create({ ...completionRequest(params, call), stream: false }, { signal: call.signal });
       withCachedTokens(completion.usage);
-      return completion;
+      return adaptCompletion(completion, quirks);
     },
     async *completionStream(params, call) {
-      const stream = await client.chat.completions.create({ ...params, ...call.extra, stream: true }, { signal: call.signal });
+      const stream = await client.chat.completions.create({ ...completionRequest(params, call), stream: true }, { signal: call.signal });
       // A stream that ends without any finish_reason was cut short (the SDK ends quietly when the body ends).
       let finished = false;
-      for await (const chunk of stream) {
+      for await (const chunk of adaptChunks(stream, quirks)) {
         withCachedTokens(chunk.usage);
         if (chunk.choices?.some((choice) => choice.finish_reason)) finished = true;
         yield chunk;
@@ -81,13 +88,18 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
     ...(service.metadata.list_models
       ? {
           async listModels(call) {
+            const catalog = quirks.model_catalog;
+            if (catalog) {
+              const body = await client.get(catalog.url(client.baseURL), { signal: call.signal, ...(catalog.headers ? { headers: catalog.headers } : {}) });
+              return catalog.models(body, name);
+            }
             const models: Model[] = [];
-            for await (const model of client.models.list({ signal: call.signal })) models.push(model);
+            for await (const model of client.models.list({ signal: call.signal })) models.push(completeModel(model, name));
             return models;
           },
         }
       : {}),
-    ...(service.metadata.batch ? { batches: openAIBatches(client, name) } : {}),
+    ...(service.metadata.batch ? { batches: service.batch_api === 'otari' ? otariBatches(client, name) : openAIBatches(client, name) } : {}),
     toHubError: (error) => openAIErrorToHub(error, name),
   };
 }
