@@ -3,6 +3,7 @@
 
 import type { ProviderDefinition } from '../provider.ts';
 import { anthropicProvider } from './anthropic/index.ts';
+import { bedrockProvider } from './bedrock/index.ts';
 import { cohereProvider } from './cohere/index.ts';
 import { encoderProvider } from './encoder/index.ts';
 import { geminiProvider } from './gemini/index.ts';
@@ -14,6 +15,7 @@ import { voyageProvider } from './voyage/index.ts';
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
   anthropic: anthropicProvider,
+  bedrock: bedrockProvider,
   cohere: cohereProvider,
   encoder: encoderProvider,
   gemini: geminiProvider,

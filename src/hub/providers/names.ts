@@ -4,6 +4,7 @@
 export const LLMProvider = Object.freeze({
   ANTHROPIC: 'anthropic',
   AZUREOPENAI: 'azureopenai',
+  BEDROCK: 'bedrock',
   CEREBRAS: 'cerebras',
   COHERE: 'cohere',
   DEEPSEEK: 'deepseek',
