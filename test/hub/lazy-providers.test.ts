@@ -15,6 +15,7 @@ import { AuthenticationError, HubError } from '../../src/hub/errors.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent, Provider, ProviderOptions } from '../../src/hub/provider.ts';
 import { PROVIDERS } from '../../src/hub/providers/index.ts';
 import { createAnthropic } from '../../src/hub/providers/anthropic/provider.ts';
+import { createBedrock } from '../../src/hub/providers/bedrock/provider.ts';
 import { createCohere } from '../../src/hub/providers/cohere/provider.ts';
 import { createGemini } from '../../src/hub/providers/gemini/provider.ts';
 import { createMistral } from '../../src/hub/providers/mistral/provider.ts';
@@ -29,7 +30,7 @@ import { collect, failureOf } from './helpers.ts';
 
 const run = promisify(execFile);
 const hubIndex = path.resolve(fileURLToPath(new URL('../../src/hub/index.ts', import.meta.url)));
-const VENDOR_SDKS = ['openai', '@anthropic-ai/sdk', '@google/genai', '@mistralai/mistralai', 'cohere-ai', 'ollama'];
+const VENDOR_SDKS = ['openai', '@anthropic-ai/sdk', '@google/genai', '@mistralai/mistralai', 'cohere-ai', 'ollama', '@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-bedrock'];
 
 /** The child: records the npm packages resolved after each step and prints them as JSON. */
 const childScript = `
@@ -81,6 +82,7 @@ const offered = (provider: Provider) => OPTIONAL_MEMBERS.filter((member) => prov
 
 const realFactories: Record<string, (options: ProviderOptions) => Provider> = {
   anthropic: createAnthropic,
+  bedrock: createBedrock,
   cohere: createCohere,
   gemini: createGemini,
   mistral: createMistral,
