@@ -21,6 +21,7 @@ import { createGemini } from '../../src/hub/providers/gemini/provider.ts';
 import { createMistral } from '../../src/hub/providers/mistral/provider.ts';
 import { createOllama } from '../../src/hub/providers/ollama/provider.ts';
 import { createOpenAICompatible } from '../../src/hub/providers/openai/provider.ts';
+import { createVertexAI } from '../../src/hub/providers/vertexai/provider.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/services.ts';
 import { invoke } from '../../src/hub/core/invoke.ts';
 import { lazyDefinition } from '../../src/hub/providers/shared/lazy.ts';
@@ -87,6 +88,7 @@ const realFactories: Record<string, (options: ProviderOptions) => Provider> = {
   gemini: createGemini,
   mistral: createMistral,
   ollama: createOllama,
+  vertexai: (options: ProviderOptions) => createVertexAI({ ...options, client_args: { project: 'p' } }),
   ...Object.fromEntries(OPENAI_COMPATIBLE_SERVICES.map((service) => [service.metadata.name, (options: ProviderOptions) => createOpenAICompatible(service, options)])),
 };
 

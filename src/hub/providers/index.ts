@@ -10,6 +10,7 @@ import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { ollamaProvider } from './ollama/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
+import { vertexaiProvider } from './vertexai/index.ts';
 import { voyageProvider } from './voyage/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
@@ -21,5 +22,6 @@ export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   gemini: geminiProvider,
   mistral: mistralProvider,
   ollama: ollamaProvider,
+  vertexai: vertexaiProvider,
   voyage: voyageProvider,
 };

@@ -23,6 +23,7 @@ export const LLMProvider = Object.freeze({
   PERPLEXITY: 'perplexity',
   SAMBANOVA: 'sambanova',
   TOGETHER: 'together',
+  VERTEXAI: 'vertexai',
   VLLM: 'vllm',
   VOYAGE: 'voyage',
   XAI: 'xai',
