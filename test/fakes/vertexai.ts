@@ -5,12 +5,16 @@
 //   streamGenerateContent?alt=sse (Gemini's JSON shapes, from the gemini fake), predict (text-embedding models:
 //   {instances} → {predictions: [{embeddings: {values, statistics}}]});
 // - GET /v1beta1/publishers/google/models (the publisher's model list, paged);
-// - express mode: the same model routes without projects/…/locations/…, with an API key (x-goog-api-key).
+// - express mode: the same model routes without projects/…/locations/…, with an API key (x-goog-api-key);
+// - Claude (vertexaianthropic): POST /v1/projects/{p}/locations/{r}/publishers/anthropic/models/{m}:rawPredict and
+//   :streamRawPredict, the Anthropic Messages body without `model`, with anthropic_version, answered with the
+//   Anthropic fake's message and SSE events.
 // Every model route needs `Authorization: Bearer <issued token>` (or the express key); errors are Google's.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fakeMessage, fakeMessageEvents } from './anthropic.ts';
 import { fakeGeminiChunks, fakeGeminiResponse, googleError } from './gemini.ts';
 import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
 
@@ -93,6 +97,20 @@ export async function startVertexFake(): Promise<VertexFake> {
         },
       };
     }),
+    {
+      method: 'POST',
+      path: /^\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/,
+      handle(request, match) {
+        const denied = authorised(request, false);
+        if (denied) return denied;
+        const body = request.json as Record<string, unknown>;
+        if (body.model !== undefined || typeof body.anthropic_version !== 'string') {
+          return googleError(400, 'INVALID_ARGUMENT', 'anthropic_version is required and the model belongs in the path');
+        }
+        const named = { ...body, model: match[1] };
+        return match[2] === 'rawPredict' ? { json: fakeMessage(named) } : { sse: fakeMessageEvents(named) };
+      },
+    },
     {
       method: 'GET',
       path: /^\/v1beta1\/publishers\/google\/models$/,

@@ -3,6 +3,7 @@
 
 export const LLMProvider = Object.freeze({
   ANTHROPIC: 'anthropic',
+  AZUREANTHROPIC: 'azureanthropic',
   AZUREOPENAI: 'azureopenai',
   BEDROCK: 'bedrock',
   CEREBRAS: 'cerebras',
@@ -24,6 +25,7 @@ export const LLMProvider = Object.freeze({
   SAMBANOVA: 'sambanova',
   TOGETHER: 'together',
   VERTEXAI: 'vertexai',
+  VERTEXAIANTHROPIC: 'vertexaianthropic',
   VLLM: 'vllm',
   VOYAGE: 'voyage',
   XAI: 'xai',
