@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { alist_models, amessages } from '../../../src/hub/index.ts';
 import { AuthenticationError, InvalidRequestError, MissingApiKeyError, RateLimitError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
-import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
+import type { MessagesParams, MessagesStreamEvent, Provider } from '../../../src/hub/provider.ts';
 import { azureanthropicProvider } from '../../../src/hub/providers/azureanthropic/index.ts';
 import { vertexaianthropicProvider } from '../../../src/hub/providers/vertexaianthropic/index.ts';
 import { anthropicError, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
@@ -17,8 +17,7 @@ import { collect, failureOf, useVendorFake } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] };
 const call = { extra: {} };
-const textOf = (events: { type: string; delta?: { type: string; text?: string } }[]) =>
-  events.flatMap((e) => (e.type === 'content_block_delta' && e.delta?.type === 'text_delta' ? [e.delta.text] : [])).join('');
+const textOf = (events: MessagesStreamEvent[]) => events.flatMap((e) => (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? [e.delta.text] : [])).join('');
 
 describe('azureanthropic (Claude on Microsoft Foundry)', () => {
   let fake: AnthropicFake;
