@@ -25,6 +25,8 @@ const sdk = new OpenAI({ apiKey: key, baseURL: base, maxRetries: 0 });
 const hubOptions = { api_key: key, api_base: base, provider: 'openai' } as const;
 const messagesRequest = { ...hubOptions, model: 'gpt-bench', max_tokens: 16, messages: [{ role: 'user' as const, content: 'hi' }] };
 
+// the AWS SDK needs a region even behind an endpoint override (it is part of what a request is signed for)
+process.env.AWS_REGION ??= 'us-east-1';
 const bedrockFake = await startBedrockFake();
 const bedrockModel = 'anthropic.claude-3-5-haiku-20241022-v1:0';
 const bedrockKey = 'ABSKbench';
