@@ -15,7 +15,8 @@ export interface RecordedRequest {
 }
 
 /**
- * One reply: JSON (or text) with a status, an SSE stream, or an NDJSON stream. `cutAfter` destroys the socket.
+ * One reply: JSON (or text) with a status, an SSE stream, an NDJSON stream, or a stream of binary frames written as
+ * they are (AWS event streams). `cutAfter` destroys the socket.
  * `{delayMs, then}` waits before answering (a slow provider); a client that closes the connection meanwhile gets
  * nothing and is counted in `abandonedReplies`. On a stream, `delayMs` waits before each item (a slow but steady
  * provider) and `holdAfter: n` keeps the connection open after n items until the client closes it (a provider that
@@ -28,7 +29,8 @@ export type Reply =
   | { status?: number; headers?: Record<string, string>; json: unknown; stallBody?: boolean }
   | { status?: number; headers?: Record<string, string>; text: string; contentType?: string }
   | { sse: { event?: string; data: unknown }[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number }
-  | { ndjson: unknown[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number };
+  | { ndjson: unknown[]; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number }
+  | { frames: Uint8Array[]; contentType: string; cutAfter?: number; endEarly?: number; holdAfter?: number; delayMs?: number };
 
 export interface Route {
   method: string;
@@ -164,8 +166,10 @@ async function write(res: http.ServerResponse, reply: Exclude<Reply, { then: Rep
     return;
   }
   const isSse = 'sse' in reply;
-  const items: unknown[] = isSse ? reply.sse : reply.ndjson;
-  res.writeHead(200, { 'content-type': isSse ? 'text/event-stream' : 'application/x-ndjson', 'cache-control': 'no-cache' });
+  const isFrames = 'frames' in reply;
+  const items: unknown[] = isSse ? reply.sse : isFrames ? reply.frames : reply.ndjson;
+  const contentType = isSse ? 'text/event-stream' : isFrames ? reply.contentType : 'application/x-ndjson';
+  res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache' });
   for (let i = 0; i < items.length; i++) {
     if (reply.holdAfter !== undefined && i === reply.holdAfter) {
       // stall: send nothing more and keep the connection open until the client closes it
@@ -180,7 +184,9 @@ async function write(res: http.ServerResponse, reply: Exclude<Reply, { then: Rep
       return;
     }
     if (reply.endEarly !== undefined && i === reply.endEarly) break;
-    if (isSse) {
+    if (isFrames) {
+      res.write(items[i] as Uint8Array);
+    } else if (isSse) {
       const event = items[i] as { event?: string; data: unknown };
       const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
       res.write(`${event.event ? `event: ${event.event}\n` : ''}data: ${data}\n\n`);

@@ -15,11 +15,15 @@ import { AuthenticationError, HubError } from '../../src/hub/errors.ts';
 import type { MessagesParams, MessagesResponse, MessagesStreamEvent, Provider, ProviderOptions } from '../../src/hub/provider.ts';
 import { PROVIDERS } from '../../src/hub/providers/index.ts';
 import { createAnthropic } from '../../src/hub/providers/anthropic/provider.ts';
+import { createAzureAnthropic } from '../../src/hub/providers/azureanthropic/provider.ts';
+import { createBedrock } from '../../src/hub/providers/bedrock/provider.ts';
 import { createCohere } from '../../src/hub/providers/cohere/provider.ts';
 import { createGemini } from '../../src/hub/providers/gemini/provider.ts';
 import { createMistral } from '../../src/hub/providers/mistral/provider.ts';
 import { createOllama } from '../../src/hub/providers/ollama/provider.ts';
 import { createOpenAICompatible } from '../../src/hub/providers/openai/provider.ts';
+import { createVertexAI } from '../../src/hub/providers/vertexai/provider.ts';
+import { createVertexAIAnthropic } from '../../src/hub/providers/vertexaianthropic/provider.ts';
 import { OPENAI_COMPATIBLE_SERVICES } from '../../src/hub/providers/openai/services.ts';
 import { invoke } from '../../src/hub/core/invoke.ts';
 import { lazyDefinition } from '../../src/hub/providers/shared/lazy.ts';
@@ -29,7 +33,18 @@ import { collect, failureOf } from './helpers.ts';
 
 const run = promisify(execFile);
 const hubIndex = path.resolve(fileURLToPath(new URL('../../src/hub/index.ts', import.meta.url)));
-const VENDOR_SDKS = ['openai', '@anthropic-ai/sdk', '@google/genai', '@mistralai/mistralai', 'cohere-ai', 'ollama'];
+const VENDOR_SDKS = [
+  'openai',
+  '@anthropic-ai/sdk',
+  '@anthropic-ai/foundry-sdk',
+  '@anthropic-ai/vertex-sdk',
+  '@google/genai',
+  '@mistralai/mistralai',
+  'cohere-ai',
+  'ollama',
+  '@aws-sdk/client-bedrock-runtime',
+  '@aws-sdk/client-bedrock',
+];
 
 /** The child: records the npm packages resolved after each step and prints them as JSON. */
 const childScript = `
@@ -81,10 +96,14 @@ const offered = (provider: Provider) => OPTIONAL_MEMBERS.filter((member) => prov
 
 const realFactories: Record<string, (options: ProviderOptions) => Provider> = {
   anthropic: createAnthropic,
+  azureanthropic: createAzureAnthropic,
+  bedrock: createBedrock,
   cohere: createCohere,
   gemini: createGemini,
   mistral: createMistral,
   ollama: createOllama,
+  vertexai: (options: ProviderOptions) => createVertexAI({ ...options, client_args: { project: 'p' } }),
+  vertexaianthropic: (options: ProviderOptions) => createVertexAIAnthropic({ ...options, client_args: { projectId: 'p' } }),
   ...Object.fromEntries(OPENAI_COMPATIBLE_SERVICES.map((service) => [service.metadata.name, (options: ProviderOptions) => createOpenAICompatible(service, options)])),
 };
 

@@ -61,6 +61,16 @@ export class MessageStreamBuilder {
     return events;
   }
 
+  /** A redacted_thinking block: complete at its start (it has no deltas). */
+  redactedThinking(data: string): Event[] {
+    const events = this.closeOpen();
+    events.unshift(...this.start());
+    this.index += 1;
+    events.push({ type: 'content_block_start', index: this.index, content_block: { type: 'redacted_thinking', data } });
+    events.push({ type: 'content_block_stop', index: this.index });
+    return events;
+  }
+
   /** Starts a tool_use block; `key` identifies the vendor's tool call so argument deltas find their block. */
   toolUse(key: string, id: string, name: string): Event[] {
     const events = this.closeOpen();

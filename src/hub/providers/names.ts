@@ -4,7 +4,9 @@
 export const LLMProvider = Object.freeze({
   ANTHROPIC: 'anthropic',
   ATLASCLOUD: 'atlascloud',
+  AZUREANTHROPIC: 'azureanthropic',
   AZUREOPENAI: 'azureopenai',
+  BEDROCK: 'bedrock',
   CASCADIA: 'cascadia',
   CEREBRAS: 'cerebras',
   COHERE: 'cohere',
@@ -45,6 +47,8 @@ export const LLMProvider = Object.freeze({
   SAMBANOVA: 'sambanova',
   TELNYX: 'telnyx',
   TOGETHER: 'together',
+  VERTEXAI: 'vertexai',
+  VERTEXAIANTHROPIC: 'vertexaianthropic',
   VLLM: 'vllm',
   VOYAGE: 'voyage',
   XAI: 'xai',

@@ -1,7 +1,7 @@
 // Anthropic: the Messages format is native, so requests and events pass through the official SDK unchanged.
 
 import Anthropic from '@anthropic-ai/sdk';
-import type { CallOptions, MessagesParams, MessagesStreamEvent, Model, Provider, ProviderOptions } from '../../provider.ts';
+import type { CallOptions, MessagesParams, MessagesStreamEvent, Model, Provider, ProviderMetadata, ProviderOptions } from '../../provider.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { anthropicBatches } from './batches.ts';
 import { anthropicErrorToHub } from './errors.ts';
@@ -15,8 +15,30 @@ export function createAnthropic(options: ProviderOptions): Provider {
     maxRetries: 0,
     ...(options.client_args as Partial<ConstructorParameters<typeof Anthropic>[0]>),
   });
-  const request = (params: MessagesParams, call: CallOptions): MessagesParams => ({ ...params, ...call.extra });
+  return {
+    ...anthropicMessages(client, metadata),
+    async listModels(call): Promise<Model[]> {
+      const models: Model[] = [];
+      for await (const info of client.models.list({}, { signal: call.signal })) {
+        models.push({ id: info.id, object: 'model', created: Math.floor(Date.parse(info.created_at) / 1000), owned_by: 'anthropic' });
+      }
+      return models;
+    },
+    batches: anthropicBatches(client),
+  };
+}
 
+/** The part of an Anthropic client the Messages operations use; the Vertex and Foundry clients have it too. */
+export interface MessagesClient {
+  messages: { create: Anthropic['messages']['create'] };
+}
+
+/**
+ * Messages, streaming and error mapping over an Anthropic SDK client: the Messages format is native, so requests
+ * and events pass through unchanged. Shared by anthropic, azureanthropic (Foundry) and vertexaianthropic.
+ */
+export function anthropicMessages(client: MessagesClient, metadata: ProviderMetadata): Pick<Provider, 'metadata' | 'messages' | 'messagesStream' | 'toHubError'> {
+  const request = (params: MessagesParams, call: CallOptions): MessagesParams => ({ ...params, ...call.extra });
   return {
     metadata,
     async messages(params, call) {
@@ -31,14 +53,6 @@ export function createAnthropic(options: ProviderOptions): Provider {
       }
       if (!stopped) throw incompleteStreamError(metadata.name);
     },
-    async listModels(call): Promise<Model[]> {
-      const models: Model[] = [];
-      for await (const info of client.models.list({}, { signal: call.signal })) {
-        models.push({ id: info.id, object: 'model', created: Math.floor(Date.parse(info.created_at) / 1000), owned_by: 'anthropic' });
-      }
-      return models;
-    },
-    batches: anthropicBatches(client),
     toHubError: (error) => anthropicErrorToHub(error, metadata.name),
   };
 }

@@ -27,7 +27,6 @@ import {
 import { generateId, messageUsage, newMessage, textBlock, thinkingBlock, toolUseBlock, type UsageCounts } from '../../message-format/response.ts';
 import { incompleteStreamError, MessageStreamBuilder } from '../../message-format/stream-builder.ts';
 
-const PROVIDER = 'gemini';
 const HANDLED = ['system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice', 'thinking', 'output_config'];
 
 /** GenerateContentConfig fields a caller may pass as extra options (the SDK drops unknown ones silently). */
@@ -57,10 +56,13 @@ const GEMINI_CONFIG_OPTIONS = [
   'store',
 ] as const satisfies readonly (keyof GenerateContentConfig)[];
 
-/** Builds the SDK's generateContent parameters; `extra` is merged into the config (e.g. safetySettings). */
-export function toGeminiRequest(params: MessagesParams, extra: Record<string, unknown> = {}): GenerateContentParameters {
-  rejectUnhandledParameters(params, HANDLED, PROVIDER);
-  rejectUnknownExtra(extra, GEMINI_CONFIG_OPTIONS, PROVIDER);
+/**
+ * Builds the SDK's generateContent parameters; `extra` is merged into the config (e.g. safetySettings). `provider`
+ * names the Hub provider in errors (gemini, or vertexai, which speaks the same format).
+ */
+export function toGeminiRequest(params: MessagesParams, extra: Record<string, unknown> = {}, provider = 'gemini'): GenerateContentParameters {
+  rejectUnhandledParameters(params, HANDLED, provider);
+  rejectUnknownExtra(extra, GEMINI_CONFIG_OPTIONS, provider);
   const config: GenerateContentConfig = { maxOutputTokens: params.max_tokens };
   const system = systemText(params.system);
   if (system !== undefined) config.systemInstruction = system;
@@ -68,25 +70,25 @@ export function toGeminiRequest(params: MessagesParams, extra: Record<string, un
   if (params.top_p !== undefined) config.topP = params.top_p;
   if (params.top_k !== undefined) config.topK = params.top_k;
   if (params.stop_sequences?.length) config.stopSequences = params.stop_sequences;
-  if (params.tools?.length) config.tools = [{ functionDeclarations: params.tools.map((tool) => toFunctionDeclaration(tool)) }];
-  if (params.tool_choice) config.toolConfig = toToolConfig(params.tool_choice);
-  if (params.thinking) config.thinkingConfig = toThinkingConfig(params.thinking);
-  const schema = outputSchema(params.output_config, PROVIDER);
+  if (params.tools?.length) config.tools = [{ functionDeclarations: params.tools.map((tool) => toFunctionDeclaration(tool, provider)) }];
+  if (params.tool_choice) config.toolConfig = toToolConfig(params.tool_choice, provider);
+  if (params.thinking) config.thinkingConfig = toThinkingConfig(params.thinking, provider);
+  const schema = outputSchema(params.output_config, provider);
   if (schema) {
     config.responseMimeType = 'application/json';
     config.responseJsonSchema = schema;
   }
-  return { model: params.model, contents: toContents(params.messages), config: { ...config, ...extra } };
+  return { model: params.model, contents: toContents(params.messages, provider), config: { ...config, ...extra } };
 }
 
-function toFunctionDeclaration(tool: Anthropic.ToolUnion) {
-  const fn = functionTool(tool, PROVIDER);
+function toFunctionDeclaration(tool: Anthropic.ToolUnion, provider: string) {
+  const fn = functionTool(tool, provider);
   return { name: fn.name, ...(fn.description !== undefined ? { description: fn.description } : {}), parametersJsonSchema: fn.parameters };
 }
 
-function toToolConfig(choice: Anthropic.ToolChoice): ToolConfig {
+function toToolConfig(choice: Anthropic.ToolChoice, provider: string): ToolConfig {
   if (choice.type !== 'none' && choice.disable_parallel_tool_use) {
-    throw new UnsupportedParameterError('tool_choice.disable_parallel_tool_use', PROVIDER, 'Gemini decides on parallel function calls itself');
+    throw new UnsupportedParameterError('tool_choice.disable_parallel_tool_use', provider, 'Gemini decides on parallel function calls itself');
   }
   switch (choice.type) {
     case 'auto':
@@ -101,7 +103,7 @@ function toToolConfig(choice: Anthropic.ToolChoice): ToolConfig {
 }
 
 /** enabled → that budget; disabled → budget 0; adaptive → dynamic budget (-1). */
-function toThinkingConfig(thinking: Anthropic.ThinkingConfigParam): ThinkingConfig {
+function toThinkingConfig(thinking: Anthropic.ThinkingConfigParam, provider: string): ThinkingConfig {
   switch (thinking.type) {
     case 'enabled':
       return { thinkingBudget: thinking.budget_tokens, includeThoughts: thinking.display !== 'omitted' };
@@ -110,11 +112,11 @@ function toThinkingConfig(thinking: Anthropic.ThinkingConfigParam): ThinkingConf
     case 'disabled':
       return { thinkingBudget: 0 };
     default:
-      throw new UnsupportedParameterError(`thinking.type=${thinking.type}`, PROVIDER);
+      throw new UnsupportedParameterError(`thinking.type=${thinking.type}`, provider);
   }
 }
 
-function toContents(messages: Anthropic.MessageParam[]): Content[] {
+function toContents(messages: Anthropic.MessageParam[], provider: string): Content[] {
   const names = toolNamesById(messages);
   return messages.map((message) => {
     const parts: Part[] = [];
@@ -125,29 +127,29 @@ function toContents(messages: Anthropic.MessageParam[]): Content[] {
       pendingSignature = undefined;
       parts.push(part);
     };
-    for (const block of contentBlocks(message.content, PROVIDER)) {
+    for (const block of contentBlocks(message.content, provider)) {
       switch (block.type) {
         case 'text':
           push({ text: block.text });
           break;
         case 'image':
           if (block.source.type !== 'base64') {
-            throw new UnsupportedParameterError(`image source ${block.source.type}`, PROVIDER, 'Gemini takes images inline; send base64 data');
+            throw new UnsupportedParameterError(`image source ${block.source.type}`, provider, 'Gemini takes images inline; send base64 data');
           }
           push({ inlineData: { mimeType: block.source.media_type, data: block.source.data } });
           break;
         case 'document':
           if (block.source.type === 'base64') push({ inlineData: { mimeType: block.source.media_type, data: block.source.data } });
           else if (block.source.type === 'text') push({ text: block.source.data });
-          else throw new UnsupportedParameterError(`document source ${block.source.type}`, PROVIDER);
+          else throw new UnsupportedParameterError(`document source ${block.source.type}`, provider);
           break;
         case 'tool_use':
           push({ functionCall: { id: block.id, name: block.name, args: block.input as Record<string, unknown> } });
           break;
         case 'tool_result': {
           const name = names.get(block.tool_use_id);
-          if (name === undefined) throw new InvalidRequestError(`tool_result ${block.tool_use_id} answers no tool_use in the conversation`, null, PROVIDER, { param: 'messages' });
-          const output = toolResultText(block.content, PROVIDER);
+          if (name === undefined) throw new InvalidRequestError(`tool_result ${block.tool_use_id} answers no tool_use in the conversation`, null, provider, { param: 'messages' });
+          const output = toolResultText(block.content, provider);
           push({ functionResponse: { id: block.tool_use_id, name, response: block.is_error ? { error: output } : { output } } });
           break;
         }
@@ -156,7 +158,7 @@ function toContents(messages: Anthropic.MessageParam[]): Content[] {
           else push({ text: block.thinking, thought: true, ...(block.signature ? { thoughtSignature: block.signature } : {}) });
           break;
         default:
-          throw new UnsupportedParameterError(`content block ${block.type}`, PROVIDER);
+          throw new UnsupportedParameterError(`content block ${block.type}`, provider);
       }
     }
     if (pendingSignature !== undefined) parts.push({ text: '', thought: true, thoughtSignature: pendingSignature });
@@ -223,7 +225,7 @@ export function fromGeminiResponse(response: GenerateContentResponse, model: str
 }
 
 /** Gemini's SSE chunks (each a partial GenerateContentResponse) → Messages stream events. */
-export async function* fromGeminiStream(chunks: AsyncIterable<GenerateContentResponse>, model: string): AsyncIterable<MessagesStreamEvent> {
+export async function* fromGeminiStream(chunks: AsyncIterable<GenerateContentResponse>, model: string, provider = 'gemini'): AsyncIterable<MessagesStreamEvent> {
   const builder = new MessageStreamBuilder(model);
   let finish: string | undefined;
   let usage: GenerateContentResponse['usageMetadata'];
@@ -251,6 +253,6 @@ export async function* fromGeminiStream(chunks: AsyncIterable<GenerateContentRes
     }
     if (candidate?.finishReason) finish = candidate.finishReason;
   }
-  if (finish === undefined && !blocked) throw incompleteStreamError(PROVIDER);
+  if (finish === undefined && !blocked) throw incompleteStreamError(provider);
   yield* builder.finish(blocked ? 'refusal' : toStopReason(finish, toolCalls > 0), toUsageCounts(usage));
 }

@@ -2,7 +2,7 @@
 
 import { GoogleGenAI, type EmbedContentConfig } from '@google/genai';
 import { rejectUnknownExtra } from '../../message-format/request.ts';
-import type { EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
+import type { EmbeddingResponse, Model, Provider, ProviderMetadata, ProviderOptions } from '../../provider.ts';
 import { embeddingList, inChunks, outputDimension } from '../shared/embeddings.ts';
 import { fromGeminiResponse, fromGeminiStream, toGeminiRequest } from './convert.ts';
 import { geminiErrorToHub } from './errors.ts';
@@ -19,19 +19,28 @@ export function createGemini(options: ProviderOptions): Provider {
     ...clientArgs,
     httpOptions: { baseUrl: options.api_base ?? GEMINI_DEFAULT_API_BASE, ...clientArgs.httpOptions },
   });
-  const modelId = (name: string | undefined) => (name ?? '').replace(/^models\//, '');
+  return genAIProvider(client, metadata);
+}
+
+/**
+ * A provider over a @google/genai client: the Gemini API's (gemini) or Vertex AI's (vertexai, `vertexai: true`);
+ * the SDK picks each backend's paths and request shapes, so conversions and operations are the same.
+ */
+export function genAIProvider(client: GoogleGenAI, metadata: ProviderMetadata): Provider {
+  // Gemini names models/<id>, Vertex AI publishers/google/models/<id>
+  const modelId = (name: string | undefined) => (name ?? '').replace(/^.*models\//, '');
 
   return {
     metadata,
     async messages(params, call) {
-      const request = toGeminiRequest(params, call.extra);
+      const request = toGeminiRequest(params, call.extra, metadata.name);
       const response = await client.models.generateContent({ ...request, config: { ...request.config, abortSignal: call.signal } });
       return fromGeminiResponse(response, params.model);
     },
     async *messagesStream(params, call) {
-      const request = toGeminiRequest(params, call.extra);
+      const request = toGeminiRequest(params, call.extra, metadata.name);
       const chunks = await client.models.generateContentStream({ ...request, config: { ...request.config, abortSignal: call.signal } });
-      yield* fromGeminiStream(chunks, params.model);
+      yield* fromGeminiStream(chunks, params.model, metadata.name);
     },
     async embedding(params, call): Promise<EmbeddingResponse> {
       rejectUnknownExtra(call.extra, GEMINI_EMBED_OPTIONS, metadata.name);
