@@ -119,8 +119,8 @@ describe('lazy providers offer what the real ones offer', () => {
   });
 
   it('every registered provider with a vendor SDK is compared above', () => {
-    // encoder and voyage speak HTTP with fetch and have no SDK to defer
-    expect(Object.keys(PROVIDERS).filter((name) => !(name in realFactories)).sort()).toEqual(['encoder', 'voyage']);
+    // encoder, voyage and watsonx speak HTTP with fetch and have no SDK to defer
+    expect(Object.keys(PROVIDERS).filter((name) => !(name in realFactories)).sort()).toEqual(['encoder', 'voyage', 'watsonx']);
   });
 });
 

@@ -14,6 +14,7 @@ import { openAICompatibleProviders } from './openai/index.ts';
 import { vertexaiProvider } from './vertexai/index.ts';
 import { vertexaianthropicProvider } from './vertexaianthropic/index.ts';
 import { voyageProvider } from './voyage/index.ts';
+import { watsonxProvider } from './watsonx/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
@@ -28,4 +29,5 @@ export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   vertexai: vertexaiProvider,
   vertexaianthropic: vertexaianthropicProvider,
   voyage: voyageProvider,
+  watsonx: watsonxProvider,
 };

@@ -51,6 +51,7 @@ export const LLMProvider = Object.freeze({
   VERTEXAIANTHROPIC: 'vertexaianthropic',
   VLLM: 'vllm',
   VOYAGE: 'voyage',
+  WATSONX: 'watsonx',
   XAI: 'xai',
   ZAI: 'zai',
 } as const);
