@@ -40,7 +40,7 @@ const ANY_LLM_PROVIDERS = [
 ];
 
 /** any-llm providers the Hub does not have yet (issue 18 is open until this list is empty). */
-const NOT_YET = ['azure', 'sagemaker'];
+const NOT_YET = ['sagemaker'];
 
 describe('the provider list', () => {
   it('has mozilla-ai/any-llm’s 53 providers (but those NOT_YET) and encoder, sorted by name, each under its LLMProvider value', () => {

@@ -4,6 +4,7 @@
 export const LLMProvider = Object.freeze({
   ANTHROPIC: 'anthropic',
   ATLASCLOUD: 'atlascloud',
+  AZURE: 'azure',
   AZUREANTHROPIC: 'azureanthropic',
   AZUREOPENAI: 'azureopenai',
   BEDROCK: 'bedrock',
