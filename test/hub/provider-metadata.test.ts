@@ -40,7 +40,7 @@ const ANY_LLM_PROVIDERS = [
 ];
 
 /** any-llm providers the Hub does not have yet (issue 18 is open until this list is empty). */
-const NOT_YET = ['sagemaker'];
+const NOT_YET: string[] = [];
 
 describe('the provider list', () => {
   it('has mozilla-ai/any-llm’s 53 providers (but those NOT_YET) and encoder, sorted by name, each under its LLMProvider value', () => {
@@ -125,9 +125,11 @@ const all: [string, ProviderMetadata][] = Hub.get_all_provider_metadata().map((m
 
 /**
  * What some providers need beyond a key and an address so that a probe reaches the loopback server and nothing else:
- * watsonx's IAM token endpoint and project.
+ * SageMaker's AWS credentials and region, watsonx's IAM token endpoint and project.
  */
 const PROBE_OPTIONS: Record<string, () => Record<string, unknown>> = {
+  // SigV4 needs credentials; given here, the AWS credential chain is not searched (no instance metadata service)
+  sagemaker: () => ({ client_args: { region: 'us-east-1', credentials: { accessKeyId: 'AKIDPROBE', secretAccessKey: 'probe-secret' } } }),
   watsonx: () => ({ client_args: { iam_url: `${server.url}/identity/token`, project_id: 'probe-project' } }),
 };
 

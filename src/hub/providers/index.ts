@@ -11,6 +11,7 @@ import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { ollamaProvider } from './ollama/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
+import { sagemakerProvider } from './sagemaker/index.ts';
 import { vertexaiProvider } from './vertexai/index.ts';
 import { vertexaianthropicProvider } from './vertexaianthropic/index.ts';
 import { voyageProvider } from './voyage/index.ts';
@@ -26,6 +27,7 @@ export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   gemini: geminiProvider,
   mistral: mistralProvider,
   ollama: ollamaProvider,
+  sagemaker: sagemakerProvider,
   vertexai: vertexaiProvider,
   vertexaianthropic: vertexaianthropicProvider,
   voyage: voyageProvider,

@@ -45,6 +45,7 @@ export const LLMProvider = Object.freeze({
   PORTKEY: 'portkey',
   QINIU: 'qiniu',
   REQUESTY: 'requesty',
+  SAGEMAKER: 'sagemaker',
   SAMBANOVA: 'sambanova',
   TELNYX: 'telnyx',
   TOGETHER: 'together',
