@@ -79,8 +79,8 @@ export function fakeConverseFrames(body: Record<string, unknown>): Uint8Array[] 
   ];
 }
 
-/** The scheme and identity a request was authorised with, or the error it gets. */
-function authorised(request: RecordedRequest, service: string): Reply | null {
+/** The scheme and identity a request was authorised with, or the error it gets (SigV4 for `service`, or a bearer key). */
+export function authorised(request: RecordedRequest, service: string): Reply | null {
   const authorization = String(request.headers.authorization ?? '');
   if (authorization.startsWith('Bearer ')) {
     if (authorization === `Bearer ${BAD_BEDROCK_TOKEN}`) return awsError(403, 'UnrecognizedClientException', 'Invalid API Key format: Must start with pre-defined prefix');

@@ -17,6 +17,7 @@ import { PROVIDERS } from '../../src/hub/providers/index.ts';
 import { createAnthropic } from '../../src/hub/providers/anthropic/provider.ts';
 import { createAzureAnthropic } from '../../src/hub/providers/azureanthropic/provider.ts';
 import { createBedrock } from '../../src/hub/providers/bedrock/provider.ts';
+import { createSagemaker } from '../../src/hub/providers/sagemaker/provider.ts';
 import { createCohere } from '../../src/hub/providers/cohere/provider.ts';
 import { createGemini } from '../../src/hub/providers/gemini/provider.ts';
 import { createMistral } from '../../src/hub/providers/mistral/provider.ts';
@@ -44,6 +45,7 @@ const VENDOR_SDKS = [
   'ollama',
   '@aws-sdk/client-bedrock-runtime',
   '@aws-sdk/client-bedrock',
+  '@aws-sdk/client-sagemaker-runtime',
 ];
 
 /** The child: records the npm packages resolved after each step and prints them as JSON. */
@@ -98,6 +100,7 @@ const realFactories: Record<string, (options: ProviderOptions) => Provider> = {
   anthropic: createAnthropic,
   azureanthropic: createAzureAnthropic,
   bedrock: createBedrock,
+  sagemaker: createSagemaker,
   cohere: createCohere,
   gemini: createGemini,
   mistral: createMistral,
@@ -119,8 +122,8 @@ describe('lazy providers offer what the real ones offer', () => {
   });
 
   it('every registered provider with a vendor SDK is compared above', () => {
-    // encoder and voyage speak HTTP with fetch and have no SDK to defer
-    expect(Object.keys(PROVIDERS).filter((name) => !(name in realFactories)).sort()).toEqual(['encoder', 'voyage']);
+    // encoder, voyage and watsonx speak HTTP with fetch and have no SDK to defer
+    expect(Object.keys(PROVIDERS).filter((name) => !(name in realFactories)).sort()).toEqual(['encoder', 'voyage', 'watsonx']);
   });
 });
 

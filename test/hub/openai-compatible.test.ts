@@ -252,8 +252,12 @@ describe('every OpenAI-compatible service', () => {
   it.each(services)('%s: list_models, embeddings and responses where its metadata says, UnsupportedParameterError elsewhere', async (name, service) => {
     const on = { api_key: `${name}-key`, api_base: fake.baseURL, provider: name };
     const { list_models, embedding, responses } = service.metadata;
-    if (service.quirks.model_catalog) fake.script('GET /v1/catalog/models', { json: FAKE_MODEL_IDS.map((id) => ({ id, publisher: 'Fake Labs' })) });
-    if (list_models) expect((await alist_models(on)).map((m) => [m.id, m.object])).toEqual(FAKE_MODEL_IDS.map((id) => [id, 'model']));
+    // github's catalog lists models; azure's /info describes the endpoint's one model
+    const catalogRoute = service.quirks.model_catalog ? `GET ${new URL(service.quirks.model_catalog.url(fake.baseURL)).pathname}` : 'GET /v1/models';
+    const listed = name === 'azure' ? FAKE_MODEL_IDS.slice(0, 1) : FAKE_MODEL_IDS;
+    if (name === 'azure') fake.script(catalogRoute, { json: { model_name: listed[0], model_type: 'chat-completion', model_provider_name: 'Fake Labs' } });
+    else if (service.quirks.model_catalog) fake.script(catalogRoute, { json: FAKE_MODEL_IDS.map((id) => ({ id, publisher: 'Fake Labs' })) });
+    if (list_models) expect((await alist_models(on)).map((m) => [m.id, m.object])).toEqual(listed.map((id) => [id, 'model']));
     else expect(await failure(alist_models(on))).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'list_models' });
     if (embedding) {
       const vectors = await aembedding({ ...on, model: 'e', inputs: ['abc'] });
@@ -267,11 +271,67 @@ describe('every OpenAI-compatible service', () => {
     if (responses) expect((await aresponses({ ...on, model: 'm', input: 'hi' })).output_text).toBe('Hello from the fake server');
     else expect(await failure(aresponses({ ...on, model: 'm', input: 'hi' }))).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'responses' });
     expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
-      ...(list_models ? [service.quirks.model_catalog ? 'GET /v1/catalog/models' : 'GET /v1/models'] : []),
+      ...(list_models ? [catalogRoute] : []),
       ...(embedding ? ['POST /v1/embeddings'] : []),
       ...(responses ? ['POST /v1/responses'] : []),
     ]);
     for (const request of fake.requests) expect(request.headers.authorization).toBe(`Bearer ${name}-key`);
+  });
+});
+
+describe('azure (Azure AI model inference)', () => {
+  const chat = [{ role: 'user' as const, content: 'x' }];
+  const at = () => ({ api_key: 'az-key', api_base: fake.baseURL, provider: 'azure' });
+
+  it('every call carries api-version, the key as api-key and bearer; limits go as max_tokens; streams ask no stream_options', async () => {
+    await amessages({ ...at(), model: 'Phi-4', max_tokens: 9, messages: chat });
+    await collect(amessages({ ...at(), model: 'Phi-4', max_tokens: 9, messages: chat, stream: true }));
+    await acompletion({ ...at(), model: 'Phi-4', messages: chat, max_completion_tokens: 11 });
+    await aembedding({ ...at(), model: 'text-embedding-3-small', inputs: ['a'], dimensions: 8 });
+    fake.script('GET /v1/info', { json: { model_name: 'Phi-4', model_type: 'chat-completion', model_provider_name: 'Microsoft' } });
+    expect(await alist_models(at())).toEqual([{ id: 'Phi-4', object: 'model', created: 0, owned_by: 'Microsoft' }]);
+    expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /v1/chat/completions', 'POST /v1/chat/completions', 'POST /v1/chat/completions', 'POST /v1/embeddings', 'GET /v1/info']);
+    for (const request of fake.requests) {
+      expect(request.query.get('api-version')).toBe('2024-05-01-preview');
+      expect([request.headers['api-key'], request.headers.authorization]).toEqual(['az-key', 'Bearer az-key']);
+    }
+    const [plain, streamed, completion, embedding] = fake.requests.map((r) => r.body as Record<string, unknown>);
+    expect(plain).toMatchObject({ model: 'Phi-4', max_tokens: 9 });
+    expect(streamed).toMatchObject({ stream: true });
+    expect(streamed).not.toHaveProperty('stream_options');
+    expect([completion.max_tokens, completion.max_completion_tokens]).toEqual([11, undefined]);
+    expect(embedding).toMatchObject({ input: ['a'], dimensions: 8, encoding_format: 'float' });
+  });
+
+  it('client_args.defaultQuery chooses another api-version', async () => {
+    await amessages({ ...at(), client_args: { defaultQuery: { 'api-version': '2025-04-01' } }, model: 'm', max_tokens: 5, messages: chat });
+    expect(fake.requests[0]!.query.get('api-version')).toBe('2025-04-01');
+  });
+
+  it('reads AZURE_API_KEY and AZURE_AI_CHAT_ENDPOINT; without an endpoint it says what to set', async () => {
+    process.env.AZURE_API_KEY = 'env-az-key';
+    process.env.AZURE_AI_CHAT_ENDPOINT = `${fake.baseURL}/`;
+    await amessages({ provider: 'azure', model: 'm', max_tokens: 5, messages: chat });
+    expect(fake.requests[0]!.headers['api-key']).toBe('env-az-key');
+    expect(fake.requests[0]!.path).toBe('/v1/chat/completions');
+    delete process.env.AZURE_AI_CHAT_ENDPOINT;
+    // (another key: the functions reuse a client per provider, address and key)
+    const error = await failure(amessages({ provider: 'azure', api_key: 'other-key', model: 'm', max_tokens: 5, messages: chat }));
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(String(error)).toContain('AZURE_AI_CHAT_ENDPOINT');
+  });
+
+  it('refuses images and thinking before sending (any-llm: no image, no reasoning); maps Azure errors', async () => {
+    const image = [{ role: 'user' as const, content: [{ type: 'image' as const, source: { type: 'url' as const, url: 'https://x/y.png' } }] }];
+    expect(await failure(amessages({ ...at(), model: 'm', max_tokens: 5, messages: image }))).toMatchObject({ constructor: UnsupportedParameterError, parameter_name: 'image' });
+    expect(await failure(amessages({ ...at(), model: 'm', max_tokens: 2048, messages: chat, thinking: { type: 'enabled', budget_tokens: 1024 } }))).toMatchObject({
+      constructor: UnsupportedParameterError,
+      parameter_name: 'thinking',
+    });
+    expect(fake.requests).toHaveLength(0);
+    fake.script('POST /v1/chat/completions', { status: 404, json: { error: { code: 'DeploymentNotFound', message: 'The API deployment for this resource does not exist.', status: 404 } } });
+    const missing = await failure(amessages({ ...at(), model: 'm', max_tokens: 5, messages: chat, unified_exceptions: true, max_retries: 0 }));
+    expect(missing).toMatchObject({ constructor: ModelNotFoundError, provider_name: 'azure', code: 'DeploymentNotFound' });
   });
 });
 

@@ -40,7 +40,7 @@ const ANY_LLM_PROVIDERS = [
 ];
 
 /** any-llm providers the Hub does not have yet (issue 18 is open until this list is empty). */
-const NOT_YET = ['azure', 'sagemaker', 'watsonx'];
+const NOT_YET: string[] = [];
 
 describe('the provider list', () => {
   it('has mozilla-ai/any-llm’s 53 providers (but those NOT_YET) and encoder, sorted by name, each under its LLMProvider value', () => {
@@ -123,8 +123,20 @@ const PROBES: Record<string, { refusedAs: readonly string[]; calls: ((o: Options
 
 const all: [string, ProviderMetadata][] = Hub.get_all_provider_metadata().map((metadata) => [metadata.name, metadata]);
 
+/**
+ * What some providers need beyond a key and an address so that a probe reaches the loopback server and nothing else:
+ * SageMaker's AWS credentials and region, watsonx's IAM token endpoint and project.
+ */
+const PROBE_OPTIONS: Record<string, () => Record<string, unknown>> = {
+  // SigV4 needs credentials; given here, the AWS credential chain is not searched (no instance metadata service)
+  sagemaker: () => ({ client_args: { region: 'us-east-1', credentials: { accessKeyId: 'AKIDPROBE', secretAccessKey: 'probe-secret' } } }),
+  watsonx: () => ({ client_args: { iam_url: `${server.url}/identity/token`, project_id: 'probe-project' } }),
+};
+
 describe('each capability flag says what the provider does', () => {
-  const options = (provider: string) => ({ provider, api_key: 'probe-key', api_base: server.url, max_retries: 0, timeout: 5_000, unified_exceptions: true });
+  const options = (provider: string) => ({
+    provider, api_key: 'probe-key', api_base: server.url, max_retries: 0, timeout: 5_000, unified_exceptions: true, ...PROBE_OPTIONS[provider]?.(),
+  });
 
   it.each(all)('%s', async (provider, metadata) => {
     const o = options(provider);

@@ -11,9 +11,11 @@ import { geminiProvider } from './gemini/index.ts';
 import { mistralProvider } from './mistral/index.ts';
 import { ollamaProvider } from './ollama/index.ts';
 import { openAICompatibleProviders } from './openai/index.ts';
+import { sagemakerProvider } from './sagemaker/index.ts';
 import { vertexaiProvider } from './vertexai/index.ts';
 import { vertexaianthropicProvider } from './vertexaianthropic/index.ts';
 import { voyageProvider } from './voyage/index.ts';
+import { watsonxProvider } from './watsonx/index.ts';
 
 export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   ...openAICompatibleProviders,
@@ -25,7 +27,9 @@ export const PROVIDERS: Readonly<Record<string, ProviderDefinition>> = {
   gemini: geminiProvider,
   mistral: mistralProvider,
   ollama: ollamaProvider,
+  sagemaker: sagemakerProvider,
   vertexai: vertexaiProvider,
   vertexaianthropic: vertexaianthropicProvider,
   voyage: voyageProvider,
+  watsonx: watsonxProvider,
 };

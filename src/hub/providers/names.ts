@@ -4,6 +4,7 @@
 export const LLMProvider = Object.freeze({
   ANTHROPIC: 'anthropic',
   ATLASCLOUD: 'atlascloud',
+  AZURE: 'azure',
   AZUREANTHROPIC: 'azureanthropic',
   AZUREOPENAI: 'azureopenai',
   BEDROCK: 'bedrock',
@@ -44,6 +45,7 @@ export const LLMProvider = Object.freeze({
   PORTKEY: 'portkey',
   QINIU: 'qiniu',
   REQUESTY: 'requesty',
+  SAGEMAKER: 'sagemaker',
   SAMBANOVA: 'sambanova',
   TELNYX: 'telnyx',
   TOGETHER: 'together',
@@ -51,6 +53,7 @@ export const LLMProvider = Object.freeze({
   VERTEXAIANTHROPIC: 'vertexaianthropic',
   VLLM: 'vllm',
   VOYAGE: 'voyage',
+  WATSONX: 'watsonx',
   XAI: 'xai',
   ZAI: 'zai',
 } as const);

@@ -22,6 +22,7 @@ function createClient(service: OpenAICompatibleService, options: ProviderOptions
     maxRetries: 0,
     ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
     ...(service.azure && options.api_key ? { defaultHeaders: { 'api-key': options.api_key } } : {}),
+    ...(service.default_query ? { defaultQuery: service.default_query } : {}),
     ...(options.client_args as Partial<ConstructorParameters<typeof OpenAI>[0]>),
   });
 }

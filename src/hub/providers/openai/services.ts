@@ -18,6 +18,8 @@ export interface OpenAICompatibleService {
   azure?: boolean;
   /** A base address read from the environment when api_base is not given (required when there is no default). */
   base_env?: BaseFromEnv;
+  /** Query parameters sent with every request (Azure AI model inference's `api-version`). */
+  default_query?: Record<string, string>;
   quirks: ServiceQuirks;
   /** Whose batch API: OpenAI's (files + batches) or otari's own (./otari-batches.ts). */
   batch_api: 'openai' | 'otari';
@@ -49,6 +51,7 @@ interface ServiceSpec {
   stream_usage?: boolean;
   azure?: boolean;
   base_env?: BaseFromEnv;
+  default_query?: Record<string, string>;
   quirks?: ServiceQuirks;
   batch_api?: 'openai' | 'otari';
 }
@@ -81,6 +84,7 @@ function service(spec: ServiceSpec): OpenAICompatibleService {
     stream_usage: spec.stream_usage ?? true,
     ...(spec.azure ? { azure: true } : {}),
     ...(spec.base_env ? { base_env: spec.base_env } : {}),
+    ...(spec.default_query ? { default_query: spec.default_query } : {}),
     quirks: spec.quirks ?? {},
     batch_api: spec.batch_api ?? 'openai',
   };
@@ -98,6 +102,22 @@ const githubCatalog: ModelCatalog = {
       .map((entry) => completeModel({ id: entry.id, ...(typeof entry.publisher === 'string' ? { owned_by: entry.publisher } : {}) }, provider)),
 };
 
+/**
+ * Azure AI model inference serves one deployed model per endpoint and describes it at GET {endpoint}/info
+ * ({model_name, model_type, model_provider_name}); any-llm lists that one model.
+ */
+const azureModelInfo: ModelCatalog = {
+  url: (base) => `${base.replace(/\/+$/, '')}/info`,
+  models: (body, provider) => {
+    const info = (body ?? {}) as { model_name?: unknown; model_provider_name?: unknown };
+    if (typeof info.model_name !== 'string' || info.model_name === '') return [];
+    return [completeModel({ id: info.model_name, ...(typeof info.model_provider_name === 'string' ? { owned_by: info.model_provider_name } : {}) }, provider)];
+  },
+};
+
+/** The api-version Azure AI model inference is called with unless client_args.defaultQuery names another. */
+export const AZURE_AI_INFERENCE_API_VERSION = '2024-05-01-preview';
+
 /** z.ai's finish reasons beyond OpenAI's: the context window ran out mid-answer; the answer was intercepted. */
 const zaiFinishReasons = { model_context_window_exceeded: 'length', sensitive: 'content_filter' } as const;
 
@@ -106,6 +126,16 @@ export const OPENAI_COMPATIBLE_SERVICES: readonly OpenAICompatibleService[] = [
     name: 'openai', env_key: 'OPENAI_API_KEY', base: 'https://api.openai.com/v1',
     doc_url: 'https://platform.openai.com/docs/api-reference',
     embedding: true, responses: true, batch: true, reasoning: true, image: true, user: true, max_completion_tokens: true,
+  }),
+  service({
+    // Azure AI model inference (Foundry serverless and managed endpoints), as any-llm's `azure` provider: OpenAI's
+    // chat and embeddings routes under the endpoint, an api-version query, the key as `api-key` and bearer
+    name: 'azure', env_key: 'AZURE_API_KEY', base: '',
+    doc_url: 'https://learn.microsoft.com/en-us/azure/foundry/foundry-models/concepts/models-sold-directly-by-azure',
+    embedding: true, stream_usage: false, azure: true,
+    base_env: { name: 'AZURE_AI_CHAT_ENDPOINT', path: '', example: 'https://<deployment>.<region>.models.ai.azure.com' },
+    default_query: { 'api-version': AZURE_AI_INFERENCE_API_VERSION },
+    quirks: { max_tokens_only: true, model_catalog: azureModelInfo },
   }),
   service({
     name: 'azureopenai', env_key: 'AZURE_OPENAI_API_KEY', base: '',

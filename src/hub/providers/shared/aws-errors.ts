@@ -41,11 +41,14 @@ export function awsErrorToHub(error: unknown, provider: string): HubError | unde
     return new AuthenticationError(`No AWS credentials found: ${error.message}`, error, provider, { code: error.name });
   }
   if (isServiceError(error)) {
-    const status = error.$metadata?.httpStatusCode ?? STATUS_BY_NAME[error.name] ?? (error.$fault === 'server' ? 500 : null);
+    // SageMaker's ModelError (424) carries the serving container's own status and message: those say what failed
+    const modelError = error as { OriginalStatusCode?: unknown; OriginalMessage?: unknown };
+    const original = error.name === 'ModelError' && typeof modelError.OriginalStatusCode === 'number' ? modelError.OriginalStatusCode : undefined;
+    const status = original ?? error.$metadata?.httpStatusCode ?? STATUS_BY_NAME[error.name] ?? (error.$fault === 'server' ? 500 : null);
     return mapProviderFailure({
       provider_name: provider,
       status_code: status,
-      message: error.message,
+      message: original !== undefined && typeof modelError.OriginalMessage === 'string' ? modelError.OriginalMessage : error.message,
       code: error.name,
       error_type: error.name,
       original_exception: error,
