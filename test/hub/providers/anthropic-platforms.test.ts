@@ -9,6 +9,7 @@ import { AuthenticationError, InvalidRequestError, MissingApiKeyError, RateLimit
 import type { MessagesParams, MessagesStreamEvent, Provider } from '../../../src/hub/provider.ts';
 import { azureanthropicProvider } from '../../../src/hub/providers/azureanthropic/index.ts';
 import { vertexaianthropicProvider } from '../../../src/hub/providers/vertexaianthropic/index.ts';
+import { createVertexAIAnthropic } from '../../../src/hub/providers/vertexaianthropic/provider.ts';
 import { anthropicError, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
 import { googleError } from '../../fakes/gemini.ts';
 import { bodyOf } from '../../fakes/vendor-server.ts';
@@ -109,6 +110,27 @@ describe('vertexaianthropic (Claude on Vertex AI)', () => {
     expect(fake.server.lastRequest.path).toMatch(/:streamRawPredict$/);
     expect(textOf(events)).toBe('echo: stream');
     expect(events.at(-1)).toMatchObject({ type: 'message_stop' });
+  });
+
+  it('without credentials: an SDK client nobody called yet fails nothing (no unhandled rejection); the first call fails with the reason', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', path.join(path.dirname(adc), 'missing-adc.json'));
+    try {
+      // the provider as its lazy loader makes it once the SDK is loaded (which happens at the first call through Hub)
+      const unauthenticated = createVertexAIAnthropic({ api_base: `${fake.server.url}/v1` });
+      // the SDK resolves credentials from its constructor; give that time to fail
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(unhandled).toEqual([]);
+      const before = fake.server.requests.length;
+      const failure = await failureOf(unauthenticated.messages(base, call));
+      expect((failure as Error).message).toMatch(/Google OAuth credentials/);
+      expect(fake.server.requests.length).toBe(before);
+    } finally {
+      process.off('unhandledRejection', record);
+      vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', adc);
+    }
   });
 
   it('client_args projectId and region win; without any project: MissingApiKeyError naming GOOGLE_CLOUD_PROJECT', async () => {

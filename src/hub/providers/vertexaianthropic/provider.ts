@@ -23,9 +23,21 @@ export function createVertexAIAnthropic(options: ProviderOptions): Provider {
     maxRetries: 0,
     ...clientArgs,
   });
+  settleAuthInBackground(client);
   const messages = anthropicMessages(client, metadata);
   // API answers are Anthropic's errors; a failed token exchange is google-auth-library's
   return { ...messages, toHubError: (error) => messages.toHubError(error) ?? vertexErrorToHub(error, metadata.name) };
+}
+
+/**
+ * The SDK starts resolving Google credentials in its constructor and awaits the promise only at the first request.
+ * Without credentials (no ADC file, no metadata server) that promise rejected unobserved: an unhandled rejection,
+ * which ends a Node process (e.g. when the first call fails before it sends anything). Observing it
+ * here keeps the failure for the first request, which awaits the same promise and reports it.
+ */
+function settleAuthInBackground(client: AnthropicVertex): void {
+  const pending = (client as unknown as { _authClientPromise?: Promise<unknown> })._authClientPromise;
+  pending?.catch(() => {});
 }
 
 function missingProject(): never {
