@@ -227,6 +227,17 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(refused.json.error?.code).toBe('key_inactive');
   });
 
+  it('deletes a key after asking (the dialog is accepted), and it is gone from the list and the gateway', async () => {
+    const spare = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'spare-key' } })).json as { id: string; key: string };
+    // the page shows Keys already: away and back, so that it reads the list again
+    await go('Users');
+    await go('Keys');
+    await page.getByLabel('Actions for spare-key').getByRole('button', { name: 'Delete' }).click();
+    await page.getByLabel('Actions for spare-key').waitFor({ state: 'detached' });
+    expect((await gateway.call('GET', `/v1/keys/${spare.id}`)).status).toBe(404);
+    expect((await chat(spare.key)).status).toBe(401);
+  });
+
   it('shows the Users, Budgets and Models pages', async () => {
     await go('Users');
     await page.getByRole('cell', { name: 'alice', exact: true }).waitFor();

@@ -50,6 +50,21 @@ export function action(context: PageContext, run: () => Promise<unknown>, option
   };
 }
 
+/** A Delete button that asks `question` first, then sends DELETE `path` as an action. */
+export function deleteButton(context: PageContext, path: string, question: string): HTMLElement {
+  return h(
+    'button',
+    {
+      type: 'button',
+      class: 'danger',
+      onClick: (event: Event) => {
+        if (confirm(question)) action(context, () => context.api.call('DELETE', path))(event);
+      },
+    },
+    'Delete',
+  );
+}
+
 /** A page's heading row: title and what it shows. */
 export const heading = (title: string, about: string): HTMLElement => h('header', { class: 'page-head' }, h('h1', {}, title), h('p', {}, about));
 

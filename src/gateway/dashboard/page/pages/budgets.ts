@@ -1,7 +1,7 @@
 import type { Budget, List } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
 import { money, percent, period, utc } from '../format.ts';
-import { action, budgetMeter, heading, type Page, type PageContext } from '../page.ts';
+import { action, budgetMeter, deleteButton, heading, type Page, type PageContext } from '../page.ts';
 
 const PERIODS: [string, string][] = [
   ['', 'never'],
@@ -60,16 +60,6 @@ function budgetActions(context: PageContext, budget: Budget): HTMLElement {
     field('Limit (US$)', h('input', { name: 'max_budget', type: 'number', min: 0, step: 'any', value: budget.max_budget, required: true })),
     h('button', { type: 'submit' }, 'Save'),
   );
-  const remove = h(
-    'button',
-    {
-      type: 'button',
-      class: 'danger',
-      onClick: (event: Event) => {
-        if (confirm(`Delete budget ${budget.budget_id}? Users and keys using it are no longer limited by it.`)) action(context, () => context.api.call('DELETE', path))(event);
-      },
-    },
-    'Delete',
-  );
+  const remove = deleteButton(context, path, `Delete budget ${budget.budget_id}? Users and keys using it are no longer limited by it.`);
   return h('div', { class: 'actions', 'aria-label': `Actions for ${budget.budget_id}` }, h('details', {}, h('summary', {}, 'Edit'), edit), remove);
 }

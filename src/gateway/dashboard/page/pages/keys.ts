@@ -1,7 +1,7 @@
 import type { Budget, CreatedKey, List, User, VirtualKey } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
 import { modelList, parseModelList, utc } from '../format.ts';
-import { action, heading, idSelect, type Page, type PageContext } from '../page.ts';
+import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
 
 /**
  * The secret of a key just created or rotated: handed from the action to the next render, which puts it into one
@@ -133,17 +133,7 @@ function keyActions(context: PageContext, key: VirtualKey, budgetChoices: { valu
     field('Old secret', h('select', { name: 'grace_period_seconds' }, ...GRACE_CHOICES.map(([seconds, label]) => h('option', { value: seconds }, label)))),
     h('button', { type: 'submit' }, 'Rotate now'),
   );
-  const remove = h(
-    'button',
-    {
-      type: 'button',
-      class: 'danger',
-      onClick: (event: Event) => {
-        if (confirm(`Delete key "${key.key_name}"? Calls with it stop at once; its usage rows stay.`)) action(context, () => context.api.call('DELETE', path))(event);
-      },
-    },
-    'Delete',
-  );
+  const remove = deleteButton(context, path, `Delete key "${key.key_name}"? Calls with it stop at once; its usage rows stay.`);
   return h(
     'div',
     { class: 'actions', 'aria-label': `Actions for ${key.key_name}` },

@@ -1,7 +1,7 @@
 import type { Budget, List, User } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
 import { modelList, parseModelList, utc } from '../format.ts';
-import { action, heading, idSelect, type Page, type PageContext } from '../page.ts';
+import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
 
 export const usersPage: Page = {
   path: 'users',
@@ -60,16 +60,6 @@ function userActions(context: PageContext, user: User, budgetChoices: { value: s
     field('Allowed models', h('input', { name: 'allowed_models', value: user.allowed_models?.join(', ') ?? '', placeholder: 'all models' })),
     h('button', { type: 'submit' }, 'Save'),
   );
-  const remove = h(
-    'button',
-    {
-      type: 'button',
-      class: 'danger',
-      onClick: (event: Event) => {
-        if (confirm(`Delete user "${user.user_id}" and its keys? Its usage rows stay.`)) action(context, () => context.api.call('DELETE', path))(event);
-      },
-    },
-    'Delete',
-  );
+  const remove = deleteButton(context, path, `Delete user "${user.user_id}" and its keys? Its usage rows stay.`);
   return h('div', { class: 'actions', 'aria-label': `Actions for ${user.user_id}` }, h('details', {}, h('summary', {}, 'Edit'), edit), remove);
 }
