@@ -35,14 +35,64 @@ export const F_COMBINING_MARK = 512;
 
 const MAX_CP = 0x110000;
 
-function fillRanges(target: Uint8Array | Uint16Array, ranges: string, flag: number): void {
-  for (const part of ranges.split(',')) {
-    if (part.length === 0) continue;
-    const dash = part.indexOf('-');
-    const a = parseInt(dash < 0 ? part : part.slice(0, dash), 16);
-    const b = dash < 0 ? a : parseInt(part.slice(dash + 1), 16);
-    for (let cp = a; cp <= b; cp++) target[cp] |= flag;
+/**
+ * Calls `range` for each `a-b` or `a` (hex) of a generated table, with the decimal after a `:` when there is one.
+ * Read a character at a time: splitting and slicing the ~2,400 ranges into strings and arrays took ~10 ms of every
+ * start-up, in code that runs once and so is never optimised (docs/benchmarks.md).
+ */
+function forEachRange(table: string, range: (start: number, end: number, rank: number) => void): void {
+  let number = 0;
+  let base = 16;
+  let digits = 0;
+  let start = -1;
+  let end = -1;
+  for (let i = 0; i <= table.length; i++) {
+    const c = i < table.length ? table.charCodeAt(i) : 0x2c;
+    if (c === 0x2c /* , */) {
+      if (digits > 0) {
+        if (base === 16) end = number;
+        range(start < 0 ? end : start, end, base === 10 ? number : 0);
+      }
+      number = 0;
+      base = 16;
+      digits = 0;
+      start = -1;
+      end = -1;
+    } else if (c === 0x2d /* - */) {
+      start = number;
+      number = 0;
+    } else if (c === 0x3a /* : */) {
+      end = number;
+      number = 0;
+      base = 10;
+    } else {
+      number = number * base + (c <= 0x39 ? c - 0x30 : c - 0x57);
+      digits++;
+    }
   }
+}
+
+/**
+ * One flag per range table, set on the code points of its ranges. Expanded by sweeping the ranges' ends in order and
+ * filling each run of equal flags at once, instead of setting the 1.1 million code points one at a time.
+ */
+function expandFlags(tables: [ranges: string, flag: number][]): Uint16Array {
+  // an edge is one number: code point * 32 + (16 when the flag is set there, else cleared) + table index; sorted
+  // numerically, clearing comes before setting at the same code point
+  const edges: number[] = [];
+  tables.forEach(([ranges], table) => forEachRange(ranges, (start, end) => edges.push(start * 32 + 16 + table, (end + 1) * 32 + table)));
+  const sorted = Int32Array.from(edges).sort();
+  const target = new Uint16Array(MAX_CP);
+  let value = 0;
+  for (let i = 0; i < sorted.length; ) {
+    const at = sorted[i] >> 5;
+    for (; i < sorted.length && sorted[i] >> 5 === at; i++) {
+      const flag = tables[sorted[i] & 15][1];
+      value = sorted[i] & 16 ? value | flag : value & ~flag;
+    }
+    if (value !== 0) target.fill(value, at, i < sorted.length ? sorted[i] >> 5 : MAX_CP);
+  }
+  return target;
 }
 
 let flagTable: Uint16Array | null = null;
@@ -50,36 +100,27 @@ let cccTable: Uint8Array | null = null;
 
 /** F_* flags per code point. */
 export function flags(): Uint16Array {
-  if (flagTable === null) {
-    const t = new Uint16Array(MAX_CP);
-    fillRanges(t, RUST_WHITESPACE, F_WHITESPACE);
-    fillRanges(t, BERT_REMOVED, F_BERT_REMOVED);
-    fillRanges(t, BERT_PUNCT, F_BERT_PUNCT);
-    fillRanges(t, MARK_NONSPACING, F_MARK_NONSPACING);
-    fillRanges(t, ONIG_LETTER, F_LETTER);
-    fillRanges(t, ONIG_NUMBER, F_NUMBER);
-    fillRanges(t, ONIG_SPACE, F_ONIG_SPACE);
-    fillRanges(t, NORM_UNKNOWN, F_NORM_UNKNOWN);
-    fillRanges(t, ONIG_WORD, F_ONIG_WORD);
-    fillRanges(t, COMBINING_MARK, F_COMBINING_MARK);
-    flagTable = t;
-  }
+  flagTable ??= expandFlags([
+    [RUST_WHITESPACE, F_WHITESPACE],
+    [BERT_REMOVED, F_BERT_REMOVED],
+    [BERT_PUNCT, F_BERT_PUNCT],
+    [MARK_NONSPACING, F_MARK_NONSPACING],
+    [ONIG_LETTER, F_LETTER],
+    [ONIG_NUMBER, F_NUMBER],
+    [ONIG_SPACE, F_ONIG_SPACE],
+    [NORM_UNKNOWN, F_NORM_UNKNOWN],
+    [ONIG_WORD, F_ONIG_WORD],
+    [COMBINING_MARK, F_COMBINING_MARK],
+  ]);
   return flagTable;
 }
 
 /** Canonical combining class, as a rank that keeps the order of the real classes (0 = starter). */
 export function cccRanks(): Uint8Array {
   if (cccTable === null) {
-    const t = new Uint8Array(MAX_CP);
-    for (const part of CCC_RANKS.split(',')) {
-      const [range, rank] = part.split(':');
-      const dash = range.indexOf('-');
-      const a = parseInt(dash < 0 ? range : range.slice(0, dash), 16);
-      const b = dash < 0 ? a : parseInt(range.slice(dash + 1), 16);
-      const r = Number(rank);
-      for (let cp = a; cp <= b; cp++) t[cp] = r;
-    }
-    cccTable = t;
+    const table = new Uint8Array(MAX_CP);
+    forEachRange(CCC_RANKS, (start, end, rank) => table.fill(rank, start, end + 1));
+    cccTable = table;
   }
   return cccTable;
 }
