@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync }
 import os from 'node:os';
 import path from 'node:path';
 import * as sea from 'node:sea';
-import { cacheDirFromEnvironment } from '../src/encoder/config.ts';
+import { cacheDirFromEnvironment } from '../src/encoder/cache-dir.ts';
 
 /**
  * Native code inside the single executable (design decision 2). `require()` of a `.node` file cannot work from

@@ -1,7 +1,8 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable } from '../../runtime/asset-section.ts';
-import { cacheDirFromEnvironment, defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
+import { cacheDirFromEnvironment } from '../encoder/cache-dir.ts';
+import { defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
 import { readModelPackage, type ModelPackage } from '../encoder/model-package.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';

@@ -1,6 +1,7 @@
 import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
-import { CACHE_DIR_ENV, QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
+import { CACHE_DIR_ENV } from '../encoder/cache-dir.ts';
+import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
 import { DEFAULT_RELEASE_URL, RELEASE_URL_ENV } from '../builder/release.ts';
 import type { BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';

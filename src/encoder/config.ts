@@ -6,6 +6,7 @@ import { compileBuiltInSchema } from '../shared/built-in-schema.ts';
 import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
+import { cacheDirFromEnvironment } from './cache-dir.ts';
 
 export const MODEL_TYPES = ['embedding', 'sentence_embedding', 'sequence_classification', 'token_classification'] as const;
 export type ModelType = (typeof MODEL_TYPES)[number];
@@ -244,22 +245,6 @@ function readTransform(spec: RawEncoderSection['transform'], resolve: (p: string
 /** `./<name>` in the working directory, plus the target's executable extension (`.exe` on Windows targets). */
 export function defaultOutputPath(name: string, cwd: string, extension = ''): string {
   return path.resolve(cwd, `${name}${extension}`);
-}
-
-/** Environment variable naming the cache directory (base runtimes for builds, extracted native files). */
-export const CACHE_DIR_ENV = 'ENCODER_CACHE_DIR';
-
-/** `ENCODER_CACHE_DIR`, else the platform's per-user cache directory. */
-export function cacheDirFromEnvironment(env: NodeJS.ProcessEnv = process.env): string {
-  return env[CACHE_DIR_ENV] || defaultCacheDir(env);
-}
-
-/** The platform's per-user cache directory for this program. */
-export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
-  const home = env.HOME ?? os.homedir();
-  if (platform === 'darwin') return path.join(home, 'Library', 'Caches', 'encoder');
-  if (platform === 'win32') return path.win32.join(env.LOCALAPPDATA ?? path.win32.join(home, 'AppData', 'Local'), 'encoder');
-  return path.join(env.XDG_CACHE_HOME || path.join(home, '.cache'), 'encoder');
 }
 
 function expandHome(p: string): string {
