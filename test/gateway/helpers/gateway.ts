@@ -5,6 +5,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
 import type { DashboardFiles } from '../../../src/gateway/dashboard/files.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
+import type { UsageRecord } from '../../../src/gateway/storage/records.ts';
 import { CHAT_USAGE, errorBody, FakeOpenAIServer, type ScriptedReply } from '../../fakes/openai-compatible.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 
@@ -113,6 +114,28 @@ export function useTestGateway(backend: Backend, config: () => Partial<GatewayCo
   afterAll(async () => {
     await gateway?.close();
   });
+}
+
+/** A usage row of one successful chat completion (1 + 1 tokens) as a test writes it straight to a store; `fields` change it. */
+export function usageRecord(id: string, fields: Partial<UsageRecord> = {}): UsageRecord {
+  return {
+    id,
+    request_id: id,
+    created_at: Date.now(),
+    user_id: null,
+    key_id: null,
+    endpoint: 'chat.completions',
+    provider: 'openai',
+    model: 'gpt',
+    prompt_tokens: 1,
+    completion_tokens: 1,
+    search_units: 0,
+    cost_nanos: 1,
+    status: 'success',
+    status_code: 200,
+    duration_ms: 1,
+    ...fields,
+  };
 }
 
 /** Polls `read` every 25 ms until it gives a value (a usage row written after the answer, say); fails after 10 s naming `what`. */
