@@ -120,7 +120,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
 
   /**
    * A call that failed before anything was answered: its usage row, and the error to answer with. A provider's
-   * refusal costs nothing; a client that went away (given the signal) is `cancelled` and pays the estimated prompt,
+   * refusal costs nothing; a client that went away (its signal aborted) is `cancelled` and pays the estimated prompt,
    * which the provider was sent and charges for — else aborting just before the answer would dodge every budget.
    */
   async function failedCall(ticket: CallTicket, error: unknown, signal: AbortSignal): Promise<GatewayError> {
