@@ -10,10 +10,12 @@
 //   :streamRawPredict, the Anthropic Messages body without `model`, with anthropic_version, answered with the
 //   Anthropic fake's message and SSE events.
 // Every model route needs `Authorization: Bearer <issued token>` (or the express key); errors are Google's.
+// The fake comes with an Application Default Credentials file for its token exchange (stubAdcEnvironment).
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { vi } from 'vitest';
 import { fakeMessage, fakeMessageEvents } from './anthropic.ts';
 import { fakeGeminiChunks, fakeGeminiResponse, googleError } from './gemini.ts';
 import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
@@ -21,11 +23,15 @@ import { fakeVector, VendorServer, type RecordedRequest, type Reply, type Route 
 export const SUBJECT_TOKEN = 'subject-token-from-the-workload';
 export const EXPRESS_KEY = 'vertex-express-key';
 export const VERTEX_MODELS = ['gemini-2.5-flash', 'text-embedding-005'];
+/** The Google Cloud project stubAdcEnvironment sets. */
+export const VERTEX_PROJECT = 'hub-proj';
 
 export interface VertexFake {
   server: VendorServer;
   /** Access tokens the token endpoint issued, in order. */
   issued: string[];
+  /** Its ADC file (writeAdcFile), in a folder of its own that close() removes. */
+  adc: string;
   close(): Promise<void>;
 }
 
@@ -33,7 +39,7 @@ export interface VertexFake {
  * Writes an Application Default Credentials file of type `external_account` whose token exchange is the fake's
  * /v1/token and whose subject token is a file beside it; returns its path (for GOOGLE_APPLICATION_CREDENTIALS).
  */
-export function writeAdcFile(tokenUrl: string): string {
+function writeAdcFile(tokenUrl: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'hub-vertex-adc-'));
   const subject = path.join(dir, 'subject-token');
   writeFileSync(subject, SUBJECT_TOKEN);
@@ -124,5 +130,26 @@ export async function startVertexFake(): Promise<VertexFake> {
     },
   ];
   const server = await VendorServer.start(routes);
-  return { server, issued, close: () => server.close() };
+  const adc = writeAdcFile(`${server.url}/v1/token`);
+  return {
+    server,
+    issued,
+    adc,
+    async close() {
+      await server.close();
+      rmSync(path.dirname(adc), { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Points Google's Application Default Credentials at the fake for the current tests (vi.stubEnv; vi.unstubAllEnvs
+ * undoes it): its ADC file, project VERTEX_PROJECT in `location`, and no Google API key (which would mean express mode).
+ */
+export function stubAdcEnvironment(fake: VertexFake, location: string): void {
+  vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', fake.adc);
+  vi.stubEnv('GOOGLE_CLOUD_PROJECT', VERTEX_PROJECT);
+  vi.stubEnv('GOOGLE_CLOUD_LOCATION', location);
+  vi.stubEnv('GOOGLE_API_KEY', undefined);
+  vi.stubEnv('GEMINI_API_KEY', undefined);
 }

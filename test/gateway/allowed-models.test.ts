@@ -1,21 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { modelAllowed } from '../../src/gateway/ledger.ts';
-import { FakeOpenAIServer } from '../fakes/openai-compatible.ts';
-import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 // allowed_models of keys and users: 403 model_not_allowed before any provider is contacted, with either credential
 // header, on both storage engines; set and shown by the management API.
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
-
-beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-});
-afterAll(async () => {
-  await fake?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
+const fake = await useFakeProvider();
 
 it('matches exact names and provider:* patterns; null allows everything, [] nothing', () => {
   expect(modelAllowed('openai:gpt-4o', ['openai:gpt-4o'])).toBe(true);
@@ -29,15 +20,13 @@ it('matches exact names and provider:* patterns; null allows everything, [] noth
 describe.each(backends)('allowed_models on $name', (backend) => {
   let gateway: TestGateway;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL }, groq: { api_key: 'sk-g', api_base: fake.baseURL } },
-    });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-  });
+  useTestGateway(
+    backend,
+    () => ({ providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL }, groq: { api_key: 'sk-g', api_base: fake.baseURL } } }),
+    (started) => {
+      gateway = started;
+    },
+  );
 
   const chat = (key: string, model: string, header: 'x-hub-key' | 'authorization', user?: string) =>
     fetch(`${gateway.url}/v1/chat/completions`, {

@@ -1,35 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/gateway/gateway.ts';
 import type { ChatCompletionChunk, Upstream } from '../../src/gateway/upstream.ts';
-import { FakeOpenAIServer, chatChunks, chatCompletionBody } from '../fakes/openai-compatible.ts';
-import { MASTER_KEY, PROVIDER_CHAT_ROUTE, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, testConfig, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { chatChunks, chatCompletionBody } from '../fakes/openai-compatible.ts';
+import { MASTER_KEY, PROVIDER_CHAT_ROUTE, TEST_PRICING, eventually, testConfig, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * Calls that end in unusual ways — the client leaving while the provider opens a stream, a provider that reports no
  * usage — still write one usage row, bill something and give their budget hold back.
  */
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
-
-beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-});
-afterAll(async () => {
-  await fake?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
+const fake = await useFakeProvider();
 
 const json = { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' };
 const messages = [{ role: 'user', content: 'Hi' }];
-
-async function eventually<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const value = await read();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Sets up a user with a budget on a gateway; returns how to read the user's rows and the budget. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
@@ -48,12 +31,8 @@ describe.each(backends)('billing edges on $name', (backend) => {
   let gateway: TestGateway;
   const call = (method: string, path: string, body?: unknown) => gateway.call(method, path, body === undefined ? {} : { body });
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } });
-  });
-  afterAll(async () => {
-    await gateway?.close();
+  useTestGateway(backend, () => ({ providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), (started) => {
+    gateway = started;
   });
 
   it.skipIf(backend.skipReason)('a client that leaves while the provider opens the stream: the row says cancelled and the hold is given back', async () => {

@@ -1,47 +1,25 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBuildConfig } from '../../src/encoder/config.ts';
-import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
-import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
-import { FakeOpenAIServer, fakeEmbedding } from '../fakes/openai-compatible.ts';
+import { fakeEmbedding } from '../fakes/openai-compatible.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
-import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
+import { eventually, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * POST /v1/embeddings beyond model and input: `dimensions` reaches the provider (or is refused with a 400 naming it),
  * `encoder:<name>` reaches this project's encoder server, and a client that goes away cancels the provider call and
  * is recorded as cancelled, not billed as a success.
  */
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
+const backends = await useBackends();
+const fake = await useFakeProvider();
 const EMBEDDINGS_ROUTE = 'POST /v1/embeddings';
 
-let encoder: RunningServer;
-let encoderPipeline: PredictPipeline;
+let encoder: InProcessEncoder;
 
 beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-  const dir = await generateTinyModel({ modelType: 'embedding' });
-  const config = parseBuildConfig(`encoder:\n  name: tiny-sentences\n  path: ${dir}\n  model_type: sentence_embedding\n`, { baseDir: dir });
-  encoderPipeline = await PredictPipeline.load(readModelPackage(config));
-  encoder = await startEncoderServer(encoderPipeline, { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 }, grpc: null, target: 'x86_64-unknown-linux-gnu' });
+  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'tiny-sentences', 'sentence_embedding');
 });
-afterAll(async () => {
-  await fake?.close();
-  await encoder?.close();
-  await encoderPipeline?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
-
-async function eventually<T>(read: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    const value = await read();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+afterAll(() => encoder?.close());
 
 /** The encoder server's own answer, asked directly in base64: its float32 values, decoded here. */
 async function encoderAnswer(body: { input: string[]; dimensions?: number }): Promise<{ vectors: number[][]; promptTokens: number }> {
@@ -67,19 +45,17 @@ describe.each(backends)('embeddings on $name', (backend) => {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- usage rows are checked field by field
   const rows = async (): Promise<any[]> => (await gateway.call('GET', `/v1/keys/${key.id}/usage?limit=100`)).json.data;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      // encoder: this project's own server, serving a sentence_embedding model in this process
-      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl! } },
-    });
-    await gateway.call('POST', '/v1/users', { body: { user_id: 'dora', alias: 'Dora' } });
-    key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'embedder', user_id: 'dora' } })).json;
-    client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-  });
+  useTestGateway(
+    backend,
+    // encoder: this project's own server, serving a sentence_embedding model in this process
+    () => ({ providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl } } }),
+    async (started) => {
+      gateway = started;
+      await gateway.call('POST', '/v1/users', { body: { user_id: 'dora', alias: 'Dora' } });
+      key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'embedder', user_id: 'dora' } })).json;
+      client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    },
+  );
 
   it.skipIf(backend.skipReason)('dimensions reaches the provider and the vectors have that length (float and base64)', async () => {
     const floats = await client.embeddings.create({ model: 'openai:text-embedding-3-small', input: ['abc', 'hello'], dimensions: 6, encoding_format: 'float' });

@@ -1,15 +1,14 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../fakes/anthropic.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { fakeMessageEvents, startAnthropicFake } from '../fakes/anthropic.ts';
 import {
   CHAT_USAGE,
   DEFAULT_COMPLETION_TEXT,
   DEFAULT_STREAM_PIECES,
   EMBEDDING_TOKENS_PER_INPUT,
   FAKE_MODEL_IDS,
-  FakeOpenAIServer,
   chatChunks,
   chatStreamUsage,
   fakeEmbedding,
@@ -22,31 +21,21 @@ import {
   PROVIDER_CHAT_ROUTE,
   PROVIDER_FAILURES,
   TEST_PRICING,
-  postgresBackend,
-  sqliteBackend,
-  startTestGateway,
-  type Backend,
+  useBackends,
+  useFakeProvider,
+  useTestGateway,
   type TestGateway,
 } from './helpers/gateway.ts';
 
 type ErrorBody = { error: { message: string; type: string; code: string; param: string | null } };
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
-let anthropicFake: AnthropicFake;
+const backends = await useBackends();
+const fake = await useFakeProvider();
+const anthropicFake = await startAnthropicFake();
+afterAll(() => anthropicFake.close());
 const { prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS } = CHAT_USAGE;
 /** The body of the last chat completion the fake provider received. */
 const lastChatBody = () => fake.requestsTo(PROVIDER_CHAT_ROUTE).at(-1)!.body;
-
-beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-  anthropicFake = await startAnthropicFake();
-});
-afterAll(async () => {
-  await fake?.close();
-  await anthropicFake?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
 
 /** Waits for the usage rows the gateway commits before it answers (streams: before the last event). */
 async function usageOf(gateway: TestGateway, path: string) {
@@ -59,20 +48,20 @@ describe.each(backends)('forwarding on $name', (backend) => {
   let viaKey: OpenAI;
   let viaMaster: OpenAI;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
+  useTestGateway(
+    backend,
+    () => ({
       providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
       pricing: { 'openai:gpt-fake': TEST_PRICING },
-    });
-    await gateway.call('POST', '/v1/users', { body: { user_id: 'carol', alias: 'Carol' } });
-    virtualKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'app', user_id: 'carol' } })).json;
-    viaKey = new OpenAI({ apiKey: virtualKey.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-    viaMaster = new OpenAI({ apiKey: MASTER_KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-  });
+    }),
+    async (started) => {
+      gateway = started;
+      await gateway.call('POST', '/v1/users', { body: { user_id: 'carol', alias: 'Carol' } });
+      virtualKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'app', user_id: 'carol' } })).json;
+      viaKey = new OpenAI({ apiKey: virtualKey.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+      viaMaster = new OpenAI({ apiKey: MASTER_KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    },
+  );
 
   it.skipIf(backend.skipReason)('the openai client with a virtual key: chat, passing other fields on, usage and cost recorded', async () => {
     const completion = await viaKey.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.3, max_tokens: 50 });

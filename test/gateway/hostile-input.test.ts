@@ -1,33 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAT_USAGE, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
-import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { describe, expect, it } from 'vitest';
+import { CHAT_USAGE } from '../fakes/openai-compatible.ts';
+import { MASTER_KEY, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * Input a careless or hostile client can send: out-of-range numbers, NUL characters, odd escapes. Each gets a 400
  * (or the answer a well-formed request gets) and the same answer on both databases — never a 500, never a budget
  * left in a state that blocks or mis-bills later calls.
  */
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
-
-beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-});
-afterAll(async () => {
-  await fake?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
+const fake = await useFakeProvider();
 
 describe.each(backends)('hostile input on $name', (backend) => {
   let gateway: TestGateway;
   const chat = (extra: Record<string, unknown>) => ({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], ...extra });
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } });
-  });
-  afterAll(async () => {
-    await gateway?.close();
+  useTestGateway(backend, () => ({ providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), (started) => {
+    gateway = started;
   });
 
   it.skipIf(backend.skipReason)('money and periods beyond what the database holds are a 400 naming the field', async () => {

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeEach, expect, it } from 'vitest';
 import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from '../../src/gateway/storage/migrations.ts';
 import { openStore, type BudgetHold, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
-import { postgresBackend, type Backend } from './helpers/gateway.ts';
+import { postgresBackend, usageRecord, type Backend } from './helpers/gateway.ts';
 
 /**
  * Two gateway instances on one PostgreSQL, one of them taken for dead (a forced reap) while it still reserves and
@@ -37,23 +37,7 @@ afterEach(async () => {
 
 const LEASE_MS = 30_000;
 let rows = 0;
-const usageRow = (costNanos: number): UsageRecord => ({
-  id: `usage_${++rows}`,
-  request_id: `request_${rows}`,
-  created_at: Date.now(),
-  user_id: null,
-  key_id: null,
-  endpoint: 'chat.completions',
-  provider: 'openai',
-  model: 'gpt',
-  prompt_tokens: 1,
-  completion_tokens: 1,
-  search_units: 0,
-  cost_nanos: costNanos,
-  status: 'success',
-  status_code: 200,
-  duration_ms: 1,
-});
+const usageRow = (costNanos: number): UsageRecord => usageRecord(`usage_${++rows}`, { request_id: `request_${rows}`, cost_nanos: costNanos });
 
 /** Makes `paused` look dead to `reaper`: its last heartbeat is older than the lease, the reaper's is fresh. */
 async function pauseLongerThanLease(): Promise<number> {

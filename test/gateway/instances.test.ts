@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
-import { postgresBackend, sqliteBackend, type Backend } from './helpers/gateway.ts';
+import { postgresBackend, sqliteBackend, usageRecord, type Backend } from './helpers/gateway.ts';
 
 /** Several instances on one PostgreSQL: holds of an instance taken for dead must not be given back twice. */
 const backend: Backend = await postgresBackend();
@@ -22,23 +22,7 @@ afterAll(async () => {
   await sqlite.close();
 });
 
-const usageRow = (id: string): UsageRecord => ({
-  id,
-  request_id: id,
-  created_at: Date.now(),
-  user_id: null,
-  key_id: null,
-  endpoint: 'chat.completions',
-  provider: 'openai',
-  model: 'gpt',
-  prompt_tokens: 1,
-  completion_tokens: 1,
-  search_units: 0,
-  cost_nanos: 40,
-  status: 'success',
-  status_code: 200,
-  duration_ms: 1,
-});
+const usageRow = (id: string): UsageRecord => usageRecord(id, { cost_nanos: 40 });
 
 it.skipIf(backend.skipReason)('an instance reaped while merely paused settles its calls without driving reserved below zero for good', async () => {
   const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });

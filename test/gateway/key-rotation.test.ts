@@ -1,20 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeOpenAIServer } from '../fakes/openai-compatible.ts';
-import { TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { TEST_PRICING, startTestGateway, useBackends, useFakeProvider, type TestGateway } from './helpers/gateway.ts';
 
 // POST /v1/keys/{id}/rotate on both storage engines: a new secret once, the old one refused at once or after a
 // grace period, the key's budget and usage unchanged — and a second gateway instance on the same database agrees.
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
-
-beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-});
-afterAll(async () => {
-  await fake?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
+const fake = await useFakeProvider();
 
 describe.each(backends)('key rotation on $name', (backend) => {
   let gateway: TestGateway;

@@ -1,25 +1,17 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MASTER_KEY, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { MASTER_KEY, useBackends, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 const ISO_NO_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;
 type ErrorBody = { error: { message: string; type: string; code: string; param: string | null } };
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-
-afterAll(async () => {
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
 
 describe.each(backends)('management API on $name', (backend) => {
   let gateway: TestGateway;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl());
-  });
-  afterAll(async () => {
-    await gateway?.close();
+  useTestGateway(backend, () => ({}), (started) => {
+    gateway = started;
   });
 
   it.skipIf(backend.skipReason)('creates users, refuses a duplicate with 409, lists, gets, updates and deletes them', async () => {

@@ -1,37 +1,27 @@
 import { DatabaseSync } from 'node:sqlite';
 import OpenAI from 'openai';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelRouteConfig } from '../../src/gateway/config.ts';
 import { parseConfigText } from '../../src/gateway/config.ts';
 import { ModelRouter } from '../../src/gateway/model-router.ts';
 import { openStore } from '../../src/gateway/storage/index.ts';
 import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from '../../src/gateway/storage/migrations.ts';
-import { CHAT_USAGE, DEFAULT_STREAM_PIECES, FakeOpenAIServer, chatChunks, chatStreamUsage } from '../fakes/openai-compatible.ts';
-import { PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { CHAT_USAGE, DEFAULT_STREAM_PIECES, chatChunks, chatStreamUsage } from '../fakes/openai-compatible.ts';
+import { PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 // Model routes (the `models:` section): a public name tried over its targets in order, falling back on 429, 5xx,
 // connection failures and timeouts, never on the request's own faults; weights share the calls among targets of
 // equal priority. Two fake providers stand for two accounts: `primary` (the configured openai provider) and
 // `secondary` (reached by route targets that bring their own api_base and key).
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let primary: FakeOpenAIServer;
-let secondary: FakeOpenAIServer;
+const backends = await useBackends();
+const primary = await useFakeProvider();
+const secondary = await useFakeProvider();
 
 /** The secondary account's price: twice the primary's, so a row's cost tells which target answered. */
 const SECONDARY_PRICING = { input_cost_per_million: 2 * TEST_PRICING.input_cost_per_million, output_cost_per_million: 2 * TEST_PRICING.output_cost_per_million };
 const costAt = (pricing: typeof TEST_PRICING, prompt: number, completion: number) => (prompt * pricing.input_cost_per_million + completion * pricing.output_cost_per_million) / 1e6;
-
-beforeAll(async () => {
-  primary = await FakeOpenAIServer.start();
-  secondary = await FakeOpenAIServer.start();
-});
-afterAll(async () => {
-  await primary?.close();
-  await secondary?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
 
 function routes(): Record<string, ModelRouteConfig> {
   const onSecondary = (model: string, extra: object = {}) => ({ model, api_key: 'sk-secondary', api_base: secondary.baseURL, ...extra });
@@ -56,20 +46,20 @@ describe.each(backends)('model routes on $name', (backend) => {
   let key: { id: string; key: string };
   let budgetId: string;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
+  useTestGateway(
+    backend,
+    () => ({
       providers: { openai: { api_key: 'sk-primary', api_base: primary.baseURL } },
       pricing: { 'openai:gpt-primary': TEST_PRICING, 'openai:gpt-secondary': SECONDARY_PRICING },
       models: routes(),
-    });
-    budgetId = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 1000 } })).json.budget_id;
-    key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'routes', budget_id: budgetId } })).json;
-    client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-  });
+    }),
+    async (started) => {
+      gateway = started;
+      budgetId = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 1000 } })).json.budget_id;
+      key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'routes', budget_id: budgetId } })).json;
+      client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    },
+  );
   afterEach(() => {
     primary.reset();
     secondary.reset();
@@ -293,16 +283,9 @@ describe.each(backends)('migration 9 on $name', (backend) => {
 });
 
 describe('weights', () => {
-  const backend = backends[0];
   let gateway: TestGateway;
-  beforeAll(async () => {
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      providers: { openai: { api_key: 'sk-primary', api_base: primary.baseURL } },
-      models: routes(),
-    });
-  });
-  afterAll(async () => {
-    await gateway?.close();
+  useTestGateway(backends[0], () => ({ providers: { openai: { api_key: 'sk-primary', api_base: primary.baseURL } }, models: routes() }), (started) => {
+    gateway = started;
   });
   afterEach(() => {
     primary.reset();

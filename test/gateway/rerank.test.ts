@@ -1,15 +1,12 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { CohereClientV2 } from 'cohere-ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBuildConfig } from '../../src/encoder/config.ts';
-import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
-import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
 import { cohereError, startCohereFake } from '../fakes/cohere.ts';
 import { bodyOf, fakeRanking, type VendorServer } from '../fakes/vendor-server.ts';
 import { startVoyageFake } from '../fakes/voyage.ts';
 import { generateTinyCrossEncoder } from '../helpers/generated-models.ts';
-import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
+import { eventually, useBackends, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * POST /v1/rerank (and /v2/rerank, the Cohere v2 client's path) through Hub's rerank: Cohere (its fake, asked by the
@@ -17,11 +14,10 @@ import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type Te
  * cross-encoder. Keys, allowed_models, budgets and usage rows as for embeddings; pricing per search unit, per token,
  * or both.
  */
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
+const backends = await useBackends();
 let cohere: VendorServer;
 let voyage: VendorServer;
-let encoder: RunningServer;
-let encoderPipeline: PredictPipeline;
+let encoder: InProcessEncoder;
 
 /** Prices dear enough that costs are large round numbers: $1 per search unit (Cohere), $1000 per million tokens (Voyage). */
 const PRICING = {
@@ -35,27 +31,13 @@ const DOCUMENTS = ['the cat sat on the mat', 'paris is the capital of france', '
 
 beforeAll(async () => {
   [cohere, voyage] = await Promise.all([startCohereFake(), startVoyageFake()]);
-  const dir = await generateTinyCrossEncoder();
-  const config = parseBuildConfig(`encoder:\n  name: tiny-cross\n  path: ${dir}\n  model_type: sequence_classification\n`, { baseDir: dir });
-  encoderPipeline = await PredictPipeline.load(readModelPackage(config));
-  encoder = await startEncoderServer(encoderPipeline, { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 }, grpc: null, target: 'x86_64-unknown-linux-gnu' });
+  encoder = await serveInProcess(await generateTinyCrossEncoder(), 'tiny-cross', 'sequence_classification');
 });
 afterAll(async () => {
   await cohere?.close();
   await voyage?.close();
   await encoder?.close();
-  await encoderPipeline?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
 });
-
-async function eventually<T>(read: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    const value = await read();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The encoder server's own /v1/rerank answer, asked directly. */
 async function encoderAnswer(body: Record<string, unknown>): Promise<{ results: { index: number; relevance_score: number }[]; usage: { prompt_tokens: number } }> {
@@ -74,23 +56,23 @@ describe.each(backends)('rerank on $name', (backend) => {
   const rerank = (body: unknown, requestId: string, options: { key?: string | null; path?: string } = {}) =>
     gateway.call('POST', options.path ?? '/v1/rerank', { key: options.key === undefined ? key.key : options.key, body, headers: { 'x-request-id': requestId } });
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
+  useTestGateway(
+    backend,
+    () => ({
       providers: {
         cohere: { api_key: 'co-key', api_base: cohere.url },
         voyage: { api_key: 'vo-key', api_base: `${voyage.url}/v1` },
-        encoder: { api_base: encoder.httpUrl! },
+        encoder: { api_base: encoder.httpUrl },
         openai: { api_key: 'sk-unused', api_base: 'http://127.0.0.1:9/v1' },
       },
       pricing: PRICING,
-    });
-    await gateway.call('POST', '/v1/users', { body: { user_id: 'rita', alias: 'Rita' } });
-    key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'reranker', user_id: 'rita' } })).json;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-  });
+    }),
+    async (started) => {
+      gateway = started;
+      await gateway.call('POST', '/v1/users', { body: { user_id: 'rita', alias: 'Rita' } });
+      key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'reranker', user_id: 'rita' } })).json;
+    },
+  );
 
   it.skipIf(backend.skipReason)('the cohere-ai v2 client against the gateway (/v2/rerank): Cohere\'s ranking; the row bills its search unit', async () => {
     const client = new CohereClientV2({ token: key.key, environment: gateway.url, maxRetries: 0 });

@@ -1,39 +1,28 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
-import { MASTER_KEY, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_COMPLETION_TEXT } from '../fakes/openai-compatible.ts';
+import { MASTER_KEY, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 // POST /v1/responses through the gateway with the official openai client (responses.create, plain and streamed):
 // usage rows, cost and budgets as for chat, on both storage engines.
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-let fake: FakeOpenAIServer;
-
-beforeAll(async () => {
-  fake = await FakeOpenAIServer.start();
-});
-afterAll(async () => {
-  await fake?.close();
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
+const fake = await useFakeProvider();
 
 describe.each(backends)('/v1/responses on $name', (backend) => {
   let gateway: TestGateway;
   let key: { id: string; key: string };
   let client: OpenAI;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl(), {
-      providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL } },
-      pricing: { 'openai:gpt-fake': TEST_PRICING },
-    });
-    key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'responses' } })).json;
-    client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-  });
+  useTestGateway(
+    backend,
+    () => ({ providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL } }, pricing: { 'openai:gpt-fake': TEST_PRICING } }),
+    async (started) => {
+      gateway = started;
+      key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'responses' } })).json;
+      client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    },
+  );
 
   // the fake answers 5 input and 5 output tokens: $1000/M and $2000/M
   const COST = (5 * TEST_PRICING.input_cost_per_million + 5 * TEST_PRICING.output_cost_per_million) / 1e6;

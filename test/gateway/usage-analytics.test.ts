@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { UsageRecord } from '../../src/gateway/storage/records.ts';
-import { postgresBackend, sqliteBackend, startTestGateway, type Backend, type TestGateway } from './helpers/gateway.ts';
+import { useBackends, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 // GET /v1/usage/summary, /v1/usage/series and /v1/usage.csv on both storage engines, over rows written with known
 // times, tokens, costs and statuses.
 
-const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
-
-afterAll(async () => {
-  await Promise.all(backends.map((backend) => backend.close()));
-});
+const backends = await useBackends();
 
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 10, 1); // 2026-11-01T00:00Z
@@ -51,13 +47,9 @@ const RANGE = `since=${new Date(T0).toISOString()}&until=${new Date(T0 + 3 * DAY
 describe.each(backends)('usage analytics on $name', (backend) => {
   let gateway: TestGateway;
 
-  beforeAll(async () => {
-    if (backend.skipReason) return;
-    gateway = await startTestGateway(await backend.newDatabaseUrl());
+  useTestGateway(backend, () => ({}), async (started) => {
+    gateway = started;
     await gateway.store.recordUsage(ROWS, []);
-  });
-  afterAll(async () => {
-    await gateway?.close();
   });
 
   it.skipIf(backend.skipReason)('totals a range by model, user, key and provider, most cost first, with errors', async () => {

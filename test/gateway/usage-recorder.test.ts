@@ -1,24 +1,9 @@
 import { expect, it } from 'vitest';
 import type { BudgetSettlement, GatewayStore, UsageRecord } from '../../src/gateway/storage/index.ts';
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
+import { usageRecord } from './helpers/gateway.ts';
 
-const row = (id: string): UsageRecord => ({
-  id,
-  request_id: id,
-  created_at: 0,
-  user_id: null,
-  key_id: null,
-  endpoint: 'chat.completions',
-  provider: 'openai',
-  model: 'gpt',
-  prompt_tokens: 1,
-  completion_tokens: 1,
-  search_units: 0,
-  cost_nanos: 1,
-  status: 'success',
-  status_code: 200,
-  duration_ms: 1,
-});
+const row = (id: string): UsageRecord => usageRecord(id, { created_at: 0 });
 
 it('one row the database refuses does not take the other rows of its group commit (and their settlements) with it', async () => {
   const written: string[] = [];

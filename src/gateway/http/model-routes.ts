@@ -67,6 +67,23 @@ const FINAL_EVENTS: Record<Exclude<StreamDialect, 'chat'>, string[]> = {
   responses: ['response.completed', 'response.incomplete', 'response.failed'],
 };
 
+/** What a stream has told so far: the provider's token counts (0 until it reports them) and the text characters sent. */
+interface StreamCounts {
+  promptTokens: number;
+  completionTokens: number;
+  streamedChars: number;
+}
+
+/** One forwarded model call between its reservation and its usage row. */
+interface ForwardedCall {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  plan: CallPlan;
+  ticket: CallTicket;
+  /** Aborted when the client goes away before the answer is complete (clientSignal). */
+  controller: AbortController;
+}
+
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -77,22 +94,38 @@ const SSE_HEADERS = {
 export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { ledger, upstream, router } = context;
 
-  /** Tries the plan's targets in turn until one answers (see callWithFallback); each fallback is counted and logged. */
-  function tryTargets<T>(request: FastifyRequest, ticket: CallTicket, plan: CallPlan, signal: AbortSignal, attempt: (target: CallTarget) => Promise<T>): Promise<T> {
-    return callWithFallback(plan, ticket, signal, attempt, (failure, target) => {
-      context.metrics.routeFallbacks.inc({ route: plan.route ?? '', provider: target.provider, code: failure.code });
-      request.log.warn({ route: plan.route, provider: target.provider, model: target.model, status: failure.status, code: failure.code }, `model route target failed, trying the next: ${failure.message}`);
-    });
+  /**
+   * Reserves the call's budget (its first target and route from the plan) and ties it to the client's connection:
+   * a client that leaves must stop (and not pay for) the call.
+   */
+  async function beginCall(request: FastifyRequest, reply: FastifyReply, plan: CallPlan, start: Omit<CallStart, 'provider' | 'model' | 'route' | 'requestId'>): Promise<ForwardedCall> {
+    const ticket = await ledger.begin({ ...start, ...targetsOf(plan), requestId: request.id });
+    return { request, reply, plan, ticket, controller: clientSignal(reply) };
+  }
+
+  /**
+   * Tries the call's targets in turn until one answers (see callWithFallback); each fallback is counted and logged.
+   * A call that none of them answered gets its usage row (failedCall) and throws the error to answer with.
+   */
+  async function callTargets<T>({ request, plan, ticket, controller }: ForwardedCall, attempt: (target: CallTarget) => Promise<T>): Promise<T> {
+    try {
+      return await callWithFallback(plan, ticket, controller.signal, attempt, (failure, target) => {
+        context.metrics.routeFallbacks.inc({ route: plan.route ?? '', provider: target.provider, code: failure.code });
+        request.log.warn({ route: plan.route, provider: target.provider, model: target.model, status: failure.status, code: failure.code }, `model route target failed, trying the next: ${failure.message}`);
+      });
+    } catch (error) {
+      throw await failedCall(ticket, error, controller.signal);
+    }
   }
 
   /**
    * A call that failed before anything was answered: its usage row, and the error to answer with. A provider's
-   * refusal costs nothing; a client that went away (given the signal) is `cancelled` and pays the estimated prompt,
+   * refusal costs nothing; a client that went away (its signal aborted) is `cancelled` and pays the estimated prompt,
    * which the provider was sent and charges for — else aborting just before the answer would dodge every budget.
    */
-  async function failedCall(ticket: CallTicket, error: unknown, signal?: AbortSignal): Promise<GatewayError> {
+  async function failedCall(ticket: CallTicket, error: unknown, signal: AbortSignal): Promise<GatewayError> {
     const failure = upstreamErrorOf(error, ticket.target.provider);
-    const cancelled = signal?.aborted === true;
+    const cancelled = signal.aborted;
     await ledger.finish(ticket, {
       status: cancelled ? 'cancelled' : 'error',
       statusCode: cancelled ? 499 : failure.status,
@@ -104,21 +137,29 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
   }
 
   /** Runs one non-streaming call between its reservation and its usage row; the row is committed before the reply. */
-  async function around<T>(
-    ticket: CallTicket,
-    signal: AbortSignal,
-    run: () => Promise<T>,
+  async function answer<T>(
+    call: ForwardedCall,
+    attempt: (target: CallTarget) => Promise<T>,
     usage: (result: T) => { prompt: number; completion: number; searchUnits?: number },
   ): Promise<T> {
-    let result: T;
-    try {
-      result = await run();
-    } catch (error) {
-      throw await failedCall(ticket, error, signal);
-    }
+    const result = await callTargets(call, attempt);
     const { prompt, completion, searchUnits } = usage(result);
-    await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens: prompt, completionTokens: completion, searchUnits });
+    await ledger.finish(call.ticket, { status: 'success', statusCode: 200, promptTokens: prompt, completionTokens: completion, searchUnits });
     return result;
+  }
+
+  /**
+   * Opens a streaming call and answers with its events (sse). A target that fails before its first event is replaced
+   * by the next (callTargets); once an event is sent there is no way back.
+   */
+  async function answerStream<T extends object>(
+    call: ForwardedCall,
+    open: (target: CallTarget) => Promise<AsyncIterable<T>>,
+    dialect: StreamDialect,
+    observe: (event: T, counts: StreamCounts) => boolean,
+  ): Promise<FastifyReply> {
+    const events = await callTargets(call, open);
+    return sendEvents(call, sse(call, events, observe, dialect));
   }
 
   /** Aborted when the client goes away before the answer is complete. */
@@ -139,21 +180,19 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const { user, model: _model, ...rest } = body;
     // With a virtual key the client may still send its own end-user id; it is passed on, not interpreted.
     const forwarded: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
-    const ticket = await ledger.begin({
+    const call = await beginCall(request, reply, plan, {
       principal,
       user,
       endpoint: 'chat.completions',
-      ...targetsOf(plan),
-      requestId: request.id,
       estimatedPromptTokens: estimateTokens(body.messages),
       maxOutputTokens: maxTokensOf(body),
     });
-    const controller = clientSignal(reply);
+    const { ticket } = call;
+    const { signal } = call.controller;
     if (body.stream !== true) {
-      return around(
-        ticket,
-        controller.signal,
-        () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.chat(target.connection, target.model, forwarded, controller.signal)),
+      return answer(
+        call,
+        (target) => upstream.chat(target.connection, target.model, forwarded, signal),
         // A provider that reports no usage is billed by estimate, as its streams are, not for nothing.
         (completion) =>
           completion.usage
@@ -162,27 +201,16 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       );
     }
     const clientWantsUsage = (body.stream_options as Body | undefined)?.include_usage === true;
-    let stream: AsyncIterable<ChatCompletionChunk>;
-    try {
-      const streamBody = { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } };
-      // A target that fails before its first event is replaced by the next; once an event is sent there is no way back.
-      stream = await tryTargets(request, ticket, plan, controller.signal, (target) => upstream.chatStream(target.connection, target.model, streamBody, controller.signal));
-    } catch (error) {
-      throw await failedCall(ticket, error, controller.signal);
-    }
-    let promptTokens = 0;
-    let completionTokens = 0;
-    let streamedChars = 0;
-    const events = sse(ticket, controller, stream, (chunk) => {
+    const streamBody = { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } };
+    return answerStream<ChatCompletionChunk>(call, (target) => upstream.chatStream(target.connection, target.model, streamBody, signal), 'chat', (chunk, counts) => {
       if (chunk.usage) {
-        promptTokens = chunk.usage.prompt_tokens;
-        completionTokens = chunk.usage.completion_tokens;
+        counts.promptTokens = chunk.usage.prompt_tokens;
+        counts.completionTokens = chunk.usage.completion_tokens;
       }
-      for (const choice of chunk.choices ?? []) streamedChars += choice.delta?.content?.length ?? 0;
+      for (const choice of chunk.choices ?? []) counts.streamedChars += choice.delta?.content?.length ?? 0;
       // The usage-only chunk goes to clients that asked for it, as the provider would have done.
       return !(chunk.usage && (chunk.choices ?? []).length === 0 && !clientWantsUsage);
-    }, () => ({ promptTokens: promptTokens || ticket.start.estimatedPromptTokens, completionTokens: completionTokens || Math.ceil(streamedChars / 4), exact: promptTokens > 0 }), 'chat');
-    return sendEvents(reply, ticket, controller, events);
+    });
   });
 
   app.post('/v1/embeddings', async (request, reply) => {
@@ -197,25 +225,18 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const format = body.encoding_format ?? 'float';
     if (format !== 'float' && format !== 'base64') throw invalidRequest('"encoding_format" must be "float" or "base64"', 'encoding_format');
     const dimensions = dimensionsOf(body);
-    const ticket = await ledger.begin({
+    const call = await beginCall(request, reply, plan, {
       principal,
       user: body.user,
       endpoint: 'embeddings',
-      ...targetsOf(plan),
-      requestId: request.id,
       estimatedPromptTokens: estimateTokens(inputs),
       maxOutputTokens: 0,
     });
-    // The client's connection, not a controller of its own: a client that leaves must stop (and not pay for) the call.
-    const controller = clientSignal(reply);
-    const response = await around(
-      ticket,
-      controller.signal,
-      () =>
-        tryTargets(request, ticket, plan, controller.signal, (target) =>
-          upstream.embeddings(target.connection, target.model, inputs as string[], controller.signal, dimensions !== undefined ? { dimensions } : {}),
-        ),
-      (result) => ({ prompt: result.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0 }),
+    const { signal } = call.controller;
+    const response = await answer(
+      call,
+      (target) => upstream.embeddings(target.connection, target.model, inputs as string[], signal, dimensions !== undefined ? { dimensions } : {}),
+      (result) => ({ prompt: result.usage?.prompt_tokens ?? call.ticket.start.estimatedPromptTokens, completion: 0 }),
     );
     if (format === 'base64') {
       // The openai client asks for base64 by default and decodes little-endian float32.
@@ -236,24 +257,21 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
     const { user, rerank: query } = parseRerankBody(body);
-    const ticket = await ledger.begin({
+    const call = await beginCall(request, reply, plan, {
       principal,
       user,
       endpoint: 'rerank',
-      ...targetsOf(plan),
-      requestId: request.id,
       // a cross-encoder reads the query with every document
       estimatedPromptTokens: estimateTokens(query.documents.map((document) => [query.query, document])),
       maxOutputTokens: 0,
       estimatedSearchUnits: estimatedSearchUnits(query.documents.length),
     });
-    const controller = clientSignal(reply);
-    const result = await around(
-      ticket,
-      controller.signal,
-      () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.rerank(target.connection, target.model, query, controller.signal)),
+    const { signal } = call.controller;
+    const result = await answer(
+      call,
+      (target) => upstream.rerank(target.connection, target.model, query, signal),
       // Cohere bills search units and may count no tokens: those are estimated, as for any answer without usage
-      (answer) => ({ prompt: answer.usage?.prompt_tokens ?? ticket.start.estimatedPromptTokens, completion: 0, searchUnits: answer.meta?.billed_units.search_units ?? 0 }),
+      (ranking) => ({ prompt: ranking.usage?.prompt_tokens ?? call.ticket.start.estimatedPromptTokens, completion: 0, searchUnits: ranking.meta?.billed_units.search_units ?? 0 }),
     );
     return rerankReply(result);
   };
@@ -304,46 +322,34 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const { user, model: _model, stream: _stream, ...rest } = body;
     const forwarded: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
     const maxOutput = body.max_output_tokens;
-    const ticket = await ledger.begin({
+    const call = await beginCall(request, reply, plan, {
       principal,
       user,
       endpoint: 'responses',
-      ...targetsOf(plan),
-      requestId: request.id,
       estimatedPromptTokens: estimateTokens([body.instructions, body.input]),
       maxOutputTokens: typeof maxOutput === 'number' && Number.isFinite(maxOutput) && maxOutput > 0 ? maxOutput : null,
     });
-    const controller = clientSignal(reply);
+    const { ticket } = call;
+    const { signal } = call.controller;
     if (body.stream !== true) {
-      return around(
-        ticket,
-        controller.signal,
-        () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.responses(target.connection, target.model, forwarded, controller.signal)),
+      return answer(
+        call,
+        (target) => upstream.responses(target.connection, target.model, forwarded, signal),
         (response) =>
           response.usage
             ? { prompt: response.usage.input_tokens ?? 0, completion: response.usage.output_tokens ?? 0 }
             : { prompt: ticket.start.estimatedPromptTokens, completion: Math.ceil((response.output_text ?? JSON.stringify(response.output ?? '')).length / 4) },
       );
     }
-    let stream: AsyncIterable<ResponsesStreamEvent>;
-    try {
-      stream = await tryTargets(request, ticket, plan, controller.signal, (target) => upstream.responsesStream(target.connection, target.model, forwarded, controller.signal));
-    } catch (error) {
-      throw await failedCall(ticket, error, controller.signal);
-    }
-    let inputTokens = 0;
-    let outputTokens = 0;
-    let streamedChars = 0;
-    const events = sse(ticket, controller, stream, (event) => {
-      if (event.type === 'response.output_text.delta' && typeof event.delta === 'string') streamedChars += event.delta.length;
+    return answerStream<ResponsesStreamEvent>(call, (target) => upstream.responsesStream(target.connection, target.model, forwarded, signal), 'responses', (event, counts) => {
+      if (event.type === 'response.output_text.delta' && typeof event.delta === 'string') counts.streamedChars += event.delta.length;
       const usage = event.response?.usage;
       if (usage) {
-        inputTokens = usage.input_tokens ?? inputTokens;
-        outputTokens = usage.output_tokens ?? outputTokens;
+        counts.promptTokens = usage.input_tokens ?? counts.promptTokens;
+        counts.completionTokens = usage.output_tokens ?? counts.completionTokens;
       }
       return true;
-    }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), 'responses');
-    return sendEvents(reply, ticket, controller, events);
+    });
   });
 
   app.post('/v1/messages', async (request, reply) => {
@@ -356,46 +362,34 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const metadata = body.metadata as Body | undefined;
     const user = body.user ?? metadata?.user_id;
     const { user: _user, model: _model, stream: _stream, ...forwarded } = body;
-    const ticket = await ledger.begin({
+    const call = await beginCall(request, reply, plan, {
       principal,
       user,
       endpoint: 'messages',
-      ...targetsOf(plan),
-      requestId: request.id,
       estimatedPromptTokens: estimateTokens([body.system, body.messages]),
       maxOutputTokens: maxTokensOf(body),
     });
-    const controller = clientSignal(reply);
+    const { ticket } = call;
+    const { signal } = call.controller;
     if (body.stream !== true) {
-      return around(
-        ticket,
-        controller.signal,
-        () => tryTargets(request, ticket, plan, controller.signal, (target) => upstream.messages(target.connection, target.model, forwarded, controller.signal)),
+      return answer(
+        call,
+        (target) => upstream.messages(target.connection, target.model, forwarded, signal),
         (message) =>
           message.usage
             ? { prompt: promptTokensOf(message.usage), completion: message.usage.output_tokens ?? 0 }
             : { prompt: ticket.start.estimatedPromptTokens, completion: Math.ceil(JSON.stringify(message.content ?? '').length / 4) },
       );
     }
-    let stream: AsyncIterable<AnthropicStreamEvent>;
-    try {
-      stream = await tryTargets(request, ticket, plan, controller.signal, (target) => upstream.messagesStream(target.connection, target.model, forwarded, controller.signal));
-    } catch (error) {
-      throw await failedCall(ticket, error, controller.signal);
-    }
-    let inputTokens = 0;
-    let outputTokens = 0;
-    let streamedChars = 0;
-    const events = sse(ticket, controller, stream, (event) => {
-      if (event.type === 'message_start') inputTokens = promptTokensOf(event.message.usage);
+    return answerStream<AnthropicStreamEvent>(call, (target) => upstream.messagesStream(target.connection, target.model, forwarded, signal), 'anthropic', (event, counts) => {
+      if (event.type === 'message_start') counts.promptTokens = promptTokensOf(event.message.usage);
       if (event.type === 'message_delta') {
-        outputTokens = event.usage?.output_tokens ?? outputTokens;
-        inputTokens = promptTokensOf(event.usage) || inputTokens;
+        counts.completionTokens = event.usage?.output_tokens ?? counts.completionTokens;
+        counts.promptTokens = promptTokensOf(event.usage) || counts.promptTokens;
       }
-      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') streamedChars += event.delta.text.length;
+      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') counts.streamedChars += event.delta.text.length;
       return true;
-    }, () => ({ promptTokens: inputTokens || ticket.start.estimatedPromptTokens, completionTokens: outputTokens || Math.ceil(streamedChars / 4), exact: inputTokens > 0 }), 'anthropic');
-    return sendEvents(reply, ticket, controller, events);
+    });
   });
 
   /**
@@ -403,7 +397,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
    * before the generator starts, so the generator's own cleanup never runs: the row (cancelled, no tokens known)
    * and the release of the budget hold are written here instead.
    */
-  function sendEvents(reply: FastifyReply, ticket: CallTicket, controller: AbortController, events: AsyncGenerator<string>): FastifyReply {
+  function sendEvents({ reply, ticket, controller }: ForwardedCall, events: AsyncGenerator<string>): FastifyReply {
     const readable = Readable.from(events);
     readable.on('close', () => {
       if (ticket.finished) return;
@@ -419,19 +413,20 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
    * error event; a client that goes away aborts the upstream call and the row records what was streamed so far.
    */
   async function* sse<T extends object>(
-    ticket: CallTicket,
-    controller: AbortController,
+    { ticket, controller }: ForwardedCall,
     stream: AsyncIterable<T>,
-    observe: (event: T) => boolean,
-    tokens: () => { promptTokens: number; completionTokens: number; exact: boolean },
+    observe: (event: T, counts: StreamCounts) => boolean,
     dialect: StreamDialect,
   ): AsyncGenerator<string> {
+    const counts: StreamCounts = { promptTokens: 0, completionTokens: 0, streamedChars: 0 };
+    // What the provider did not report is estimated: the prompt as reserved, a token for every 4 characters sent.
+    const tokens = () => ({ promptTokens: counts.promptTokens || ticket.start.estimatedPromptTokens, completionTokens: counts.completionTokens || Math.ceil(counts.streamedChars / 4) });
     const chat = dialect === 'chat';
     const format = (event: T) => (chat ? `data: ${JSON.stringify(event)}\n\n` : `event: ${(event as { type?: string }).type}\ndata: ${JSON.stringify(event)}\n\n`);
     let held: T | null = null;
     try {
       for await (const event of stream) {
-        if (!observe(event)) continue;
+        if (!observe(event, counts)) continue;
         // The event that ends the stream (Anthropic's message_stop, the Responses API's response.completed…) is held
         // back until the usage row is committed; chat streams end with [DONE] instead.
         if (!chat && FINAL_EVENTS[dialect].includes((event as { type?: string }).type ?? '')) {

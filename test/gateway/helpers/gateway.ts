@@ -1,10 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
 import type { DashboardFiles } from '../../../src/gateway/dashboard/files.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
-import { CHAT_USAGE, errorBody, type ScriptedReply } from '../../fakes/openai-compatible.ts';
+import type { UsageRecord } from '../../../src/gateway/storage/records.ts';
+import { CHAT_USAGE, errorBody, FakeOpenAIServer, type ScriptedReply } from '../../fakes/openai-compatible.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 
 export const MASTER_KEY = 'test-master-key-0123456789abcdefghijklmnop';
@@ -76,6 +78,74 @@ export async function postgresBackend(): Promise<Backend> {
   }
   const server: TestPostgres = started.server;
   return { name: 'postgres', skipReason: null, newDatabaseUrl: () => server.createDatabase(), close: () => server.stop() };
+}
+
+/**
+ * The backends a test file runs its `describe.each` on: SQLite, and PostgreSQL where one can be started (else its
+ * tests skip); closed after the file's tests. Call at the top level of the file.
+ */
+export async function useBackends(): Promise<Backend[]> {
+  const backends = [sqliteBackend(), await postgresBackend()];
+  afterAll(async () => {
+    await Promise.all(backends.map((backend) => backend.close()));
+  });
+  return backends;
+}
+
+/** A fake OpenAI-compatible provider for the test file, closed after its tests. Call at the top level of the file. */
+export async function useFakeProvider(options: { record?: boolean } = {}): Promise<FakeOpenAIServer> {
+  const fake = await FakeOpenAIServer.start(options);
+  afterAll(() => fake.close());
+  return fake;
+}
+
+/**
+ * A gateway on a new database of `backend` for the enclosing describe block, unless the backend is skipped: `config`
+ * is read when it starts (after the file's own beforeAll), `ready` gets it (make keys and clients there); it is closed
+ * after the block's tests.
+ */
+export function useTestGateway(backend: Backend, config: () => Partial<GatewayConfig>, ready: (gateway: TestGateway) => void | Promise<void>): void {
+  let gateway: TestGateway | undefined;
+  beforeAll(async () => {
+    if (backend.skipReason) return;
+    gateway = await startTestGateway(await backend.newDatabaseUrl(), config());
+    await ready(gateway);
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+}
+
+/** A usage row of one successful chat completion (1 + 1 tokens) as a test writes it straight to a store; `fields` change it. */
+export function usageRecord(id: string, fields: Partial<UsageRecord> = {}): UsageRecord {
+  return {
+    id,
+    request_id: id,
+    created_at: Date.now(),
+    user_id: null,
+    key_id: null,
+    endpoint: 'chat.completions',
+    provider: 'openai',
+    model: 'gpt',
+    prompt_tokens: 1,
+    completion_tokens: 1,
+    search_units: 0,
+    cost_nanos: 1,
+    status: 'success',
+    status_code: 200,
+    duration_ms: 1,
+    ...fields,
+  };
+}
+
+/** Polls `read` every 25 ms until it gives a value (a usage row written after the answer, say); fails after 10 s naming `what`. */
+export async function eventually<T>(read: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const value = await read();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
 }
 
 export interface TestGateway extends RunningGateway {

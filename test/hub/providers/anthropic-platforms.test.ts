@@ -1,7 +1,6 @@
 // Claude on other clouds: azureanthropic (@anthropic-ai/foundry-sdk against the Anthropic fake) and
 // vertexaianthropic (@anthropic-ai/vertex-sdk against the Vertex fake, through the ADC token exchange).
 
-import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { alist_models, amessages } from '../../../src/hub/index.ts';
@@ -13,7 +12,7 @@ import { createVertexAIAnthropic } from '../../../src/hub/providers/vertexaianth
 import { anthropicError, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
 import { googleError } from '../../fakes/gemini.ts';
 import { bodyOf } from '../../fakes/vendor-server.ts';
-import { startVertexFake, writeAdcFile, type VertexFake } from '../../fakes/vertexai.ts';
+import { startVertexFake, stubAdcEnvironment, VERTEX_PROJECT, type VertexFake } from '../../fakes/vertexai.ts';
 import { collect, failureOf, useVendorFake } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] };
@@ -80,20 +79,13 @@ describe('azureanthropic (Claude on Microsoft Foundry)', () => {
 
 describe('vertexaianthropic (Claude on Vertex AI)', () => {
   let fake: VertexFake;
-  let adc: string;
   let provider: Provider;
   useVendorFake(startVertexFake, (started) => {
     fake = started;
-    adc = writeAdcFile(`${fake.server.url}/v1/token`);
-    vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', adc);
-    vi.stubEnv('GOOGLE_CLOUD_PROJECT', 'hub-proj');
-    vi.stubEnv('GOOGLE_CLOUD_LOCATION', 'us-east5');
+    stubAdcEnvironment(fake, 'us-east5');
     provider = vertexaianthropicProvider.create({ api_base: `${fake.server.url}/v1` });
   });
-  afterAll(() => {
-    vi.unstubAllEnvs();
-    rmSync(path.dirname(adc), { recursive: true, force: true });
-  });
+  afterAll(() => vi.unstubAllEnvs());
 
   it('messages: an ADC token, then rawPredict on the publisher model with anthropic_version and no model in the body', async () => {
     const message = await provider.messages({ ...base, system: 'sys' }, call);
@@ -116,7 +108,7 @@ describe('vertexaianthropic (Claude on Vertex AI)', () => {
     const unhandled: unknown[] = [];
     const record = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', record);
-    vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', path.join(path.dirname(adc), 'missing-adc.json'));
+    vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', path.join(path.dirname(fake.adc), 'missing-adc.json'));
     try {
       // the provider as its lazy loader makes it once the SDK is loaded (which happens at the first call through Hub)
       const unauthenticated = createVertexAIAnthropic({ api_base: `${fake.server.url}/v1` });
@@ -129,7 +121,7 @@ describe('vertexaianthropic (Claude on Vertex AI)', () => {
       expect(fake.server.requests.length).toBe(before);
     } finally {
       process.off('unhandledRejection', record);
-      vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', adc);
+      vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', fake.adc);
     }
   });
 
@@ -144,7 +136,7 @@ describe('vertexaianthropic (Claude on Vertex AI)', () => {
       expect(failure).toBeInstanceOf(MissingApiKeyError);
       expect(failure).toMatchObject({ env_var_name: 'GOOGLE_CLOUD_PROJECT' });
     } finally {
-      vi.stubEnv('GOOGLE_CLOUD_PROJECT', 'hub-proj');
+      vi.stubEnv('GOOGLE_CLOUD_PROJECT', VERTEX_PROJECT);
     }
   });
 

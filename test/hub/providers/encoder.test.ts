@@ -5,19 +5,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBuildConfig } from '../../../src/encoder/config.ts';
-import { readModelPackage } from '../../../src/encoder/model-package.ts';
-import { PredictPipeline } from '../../../src/encoder/predict-pipeline.ts';
 import { InvalidRequestError, ModelNotFoundError, ProviderError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
 import { aembedding, arerank } from '../../../src/hub/index.ts';
 import type { Provider } from '../../../src/hub/provider.ts';
 import { encoderProvider } from '../../../src/hub/providers/encoder/index.ts';
-import { startEncoderServer, type RunningServer } from '../../../src/serve/encoder-server.ts';
 import { generateTinyCrossEncoder, generateTinyModel } from '../../helpers/generated-models.ts';
+import { serveInProcess, type InProcessEncoder } from '../../helpers/in-process-encoder.ts';
 import { failureOf } from '../helpers.ts';
 
-const servers: RunningServer[] = [];
-const pipelines: PredictPipeline[] = [];
+const servers: InProcessEncoder[] = [];
 let embeddingUrl: string;
 let sentenceUrl: string;
 let classifierUrl: string;
@@ -30,12 +26,9 @@ let embeddingDir: string;
 async function serve(modelType: 'embedding' | 'sentence_embedding' | 'sequence_classification', name: string, modelDir?: string): Promise<string> {
   // the sentence_embedding server serves the embedding server's own model folder: the same weights, pooled server-side
   const dir = modelDir ?? (modelType === 'sequence_classification' ? await generateTinyModel({ modelType, labels: ['no', 'yes'] }) : embeddingDir);
-  const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n`, { baseDir: dir });
-  const pipeline = await PredictPipeline.load(readModelPackage(config));
-  pipelines.push(pipeline);
-  const server = await startEncoderServer(pipeline, { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 }, grpc: null, target: 'x86_64-unknown-linux-gnu' });
+  const server = await serveInProcess(dir, name, modelType);
   servers.push(server);
-  return server.httpUrl!;
+  return server.httpUrl;
 }
 
 beforeAll(async () => {
@@ -51,7 +44,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.close()));
-  await Promise.all(pipelines.map((pipeline) => pipeline.close()));
 });
 
 interface Served {

@@ -1,7 +1,7 @@
 // Vertex AI: @google/genai in Vertex mode against the fake, authenticated through google-auth-library's real
 // Application Default Credentials path (an external_account file whose token exchange is the fake's).
 
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { amessages } from '../../../src/hub/index.ts';
@@ -10,7 +10,7 @@ import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { vertexaiProvider } from '../../../src/hub/providers/vertexai/index.ts';
 import { googleError } from '../../fakes/gemini.ts';
 import { bodyOf, fakeVector } from '../../fakes/vendor-server.ts';
-import { EXPRESS_KEY, startVertexFake, writeAdcFile, type VertexFake } from '../../fakes/vertexai.ts';
+import { EXPRESS_KEY, startVertexFake, stubAdcEnvironment, VERTEX_PROJECT, type VertexFake } from '../../fakes/vertexai.ts';
 import { collect, failureOf, useVendorFake, weatherTool } from '../helpers.ts';
 
 const base: MessagesParams = { model: 'gemini-2.5-flash', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
@@ -19,22 +19,13 @@ const MODEL_PATH = '/v1beta1/projects/hub-proj/locations/europe-west4/publishers
 
 describe('vertexai provider against the fake (ADC token exchange, then the publisher model routes)', () => {
   let fake: VertexFake;
-  let adc: string;
   let provider: Provider;
   useVendorFake(startVertexFake, (started) => {
     fake = started;
-    adc = writeAdcFile(`${fake.server.url}/v1/token`);
-    vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', adc);
-    vi.stubEnv('GOOGLE_CLOUD_PROJECT', 'hub-proj');
-    vi.stubEnv('GOOGLE_CLOUD_LOCATION', 'europe-west4');
-    vi.stubEnv('GOOGLE_API_KEY', undefined);
-    vi.stubEnv('GEMINI_API_KEY', undefined);
+    stubAdcEnvironment(fake, 'europe-west4');
     provider = vertexaiProvider.create({ api_base: fake.server.url });
   });
-  afterAll(() => {
-    vi.unstubAllEnvs();
-    rmSync(path.dirname(adc), { recursive: true, force: true });
-  });
+  afterAll(() => vi.unstubAllEnvs());
 
   it('messages: an access token from the ADC exchange, then generateContent on the project and location path', async () => {
     const fresh = vertexaiProvider.create({ api_base: fake.server.url });
@@ -103,14 +94,14 @@ describe('vertexai provider against the fake (ADC token exchange, then the publi
       expect(failure).toMatchObject({ provider_name: 'vertexai', env_var_name: 'GOOGLE_CLOUD_PROJECT' });
       expect(fake.server.requests).toHaveLength(0);
     } finally {
-      vi.stubEnv('GOOGLE_CLOUD_PROJECT', 'hub-proj');
+      vi.stubEnv('GOOGLE_CLOUD_PROJECT', VERTEX_PROJECT);
     }
   });
 
   it('a refused token exchange is an AuthenticationError and no model call is sent', async () => {
-    const bad = path.join(path.dirname(adc), 'bad-adc.json');
-    writeFileSync(bad, JSON.stringify({ ...JSON.parse((await import('node:fs')).readFileSync(adc, 'utf8')), credential_source: { file: path.join(path.dirname(adc), 'nope') } }));
-    writeFileSync(path.join(path.dirname(adc), 'nope'), 'not-the-subject-token');
+    const bad = path.join(path.dirname(fake.adc), 'bad-adc.json');
+    writeFileSync(bad, JSON.stringify({ ...JSON.parse(readFileSync(fake.adc, 'utf8')), credential_source: { file: path.join(path.dirname(fake.adc), 'nope') } }));
+    writeFileSync(path.join(path.dirname(fake.adc), 'nope'), 'not-the-subject-token');
     const refused = vertexaiProvider.create({ api_base: fake.server.url, client_args: { googleAuthOptions: { keyFilename: bad } } });
     const failure = await failureOf(refused.messages(base, call));
     const mapped = refused.toHubError(failure);
