@@ -27,7 +27,7 @@ describe('onnxruntime warm-up', () => {
     const thread = warmUpOnnxruntimeFor(['infer', 'some text'], binding);
     expect(thread).toBeDefined();
     const errors: Error[] = [];
-    thread!.on('error', (error) => errors.push(error));
+    thread!.on('error', (error: Error) => errors.push(error));
     const [exitCode] = await once(thread!, 'exit');
     expect(errors).toEqual([]);
     expect(exitCode).toBe(0);
