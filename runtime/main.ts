@@ -1,9 +1,7 @@
 /**
- * The entry point of the single executable. With an asset section at the end of its own file it is a model
- * (`./model infer|serve|inspect`); without one it is the builder (`encoder build|infer --config`).
+ * The program of the single executable (evaluated by its entry, sea-entry.ts). With an asset section at the end of its
+ * own file it is a model (`./model infer|serve|inspect`); without one it is the builder (`encoder build|infer --config`).
  */
-// First: starts warming onnxruntime up before the rest of the program is evaluated (see there).
-import './onnxruntime-warm-up.ts';
 import { createModelProgram } from '../src/cli/model-program.ts';
 import { createProgram, dropOutputOfClosedPipes, EXIT_INPUT_ERROR, processIo, runProgram, type CliContext } from '../src/cli/program.ts';
 import { isEncoderError } from '../src/encoder/errors.ts';

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { disableOnnxruntimeTelemetry } from '../src/encoder/onnx-model.ts';
+import { disableOnnxruntimeTelemetry } from '../src/encoder/onnxruntime-telemetry.ts';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { nativeFiles } from './native-assets.ts';
 
@@ -27,8 +27,8 @@ new binding.exports.InferenceSession().loadModel(model.buffer, model.byteOffset,
  * registering every ONNX operator schema and the CPU kernels (~55 ms of one core on this project's test machine,
  * docs/benchmarks.md). When the command line runs a model, a worker thread pays that as the very first thing the
  * program does, on the other core, while this thread evaluates the rest of the program and reads the model and the
- * tokenizer; the model's own session then finds onnxruntime ready. Imported first by runtime/main.ts so that it runs
- * before the other modules are evaluated. The thread does not keep the process alive and its failure is ignored: the
+ * tokenizer; the model's own session then finds onnxruntime ready. Imported first by the executable's entry
+ * (sea-entry.ts), so that it runs before the program is evaluated. The thread does not keep the process alive and its failure is ignored: the
  * model's own load reports what is wrong. Returns the thread, if one was started.
  */
 export function warmUpOnnxruntimeFor(argv: readonly string[], binding?: string): Worker | undefined {

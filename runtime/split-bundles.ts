@@ -1,6 +1,4 @@
-import path from 'node:path';
-import * as sea from 'node:sea';
-import vm from 'node:vm';
+import { evaluateBundleAsset } from './bundle-script.ts';
 
 /**
  * Parts of the program that only some commands run, bundled apart from the main script and carried as SEA assets:
@@ -21,14 +19,5 @@ export const splitBundleAsset = (name: SplitBundleName): string => `split/${name
 
 /** Evaluates a split bundle from its SEA asset as a CommonJS module and returns its exports. */
 export function loadSplitBundle(name: SplitBundleName): unknown {
-  const asset = splitBundleAsset(name);
-  const filename = path.join(path.dirname(process.execPath), asset); // names the code in stack traces
-  const source = sea.getAsset(asset, 'utf8');
-  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename }) as (
-    ...args: unknown[]
-  ) => void;
-  const module = { exports: {} as unknown };
-  // The main script's `require` loads built-in modules, which is all a bundle requires.
-  wrapper.call(module.exports, module.exports, require, module, filename, path.dirname(filename));
-  return module.exports;
+  return evaluateBundleAsset(splitBundleAsset(name)).exports;
 }

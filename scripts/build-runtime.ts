@@ -1,12 +1,16 @@
 /**
  * npm run build:runtime [-- --target <triple>] — makes the Node SEA base binary `encoder` of each target:
  *
- *   1. esbuild bundles runtime/main.ts (onnxruntime-node's computed require of its .node file is pointed at
- *      runtime/onnxruntime-binding.ts, which dlopens the extracted SEA asset);
+ *   1. esbuild bundles runtime/main.ts, the program (onnxruntime-node's computed require of its .node file is pointed
+ *      at runtime/onnxruntime-binding.ts, which dlopens the extracted SEA asset), and runtime/sea-entry.ts, the SEA's
+ *      main script, which evaluates the program;
  *   2. the target's Node binary comes from the npm registry at the pinned version (platforms/<triple>/platform.json);
  *   3. the SEA blob is made by the pinned Node itself (a blob only runs in the Node version that made it) with the
- *      target's onnxruntime binding and library and wasmoon's wasm as assets;
- *   4. the Node binary is stripped, and postject injects the blob.
+ *      program, the target's onnxruntime binding and library and wasmoon's wasm as assets;
+ *   4. the Node binary is stripped, and postject injects the blob;
+ *   5. the host's own target only: the executable runs `infer` of a tiny model once, writing V8's code cache of the
+ *      program as that run left it, and steps 3 and 4 are done again with the cache as one more asset
+ *      (runtime/sea-entry.ts says why).
  *
  * Output: dist/runtime/<triple>/encoder. macOS targets need their signature removed before injection and an
  * ad-hoc signature after, which only macOS's codesign does: they are built on a Mac (docs/building-runtimes.md).
@@ -21,6 +25,8 @@ import * as esbuild from 'esbuild';
 import { TARGETS, executableExtension, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
+import { PROGRAM_ASSET, PROGRAM_CODE_CACHE_ASSET, WRITE_CODE_CACHE_ENV } from '../runtime/program-assets.ts';
+import { PRESETS, writeModelDirectory } from './model-generator/index.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
 import { bundleDashboard } from '../src/gateway/dashboard/bundle.ts';
 import { DASHBOARD_FILES, dashboardAsset } from '../src/gateway/dashboard/files.ts';
@@ -40,6 +46,11 @@ export function workerBundleOf(bundle: string): string {
   return path.join(path.dirname(bundle), INFERENCE_WORKER_ASSET);
 }
 
+/** The SEA's main script (runtime/sea-entry.ts), bundled beside the program's. */
+export function entryBundleOf(bundle: string): string {
+  return path.join(path.dirname(bundle), 'sea-entry.cjs');
+}
+
 /** Where the split bundle `name` is written beside the main bundle (runtime/split-bundles.ts). */
 export function splitBundleOf(bundle: string, name: SplitBundleName): string {
   return path.join(path.dirname(bundle), splitBundleAsset(name));
@@ -57,6 +68,7 @@ export function dashboardFileOf(bundle: string, file: string): string {
 export async function bundleRuntime(outFile: string): Promise<void> {
   await Promise.all([
     bundle(path.join(root, 'runtime', 'main.ts'), outFile, [splitBundlesFromAssets()]),
+    bundle(path.join(root, 'runtime', 'sea-entry.ts'), entryBundleOf(outFile)),
     bundle(path.join(root, 'src', 'encoder', 'onnx-worker.ts'), workerBundleOf(outFile)),
     ...Object.entries(SPLIT_BUNDLES).map(([name, entry]) => bundle(path.join(root, entry), splitBundleOf(outFile, name as SplitBundleName))),
     bundleDashboard().then((files) => {
@@ -107,6 +119,9 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
     // failures apart by them (a provider timeout answered 502 instead of 504 from the executable; found by the soak).
     keepNames: true,
     legalComments: 'none',
+    // import() of a built-in module (wasmoon: `await import('module')`) becomes require(): bundles are evaluated as
+    // scripts (runtime/bundle-script.ts), which have no loader for import()
+    supported: { 'dynamic-import': false },
     logLevel: 'warning',
     plugins: [
       ...plugins,
@@ -187,6 +202,7 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
   writeFileSync(manifestFile, JSON.stringify(manifest));
   const swaggerUi = Object.fromEntries(SWAGGER_UI_FILES.map((file) => [swaggerUiAsset(file), require.resolve(`swagger-ui-dist/${file}`)]));
   return {
+    [PROGRAM_ASSET]: bundle,
     [NATIVE_MANIFEST_ASSET]: manifestFile,
     [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'),
     [INFERENCE_WORKER_ASSET]: workerBundleOf(bundle),
@@ -243,19 +259,23 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
   mkdirSync(workDir, { recursive: true });
 
   const blob = path.join(workDir, 'sea.blob');
-  const seaConfig = {
-    main: bundle,
-    output: blob,
-    disableExperimentalSEAWarning: true,
-    // V8's code cache is specific to the V8 build and CPU that made it: only the host's own target gets one (it saves
-    // compiling the whole bundle at every start, measured in docs/benchmarks.md); other targets compile at start.
-    // Snapshots would need the program to be snapshot-safe at build time; off.
-    useCodeCache: target === hostTarget(),
-    useSnapshot: false,
-    assets: nativeAssets(platform, workDir, bundle),
+  const assets = nativeAssets(platform, workDir, bundle);
+  const makeBlob = (extraAssets: Record<string, string> = {}) => {
+    const seaConfig = {
+      main: entryBundleOf(bundle),
+      output: blob,
+      disableExperimentalSEAWarning: true,
+      // V8's code cache is specific to the V8 build and CPU that made it: only the host's own target gets one (of the
+      // small entry script here, of the program in step 5); other targets compile at start. Snapshots would need the
+      // program to be snapshot-safe at build time; off.
+      useCodeCache: target === hostTarget(),
+      useSnapshot: false,
+      assets: { ...assets, ...extraAssets },
+    };
+    writeFileSync(path.join(workDir, 'sea-config.json'), JSON.stringify(seaConfig, null, 2));
+    execFileSync(process.execPath, ['--experimental-sea-config', path.join(workDir, 'sea-config.json')], { stdio: 'pipe' });
   };
-  writeFileSync(path.join(workDir, 'sea-config.json'), JSON.stringify(seaConfig, null, 2));
-  execFileSync(process.execPath, ['--experimental-sea-config', path.join(workDir, 'sea-config.json')], { stdio: 'pipe' });
+  makeBlob();
 
   const output = path.join(outDir, `encoder${executableExtension(target)}`);
   const canSign = platform.binaryFormat !== 'macho' || process.platform === 'darwin';
@@ -272,6 +292,18 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
     );
     return outDir;
   }
+  const stripped = await injectBlob(platform, version, blob, output);
+  if (target === hostTarget()) {
+    makeBlob({ [PROGRAM_CODE_CACHE_ASSET]: await makeProgramCodeCache(output, workDir) });
+    await injectBlob(platform, version, blob, output);
+  }
+  rmSync(workDir, { recursive: true, force: true });
+  console.log(`${target}: ${path.relative(root, output)} (${(statSync(output).size / 2 ** 20).toFixed(1)} MiB, Node ${version}, ${stripped})`);
+  return output;
+}
+
+/** A fresh copy of the target's Node binary, stripped, with the SEA blob injected (and signed again on macOS). */
+async function injectBlob(platform: PlatformEntry, version: string, blob: string, output: string): Promise<string> {
   copyFileSync(nodeBinary(platform, version), output);
   chmodSync(output, 0o755);
   if (platform.binaryFormat === 'macho') execFileSync('codesign', ['--remove-signature', output]);
@@ -284,9 +316,24 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
     ...(platform.binaryFormat === 'macho' ? { machoSegmentName: 'NODE_SEA' } : {}),
   });
   if (platform.binaryFormat === 'macho') execFileSync('codesign', ['--sign', '-', output]);
-  rmSync(workDir, { recursive: true, force: true });
-  console.log(`${target}: ${path.relative(root, output)} (${(statSync(output).size / 2 ** 20).toFixed(1)} MiB, Node ${version}, ${stripped})`);
-  return output;
+  return stripped;
+}
+
+/**
+ * Step 5: builds a tiny model with the fresh executable and runs its `infer` once with WRITE_CODE_CACHE_ENV set, in
+ * a cache directory of its own; returns the file of V8's code cache of the program that the run wrote.
+ */
+async function makeProgramCodeCache(executable: string, workDir: string): Promise<string> {
+  const modelDir = path.join(workDir, 'code-cache-model');
+  await writeModelDirectory(modelDir, PRESETS.tiny);
+  const config = path.join(workDir, 'code-cache-model.yaml');
+  writeFileSync(config, `encoder:\n  name: code-cache-model\n  path: ${JSON.stringify(modelDir)}\n  model_type: embedding\n`);
+  const model = path.join(workDir, 'code-cache-model');
+  const env = { ...process.env, ENCODER_CACHE_DIR: path.join(workDir, 'cache') };
+  execFileSync(executable, ['build', '-f', config, '-o', `${model}.bin`, '--base-binary-path', executable], { env, stdio: 'pipe' });
+  const cache = path.join(workDir, 'program.code-cache');
+  execFileSync(`${model}.bin`, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: { ...env, [WRITE_CODE_CACHE_ENV]: cache }, stdio: 'pipe' });
+  return cache;
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

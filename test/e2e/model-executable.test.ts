@@ -57,6 +57,21 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     expect(result.stderr).toContain('build [options]');
   });
 
+  it("compiles its program from the code cache made when it was built, and warms onnxruntime up only to run a model", () => {
+    const traced = (args: string[]) => runExecutable(baseRuntimePath(), args, { cacheDir, env: { ENCODER_TRACE_STARTUP: '1' } });
+    const version = traced(['--version']);
+    expect(version.status).toBe(0);
+    // a cache V8 rejects (another V8, other flags, another source) would say "rejected" and compile everything again
+    expect(version.stderr).toContain('program compiled (code cache: accepted)');
+    expect(version.stderr).not.toContain('onnxruntime warm-up started');
+    const help = traced(['infer', '--help']);
+    expect(help.stdout).toContain('Run the model on one or more texts');
+    expect(help.stderr).not.toContain('onnxruntime warm-up started');
+    const missingConfig = traced(['infer', '--config', path.join(work, 'missing.yaml'), 'text']);
+    expect(missingConfig.status).not.toBe(0);
+    expect(missingConfig.stderr).toContain('onnxruntime warm-up started');
+  });
+
   for (const modelType of ['embedding', 'sequence_classification', 'token_classification'] as const) {
     it(`builds a generated ${modelType} model whose infer output equals the in-process pipeline's`, async () => {
       const dir = await generateTinyModel({ modelType });

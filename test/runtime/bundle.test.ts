@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { asciiOnly, bundleRuntime, splitBundleOf } from '../../scripts/build-runtime.ts';
+import { asciiOnly, bundleRuntime, entryBundleOf, splitBundleOf } from '../../scripts/build-runtime.ts';
 import { SPLIT_BUNDLES, type SplitBundleName } from '../../runtime/split-bundles.ts';
 
 describe('the bundled runtime', () => {
@@ -12,13 +12,16 @@ describe('the bundled runtime', () => {
       const main = path.join(dir, 'main.cjs');
       await bundleRuntime(main);
       const splits = Object.keys(SPLIT_BUNDLES).map((name) => splitBundleOf(main, name as SplitBundleName));
-      for (const file of [main, path.join(dir, 'onnx-worker.cjs'), ...splits]) {
+      for (const file of [main, entryBundleOf(main), path.join(dir, 'onnx-worker.cjs'), ...splits]) {
         const bytes = readFileSync(file);
-        expect(bytes.length).toBeGreaterThan(100_000);
+        expect(bytes.length).toBeGreaterThan(1_000);
         expect(bytes.findIndex((byte) => byte >= 0x80), file).toBe(-1);
       }
-      // the gateway's and the tool server's code is in their split bundles, not in the main script
+      // the gateway's and the tool server's code is in their split bundles, not in the main script; the program is
+      // not in the entry script, which evaluates it from its asset
       const mainCode = readFileSync(main, 'utf8');
+      expect(readFileSync(entryBundleOf(main), 'utf8').length).toBeLessThan(mainCode.length / 50);
+      expect(mainCode.length).toBeGreaterThan(1_000_000);
       for (const [name, marker] of [['gateway', 'A budget this key spends from'], ['tools', 'Swagger']] as const) {
         expect(mainCode.includes(marker), `${name}: ${marker}`).toBe(false);
         expect(readFileSync(splitBundleOf(main, name), 'utf8').includes(marker), `${name}: ${marker}`).toBe(true);

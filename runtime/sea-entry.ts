@@ -1,0 +1,31 @@
+/**
+ * The single executable's first script (its SEA main). It starts onnxruntime's warm-up, then evaluates the program
+ * (runtime/main.ts, bundled apart and carried as a SEA asset) with V8's code cache of it. That cache is made by
+ * scripts/build-runtime.ts from a run of the program (`infer` of a tiny model with ENCODER_WRITE_CODE_CACHE set), so
+ * it holds every function such a run compiles: a cache made from the source alone, as Node's own SEA code cache is,
+ * holds only the top level, and compiling each module's code on its first call was ~40 ms of a warm `infer`
+ * (docs/benchmarks.md). Targets other than the builder's own get no cache (it is specific to the V8 build and CPU
+ * features that made it) and compile as they go.
+ */
+import './onnxruntime-warm-up.ts';
+import { writeFileSync } from 'node:fs';
+import * as sea from 'node:sea';
+import { traceStartup } from '../src/shared/startup-trace.ts';
+import { evaluateBundleAsset } from './bundle-script.ts';
+import { PROGRAM_ASSET, PROGRAM_CODE_CACHE_ASSET, WRITE_CODE_CACHE_ENV } from './program-assets.ts';
+
+function programCodeCache(): Buffer | undefined {
+  try {
+    return Buffer.from(sea.getRawAsset(PROGRAM_CODE_CACHE_ASSET));
+  } catch {
+    return undefined; // a target without one
+  }
+}
+
+const writeTo = process.env[WRITE_CODE_CACHE_ENV];
+// Building the cache: compile from source, so that the cache holds what this run compiles.
+const program = evaluateBundleAsset(PROGRAM_ASSET, {
+  codeCache: writeTo ? undefined : programCodeCache(),
+  compiled: (use) => traceStartup(`program compiled (code cache: ${use})`),
+});
+if (writeTo) process.once('exit', () => writeFileSync(writeTo, program.createCodeCache()));
