@@ -1,4 +1,4 @@
-import { SingleBar } from 'cli-progress';
+import type { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { CACHE_DIR_ENV } from '../encoder/cache-dir.ts';
 import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
@@ -30,7 +30,8 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
       // the builder (ONNX rewriting with protobufjs, downloads) loads only when a build runs
       const { BUILD_STEPS, buildModel, formatBytes } = await import('../builder/build-model.ts');
       const stepLine = (index: number, title: string, detail: string) => `[${index}/${BUILD_STEPS.length}] ${title}: ${detail}\n`;
-      const reporter = io.isTerminal ? terminalReporter(io, stepLine, formatBytes) : plainReporter(io, stepLine);
+      // cli-progress (and the readline module it loads) only for a terminal
+      const reporter = io.isTerminal ? terminalReporter(io, stepLine, formatBytes, (await import('cli-progress')).SingleBar) : plainReporter(io, stepLine);
       const built = await buildModel(
         {
           configFile: options.file,
@@ -73,7 +74,7 @@ function plainReporter(io: CliIo, stepLine: StepLine): BuildReporter {
 }
 
 /** A terminal: the same lines, plus a cli-progress bar while bytes are downloaded or appended. */
-function terminalReporter(io: CliIo, stepLine: StepLine, formatBytes: (bytes: number) => string): BuildReporter {
+function terminalReporter(io: CliIo, stepLine: StepLine, formatBytes: (bytes: number) => string, Bar: typeof SingleBar): BuildReporter {
   let bar: SingleBar | null = null;
   const stop = () => {
     bar?.stop();
@@ -86,7 +87,7 @@ function terminalReporter(io: CliIo, stepLine: StepLine, formatBytes: (bytes: nu
     },
     progress(label, done, total) {
       if (!bar) {
-        bar = new SingleBar({
+        bar = new Bar({
           format: `${label} [{bar}] {percentage}% {doneText} / {totalText}`,
           stream: process.stderr,
           clearOnComplete: true,
