@@ -8,14 +8,14 @@
  *   3. the SEA blob is made by the pinned Node itself (a blob only runs in the Node version that made it) with the
  *      program, the target's onnxruntime binding and library and wasmoon's wasm as assets;
  *   4. the Node binary is stripped, and postject injects the blob;
- *   5. the host's own target only: the executable runs `infer` of a tiny model once, writing V8's code cache of the
- *      program as that run left it, and steps 3 and 4 are done again with the cache as one more asset
- *      (runtime/sea-entry.ts says why).
+ *   5. the host's own target only: the executable runs `infer` and `serve` of a tiny model once each, writing V8's
+ *      code cache of the program as those runs left it, and steps 3 and 4 are done again with the cache as one more
+ *      asset (runtime/sea-entry.ts says why).
  *
  * Output: dist/runtime/<triple>/encoder. macOS targets need their signature removed before injection and an
  * ad-hoc signature after, which only macOS's codesign does: they are built on a Mac (docs/building-runtimes.md).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -320,8 +320,10 @@ async function injectBlob(platform: PlatformEntry, version: string, blob: string
 }
 
 /**
- * Step 5: builds a tiny model with the fresh executable and runs its `infer` once with WRITE_CODE_CACHE_ENV set, in
- * a cache directory of its own; returns the file of V8's code cache of the program that the run wrote.
+ * Step 5: builds a tiny model with the fresh executable and runs it with WRITE_CODE_CACHE_ENV set, in a cache
+ * directory of its own: `infer` once, then `serve` on a loopback port until it answered GET /health and a POST
+ * /predict, stopped with SIGTERM. Each run starts from the cache the one before wrote and adds what it compiled.
+ * Returns the file of V8's code cache of the program.
  */
 async function makeProgramCodeCache(executable: string, workDir: string): Promise<string> {
   const modelDir = path.join(workDir, 'code-cache-model');
@@ -332,8 +334,39 @@ async function makeProgramCodeCache(executable: string, workDir: string): Promis
   const env = { ...process.env, ENCODER_CACHE_DIR: path.join(workDir, 'cache') };
   execFileSync(executable, ['build', '-f', config, '-o', `${model}.bin`, '--base-binary-path', executable], { env, stdio: 'pipe' });
   const cache = path.join(workDir, 'program.code-cache');
-  execFileSync(`${model}.bin`, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: { ...env, [WRITE_CODE_CACHE_ENV]: cache }, stdio: 'pipe' });
+  const training = { ...env, [WRITE_CODE_CACHE_ENV]: cache };
+  execFileSync(`${model}.bin`, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: training, stdio: 'pipe' });
+  await serveOnce(`${model}.bin`, training);
+  if (!existsSync(cache)) throw new Error(`the training runs wrote no code cache to ${cache}`);
   return cache;
+}
+
+/** `serve` on a free loopback port until it answered GET /health and POST /predict once, then SIGTERM (bounded). */
+async function serveOnce(executable: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const child = spawn(executable, ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--disable-grpc'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  let stderr = '';
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const match = /HTTP {2}(http:\/\/\S+)/.exec(stderr);
+        if (match) resolve(match[1]);
+      });
+      void exited.then((code) => reject(new Error(`serve exited with ${code} before listening: ${stderr}`)));
+    });
+    for (const [route, init] of [['/health', {}], ['/predict', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"inputs":["hello"],"normalize":true}' }]] as const) {
+      const response = await fetch(`${url}${route}`, init);
+      if (!response.ok) throw new Error(`serve answered ${route} with ${response.status}: ${await response.text()}`);
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    clearTimeout(timer);
+  }
+  // the cache is written when the process exits: only a clean stop wrote it
+  if (child.exitCode !== 0) throw new Error(`serve did not stop cleanly (exit ${child.exitCode}): ${stderr}`);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
