@@ -1,32 +1,31 @@
 /**
  * The single executable's first script (its SEA main). It starts onnxruntime's warm-up, then evaluates the program
  * (runtime/main.ts, bundled apart and carried as a SEA asset) with V8's code cache of it. That cache is made by
- * scripts/build-runtime.ts from runs of the program (`infer` and `serve` of a tiny model with ENCODER_WRITE_CODE_CACHE
- * set), so it holds every function such runs compile: a cache made from the source alone, as Node's own SEA code cache is,
+ * scripts/build-runtime.ts from a run of the program (`infer` of a tiny model with ENCODER_WRITE_CODE_CACHE set; `serve`
+ * has its own, runtime/program-assets.ts), so it holds every function such a run compiles: a cache made from the source alone, as Node's own SEA code cache is,
  * holds only the top level, and compiling each module's code on its first call was ~40 ms of a warm `infer`
  * (docs/benchmarks.md). Targets other than the builder's own get no cache (it is specific to the V8 build and CPU
  * features that made it) and compile as they go.
  */
 import './onnxruntime-warm-up.ts';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import * as sea from 'node:sea';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { evaluateBundleAsset } from './bundle-script.ts';
-import { PROGRAM_ASSET, PROGRAM_CODE_CACHE_ASSET, WRITE_CODE_CACHE_ENV } from './program-assets.ts';
+import { codeCacheRunFor, PROGRAM_ASSET, programCodeCacheAsset, WRITE_CODE_CACHE_ENV } from './program-assets.ts';
 
 function programCodeCache(): Buffer | undefined {
   try {
-    return Buffer.from(sea.getRawAsset(PROGRAM_CODE_CACHE_ASSET));
+    return Buffer.from(sea.getRawAsset(programCodeCacheAsset(codeCacheRunFor(process.argv.slice(2)))));
   } catch {
     return undefined; // a target without one
   }
 }
 
 const writeTo = process.env[WRITE_CODE_CACHE_ENV];
-// Building the cache: start from what earlier runs wrote to the file, if any; the cache this run writes holds that
-// and what this run compiles.
+// Building a cache: compile from the source, so that the cache holds what this run compiles.
 const program = evaluateBundleAsset(PROGRAM_ASSET, {
-  codeCache: writeTo ? (existsSync(writeTo) ? readFileSync(writeTo) : undefined) : programCodeCache(),
+  codeCache: writeTo ? undefined : programCodeCache(),
   compiled: (use) => traceStartup(`program compiled (code cache: ${use})`),
 });
 if (writeTo) process.once('exit', () => writeFileSync(writeTo, program.createCodeCache()));

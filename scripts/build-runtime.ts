@@ -8,9 +8,9 @@
  *   3. the SEA blob is made by the pinned Node itself (a blob only runs in the Node version that made it) with the
  *      program, the target's onnxruntime binding and library and wasmoon's wasm as assets;
  *   4. the Node binary is stripped, and postject injects the blob;
- *   5. the host's own target only: the executable runs `infer` and `serve` of a tiny model once each, writing V8's
- *      code cache of the program as those runs left it, and steps 3 and 4 are done again with the cache as one more
- *      asset (runtime/sea-entry.ts says why).
+ *   5. the host's own target only: the executable runs `infer` and `serve` of a tiny model once each, each run
+ *      writing V8's code cache of the program as it left it, and steps 3 and 4 are done again with the caches as more
+ *      assets (runtime/sea-entry.ts says why).
  *
  * Output: dist/runtime/<triple>/encoder. macOS targets need their signature removed before injection and an
  * ad-hoc signature after, which only macOS's codesign does: they are built on a Mac (docs/building-runtimes.md).
@@ -25,7 +25,7 @@ import * as esbuild from 'esbuild';
 import { TARGETS, executableExtension, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
-import { PROGRAM_ASSET, PROGRAM_CODE_CACHE_ASSET, WRITE_CODE_CACHE_ENV } from '../runtime/program-assets.ts';
+import { CODE_CACHE_RUNS, PROGRAM_ASSET, programCodeCacheAsset, WRITE_CODE_CACHE_ENV, type CodeCacheRun } from '../runtime/program-assets.ts';
 import { PRESETS, writeModelDirectory } from './model-generator/index.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
 import { bundleDashboard } from '../src/gateway/dashboard/bundle.ts';
@@ -294,7 +294,7 @@ export async function buildRuntime(target: Target, bundle: string): Promise<stri
   }
   const stripped = await injectBlob(platform, version, blob, output);
   if (target === hostTarget()) {
-    makeBlob({ [PROGRAM_CODE_CACHE_ASSET]: await makeProgramCodeCache(output, workDir) });
+    makeBlob(await makeProgramCodeCaches(output, workDir));
     await injectBlob(platform, version, blob, output);
   }
   rmSync(workDir, { recursive: true, force: true });
@@ -321,24 +321,29 @@ async function injectBlob(platform: PlatformEntry, version: string, blob: string
 
 /**
  * Step 5: builds a tiny model with the fresh executable and runs it with WRITE_CODE_CACHE_ENV set, in a cache
- * directory of its own: `infer` once, then `serve` on a loopback port until it answered GET /health and a POST
- * /predict, stopped with SIGTERM. Each run starts from the cache the one before wrote and adds what it compiled.
- * Returns the file of V8's code cache of the program.
+ * directory of its own: `infer` once; `serve` on a loopback port until it answered GET /health and a POST /predict,
+ * stopped with SIGTERM. Returns the SEA assets of V8's code caches of the program those runs wrote.
  */
-async function makeProgramCodeCache(executable: string, workDir: string): Promise<string> {
+async function makeProgramCodeCaches(executable: string, workDir: string): Promise<Record<string, string>> {
   const modelDir = path.join(workDir, 'code-cache-model');
   await writeModelDirectory(modelDir, PRESETS.tiny);
   const config = path.join(workDir, 'code-cache-model.yaml');
   writeFileSync(config, `encoder:\n  name: code-cache-model\n  path: ${JSON.stringify(modelDir)}\n  model_type: embedding\n`);
-  const model = path.join(workDir, 'code-cache-model');
+  const model = path.join(workDir, 'code-cache-model.bin');
   const env = { ...process.env, ENCODER_CACHE_DIR: path.join(workDir, 'cache') };
-  execFileSync(executable, ['build', '-f', config, '-o', `${model}.bin`, '--base-binary-path', executable], { env, stdio: 'pipe' });
-  const cache = path.join(workDir, 'program.code-cache');
-  const training = { ...env, [WRITE_CODE_CACHE_ENV]: cache };
-  execFileSync(`${model}.bin`, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: training, stdio: 'pipe' });
-  await serveOnce(`${model}.bin`, training);
-  if (!existsSync(cache)) throw new Error(`the training runs wrote no code cache to ${cache}`);
-  return cache;
+  execFileSync(executable, ['build', '-f', config, '-o', model, '--base-binary-path', executable], { env, stdio: 'pipe' });
+  const runs: Record<CodeCacheRun, (env: NodeJS.ProcessEnv) => Promise<void>> = {
+    infer: async (runEnv) => void execFileSync(model, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: runEnv, stdio: 'pipe' }),
+    serve: (runEnv) => serveOnce(model, runEnv),
+  };
+  const assets: Record<string, string> = {};
+  for (const run of CODE_CACHE_RUNS) {
+    const cache = path.join(workDir, programCodeCacheAsset(run));
+    await runs[run]({ ...env, [WRITE_CODE_CACHE_ENV]: cache });
+    if (!existsSync(cache)) throw new Error(`the ${run} run wrote no code cache to ${cache}`);
+    assets[programCodeCacheAsset(run)] = cache;
+  }
+  return assets;
 }
 
 /** `serve` on a free loopback port until it answered GET /health and POST /predict once, then SIGTERM (bounded). */
