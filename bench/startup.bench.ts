@@ -5,7 +5,8 @@
  * warm start-up to the first `infer` result, and the same `infer` through plain node from source, side by side.
  * For the tiny model also: where a warm `infer` spends its time (ENCODER_TRACE_STARTUP=1 phases), how long `serve`
  * takes from spawn to its first `GET /health` answer, and the pinned Node's own floor (`node -e 0`), against the
- * aims of issue 14 (infer <= 120 ms, first /health <= 200 ms).
+ * aims of issue 14 (infer <= 120 ms, first /health <= 200 ms). `-- --before <base runtime>` (an older build of the
+ * host's base runtime) measures those on the tiny model built with it as well, alternately, before beside after.
  *
  * Needs the host's base runtime: npm run build:runtime -- --target host.
  */
@@ -13,6 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { PRESETS, writeModelDirectory } from '../scripts/model-generator/index.ts';
 import { TARGETS, executableExtension, hostTarget } from '../src/builder/targets.ts';
 import { formatBytes } from '../src/builder/build-model.ts';
@@ -69,21 +71,39 @@ async function measure(name: string, modelDir: string, work: string, extra = '')
   ];
 }
 
-/** Medians of the cumulative time of each ENCODER_TRACE_STARTUP phase over warm `infer` runs. */
-function startupPhases(executable: string, env: NodeJS.ProcessEnv): (string | number)[][] {
-  const runs = Array.from({ length: RUNS }, () => {
-    const result = spawnSync(executable, ['infer', 'The quick brown fox jumps over the lazy dog.'], { env: { ...env, ENCODER_TRACE_STARTUP: '1' }, encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`infer failed: ${result.stderr}`);
-    return [...result.stderr.matchAll(/^startup +([\d.]+) ms +\+ *[\d.]+ ms +(.+)$/gm)].map((m) => [m[2], Number(m[1])] as const);
-  });
-  const phases = runs[0].map(([phase]) => phase);
-  let before = 0;
-  return phases.map((phase, i) => {
-    const at = median(runs.map((run) => run[i][1]));
-    const row = [phase, ms(at), ms(at - before)];
-    before = at;
-    return row;
-  });
+const INFER_ARGS = ['infer', 'The quick brown fox jumps over the lazy dog.'];
+
+/** One warm `infer` with ENCODER_TRACE_STARTUP=1: each phase's time since the process started, and the whole run. */
+function tracedInfer(executable: string, env: NodeJS.ProcessEnv): { phases: [string, number][]; total: number } {
+  const start = performance.now();
+  const result = spawnSync(executable, INFER_ARGS, { env: { ...env, ENCODER_TRACE_STARTUP: '1' }, encoding: 'utf8' });
+  const total = performance.now() - start;
+  if (result.status !== 0) throw new Error(`infer failed: ${result.stderr}`);
+  const phases = [...result.stderr.matchAll(/^startup +([\d.]+) ms +\+ *[\d.]+ ms +(.+)$/gm)].map((m) => [m[2], Number(m[1])] as [string, number]);
+  return { phases, total };
+}
+
+/**
+ * Per-phase medians of warm `infer` runs of each executable, run alternately so that both see the same machine:
+ * one row per phase (in the order they happen; a phase one build does not have is blank there), at and took.
+ */
+function startupPhases(executables: string[], env: NodeJS.ProcessEnv): (string | number)[][] {
+  const runs = executables.map(() => [] as [string, number][][]);
+  for (let i = 0; i < RUNS; i++) executables.forEach((executable, e) => runs[e].push(tracedInfer(executable, env).phases));
+  const names: string[] = [];
+  for (const executableRuns of runs) for (const [name] of executableRuns[0]) if (!names.includes(name)) names.push(name);
+  const previous = executables.map(() => 0);
+  return names.map((name) => [
+    name,
+    ...runs.flatMap((executableRuns, e) => {
+      const times = executableRuns.map((run) => run.find(([phase]) => phase === name)?.[1]).filter((at): at is number => at !== undefined);
+      if (times.length === 0) return ['', ''];
+      const at = median(times);
+      const took = at - previous[e];
+      previous[e] = at;
+      return [ms(at), ms(took)];
+    }),
+  ]);
 }
 
 /**
@@ -121,20 +141,42 @@ async function serveFirstHealth(executable: string, env: NodeJS.ProcessEnv, port
   }
 }
 
-async function startupAims(work: string): Promise<void> {
-  const executable = path.join(work, 'tiny');
+/**
+ * The phases and the aims of issue 14 for the tiny model built on this base runtime and, with `--before <base runtime>`
+ * (an older build of it), on that one too, measured alternately.
+ */
+async function startupAims(work: string, beforeBase: string | undefined): Promise<void> {
   const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
-  printTable(`Warm \`infer\` of the tiny model by phase (ENCODER_TRACE_STARTUP=1; ms since the process started, medians of ${RUNS})`, ['phase', 'at', 'took'], startupPhases(executable, env));
+  const builds: [string, string][] = [];
+  if (beforeBase) {
+    const before = path.join(work, 'tiny-before');
+    timed(beforeBase, ['build', '-f', path.join(work, 'tiny.yaml'), '--base-binary-path', beforeBase, '-o', before], env);
+    builds.push(['before', before]);
+  }
+  builds.push([beforeBase ? 'after' : 'this build', path.join(work, 'tiny')]);
+  const executables = builds.map(([, executable]) => executable);
+  const labels = builds.map(([label]) => label);
+  printTable(
+    `Warm \`infer\` of the tiny model by phase (ENCODER_TRACE_STARTUP=1; ms since the process started, medians of ${RUNS} alternating runs)`,
+    ['phase', ...labels.flatMap((label) => [`${label}: at`, `${label}: took`])],
+    startupPhases(executables, env),
+  );
   const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
   const nodeFloor = median(Array.from({ length: RUNS }, () => timed(nodeBin, ['-e', '0'], {})));
-  const warmInfer = median(Array.from({ length: RUNS }, () => timed(executable, ['infer', 'The quick brown fox jumps over the lazy dog.'], env)));
-  const health: number[] = [];
-  for (let i = 0; i < 5; i++) health.push(await serveFirstHealth(executable, env, 18_700 + i));
-  printTable('Start-up aims (tiny model, whole-process ms, medians)', ['measure', 'ms', 'aim'], [
-    ['`node -e 0` (the pinned Node alone)', ms(nodeFloor), ''],
-    [`warm \`infer\` (${RUNS} runs)`, ms(warmInfer), '<= 120'],
-    ['`serve`: spawn to first /health 200 (5 runs)', ms(median(health)), '<= 200'],
-  ]);
+  const infer = executables.map(() => [] as number[]);
+  const health = executables.map(() => [] as number[]);
+  for (let i = 0; i < RUNS; i++) executables.forEach((executable, e) => infer[e].push(tracedInfer(executable, env).total));
+  for (let i = 0; i < 5; i++) for (const [e, executable] of executables.entries()) health[e].push(await serveFirstHealth(executable, env, 18_700 + e));
+  const ratio = (values: number[][]) => (values.length === 2 ? [`${(median(values[1]) / median(values[0])).toFixed(2)}x`] : []);
+  printTable(
+    'Start-up aims (tiny model, whole-process ms, medians)',
+    ['measure', ...labels, ...(builds.length === 2 ? ['after / before'] : []), 'aim'],
+    [
+      ['`node -e 0` (the pinned Node alone)', ms(nodeFloor), ...(builds.length === 2 ? ['', ''] : []), ''],
+      [`warm \`infer\` (${RUNS} runs)`, ...infer.map((values) => ms(median(values))), ...ratio(infer), '<= 120'],
+      ['`serve`: spawn to first /health 200 (5 runs)', ...health.map((values) => ms(median(values))), ...ratio(health), '<= 200'],
+    ],
+  );
 }
 
 /** Every base runtime built in dist/runtime, and the tiny model packed onto it (`build --platform`). */
@@ -152,6 +194,8 @@ function baseRuntimeSizes(work: string): (string | number)[][] {
 
 async function main(): Promise<void> {
   if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
+  const { values } = parseArgs({ options: { before: { type: 'string' } } });
+  if (values.before !== undefined && !existsSync(values.before)) throw new Error(`--before ${values.before}: no such base runtime`);
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
   try {
     const tiny = path.join(work, 'tiny-model');
@@ -164,7 +208,7 @@ async function main(): Promise<void> {
       rows,
     );
     printTable('Base runtimes by target (npm run build:runtime -- --target ...)', ['target', 'file', 'base runtime', 'tiny model executable'], baseRuntimeSizes(work));
-    await startupAims(work);
+    await startupAims(work, values.before);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
