@@ -90,20 +90,28 @@ function tracedInfer(executable: string, env: NodeJS.ProcessEnv): { phases: [str
 function startupPhases(executables: string[], env: NodeJS.ProcessEnv): (string | number)[][] {
   const runs = executables.map(() => [] as [string, number][][]);
   for (let i = 0; i < RUNS; i++) executables.forEach((executable, e) => runs[e].push(tracedInfer(executable, env).phases));
+  // every phase of every build, each new one placed before the next phase of its own build that is already listed
   const names: string[] = [];
-  for (const executableRuns of runs) for (const [name] of executableRuns[0]) if (!names.includes(name)) names.push(name);
-  const previous = executables.map(() => 0);
-  return names.map((name) => [
-    name,
-    ...runs.flatMap((executableRuns, e) => {
-      const times = executableRuns.map((run) => run.find(([phase]) => phase === name)?.[1]).filter((at): at is number => at !== undefined);
-      if (times.length === 0) return ['', ''];
-      const at = median(times);
-      const took = at - previous[e];
-      previous[e] = at;
-      return [ms(at), ms(took)];
-    }),
-  ]);
+  for (const executableRuns of runs) {
+    const own = executableRuns[0].map(([name]) => name);
+    own.forEach((name, i) => {
+      if (names.includes(name)) return;
+      const next = own.slice(i + 1).find((later) => names.includes(later));
+      names.splice(next === undefined ? names.length : names.indexOf(next), 0, name);
+    });
+  }
+  // at: median time since the process started; took: since the build's own previous phase
+  const columns = runs.map((executableRuns) => {
+    const cells = new Map<string, [string, string]>();
+    let previous = 0;
+    for (const [name] of executableRuns[0]) {
+      const at = median(executableRuns.map((run) => run.find(([phase]) => phase === name)?.[1]).filter((value): value is number => value !== undefined));
+      cells.set(name, [ms(at), ms(at - previous)]);
+      previous = at;
+    }
+    return cells;
+  });
+  return names.map((name) => [name, ...columns.flatMap((cells) => cells.get(name) ?? ['', ''])]);
 }
 
 /**

@@ -11,6 +11,7 @@ import { hostTarget } from '../src/builder/targets.ts';
 import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
 import type { InferenceWorkerData } from './onnxruntime-binding.ts';
 import { traceStartup } from '../src/shared/startup-trace.ts';
+import { takePrestartedInferenceWorker } from './onnxruntime-warm-up.ts';
 import { DASHBOARD_FILES, dashboardAsset, type DashboardFiles } from '../src/gateway/dashboard/files.ts';
 
 async function main(argv: string[]): Promise<number> {
@@ -33,6 +34,7 @@ async function main(argv: string[]): Promise<number> {
       script: sea.getAsset(INFERENCE_WORKER_ASSET, 'utf8'),
       eval: true,
       workerData: { onnxruntimeBinding: nativeFiles()!.onnxruntimeBinding } satisfies InferenceWorkerData,
+      prestarted: takePrestartedInferenceWorker,
     }),
     protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),
     swaggerUiFiles: (file) => new Uint8Array(sea.getAsset(swaggerUiAsset(file))),

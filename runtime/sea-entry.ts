@@ -7,11 +7,11 @@
  * (docs/benchmarks.md). Targets other than the builder's own get no cache (it is specific to the V8 build and CPU
  * features that made it) and compile as they go.
  */
-import './onnxruntime-warm-up.ts';
 import { writeFileSync } from 'node:fs';
 import * as sea from 'node:sea';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { evaluateBundleAsset } from './bundle-script.ts';
+import { warmUpOnnxruntimeFor } from './onnxruntime-warm-up.ts';
 import { codeCacheRunFor, PROGRAM_ASSET, programCodeCacheAsset, WRITE_CODE_CACHE_ENV } from './program-assets.ts';
 
 function programCodeCache(): Buffer | undefined {
@@ -21,6 +21,8 @@ function programCodeCache(): Buffer | undefined {
     return undefined; // a target without one
   }
 }
+
+warmUpOnnxruntimeFor(process.argv.slice(2));
 
 const writeTo = process.env[WRITE_CODE_CACHE_ENV];
 // Building a cache: compile from the source, so that the cache holds what this run compiles.

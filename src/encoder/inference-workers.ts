@@ -12,7 +12,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModelType } from './config.ts';
 import { ConfigError, InputError, InternalError, type EncoderError } from './errors.ts';
 import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
-import { disableOnnxruntimeTelemetry } from './onnxruntime-telemetry.ts';
+import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
 import type { WorkerFailure, WorkerReply, WorkerRequest } from './onnx-worker.ts';
 import { Tensor } from './tensor.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
@@ -27,6 +27,11 @@ export interface InferenceWorkerScript {
   eval?: boolean;
   /** Handed to the worker as `workerData` (the single executable passes where its onnxruntime binding is). */
   workerData?: unknown;
+  /**
+   * A thread already running this script, started by the entry point before the program loaded so that it warms
+   * onnxruntime up meanwhile (runtime/onnxruntime-warm-up.ts), or undefined: the first worker is that thread.
+   */
+  prestarted?: () => Worker | undefined;
 }
 
 export interface InferenceWorkersOptions extends OnnxModelOptions {
@@ -79,22 +84,34 @@ class InferenceWorker {
     this.#worker = worker;
   }
 
-  /** Starts the thread and loads the model into it; a model that does not load is the ConfigError the worker gave. */
-  static async start(script: InferenceWorkerScript, load: Extract<WorkerRequest, { kind: 'load' }>): Promise<{ worker: InferenceWorker; signature: ModelSignature }> {
-    const thread = new Worker(script.script, { eval: script.eval ?? false, workerData: script.workerData });
+  /**
+   * Starts the thread (or, with `adopt`, takes the script's prestarted one) and loads the model into it; a model that
+   * does not load is the ConfigError the worker gave.
+   */
+  static async start(
+    script: InferenceWorkerScript,
+    load: Extract<WorkerRequest, { kind: 'load' }>,
+    adopt = false,
+  ): Promise<{ worker: InferenceWorker; signature: ModelSignature }> {
+    const prestarted = adopt ? script.prestarted?.() : undefined;
+    prestarted?.ref(); // it keeps the process alive no longer than its warm-up when nobody takes it
+    const thread = prestarted ?? new Worker(script.script, { eval: script.eval ?? false, workerData: script.workerData });
     const worker = new InferenceWorker(thread);
     const signature = await new Promise<ModelSignature>((resolve, reject) => {
       const onError = (error: Error) => reject(new ConfigError(`the inference worker failed to start: ${error.message}`, { cause: error }));
       const onExit = (code: number) => reject(new ConfigError(`the inference worker exited with code ${code} while loading the model`));
       thread.once('error', onError);
       thread.once('exit', onExit);
-      thread.once('message', (reply: WorkerReply) => {
+      const onReply = (reply: WorkerReply) => {
+        if (reply.kind === 'warm') return; // a prestarted worker's warm-up ended
+        thread.off('message', onReply);
         thread.off('error', onError);
         thread.off('exit', onExit);
         if (reply.kind === 'loaded') resolve(reply.signature);
         else if (reply.kind === 'failed') reject(errorOf(reply.error));
         else reject(new ConfigError(`the inference worker answered ${reply.kind} to load`));
-      });
+      };
+      thread.on('message', onReply);
       // The weights are copied into the worker (a model is loaded once per worker); runs transfer their tensors.
       thread.postMessage(load);
     }).catch(async (error: unknown) => {
@@ -165,21 +182,52 @@ class InferenceWorker {
   }
 }
 
-/** The same interface as OnnxModel (load, signature, run, close), with the sessions in worker threads. */
+/**
+ * The same interface as OnnxModel (load, signature, run, close), with the sessions in worker threads. The pool is
+ * ready when its first worker has loaded the model; the others join as they finish loading theirs (until then runs
+ * share the workers that have), so a server answers without waiting for the last worker to start.
+ */
 export class InferenceWorkers {
   readonly signature: ModelSignature;
+  /** The workers asked for; `joined` resolves when they all run. */
   readonly size: number;
   readonly #workers: InferenceWorker[];
   readonly #script: InferenceWorkerScript;
   readonly #load: Extract<WorkerRequest, { kind: 'load' }>;
+  readonly #joining: Promise<void>;
+  #closing = false;
   #next = 0;
 
-  private constructor(workers: InferenceWorker[], signature: ModelSignature, script: InferenceWorkerScript, load: Extract<WorkerRequest, { kind: 'load' }>) {
-    this.#workers = workers;
+  private constructor(
+    first: InferenceWorker,
+    later: Promise<PromiseSettledResult<{ worker: InferenceWorker }>>[],
+    signature: ModelSignature,
+    script: InferenceWorkerScript,
+    load: Extract<WorkerRequest, { kind: 'load' }>,
+  ) {
+    this.#workers = [first];
     this.signature = signature;
-    this.size = workers.length;
+    this.size = 1 + later.length;
     this.#script = script;
     this.#load = load;
+    this.#joining = Promise.all(later.map((starting, index) => this.#join(starting, index + 2))).then(() => {});
+  }
+
+  /** Resolves when every worker asked for has joined the pool (or failed to and was left out, with a warning). */
+  get joined(): Promise<void> {
+    return this.#joining;
+  }
+
+  async #join(starting: Promise<PromiseSettledResult<{ worker: InferenceWorker }>>, ordinal: number): Promise<void> {
+    const started = await starting;
+    if (started.status === 'rejected') {
+      // The first worker loaded the same model: this one failed for want of something else (memory, threads).
+      process.emitWarning(`inference worker ${ordinal} of ${this.size} did not start (${(started.reason as Error).message}); serving with the others`);
+    } else if (this.#closing) {
+      await started.value.worker.close();
+    } else {
+      this.#workers.push(started.value.worker);
+    }
   }
 
   static async load(weights: Uint8Array, modelType: ModelType, options: InferenceWorkersOptions): Promise<InferenceWorkers> {
@@ -194,14 +242,23 @@ export class InferenceWorkers {
       options: { ...(threads !== undefined ? { threads } : {}), ...(options.sessionOptions ? { sessionOptions: options.sessionOptions } : {}) },
     };
     disableOnnxruntimeTelemetry(); // before any worker loads onnxruntime (see there)
-    const started = await Promise.allSettled(Array.from({ length: count }, () => InferenceWorker.start(script, load)));
-    const failed = started.find((result) => result.status === 'rejected');
-    if (failed) {
-      await Promise.all(started.map((result) => (result.status === 'fulfilled' ? result.value.worker.close() : undefined)));
-      throw failed.reason;
+    const [firstStarting, ...laterStarting] = Array.from({ length: count }, (_, index) => InferenceWorker.start(script, load, index === 0));
+    // settled at once, so that a later worker failing while the first still loads is not an unhandled rejection
+    const later = laterStarting.map((starting) => Promise.allSettled([starting]).then(([settled]) => settled));
+    let first: { worker: InferenceWorker; signature: ModelSignature };
+    try {
+      first = await firstStarting;
+    } catch (error) {
+      // the model does not load (a ConfigError): the others fail alike, or are closed
+      await Promise.all(
+        later.map(async (settled) => {
+          const result = await settled;
+          if (result.status === 'fulfilled') await result.value.worker.close();
+        }),
+      );
+      throw error;
     }
-    const ready = started.map((result) => (result as PromiseFulfilledResult<{ worker: InferenceWorker; signature: ModelSignature }>).value);
-    return new InferenceWorkers(ready.map((r) => r.worker), ready[0].signature, script, load);
+    return new InferenceWorkers(first.worker, later, first.signature, script, load);
   }
 
   /** Runs one padded batch on an idle worker (the least recently used when all are busy); its buffers are handed over. */
@@ -215,7 +272,9 @@ export class InferenceWorkers {
   }
 
   async close(): Promise<void> {
+    this.#closing = true; // a worker that joins from now on is closed instead
     await Promise.all(this.#workers.map((worker) => worker.close()));
+    await this.#joining;
   }
 
   #pickWorker(): number {

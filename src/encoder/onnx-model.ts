@@ -2,7 +2,7 @@ import type * as ort from 'onnxruntime-node';
 import type { ModelType } from './config.ts';
 import { ConfigError, InternalError } from './errors.ts';
 import { Tensor } from './tensor.ts';
-import { disableOnnxruntimeTelemetry } from './onnxruntime-telemetry.ts';
+import { disableOnnxruntimeTelemetry, WARM_UP_MODEL_BASE64 } from './onnxruntime-environment.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 
 /** A model input or output as onnxruntime describes it. */
@@ -88,6 +88,17 @@ function loadOnnxruntime(): Promise<Onnxruntime> {
     onnxruntime = import('onnxruntime-node');
   }
   return onnxruntime;
+}
+
+/**
+ * Loads onnxruntime and creates, then releases, a session of WARM_UP_MODEL_BASE64: onnxruntime's first session in a
+ * process sets up its environment, operator schemas and CPU kernels, several times a later session's cost whatever the
+ * model. A thread that does this before its model arrives has that done when it does.
+ */
+export async function warmUpOnnxruntime(): Promise<void> {
+  const runtime = await loadOnnxruntime();
+  const session = await runtime.InferenceSession.create(Buffer.from(WARM_UP_MODEL_BASE64, 'base64'), { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  await session.release();
 }
 
 export interface OnnxModelOptions {

@@ -4,10 +4,10 @@
  * InferenceWorkers (inference-workers.ts); from the sources as this file, in the single executable as a bundle of it
  * (scripts/build-runtime.ts). Messages are the protocol of inference-workers.ts; tensors cross as transferred buffers.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { ModelType } from './config.ts';
 import { isEncoderError } from './errors.ts';
-import { OnnxModel, type OnnxModelOptions } from './onnx-model.ts';
+import { OnnxModel, type OnnxModelOptions, warmUpOnnxruntime } from './onnx-model.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 
 export type WorkerRequest =
@@ -24,21 +24,37 @@ export type WorkerReply =
   | { kind: 'loaded'; signature: OnnxModel['signature'] }
   | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
   | { kind: 'failed'; id: number | null; error: WorkerFailure }
-  | { kind: 'closed' };
+  | { kind: 'closed' }
+  /** An early worker has warmed onnxruntime up (or failed to): its thread can be ended without breaking a native call. */
+  | { kind: 'warm' };
 
 function failureOf(error: unknown): WorkerFailure {
   if (isEncoderError(error)) return { kind: error.kind, message: error.message };
   return { kind: 'internal', message: error instanceof Error ? error.message : String(error) };
 }
 
+/** What a worker started before its model is known gets in workerData (beside what its caller passes). */
+export interface EarlyWorkerData {
+  /** Load onnxruntime and create its environment now, before the model arrives (runtime/onnxruntime-warm-up.ts). */
+  warmUp?: boolean;
+}
+
 if (parentPort) {
   const port = parentPort;
+  // A failed warm-up costs only the time it would have saved: the model's own load reports what is wrong.
+  const warmedUp =
+    (workerData as EarlyWorkerData | null)?.warmUp === true
+      ? warmUpOnnxruntime()
+          .catch(() => {})
+          .then(() => port.postMessage({ kind: 'warm' } satisfies WorkerReply))
+      : Promise.resolve();
   let model: OnnxModel | undefined;
   port.on('message', (request: WorkerRequest) => {
     void (async () => {
       switch (request.kind) {
         case 'load':
           try {
+            await warmedUp;
             model = await OnnxModel.load(request.weights, request.modelType, request.options);
             port.postMessage({ kind: 'loaded', signature: model.signature } satisfies WorkerReply);
           } catch (error) {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelType } from '../../src/encoder/config.ts';
-import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, startListening, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { hasShared, sharedModel } from '../helpers/shared-fixtures.ts';
@@ -67,9 +67,38 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     const help = traced(['infer', '--help']);
     expect(help.stdout).toContain('Run the model on one or more texts');
     expect(help.stderr).not.toContain('onnxruntime warm-up started');
+    // an error that ends the process while the warm-up is still in onnxruntime's native set-up waits for it, and the
+    // exit code is the error's (stopping the thread there made the binding abort the process: 134)
     const missingConfig = traced(['infer', '--config', path.join(work, 'missing.yaml'), 'text']);
-    expect(missingConfig.status).not.toBe(0);
     expect(missingConfig.stderr).toContain('onnxruntime warm-up started');
+    expect(missingConfig.stderr).toContain('configuration file not found');
+    expect(missingConfig.status).toBe(2);
+    const nothingToServe = traced(['serve', '--config', path.join(work, 'missing.yaml'), '--disable-http', '--disable-grpc']);
+    expect(nothingToServe.stderr).toContain('inference worker started (onnxruntime warm-up)');
+    expect(nothingToServe.status).toBe(2);
+  });
+
+  it('serves with the inference worker it started before loading the program, and with its own code cache', async () => {
+    const config = writeConfig('early-worker', await generateTinyModel(), 'embedding');
+    const server = await startListening(
+      baseRuntimePath(),
+      ['serve', '--config', config, '--http-hostname', '127.0.0.1', '--http-port', '0', '--disable-grpc', '--workers', '1'],
+      { cacheDir, env: { ENCODER_TRACE_STARTUP: '1' } },
+      /HTTP {2}(http:\/\/\S+)/,
+    );
+    try {
+      const response = await fetch(`${server.address}/predict`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: ['hello'], normalize: true }),
+      });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { results: unknown[] }).results).toHaveLength(1);
+      expect(server.stderr()).toContain('inference worker started (onnxruntime warm-up)');
+      expect(server.stderr()).toContain('program compiled (code cache: accepted)');
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
   });
 
   for (const modelType of ['embedding', 'sequence_classification', 'token_classification'] as const) {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
@@ -45,6 +46,63 @@ describe('InferenceWorkers', () => {
         expect(output.data).toEqual(expected.data);
       }
     }
+  });
+
+  it('adopts a prestarted thread (warming onnxruntime up before its model arrives) as its first worker', async () => {
+    const local = await OnnxModel.load(weights, 'embedding');
+    open.push(local);
+    const expected = await local.run(batchOf(['hello world']));
+    const script = sourceInferenceWorker();
+    const early = new Worker(script.script, { workerData: { warmUp: true } });
+    let taken = 0;
+    const pool = await InferenceWorkers.load(weights, 'embedding', {
+      workers: 2,
+      worker: { ...script, prestarted: () => (taken++, early) },
+    });
+    open.push(pool);
+    expect(taken).toBe(1); // the first worker only; the second is a new thread
+    const output = await pool.run(batchOf(['hello world']));
+    expect(output.data).toEqual(expected.data);
+    // it is the pool's own now: closing the pool ends it
+    const ended = new Promise((resolve) => early.once('exit', resolve));
+    await pool.close();
+    open.pop();
+    await expect(ended).resolves.toBeDefined();
+  });
+
+  it('serves once its first worker has loaded; a later worker that cannot start is left out with a warning', async () => {
+    const script = sourceInferenceWorker();
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      const pool = await InferenceWorkers.load(weights, 'embedding', {
+        workers: 2,
+        // the first worker is a good thread; the second is started from a script that does not exist
+        worker: { script: '/nonexistent/onnx-worker.ts', prestarted: () => new Worker(script.script) },
+      });
+      open.push(pool);
+      expect(pool.size).toBe(2);
+      await pool.joined;
+      await new Promise((resolve) => setImmediate(resolve)); // process warnings are emitted on the next tick
+      expect(warnings.some((message) => /inference worker 2 of 2 did not start/.test(message))).toBe(true);
+      const outputs = await Promise.all([pool.run(batchOf(['one'])), pool.run(batchOf(['two']))]);
+      expect(outputs.map((output) => output.dims[0])).toEqual([1, 1]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('closes a worker that finishes loading after the pool was closed', async () => {
+    const pool = await InferenceWorkers.load(weights, 'embedding', { workers: 2, worker: sourceInferenceWorker() });
+    await pool.close(); // the second worker may still be loading: close waits for it and ends it
+    await expect(pool.joined).resolves.toBeUndefined();
+  });
+
+  it('starts a new thread when the prestarted one is gone', async () => {
+    const pool = await InferenceWorkers.load(weights, 'embedding', { workers: 1, worker: { ...sourceInferenceWorker(), prestarted: () => undefined } });
+    open.push(pool);
+    expect((await pool.run(batchOf(['hello']))).dims[0]).toBe(1);
   });
 
   it('takes the batch buffers (transferred, not copied)', async () => {

@@ -48,7 +48,7 @@ describe('onnxruntime warm-up', () => {
   });
 
   it('fails quietly inside its thread when the binding cannot be loaded', async () => {
-    const thread = warmUpOnnxruntimeFor(['serve'], path.join(path.dirname(binding), 'missing.node'));
+    const thread = warmUpOnnxruntimeFor(['infer', 'text'], path.join(path.dirname(binding), 'missing.node'));
     expect(thread).toBeDefined();
     // events.once would reject on the 'error' event; the warm-up's own listener swallows it and the thread ends
     const exitCode = await new Promise((resolve) => thread!.on('exit', resolve));

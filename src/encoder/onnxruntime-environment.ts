@@ -1,3 +1,5 @@
+/** onnxruntime's process-wide environment: what every thread that loads it shares. */
+
 /**
  * onnxruntime 1.30 on Linux starts a telemetry system with its first session: it reads the process's command line
  * (the texts of `infer`), queues events in ~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db and uploads
@@ -10,3 +12,9 @@
 export function disableOnnxruntimeTelemetry(env: NodeJS.ProcessEnv = process.env): void {
   env.ORT_DISABLE_TELEMETRY ??= '1';
 }
+
+/**
+ * y = Identity(x) over one float: the smallest model onnxruntime loads (81 bytes, written with scripts/model-generator's
+ * encodeOnnxModel). A session of it sets onnxruntime's environment up (onnx-model.ts, warmUpOnnxruntime).
+ */
+export const WARM_UP_MODEL_BASE64 = 'CAgSBHdhcm0aATE6PgoUCgF4EgF5GgJpZCIISWRlbnRpdHkSBHdhcm1aDwoBeBIKCggIARIECgIIAWIPCgF5EgoKCAgBEgQKAggBQgQKABAR';
