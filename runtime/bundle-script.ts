@@ -2,12 +2,11 @@ import path from 'node:path';
 import * as sea from 'node:sea';
 import vm from 'node:vm';
 
-/** How a bundle's compilation went, for the start-up trace and the executable's tests. */
+/** Whether a bundle was compiled from a code cache, for the start-up trace (which the executable's tests read). */
 export type CodeCacheUse = 'none' | 'accepted' | 'rejected';
 
 export interface EvaluatedBundle {
   exports: unknown;
-  codeCache: CodeCacheUse;
   /** V8's code cache of the bundle as compiled so far: every function run until now, not only the top level. */
   createCodeCache(): Buffer;
 }
@@ -34,9 +33,5 @@ export function evaluateBundleAsset(asset: string, options: { codeCache?: Buffer
   const module = { exports: {} as unknown };
   // The SEA's `require` loads built-in modules, which is all a bundle requires.
   wrapper.call(module.exports, module.exports, require, module, filename, path.dirname(filename));
-  return {
-    exports: module.exports,
-    codeCache: use,
-    createCodeCache: () => script.createCachedData(),
-  };
+  return { exports: module.exports, createCodeCache: () => script.createCachedData() };
 }

@@ -1,11 +1,11 @@
 /**
  * The single executable's first script (its SEA main). It starts onnxruntime's warm-up, then evaluates the program
  * (runtime/main.ts, bundled apart and carried as a SEA asset) with V8's code cache of it. That cache is made by
- * scripts/build-runtime.ts from a run of the program (`infer` of a tiny model with ENCODER_WRITE_CODE_CACHE set; `serve`
- * has its own, runtime/program-assets.ts), so it holds every function such a run compiles: a cache made from the source alone, as Node's own SEA code cache is,
- * holds only the top level, and compiling each module's code on its first call was ~40 ms of a warm `infer`
- * (docs/benchmarks.md). Targets other than the builder's own get no cache (it is specific to the V8 build and CPU
- * features that made it) and compile as they go.
+ * scripts/build-runtime.ts from a run of the program (`infer` of a tiny model with ENCODER_WRITE_CODE_CACHE set;
+ * `serve` has its own, runtime/program-assets.ts), so it holds every function such a run compiles: a cache made from
+ * the source alone, as Node's own SEA code cache is, holds only the top level, and compiling each module's code on its
+ * first call was ~40 ms of a warm `infer` (docs/benchmarks.md). Targets other than the builder's own get no cache (it
+ * is specific to the V8 build and CPU features that made it) and compile as they go.
  */
 import { writeFileSync } from 'node:fs';
 import * as sea from 'node:sea';
