@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import * as sea from 'node:sea';
+import { setFlagsFromString } from 'node:v8';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { evaluateBundleAsset } from './bundle-script.ts';
 import { warmUpOnnxruntimeFor } from './onnxruntime-warm-up.ts';
@@ -25,9 +26,17 @@ function programCodeCache(): Buffer | undefined {
 warmUpOnnxruntimeFor(process.argv.slice(2));
 
 const writeTo = process.env[WRITE_CODE_CACHE_ENV];
+// V8 drops the bytecode of functions that have not run for a few collections (module bodies run once), and a cache
+// holds only what is still compiled when it is made: serve's run collects often enough to lose most module bodies.
+if (writeTo) setFlagsFromString('--no-flush-bytecode');
 // Building a cache: compile from the source, so that the cache holds what this run compiles.
 const program = evaluateBundleAsset(PROGRAM_ASSET, {
   codeCache: writeTo ? undefined : programCodeCache(),
   compiled: (use) => traceStartup(`program compiled (code cache: ${use})`),
 });
-if (writeTo) process.once('exit', () => writeFileSync(writeTo, program.createCodeCache()));
+if (writeTo) {
+  process.once('exit', () => {
+    setFlagsFromString('--flush-bytecode'); // V8 checks a cache against the flags: as every run has them
+    writeFileSync(writeTo, program.createCodeCache());
+  });
+}

@@ -115,6 +115,8 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
     format: 'cjs',
     target: 'node26',
     minify: true,
+    // For CPU profiles of the executable: a map beside each bundle in the work folder (docs/building-runtimes.md).
+    sourcemap: process.env.ENCODER_BUILD_SOURCE_MAPS ? 'external' : false,
     // Minified class names would change what error.name and constructor.name say, and the gateway and Hub tell
     // failures apart by them (a provider timeout answered 502 instead of 504 from the executable; found by the soak).
     keepNames: true,
@@ -348,7 +350,7 @@ async function makeProgramCodeCaches(executable: string, workDir: string): Promi
 
 /** `serve` on a free loopback port until it answered GET /health and POST /predict once, then SIGTERM (bounded). */
 async function serveOnce(executable: string, env: NodeJS.ProcessEnv): Promise<void> {
-  const child = spawn(executable, ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--disable-grpc'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(executable, ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let stderr = '';
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);

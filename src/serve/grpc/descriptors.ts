@@ -1,4 +1,4 @@
-import type { PackageDefinition } from '@grpc/proto-loader';
+import { fromJSON, type PackageDefinition } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 import descriptorJson from 'protobufjs/google/protobuf/descriptor.json' with { type: 'json' };
 
@@ -38,8 +38,17 @@ interface FileDescriptor {
   service?: { method?: { inputType?: string; outputType?: string }[] }[];
 }
 
+/**
+ * What server reflection hands out about `protos` (parsed with their fields' own names): one package definition of
+ * every symbol, each with the file descriptors of all of them, as protoc would write them. Loaded only for
+ * reflection's first call (reflection.ts).
+ */
+export function reflectedDefinition(protos: readonly protobuf.Root[]): PackageDefinition {
+  return Object.assign({}, ...protos.map((proto) => protocLikeDefinition(fromJSON(proto.toJSON() as Parameters<typeof fromJSON>[0]))));
+}
+
 /** `definition` with every entry's file descriptors rewritten as protoc would write them (see above). */
-export function protocLikeDefinition(definition: PackageDefinition): PackageDefinition {
+function protocLikeDefinition(definition: PackageDefinition): PackageDefinition {
   const rewritten = new Map<readonly Buffer[], Buffer[]>();
   const result: PackageDefinition = {};
   for (const [name, entry] of Object.entries(definition)) {

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { PackageDefinition } from '@grpc/proto-loader';
+import type protobuf from 'protobufjs';
 import type { ModelType } from '../../encoder/config.ts';
 import { isEncoderError } from '../../encoder/errors.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
@@ -12,9 +12,16 @@ import {
   type GrpcPredictRequest,
   type GrpcPredictResponse,
 } from './messages.ts';
-import { serviceDefinition } from './proto-text.ts';
+import { grpcServiceDefinition } from './proto-text.ts';
 
 const ENCODER_METHODS = ['Predict', 'GetModelMetadata'] as const;
+
+/**
+ * How encoder messages are decoded: enums by name, and defaults filled in so that an unset repeated field or map reads
+ * as empty, not absent (proto3 `optional` fields stay absent when unset). Field names are the proto's own (the text is
+ * parsed with keepCase), as in the HTTP bodies.
+ */
+const ENCODER_MESSAGE_SHAPE = { longs: String, enums: String, defaults: true, oneofs: false } as const;
 const MODEL_TYPES = Object.keys(ENCODER_SERVICE_NAMES) as ModelType[];
 
 /**
@@ -22,9 +29,9 @@ const MODEL_TYPES = Object.keys(ENCODER_SERVICE_NAMES) as ModelType[];
  * answer every call with UNIMPLEMENTED naming the model type that is served (grpc-js's default handler would
  * only say "not implemented", which does not tell a caller which service to use instead).
  */
-export function addEncoderServices(server: grpc.Server, predictor: Predictor, definition: PackageDefinition, label: string): void {
+export function addEncoderServices(server: grpc.Server, predictor: Predictor, proto: protobuf.Root, label: string): void {
   for (const modelType of MODEL_TYPES) {
-    const service = serviceDefinition(definition, ENCODER_SERVICE_NAMES[modelType], ENCODER_METHODS, label);
+    const service = grpcServiceDefinition(proto, ENCODER_SERVICE_NAMES[modelType], ENCODER_METHODS, ENCODER_MESSAGE_SHAPE, label);
     if (modelType === predictor.modelType) {
       server.addService(service, {
         Predict: predictHandler(predictor),

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import type { PackageDefinition } from '@grpc/proto-loader';
-import { packageDefinitionFromText, serviceDefinition } from './proto-text.ts';
+import type protobuf from 'protobufjs';
+import { grpcServiceDefinition, parseProtoText } from './proto-text.ts';
 
 /**
  * grpc.health.v1.Health, written here rather than taken from grpc-health-check: that package loads its .proto
@@ -34,9 +34,11 @@ service Health {
 }
 `;
 
-/** The health messages' package definition: for the service, and for reflection to describe. */
-export function healthPackageDefinition(): PackageDefinition {
-  return packageDefinitionFromText(HEALTH_PROTO, { keepCase: true, enums: String, defaults: true }, 'the health service proto');
+const HEALTH_LABEL = 'the health service proto';
+
+/** The health service's proto: for the service, and for reflection to describe. */
+export function healthProto(): protobuf.Root {
+  return parseProtoText(HEALTH_PROTO, HEALTH_LABEL);
 }
 
 type ServingStatus = 'SERVING' | 'NOT_SERVING';
@@ -77,8 +79,9 @@ export class HealthStatusBoard {
     }
   }
 
-  addTo(server: grpc.Server, definition: PackageDefinition): void {
-    server.addService(serviceDefinition(definition, HEALTH_SERVICE_NAME, ['Check', 'Watch', 'List'], 'the health service proto'), {
+  addTo(server: grpc.Server, proto: protobuf.Root): void {
+    const definition = grpcServiceDefinition(proto, HEALTH_SERVICE_NAME, ['Check', 'Watch', 'List'], { enums: String, defaults: true }, HEALTH_LABEL);
+    server.addService(definition, {
       Check: this.#check,
       Watch: this.#watch,
       List: this.#list,

@@ -1,9 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { addEncoderServices } from './encoder-services.ts';
-import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthPackageDefinition } from './health.ts';
+import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';
 import { ENCODER_SERVICE_NAMES } from './messages.ts';
-import { packageDefinitionFromText } from './proto-text.ts';
+import { parseProtoText } from './proto-text.ts';
 import { addReflection, REFLECTION_SERVICE_NAMES } from './reflection.ts';
 
 export { ENCODER_SERVICE_NAMES } from './messages.ts';
@@ -26,29 +26,23 @@ export interface GrpcFrontEnd {
 }
 
 /**
- * Options the encoder messages are decoded with: the proto's own field names (as in the HTTP bodies), enums by
- * name, and defaults filled in so that an unset repeated field or map reads as empty, not absent.
- */
-const ENCODER_PROTO_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: false } as const;
-
-/**
  * Spec 2's gRPC interface over one predictor: encoder.Embedding, encoder.SequenceClassification and
  * encoder.TokenClassification (only the model type's answers; the others say UNIMPLEMENTED), plus
  * grpc.health.v1.Health and server reflection so that grpcurl and grpc_cli can list and call it.
  * A `protoText` that does not parse or lacks a service or method is a ConfigError.
  */
 export function createGrpcServer(predictor: Predictor, options: GrpcServerOptions): GrpcFrontEnd {
-  const encoderDefinition = packageDefinitionFromText(options.protoText, ENCODER_PROTO_OPTIONS, 'encoder.proto');
+  const encoderProto = parseProtoText(options.protoText, 'encoder.proto');
   const encoderService = ENCODER_SERVICE_NAMES[predictor.modelType];
   const services = [encoderService, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
   const server = new grpc.Server();
-  addEncoderServices(server, predictor, encoderDefinition, 'encoder.proto');
-  const healthDefinition = healthPackageDefinition();
+  addEncoderServices(server, predictor, encoderProto, 'encoder.proto');
+  const healthServiceProto = healthProto();
   const health = new HealthStatusBoard([encoderService]);
-  health.addTo(server, healthDefinition);
+  health.addTo(server, healthServiceProto);
   // The two encoder services that only say UNIMPLEMENTED are left out of list_services; their symbols still resolve.
-  addReflection(server, [encoderDefinition, healthDefinition], services);
+  addReflection(server, [encoderProto, healthServiceProto], services);
 
   return { server, services, setServing: (serving) => health.setServing(serving) };
 }

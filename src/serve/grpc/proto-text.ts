@@ -1,34 +1,69 @@
 import type * as grpc from '@grpc/grpc-js';
-import { fromJSON, type Options, type PackageDefinition } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 import { ConfigError } from '../../encoder/errors.ts';
 
 /**
- * Turns the text of a .proto file into a proto-loader package definition without touching the file system:
- * the single executable carries the text (a SEA asset or a constant), never a path that `loadSync` could read.
- * `label` names the text in errors.
+ * The text of a .proto file, parsed without touching the file system: the single executable carries the text (a SEA
+ * asset or a constant), never a path to read. `keepCase` keeps the field names as written (else camelCase); it is
+ * decided at parse time, since the parsed names are what messages and descriptors carry. `label` names the text in
+ * errors: one that does not parse or names an unknown type is a ConfigError.
  */
-export function packageDefinitionFromText(protoText: string, options: Options, label: string): PackageDefinition {
+export function parseProtoText(protoText: string, label: string, keepCase = true): protobuf.Root {
   try {
-    // keepCase must be decided at parse time: the parsed names are what the definition and its descriptors carry.
-    const { root } = protobuf.parse(protoText, { keepCase: options.keepCase ?? false });
-    return fromJSON(root.toJSON() as Parameters<typeof fromJSON>[0], options);
+    const { root } = protobuf.parse(protoText, { keepCase });
+    root.resolveAll();
+    return root;
   } catch (error) {
     throw new ConfigError(`${label} is not a usable .proto text: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
 }
 
-/** The service `name` of a package definition, with every one of `methods`; ConfigError when the text lacks one. */
-export function serviceDefinition(
-  definition: PackageDefinition,
+/**
+ * grpc-js's definition of the service `name` in `root`, which must have every one of `methods` (else a ConfigError).
+ * Messages are decoded into plain objects shaped by `shape` (protobufjs's conversion options: enums as names,
+ * defaults filled in, …) and encoded from such objects, as @grpc/proto-loader does; proto-loader itself is not used
+ * here because it also builds every type's descriptors, the larger part of gRPC's start-up (docs/benchmarks.md).
+ * Server reflection builds those on its first call (reflection.ts).
+ */
+export function grpcServiceDefinition(
+  root: protobuf.Root,
   name: string,
   methods: readonly string[],
+  shape: protobuf.IConversionOptions,
   label: string,
 ): grpc.ServiceDefinition {
-  const service = definition[name];
-  // Message and enum definitions carry a `format`; services are plain method maps.
-  if (service === undefined || 'format' in service) throw new ConfigError(`${label} defines no service ${name}`);
-  const missing = methods.filter((method) => !(method in service));
+  const service = root.lookup(name);
+  if (!(service instanceof protobuf.Service)) throw new ConfigError(`${label} defines no service ${name}`);
+  const missing = methods.filter((method) => !Object.hasOwn(service.methods, method));
   if (missing.length > 0) throw new ConfigError(`${label}: service ${name} has no method ${missing.join(', ')}`);
-  return service as unknown as grpc.ServiceDefinition;
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const method of service.methodsArray) {
+    // resolveAll() at parse resolved both types
+    const request = method.resolvedRequestType!;
+    const response = method.resolvedResponseType!;
+    definition[method.name] = {
+      path: `/${name}/${method.name}`,
+      requestStream: method.requestStream === true,
+      responseStream: method.responseStream === true,
+      requestSerialize: serializer(request),
+      requestDeserialize: deserializer(request, shape),
+      responseSerialize: serializer(response),
+      responseDeserialize: deserializer(response, shape),
+      // grpc-js also accepts a handler under this name (`predict` for `Predict`), as with proto-loader's definitions
+      originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
+    };
+  }
+  return definition as grpc.ServiceDefinition;
+}
+
+function serializer(type: protobuf.Type): (value: object) => Buffer {
+  return (value) => {
+    if (Array.isArray(value)) throw new Error(`cannot serialize an array as ${type.name}`);
+    const bytes = type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+function deserializer(type: protobuf.Type, shape: protobuf.IConversionOptions): (bytes: Buffer) => object {
+  return (bytes) => type.toObject(type.decode(bytes), shape);
 }

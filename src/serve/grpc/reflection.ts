@@ -1,13 +1,12 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { PackageDefinition } from '@grpc/proto-loader';
+import type protobuf from 'protobufjs';
 // @grpc/reflection's ReflectionService.addToServer loads reflection.proto from the package's folder, which a
 // bundled single executable does not have. Its ReflectionV1Implementation (the package pins 1.0.4; no
 // "exports" map) answers requests without reading files; the service is registered here from the text below.
 import type { ReflectionV1Implementation } from '@grpc/reflection/build/src/implementations/reflection-v1.js';
 import type { ServerReflectionRequest } from '@grpc/reflection/build/src/generated/grpc/reflection/v1/ServerReflectionRequest.js';
 import type { ServerReflectionResponse } from '@grpc/reflection/build/src/generated/grpc/reflection/v1/ServerReflectionResponse.js';
-import { protocLikeDefinition } from './descriptors.ts';
-import { packageDefinitionFromText, serviceDefinition } from './proto-text.ts';
+import { grpcServiceDefinition, parseProtoText } from './proto-text.ts';
 
 const REFLECTION_VERSIONS = ['v1', 'v1alpha'] as const;
 
@@ -68,32 +67,34 @@ message ErrorResponse {
 `;
 }
 
-/** The loader options @grpc/reflection's implementation expects its messages in (its PROTO_LOADER_OPTS: camelCase names). */
-const REFLECTION_MESSAGE_OPTIONS = { longs: String, enums: String, bytes: Array, defaults: true, oneofs: true } as const;
+/**
+ * The messages as @grpc/reflection's implementation expects them (its PROTO_LOADER_OPTS, with camelCase field names:
+ * the text is parsed without keepCase for the service).
+ */
+const REFLECTION_MESSAGE_SHAPE = { longs: String, enums: String, bytes: Array, defaults: true, oneofs: true } as const;
 
 /**
- * Adds grpc.reflection.v1 and v1alpha ServerReflection to `server`. `described` are the package definitions
- * whose files reflection hands out (by symbol or file name); `listed` are the service names list_services
- * answers. Its own files are described too, from definitions parsed with the original field names, so that a
- * reflection client sees snake_case fields as in any other server. Descriptors are handed out as protoc would
- * write them (descriptors.ts), which grpcurl needs for map fields. The descriptors are built at the first reflection
- * call: building them took ~60 ms of every start, for a service that few clients use.
+ * Adds grpc.reflection.v1 and v1alpha ServerReflection to `server`. `described` are the protos (parsed with their
+ * fields' own names) whose files reflection hands out (by symbol or file name); `listed` are the service names
+ * list_services answers. Its own files are described too, with their fields' own names, so that a reflection client
+ * sees snake_case fields as in any other server. Descriptors are handed out as protoc would write them
+ * (descriptors.ts), which grpcurl needs for map fields. They are built at the first reflection call, with
+ * proto-loader: building them took ~60 ms of every start, for a service that few clients use.
  */
-export function addReflection(server: grpc.Server, described: readonly PackageDefinition[], listed: readonly string[]): void {
+export function addReflection(server: grpc.Server, described: readonly protobuf.Root[], listed: readonly string[]): void {
   let built: Promise<ReflectionV1Implementation> | undefined;
   const reflection = () =>
-    (built ??= import('@grpc/reflection/build/src/implementations/reflection-v1.js').then(({ ReflectionV1Implementation }) => {
-      const ownFiles = REFLECTION_VERSIONS.map((version) =>
-        packageDefinitionFromText(reflectionProto(version), { keepCase: true }, `the reflection ${version} proto`),
-      );
-      const files = [...described, ...ownFiles].map(protocLikeDefinition);
-      return new ReflectionV1Implementation(Object.assign({}, ...files), { services: [...listed] });
-    }));
+    (built ??= Promise.all([import('@grpc/reflection/build/src/implementations/reflection-v1.js'), import('./descriptors.ts')]).then(
+      ([{ ReflectionV1Implementation }, { reflectedDefinition }]) => {
+        const own = REFLECTION_VERSIONS.map((version) => parseProtoText(reflectionProto(version), `the reflection ${version} proto`));
+        return new ReflectionV1Implementation(reflectedDefinition([...described, ...own]), { services: [...listed] });
+      },
+    ));
 
   for (const version of REFLECTION_VERSIONS) {
     const label = `the reflection ${version} proto`;
-    const definition = packageDefinitionFromText(reflectionProto(version), REFLECTION_MESSAGE_OPTIONS, label);
-    const service = serviceDefinition(definition, `grpc.reflection.${version}.ServerReflection`, ['ServerReflectionInfo'], label);
+    const proto = parseProtoText(reflectionProto(version), label, false);
+    const service = grpcServiceDefinition(proto, `grpc.reflection.${version}.ServerReflection`, ['ServerReflectionInfo'], REFLECTION_MESSAGE_SHAPE, label);
     const info: grpc.handleBidiStreamingCall<ServerReflectionRequest, ServerReflectionResponse> = (stream) => {
       // Callbacks on one promise run in the order they were added: answers keep the order of the requests, and the
       // stream ends after the last of them.
