@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { defaultWorkerCount } from '../encoder/inference-workers.ts';
+import { LatePredictor } from '../encoder/late-predictor.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
 import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
@@ -67,19 +68,27 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         maxWaitMs: options.maxWaitMs,
         maxRequestTokens: options.maxRequestTokens,
       });
-      // The front ends' code (fastify, gRPC) loads only when serving (`infer` and `inspect` start without it), here
-      // while the workers create their onnxruntime sessions on their own threads.
-      const frontEnds = import('../serve/encoder-server.ts').then(async (module) => {
-        await module.loadFrontEnds({ http, grpc });
-        traceStartup('front ends loaded');
-        return module;
+      // The front ends (fastify, gRPC) load only when serving (`infer` and `inspect` start without them), and are
+      // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
+      // model has loaded.
+      const predictor = new LatePredictor(pkg.name, pkg.modelType);
+      const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
+        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target });
+        traceStartup('front ends ready');
+        return prepared;
       });
-      frontEnds.catch(() => {}); // reported where it is awaited, unless the model fails to load first
-      const pipeline = await loading;
+      preparing.catch(() => {}); // reported where it is awaited, unless the model fails to load first
+      let pipeline: PredictPipeline;
+      try {
+        pipeline = await loading;
+      } catch (error) {
+        await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
+        throw error;
+      }
+      predictor.bind(pipeline);
       let server: RunningServer;
       try {
-        const { startEncoderServer } = await frontEnds;
-        server = await startEncoderServer(pipeline, { http, grpc, target: context.target });
+        server = await (await preparing).listen();
       } catch (error) {
         await pipeline.close();
         throw error;

@@ -242,22 +242,14 @@ export class InferenceWorkers {
       options: { ...(threads !== undefined ? { threads } : {}), ...(options.sessionOptions ? { sessionOptions: options.sessionOptions } : {}) },
     };
     disableOnnxruntimeTelemetry(); // before any worker loads onnxruntime (see there)
-    const [firstStarting, ...laterStarting] = Array.from({ length: count }, (_, index) => InferenceWorker.start(script, load, index === 0));
-    // settled at once, so that a later worker failing while the first still loads is not an unhandled rejection
-    const later = laterStarting.map((starting) => Promise.allSettled([starting]).then(([settled]) => settled));
-    let first: { worker: InferenceWorker; signature: ModelSignature };
-    try {
-      first = await firstStarting;
-    } catch (error) {
-      // the model does not load (a ConfigError): the others fail alike, or are closed
-      await Promise.all(
-        later.map(async (settled) => {
-          const result = await settled;
-          if (result.status === 'fulfilled') await result.value.worker.close();
-        }),
-      );
-      throw error;
-    }
+    // The others start once the first has loaded: started together, they took the cores the first one's start-up
+    // needed (on two cores `serve` answered its first /health ~10% later), and a model that does not load fails them
+    // all alike.
+    const first = await InferenceWorker.start(script, load, true);
+    // settled at once, so that a later worker failing while the pool is not awaiting it is not an unhandled rejection
+    const later = Array.from({ length: count - 1 }, () =>
+      Promise.allSettled([InferenceWorker.start(script, load)]).then(([settled]) => settled),
+    );
     return new InferenceWorkers(first.worker, later, first.signature, script, load);
   }
 

@@ -9,6 +9,7 @@ import type { ModelType } from './config.ts';
 import { isEncoderError } from './errors.ts';
 import { OnnxModel, type OnnxModelOptions, warmUpOnnxruntime } from './onnx-model.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
+import { traceStartup } from '../shared/startup-trace.ts';
 
 export type WorkerRequest =
   | { kind: 'load'; weights: Uint8Array; modelType: ModelType; options: OnnxModelOptions }
@@ -40,13 +41,17 @@ export interface EarlyWorkerData {
 }
 
 if (parentPort) {
+  traceStartup('inference worker running');
   const port = parentPort;
   // A failed warm-up costs only the time it would have saved: the model's own load reports what is wrong.
   const warmedUp =
     (workerData as EarlyWorkerData | null)?.warmUp === true
       ? warmUpOnnxruntime()
           .catch(() => {})
-          .then(() => port.postMessage({ kind: 'warm' } satisfies WorkerReply))
+          .then(() => {
+            traceStartup('onnxruntime warmed up');
+            port.postMessage({ kind: 'warm' } satisfies WorkerReply);
+          })
       : Promise.resolve();
   let model: OnnxModel | undefined;
   port.on('message', (request: WorkerRequest) => {
@@ -56,6 +61,7 @@ if (parentPort) {
           try {
             await warmedUp;
             model = await OnnxModel.load(request.weights, request.modelType, request.options);
+            traceStartup('session ready');
             port.postMessage({ kind: 'loaded', signature: model.signature } satisfies WorkerReply);
           } catch (error) {
             port.postMessage({ kind: 'failed', id: null, error: failureOf(error) } satisfies WorkerReply);

@@ -26,35 +26,59 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** The enabled front ends, built around a predictor but not listening yet (prepareEncoderServer). */
+export interface PreparedServer {
+  /** Listens on the front ends' addresses: either both listen or none stays open. */
+  listen(): Promise<RunningServer>;
+  /** Drops front ends that will not listen (the model failed to load). */
+  discard(): Promise<void>;
+}
+
 /**
- * Loads the code of the enabled front ends (fastify, grpc-js and protobufjs are a large part of start-up). `serve`
- * calls it while the model loads on worker threads; startEncoderServer then finds them loaded.
+ * Loads the code of the enabled front ends (fastify, grpc-js and protobufjs are a large part of start-up) and builds
+ * them around `predictor`, without listening. `serve` calls it while the model loads on worker threads, with a
+ * predictor that is bound to the pipeline before `listen` (LatePredictor).
  */
-export async function loadFrontEnds(options: Pick<EncoderServerOptions, 'http' | 'grpc'>): Promise<void> {
-  await Promise.all([options.http ? import('./http/index.ts') : undefined, options.grpc ? import('./grpc/index.ts') : undefined]);
+export async function prepareEncoderServer(predictor: Predictor, options: EncoderServerOptions): Promise<PreparedServer> {
+  const [httpModule, grpcModule] = await Promise.all([options.http ? import('./http/index.ts') : undefined, options.grpc ? import('./grpc/index.ts') : undefined]);
+  let http: FastifyInstance | null = null;
+  let grpcFrontEnd: GrpcFrontEnd | null = null;
+  try {
+    if (options.http) http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: serverInfo({ target: options.target }) });
+    if (options.grpc) grpcFrontEnd = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText });
+  } catch (error) {
+    await http?.close();
+    throw error;
+  }
+  return {
+    listen: () => listen(http, grpcFrontEnd, options),
+    async discard() {
+      await http?.close();
+      grpcFrontEnd?.server.forceShutdown();
+    },
+  };
 }
 
 /** Starts the enabled front ends over one predictor. Either both start or none stays open. */
 export async function startEncoderServer(predictor: Predictor, options: EncoderServerOptions): Promise<RunningServer> {
-  let http: FastifyInstance | null = null;
-  let grpcFrontEnd: GrpcFrontEnd | null = null;
+  return (await prepareEncoderServer(predictor, options)).listen();
+}
+
+async function listen(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd | null, options: EncoderServerOptions): Promise<RunningServer> {
   let httpPort: number | null = null;
   let grpcPort: number | null = null;
   try {
-    if (options.http) {
-      const { createHttpApp } = await import('./http/index.ts');
-      http = await createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: serverInfo({ target: options.target }) });
+    if (http && options.http) {
       const { host, port } = options.http;
       await http.listen({ host, port }).catch((error: unknown) => {
         throw listenError('HTTP', hostPort(host, port), error, '--http-port, --http-hostname');
       });
       traceStartup('HTTP listening');
       const address = http.server.address();
-      httpPort = typeof address === 'object' && address ? address.port : options.http.port;
+      httpPort = typeof address === 'object' && address ? address.port : port;
     }
-    if (options.grpc) {
-      const [{ createGrpcServer }, { ServerCredentials }] = await Promise.all([import('./grpc/index.ts'), import('@grpc/grpc-js')]);
-      grpcFrontEnd = createGrpcServer(predictor, { protoText: options.grpc.protoText });
+    if (grpcFrontEnd && options.grpc) {
+      const { ServerCredentials } = await import('@grpc/grpc-js');
       const address = hostPort(options.grpc.host, options.grpc.port);
       grpcPort = await bindGrpc(grpcFrontEnd.server, address, ServerCredentials.createInsecure()).catch((error: unknown) => {
         throw listenError('gRPC', address, error, '--grpc-port, --grpc-hostname');

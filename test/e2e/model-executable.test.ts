@@ -96,6 +96,12 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
       expect(((await response.json()) as { results: unknown[] }).results).toHaveLength(1);
       expect(server.stderr()).toContain('inference worker started (onnxruntime warm-up)');
       expect(server.stderr()).toContain('program compiled (code cache: accepted)');
+      // the worker's phases are on the process's timeline: after the main thread started it, before the pool was ready
+      const at = (phase: RegExp) => Number(new RegExp(`startup +([\\d.]+) ms .*${phase.source}`).exec(server.stderr())?.[1]);
+      const [started, running, loaded, ready] = [/inference worker started/, /\(thread \d+\) inference worker running/, /\(thread \d+\) session ready/, /onnxruntime session ready/].map(at);
+      expect(running).toBeGreaterThan(started);
+      expect(loaded).toBeGreaterThan(running);
+      expect(loaded).toBeLessThanOrEqual(ready);
     } finally {
       expect(await server.stop()).toBe(0);
     }

@@ -1,6 +1,7 @@
 /**
  * startEncoderServer: an address that cannot be listened on (in use, not on this machine) is a ConfigError naming
  * the front end and the address, not an internal error with a stack trace; nothing stays open after it.
+ * prepareEncoderServer: front ends built around a predictor still loading, listening only when asked.
  */
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -8,7 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
 import type { Predictor } from '../../src/encoder/predict-pipeline.ts';
-import { startEncoderServer } from '../../src/serve/encoder-server.ts';
+import { LatePredictor } from '../../src/encoder/late-predictor.ts';
+import { prepareEncoderServer, startEncoderServer } from '../../src/serve/encoder-server.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const predictor: Predictor = {
@@ -65,5 +67,37 @@ describe('startEncoderServer: addresses it cannot listen on', () => {
     const error = await failure({ http: { host: '192.0.2.1', port: 0, bodyLimitBytes: 1024 }, grpc: null, target: 't' });
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.message).toBe('HTTP cannot listen on 192.0.2.1:0: the address is not available on this machine (--http-port, --http-hostname)');
+  });
+});
+
+describe('prepareEncoderServer: front ends built before the model has loaded', () => {
+  it('listens only when asked, and then answers through the predictor bound meanwhile', async () => {
+    const late = new LatePredictor('m', 'embedding');
+    const prepared = await prepareEncoderServer(late, { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 }, grpc: { host: '127.0.0.1', port: 0, protoText }, target: 't' });
+    late.bind(predictor);
+    const server = await prepared.listen();
+    try {
+      const response = await fetch(`${server.httpUrl!}/model`);
+      expect(await response.json()).toEqual({ model_id: 'm', model_type: 'embedding' });
+      expect(server.grpcPort).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('discards front ends that never listened (the model failed to load)', async () => {
+    const prepared = await prepareEncoderServer(new LatePredictor('m', 'embedding'), {
+      http: { host: '127.0.0.1', port: busyPort, bodyLimitBytes: 1024 },
+      grpc: { host: '127.0.0.1', port: busyPort, protoText },
+      target: 't',
+    });
+    // building took no address: the port in use does not matter until listen
+    await expect(prepared.discard()).resolves.toBeUndefined();
+  });
+
+  it('fails to build with a proto text that does not parse, leaving nothing open', async () => {
+    await expect(
+      prepareEncoderServer(predictor, { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 }, grpc: { host: '127.0.0.1', port: 0, protoText: 'message {' }, target: 't' }),
+    ).rejects.toThrow(ConfigError);
   });
 });
