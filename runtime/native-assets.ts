@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -86,7 +85,9 @@ function extractTo(manifest: NativeManifest, dir: string): void {
   mkdirSync(parent, { recursive: true });
   const staging = mkdtempSync(path.join(parent, `.${manifest.hash}-`));
   try {
-    const hash = createHash('sha256');
+    // loaded here, not at the top: this module is part of the executable's entry, which should reach the onnxruntime
+    // warm-up as early as it can, and only a first start extracts
+    const hash = process.getBuiltinModule('node:crypto').createHash('sha256');
     for (const [key, file] of Object.entries(manifest.files)) {
       const bytes = new Uint8Array(sea.getRawAsset(key));
       hash.update(bytes);
