@@ -4,7 +4,7 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { compareEmbeddings, compareLogits } from '../../src/builder/quantize/accuracy.ts';
 import { compareModels, enforceGate, type GateResult } from '../../src/builder/quantize/accuracy-gate.ts';
-import { quantizeColumns, quantizeRows } from '../../src/builder/quantize/int8-values.ts';
+import { quantizeColumns, quantizeRows, WEIGHT_LEVELS } from '../../src/builder/quantize/int8-values.ts';
 import { DataType, decodeModel, encodeModel, toNumber, type Model, type Node, type Tensor } from '../../src/builder/quantize/onnx-format.ts';
 import { quantizeInt8, type QuantizationReport } from '../../src/builder/quantize/quantize-int8.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
@@ -361,15 +361,25 @@ describe('quantizeInt8 rules', () => {
 });
 
 describe('int8 values', () => {
-  it('per column: scale = max |column| / 127, each column\'s largest value exact, halves rounded away from zero', () => {
+  it('per column: scale = max |column| / 63 (7-bit weights), each column\'s largest value exact, halves rounded away from zero', () => {
     const matrix = { name: 'w', rows: 3, columns: 2, values: Float32Array.from([0.5, -2, 0, 0.25, 1, 0]) };
     const { quantized, scales } = quantizeColumns(matrix);
-    expect(Array.from(scales)).toEqual([Math.fround(1 / 127), Math.fround(2 / 127)]);
-    expect(Array.from(quantized)).toEqual([64, -127, 0, 16, 127, 0]);
+    expect(WEIGHT_LEVELS).toBe(63);
+    expect(Array.from(scales)).toEqual([Math.fround(1 / 63), Math.fround(2 / 63)]);
+    expect(Array.from(quantized)).toEqual([31, -63, 0, 8, 63, 0]);
     // symmetric: -w gives -q
-    expect(Array.from(quantizeColumns({ ...matrix, values: matrix.values.map((v) => -v) }).quantized)).toEqual([-64, 127, 0, -16, -127, 0]);
+    expect(Array.from(quantizeColumns({ ...matrix, values: matrix.values.map((v) => -v) }).quantized)).toEqual([-31, 63, 0, -8, -63, 0]);
     // an all-zero column gets scale 1, not a division by zero
     expect(Array.from(quantizeColumns({ name: 'z', rows: 2, columns: 1, values: new Float32Array(2) }).scales)).toEqual([1]);
+    // with 127 levels (an embedding table's), the full int8 range; 0.5 · 127 = 63.5 rounds away from zero
+    expect(Array.from(quantizeColumns(matrix, 127).quantized)).toEqual([64, -127, 0, 16, 127, 0]);
+  });
+
+  it("no product of a uint8 activation pair and a weight pair can saturate an int16 (what AVX2's vpmaddubsw adds into)", () => {
+    const weights = quantizeColumns({ name: 'w', rows: 64, columns: 8, values: values(512, 21) });
+    const largest = Math.max(...Array.from(weights.quantized, Math.abs));
+    expect(largest).toBe(WEIGHT_LEVELS);
+    expect(2 * 255 * largest).toBeLessThanOrEqual(32767);
   });
 
   it('per row: one scale per row, every value within half a step of the original', () => {
