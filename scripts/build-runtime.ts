@@ -27,6 +27,7 @@ import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAs
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
 import { CODE_CACHE_RUNS, PROGRAM_ASSET, programCodeCacheAsset, WRITE_CODE_CACHE_ENV, type CodeCacheRun } from '../runtime/program-assets.ts';
 import { PRESETS, writeModelDirectory } from './model-generator/index.ts';
+import { requestValidatorsCode } from './request-validators-code.ts';
 import { SWAGGER_UI_FILES } from '../src/tools/http/docs-page.ts';
 import { bundleDashboard } from '../src/gateway/dashboard/bundle.ts';
 import { DASHBOARD_FILES, dashboardAsset } from '../src/gateway/dashboard/files.ts';
@@ -107,7 +108,7 @@ function splitBundlesFromAssets(): esbuild.Plugin {
 
 async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] = []): Promise<void> {
   const bindingLoader = path.join(root, 'runtime', 'onnxruntime-binding.ts');
-  await esbuild.build({
+  const result = await esbuild.build({
     entryPoints: [entry],
     outfile: outFile,
     bundle: true,
@@ -128,6 +129,13 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
     plugins: [
       ...plugins,
       {
+        // the request validators as code generated now instead of compiled at the first request (request-validators.ts)
+        name: 'precompiled-request-validators',
+        setup(build) {
+          build.onLoad({ filter: /[\\/]src[\\/]encoder[\\/]request-validators\.ts$/ }, () => ({ contents: requestValidatorsCode(), loader: 'js', resolveDir: root }));
+        },
+      },
+      {
         name: 'onnxruntime-binding-from-sea-assets',
         setup(build) {
           build.onLoad({ filter: /onnxruntime-node[\\/]dist[\\/]binding\.js$/ }, (args) => {
@@ -143,6 +151,8 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
       },
     ],
   });
+  // A warning here is a bundle that misbehaves at run time (an import that will always be undefined, …): stop.
+  if (result.warnings.length > 0) throw new Error(`${path.relative(root, entry)}: esbuild warned (above); the bundle would not run as the sources do`);
   writeFileSync(outFile, asciiOnly(readFileSync(outFile, 'utf8')));
 }
 

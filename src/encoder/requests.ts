@@ -1,25 +1,13 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
-import { compileBuiltInSchema } from '../shared/built-in-schema.ts';
+import type { ErrorObject } from 'ajv';
 import type { ModelType } from './config.ts';
 import { InputError } from './errors.ts';
+import { requestValidator } from './request-validators.ts';
 import { keyPathOf } from './schema-path.ts';
-import { REQUEST_SCHEMAS, type PredictRequest } from './schemas.ts';
-
-/** Compiled on first use, one model type per process: compiling every schema at load cost start-up ~100 ms. */
-const validators = new Map<ModelType, ValidateFunction>();
-
-function validatorOf(modelType: ModelType): ValidateFunction {
-  let validate = validators.get(modelType);
-  if (validate === undefined) {
-    validate = compileBuiltInSchema(REQUEST_SCHEMAS[modelType], { allErrors: false, verbose: true });
-    validators.set(modelType, validate);
-  }
-  return validate;
-}
+import type { PredictRequest } from './schemas.ts';
 
 /** Checks a prediction request body against the model type's schema; throws InputError with the reason. */
 export function parsePredictRequest(modelType: ModelType, body: unknown): PredictRequest {
-  const validate = validatorOf(modelType);
+  const validate = requestValidator(modelType);
   if (!validate(body)) throw new InputError(describeRequestError(validate.errors?.[0], body));
   return body as PredictRequest;
 }
