@@ -149,6 +149,20 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
           });
         },
       },
+      {
+        // commander imports node:child_process at its top for executable subcommands, which this program has none of:
+        // loading it (with net, dgram and their streams) cost every start ~4 ms. Loaded at a spawn instead.
+        name: 'commander-child-process-on-use',
+        setup(build) {
+          build.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+            const source = readFileSync(args.path, 'utf8');
+            const eager = "import childProcess from 'node:child_process';";
+            if (!source.includes(eager)) throw new Error(`${args.path}: commander's child_process import changed; update scripts/build-runtime.ts`);
+            const onUse = "const childProcess = { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };";
+            return { contents: source.replace(eager, onUse), loader: 'js', resolveDir: path.dirname(args.path) };
+          });
+        },
+      },
     ],
   });
   // A warning here is a bundle that misbehaves at run time (an import that will always be undefined, …): stop.

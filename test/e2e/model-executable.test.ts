@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,20 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     const nothingToServe = traced(['serve', '--config', path.join(work, 'missing.yaml'), '--disable-http', '--disable-grpc']);
     expect(nothingToServe.stderr).toContain('inference worker started (onnxruntime warm-up)');
     expect(nothingToServe.status).toBe(2);
+  });
+
+  it("loads for infer none of Node's modules that only other commands need (each costs start-up)", async () => {
+    const model = buildOk(writeConfig('module-list', await generateTinyModel(), 'embedding'), 'module-list');
+    const list = path.join(work, 'module-list.txt');
+    const preload = path.join(work, 'module-list.cjs');
+    writeFileSync(preload, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));`);
+    const result = runExecutable(model, ['infer', 'hello'], { cacheDir, env: { NODE_OPTIONS: `--require ${preload}` } });
+    expect(result.status).toBe(0);
+    const loaded = new Set(readFileSync(list, 'utf8').split('\n'));
+    expect(loaded.has('NativeModule worker_threads')).toBe(true); // the list is the executable's own
+    // child_process: commander's, for subcommands it never runs here; v8: the build's code-cache runs only; http,
+    // http2 and zlib: the servers'; readline: the build's progress bar (net is loaded: standard output is a pipe here)
+    for (const name of ['child_process', 'v8', 'http', 'http2', 'zlib', 'readline']) expect(loaded.has(`NativeModule ${name}`), name).toBe(false);
   });
 
   it('serves with the inference worker it started before loading the program, and with its own code cache', async () => {
