@@ -135,39 +135,44 @@ async function bundle(entry: string, outFile: string, plugins: esbuild.Plugin[] 
           build.onLoad({ filter: /[\\/]src[\\/]encoder[\\/]request-validators\.ts$/ }, () => ({ contents: requestValidatorsCode(), loader: 'js', resolveDir: root }));
         },
       },
-      {
+      // onnxruntime-node requires its binding by a computed path, which a SEA cannot load: from the SEA assets instead
+      rewriteDependency({
         name: 'onnxruntime-binding-from-sea-assets',
-        setup(build) {
-          build.onLoad({ filter: /onnxruntime-node[\\/]dist[\\/]binding\.js$/ }, (args) => {
-            const source = readFileSync(args.path, 'utf8');
-            const computedRequire = /require\(`\.\.\/bin\/napi-v6\/\$\{process\.platform\}\/\$\{process\.arch\}\/onnxruntime_binding\.node`\)/;
-            if (!computedRequire.test(source)) {
-              throw new Error(`${args.path}: onnxruntime-node's binding require changed; update scripts/build-runtime.ts`);
-            }
-            const replaced = source.replace(computedRequire, `require(${JSON.stringify(bindingLoader)}).loadOnnxruntimeBinding()`);
-            return { contents: replaced, loader: 'js', resolveDir: path.dirname(args.path) };
-          });
-        },
-      },
-      {
-        // commander imports node:child_process at its top for executable subcommands, which this program has none of:
-        // loading it (with net, dgram and their streams) cost every start ~4 ms. Loaded at a spawn instead.
+        file: /onnxruntime-node[\\/]dist[\\/]binding\.js$/,
+        find: /require\(`\.\.\/bin\/napi-v6\/\$\{process\.platform\}\/\$\{process\.arch\}\/onnxruntime_binding\.node`\)/,
+        replace: `require(${JSON.stringify(bindingLoader)}).loadOnnxruntimeBinding()`,
+      }),
+      // commander imports node:child_process at its top for executable subcommands, which this program has none of:
+      // loading it (with net, dgram and their streams) cost every start ~4 ms. Loaded at a spawn instead.
+      rewriteDependency({
         name: 'commander-child-process-on-use',
-        setup(build) {
-          build.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
-            const source = readFileSync(args.path, 'utf8');
-            const eager = "import childProcess from 'node:child_process';";
-            if (!source.includes(eager)) throw new Error(`${args.path}: commander's child_process import changed; update scripts/build-runtime.ts`);
-            const onUse = "const childProcess = { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };";
-            return { contents: source.replace(eager, onUse), loader: 'js', resolveDir: path.dirname(args.path) };
-          });
-        },
-      },
+        file: /[\\/]commander[\\/]lib[\\/]command\.js$/,
+        find: "import childProcess from 'node:child_process';",
+        replace: "const childProcess = { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };",
+      }),
     ],
   });
   // A warning here is a bundle that misbehaves at run time (an import that will always be undefined, …): stop.
   if (result.warnings.length > 0) throw new Error(`${path.relative(root, entry)}: esbuild warned (above); the bundle would not run as the sources do`);
   writeFileSync(outFile, asciiOnly(readFileSync(outFile, 'utf8')));
+}
+
+/**
+ * A plugin that replaces `find` in a dependency's file by `replace` while bundling. When `find` is no longer there (the
+ * dependency changed), the build stops rather than bundle the file unchanged.
+ */
+function rewriteDependency(rewrite: { name: string; file: RegExp; find: string | RegExp; replace: string }): esbuild.Plugin {
+  return {
+    name: rewrite.name,
+    setup(build) {
+      build.onLoad({ filter: rewrite.file }, (args) => {
+        const source = readFileSync(args.path, 'utf8');
+        const found = typeof rewrite.find === 'string' ? source.includes(rewrite.find) : rewrite.find.test(source);
+        if (!found) throw new Error(`${args.path}: ${String(rewrite.find)} is no longer there; update ${rewrite.name} in scripts/build-runtime.ts`);
+        return { contents: source.replace(rewrite.find, rewrite.replace), loader: 'js', resolveDir: path.dirname(args.path) };
+      });
+    },
+  };
 }
 
 /**

@@ -50,13 +50,13 @@ export async function prepareEncoderServer(predictor: Predictor, options: Encode
     await http?.close();
     throw error;
   }
-  return {
-    listen: () => listen(http, grpcFrontEnd, options),
-    async discard() {
-      await http?.close();
-      grpcFrontEnd?.server.forceShutdown();
-    },
-  };
+  return { listen: () => listen(http, grpcFrontEnd, options), discard: () => drop(http, grpcFrontEnd) };
+}
+
+/** Closes front ends at once, without waiting for calls: they never listened, or only one of them could. */
+async function drop(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd | null): Promise<void> {
+  await http?.close();
+  grpcFrontEnd?.server.forceShutdown();
 }
 
 /** Starts the enabled front ends over one predictor. Either both start or none stays open. */
@@ -86,8 +86,7 @@ async function listen(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd |
       traceStartup('gRPC listening');
     }
   } catch (error) {
-    await http?.close();
-    grpcFrontEnd?.server.forceShutdown();
+    await drop(http, grpcFrontEnd);
     throw error;
   }
 

@@ -11,7 +11,8 @@ const enabled = process.env.ENCODER_TRACE_STARTUP === '1';
  * timeline through the main thread's origin, handed down in the environment (each worker starts with a copy of it).
  */
 const ORIGIN_ENV = 'ENCODER_TRACE_STARTUP_ORIGIN';
-if (enabled && isMainThread) process.env[ORIGIN_ENV] ??= String(performance.timeOrigin);
+// Set, not kept: a value inherited from a traced parent process is that process's origin, not this one's.
+if (enabled && isMainThread) process.env[ORIGIN_ENV] = String(performance.timeOrigin);
 const offset = enabled ? performance.timeOrigin - Number(process.env[ORIGIN_ENV] ?? performance.timeOrigin) : 0;
 const thread = isMainThread ? '' : `(thread ${threadId}) `;
 // Kept on the global object: the single executable's entry and its program are two bundles, each with this module.
