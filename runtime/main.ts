@@ -12,6 +12,7 @@ import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, swaggerUiAsset } from
 import type { InferenceWorkerData } from './onnxruntime-binding.ts';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { takePrestartedInferenceWorker } from './onnxruntime-warm-up.ts';
+import { exitWithoutTeardown } from './exit-without-teardown.ts';
 import { DASHBOARD_FILES, dashboardAsset, type DashboardFiles } from '../src/gateway/dashboard/files.ts';
 
 async function main(argv: string[]): Promise<number> {
@@ -58,9 +59,12 @@ async function main(argv: string[]): Promise<number> {
 }
 
 dropOutputOfClosedPipes();
-main(process.argv.slice(2)).then(
-  (code) => {
+const argv = process.argv.slice(2);
+main(argv).then(
+  async (code) => {
     process.exitCode = code;
+    // a successful `infer` has written everything: its process need not free what onnxruntime and V8 hold
+    if (code === 0 && argv[0] === 'infer') await exitWithoutTeardown();
   },
   (error: unknown) => {
     process.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -90,6 +90,29 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     // child_process: commander's, for subcommands it never runs here; v8: the build's code-cache runs only; http,
     // http2 and zlib: the servers'; readline: the build's progress bar (net is loaded: standard output is a pipe here)
     for (const name of ['child_process', 'v8', 'http', 'http2', 'zlib', 'readline']) expect(loaded.has(`NativeModule ${name}`), name).toBe(false);
+  });
+
+  it('ends a successful infer without the process teardown, once a slow reader has all of its output', async () => {
+    const model = buildOk(writeConfig('fast-exit', await generateTinyModel(), 'embedding'), 'fast-exit');
+    // ~400 KB of vectors: more than a pipe holds, so the executable's writes wait for this reader, which starts late
+    const inputs = Array.from({ length: 80 }, (_, i) => `sentence number ${i} of a long run of inputs`);
+    const child = spawn(model, ['infer', ...inputs], { env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: cacheDir, ENCODER_TRACE_STARTUP: '1' } });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const chunks: Buffer[] = [];
+    for await (const chunk of child.stdout) chunks.push(chunk as Buffer);
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('exit without teardown');
+    const output = Buffer.concat(chunks).toString();
+    expect(output.length).toBeGreaterThan(128 * 1024);
+    const { results } = JSON.parse(output) as { results: { embeddings: unknown[] }[] };
+    expect(results).toHaveLength(inputs.length);
+    // a failure keeps the usual exit and its code
+    const failed = runExecutable(model, ['infer', '--threads', '0', 'text'], { cacheDir, env: { ENCODER_TRACE_STARTUP: '1' } });
+    expect(failed.status).toBe(2);
+    expect(failed.stderr).not.toContain('exit without teardown');
   });
 
   it('serves with the inference worker it started before loading the program, and with its own code cache', async () => {
