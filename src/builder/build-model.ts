@@ -4,6 +4,7 @@ import { writeModelExecutable } from '../../runtime/asset-section.ts';
 import { cacheDirFromEnvironment } from '../encoder/cache-dir.ts';
 import { defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
 import { readModelPackage, type ModelPackage } from '../encoder/model-package.ts';
+import { optimizeGraph } from '../encoder/onnx-model.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
@@ -85,10 +86,12 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   } finally {
     await pipeline.close();
   }
+  // the executable carries only the graph it runs: quantized if asked, and optimized ahead of its sessions
+  const weights = await optimizeGraph(quantized?.weights ?? pkg.weights);
   reporter.step(
     4,
     BUILD_STEPS[3],
-    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}${quantized ? `; ${quantized.detail}` : ''}`,
+    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}${quantized ? `; ${quantized.detail}` : ''}; graph optimized`,
   );
 
   const outputPath = options.outputPath !== undefined
@@ -97,8 +100,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const manifest = await writeModelExecutable({
     baseBinaryPath: base.path,
     outputPath,
-    // the executable carries only the quantized graph
-    assets: packageAssets(config).map((asset) => (quantized && asset.name === 'model_weights' ? { name: asset.name, data: quantized.weights } : asset)),
+    assets: packageAssets(config).map((asset) => (asset.name === 'model_weights' ? { name: asset.name, data: weights } : asset)),
     manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none') },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });

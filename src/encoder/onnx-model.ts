@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type * as ort from 'onnxruntime-node';
 import type { ModelType } from './config.ts';
 import { ConfigError, InternalError } from './errors.ts';
@@ -99,6 +102,29 @@ export async function warmUpOnnxruntime(): Promise<void> {
   const runtime = await loadOnnxruntime();
   const session = await runtime.InferenceSession.create(Buffer.from(WARM_UP_MODEL_BASE64, 'base64'), { intraOpNumThreads: 1, interOpNumThreads: 1 });
   await session.release();
+}
+
+/**
+ * The model as onnxruntime leaves it after its graph optimisations up to the 'extended' level (constant folding,
+ * redundant nodes removed, attention, layer-normalisation and GELU fusions), for the builder to pack: a session of
+ * it then finds them done, which a session otherwise redoes at every start (~25% of a first session's time,
+ * docs/benchmarks.md). Sessions still ask for every level, so the hardware-specific layout level runs where the model
+ * does; 'extended' is the last level whose result onnxruntime's CPU provider can run on any machine. The outputs are
+ * those of the original model run with all optimisations, as every session already did.
+ */
+export async function optimizeGraph(weights: Uint8Array): Promise<Uint8Array> {
+  const runtime = await loadOnnxruntime();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'encoder-optimize-'));
+  try {
+    const file = path.join(dir, 'model.onnx');
+    const session = await runtime.InferenceSession.create(weights, { graphOptimizationLevel: 'extended', optimizedModelFilePath: file, intraOpNumThreads: 1 });
+    await session.release();
+    return new Uint8Array(readFileSync(file));
+  } catch (error) {
+    throw new ConfigError(`onnxruntime could not optimize the model's graph: ${(error as Error).message}`, { cause: error });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export interface OnnxModelOptions {

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
-import { OnnxModel, validateSignature, type ValueInfo } from '../../src/encoder/onnx-model.ts';
+import { OnnxModel, optimizeGraph, validateSignature, type ValueInfo } from '../../src/encoder/onnx-model.ts';
+import { decodeModel } from '../../src/builder/quantize/onnx-format.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
 
@@ -80,6 +81,37 @@ describe('ONNX signature validation', () => {
     await expect(OnnxModel.load(new TextEncoder().encode('not a model'), 'embedding')).rejects.toThrow(
       /^model weights are not a loadable ONNX model: /,
     );
+  });
+});
+
+describe('the graph the builder packs (optimizeGraph)', () => {
+  it('has the fusions done, and the original signature and outputs', async () => {
+    const weights = readFileSync(path.join(await generateTinyModel(), 'model.onnx'));
+    const optimized = await optimizeGraph(weights);
+    const nodes = (bytes: Uint8Array) => decodeModel(bytes).graph!.node.map((node) => `${node.domain ?? ''}:${node.op_type}`);
+    expect(nodes(optimized).length).toBeLessThan(nodes(weights).length);
+    expect(nodes(weights)).toContain(':Erf'); // GELU as exported
+    expect(nodes(optimized)).toContain('com.microsoft:BiasGelu'); // fused by onnxruntime
+    const [original, packed] = await Promise.all([OnnxModel.load(weights, 'embedding'), OnnxModel.load(optimized, 'embedding')]);
+    try {
+      expect(packed.signature).toEqual(original.signature);
+      const ids = [101n, 200n, 300n, 102n];
+      const batch = {
+        batchSize: 1,
+        sequenceLength: ids.length,
+        inputIds: BigInt64Array.from(ids),
+        attentionMask: BigInt64Array.from(ids, () => 1n),
+        tokenTypeIds: new BigInt64Array(ids.length),
+      };
+      // every session runs all optimisations, so the original runs the same fused graph
+      expect(Array.from((await packed.run(batch)).data)).toEqual(Array.from((await original.run(batch)).data));
+    } finally {
+      await Promise.all([original.close(), packed.close()]);
+    }
+  });
+
+  it('is a ConfigError naming what onnxruntime said when the weights are not a model', async () => {
+    await expect(optimizeGraph(new TextEncoder().encode('not a model'))).rejects.toThrow(/^onnxruntime could not optimize the model's graph: /);
   });
 });
 
