@@ -5,7 +5,7 @@ const TRUE_BINARIES = ['/usr/bin/true', '/bin/true'];
 
 /**
  * Ends a process whose work is done with exit code 0, skipping the teardown a normal exit runs: V8 frees its heap
- * page by page, and onnxruntime's static destructors free its operator-schema and kernel registries, ~20–30 ms of a
+ * page by page, and onnxruntime's static destructors free its operator-schema and kernel registries: ~20 ms of a
  * warm `infer` that ran onnxruntime (docs/benchmarks.md). The process image is replaced by `true`, which exits 0
  * at once: execve(2) runs no atexit handler and no destructor, as compilers skip freeing at exit for the same reason.
  * Only for a command whose output is all written or awaited; standard output and error are drained first (pipes are
