@@ -82,7 +82,7 @@ const HEADER = {
 const PLACEHOLDER_SHA256 = '0'.repeat(64);
 
 /** Names of the assets a model executable carries. */
-export const ASSET_NAMES = ['model_weights', 'tokenizer', 'model_config', 'tokenizer_config', 'transform'] as const;
+export const ASSET_NAMES = ['model_weights', 'model_data', 'tokenizer', 'model_config', 'tokenizer_config', 'transform'] as const;
 export type AssetName = (typeof ASSET_NAMES)[number];
 
 /** One asset's place in the file. Offsets are absolute positions in the whole file. */
@@ -464,19 +464,55 @@ export class AssetSection {
 
   /** An asset's bytes, read at its offset and checked against its SHA-256. */
   async read(name: string): Promise<Buffer> {
-    const entry = this.#entries.get(name);
-    if (!entry) throw new ConfigError(`asset section has no asset "${name}"`);
-    if (this.#closed) throw new ConfigError(`asset ${name}: the asset section of ${this.file} is closed`);
-    const bytes = await readAt(this.#handle, entry.offset, entry.length).catch((error: unknown) => {
-      if (error instanceof ShortReadError) {
-        throw new ConfigError(`file is truncated: asset ${name} ends at byte ${entry.offset + entry.length}, file has ${error.fileEnd}`);
-      }
-      throw error;
-    });
+    const entry = this.#readable(name);
+    const bytes = await this.#readRange(entry, 0, entry.length);
     if (createHash('sha256').update(bytes).digest('hex') !== entry.sha256) {
       throw new ConfigError(`asset ${name}: checksum mismatch`);
     }
     return bytes;
+  }
+
+  /**
+   * Copies an asset into `file`, a piece at a time, checking its SHA-256 on the way. It is written to a temporary
+   * file beside `file` and renamed when whole and right, so that a process starting meanwhile never sees a part of
+   * it; a mismatch is the ConfigError `read` gives, and leaves no file.
+   */
+  async extract(name: string, file: string): Promise<void> {
+    const entry = this.#readable(name);
+    const staging = `${file}.${randomBytes(6).toString('hex')}.partial`;
+    const output = await open(staging, 'wx', 0o644);
+    try {
+      const hash = createHash('sha256');
+      for (let done = 0; done < entry.length; ) {
+        const piece = await this.#readRange(entry, done, Math.min(EXTRACT_PIECE_BYTES, entry.length - done));
+        hash.update(piece);
+        await writeFully(output, piece, done);
+        done += piece.byteLength;
+      }
+      await output.close();
+      if (hash.digest('hex') !== entry.sha256) throw new ConfigError(`asset ${name}: checksum mismatch`);
+      await rename(staging, file);
+    } finally {
+      await output.close().catch(() => undefined);
+      await rm(staging, { force: true });
+    }
+  }
+
+  #readable(name: string): AssetEntry {
+    const entry = this.#entries.get(name);
+    if (!entry) throw new ConfigError(`asset section has no asset "${name}"`);
+    if (this.#closed) throw new ConfigError(`asset ${name}: the asset section of ${this.file} is closed`);
+    return entry;
+  }
+
+  /** `length` bytes of an asset from `start` on; a file that ends before them is a ConfigError. */
+  async #readRange(entry: AssetEntry, start: number, length: number): Promise<Buffer> {
+    return readAt(this.#handle, entry.offset + start, length).catch((error: unknown) => {
+      if (error instanceof ShortReadError) {
+        throw new ConfigError(`file is truncated: asset ${entry.name} ends at byte ${entry.offset + entry.length}, file has ${error.fileEnd}`);
+      }
+      throw error;
+    });
   }
 
   /** An asset's bytes as UTF-8 text (checked like `read`). */
@@ -505,6 +541,9 @@ class ShortReadError extends Error {
     this.fileEnd = fileEnd;
   }
 }
+
+/** How much of an asset `extract` holds at a time. */
+const EXTRACT_PIECE_BYTES = 8 * 2 ** 20;
 
 async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
   const buffer = Buffer.allocUnsafe(length);

@@ -1,8 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import * as sea from 'node:sea';
-import { cacheDirFromEnvironment } from '../src/encoder/cache-dir.ts';
+import { cacheDirFromEnvironment, fallbackCacheRoot } from '../src/encoder/cache-dir.ts';
 
 /**
  * Native code inside the single executable (design decision 2). `require()` of a `.node` file cannot work from
@@ -55,14 +54,6 @@ export function nativeFiles(env: NodeJS.ProcessEnv = process.env): NativeFiles |
 /** `ENCODER_CACHE_DIR`, else the platform's cache directory, else (not writable) the temporary directory. */
 export function runtimeCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return cacheDirFromEnvironment(env);
-}
-
-/**
- * The temporary directory's per-user folder, for a cache directory that is not writable. By process.getuid, not
- * os.userInfo(), which throws for a user id without a passwd entry (containers run as arbitrary ids).
- */
-export function fallbackCacheRoot(): string {
-  return path.join(os.tmpdir(), process.getuid ? `encoder-${process.getuid()}` : 'encoder');
 }
 
 function extractOnce(manifest: NativeManifest, cacheDir: string): string {

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { writeModelExecutable } from '../../runtime/asset-section.ts';
+import { writeModelExecutable, type AssetSource } from '../../runtime/asset-section.ts';
 import { cacheDirFromEnvironment } from '../encoder/cache-dir.ts';
 import { defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
 import { readModelPackage, type ModelPackage } from '../encoder/model-package.ts';
@@ -8,6 +8,7 @@ import { optimizeGraph } from '../encoder/onnx-model.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
+import { splitExternalData } from './external-data.ts';
 import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
 import { quantizeInt8 } from './quantize/quantize-int8.ts';
 import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
@@ -86,8 +87,13 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   } finally {
     await pipeline.close();
   }
-  // the executable carries only the graph it runs: quantized if asked, and optimized ahead of its sessions
-  const weights = await optimizeGraph(quantized?.weights ?? pkg.weights);
+  // the executable carries only the graph it runs: quantized if asked, optimized ahead of its sessions, and with its
+  // large initializers apart, for onnxruntime to map
+  const optimized = await optimizeGraph(quantized?.weights ?? pkg.weights);
+  const split = splitExternalData(optimized);
+  const weights: AssetSource[] = split
+    ? [{ name: 'model_weights', data: split.graph }, { name: 'model_data', data: split.data }]
+    : [{ name: 'model_weights', data: optimized }];
   reporter.step(
     4,
     BUILD_STEPS[3],
@@ -100,7 +106,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const manifest = await writeModelExecutable({
     baseBinaryPath: base.path,
     outputPath,
-    assets: packageAssets(config).map((asset) => (asset.name === 'model_weights' ? { name: asset.name, data: weights } : asset)),
+    assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weights : [asset])),
     manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none') },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });

@@ -19,3 +19,11 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env, platform: 
   if (platform === 'win32') return path.win32.join(env.LOCALAPPDATA ?? path.win32.join(home, 'AppData', 'Local'), 'encoder');
   return path.join(env.XDG_CACHE_HOME || path.join(home, '.cache'), 'encoder');
 }
+
+/**
+ * The temporary directory's per-user folder, for a cache directory that is not writable. By process.getuid, not
+ * os.userInfo(), which throws for a user id without a passwd entry (containers run as arbitrary ids).
+ */
+export function fallbackCacheRoot(): string {
+  return path.join(os.tmpdir(), process.getuid ? `encoder-${process.getuid()}` : 'encoder');
+}

@@ -14,12 +14,20 @@ export interface ModelConfigJson {
  * Everything needed to run one model, in memory. A model directory (through a build configuration) and,
  * later, the asset section of a built executable both produce this, so the predict pipeline has one source.
  */
+/** The file a built model's large initializers are kept in, beside its graph (ONNX external data). */
+export const MODEL_DATA_FILE = 'model.data';
+
 export interface ModelPackage {
   name: string;
   version: string;
   modelType: ModelType;
   /** The ONNX file's bytes. */
   weights: Uint8Array;
+  /**
+   * The folder of MODEL_DATA_FILE, which the weights' large initializers are kept in (a built executable's model,
+   * extracted to the cache once); absent: the weights hold all of their data.
+   */
+  weightsDataDir?: string;
   tokenizerJson: unknown;
   tokenizerConfig: unknown | null;
   modelConfig: ModelConfigJson;

@@ -132,6 +132,8 @@ export interface OnnxModelOptions {
   threads?: number;
   /** Replaces single session options; for benchmarks that compare them (bench/batching.bench.ts). */
   sessionOptions?: ort.InferenceSession.SessionOptions;
+  /** Where the file named by the weights' external initializers is (ModelPackage.weightsDataDir). */
+  weightsDataDir?: string;
 }
 
 /**
@@ -161,6 +163,16 @@ export function sessionOptionsFor(options: OnnxModelOptions = {}): ort.Inference
   return Object.fromEntries(Object.entries(chosen).filter(([, value]) => value !== undefined));
 }
 
+/**
+ * Session options that find external initializers in `dir`: a session made from bytes has no file beside which to
+ * look for them. onnxruntime maps that file into memory instead of copying it.
+ */
+function withWeightsData(options: ort.InferenceSession.SessionOptions, dir: string | undefined): ort.InferenceSession.SessionOptions {
+  if (dir === undefined) return options;
+  const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
+  return { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dir } } };
+}
+
 /** One onnxruntime session and the signature it was validated against. */
 export class OnnxModel {
   readonly signature: ModelSignature;
@@ -177,7 +189,7 @@ export class OnnxModel {
     const runtime = await loadOnnxruntime();
     let session: ort.InferenceSession;
     try {
-      session = await runtime.InferenceSession.create(weights, sessionOptionsFor(options));
+      session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptionsFor(options), options.weightsDataDir));
     } catch (error) {
       throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
     }

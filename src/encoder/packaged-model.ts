@@ -1,13 +1,16 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
 import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
 import type { BuildConfig, LuaLibraryName, ModelType, Pooling, Quantization } from './config.ts';
-import { ConfigError } from './errors.ts';
-import { checkModelConfig, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
+import { cacheDirFromEnvironment, fallbackCacheRoot } from './cache-dir.ts';
+import { ConfigError, isEncoderError } from './errors.ts';
+import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 
 /**
  * The model package of a built executable: the same `ModelPackage` that `readModelPackage` makes from the
- * model directory it was built from. Every asset is checked against its SHA-256 as it is read.
+ * model directory it was built from. Every asset is checked against its SHA-256 as it is read; `model_data`, the
+ * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
   const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization } = modelOfManifest(section.manifest.model);
@@ -26,6 +29,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     version,
     modelType,
     weights,
+    ...(section.has('model_data') ? { weightsDataDir: await extractedModelData(section) } : {}),
     tokenizerJson,
     tokenizerConfig,
     modelConfig: checkModelConfig(modelConfig, 'asset model_config'),
@@ -36,6 +40,30 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     rerankLabel,
     quantization,
   };
+}
+
+/**
+ * The folder holding the executable's `model_data` asset as MODEL_DATA_FILE, for onnxruntime to map: extracted once
+ * into `<cache>/models/<its SHA-256>/` (checked against that hash as it is written, `extract`), then found there by
+ * later starts, which neither read nor hash it again, as the native files are (runtime/native-assets.ts). An
+ * unwritable cache directory falls back to the temporary directory's.
+ */
+async function extractedModelData(section: AssetSection): Promise<string> {
+  const entry = section.entry('model_data')!;
+  const roots = [cacheDirFromEnvironment(), fallbackCacheRoot()];
+  for (const [index, root] of roots.entries()) {
+    const dir = path.join(root, 'models', entry.sha256);
+    const file = path.join(dir, MODEL_DATA_FILE);
+    if (statSync(file, { throwIfNoEntry: false })?.size === entry.length) return dir;
+    try {
+      mkdirSync(dir, { recursive: true });
+      await section.extract('model_data', file);
+      return dir;
+    } catch (error) {
+      if (isEncoderError(error) || index === roots.length - 1) throw error; // a damaged asset, or nowhere to write
+    }
+  }
+  throw new Error('unreachable');
 }
 
 /**

@@ -175,7 +175,7 @@ export class PredictPipeline implements Predictor {
     const transformTimeoutMs = options.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS;
     if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
     rerankIndexOf(pkg, labelsOf(pkg.modelConfig)); // an unknown rerank_label is a ConfigError before the model loads
-    const modelOptions = { threads: options.threads, sessionOptions: options.sessionOptions };
+    const modelOptions = { threads: options.threads, sessionOptions: options.sessionOptions, weightsDataDir: pkg.weightsDataDir };
     // Workers create their sessions on their own threads while this one reads the tokenizer.
     const loading: Promise<ModelRunner> =
       workers === 0

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -184,7 +184,7 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     expect(version.stdout).toMatch(/^ner 2\.1\.0 \(token_classification\)\nruntime: encoder \d+\.\d+\.\d+, Node 26\.10\.0\ntarget: x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu/);
     const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout);
     expect(manifest.model).toEqual({ name: 'ner', version: '2.1.0', model_type: 'token_classification', lua_libs: ['table', 'string', 'math'] });
-    expect(manifest.assets.map((a: { name: string }) => a.name)).toEqual(['model_weights', 'tokenizer', 'model_config', 'tokenizer_config']);
+    expect(manifest.assets.map((a: { name: string }) => a.name)).toEqual(['model_weights', 'model_data', 'tokenizer', 'model_config', 'tokenizer_config']);
   });
 
   it('names build errors and exits non-zero', async () => {
@@ -217,8 +217,30 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
       expect(result.status, run).toBe(0);
       expect(result.stdout, run).toBe(expected);
     }
-    // the native files were extracted once into the fresh cache directory
+    // the native files and the model's initializers were extracted once into the fresh cache directory, where
+    // onnxruntime maps the latter from
     expect(statSync(path.join(home, '.cache', 'encoder', 'native')).isDirectory()).toBe(true);
+    const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout) as { assets: { name: string; length: number; sha256: string }[] };
+    const data = manifest.assets.find((asset) => asset.name === 'model_data')!;
+    expect(statSync(path.join(home, '.cache', 'encoder', 'models', data.sha256, 'model.data')).size).toBe(data.length);
+  });
+
+  it('extracts the initializers again when they are missing or cut short, and leaves no partial file', async () => {
+    const executable = buildOk(writeConfig('extracted', await generateTinyModel(), 'embedding'), 'extracted');
+    const ownCache = mkdtempSync(path.join(work, 'extracted-cache-'));
+    const infer = () => runExecutable(executable, ['infer', texts[0]], { cacheDir: ownCache });
+    const expected = infer();
+    expect(expected.status).toBe(0);
+    const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout) as { assets: { name: string; length: number; sha256: string }[] };
+    const data = manifest.assets.find((asset) => asset.name === 'model_data')!;
+    const file = path.join(ownCache, 'models', data.sha256, 'model.data');
+    truncateSync(file, data.length - 1);
+    expect(infer().stdout).toBe(expected.stdout);
+    expect(statSync(file).size).toBe(data.length);
+    rmSync(file);
+    expect(infer().stdout).toBe(expected.stdout);
+    expect(statSync(file).size).toBe(data.length);
+    expect(readdirSync(path.dirname(file))).toEqual(['model.data']); // no partial file left behind
   });
 
   describe('a damaged model file', () => {
@@ -232,17 +254,20 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
       manifest = JSON.parse(runExecutable(pristine, ['inspect'], { cacheDir }).stdout);
     });
 
+    /** A run of a changed copy, with a cache of its own: model_data is checked when it is extracted to the cache. */
     function damaged(change: (file: string) => void): ReturnType<typeof runExecutable> {
       const copy = path.join(work, 'damaged');
       copyFileSync(pristine, copy);
       change(copy);
-      const result = runExecutable(copy, ['infer', 'some text'], { cacheDir });
+      const ownCache = mkdtempSync(path.join(work, 'damaged-cache-'));
+      const result = runExecutable(copy, ['infer', 'some text'], { cacheDir: ownCache });
       rmSync(copy);
+      rmSync(ownCache, { recursive: true, force: true });
       return result;
     }
 
     it('names the asset whose bytes changed', () => {
-      expect(manifest.assets.map((a) => a.name)).toEqual(['model_weights', 'tokenizer', 'model_config', 'tokenizer_config', 'transform']);
+      expect(manifest.assets.map((a) => a.name)).toEqual(['model_weights', 'model_data', 'tokenizer', 'model_config', 'tokenizer_config', 'transform']);
       for (const asset of manifest.assets) {
         const result = damaged((file) => flipByte(file, asset.offset + Math.floor(asset.length / 2)));
         expect(result.status, asset.name).not.toBe(0);

@@ -530,6 +530,48 @@ describe('integrity checks', () => {
   });
 });
 
+describe('extracting an asset to a file', () => {
+  it('writes the bytes a piece at a time (larger than one piece), leaving no partial file', async () => {
+    const f = fixture({ weightsSize: 20 * 2 ** 20 + 7 });
+    await build(f);
+    const section = await openSection(f.outputPath);
+    const target = path.join(dir, 'extracted.data');
+    try {
+      await section.extract('model_weights', target);
+    } finally {
+      await section.close();
+    }
+    expect(readFileSync(target).equals(f.contents.model_weights)).toBe(true);
+    expect(readdirSync(dir).filter((file) => file.includes('.partial'))).toEqual([]);
+  });
+
+  it('names a damaged asset and writes nothing; names a cut one as truncated', async () => {
+    const f = fixture();
+    const manifest = await build(f);
+    const entry = manifest.assets.find((a) => a.name === 'model_weights')!;
+    flipByte(f.outputPath, entry.offset + 5);
+    const target = path.join(dir, 'damaged.data');
+    let section = await openSection(f.outputPath);
+    try {
+      await expect(section.extract('model_weights', target)).rejects.toThrow(new ConfigError('asset model_weights: checksum mismatch'));
+      await expect(section.extract('model_data', target)).rejects.toThrow(new ConfigError('asset section has no asset "model_data"'));
+    } finally {
+      await section.close();
+    }
+    expect(readdirSync(dir).filter((file) => file.startsWith('damaged.data'))).toEqual([]);
+
+    await build(f);
+    section = await openSection(f.outputPath);
+    truncateSync(f.outputPath, entry.offset + 10);
+    try {
+      await expect(section.extract('model_weights', target)).rejects.toThrow(/^file is truncated: asset model_weights ends at byte/);
+    } finally {
+      await section.close();
+    }
+    expect(readdirSync(dir).filter((file) => file.startsWith('damaged.data'))).toEqual([]);
+  });
+});
+
 describe('truncated files', () => {
   /** Builds a model on a real executable and returns a function that cuts a fresh copy and opens it. */
   async function cutter() {
