@@ -186,6 +186,15 @@ describe('EncoderTokenizer', () => {
       expectConfigError(() => EncoderTokenizer.fromJson(bertJson(), '{oops'), /tokenizer_config.json is not valid JSON/);
     });
 
+    it('for a vocab with an id that is not a whole number >= 0, or without its unk token', () => {
+      const wordPiece = (vocab: Record<string, unknown>) => bertJson({ model: { type: 'WordPiece', vocab, unk_token: '[UNK]' } });
+      expectConfigError(() => EncoderTokenizer.fromJson(wordPiece({ '[UNK]': 0, a: 1.5 })), /^tokenizer: WordPiece vocab has a non-integer id$/);
+      expectConfigError(() => EncoderTokenizer.fromJson(wordPiece({ '[UNK]': 0, a: '1' })), /^tokenizer: WordPiece vocab has a non-integer id$/);
+      expectConfigError(() => EncoderTokenizer.fromJson(wordPiece({ a: 0 })), /^tokenizer: WordPiece unk_token "\[UNK\]" is not in the vocab$/);
+      const bpe = bertJson({ model: { type: 'BPE', vocab: { a: 0, b: -1 }, merges: [] } });
+      expectConfigError(() => EncoderTokenizer.fromJson(bpe), /^tokenizer: BPE vocab has a non-integer id$/);
+    });
+
     it('accepts tokenizer.json as text', () => {
       expect(EncoderTokenizer.fromJson(JSON.stringify(bertJson())).encode('hello').ids).toEqual([2, 5, 3]);
     });

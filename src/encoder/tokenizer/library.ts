@@ -5,8 +5,11 @@
  */
 import * as tokenizers from '@huggingface/tokenizers';
 
-/** A library model instance: callable (`_call` = encode, then fuse_unk when the model asks for it). */
-export type LibraryModel = (tokens: string[]) => string[];
+/**
+ * A library model instance: callable (`_call` = encode, then fuse_unk when the model asks for it), with the
+ * vocabulary it built (TokenizerModel's public fields).
+ */
+export type LibraryModel = ((tokens: string[]) => string[]) & { tokens_to_ids: Map<string, number>; vocab: string[] };
 
 interface LibraryModelClass {
   new (config: object, extra?: unknown): LibraryModel;

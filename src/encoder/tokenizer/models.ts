@@ -66,10 +66,10 @@ abstract class CachedModel {
   private readonly tokensById: string[];
   private cache = new Map<string, WordTokens>();
 
-  constructor(vocab: Map<string, number>, tokensById?: string[]) {
+  constructor(vocab: Map<string, number>, tokensById: string[], vocabSize = tokensById.length) {
     this.vocab = vocab;
-    this.tokensById = tokensById ?? vocabToTokens(vocab);
-    this.vocabSize = tokensById?.length ?? vocab.size;
+    this.tokensById = tokensById;
+    this.vocabSize = vocabSize;
   }
 
   tokenToId(token: string): number | undefined {
@@ -94,21 +94,24 @@ abstract class CachedModel {
   }
 }
 
-function vocabToTokens(vocab: Map<string, number>): string[] {
-  const tokens: string[] = [];
-  for (const [token, id] of vocab) tokens[id] = token;
-  return tokens;
-}
-
 function vocabObject(model: Json, name: string): Record<string, number> {
   const vocab = model.vocab;
   if (!vocab || typeof vocab !== 'object' || Array.isArray(vocab)) {
     throw new ConfigError(`tokenizer: ${name} model needs a vocab object`);
   }
-  for (const v of Object.values(vocab)) {
-    if (!Number.isInteger(v) || (v as number) < 0) throw new ConfigError(`tokenizer: ${name} vocab has a non-integer id`);
-  }
   return vocab as Record<string, number>;
+}
+
+/**
+ * The vocabulary the library model built from the vocab object (its token → id map and id → token array), its ids
+ * checked: building a second map of a 30k-token vocabulary cost as much again as the library's (~40 ms of a
+ * BERT tokenizer's load, docs/benchmarks.md, session 10), and a map is quicker to check than the object.
+ */
+function libraryVocab(lib: LibraryModel, name: string): [Map<string, number>, string[]] {
+  for (const id of lib.tokens_to_ids.values()) {
+    if (!Number.isInteger(id) || id < 0) throw new ConfigError(`tokenizer: ${name} vocab has a non-integer id`);
+  }
+  return [lib.tokens_to_ids, lib.vocab];
 }
 
 class WordPieceModel extends CachedModel implements TokenModel {
@@ -120,21 +123,23 @@ class WordPieceModel extends CachedModel implements TokenModel {
 
   constructor(model: Json) {
     const vocab = vocabObject(model, 'WordPiece');
-    super(new Map(Object.entries(vocab)));
     const unk = model.unk_token ?? '[UNK]';
     if (typeof unk !== 'string') throw new ConfigError('tokenizer: WordPiece unk_token must be a string');
     const prefix = model.continuing_subword_prefix ?? '##';
     if (typeof prefix !== 'string') throw new ConfigError('tokenizer: WordPiece continuing_subword_prefix must be a string');
     const maxChars = model.max_input_chars_per_word ?? 100;
     if (!Number.isInteger(maxChars)) throw new ConfigError('tokenizer: WordPiece max_input_chars_per_word must be an integer');
-    if (!this.vocab.has(unk)) throw new ConfigError(`tokenizer: WordPiece unk_token "${unk}" is not in the vocab`);
-    this.lib = new library.WordPiece({
+    const lib = new library.WordPiece({
       type: 'WordPiece',
       vocab,
       unk_token: unk,
       continuing_subword_prefix: prefix,
       max_input_chars_per_word: maxChars,
     });
+    const [ids, tokens] = libraryVocab(lib, 'WordPiece');
+    super(ids, tokens, ids.size);
+    if (!this.vocab.has(unk)) throw new ConfigError(`tokenizer: WordPiece unk_token "${unk}" is not in the vocab`);
+    this.lib = lib;
     this.unk = unk;
     this.unkId = this.vocab.get(unk) as number;
     this.prefixLength = cpLength(prefix);
@@ -177,7 +182,6 @@ class BpeModel extends CachedModel implements TokenModel {
 
   constructor(model: Json) {
     const vocab = vocabObject(model, 'BPE');
-    super(new Map(Object.entries(vocab)));
     if (!Array.isArray(model.merges)) throw new ConfigError('tokenizer: BPE model needs a merges array');
     for (const m of model.merges) {
       const ok =
@@ -200,7 +204,12 @@ class BpeModel extends CachedModel implements TokenModel {
     }
     const unk = model.unk_token ?? null;
     if (unk !== null && typeof unk !== 'string') throw new ConfigError('tokenizer: BPE unk_token must be a string or null');
-    this.unk = unk !== null && this.vocab.has(unk) ? unk : null;
+    const knownUnk = unk !== null && Object.hasOwn(vocab, unk) ? unk : null;
+    const lib = new library.BPE({ ...model, type: 'BPE', unk_token: knownUnk });
+    const [ids, tokens] = libraryVocab(lib, 'BPE');
+    super(ids, tokens, ids.size);
+    this.lib = lib;
+    this.unk = knownUnk;
     this.fuseUnk = model.fuse_unk === true;
     this.byteFallback = model.byte_fallback === true;
     this.suffix = typeof suffix === 'string' ? suffix : '';
@@ -212,7 +221,6 @@ class BpeModel extends CachedModel implements TokenModel {
         }
       }
     }
-    this.lib = new library.BPE({ ...model, type: 'BPE', unk_token: this.unk });
   }
 
   /**
