@@ -481,20 +481,22 @@ export class AssetSection {
     const entry = this.#readable(name);
     const staging = `${file}.${randomBytes(6).toString('hex')}.partial`;
     const output = await open(staging, 'wx', 0o644);
+    const hash = createHash('sha256');
     try {
-      const hash = createHash('sha256');
-      for (let done = 0; done < entry.length; ) {
-        const piece = await this.#readRange(entry, done, Math.min(EXTRACT_PIECE_BYTES, entry.length - done));
-        hash.update(piece);
-        await writeFully(output, piece, done);
-        done += piece.byteLength;
+      try {
+        for (let done = 0; done < entry.length; ) {
+          const piece = await this.#readRange(entry, done, Math.min(EXTRACT_PIECE_BYTES, entry.length - done));
+          hash.update(piece);
+          await writeFully(output, piece, done);
+          done += piece.byteLength;
+        }
+      } finally {
+        await output.close();
       }
-      await output.close();
       if (hash.digest('hex') !== entry.sha256) throw new ConfigError(`asset ${name}: checksum mismatch`);
       await rename(staging, file);
     } finally {
-      await output.close().catch(() => undefined);
-      await rm(staging, { force: true });
+      await rm(staging, { force: true }); // nothing left once renamed; the partial copy after a failure
     }
   }
 

@@ -91,7 +91,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   // large initializers apart, for onnxruntime to map
   const optimized = await optimizeGraph(quantized?.weights ?? pkg.weights);
   const split = splitExternalData(optimized);
-  const weights: AssetSource[] = split
+  const weightAssets: AssetSource[] = split
     ? [{ name: 'model_weights', data: split.graph }, { name: 'model_data', data: split.data }]
     : [{ name: 'model_weights', data: optimized }];
   reporter.step(
@@ -106,7 +106,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const manifest = await writeModelExecutable({
     baseBinaryPath: base.path,
     outputPath,
-    assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weights : [asset])),
+    assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weightAssets : [asset])),
     manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none') },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });

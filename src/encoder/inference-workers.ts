@@ -239,11 +239,7 @@ export class InferenceWorkers {
       kind: 'load',
       weights,
       modelType,
-      options: {
-        ...(threads !== undefined ? { threads } : {}),
-        ...(options.sessionOptions ? { sessionOptions: options.sessionOptions } : {}),
-        ...(options.weightsDataDir !== undefined ? { weightsDataDir: options.weightsDataDir } : {}),
-      },
+      options: { threads, sessionOptions: options.sessionOptions, weightsDataDir: options.weightsDataDir },
     };
     disableOnnxruntimeTelemetry(); // before any worker loads onnxruntime (see there)
     // The others start once the first has loaded: started together, they took the cores the first one's start-up
