@@ -60,4 +60,8 @@ describe('request validators generated at build', () => {
     }
     expect(refused).toBeGreaterThan(5); // the corpus reaches the refusals, not only the happy path
   });
+
+  it('measure a text by .length: they neither walk an 8 MiB input nor bundle the code-point counter', () => {
+    expect(requestValidatorsCode()).not.toMatch(/ucs2length/);
+  });
 });

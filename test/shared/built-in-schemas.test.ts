@@ -21,6 +21,19 @@ describe('built-in JSON schemas', () => {
     expect(() => ajv.compile(schema)).not.toThrow();
   });
 
+  it.each(BUILT_IN)('%s limits string lengths only to at least 1, the same in UTF-16 units as in code points', (_name, schema) => {
+    // BUILT_IN_SCHEMA_OPTIONS has ajv measure strings with .length (`unicode: false`), which would count an emoji as 2
+    const limits = lengthLimitsOf(schema);
+    expect(limits.filter((limit) => !(limit.keyword === 'minLength' && limit.value <= 1))).toEqual([]);
+  });
+
+  it('the length check finds a limit whose meaning depends on how characters are counted', () => {
+    expect(lengthLimitsOf({ type: 'array', items: { type: 'string', minLength: 1, maxLength: 4 } })).toEqual([
+      { keyword: 'minLength', value: 1 },
+      { keyword: 'maxLength', value: 4 },
+    ]);
+  });
+
   it('the check finds a broken schema', () => {
     const ajv = new Ajv();
     expect(ajv.validateSchema({ type: 'object', properties: { a: { type: 'strnig' } } })).toBe(false);
@@ -32,4 +45,21 @@ describe('built-in JSON schemas', () => {
     expect(validate({ a: 1 })).toBe(false);
     expect(validate.errors?.[0]?.instancePath).toBe('/a');
   });
+
+  it('a compiled validator measures a string by .length, without walking it', () => {
+    const validate = compileBuiltInSchema({ type: 'string', minLength: 1 });
+    expect(validate('x')).toBe(true);
+    expect(validate('')).toBe(false);
+    // ajv's code-point count is a helper function the generated code calls; with `unicode: false` it is not there
+    expect(String(validate)).not.toMatch(/ucs2length|func\d+\(data\)/);
+    expect(String(validate)).toMatch(/data\.length/);
+  });
 });
+
+function lengthLimitsOf(schema: unknown): { keyword: string; value: number }[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  const own = Object.entries(schema)
+    .filter(([keyword]) => keyword === 'minLength' || keyword === 'maxLength')
+    .map(([keyword, value]) => ({ keyword, value: value as number }));
+  return [...own, ...Object.values(schema).flatMap(lengthLimitsOf)];
+}
