@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type * as ort from 'onnxruntime-node';
 import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
 import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
@@ -31,6 +32,9 @@ import { traceStartup } from '../shared/startup-trace.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
+
+/** Longest the tokenizing of one request holds the event loop before it lets other work run (#encodeAll). */
+const TOKENIZE_SLICE_MS = 4;
 
 export interface PipelineOptions {
   /**
@@ -129,6 +133,8 @@ export class PredictPipeline implements Predictor {
   /** Softmax of a batch output, computed by the first request shaped from it and shared by the others. */
   readonly #scores = new WeakMap<Tensor, Tensor>();
   #closing: Promise<void> | undefined;
+  /** Requests between their call and their place in the scheduler's queue (#encodeAndQueue). */
+  readonly #encoding = new Set<Promise<unknown>>();
 
   private constructor(fields: {
     pkg: ModelPackage;
@@ -247,10 +253,9 @@ export class PredictPipeline implements Predictor {
   /** Validates the body (InputError) and returns the model type's response; runtime failures are InternalError. */
   async predict(body: unknown): Promise<PredictResponse> {
     const request = parsePredictRequest(this.modelType, body);
-    const encodings = this.#encodeAll('inputs', request.inputs as readonly TextOrPair[], (input) =>
+    const { encodings, placed } = await this.#encodeAndQueue('inputs', request.inputs as readonly TextOrPair[], (input) =>
       typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]),
     );
-    const placed = await this.#scheduler.submit(encodings);
     const results = placed.map(({ output, row }, index) => this.#finite(index, () => this.#shape(request, output, row, encodings[index])));
     const response = { results, model_id: this.modelId } as PredictResponse;
     if (request.metadata !== undefined) response.metadata = request.metadata;
@@ -271,10 +276,9 @@ export class PredictPipeline implements Predictor {
     }
     const width = this.#model.signature.output.shape.at(-1);
     if (dimensions !== undefined && typeof width === 'number' && dimensions > width) throw tooManyDimensions(dimensions, width);
-    const encodings = this.#encodeAll('input', request.inputs, (input, index) =>
+    const { encodings, placed } = await this.#encodeAndQueue('input', request.inputs, (input, index) =>
       typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index),
     );
-    const placed = await this.#scheduler.submit(encodings);
     const vectors = placed.map(({ output, row }, index) =>
       this.#finite(index, () => {
         let vector =
@@ -301,8 +305,7 @@ export class PredictPipeline implements Predictor {
     if (this.modelType !== 'sequence_classification') {
       throw new InputError(`this server serves a ${this.modelType} model; rerank needs a sequence_classification (cross-encoder) model`);
     }
-    const encodings = this.#encodeAll('documents', request.documents, (document) => this.tokenizer.encodePair(request.query, document));
-    const placed = await this.#scheduler.submit(encodings);
+    const { encodings, placed } = await this.#encodeAndQueue('documents', request.documents, (document) => this.tokenizer.encodePair(request.query, document));
     const scores = placed.map(({ output, row }, index) =>
       this.#finite(index, () => {
         const width = output.dims[1];
@@ -320,6 +323,8 @@ export class PredictPipeline implements Predictor {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      // requests still being tokenized were accepted: they join the queue first
+      await Promise.allSettled([...this.#encoding]);
       await this.#scheduler.close();
       this.#transform?.close();
       await this.#model.close();
@@ -327,13 +332,37 @@ export class PredictPipeline implements Predictor {
     return this.#closing;
   }
 
+  /** Tokenizes the inputs (#encodeAll), queues them for onnxruntime and waits for their rows of the batch outputs. */
+  async #encodeAndQueue<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding) {
+    const encoded = this.#encodeAll(field, inputs, encode);
+    this.#encoding.add(encoded);
+    let encodings: Encoding[];
+    try {
+      encodings = await encoded;
+    } finally {
+      this.#encoding.delete(encoded);
+    }
+    // queued in the same turn as the tokenizing ended: before a close() that waited for it closes the queue
+    return { encodings, placed: await this.#scheduler.submit(encodings) };
+  }
+
   /**
    * Tokenizes every input with `encode` and checks the request's token budget. Every input is at least one token, so
-   * a request with more inputs than the limit is refused before tokenizing.
+   * a request with more inputs than the limit is refused before tokenizing. Tokenizing runs on the event loop: a
+   * request at the limit (thousands of inputs) takes tens of milliseconds, so it gives the loop a turn every
+   * TOKENIZE_SLICE_MS, and `/health` and the other requests' small steps go on meanwhile.
    */
-  #encodeAll<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding): Encoding[] {
+  async #encodeAll<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding): Promise<Encoding[]> {
     if (inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${inputs.length} inputs`, field);
-    const encodings = inputs.map(encode);
+    const encodings: Encoding[] = [];
+    let sliceStarted = performance.now();
+    for (const [index, input] of inputs.entries()) {
+      encodings.push(encode(input, index));
+      if (performance.now() - sliceStarted >= TOKENIZE_SLICE_MS && index < inputs.length - 1) {
+        await yieldToEventLoop();
+        sliceStarted = performance.now();
+      }
+    }
     const tokens = tokensOf(encodings);
     if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`, field);
     return encodings;

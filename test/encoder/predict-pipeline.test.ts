@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InputError, InternalError } from '../../src/encoder/errors.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
@@ -232,6 +232,59 @@ describe('predict pipeline on generated models', () => {
     expect(((failing as PromiseRejectedResult).reason as Error).message).toContain('too long for this test');
     // the three were one run, then each alone
     expect(pipeline.batchingStats()).toMatchObject({ runs: 4, failedRuns: 2, isolatedRuns: 3 });
+  });
+
+  it('gives the event loop turns while it tokenizes a large request, and answers it in input order all the same', async () => {
+    const pipeline = await pipelineFor(sequenceDir, 'sequence_classification');
+    const inputs = Array.from({ length: 40 }, (_, i) => `input number ${i} of a large request`);
+    const expected = await pipeline.predict({ inputs });
+    // each input takes 1 ms to tokenize (busy): 40 ms in all, ten times the slice the event loop may be held
+    const encode = pipeline.tokenizer.encode.bind(pipeline.tokenizer);
+    let tokenized = 0;
+    const spy = vi.spyOn(pipeline.tokenizer, 'encode').mockImplementation((text, ...rest) => {
+      for (const started = performance.now(); performance.now() - started < 1; );
+      tokenized++;
+      return encode(text, ...rest);
+    });
+    try {
+      const turns: number[] = [];
+      const predicted = pipeline.predict({ inputs });
+      const tick = () => {
+        turns.push(tokenized);
+        if (tokenized < inputs.length) setImmediate(tick);
+      };
+      setImmediate(tick);
+      expect(await predicted).toEqual(expected);
+      // other work ran while the request was half tokenized, not only before it began or after it ended
+      expect(turns.some((count) => count > 0 && count < inputs.length), `inputs tokenized at each turn: ${turns.join(' ')}`).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a close while a request is being tokenized answers that request, then refuses new ones', async () => {
+    const pipeline = await pipelineFor(sequenceDir, 'sequence_classification');
+    const inputs = Array.from({ length: 40 }, (_, i) => `input number ${i} of a large request`);
+    const expected = await pipeline.predict({ inputs });
+    const encode = pipeline.tokenizer.encode.bind(pipeline.tokenizer);
+    let tokenized = 0;
+    vi.spyOn(pipeline.tokenizer, 'encode').mockImplementation((text, ...rest) => {
+      for (const started = performance.now(); performance.now() - started < 1; );
+      tokenized++;
+      return encode(text, ...rest);
+    });
+    const predicted = pipeline.predict({ inputs });
+    const closed = new Promise<number>((resolve) => {
+      const closeWhenHalfway = () => {
+        if (tokenized === 0) return setImmediate(closeWhenHalfway);
+        void pipeline.close();
+        resolve(tokenized);
+      };
+      setImmediate(closeWhenHalfway);
+    });
+    expect(await closed).toBeLessThan(inputs.length);
+    expect(await predicted).toEqual(expected);
+    await expect(pipeline.predict({ inputs: ['too late'] })).rejects.toThrow(InternalError);
   });
 
   it('refuses a request of more tokens than maxRequestTokens, counting special tokens, and none by default', async () => {
