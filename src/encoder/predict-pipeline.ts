@@ -33,8 +33,8 @@ import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
 
-/** Longest the tokenizing of one request holds the event loop before it lets other work run (#encodeAll). */
-const TOKENIZE_SLICE_MS = 4;
+/** Longest the tokenizing or the shaping of one request's results holds the event loop at a time (mapInSlices). */
+const SLICE_MS = 4;
 
 export interface PipelineOptions {
   /**
@@ -256,7 +256,7 @@ export class PredictPipeline implements Predictor {
     const { encodings, placed } = await this.#encodeAndQueue('inputs', request.inputs as readonly TextOrPair[], (input) =>
       typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]),
     );
-    const results = placed.map(({ output, row }, index) => this.#finite(index, () => this.#shape(request, output, row, encodings[index])));
+    const results = await mapInSlices(placed, ({ output, row }, index) => this.#finite(index, () => this.#shape(request, output, row, encodings[index])));
     const response = { results, model_id: this.modelId } as PredictResponse;
     if (request.metadata !== undefined) response.metadata = request.metadata;
     return response;
@@ -279,7 +279,7 @@ export class PredictPipeline implements Predictor {
     const { encodings, placed } = await this.#encodeAndQueue('input', request.inputs, (input, index) =>
       typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index),
     );
-    const vectors = placed.map(({ output, row }, index) =>
+    const vectors = await mapInSlices(placed, ({ output, row }, index) =>
       this.#finite(index, () => {
         let vector =
           this.modelType === 'sentence_embedding'
@@ -347,22 +347,12 @@ export class PredictPipeline implements Predictor {
   }
 
   /**
-   * Tokenizes every input with `encode` and checks the request's token budget. Every input is at least one token, so
-   * a request with more inputs than the limit is refused before tokenizing. Tokenizing runs on the event loop: a
-   * request at the limit (thousands of inputs) takes tens of milliseconds, so it gives the loop a turn every
-   * TOKENIZE_SLICE_MS, and `/health` and the other requests' small steps go on meanwhile.
+   * Tokenizes every input with `encode` (in slices, mapInSlices) and checks the request's token budget. Every input is
+   * at least one token, so a request with more inputs than the limit is refused before tokenizing.
    */
   async #encodeAll<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding): Promise<Encoding[]> {
     if (inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${inputs.length} inputs`, field);
-    const encodings: Encoding[] = [];
-    let sliceStarted = performance.now();
-    for (const [index, input] of inputs.entries()) {
-      encodings.push(encode(input, index));
-      if (performance.now() - sliceStarted >= TOKENIZE_SLICE_MS && index < inputs.length - 1) {
-        await yieldToEventLoop();
-        sliceStarted = performance.now();
-      }
-    }
+    const encodings = await mapInSlices(inputs, encode);
     const tokens = tokensOf(encodings);
     if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`, field);
     return encodings;
@@ -452,6 +442,24 @@ export class PredictPipeline implements Predictor {
     }
     return scores;
   }
+}
+
+/**
+ * items.map(fn) with a turn of the event loop whenever SLICE_MS have passed. A request at the token limit takes tens
+ * of milliseconds to tokenize (thousands of inputs) and to shape (a vector per token), which `/health` and the other
+ * requests' small steps should not wait for.
+ */
+async function mapInSlices<T, R>(items: readonly T[], fn: (item: T, index: number) => R): Promise<R[]> {
+  const mapped: R[] = [];
+  let sliceStarted = performance.now();
+  for (let index = 0; index < items.length; index++) {
+    mapped.push(fn(items[index], index));
+    if (index < items.length - 1 && performance.now() - sliceStarted >= SLICE_MS) {
+      await yieldToEventLoop();
+      sliceStarted = performance.now();
+    }
+  }
+  return mapped;
 }
 
 function tokensOf(encodings: readonly Encoding[]): number {

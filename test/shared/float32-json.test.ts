@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatFloat32, stringifyJson, toShortestNumbers, writeFloat32Array } from '../../src/shared/float32-json.ts';
+import { formatFloat32, jsonPieces, stringifyJson, toShortestNumbers, writeFloat32Array } from '../../src/shared/float32-json.ts';
 
 /** Seeded xorshift32 returning uint32s, so every run checks the same values. */
 function randomBits(seed: number): () => number {
@@ -390,5 +390,55 @@ describe('stringifyJson', () => {
     // Shared but not circular references are fine, as in JSON.stringify.
     const shared = { x: 1 };
     expect(stringifyJson([shared, shared])).toBe('[{"x":1},{"x":1}]');
+  });
+});
+
+describe('jsonPieces', () => {
+  it("joined, equals stringifyJson's text on 2,000 seeded trees, with Float32Arrays, for pieces of 1 to 64 characters", () => {
+    const next = randomBits(1234);
+    for (let i = 0; i < 2000; i++) {
+      const tree = { tree: randomTree(next, 4), vectors: [Float32Array.from([0.1, -2.5e-7, 3]), new Float32Array(0)] };
+      const pieceChars = 1 + (next() % 64);
+      expect([...jsonPieces(tree, pieceChars)].join('')).toBe(stringifyJson(tree));
+    }
+  });
+
+  it('ends each piece at the first boundary after the piece size, never inside a leaf', () => {
+    const vector = Float32Array.from({ length: 100 }, (_, i) => i / 7);
+    const response = { results: Array.from({ length: 50 }, (_, index) => ({ index, embedding: vector })) };
+    const pieces = [...jsonPieces(response, 1000)];
+    const longestMember = `{"index":49,"embedding":${writeFloat32Array(vector)}}`.length + 1;
+    expect(pieces.length).toBeGreaterThan(5);
+    for (const piece of pieces.slice(0, -1)) {
+      expect(piece.length).toBeGreaterThanOrEqual(1000);
+      expect(piece.length).toBeLessThan(1000 + longestMember);
+    }
+    expect(pieces.join('')).toBe(stringifyJson(response));
+    // a whole response shorter than a piece is one piece
+    expect([...jsonPieces({ small: [1, 2] }, 1000)]).toEqual(['{"small":[1,2]}']);
+  });
+
+  it('walks the value only as far as the piece taken, and throws where stringifyJson throws when it gets there', () => {
+    let read = 0;
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      get value() {
+        read++;
+        return 'x'.repeat(50) + i;
+      },
+    }));
+    const pieces = jsonPieces(items, 200);
+    pieces.next();
+    expect(read).toBeLessThan(10);
+    expect([...pieces].length).toBeGreaterThan(10);
+    expect(read).toBe(100);
+
+    const late = [...Array.from({ length: 20 }, () => 'y'.repeat(20)), { big: 1n }];
+    const failing = jsonPieces(late, 100);
+    expect(failing.next().done).toBe(false);
+    expect(() => [...failing]).toThrow(TypeError);
+    expect(() => [...jsonPieces(undefined, 100)]).toThrow(TypeError);
+    const cycle: unknown[] = ['a'];
+    cycle.push(cycle);
+    expect(() => [...jsonPieces(cycle, 1)]).toThrow(/circular/);
   });
 });

@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { EmbedResult } from '../../encoder/schemas.ts';
-import { writeFloat32Array } from '../../shared/float32-json.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
+import { sendJson } from './json-reply.ts';
 
 /**
  * OpenAI's embeddings and models API (design decision 9), so that the OpenAI SDKs, LangChain, LlamaIndex and vector
@@ -61,7 +61,7 @@ export function registerOpenAiRoutes(app: FastifyInstance, predictor: Predictor)
     if (body.model !== undefined) requireServedModel(predictor, body.model);
     const inputs = typeof body.input === 'string' || typeof body.input[0] === 'number' ? [body.input as string | number[]] : (body.input as (string | number[])[]);
     const result = await predictor.embed({ inputs, dimensions: body.dimensions });
-    return reply.type(JSON_TYPE).send(embeddingsResponseJson(result, body.encoding_format ?? 'float'));
+    return sendJson(reply, embeddingsResponse(result, body.encoding_format ?? 'float'));
   });
 }
 
@@ -117,12 +117,11 @@ function inputProblem(input: unknown): string {
  * vector's float32 bytes, little-endian, as OpenAI does (every target this program builds for is little-endian, so the
  * array's own bytes are those).
  */
-function embeddingsResponseJson(result: EmbedResult, format: 'float' | 'base64'): string {
-  const data = result.vectors.map((vector, index) => {
-    const embedding =
-      format === 'base64' ? JSON.stringify(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64')) : writeFloat32Array(vector);
-    return `{"object":"embedding","index":${index},"embedding":${embedding}}`;
-  });
-  const usage = JSON.stringify({ prompt_tokens: result.promptTokens, total_tokens: result.promptTokens });
-  return `{"object":"list","data":[${data.join(',')}],"model":${JSON.stringify(result.model_id)},"usage":${usage}}`;
+function embeddingsResponse(result: EmbedResult, format: 'float' | 'base64'): object {
+  const data = result.vectors.map((vector, index) => ({
+    object: 'embedding',
+    index,
+    embedding: format === 'base64' ? Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64') : vector,
+  }));
+  return { object: 'list', data, model: result.model_id, usage: { prompt_tokens: result.promptTokens, total_tokens: result.promptTokens } };
 }

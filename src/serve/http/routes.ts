@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
-import { stringifyJson } from '../../shared/float32-json.ts';
 import { JSON_TYPE } from './errors.ts';
+import { sendJson } from './json-reply.ts';
 
 /** Spec 2: `GET /health` answers the JSON string "OK!". */
 const HEALTH_BODY = JSON.stringify('OK!');
@@ -17,9 +17,8 @@ export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, 
   app.get('/model', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(predictor.metadata())));
   app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => {
-    const response = await predictor.predict(request.body);
-    // stringifyJson writes the Float32Array outputs as shortest float32 decimals (fewer bytes, and faster than
-    // JSON.stringify of number[] on large embedding responses, where serialization is the dominant HTTP cost).
-    return reply.type(JSON_TYPE).send(stringifyJson(response));
+    // Float32Array outputs are written as shortest float32 decimals (fewer bytes, and faster than JSON.stringify of
+    // number[] on large embedding responses, where serialization is the dominant HTTP cost), large ones in pieces.
+    return sendJson(reply, await predictor.predict(request.body));
   });
 }
