@@ -406,62 +406,84 @@ const CIRCULAR = 'stringifyJson: the value is a circular structure, which JSON c
  * at the top).
  */
 export function stringifyJson(value: unknown): string {
-  const out: JsonOut = { text: '', pieceChars: Infinity, ancestors: [] };
-  writeTop(value, out).next(); // with no piece size it never pauses: one step writes everything
-  return out.text;
+  const text = serialize(value, '', []);
+  if (text === undefined) throw new TypeError(`stringifyJson: a top-level ${typeof value} has no JSON text`);
+  return text;
 }
 
 /**
  * stringifyJson's text in pieces, for a response too large to write in one turn of the event loop: each piece ends at
- * the first element or member boundary after `pieceChars` characters (a leaf, such as one Float32Array, is never
- * split), and the value is walked only as far as the piece being taken. Throws as stringifyJson does, when the walk
- * reaches the cause.
+ * the first element or member boundary after `pieceChars` characters, and the value is walked only as far as the
+ * piece being taken. The walk steps through arrays and plain objects down to PIECE_WALK_DEPTH levels (the members of
+ * `results[i].embeddings`, one token each, in a per-token response); deeper values, and any one leaf such as a
+ * Float32Array, are written whole by serialize. Throws as stringifyJson does, when the walk reaches the cause.
  */
 export function* jsonPieces(value: unknown, pieceChars: number): Generator<string, void, void> {
-  const out: JsonOut = { text: '', pieceChars, ancestors: [] };
-  for (const _ of writeTop(value, out)) {
-    yield out.text;
-    out.text = '';
+  const out: PieceWriter = { text: '', pieceChars, ancestors: [] };
+  if (isPlainContainer(value)) {
+    for (const _ of writeContainer(value, out, PIECE_WALK_DEPTH)) {
+      yield out.text;
+      out.text = '';
+    }
+  } else {
+    out.text = stringifyJson(value);
   }
   if (out.text !== '') yield out.text;
 }
 
-/** Where the walk writes: the text not handed out yet, and the arrays and objects it is inside (for cycles). */
-interface JsonOut {
+/**
+ * How deep jsonPieces steps through containers itself. A step costs a generator, which made serialising a per-token
+ * response ~25% slower when every container had one.
+ */
+const PIECE_WALK_DEPTH = 4;
+
+/** Where jsonPieces writes: the text not handed out yet, and the containers it is inside (for cycles). */
+interface PieceWriter {
   text: string;
-  /** The walk pauses (yields) at the first boundary once `text` is this long; Infinity: never. */
+  /** The walk pauses (yields) at the first boundary once `text` is this long. */
   readonly pieceChars: number;
   readonly ancestors: object[];
 }
 
-function* writeTop(value: unknown, out: JsonOut): Generator<void, void, void> {
-  const resolved = jsonValueOf(value, '');
-  if (isContainer(resolved)) return yield* writeContainer(resolved, out);
-  const text = leafText(resolved);
-  if (text === undefined) throw new TypeError(`stringifyJson: a top-level ${typeof value} has no JSON text`);
-  out.text += text;
+/** An array or an object that JSON writes member by member as it is (no toJSON, not a boxed primitive or a Float32Array). */
+function isPlainContainer(value: unknown): value is object {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !(value instanceof Float32Array) &&
+    typeof (value as { toJSON?: unknown }).toJSON !== 'function' &&
+    !isBoxedPrimitive(value)
+  );
+}
+
+/** serializeArray and serializeObject, pausing at member boundaries; members `depth` levels down are written whole. */
+function* writeContainer(container: object, out: PieceWriter, depth: number): Generator<void, void, void> {
+  if (out.ancestors.includes(container)) throw new TypeError(CIRCULAR);
+  out.ancestors.push(container);
+  const array = Array.isArray(container);
+  out.text += array ? '[' : '{';
+  let first = true;
+  for (const key of array ? container.keys() : Object.keys(container)) {
+    const member = (container as Record<string | number, unknown>)[key];
+    const walked = depth > 1 && isPlainContainer(member);
+    const text = walked ? '' : (serialize(member, key, out.ancestors) ?? (array ? 'null' : undefined));
+    if (text === undefined) continue; // an object's member JSON omits
+    if (!first) out.text += ',';
+    if (!array) out.text += `${quoteKey(key as string)}:`;
+    first = false;
+    if (walked) yield* writeContainer(member, out, depth - 1);
+    else out.text += text;
+    if (out.text.length >= out.pieceChars) yield;
+  }
+  out.ancestors.pop();
+  out.text += array ? ']' : '}';
 }
 
 /**
- * SerializeJSONProperty's first steps: a toJSON method replaces the value (it gets the key; an array index is made a
- * string only here, which is rare), and Number, String, Boolean and BigInt objects are unwrapped.
+ * SerializeJSONProperty of ECMA-262 for one value; undefined where JSON omits it. `key` is an array index as a
+ * number (made a string only for a toJSON call, which is rare).
  */
-function jsonValueOf(value: unknown, key: string | number): unknown {
-  if ((typeof value === 'object' && value !== null && !(value instanceof Float32Array)) || typeof value === 'bigint') {
-    const toJSON = (value as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') value = toJSON.call(value, String(key));
-  }
-  if (typeof value === 'object' && value !== null && isBoxedPrimitive(value)) return value.valueOf();
-  return value;
-}
-
-/** An array or an object JSON writes member by member (a Float32Array is a leaf: it is written whole). */
-function isContainer(value: unknown): value is object {
-  return typeof value === 'object' && value !== null && !(value instanceof Float32Array);
-}
-
-/** The JSON text of a value that is not a container (after jsonValueOf); undefined where JSON omits it. */
-function leafText(value: unknown): string | undefined {
+function serialize(value: unknown, key: string | number, ancestors: object[]): string | undefined {
   switch (typeof value) {
     case 'string':
       return JSON.stringify(value);
@@ -470,11 +492,21 @@ function leafText(value: unknown): string | undefined {
       return Number.isFinite(value) ? String(value) : 'null';
     case 'boolean':
       return value ? 'true' : 'false';
-    case 'bigint':
-      return JSON.stringify(value); // throws JSON.stringify's own TypeError
     case 'object':
       if (value === null) return 'null';
-      return writeFloat32Array(value as Float32Array);
+      if (value instanceof Float32Array) return writeFloat32Array(value);
+      if (Array.isArray(value)) return serializeArray(value, ancestors);
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+        return serialize((value as { toJSON(key: string): unknown }).toJSON(String(key)), key, ancestors);
+      }
+      // Number, String, Boolean and BigInt objects: JSON.stringify unwraps them (and throws for a BigInt).
+      if (isBoxedPrimitive(value)) return JSON.stringify(value);
+      return serializeObject(value, ancestors);
+    case 'bigint': {
+      const toJSON = (BigInt.prototype as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') return serialize(toJSON.call(value, String(key)), key, ancestors);
+      return JSON.stringify(value); // throws JSON.stringify's own TypeError
+    }
     default:
       return undefined; // undefined, functions, symbols
   }
@@ -484,36 +516,33 @@ function isBoxedPrimitive(value: object): boolean {
   return value instanceof Number || value instanceof String || value instanceof Boolean || value instanceof BigInt;
 }
 
-function* writeContainer(container: object, out: JsonOut): Generator<void, void, void> {
-  if (out.ancestors.includes(container)) throw new TypeError(CIRCULAR);
-  out.ancestors.push(container);
-  if (Array.isArray(container)) {
-    out.text += '[';
-    for (let i = 0; i < container.length; i++) {
-      if (i > 0) out.text += ',';
-      const value = jsonValueOf(container[i], i);
-      if (isContainer(value)) yield* writeContainer(value, out);
-      else out.text += leafText(value) ?? 'null';
-      if (out.text.length >= out.pieceChars) yield;
-    }
-    out.text += ']';
-  } else {
-    out.text += '{';
-    let first = true;
-    for (const key of Object.keys(container)) {
-      const value = jsonValueOf((container as Record<string, unknown>)[key], key);
-      const nested = isContainer(value);
-      const text = nested ? '' : leafText(value);
-      if (text === undefined) continue;
-      out.text += first ? `${quoteKey(key)}:` : `,${quoteKey(key)}:`;
-      first = false;
-      if (nested) yield* writeContainer(value, out);
-      else out.text += text;
-      if (out.text.length >= out.pieceChars) yield;
-    }
-    out.text += '}';
+function serializeArray(values: unknown[], ancestors: object[]): string {
+  if (ancestors.includes(values)) throw new TypeError(CIRCULAR);
+  ancestors.push(values);
+  let text = '[';
+  for (let i = 0; i < values.length; i++) {
+    if (i > 0) text += ',';
+    text += serialize(values[i], i, ancestors) ?? 'null';
   }
-  out.ancestors.pop();
+  ancestors.pop();
+  return text + ']';
+}
+
+function serializeObject(object: object, ancestors: object[]): string {
+  if (ancestors.includes(object)) throw new TypeError(CIRCULAR);
+  ancestors.push(object);
+  let text = '{';
+  let first = true;
+  for (const key of Object.keys(object)) {
+    const member = serialize((object as Record<string, unknown>)[key], key, ancestors);
+    if (member === undefined) continue;
+    text += first ? quoteKey(key) : `,${quoteKey(key)}`;
+    text += ':';
+    text += member;
+    first = false;
+  }
+  ancestors.pop();
+  return text + '}';
 }
 
 /** Quoted keys, cached: response shapes repeat a handful of keys thousands of times. Bounded against odd inputs. */
