@@ -26,6 +26,24 @@ async function pipelineFor(dir: string, modelType: ModelType, extra = '', option
   return pipeline;
 }
 
+/**
+ * A pipeline of its own whose tokenizer takes 1 ms per input (busy), with 40 inputs: 40 ms of tokenizing, ten times
+ * the slice the event loop may be held; and what the request answers when tokenizing is fast.
+ */
+async function slowlyTokenizingPipeline() {
+  const pipeline = await pipelineFor(sequenceDir, 'sequence_classification');
+  const inputs = Array.from({ length: 40 }, (_, i) => `input number ${i} of a large request`);
+  const expected = await pipeline.predict({ inputs });
+  const encode = pipeline.tokenizer.encode.bind(pipeline.tokenizer);
+  let tokenized = 0;
+  vi.spyOn(pipeline.tokenizer, 'encode').mockImplementation((text, ...rest) => {
+    for (const started = performance.now(); performance.now() - started < 1; );
+    tokenized++;
+    return encode(text, ...rest);
+  });
+  return { pipeline, inputs, expected, tokenized: () => tokenized };
+}
+
 let embeddingDir: string;
 let sequenceDir: string;
 let tokenDir: string;
@@ -235,50 +253,27 @@ describe('predict pipeline on generated models', () => {
   });
 
   it('gives the event loop turns while it tokenizes a large request, and answers it in input order all the same', async () => {
-    const pipeline = await pipelineFor(sequenceDir, 'sequence_classification');
-    const inputs = Array.from({ length: 40 }, (_, i) => `input number ${i} of a large request`);
-    const expected = await pipeline.predict({ inputs });
-    // each input takes 1 ms to tokenize (busy): 40 ms in all, ten times the slice the event loop may be held
-    const encode = pipeline.tokenizer.encode.bind(pipeline.tokenizer);
-    let tokenized = 0;
-    const spy = vi.spyOn(pipeline.tokenizer, 'encode').mockImplementation((text, ...rest) => {
-      for (const started = performance.now(); performance.now() - started < 1; );
-      tokenized++;
-      return encode(text, ...rest);
-    });
-    try {
-      const turns: number[] = [];
-      const predicted = pipeline.predict({ inputs });
-      const tick = () => {
-        turns.push(tokenized);
-        if (tokenized < inputs.length) setImmediate(tick);
-      };
-      setImmediate(tick);
-      expect(await predicted).toEqual(expected);
-      // other work ran while the request was half tokenized, not only before it began or after it ended
-      expect(turns.some((count) => count > 0 && count < inputs.length), `inputs tokenized at each turn: ${turns.join(' ')}`).toBe(true);
-    } finally {
-      spy.mockRestore();
-    }
+    const { pipeline, inputs, expected, tokenized } = await slowlyTokenizingPipeline();
+    const turns: number[] = [];
+    const predicted = pipeline.predict({ inputs });
+    const tick = () => {
+      turns.push(tokenized());
+      if (tokenized() < inputs.length) setImmediate(tick);
+    };
+    setImmediate(tick);
+    expect(await predicted).toEqual(expected);
+    // other work ran while the request was half tokenized, not only before it began or after it ended
+    expect(turns.some((count) => count > 0 && count < inputs.length), `inputs tokenized at each turn: ${turns.join(' ')}`).toBe(true);
   });
 
   it('a close while a request is being tokenized answers that request, then refuses new ones', async () => {
-    const pipeline = await pipelineFor(sequenceDir, 'sequence_classification');
-    const inputs = Array.from({ length: 40 }, (_, i) => `input number ${i} of a large request`);
-    const expected = await pipeline.predict({ inputs });
-    const encode = pipeline.tokenizer.encode.bind(pipeline.tokenizer);
-    let tokenized = 0;
-    vi.spyOn(pipeline.tokenizer, 'encode').mockImplementation((text, ...rest) => {
-      for (const started = performance.now(); performance.now() - started < 1; );
-      tokenized++;
-      return encode(text, ...rest);
-    });
+    const { pipeline, inputs, expected, tokenized } = await slowlyTokenizingPipeline();
     const predicted = pipeline.predict({ inputs });
     const closed = new Promise<number>((resolve) => {
       const closeWhenHalfway = () => {
-        if (tokenized === 0) return setImmediate(closeWhenHalfway);
+        if (tokenized() === 0) return setImmediate(closeWhenHalfway);
         void pipeline.close();
-        resolve(tokenized);
+        resolve(tokenized());
       };
       setImmediate(closeWhenHalfway);
     });
