@@ -7,14 +7,18 @@
  * (p50 and p99 through it minus direct at the same concurrency) and the gateway's memory (RSS at the end, peak).
  * The fake provider and the gateway run as their own processes; this process only sends requests.
  *
- * Options: --seconds <n> per measurement (default 4), --only sqlite|postgres.
+ * Options: --seconds <n> per measurement (default 4), --only sqlite|postgres, --usage-rows <n>: the SQLite usage
+ * table already holds n rows of the bench key before the first call (a gateway that has served for a while; written
+ * directly, ids made as the gateway makes them).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { DatabaseSync } from 'node:sqlite';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { newUsageId } from '../src/gateway/ledger.ts';
 import { FakeOpenAIProcess } from '../test/fakes/openai-compatible-process.ts';
 import { startPostgres } from '../test/gateway/helpers/postgres.ts';
 import { ms, printTable } from './measure.ts';
@@ -133,6 +137,26 @@ async function management(url: string, method: string, pathname: string, body: u
   return (await response.json()) as Record<string, unknown>;
 }
 
+/** Fills the usage table of a SQLite gateway with `count` rows of `keyId`, spread over the past 30 days. */
+function prefillUsage(file: string, keyId: string, count: number): void {
+  const database = new DatabaseSync(file, { timeout: 5000 });
+  try {
+    const insert = database.prepare(
+      `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
+       VALUES (?, ?, ?, NULL, ?, 'chat.completions', 'openai', 'gpt-fake', 12, 16, 11400, 'success', 200, 1.5)`,
+    );
+    const start = Date.now() - 30 * 86_400_000;
+    for (let done = 0; done < count; done += 50_000) {
+      database.exec('BEGIN');
+      for (let i = done; i < Math.min(count, done + 50_000); i++) insert.run(newUsageId(), `prefill_${i}`, start + Math.floor((i / count) * 30 * 86_400_000), keyId);
+      database.exec('COMMIT');
+    }
+    database.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  } finally {
+    database.close();
+  }
+}
+
 /** Resident and peak resident memory of a process, in MiB (Linux). */
 function memoryOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -143,6 +167,7 @@ function memoryOf(pid: number): { rss: number; peak: number } {
 async function main(): Promise<void> {
   const seconds = Number(option('--seconds') ?? 4);
   const only = option('--only');
+  const usageRows = Number(option('--usage-rows') ?? 0);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-bench-'));
   // Keeps no requests: the benchmark sends hundreds of thousands.
   const provider = await FakeOpenAIProcess.start({ record: false });
@@ -151,8 +176,8 @@ async function main(): Promise<void> {
     const direct = new Map<number, Measurement>();
     for (const concurrency of CONCURRENCY) direct.set(concurrency, await load(provider.baseURL, 'sk-bench', concurrency, seconds));
 
-    const databases: { name: string; url: string }[] = [];
-    if (only !== 'postgres') databases.push({ name: 'SQLite', url: `sqlite:${path.join(dir, 'gateway.db')}` });
+    const databases: { name: string; url: string; file?: string }[] = [];
+    if (only !== 'postgres') databases.push({ name: 'SQLite', url: `sqlite:${path.join(dir, 'gateway.db')}`, file: path.join(dir, 'gateway.db') });
     if (only !== 'sqlite') {
       // Durable settings (fsync on), as a production server would run.
       const postgres = await startPostgres({ durable: process.env.BENCH_PG_FSYNC !== "off" });
@@ -170,6 +195,10 @@ async function main(): Promise<void> {
       try {
         const budget = await management(gateway.url, 'POST', '/v1/budgets', { max_budget: 1_000_000 });
         const key = await management(gateway.url, 'POST', '/v1/keys', { key_name: 'bench', budget_id: budget.budget_id });
+        if (usageRows > 0) {
+          if (database.file) prefillUsage(database.file, String(key.id), usageRows);
+          else console.log(`${database.name}: --usage-rows applies to SQLite only; its table starts empty`);
+        }
         for (const [model, label] of [['openai:gpt-fake', 'provider:model'], [ROUTE, 'route of 2']]) {
           for (const concurrency of CONCURRENCY) {
             const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds, model);
@@ -191,14 +220,14 @@ async function main(): Promise<void> {
         }
         const usage = await fetch(`${gateway.url}/v1/keys/${String(key.id)}/usage?limit=1`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } });
         const totals = ((await usage.json()) as { totals: { requests: number } }).totals;
-        console.log(`${database.name}: ${totals.requests} usage rows recorded for the calls through the gateway`);
+        console.log(`${database.name}: ${totals.requests - (database.file ? usageRows : 0)} usage rows recorded for the calls through the gateway`);
       } finally {
         gateway.child.kill('SIGTERM');
         await new Promise((resolve) => gateway.child.once('exit', resolve));
       }
     }
     printTable(
-      `Gateway overhead, non-streaming chat completions, ${seconds} s per cell (node ${process.versions.node}, ${os.cpus().length} cores)`,
+      `Gateway overhead, non-streaming chat completions, ${seconds} s per cell${usageRows > 0 ? `, ${usageRows} usage rows before the first call (SQLite)` : ''} (node ${process.versions.node}, ${os.cpus().length} cores)`,
       ['database', 'model', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway RSS / peak MiB', 'errors'],
       rows,
     );

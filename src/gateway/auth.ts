@@ -1,5 +1,5 @@
 import { GatewayError } from './errors.ts';
-import { hashSecret, matchesSecret, secretDigest, VIRTUAL_KEY_PREFIX } from './keys.ts';
+import { sameDigest, secretDigest, VIRTUAL_KEY_PREFIX } from './keys.ts';
 import type { GatewayStore, KeyRecord } from './storage/index.ts';
 import { isoTime } from './time.ts';
 
@@ -57,8 +57,10 @@ export class Authenticator {
 
   async authenticate(headers: Headers, options: { allowXApiKey?: boolean; now?: number } = {}): Promise<Principal> {
     const token = presentedToken(headers, options);
-    if (matchesSecret(token, this.#masterDigest)) return { kind: 'master' };
-    const found = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(hashSecret(token)) : null;
+    // One digest serves both: the constant-time comparison with the master key and the stored hash (hashSecret).
+    const digest = secretDigest(token);
+    if (sameDigest(digest, this.#masterDigest)) return { kind: 'master' };
+    const found = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(digest.toString('hex')) : null;
     if (!found) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
     const { key, ownerBudgetId, ownerAllowedModels } = found;
     const status = keyStatus(key, options.now);

@@ -14,7 +14,7 @@ export function generateVirtualKey(): string {
 
 /** What is stored instead of a secret: its SHA-256 (hex). 256 bits of randomness need no salt or slow hash. */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return secretDigest(secret).toString('hex');
 }
 
 /** The part of a secret shown in listings so that people can tell keys apart: `gw-` and 4 characters. */
@@ -22,9 +22,9 @@ export function displayPrefix(secret: string): string {
   return secret.slice(0, VIRTUAL_KEY_PREFIX.length + 4);
 }
 
-/** Compares a presented token with the master key in constant time (by their hashes, which have equal lengths). */
-export function matchesSecret(token: string, secretHash: Buffer): boolean {
-  return timingSafeEqual(secretDigest(token), secretHash);
+/** Compares a presented token's digest with the master key's in constant time (digests have equal lengths). */
+export function sameDigest(tokenDigest: Buffer, secretDigest: Buffer): boolean {
+  return timingSafeEqual(tokenDigest, secretDigest);
 }
 
 export function secretDigest(secret: string): Buffer {

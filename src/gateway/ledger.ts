@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUIDv7 } from 'node:crypto';
 import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
@@ -237,8 +237,7 @@ export class CallLedger {
     this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
     this.#metrics.upstreamCalls.inc({ provider: target.provider, endpoint: start.endpoint, status: outcome.status });
     const row: UsageRecord = {
-      // randomUUID draws from a cached entropy pool: cheaper than newId's randomBytes on this hot path.
-      id: `usage_${randomUUID()}`,
+      id: newUsageId(),
       request_id: start.requestId,
       created_at: ticket.startedAt,
       user_id: ticket.userId,
@@ -271,6 +270,15 @@ export class CallLedger {
       this.onWriteError?.(error, row);
     }
   }
+}
+
+/**
+ * A usage row's id: time-ordered (UUIDv7: milliseconds, then 74 random bits), so each new row lands at the end of the
+ * primary-key index instead of on a random page of it, and a batch writes a few pages however large the table has
+ * grown (docs/benchmarks.md). It draws from a cached entropy pool, cheaper than newId's randomBytes on this hot path.
+ */
+export function newUsageId(): string {
+  return `usage_${randomUUIDv7()}`;
 }
 
 /**

@@ -22,7 +22,9 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
     const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
     if (!transport) return fetch(input, init);
     const headers: Record<string, string> = {};
-    new Headers(init.headers).forEach((value, name) => {
+    // The SDKs hand over a Headers, already checked: copied as it is, not through another Headers.
+    const given = init.headers instanceof Headers ? init.headers : new Headers(init.headers);
+    given.forEach((value, name) => {
       headers[name] = value;
     });
     if (body !== undefined && body !== null) headers['content-length'] = String(Buffer.byteLength(body));

@@ -34,3 +34,36 @@ it("a database failure while reserving the second budget gives the first budget'
   await expect(begun).rejects.toThrow('connection terminated');
   expect(released).toEqual([{ budget: 'key-budget', amount: (10 + 1000) * 1000 }]);
 });
+
+it('usage rows get time-ordered ids (UUIDv7), so new rows append to the primary-key index', async () => {
+  const recorded: string[] = [];
+  const store = {
+    async getPricing() {
+      return null;
+    },
+    async recordUsage(rows: { id: string }[]) {
+      recorded.push(...rows.map((row) => row.id));
+    },
+  } as unknown as GatewayStore;
+  const metrics = new GatewayMetrics({ processMetrics: false });
+  const ledger = new CallLedger({ store, recorder: new UsageRecorder(store), metrics, reserveOutputTokens: 1000 });
+  const key = { id: 'key_1', budget_id: null, user_id: null, is_active: true, expires_at: null } as unknown as KeyRecord;
+  for (let i = 0; i < 4; i++) {
+    const ticket = await ledger.begin({
+      principal: { kind: 'virtual', key, ownerBudgetId: null, ownerAllowedModels: null },
+      user: undefined,
+      endpoint: 'chat.completions',
+      provider: 'openai',
+      model: 'gpt',
+      requestId: `r${i}`,
+      estimatedPromptTokens: 1,
+      maxOutputTokens: null,
+    });
+    await ledger.finish(ticket, { status: 'success', statusCode: 200, promptTokens: 1, completionTokens: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 3)); // the next millisecond: ids order by time at 1 ms
+  }
+  expect(recorded).toHaveLength(4);
+  for (const id of recorded) expect(id).toMatch(/^usage_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  expect([...recorded].sort()).toEqual(recorded);
+  expect(new Set(recorded).size).toBe(4);
+});
