@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { SqlValue } from '../../src/gateway/storage/driver.ts';
 import type { UsageRecord } from '../../src/gateway/storage/records.ts';
+import { SqliteDriver } from '../../src/gateway/storage/sqlite-driver.ts';
+import { GatewayStore } from '../../src/gateway/storage/store.ts';
 import { useBackends, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 // GET /v1/usage/summary, /v1/usage/series and /v1/usage.csv on both storage engines, over rows written with known
@@ -166,4 +169,42 @@ describe.each(backends)('usage analytics on $name', (backend) => {
       expect((await gateway.call('GET', url, { key: null })).status, url).toBe(401);
     }
   });
+});
+
+it("a page of rows seeks to its cursor: SQLite searches usage_created instead of walking it from the start (the CSV export's pages stay as fast however far in)", async () => {
+  class RecordingDriver extends SqliteDriver {
+    readonly queries: { sql: string; params: SqlValue[] }[] = [];
+    override async all(sql: string, params: SqlValue[] = []) {
+      this.queries.push({ sql, params });
+      return super.all(sql, params);
+    }
+  }
+  const driver = new RecordingDriver(':memory:');
+  const store = new GatewayStore(driver);
+  try {
+    await store.migrate();
+    await store.recordUsage(ROWS, []);
+    for (const [filter, order] of [[{ until: T0 + 3 * DAY }, 'oldest'], [{ since: T0, until: T0 + 3 * DAY }, 'newest'], [{}, 'oldest']] as const) {
+      const pages: string[][] = [];
+      let after: { created_at: number; id: string } | undefined;
+      for (;;) {
+        const page = await store.usagePage(filter, after, 2, order);
+        pages.push(page.map((r) => r.id));
+        const { sql, params } = driver.queries.at(-1)!;
+        if (after) {
+          const plan = (await driver.all(`EXPLAIN QUERY PLAN ${sql}`, params)).map((step) => String(step.detail));
+          expect(plan.some((step) => step.startsWith('SEARCH usage USING INDEX usage_created'))).toBe(true);
+          expect(plan.filter((step) => step.startsWith('SCAN'))).toEqual([]);
+        }
+        if (page.length < 2) break;
+        after = page.at(-1);
+      }
+      // every row of the filter once, in order
+      const inRange = ROWS.filter((r) => (!('since' in filter) || r.created_at >= filter.since) && (!('until' in filter) || r.created_at < filter.until));
+      const expected = inRange.map((r) => r.id);
+      expect(pages.flat()).toEqual(order === 'oldest' ? expected : [...expected].reverse());
+    }
+  } finally {
+    await store.close();
+  }
 });

@@ -618,7 +618,9 @@ export class GatewayStore {
    */
   async usagePage(filter: UsageFilter, after: UsageCursor | undefined, limit: number, order: 'oldest' | 'newest' = 'oldest'): Promise<UsageRecord[]> {
     const [cmp, dir] = order === 'oldest' ? ['>', 'ASC'] : ['<', 'DESC'];
-    const { clause, params } = usageWhere(filter, after ? [`(created_at ${cmp} ? OR (created_at = ? AND id ${cmp} ?))`, [after.created_at, after.created_at, after.id]] : undefined);
+    // A row-value comparison, which SQLite and PostgreSQL both turn into a seek on usage_created; the equivalent
+    // `created_at > ? OR (created_at = ? AND id > ?)` made SQLite walk the index from its start on every page.
+    const { clause, params } = usageWhere(filter, after ? [`(created_at, id) ${cmp} (?, ?)`, [after.created_at, after.id]] : undefined);
     return (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`, [...params, limit])).map(usageOf);
   }
 
