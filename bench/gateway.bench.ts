@@ -11,22 +11,16 @@
  * table already holds n rows of the bench key before the first call (a gateway that has served for a while; written
  * directly, ids made as the gateway makes them).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { DatabaseSync } from 'node:sqlite';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { newUsageId } from '../src/gateway/ledger.ts';
 import { FakeOpenAIProcess } from '../test/fakes/openai-compatible-process.ts';
 import { startPostgres } from '../test/gateway/helpers/postgres.ts';
+import { management, prefillUsage, startGatewayProcess } from './gateway-process.ts';
 import { ms, printTable } from './measure.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const nodeBin = path.join(root, 'node_modules', '.bin', 'node');
 const CONCURRENCY = [1, 32, 128];
-const MASTER_KEY = 'bench-master-key-0123456789abcdefghijklmnop';
 /** The model route the second gateway rows call: two targets sharing the calls. */
 const ROUTE = 'bench-route';
 const args = process.argv.slice(2);
@@ -91,72 +85,6 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
   return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors };
 }
 
-async function startGatewayProcess(databaseUrl: string, providerUrl: string, dir: string): Promise<{ url: string; child: ChildProcess }> {
-  const config = path.join(dir, 'gateway.yaml');
-  writeFileSync(
-    config,
-    [
-      'log_level: warn',
-      'providers:',
-      '  openai:',
-      '    api_key: sk-bench',
-      `    api_base: ${providerUrl}`,
-      'pricing:',
-      '  openai:gpt-fake: {input_cost_per_million: 0.15, output_cost_per_million: 0.6}',
-      '  openai:gpt-fake-2: {input_cost_per_million: 0.3, output_cost_per_million: 1.2}',
-      'models:',
-      `  ${ROUTE}:`,
-      '    - {model: openai:gpt-fake, priority: 0, weight: 1}',
-      '    - {model: openai:gpt-fake-2, priority: 0, weight: 1}',
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(nodeBin, [path.join(root, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl], {
-    env: { PATH: process.env.PATH, GATEWAY_MASTER_KEY: MASTER_KEY },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let err = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(err);
-      if (match) resolve(match[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${err}`)));
-  });
-  return { url, child };
-}
-
-async function management(url: string, method: string, pathname: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(url + pathname, {
-    method,
-    headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Record<string, unknown>;
-}
-
-/** Fills the usage table of a SQLite gateway with `count` rows of `keyId`, spread over the past 30 days. */
-function prefillUsage(file: string, keyId: string, count: number): void {
-  const database = new DatabaseSync(file, { timeout: 5000 });
-  try {
-    const insert = database.prepare(
-      `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
-       VALUES (?, ?, ?, NULL, ?, 'chat.completions', 'openai', 'gpt-fake', 12, 16, 11400, 'success', 200, 1.5)`,
-    );
-    const start = Date.now() - 30 * 86_400_000;
-    for (let done = 0; done < count; done += 50_000) {
-      database.exec('BEGIN');
-      for (let i = done; i < Math.min(count, done + 50_000); i++) insert.run(newUsageId(), `prefill_${i}`, start + Math.floor((i / count) * 30 * 86_400_000), keyId);
-      database.exec('COMMIT');
-    }
-    database.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-  } finally {
-    database.close();
-  }
-}
-
 /** Resident and peak resident memory of a process, in MiB (Linux). */
 function memoryOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -191,12 +119,28 @@ async function main(): Promise<void> {
 
     const rows: (string | number)[][] = [];
     for (const database of databases) {
-      const gateway = await startGatewayProcess(database.url, provider.baseURL, dir);
+      const gateway = await startGatewayProcess(
+        database.url,
+        [
+          'providers:',
+          '  openai:',
+          '    api_key: sk-bench',
+          `    api_base: ${provider.baseURL}`,
+          'pricing:',
+          '  openai:gpt-fake: {input_cost_per_million: 0.15, output_cost_per_million: 0.6}',
+          '  openai:gpt-fake-2: {input_cost_per_million: 0.3, output_cost_per_million: 1.2}',
+          'models:',
+          `  ${ROUTE}:`,
+          '    - {model: openai:gpt-fake, priority: 0, weight: 1}',
+          '    - {model: openai:gpt-fake-2, priority: 0, weight: 1}',
+        ],
+        dir,
+      );
       try {
         const budget = await management(gateway.url, 'POST', '/v1/budgets', { max_budget: 1_000_000 });
         const key = await management(gateway.url, 'POST', '/v1/keys', { key_name: 'bench', budget_id: budget.budget_id });
         if (usageRows > 0) {
-          if (database.file) prefillUsage(database.file, String(key.id), usageRows);
+          if (database.file) prefillUsage(database.file, usageRows, () => ({ key_id: String(key.id), user_id: null, provider: 'openai', model: 'gpt-fake', status: 'success' }));
           else console.log(`${database.name}: --usage-rows applies to SQLite only; its table starts empty`);
         }
         for (const [model, label] of [['openai:gpt-fake', 'provider:model'], [ROUTE, 'route of 2']]) {
@@ -218,12 +162,10 @@ async function main(): Promise<void> {
             ]);
           }
         }
-        const usage = await fetch(`${gateway.url}/v1/keys/${String(key.id)}/usage?limit=1`, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } });
-        const totals = ((await usage.json()) as { totals: { requests: number } }).totals;
+        const { totals } = (await management(gateway.url, 'GET', `/v1/keys/${String(key.id)}/usage?limit=1`)) as { totals: { requests: number } };
         console.log(`${database.name}: ${totals.requests - (database.file ? usageRows : 0)} usage rows recorded for the calls through the gateway`);
       } finally {
-        gateway.child.kill('SIGTERM');
-        await new Promise((resolve) => gateway.child.once('exit', resolve));
+        await gateway.stop();
       }
     }
     printTable(

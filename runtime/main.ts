@@ -8,7 +8,7 @@ import { isEncoderError } from '../src/encoder/errors.ts';
 import { AssetSection } from './asset-section.ts';
 import * as sea from 'node:sea';
 import { hostTarget } from '../src/builder/targets.ts';
-import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, swaggerUiAsset } from './native-assets.ts';
+import { INFERENCE_WORKER_ASSET, nativeFiles, PROTO_ASSET, SQLITE_READER_ASSET, swaggerUiAsset } from './native-assets.ts';
 import type { InferenceWorkerData } from './onnxruntime-binding.ts';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { takePrestartedInferenceWorker } from './onnxruntime-warm-up.ts';
@@ -39,6 +39,7 @@ async function main(argv: string[]): Promise<number> {
     }),
     protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),
     swaggerUiFiles: (file) => new Uint8Array(sea.getAsset(swaggerUiAsset(file))),
+    sqliteReader: () => ({ script: sea.getAsset(SQLITE_READER_ASSET, 'utf8'), eval: true }),
     dashboardFiles: async () => Object.fromEntries(DASHBOARD_FILES.map((file) => [file, new Uint8Array(sea.getAsset(dashboardAsset(file)))])) as DashboardFiles,
     target: section?.manifest.target ?? hostTarget(),
   };

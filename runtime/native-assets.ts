@@ -14,6 +14,8 @@ import { cacheDirFromEnvironment, fallbackCacheRoot } from '../src/encoder/cache
 export const PROTO_ASSET = 'encoder.proto';
 /** The inference worker (src/encoder/onnx-worker.ts) bundled on its own: a worker thread runs it from source text. */
 export const INFERENCE_WORKER_ASSET = 'onnx-worker.cjs';
+/** The gateway's SQLite reader thread (src/gateway/storage/sqlite-reader.ts) bundled on its own, likewise. */
+export const SQLITE_READER_ASSET = 'sqlite-reader.cjs';
 /** Swagger UI's files for the tool server's /docs, read from the blob without extraction. */
 export const swaggerUiAsset = (file: string): string => `swagger-ui/${file}`;
 

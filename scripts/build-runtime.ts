@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import * as esbuild from 'esbuild';
 import { TARGETS, executableExtension, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
-import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
+import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, SQLITE_READER_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
 import { CODE_CACHE_RUNS, PROGRAM_ASSET, programCodeCacheAsset, WRITE_CODE_CACHE_ENV, type CodeCacheRun } from '../runtime/program-assets.ts';
 import { PRESETS, writeModelDirectory } from './model-generator/index.ts';
@@ -47,6 +47,11 @@ export function workerBundleOf(bundle: string): string {
   return path.join(path.dirname(bundle), INFERENCE_WORKER_ASSET);
 }
 
+/** The gateway's SQLite reader thread's bundle, written beside the runtime's (a SEA asset, like the inference worker). */
+export function sqliteReaderBundleOf(bundle: string): string {
+  return path.join(path.dirname(bundle), SQLITE_READER_ASSET);
+}
+
 /** The SEA's main script (runtime/sea-entry.ts), bundled beside the program's. */
 export function entryBundleOf(bundle: string): string {
   return path.join(path.dirname(bundle), 'sea-entry.cjs');
@@ -63,14 +68,15 @@ export function dashboardFileOf(bundle: string, file: string): string {
 }
 
 /**
- * Bundles the runtime, its inference worker, its split bundles and the gateway dashboard once; every target's blob
- * uses the same JavaScript.
+ * Bundles the runtime, its inference worker, the gateway's SQLite reader, its split bundles and the gateway dashboard
+ * once; every target's blob uses the same JavaScript.
  */
 export async function bundleRuntime(outFile: string): Promise<void> {
   await Promise.all([
     bundle(path.join(root, 'runtime', 'main.ts'), outFile, [splitBundlesFromAssets()]),
     bundle(path.join(root, 'runtime', 'sea-entry.ts'), entryBundleOf(outFile)),
     bundle(path.join(root, 'src', 'encoder', 'onnx-worker.ts'), workerBundleOf(outFile)),
+    bundle(path.join(root, 'src', 'gateway', 'storage', 'sqlite-reader.ts'), sqliteReaderBundleOf(outFile)),
     ...Object.entries(SPLIT_BUNDLES).map(([name, entry]) => bundle(path.join(root, entry), splitBundleOf(outFile, name as SplitBundleName))),
     bundleDashboard().then((files) => {
       mkdirSync(path.dirname(dashboardFileOf(outFile, 'index.html')), { recursive: true });
@@ -237,6 +243,7 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
     [NATIVE_MANIFEST_ASSET]: manifestFile,
     [PROTO_ASSET]: path.join(root, 'proto', 'encoder.proto'),
     [INFERENCE_WORKER_ASSET]: workerBundleOf(bundle),
+    [SQLITE_READER_ASSET]: sqliteReaderBundleOf(bundle),
     ...Object.fromEntries(Object.keys(SPLIT_BUNDLES).map((name) => [splitBundleAsset(name as SplitBundleName), splitBundleOf(bundle, name as SplitBundleName)])),
     ...swaggerUi,
     ...Object.fromEntries(DASHBOARD_FILES.map((file) => [dashboardAsset(file), dashboardFileOf(bundle, file)])),

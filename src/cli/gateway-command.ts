@@ -31,7 +31,7 @@ async function load(options: ServeOptions, requireMasterKey: boolean): Promise<G
 }
 
 /** `gateway serve|keygen|migrate`: the LLM gateway of spec 1. */
-export function registerGatewayCommand(program: Command, io: CliIo, context: Pick<CliContext, 'dashboardFiles'>): void {
+export function registerGatewayCommand(program: Command, io: CliIo, context: Pick<CliContext, 'dashboardFiles' | 'sqliteReader'>): void {
   const gateway = program.command('gateway').description('LLM gateway: master key, virtual keys, users, usage and budgets in front of model providers (deprecated)');
 
   gateway
@@ -48,7 +48,12 @@ export function registerGatewayCommand(program: Command, io: CliIo, context: Pic
       for (const warning of config.warnings) io.stderr(`warning: ${warning}\n`);
       let running;
       try {
-        running = await startGateway(config, { version: RUNTIME_VERSION, logger: { level: config.logLevel }, dashboard: await context.dashboardFiles() });
+        running = await startGateway(config, {
+          version: RUNTIME_VERSION,
+          logger: { level: config.logLevel },
+          dashboard: await context.dashboardFiles(),
+          sqliteReader: context.sqliteReader(),
+        });
       } catch (error) {
         if (error instanceof GatewayConfigError) throw new ConfigError(error.message);
         const e = error as { code?: string; message: string };

@@ -6,6 +6,7 @@ import { executableExtension, hostTarget, type Target } from '../builder/targets
 import { createRequire } from 'node:module';
 import type { SwaggerUiFile } from '../tools/http/docs-page.ts';
 import type { DashboardFiles } from '../gateway/dashboard/files.ts';
+import type { ThreadScript } from '../shared/thread-script.ts';
 
 /**
  * The files the command line reads from the repository and its installed packages when it runs from source (or as
@@ -25,6 +26,11 @@ export function installedSwaggerUiFile(file: SwaggerUiFile): Uint8Array {
 export async function sourceDashboardFiles(): Promise<DashboardFiles> {
   const { bundleDashboard } = await import('../gateway/dashboard/bundle.ts');
   return bundleDashboard();
+}
+
+/** The gateway's SQLite reader thread from source, as the inference worker. */
+export function sourceSqliteReader(): ThreadScript {
+  return { script: new URL('../gateway/storage/sqlite-reader.ts', import.meta.url) };
 }
 
 /** The inference worker from source: a worker thread runs the TypeScript file directly (the pinned Node strips types). */

@@ -1,5 +1,5 @@
 import { hostTarget } from '../builder/targets.ts';
-import { installedSwaggerUiFile, repositoryBaseRuntime, repositoryProtoText, sourceDashboardFiles, sourceInferenceWorker } from './installed-files.ts';
+import { installedSwaggerUiFile, repositoryBaseRuntime, repositoryProtoText, sourceDashboardFiles, sourceInferenceWorker, sourceSqliteReader } from './installed-files.ts';
 import { dropOutputOfClosedPipes, processIo, runCli } from './program.ts';
 
 // The command-line entry from source (`npx encoder …`, `node src/cli/main.ts …`); the single executable's is
@@ -11,6 +11,7 @@ process.exitCode = await runCli(process.argv.slice(2), processIo, {
   swaggerUiFiles: installedSwaggerUiFile,
   dashboardFiles: sourceDashboardFiles,
   inferenceWorker: sourceInferenceWorker,
+  sqliteReader: sourceSqliteReader,
   hostBase: repositoryBaseRuntime,
   target: runningTarget(),
 });

@@ -1,4 +1,5 @@
 import type { HostBaseRuntime } from '../builder/base-runtime.ts';
+import type { ThreadScript } from '../shared/thread-script.ts';
 import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -36,6 +37,8 @@ export interface CliContext {
   swaggerUiFiles: SwaggerUiFiles;
   /** The gateway dashboard's files: from source bundled on demand, in the single executable SEA assets. */
   dashboardFiles: () => Promise<DashboardFiles>;
+  /** The program of the gateway's SQLite reader thread (src/gateway/storage/sqlite-reader.ts). */
+  sqliteReader: () => ThreadScript;
   /** The target triple this process runs as. */
   target: string;
   /** The host's base runtime for `build`: the running executable when it is one, or the repository's build from source. */

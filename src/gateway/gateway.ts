@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
+import type { ThreadScript } from '../shared/thread-script.ts';
 import { Authenticator } from './auth.ts';
 import type { GatewayConfig } from './config.ts';
 import type { DashboardFiles } from './dashboard/files.ts';
@@ -34,11 +35,13 @@ export interface GatewayOptions {
   dashboard?: DashboardFiles;
   /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
   closeGraceMs?: number;
+  /** The SQLite reader thread's program (storage/sqlite-reader.ts): usage analytics off the event loop. */
+  sqliteReader?: ThreadScript;
 }
 
 /** Opens the database, applies migrations, and serves the gateway. */
 export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<RunningGateway> {
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { sqliteReader: options.sqliteReader });
   try {
     await store.migrate();
     // With SQLite this process is the only gateway on the file: reservations left by a killed process are void.

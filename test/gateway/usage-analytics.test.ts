@@ -127,11 +127,38 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     const extra: UsageRecord[] = [];
     for (let i = 0; i < 2_500; i++) extra.push(row({ created_at: T0 + 10 * DAY + i, user_id: i === 7 ? '=HYPERLINK("x"),"y"' : 'carol', key_id: null }));
     await gateway.store.recordUsage(extra, []);
-    const response = await fetch(`${gateway.url}/v1/usage.csv?since=2026-11-11T00:00:00Z`, { headers: { 'x-hub-key': `Bearer ${(await import('./helpers/gateway.ts')).MASTER_KEY}` } });
+    // Counts event-loop turns, and the turn each page is read on.
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const pageTurns: number[] = [];
+    const usagePage = gateway.store.usagePage.bind(gateway.store);
+    gateway.store.usagePage = (...args) => {
+      pageTurns.push(turns);
+      return usagePage(...args);
+    };
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${gateway.url}/v1/usage.csv?since=2026-11-11T00:00:00Z`, { headers: { 'x-hub-key': `Bearer ${(await import('./helpers/gateway.ts')).MASTER_KEY}` } });
+      text = await response.text();
+    } finally {
+      ticking = false;
+      gateway.store.usagePage = usagePage;
+    }
+    // Each page is read on a later turn than the one before: whatever else the gateway has to do runs between pages
+    // (on SQLite a page is a synchronous query, and loopback sockets take the writes at once).
+    expect(pageTurns).toHaveLength(3);
+    expect(pageTurns[1]).toBeGreaterThan(pageTurns[0]);
+    expect(pageTurns[2]).toBeGreaterThan(pageTurns[1]);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="usage.csv"');
-    const lines = (await response.text()).split('\r\n');
+    const lines = text.split('\r\n');
     expect(lines.at(-1)).toBe('');
     expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts');
     const data = lines.slice(1, -1);
@@ -203,6 +230,48 @@ it("a page of rows seeks to its cursor: SQLite searches usage_created instead of
       const inRange = ROWS.filter((r) => (!('since' in filter) || r.created_at >= filter.since) && (!('until' in filter) || r.created_at < filter.until));
       const expected = inRange.map((r) => r.id);
       expect(pages.flat()).toEqual(order === 'oldest' ? expected : [...expected].reverse());
+    }
+  } finally {
+    await store.close();
+  }
+});
+
+it('the summary of random rows equals totals computed from the rows one grouping at a time (ties: most calls, then by name, none first)', async () => {
+  const store = new GatewayStore(new SqliteDriver(':memory:'));
+  try {
+    await store.migrate();
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const rows: UsageRecord[] = Array.from({ length: 400 }, () => {
+      const provider = ['openai', 'anthropic'][random(2)];
+      return row({
+        created_at: T0 + random(DAY),
+        provider,
+        model: `${provider}:m${random(3)}`,
+        user_id: [null, 'u1', 'u2', 'u3'][random(4)],
+        key_id: [null, 'k1', 'k2'][random(3)],
+        cost_nanos: [0, 1_000, 2_000][random(3)], // many ties
+        prompt_tokens: random(50),
+        completion_tokens: random(50),
+        status: random(10) === 0 ? 'error' : 'success',
+      });
+    });
+    await store.recordUsage(rows, []);
+    const { totals, groups } = await store.summarizeUsage({ since: T0, until: T0 + DAY });
+    const sum = (of: UsageRecord[]) => ({
+      requests: of.length,
+      errors: of.filter((r) => r.status !== 'success').length,
+      prompt_tokens: of.reduce((n, r) => n + r.prompt_tokens, 0),
+      completion_tokens: of.reduce((n, r) => n + r.completion_tokens, 0),
+      cost_nanos: of.reduce((n, r) => n + r.cost_nanos, 0),
+    });
+    expect(totals).toEqual(sum(rows));
+    for (const group of ['model', 'user_id', 'key_id', 'provider'] as const) {
+      const values = [...new Set(rows.map((r) => r[group] ?? null))];
+      const expected = values
+        .map((value) => ({ group: value, ...sum(rows.filter((r) => (r[group] ?? null) === value)) }))
+        .sort((a, b) => b.cost_nanos - a.cost_nanos || b.requests - a.requests || (a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1));
+      expect(groups[group]).toEqual(expected);
     }
   } finally {
     await store.close();

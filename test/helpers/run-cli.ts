@@ -1,5 +1,5 @@
 import { hostTarget } from '../../src/builder/targets.ts';
-import { installedSwaggerUiFile, repositoryProtoText, sourceDashboardFiles, sourceInferenceWorker } from '../../src/cli/installed-files.ts';
+import { installedSwaggerUiFile, repositoryProtoText, sourceDashboardFiles, sourceInferenceWorker, sourceSqliteReader } from '../../src/cli/installed-files.ts';
 import { runCli, type CliContext } from '../../src/cli/program.ts';
 
 /** What src/cli/main.ts gives the command line when it runs from source. */
@@ -8,6 +8,7 @@ export const sourceContext: CliContext = {
   swaggerUiFiles: installedSwaggerUiFile,
   dashboardFiles: sourceDashboardFiles,
   inferenceWorker: sourceInferenceWorker,
+  sqliteReader: sourceSqliteReader,
   target: hostTarget(),
 };
 

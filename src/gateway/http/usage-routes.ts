@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireMaster } from '../auth.ts';
 import { invalidRequest } from '../errors.ts';
@@ -47,13 +48,13 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
 
   app.get('/v1/usage/summary', { preHandler: master }, async (request) => {
     const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), DEFAULT_SPAN);
-    const [[totals], ...groups] = await Promise.all([store.aggregateUsage(filter), ...GROUPS.map(([group]) => store.aggregateUsage(filter, group))]);
+    const { totals, groups } = await store.summarizeUsage(filter);
     return {
       object: 'usage_summary',
       since: isoTime(filter.since!),
       until: isoTime(filter.until!),
       totals: aggregate(totals),
-      ...Object.fromEntries(GROUPS.map(([group, field], index) => [field, groups[index].map((row) => ({ [group]: row.group, ...aggregate(row) }))])),
+      ...Object.fromEntries(GROUPS.map(([group, field]) => [field, groups[group].map((row) => ({ [group]: row.group, ...aggregate(row) }))])),
     };
   });
 
@@ -92,6 +93,9 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
         if (page.length > 0) yield page.map((row) => `${csvRow(row)}\r\n`).join('');
         if (page.length < CSV_PAGE) return;
         after = page[page.length - 1];
+        // A SQLite page is a synchronous query and a loopback socket takes every write at once, so without this turn
+        // the whole export would run in one turn of the event loop, with every model call in flight waiting.
+        await nextTurn();
       }
     }
     return reply

@@ -16,6 +16,11 @@ export interface SqlDriver {
   readonly dialect: 'sqlite' | 'postgres';
   /** Rows of a query. */
   all(sql: string, params?: SqlValue[]): Promise<Row[]>;
+  /**
+   * Rows of a query that may read many rows (usage analytics). SQLite with a reader thread answers it there, off the
+   * event loop, from a connection that sees what was committed before it began; otherwise it is `all`.
+   */
+  scan(sql: string, params?: SqlValue[]): Promise<Row[]>;
   /** Runs a statement; the number of rows it changed. */
   run(sql: string, params?: SqlValue[]): Promise<number>;
   /**

@@ -1,3 +1,4 @@
+import type { ThreadScript } from '../../shared/thread-script.ts';
 import { GatewayConfigError } from '../errors.ts';
 import { PostgresDriver } from './postgres-driver.ts';
 import { SqliteDriver } from './sqlite-driver.ts';
@@ -10,9 +11,10 @@ export const DEFAULT_DATABASE_URL = 'sqlite:gateway.db';
 
 /**
  * Opens the store a database URL names: `postgres://…` / `postgresql://…` for PostgreSQL, `sqlite:<file>` (or
- * `sqlite::memory:`, or a bare file path) for SQLite. Does not migrate.
+ * `sqlite::memory:`, or a bare file path) for SQLite. Does not migrate. `sqliteReader`: the program of the thread
+ * that answers SQLite's usage analytics off the event loop (SqliteReaderThread); without it they run inline.
  */
-export function openStore(databaseUrl: string, options: { maxConnections?: number } = {}): GatewayStore {
+export function openStore(databaseUrl: string, options: { maxConnections?: number; sqliteReader?: ThreadScript } = {}): GatewayStore {
   if (/^postgres(ql)?:\/\//i.test(databaseUrl)) return new GatewayStore(new PostgresDriver(databaseUrl, options));
   let file = databaseUrl;
   if (/^sqlite:/i.test(file)) file = file.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
@@ -21,7 +23,7 @@ export function openStore(databaseUrl: string, options: { maxConnections?: numbe
   }
   if (file === '') throw new GatewayConfigError('database_url "sqlite:" names no file; use sqlite:gateway.db or sqlite::memory:');
   try {
-    return new GatewayStore(new SqliteDriver(file));
+    return new GatewayStore(new SqliteDriver(file, { reader: options.sqliteReader }));
   } catch (error) {
     throw new GatewayConfigError(`cannot open SQLite database "${file}": ${(error as Error).message}`, { cause: error });
   }

@@ -52,6 +52,11 @@ export class PostgresDriver implements SqlDriver {
     return (await this.#pool.query(this.#query(sql, params))).rows as Row[];
   }
 
+  /** pg queries never hold the event loop: the same as `all`. */
+  scan(sql: string, params: SqlValue[] = []): Promise<Row[]> {
+    return this.all(sql, params);
+  }
+
   async run(sql: string, params: SqlValue[] = []): Promise<number> {
     return (await this.#pool.query(this.#query(sql, params))).rowCount ?? 0;
   }

@@ -1,5 +1,7 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { ThreadScript } from '../../shared/thread-script.ts';
 import type { Row, SqlDriver, SqlValue, Statement } from './driver.ts';
+import { SqliteReaderThread } from './sqlite-reader-thread.ts';
 
 /**
  * SQLite through node:sqlite: one file in WAL mode, with a busy timeout so that a second process (`migrate` while
@@ -10,12 +12,16 @@ export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite';
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
+  readonly #reader: SqliteReaderThread | null;
 
-  constructor(file: string, options: { busyTimeoutMs?: number } = {}) {
-    this.#db = new DatabaseSync(file, { timeout: options.busyTimeoutMs ?? 5000 });
+  /** `reader`: the program of a thread that answers `scan` (not for `:memory:`, which a second connection cannot see). */
+  constructor(file: string, options: { busyTimeoutMs?: number; reader?: ThreadScript } = {}) {
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.#db = new DatabaseSync(file, { timeout: busyTimeoutMs });
     this.#db.exec('PRAGMA journal_mode = WAL');
     this.#db.exec('PRAGMA synchronous = NORMAL');
     this.#db.exec('PRAGMA foreign_keys = ON');
+    this.#reader = options.reader && file !== ':memory:' ? new SqliteReaderThread(options.reader, { file, busyTimeoutMs }) : null;
   }
 
   #prepare(sql: string): StatementSync {
@@ -29,6 +35,11 @@ export class SqliteDriver implements SqlDriver {
 
   async all(sql: string, params: SqlValue[] = []): Promise<Row[]> {
     return this.#prepare(sql).all(...params) as Row[];
+  }
+
+  /** On the reader thread when there is one; a thread that failed fails the query (no quiet fallback to hide it). */
+  scan(sql: string, params: SqlValue[] = []): Promise<Row[]> {
+    return this.#reader ? this.#reader.all(sql, params) : this.all(sql, params);
   }
 
   async run(sql: string, params: SqlValue[] = []): Promise<number> {
@@ -57,6 +68,7 @@ export class SqliteDriver implements SqlDriver {
   }
 
   async close(): Promise<void> {
+    await this.#reader?.close();
     this.#statements.clear();
     if (this.#db.isOpen) this.#db.close();
   }

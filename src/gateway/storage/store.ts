@@ -40,6 +40,11 @@ export interface UsageAggregate extends UsageTotals {
   errors: number;
 }
 
+/** The totals of one value of a grouping (a model, user, key or provider; null: rows without one). */
+export interface UsageGroupTotals extends UsageAggregate {
+  group: string | null;
+}
+
 export interface UsageQuery {
   user_id?: string;
   key_id?: string;
@@ -570,8 +575,8 @@ export class GatewayStore {
     filter('created_at >= ?', query.since);
     filter('created_at < ?', query.until);
     const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    const data = (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at DESC, id LIMIT ?`, [...params, query.limit])).map(usageOf);
-    const [totals] = await this.driver.all(
+    const data = (await this.driver.scan(`SELECT * FROM usage ${clause} ORDER BY created_at DESC, id LIMIT ?`, [...params, query.limit])).map(usageOf);
+    const [totals] = await this.driver.scan(
       `SELECT COUNT(*) AS requests, CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens,
         CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos
        FROM usage ${clause}`,
@@ -588,15 +593,30 @@ export class GatewayStore {
     };
   }
 
-  /** Totals of the rows a filter covers, one entry per value of `group` (most cost first), or one overall. */
-  async aggregateUsage(filter: UsageFilter, group?: UsageGroup): Promise<(UsageAggregate & { group: string | null })[]> {
+  /**
+   * Totals of the rows a filter covers, overall and by model, user, key and provider (each most cost first, then most
+   * calls, then by name with none first). One scan grouped by all four columns, rolled up here: a key belongs to one
+   * user and a model to one provider, so there are about as many groups as keys × models, while a scan per grouping
+   * read the range five times.
+   */
+  async summarizeUsage(filter: UsageFilter): Promise<{ totals: UsageAggregate; groups: Record<UsageGroup, UsageGroupTotals[]> }> {
     const { clause, params } = usageWhere(filter);
-    const column = group ?? 'NULL';
-    const rows = await this.driver.all(
-      `SELECT ${column} AS grp, ${AGGREGATES} FROM usage ${clause}${group ? ` GROUP BY ${group} ORDER BY cost_nanos DESC, requests DESC, grp` : ''}`,
-      params,
-    );
-    return rows.map((row) => ({ group: (row.grp as string | null) ?? null, ...aggregateOf(row) }));
+    const rows = await this.driver.scan(`SELECT ${USAGE_GROUPS.join(', ')}, ${AGGREGATES} FROM usage ${clause} GROUP BY ${USAGE_GROUPS.join(', ')}`, params);
+    const totals = emptyAggregate();
+    const sums = new Map(USAGE_GROUPS.map((group) => [group, new Map<string | null, UsageAggregate>()]));
+    for (const row of rows) {
+      const aggregate = aggregateOf(row);
+      addAggregate(totals, aggregate);
+      for (const group of USAGE_GROUPS) {
+        const value = (row[group] as string | null) ?? null;
+        const byValue = sums.get(group)!;
+        let sum = byValue.get(value);
+        if (!sum) byValue.set(value, (sum = emptyAggregate()));
+        addAggregate(sum, aggregate);
+      }
+    }
+    const ranked = (group: UsageGroup) => [...sums.get(group)!].map(([value, sum]) => ({ group: value, ...sum })).sort(mostCostFirst);
+    return { totals, groups: Object.fromEntries(USAGE_GROUPS.map((group) => [group, ranked(group)])) as Record<UsageGroup, UsageGroupTotals[]> };
   }
 
   /** Totals per time bucket of `bucketMs` (UTC, from the epoch): only buckets that have rows, oldest first. */
@@ -604,7 +624,7 @@ export class GatewayStore {
     const { clause, params } = usageWhere(filter);
     // integer division truncates alike in SQLite and PostgreSQL (BIGINT / BIGINT; the casts keep SQLite from binding
     // the size as a REAL and dividing exactly); times are never negative
-    const rows = await this.driver.all(
+    const rows = await this.driver.scan(
       `SELECT (created_at / CAST(? AS BIGINT)) * CAST(? AS BIGINT) AS bucket, ${AGGREGATES} FROM usage ${clause} GROUP BY bucket ORDER BY bucket`,
       [bucketMs, bucketMs, ...params],
     );
@@ -621,7 +641,7 @@ export class GatewayStore {
     // A row-value comparison, which SQLite and PostgreSQL both turn into a seek on usage_created; the equivalent
     // `created_at > ? OR (created_at = ? AND id > ?)` made SQLite walk the index from its start on every page.
     const { clause, params } = usageWhere(filter, after ? [`(created_at, id) ${cmp} (?, ?)`, [after.created_at, after.id]] : undefined);
-    return (await this.driver.all(`SELECT * FROM usage ${clause} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`, [...params, limit])).map(usageOf);
+    return (await this.driver.scan(`SELECT * FROM usage ${clause} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`, [...params, limit])).map(usageOf);
   }
 
   // Rate limit windows shared by the instances on one database (src/gateway/rate-limit.ts)
@@ -660,6 +680,25 @@ export class GatewayStore {
 const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status = 'success' THEN 0 ELSE 1 END), 0) AS BIGINT) AS errors,
   CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens,
   CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos`;
+
+const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
+
+function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
+  sum.requests += add.requests;
+  sum.errors += add.errors;
+  sum.prompt_tokens += add.prompt_tokens;
+  sum.completion_tokens += add.completion_tokens;
+  sum.cost_nanos += add.cost_nanos;
+}
+
+function mostCostFirst(a: UsageGroupTotals, b: UsageGroupTotals): number {
+  if (a.cost_nanos !== b.cost_nanos) return b.cost_nanos - a.cost_nanos;
+  if (a.requests !== b.requests) return b.requests - a.requests;
+  if (a.group === b.group) return 0;
+  if (a.group === null) return -1;
+  if (b.group === null) return 1;
+  return a.group < b.group ? -1 : 1;
+}
 
 function aggregateOf(row: Row): UsageAggregate {
   return {

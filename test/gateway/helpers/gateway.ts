@@ -1,3 +1,4 @@
+import type { ThreadScript } from '../../../src/shared/thread-script.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -157,12 +158,13 @@ export interface TestGateway extends RunningGateway {
 export async function startTestGateway(
   databaseUrl: string,
   overrides: Partial<GatewayConfig> = {},
-  options: { logStream?: NodeJS.WritableStream; dashboard?: DashboardFiles } = {},
+  options: { logStream?: NodeJS.WritableStream; dashboard?: DashboardFiles; sqliteReader?: ThreadScript } = {},
 ): Promise<TestGateway> {
   const running = await startGateway(testConfig(databaseUrl, overrides), {
     version: '0.0.0-test',
     logger: options.logStream ? { level: 'info', stream: options.logStream } : false,
     dashboard: options.dashboard,
+    sqliteReader: options.sqliteReader,
   });
   return {
     ...running,
