@@ -37,3 +37,18 @@ export function printTable(title: string, header: string[], rows: (string | numb
 }
 
 export const ms = (value: number): string => value.toFixed(value < 1 ? 3 : 1);
+
+/**
+ * Probes `GET {url}/health` every 5 ms until `done()` says the work being measured is over: each probe's latency in
+ * ms. The worst is what a liveness check with a short timeout, or any request arriving meanwhile, would have waited.
+ */
+export async function probeHealthUntil(url: string, done: () => boolean): Promise<number[]> {
+  const probes: number[] = [];
+  while (!done()) {
+    const started = performance.now();
+    await (await fetch(`${url}/health`)).text();
+    probes.push(performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return probes;
+}

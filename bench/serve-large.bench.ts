@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startListening, type ListeningExecutable } from '../test/helpers/executables.ts';
 import { generateTinyModel } from '../test/helpers/generated-models.ts';
-import { median, printTable } from './measure.ts';
+import { median, printTable, probeHealthUntil } from './measure.ts';
 import { ensureBenchModel, repoRoot } from './workload.ts';
 
 const REQUESTS = 3;
@@ -28,17 +28,12 @@ async function probeDuring(url: string, body: string): Promise<(string | number)
   const started = performance.now();
   const answered = fetch(`${url}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (response) => {
     const text = await response.text();
-    done = true;
     if (response.status !== 200) throw new Error(`predict: ${response.status} ${text.slice(0, 200)}`);
     return text.length;
+  }).finally(() => {
+    done = true; // a failed request ends the probing too
   });
-  const probes: number[] = [];
-  while (!done) {
-    const probeStarted = performance.now();
-    await (await fetch(`${url}/health`)).text();
-    probes.push(performance.now() - probeStarted);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  const probes = await probeHealthUntil(url, () => done);
   const chars = await answered;
   const seconds = (performance.now() - started) / 1000;
   return [seconds.toFixed(2), (chars / 2 ** 20).toFixed(1), probes.length, median(probes).toFixed(1), Math.max(...probes).toFixed(1)];

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MASTER_KEY, prefillUsage, startGatewayProcess } from './gateway-process.ts';
-import { median, printTable } from './measure.ts';
+import { median, printTable, probeHealthUntil } from './measure.ts';
 
 const args = process.argv.slice(2);
 const at = args.indexOf('--rows');
@@ -26,17 +26,12 @@ async function probeDuring(url: string, pathname: string): Promise<(string | num
   const started = performance.now();
   const answered = fetch(url + pathname, { headers: { 'x-hub-key': `Bearer ${MASTER_KEY}` } }).then(async (response) => {
     const bytes = (await response.arrayBuffer()).byteLength;
-    done = true;
     if (response.status !== 200) throw new Error(`${pathname}: ${response.status}`);
     return bytes;
+  }).finally(() => {
+    done = true; // a failed request ends the probing too
   });
-  const probes: number[] = [];
-  while (!done) {
-    const probeStarted = performance.now();
-    await (await fetch(`${url}/health`)).text();
-    probes.push(performance.now() - probeStarted);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  const probes = await probeHealthUntil(url, () => done);
   const bytes = await answered;
   const seconds = (performance.now() - started) / 1000;
   const size = bytes >= 2 ** 20 ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;

@@ -5,6 +5,7 @@ import { afterAll, expect, it } from 'vitest';
 import { sourceSqliteReader } from '../../src/cli/installed-files.ts';
 import { SqliteDriver } from '../../src/gateway/storage/sqlite-driver.ts';
 import { GatewayStore } from '../../src/gateway/storage/store.ts';
+import { countTurns } from '../helpers/event-loop-turns.ts';
 import { CHAT_COST, MASTER_KEY, startTestGateway, TEST_PRICING, useFakeProvider } from './helpers/gateway.ts';
 
 // The SQLite reader thread (src/gateway/storage/sqlite-reader-thread.ts): usage analytics off the event loop.
@@ -14,20 +15,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const newFile = () => path.join(dir, `reader-${++files}.db`);
 
-/** Counts event-loop turns while `work` runs. */
+/** Runs `work` and counts the event loop's turns meanwhile. */
 async function turnsDuring<T>(work: () => Promise<T>): Promise<{ result: T; turns: number }> {
-  let turns = 0;
-  let ticking = true;
-  const tick = () => {
-    turns++;
-    if (ticking) setImmediate(tick);
-  };
-  setImmediate(tick);
+  const counter = countTurns();
   try {
     const result = await work();
-    return { result, turns };
+    return { result, turns: counter.turns };
   } finally {
-    ticking = false;
+    counter.stop();
   }
 }
 

@@ -3,6 +3,7 @@ import type { SqlValue } from '../../src/gateway/storage/driver.ts';
 import type { UsageRecord } from '../../src/gateway/storage/records.ts';
 import { SqliteDriver } from '../../src/gateway/storage/sqlite-driver.ts';
 import { GatewayStore } from '../../src/gateway/storage/store.ts';
+import { countTurns } from '../helpers/event-loop-turns.ts';
 import { useBackends, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 // GET /v1/usage/summary, /v1/usage/series and /v1/usage.csv on both storage engines, over rows written with known
@@ -127,18 +128,12 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     const extra: UsageRecord[] = [];
     for (let i = 0; i < 2_500; i++) extra.push(row({ created_at: T0 + 10 * DAY + i, user_id: i === 7 ? '=HYPERLINK("x"),"y"' : 'carol', key_id: null }));
     await gateway.store.recordUsage(extra, []);
-    // Counts event-loop turns, and the turn each page is read on.
-    let turns = 0;
-    let ticking = true;
-    const tick = () => {
-      turns++;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
+    // The event-loop turn each page is read on.
+    const counter = countTurns();
     const pageTurns: number[] = [];
     const usagePage = gateway.store.usagePage.bind(gateway.store);
     gateway.store.usagePage = (...args) => {
-      pageTurns.push(turns);
+      pageTurns.push(counter.turns);
       return usagePage(...args);
     };
     let response: Response;
@@ -147,7 +142,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
       response = await fetch(`${gateway.url}/v1/usage.csv?since=2026-11-11T00:00:00Z`, { headers: { 'x-hub-key': `Bearer ${(await import('./helpers/gateway.ts')).MASTER_KEY}` } });
       text = await response.text();
     } finally {
-      ticking = false;
+      counter.stop();
       gateway.store.usagePage = usagePage;
     }
     // Each page is read on a later turn than the one before: whatever else the gateway has to do runs between pages

@@ -25,7 +25,7 @@ export class SqliteReaderThread {
   readonly #pending = new Map<number, { resolve: (rows: Row[]) => void; reject: (error: unknown) => void }>();
   #nextId = 0;
   #failure: Error | null = null;
-  #exited: Promise<void>;
+  readonly #exited: Promise<void>;
 
   constructor(program: ThreadScript, start: ReaderStart) {
     this.#worker = new Worker(program.script, { eval: program.eval ?? false, workerData: start });
