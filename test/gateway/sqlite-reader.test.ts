@@ -45,6 +45,9 @@ it('scans on the reader thread: the event loop turns meanwhile, and it sees what
 
     await driver.run('INSERT INTO numbers (n) VALUES (?)', [10_000]);
     expect(await driver.scan('SELECT MAX(n) AS top FROM numbers')).toEqual([{ top: 10_000 }]);
+    // Scans in flight together each get their own answer.
+    const many = await Promise.all(Array.from({ length: 20 }, (_, i) => driver.scan('SELECT COUNT(*) AS count FROM numbers WHERE n < ?', [i * 100])));
+    expect(many).toEqual(Array.from({ length: 20 }, (_, i) => [{ count: i * 100 }]));
   } finally {
     await driver.close();
     await inline.close();
