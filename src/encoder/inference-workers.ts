@@ -9,6 +9,7 @@
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { ThreadScript } from '../shared/thread-script.ts';
 import type { ModelType } from './config.ts';
 import { ConfigError, InputError, InternalError, type EncoderError } from './errors.ts';
 import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
@@ -21,10 +22,7 @@ import type { PaddedBatch } from './tokenizer/index.ts';
  * How to start a worker: from source, the file onnx-worker.ts (src/cli/main.ts passes it); in the single executable,
  * its bundled text. The caller says, because only it knows which it is (import.meta is empty in the CommonJS bundle).
  */
-export interface InferenceWorkerScript {
-  /** A file path or URL of the worker module, or the worker's source code with `eval: true`. */
-  script: string | URL;
-  eval?: boolean;
+export interface InferenceWorkerScript extends ThreadScript {
   /** Handed to the worker as `workerData` (the single executable passes where its onnxruntime binding is). */
   workerData?: unknown;
   /**

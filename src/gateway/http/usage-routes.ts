@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireMaster } from '../auth.ts';
 import { invalidRequest } from '../errors.ts';
-import type { UsageAggregate, UsageCursor, UsageFilter, UsageGroup } from '../storage/store.ts';
+import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/store.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
@@ -69,7 +69,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
       throw invalidRequest(`the range holds ${buckets} ${interval}s; at most ${MAX_SERIES_BUCKETS} per series (narrow since/until or use interval=day)`, 'since');
     }
     const rows = new Map((await store.usageSeries(filter, size)).map((row) => [row.bucket, row]));
-    const empty: UsageAggregate = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 };
+    const empty = emptyAggregate();
     return {
       object: 'usage_series',
       interval,
@@ -95,7 +95,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
         after = page[page.length - 1];
         // A SQLite page is a synchronous query and a loopback socket takes every write at once, so without this turn
         // the whole export would run in one turn of the event loop, with every model call in flight waiting.
-        await nextTurn();
+        await yieldToEventLoop();
       }
     }
     return reply

@@ -681,7 +681,8 @@ const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status = '
   CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens,
   CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos`;
 
-const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
+/** Totals of no rows. */
+export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
 
 function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
   sum.requests += add.requests;
