@@ -22,11 +22,12 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
     const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
     if (!transport) return fetch(input, init);
     const headers: Record<string, string> = {};
-    // The SDKs hand over a Headers, already checked: copied as it is, not through another Headers.
-    const given = init.headers instanceof Headers ? init.headers : new Headers(init.headers);
-    given.forEach((value, name) => {
-      headers[name] = value;
-    });
+    // The SDKs hand over a Headers, Hub's JSON posts a record: copied, not through another Headers (node:http checks
+    // the values).
+    const given = init.headers;
+    if (given instanceof Headers) given.forEach((value, name) => (headers[name] = value));
+    else if (given !== undefined && !Array.isArray(given)) for (const [name, value] of Object.entries(given as Record<string, string>)) headers[name.toLowerCase()] = value;
+    else new Headers(given).forEach((value, name) => (headers[name] = value));
     if (body !== undefined && body !== null) headers['content-length'] = String(Buffer.byteLength(body));
     const signal = init.signal ?? undefined;
     return new Promise<Response>((resolve, reject) => {

@@ -9,6 +9,7 @@ import type { CallOptions, CompletionParams, MessagesParams, Model, Provider, Pr
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { openAIBatches } from './batches.ts';
 import { openAIErrorToHub } from './errors.ts';
+import { createJsonPost } from './json-post.ts';
 import { otariBatches } from './otari-batches.ts';
 import { adaptChatRequest, adaptChunks, adaptCompletion, completeModel } from './quirks.ts';
 import { baseAddress, type OpenAICompatibleService } from './services.ts';
@@ -41,10 +42,14 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
     adaptChatRequest({ ...messagesToChatRequest(params, dialect), ...(stream ? streamOptions : {}), ...call.extra }, quirks, name, 'messages');
   const completionRequest = (params: CompletionParams, call: CallOptions) =>
     adaptChatRequest({ ...params, ...call.extra }, quirks, name, 'completion');
+  // Non-streamed chat completions of a plain client skip the SDK's per-call work (json-post.ts says what it keeps).
+  const post = createJsonPost(client, options.client_args as Record<string, unknown> | undefined);
+  const createCompletion = (body: OpenAI.ChatCompletionCreateParamsNonStreaming, signal: AbortSignal | undefined): Promise<OpenAI.ChatCompletion> =>
+    post ? (post('/chat/completions', body, signal) as Promise<OpenAI.ChatCompletion>) : client.chat.completions.create(body, { signal });
   return {
     metadata: service.metadata,
     async messages(params, call) {
-      const completion = await client.chat.completions.create(chatRequest(params, call), { signal: call.signal });
+      const completion = await createCompletion(chatRequest(params, call), call.signal);
       return chatCompletionToMessage(adaptCompletion(completion, quirks), name);
     },
     async *messagesStream(params, call) {
@@ -53,7 +58,7 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       yield* chatChunksToMessageEvents(adaptChunks(stream, quirks), name);
     },
     async completion(params, call) {
-      const completion = await client.chat.completions.create({ ...completionRequest(params, call), stream: false }, { signal: call.signal });
+      const completion = await createCompletion({ ...completionRequest(params, call), stream: false }, call.signal);
       withCachedTokens(completion.usage);
       return adaptCompletion(completion, quirks);
     },
