@@ -1,12 +1,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import { BufferedResponse, ParsedHeaders } from './buffered-response.ts';
 
 /**
  * A `fetch` for the provider SDKs over node:http/https with keep-alive agents. The SDKs' default (undici's
  * spec-complete fetch) costs ~0.3 ms of CPU per call on this project's machine, as much as the rest of the gateway
  * together; this one covers what the SDKs send (string or byte bodies, abort signals, streamed responses) and hands
- * anything else (FormData, streams as request bodies) to the global fetch.
+ * anything else (FormData, streams as request bodies) to the global fetch. Answers read whole are BufferedResponses
+ * (buffered-response.ts); event streams and empty answers are web Responses.
  */
 export function createNodeFetch(options: { maxSockets?: number } = {}): typeof fetch {
   const agents = {
@@ -36,25 +38,24 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
         url,
         { method: init.method ?? 'GET', headers, agent: agents[url.protocol as 'http:' | 'https:'] },
         (response) => {
-          const responseHeaders = new Headers();
-          for (const [name, value] of Object.entries(response.headers)) {
-            if (value === undefined) continue;
-            for (const item of Array.isArray(value) ? value : [value]) responseHeaders.append(name, item);
-          }
           const status = response.statusCode ?? 500;
-          const meta = { status, statusText: response.statusMessage, headers: responseHeaders };
+          const statusText = response.statusMessage ?? '';
+          const meta = () => ({ status, statusText, headers: [...new ParsedHeaders(response.headers)] });
           if (status === 204 || status === 205 || status === 304 || init.method === 'HEAD') {
             response.resume();
-            return resolve(new Response(null, meta));
+            return resolve(new Response(null, meta()));
           }
           // Event streams are handed on as they arrive; anything else is read whole first, which is much cheaper
           // than a web stream for the small JSON answers that make up most calls.
           if (/^text\/event-stream/i.test(response.headers['content-type'] ?? '')) {
-            return resolve(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>, meta));
+            return resolve(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>, meta()));
           }
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => resolve(new Response(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), meta)));
+          response.on('end', () => {
+            const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+            resolve(new BufferedResponse(bytes, status, statusText, response.headers, url.href) as unknown as Response);
+          });
           response.on('error', reject);
         },
       );

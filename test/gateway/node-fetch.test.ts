@@ -1,0 +1,116 @@
+// The gateway's fetch for the provider SDKs (src/gateway/node-fetch.ts) answers whole bodies with a BufferedResponse
+// (src/gateway/buffered-response.ts): what the SDKs read of it must be what a web Response from the global fetch gives.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeFetch } from '../../src/gateway/node-fetch.ts';
+
+const BOM = '\uFEFF';
+let server: Server;
+let base: string;
+const nodeFetch = createNodeFetch();
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    const path = request.url ?? '/';
+    if (path === '/json') {
+      response.setHeader('content-type', 'application/json; charset=utf-8');
+      response.setHeader('x-request-id', 'req_1');
+      response.setHeader('set-cookie', ['a=1', 'b=2']);
+      response.setHeader('X-Upper', 'Value');
+      response.end(JSON.stringify({ text: 'héllo ☃', n: 1 }));
+    } else if (path === '/bom') {
+      response.setHeader('content-type', 'application/json');
+      response.end(`${BOM}{"ok":true}`);
+    } else if (path === '/error') {
+      response.writeHead(429, 'Too Many', { 'retry-after': '7', 'content-type': 'application/json' });
+      response.end('{"error":{"message":"slow down"}}');
+    } else if (path === '/invalid-utf8') {
+      response.end(Buffer.from([0x61, 0xff, 0x62]));
+    } else if (path === '/chunked') {
+      response.write('{"parts":[');
+      setTimeout(() => response.end('1,2]}'), 5);
+    } else if (path === '/empty') {
+      response.writeHead(204).end();
+    } else {
+      response.writeHead(404).end('no');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+/** Everything a caller can read of a response without its body, in a comparable form. */
+const shape = (response: Response) => ({
+  status: response.status,
+  ok: response.ok,
+  statusText: response.statusText,
+  redirected: response.redirected,
+  entries: [...response.headers.entries()].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name)),
+  keys: [...response.headers.keys()].filter((name) => !['date', 'connection', 'keep-alive'].includes(name)),
+  setCookie: response.headers.getSetCookie(),
+  contentType: response.headers.get('Content-Type'),
+  upper: response.headers.get('x-upper'),
+  hasUpper: response.headers.has('X-UPPER'),
+  missing: response.headers.get('x-missing'),
+});
+
+describe('answers read whole are what a web Response gives', () => {
+  it.each(['/json', '/error', '/chunked', '/missing'])('%s: status, headers in order, set-cookie, text', async (path) => {
+    const [mine, web] = [await nodeFetch(`${base}${path}`), await fetch(`${base}${path}`)];
+    expect(shape(mine)).toEqual(shape(web));
+    expect(await mine.text()).toBe(await web.text());
+  });
+
+  it('json() parses, a byte order mark is dropped, invalid UTF-8 becomes U+FFFD, as Response does', async () => {
+    expect(await (await nodeFetch(`${base}/json`)).json()).toEqual({ text: 'héllo ☃', n: 1 });
+    expect(await (await nodeFetch(`${base}/bom`)).json()).toEqual(await (await fetch(`${base}/bom`)).json());
+    expect(await (await nodeFetch(`${base}/bom`)).text()).toBe('{"ok":true}');
+    expect(await (await nodeFetch(`${base}/invalid-utf8`)).text()).toBe(await (await fetch(`${base}/invalid-utf8`)).text());
+  });
+
+  it('a body is read once; bodyUsed says so; clone() before reading gives a second copy', async () => {
+    const response = await nodeFetch(`${base}/json`);
+    const copy = response.clone();
+    expect(response.bodyUsed).toBe(false);
+    await response.text();
+    expect(response.bodyUsed).toBe(true);
+    await expect(response.text()).rejects.toBeInstanceOf(TypeError);
+    await expect(response.json()).rejects.toBeInstanceOf(TypeError);
+    expect(() => response.clone()).toThrow(TypeError);
+    expect(await copy.json()).toEqual({ text: 'héllo ☃', n: 1 });
+  });
+
+  it('what it does not offer itself comes from a web Response: body stream, arrayBuffer, blob', async () => {
+    const streamed = await nodeFetch(`${base}/json`);
+    const reader = streamed.body!.getReader();
+    const chunks: Uint8Array[] = [];
+    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+    expect(JSON.parse(Buffer.concat(chunks).toString('utf8'))).toEqual({ text: 'héllo ☃', n: 1 });
+    expect(streamed.bodyUsed).toBe(true);
+    await expect(streamed.text()).rejects.toBeInstanceOf(TypeError);
+
+    expect(Buffer.from(await (await nodeFetch(`${base}/bom`)).arrayBuffer()).subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
+    const blob = await (await nodeFetch(`${base}/json`)).blob();
+    expect(blob.type).toBe((await (await fetch(`${base}/json`)).blob()).type);
+    expect(JSON.parse(await blob.text())).toEqual({ text: 'héllo ☃', n: 1 });
+  });
+
+  it('the headers copy into a Headers, and forEach visits each pair in order', async () => {
+    const response = await nodeFetch(`${base}/error`);
+    const copied = new Headers(response.headers);
+    expect(copied.get('retry-after')).toBe('7');
+    const seen: string[] = [];
+    response.headers.forEach((value, name) => seen.push(`${name}=${value}`));
+    expect(seen).toEqual([...response.headers].map(([name, value]) => `${name}=${value}`));
+    expect(seen).toContain('retry-after=7');
+  });
+
+  it('204 is a web Response with no body', async () => {
+    const response = await nodeFetch(`${base}/empty`);
+    expect(response).toBeInstanceOf(Response);
+    expect(response.status).toBe(204);
+    expect(response.body).toBeNull();
+  });
+});
