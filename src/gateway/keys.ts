@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const VIRTUAL_KEY_PREFIX = 'gw-';
 
@@ -28,5 +28,5 @@ export function sameDigest(tokenDigest: Buffer, secretDigest: Buffer): boolean {
 }
 
 export function secretDigest(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
+  return hash('sha256', secret, 'buffer'); // one-shot: no Hash object per authentication
 }
