@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import { urlToHttpOptions } from 'node:url';
 import { BufferedResponse, ParsedHeaders } from './buffered-response.ts';
 
 /**
@@ -10,6 +11,29 @@ import { BufferedResponse, ParsedHeaders } from './buffered-response.ts';
  * anything else (FormData, streams as request bodies) to the global fetch. Answers read whole are BufferedResponses
  * (buffered-response.ts); event streams and empty answers are web Responses.
  */
+interface Target {
+  url: URL;
+  transport: typeof http | typeof https;
+  options: http.RequestOptions;
+}
+
+/** Addresses parsed once: a gateway calls the same few provider addresses over and over. */
+const targets = new Map<string, Target | null>();
+const MAX_TARGETS = 256;
+
+function targetOf(input: string | URL): Target | null {
+  const key = String(input);
+  let target = targets.get(key);
+  if (target === undefined) {
+    const url = new URL(key);
+    const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
+    target = transport ? { url, transport, options: urlToHttpOptions(url) } : null;
+    if (targets.size >= MAX_TARGETS) targets.clear();
+    targets.set(key, target);
+  }
+  return target;
+}
+
 export function createNodeFetch(options: { maxSockets?: number } = {}): typeof fetch {
   const agents = {
     'http:': new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
@@ -20,9 +44,9 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
     if (input instanceof Request || (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array))) {
       return fetch(input, init);
     }
-    const url = new URL(input);
-    const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
-    if (!transport) return fetch(input, init);
+    const target = targetOf(input);
+    if (!target) return fetch(input, init);
+    const { url, transport, options: address } = target;
     const headers: Record<string, string> = {};
     // The SDKs hand over a Headers, Hub's JSON posts a record: copied, not through another Headers (node:http checks
     // the values).
@@ -35,8 +59,7 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
     return new Promise<Response>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason ?? new DOMException('This operation was aborted', 'AbortError'));
       const request = transport.request(
-        url,
-        { method: init.method ?? 'GET', headers, agent: agents[url.protocol as 'http:' | 'https:'] },
+        { ...address, method: init.method ?? 'GET', headers, agent: agents[url.protocol as 'http:' | 'https:'] },
         (response) => {
           const status = response.statusCode ?? 500;
           const statusText = response.statusMessage ?? '';

@@ -86,8 +86,9 @@ export class Hub {
    */
   #async<T extends object>(request: T): T {
     const out: Record<string | symbol, unknown> = { ...this.#options, ...request, provider: this.provider, [api.BOUND_HANDLE]: this.#handle };
+    // undefined, not deleted: the same to every reader of a request, and `delete` would turn the object into a slow one
     for (const name of api.CLIENT_OPTIONS) {
-      if (out[name] === this.#options[name]) delete out[name];
+      if (out[name] === this.#options[name]) out[name] = undefined;
     }
     return out as T;
   }
