@@ -143,7 +143,7 @@ describe('JSON posts send and read as the SDK does', () => {
 });
 
 describe('which clients take the JSON post', () => {
-  it('only a plain client: no retries, no request logging, no client_args but fetch', () => {
+  it('only a plain client: no retries, no request logging, no idempotency keys, no client_args but fetch', () => {
     expect(createJsonPost(sdkClient(), undefined)).toBeTypeOf('function');
     expect(createJsonPost(sdkClient({ fetch }), { fetch })).toBeTypeOf('function');
     expect(createJsonPost(sdkClient({ maxRetries: 2 }), undefined)).toBeUndefined();
@@ -151,6 +151,10 @@ describe('which clients take the JSON post', () => {
     expect(createJsonPost(sdkClient({ logLevel: 'info' }), undefined)).toBeUndefined();
     expect(createJsonPost(sdkClient({ defaultHeaders: { 'x-a': '1' } }), { defaultHeaders: { 'x-a': '1' } })).toBeUndefined();
     expect(createJsonPost(sdkClient({ fetchOptions: {} }), { fetchOptions: {} })).toBeUndefined();
+    class IdempotentClient extends OpenAI {
+      protected override idempotencyHeader = 'idempotency-key';
+    }
+    expect(createJsonPost(new IdempotentClient({ apiKey: KEY, baseURL: fake.baseURL, maxRetries: 0 }), undefined)).toBeUndefined();
   });
 
   it("Hub's openai provider posts plain calls itself and leaves others to the SDK (seen by the fetch it was given)", async () => {

@@ -13,7 +13,8 @@ interface PreparedRequest {
 const QUIET_LOG_LEVELS = new Set(['off', 'error', 'warn']);
 
 /**
- * Non-streamed JSON calls of a plain SDK client (its only client_args a `fetch`, no retries, no request logging),
+ * Non-streamed JSON calls of a plain SDK client (its only client_args a `fetch`, no retries, no request logging, no
+ * idempotency keys),
  * sent as the SDK sends them without its per-call machinery. Per call the SDK merges and validates its headers into a
  * new `Headers`, formats a log record that is dropped, chains several promises and timers, and wraps the answer: more
  * CPU than the rest of a gateway request together (docs/benchmarks.md, "Session 13"). Here the SDK builds each path's
@@ -23,7 +24,9 @@ const QUIET_LOG_LEVELS = new Set(['off', 'error', 'warn']);
  */
 export function createJsonPost(client: OpenAI, clientArgs: Record<string, unknown> | undefined): JsonPost | undefined {
   const plain = Object.keys(clientArgs ?? {}).every((name) => name === 'fetch');
-  if (!plain || client.maxRetries !== 0 || !QUIET_LOG_LEVELS.has(client.logLevel ?? 'warn')) return undefined;
+  // A client that sends an idempotency key makes a new one per call: its headers cannot be built once.
+  const idempotent = (client as unknown as { idempotencyHeader?: string }).idempotencyHeader !== undefined;
+  if (!plain || idempotent || client.maxRetries !== 0 || !QUIET_LOG_LEVELS.has(client.logLevel ?? 'warn')) return undefined;
   const send = (clientArgs?.fetch as typeof fetch | undefined) ?? fetch;
   const prepared = new Map<string, Promise<PreparedRequest>>();
   const prepare = (path: string): Promise<PreparedRequest> => {
