@@ -14,13 +14,13 @@ const QUIET_LOG_LEVELS = new Set(['off', 'error', 'warn']);
 
 /**
  * Non-streamed JSON calls of a plain SDK client (its only client_args a `fetch`, no retries, no request logging, no
- * idempotency keys),
- * sent as the SDK sends them without its per-call machinery. Per call the SDK merges and validates its headers into a
- * new `Headers`, formats a log record that is dropped, chains several promises and timers, and wraps the answer: more
- * CPU than the rest of a gateway request together (docs/benchmarks.md, "Session 13"). Here the SDK builds each path's
- * request once (address with default query, headers with auth, organization, project and platform), and a
- * call reuses it; its failures become the SDK's own errors (APIError.generate, the connection, timeout and abort
- * errors), so everything above sees what the SDK would throw. Undefined for any other client: it goes through the SDK.
+ * idempotency keys), sent as the SDK sends them without its per-call machinery. Per call the SDK merges and validates
+ * its headers into a new `Headers`, formats a log record that is dropped, chains several promises and timers, and
+ * wraps the answer: more CPU than the rest of a gateway request together (docs/benchmarks.md, "Session 13"). Here the
+ * SDK builds each path's request once (address with default query, headers with auth, organization, project and
+ * platform), and a call reuses it; its failures become the SDK's own errors (APIError.generate, the connection,
+ * timeout and abort errors), so everything above sees what the SDK would throw. Undefined for any other client: it
+ * goes through the SDK.
  */
 export function createJsonPost(client: OpenAI, clientArgs: Record<string, unknown> | undefined): JsonPost | undefined {
   const plain = Object.keys(clientArgs ?? {}).every((name) => name === 'fetch');
