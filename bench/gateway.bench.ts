@@ -36,10 +36,15 @@ interface Measurement {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU the measured process spent per request in the timed window, in µs (when one was named). */
+  cpuPerRequest?: number;
 }
 
-/** Sends the same chat completion for `seconds` with `concurrency` callers on keep-alive connections. */
-async function load(url: string, key: string, concurrency: number, seconds: number, model = 'openai:gpt-fake'): Promise<Measurement> {
+/**
+ * Sends the same chat completion for `seconds` with `concurrency` callers on keep-alive connections; with `pid`, also
+ * the CPU that process spent per request meanwhile (a figure that moves less than req/s with what else the cores run).
+ */
+async function load(url: string, key: string, concurrency: number, seconds: number, model = 'openai:gpt-fake', pid?: number): Promise<Measurement> {
   const target = new URL(`${url}/chat/completions`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16 });
@@ -68,6 +73,7 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
   let errors = 0;
   const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
+  const cpuBefore = pid === undefined ? 0 : cpuMsOf(pid);
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
@@ -79,10 +85,17 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
+  const cpuPerRequest = pid === undefined ? undefined : ((cpuMsOf(pid) - cpuBefore) * 1000) / latencies.length;
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors };
+  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, cpuPerRequest };
+}
+
+/** User and system CPU time a process has used, in ms (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** Resident and peak resident memory of a process, in MiB (Linux). */
@@ -145,7 +158,7 @@ async function main(): Promise<void> {
         }
         for (const [model, label] of [['openai:gpt-fake', 'provider:model'], [ROUTE, 'route of 2']]) {
           for (const concurrency of CONCURRENCY) {
-            const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds, model);
+            const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds, model, gateway.child.pid);
             const base = direct.get(concurrency)!;
             const memory = memoryOf(gateway.child.pid!);
             rows.push([
@@ -157,6 +170,7 @@ async function main(): Promise<void> {
               `${ms(base.p50)} / ${ms(base.p99)}`,
               `${ms(through.p50)} / ${ms(through.p99)}`,
               `${ms(through.p50 - base.p50)} / ${ms(through.p99 - base.p99)}`,
+              Math.round(through.cpuPerRequest!),
               `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)}`,
               through.errors + base.errors,
             ]);
@@ -170,7 +184,7 @@ async function main(): Promise<void> {
     }
     printTable(
       `Gateway overhead, non-streaming chat completions, ${seconds} s per cell${usageRows > 0 ? `, ${usageRows} usage rows before the first call (SQLite)` : ''} (node ${process.versions.node}, ${os.cpus().length} cores)`,
-      ['database', 'model', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway RSS / peak MiB', 'errors'],
+      ['database', 'model', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway CPU µs / request', 'gateway RSS / peak MiB', 'errors'],
       rows,
     );
   } finally {
