@@ -4,13 +4,6 @@ import { Readable } from 'node:stream';
 import { urlToHttpOptions } from 'node:url';
 import { BufferedResponse, ParsedHeaders } from './buffered-response.ts';
 
-/**
- * A `fetch` for the provider SDKs over node:http/https with keep-alive agents. The SDKs' default (undici's
- * spec-complete fetch) costs ~0.3 ms of CPU per call on this project's machine, as much as the rest of the gateway
- * together; this one covers what the SDKs send (string or byte bodies, abort signals, streamed responses) and hands
- * anything else (FormData, streams as request bodies) to the global fetch. Answers read whole are BufferedResponses
- * (buffered-response.ts); event streams and empty answers are web Responses.
- */
 interface Target {
   url: URL;
   transport: typeof http | typeof https;
@@ -34,6 +27,13 @@ function targetOf(input: string | URL): Target | null {
   return target;
 }
 
+/**
+ * A `fetch` for the provider SDKs over node:http/https with keep-alive agents. The SDKs' default (undici's
+ * spec-complete fetch) costs ~0.3 ms of CPU per call on this project's machine, as much as the rest of the gateway
+ * together; this one covers what the SDKs send (string or byte bodies, abort signals, streamed responses) and hands
+ * anything else (FormData, streams as request bodies) to the global fetch. Answers read whole are BufferedResponses
+ * (buffered-response.ts); event streams and empty answers are web Responses.
+ */
 export function createNodeFetch(options: { maxSockets?: number } = {}): typeof fetch {
   const agents = {
     'http:': new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
