@@ -1,7 +1,8 @@
-/** What the gateway benchmarks share: the gateway from source as its own process, its management API, a grown usage table. */
+/** What the gateway benchmarks share: the gateway from source as its own process, its management API, a grown usage table (SQLite or PostgreSQL). */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { newUsageId } from '../src/gateway/ledger.ts';
@@ -62,10 +63,29 @@ export interface PrefillRow {
   status: 'success' | 'error';
 }
 
-/**
- * Fills the usage table of a SQLite gateway with `count` rows spread evenly over the 30 days before now (written
- * directly, ids made as the gateway makes them): a gateway that has served for a while.
- */
+/** A prefilled row, whole: the varying columns and what follows from them. */
+interface PrefilledRow extends PrefillRow {
+  id: string;
+  request_id: string;
+  created_at: number;
+  status_code: number;
+}
+
+/** `count` rows spread evenly over the 30 days before now, ids made as the gateway makes them, in chunks of 50,000. */
+function* prefillChunks(count: number, rowOf: (index: number) => PrefillRow): Generator<PrefilledRow[]> {
+  const span = 30 * 86_400_000;
+  const start = Date.now() - span;
+  for (let done = 0; done < count; done += 50_000) {
+    const chunk: PrefilledRow[] = [];
+    for (let i = done; i < Math.min(count, done + 50_000); i++) {
+      const row = rowOf(i);
+      chunk.push({ ...row, id: newUsageId(), request_id: `prefill_${i}`, created_at: start + Math.floor((i / count) * span), status_code: row.status === 'success' ? 200 : 502 });
+    }
+    yield chunk;
+  }
+}
+
+/** Fills the usage table of a SQLite gateway with `count` rows (prefillChunks): a gateway that has served for a while. */
 export function prefillUsage(file: string, count: number, rowOf: (index: number) => PrefillRow): void {
   const database = new DatabaseSync(file, { timeout: 5000 });
   try {
@@ -73,18 +93,34 @@ export function prefillUsage(file: string, count: number, rowOf: (index: number)
       `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
        VALUES (?, ?, ?, ?, ?, 'chat.completions', ?, ?, 12, 16, 11400, ?, ?, 1.5)`,
     );
-    const span = 30 * 86_400_000;
-    const start = Date.now() - span;
-    for (let done = 0; done < count; done += 50_000) {
+    for (const chunk of prefillChunks(count, rowOf)) {
       database.exec('BEGIN');
-      for (let i = done; i < Math.min(count, done + 50_000); i++) {
-        const row = rowOf(i);
-        insert.run(newUsageId(), `prefill_${i}`, start + Math.floor((i / count) * span), row.user_id, row.key_id, row.provider, row.model, row.status, row.status === 'success' ? 200 : 502);
-      }
+      for (const row of chunk) insert.run(row.id, row.request_id, row.created_at, row.user_id, row.key_id, row.provider, row.model, row.status, row.status_code);
       database.exec('COMMIT');
     }
     database.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   } finally {
     database.close();
+  }
+}
+
+/** The same rows in a PostgreSQL gateway's usage table (one INSERT … SELECT FROM unnest per chunk), then ANALYZE. */
+export async function prefillPostgresUsage(databaseUrl: string, count: number, rowOf: (index: number) => PrefillRow): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const columns = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'provider', 'model', 'status', 'status_code'] as const;
+    const types = ['text', 'text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'int'];
+    for (const chunk of prefillChunks(count, rowOf)) {
+      await client.query(
+        `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
+         SELECT id, request_id, created_at, user_id, key_id, 'chat.completions', provider, model, 12, 16, 11400, status, status_code, 1.5
+         FROM unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(', ')}) AS t(${columns.join(', ')})`,
+        columns.map((column) => chunk.map((row) => row[column])),
+      );
+    }
+    await client.query('ANALYZE usage');
+  } finally {
+    await client.end();
   }
 }

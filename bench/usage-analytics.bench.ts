@@ -8,9 +8,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { startPostgres } from '../test/gateway/helpers/postgres.ts';
-import { MASTER_KEY, prefillUsage, startGatewayProcess } from './gateway-process.ts';
+import { MASTER_KEY, prefillPostgresUsage, prefillUsage, startGatewayProcess, type PrefillRow } from './gateway-process.ts';
 import { median, printTable, probeHealthUntil } from './measure.ts';
 
 const args = process.argv.slice(2);
@@ -26,6 +25,12 @@ const MODELS = [
   ['anthropic', 'claude-sonnet'],
   ['anthropic', 'claude-haiku'],
 ];
+
+/** Row i of the table: the models, users and keys in turn, one call in 50 failed. */
+function rowOf(i: number): PrefillRow {
+  const [provider, model] = MODELS[i % MODELS.length];
+  return { key_id: `key_${i % 50}`, user_id: `user_${i % 20}`, provider, model: `${provider}:${model}`, status: i % 50 === 0 ? 'error' : 'success' };
+}
 
 /** One GET with /health probed every 5 ms until its whole response is in. */
 async function probeDuring(url: string, pathname: string): Promise<(string | number)[]> {
@@ -43,27 +48,6 @@ async function probeDuring(url: string, pathname: string): Promise<(string | num
   const seconds = (performance.now() - started) / 1000;
   const size = bytes >= 2 ** 20 ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
   return [pathname, size, seconds.toFixed(2), probes.length, median(probes).toFixed(1), Math.max(...probes).toFixed(1)];
-}
-
-/** The same rows as prefillUsage writes to SQLite, made inside PostgreSQL by one INSERT … SELECT. */
-async function prefillPostgres(url: string, count: number): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const span = 30 * 86_400_000;
-    await client.query(
-      `INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, prompt_tokens, completion_tokens, cost_nanos, status, status_code, duration_ms)
-       SELECT 'usage_prefill_' || lpad(i::text, 10, '0'), 'prefill_' || i, $1::bigint + floor(i::float8 / $2 * $3)::bigint,
-              'user_' || (i % 20), 'key_' || (i % 50), 'chat.completions', m.provider, m.provider || ':' || m.model, 12, 16, 11400,
-              CASE WHEN i % 50 = 0 THEN 'error' ELSE 'success' END, CASE WHEN i % 50 = 0 THEN 502 ELSE 200 END, 1.5
-       FROM generate_series(0, $2 - 1) AS i
-       JOIN (SELECT ordinality - 1 AS slot, provider, model FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS t(provider, model)) m ON m.slot = i % 4`,
-      [Date.now() - span, count, span, MODELS.map(([provider]) => provider), MODELS.map(([, model]) => model)],
-    );
-    await client.query('ANALYZE usage');
-  } finally {
-    await client.end();
-  }
 }
 
 async function measureDatabase(name: string, databaseUrl: string, prefill: () => Promise<void> | void, dir: string): Promise<void> {
@@ -100,11 +84,7 @@ async function main(): Promise<void> {
   try {
     if (ONLY !== 'postgres') {
       const file = path.join(dir, 'gateway.db');
-      await measureDatabase('SQLite', `sqlite:${file}`, () =>
-        prefillUsage(file, ROWS, (i) => {
-          const [provider, model] = MODELS[i % MODELS.length];
-          return { key_id: `key_${i % 50}`, user_id: `user_${i % 20}`, provider, model: `${provider}:${model}`, status: i % 50 === 0 ? 'error' : 'success' };
-        }), dir);
+      await measureDatabase('SQLite', `sqlite:${file}`, () => prefillUsage(file, ROWS, rowOf), dir);
     }
     if (ONLY !== 'sqlite') {
       const postgres = await startPostgres({ durable: true });
@@ -114,7 +94,7 @@ async function main(): Promise<void> {
       }
       try {
         const url = await postgres.server.createDatabase();
-        await measureDatabase('PostgreSQL', url, () => prefillPostgres(url, ROWS), dir);
+        await measureDatabase('PostgreSQL', url, () => prefillPostgresUsage(url, ROWS, rowOf), dir);
       } finally {
         await postgres.server.stop();
       }
