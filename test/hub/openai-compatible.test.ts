@@ -1,6 +1,7 @@
 // OpenAI and the OpenAI-compatible services through the public Hub API, against the fake OpenAI-compatible server
 // (the real `openai` SDK on the wire).
 
+import { getEventListeners } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -843,6 +844,34 @@ describe('errors, retries, timeouts, abort', () => {
     expect(await pending).toBe(reason);
     await new Promise((resolve) => setTimeout(resolve, 700)); // longer than the first backoff
     expect(fake.requestsTo('POST /v1/chat/completions')).toHaveLength(1);
+  });
+
+  it('a signal shared by many calls is left with no listener of theirs, and still aborts a stream mid-way', async () => {
+    const controller = new AbortController();
+    const { signal } = controller;
+    fake.script('POST /v1/chat/completions', { json: chatCompletionBody('gpt-test') });
+    for (let i = 0; i < 3; i++) await amessages({ ...opts, ...ask, signal });
+    fake.script('POST /v1/chat/completions', { status: 400, json: errorBody('bad') });
+    await failure(amessages({ ...opts, ...ask, signal }));
+    const busy = { status: 503, headers: { 'retry-after': '0' }, json: errorBody('busy') };
+    fake.script('POST /v1/chat/completions', busy, busy);
+    await failure(amessages({ ...opts, ...ask, signal, max_retries: 1 }));
+    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['a', 'b']) });
+    await collect(amessages({ ...opts, ...ask, stream: true, signal }));
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+
+    fake.script('POST /v1/chat/completions', { sse: chatChunks('gpt-test', ['a', 'b', 'c']), delayMs: 300 });
+    const reason = new Error('enough');
+    const events: unknown[] = [];
+    const consumed = (async () => {
+      for await (const event of amessages({ ...opts, ...ask, stream: true, signal })) {
+        events.push(event);
+        if (events.length === 1) controller.abort(reason);
+      }
+    })();
+    expect(await failure(consumed)).toBe(reason);
+    expect(events).toHaveLength(1);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
   it('connection failures → ProviderError (unified)', async () => {
