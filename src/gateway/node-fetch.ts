@@ -7,7 +7,8 @@ import { BufferedResponse, ParsedHeaders } from './buffered-response.ts';
 interface Target {
   url: URL;
   transport: typeof http | typeof https;
-  options: http.RequestOptions;
+  /** Only what node:http reads for a request: it copies the options object twice, a property at a time. */
+  options: Pick<http.RequestOptions, 'protocol' | 'hostname' | 'port' | 'path'>;
 }
 
 /** Addresses parsed once: a gateway calls the same few provider addresses over and over. */
@@ -20,7 +21,9 @@ function targetOf(input: string | URL): Target | null {
   if (target === undefined) {
     const url = new URL(key);
     const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
-    target = transport ? { url, transport, options: urlToHttpOptions(url) } : null;
+    // An address with credentials is the global fetch's to refuse, as it does.
+    const { protocol, hostname, port, path } = urlToHttpOptions(url);
+    target = transport && !url.username && !url.password ? { url, transport, options: { protocol, hostname, port, path } } : null;
     if (targets.size >= MAX_TARGETS) targets.clear();
     targets.set(key, target);
   }
@@ -55,11 +58,15 @@ export function createNodeFetch(options: { maxSockets?: number } = {}): typeof f
     else if (given !== undefined && !Array.isArray(given)) for (const [name, value] of Object.entries(given as Record<string, string>)) headers[name.toLowerCase()] = value;
     else new Headers(given).forEach((value, name) => (headers[name] = value));
     if (body !== undefined && body !== null) headers['content-length'] = String(Buffer.byteLength(body));
+    // Handed to node:http as a list of names and values, which it writes as they are (after checking them) instead of
+    // storing each through setHeader; it then adds no Host of its own.
+    const list: string[] = headers.host === undefined ? ['host', url.host] : [];
+    for (const name in headers) list.push(name, headers[name]!);
     const signal = init.signal ?? undefined;
     return new Promise<Response>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason ?? new DOMException('This operation was aborted', 'AbortError'));
       const request = transport.request(
-        { ...address, method: init.method ?? 'GET', headers, agent: agents[url.protocol as 'http:' | 'https:'] },
+        { ...address, method: init.method ?? 'GET', headers: list, agent: agents[url.protocol as 'http:' | 'https:'] },
         (response) => {
           const status = response.statusCode ?? 500;
           const statusText = response.statusMessage ?? '';

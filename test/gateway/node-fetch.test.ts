@@ -30,6 +30,9 @@ beforeAll(async () => {
     } else if (path === '/chunked') {
       response.write('{"parts":[');
       setTimeout(() => response.end('1,2]}'), 5);
+    } else if (path === '/echo') {
+      response.setHeader('content-type', 'application/json');
+      request.resume().on('end', () => response.end(JSON.stringify({ method: request.method, url: request.url, rawHeaders: request.rawHeaders })));
     } else if (path === '/empty') {
       response.writeHead(204).end();
     } else {
@@ -112,5 +115,48 @@ describe('answers read whole are what a web Response gives', () => {
     expect(response).toBeInstanceOf(Response);
     expect(response.status).toBe(204);
     expect(response.body).toBeNull();
+  });
+});
+
+describe('what it sends', () => {
+  const sent = async (response: Response) => (await response.json()) as { method: string; url: string; rawHeaders: string[] };
+  const pairs = (raw: string[]) => Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!]);
+
+  it('Host as the global fetch sends it (once), each header once in lower case, the body’s length, a kept-alive connection', async () => {
+    const body = JSON.stringify({ text: 'héllo' });
+    const init = { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Mixed': 'v', 'content-type': 'application/json' }, body };
+    const ours = await sent(await nodeFetch(`${base}/echo`, init));
+    const theirs = await sent(await fetch(`${base}/echo`, init));
+    expect([ours.method, ours.url]).toEqual(['POST', '/echo']);
+    const headers = pairs(ours.rawHeaders);
+    expect(headers.filter(([name]) => name.toLowerCase() === 'host').map(([, value]) => value)).toEqual([new URL(base).host]);
+    expect(pairs(theirs.rawHeaders).find(([name]) => name.toLowerCase() === 'host')![1]).toBe(new URL(base).host);
+    expect(headers).toEqual(
+      expect.arrayContaining([
+        ['content-type', 'application/json'],
+        ['x-mixed', 'v'],
+        ['content-length', String(Buffer.byteLength(body))],
+        ['Connection', 'keep-alive'],
+      ]),
+    );
+    expect(headers.filter(([name]) => name === 'content-type')).toHaveLength(1);
+    // a Headers and a list of pairs arrive the same way
+    for (const given of [new Headers({ 'X-Mixed': 'v' }), [['X-Mixed', 'v']] as [string, string][]]) {
+      expect(pairs((await sent(await nodeFetch(`${base}/echo`, { headers: given }))).rawHeaders)).toContainEqual(['x-mixed', 'v']);
+    }
+  });
+
+  it('a Host given by the caller is the one sent', async () => {
+    const ours = await sent(await nodeFetch(`${base}/echo`, { headers: { Host: 'provider.example' } }));
+    expect(pairs(ours.rawHeaders).filter(([name]) => name.toLowerCase() === 'host').map(([, value]) => value)).toEqual(['provider.example']);
+  });
+
+  it('an address with credentials is refused as the global fetch refuses it', async () => {
+    const address = base.replace('http://', 'http://user:secret@');
+    const theirs = await fetch(`${address}/echo`).catch((error: unknown) => error);
+    const ours = await nodeFetch(`${address}/echo`).catch((error: unknown) => error);
+    expect(theirs).toBeInstanceOf(TypeError);
+    expect(ours).toBeInstanceOf(TypeError);
+    expect((ours as Error).message).toBe((theirs as Error).message);
   });
 });
