@@ -6,7 +6,8 @@
  * For the tiny model also: where a warm `infer` spends its time (ENCODER_TRACE_STARTUP=1 phases), how long `serve`
  * takes from spawn to its first `GET /health` answer, and the pinned Node's own floor (`node -e 0`), against the
  * aims of issue 14 (infer <= 120 ms, first /health <= 200 ms). `-- --before <base runtime>` (an older build of the
- * host's base runtime) measures those on the tiny model built with it as well, alternately, before beside after.
+ * host's base runtime) measures those on the tiny model built with it as well, alternately, before beside after;
+ * `-- --only aims` measures only those (the tiny model's phases and the two aims).
  *
  * Needs the host's base runtime: npm run build:runtime -- --target host.
  */
@@ -32,9 +33,15 @@ function timed(command: string, args: string[], env: NodeJS.ProcessEnv): number 
   return elapsed;
 }
 
-async function measure(name: string, modelDir: string, work: string, extra = ''): Promise<(string | number)[]> {
+/** `<work>/<name>.yaml`, an embedding model's config. */
+function writeConfig(work: string, name: string, modelDir: string, extra = ''): string {
   const config = path.join(work, `${name}.yaml`);
   writeFileSync(config, `encoder:\n  name: ${name}\n  path: ${modelDir}\n  model_type: embedding\n${extra}`);
+  return config;
+}
+
+async function measure(name: string, modelDir: string, work: string, extra = ''): Promise<(string | number)[]> {
+  const config = writeConfig(work, name, modelDir, extra);
   const output = path.join(work, name);
   const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
 
@@ -196,6 +203,14 @@ async function startupAims(work: string, beforeBase: string | undefined): Promis
   );
 }
 
+/** The tiny model's executable and config as `measure` leaves them for startupAims, and its cache filled by one run. */
+function buildTiny(modelDir: string, work: string): void {
+  const config = writeConfig(work, 'tiny', modelDir);
+  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  timed(base, ['build', '-f', config, '--base-binary-path', base, '-o', path.join(work, 'tiny')], env);
+  timed(path.join(work, 'tiny'), ['infer', 'warm the cache'], env);
+}
+
 /** Every base runtime built in dist/runtime, and the tiny model packed onto it (`build --platform`). */
 function baseRuntimeSizes(work: string): (string | number)[][] {
   const config = path.join(work, 'tiny.yaml');
@@ -211,12 +226,19 @@ function baseRuntimeSizes(work: string): (string | number)[][] {
 
 async function main(): Promise<void> {
   if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
-  const { values } = parseArgs({ options: { before: { type: 'string' } } });
+  const { values } = parseArgs({ options: { before: { type: 'string' }, only: { type: 'string' } } });
   if (values.before !== undefined && !existsSync(values.before)) throw new Error(`--before ${values.before}: no such base runtime`);
+  if (values.only !== undefined && values.only !== 'aims') throw new Error(`--only ${values.only}: the one part that runs alone is "aims"`);
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
   try {
     const tiny = path.join(work, 'tiny-model');
     await writeModelDirectory(tiny, PRESETS.tiny);
+    if (values.only === 'aims') {
+      // The aims alone, in about a minute: for a machine that is quiet only now and then.
+      buildTiny(tiny, work);
+      await startupAims(work, values.before);
+      return;
+    }
     const minilm = await ensureBenchModel();
     const rows = [await measure('tiny', tiny, work), await measure('minilm', minilm, work), await measure('minilm-int8', minilm, work, '  quantize: int8\n')];
     printTable(
