@@ -1,7 +1,13 @@
 // The gateway's fetch for the provider SDKs (src/gateway/node-fetch.ts) answers whole bodies with a BufferedResponse
 // (src/gateway/buffered-response.ts): what the SDKs read of it must be what a web Response from the global fetch gives.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeFetch } from '../../src/gateway/node-fetch.ts';
 
@@ -158,5 +164,63 @@ describe('what it sends', () => {
     expect(theirs).toBeInstanceOf(TypeError);
     expect(ours).toBeInstanceOf(TypeError);
     expect((ours as Error).message).toBe((theirs as Error).message);
+  });
+});
+
+describe('over https (real providers are)', () => {
+  // Throwaway certificates for 127.0.0.1 made by openssl(1) for this run; only the first is trusted, and only by this
+  // test file's process.
+  const dir = mkdtempSync(path.join(tmpdir(), 'node-fetch-tls-'));
+  const certificate = (name: string) => {
+    const [key, cert] = [path.join(dir, `${name}.key`), path.join(dir, `${name}.pem`)];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'pipe' });
+    return { key: readFileSync(key), cert: readFileSync(cert) };
+  };
+  const servers: https.Server[] = [];
+  let connections = 0;
+  const listen = async (credentials: { key: Buffer; cert: Buffer }) => {
+    const server = https.createServer(credentials, (request, response) => {
+      response.setHeader('content-type', 'application/json');
+      request.resume().on('end', () => response.end(JSON.stringify({ method: request.method, url: request.url, host: request.headers.host, length: request.headers['content-length'] })));
+    });
+    server.on('secureConnection', () => connections++);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  let trusted: string;
+  let untrusted: string;
+
+  beforeAll(async () => {
+    const ours = certificate('trusted');
+    tls.setDefaultCACertificates([...tls.getCACertificates('default'), ours.cert.toString()]);
+    trusted = await listen(ours);
+    untrusted = await listen(certificate('untrusted'));
+  });
+  afterAll(async () => {
+    for (const server of servers) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('posts and reads the answer, with Host and length, over one kept-alive connection', async () => {
+    const body = JSON.stringify({ n: 1 });
+    const before = connections;
+    for (let i = 0; i < 3; i++) {
+      const response = await nodeFetch(`${trusted}/v1/chat/completions?x=1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ method: 'POST', url: '/v1/chat/completions?x=1', host: new URL(trusted).host, length: String(body.length) });
+    }
+    expect(connections - before).toBe(1);
+  });
+
+  it('a certificate nobody vouches for fails the call with TLS’s reason, as the global fetch does', async () => {
+    const ours = (await nodeFetch(`${untrusted}/v1/models`).catch((error: unknown) => error)) as NodeJS.ErrnoException;
+    const theirs = (await fetch(`${untrusted}/v1/models`).catch((error: unknown) => error)) as Error & { cause?: NodeJS.ErrnoException };
+    expect(ours).toBeInstanceOf(Error);
+    expect(ours.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+    expect(theirs.cause?.code).toBe(ours.code);
   });
 });
