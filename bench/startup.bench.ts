@@ -234,7 +234,7 @@ async function main(): Promise<void> {
     const tiny = path.join(work, 'tiny-model');
     await writeModelDirectory(tiny, PRESETS.tiny);
     if (values.only === 'aims') {
-      // The aims alone, in about a minute: for a machine that is quiet only now and then.
+      // The aims alone, in seconds: for a machine that is quiet only now and then.
       buildTiny(tiny, work);
       await startupAims(work, values.before);
       return;
