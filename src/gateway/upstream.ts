@@ -120,7 +120,24 @@ export function upstreamErrorOf(error: unknown, provider: string): GatewayError 
     const code = typeof e.code === 'string' ? e.code : name === 'ModelNotFoundError' || status === 404 ? 'model_not_found' : 'upstream_invalid_request';
     return new GatewayError(400, 'invalid_request_error', code, message, { param, cause: error });
   }
-  return new GatewayError(502, 'upstream_error', 'upstream_error', message, { cause: error });
+  // A connection that failed says why only deep in its causes: refused, no such host, a certificate not trusted.
+  const reason = systemCodeOf(error);
+  return new GatewayError(502, 'upstream_error', 'upstream_error', reason && !message.includes(reason) ? `${message} (${reason})` : message, { cause: error });
+}
+
+/**
+ * The code of the system or TLS error under a failure (ECONNREFUSED, ENOTFOUND, DEPTH_ZERO_SELF_SIGNED_CERT, ...),
+ * found through `cause` and Hub's `original_exception`; null when there is none. A code names the kind of failure
+ * and nothing of the provider's answer or the gateway's address book.
+ */
+function systemCodeOf(error: unknown): string | null {
+  let next = error as { cause?: unknown; original_exception?: unknown } | null;
+  for (let depth = 0; depth < 8 && next && typeof next === 'object'; depth++) {
+    next = (next.cause ?? next.original_exception ?? null) as typeof next;
+    const code = (next as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{2,}$/.test(code)) return code;
+  }
+  return null;
 }
 
 function retryAfterOf(e: { retry_after?: unknown; headers?: unknown }): number | null {

@@ -1,8 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { selfSignedCertificate } from '../helpers/certificates.ts';
 import { baseRuntimePath, hasBaseRuntime, startListening, warnIfNoBaseRuntime, type ListeningExecutable } from '../helpers/executables.ts';
 import { chatChunks, chatCompletionBody, DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { MASTER_KEY } from './helpers/gateway.ts';
@@ -24,13 +27,13 @@ afterAll(async () => {
 });
 
 /** `encoder gateway serve` of the base runtime with this configuration, on SQLite, until the test's end. */
-async function startGatewayExecutable(name: string, configText: string): Promise<ListeningExecutable> {
+async function startGatewayExecutable(name: string, configText: string, env: NodeJS.ProcessEnv = {}): Promise<ListeningExecutable> {
   const config = path.join(dir, `${name}.yaml`);
   writeFileSync(config, configText);
   const running = await startListening(
     baseRuntimePath(),
     ['gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', `sqlite:${path.join(dir, `${name}.db`)}`],
-    { cacheDir: path.join(dir, 'cache'), env: { GATEWAY_MASTER_KEY: MASTER_KEY } },
+    { cacheDir: path.join(dir, 'cache'), env: { GATEWAY_MASTER_KEY: MASTER_KEY, ...env } },
     /listening on (http:\/\/\S+)/,
   );
   children.push(running);
@@ -92,4 +95,32 @@ it.skipIf(!available)('tells provider failures apart as from source: a stall pas
     ['error', 504],
     ['error', 504],
   ]);
+});
+
+// Providers are HTTPS; a self-hosted one may have a certificate from a private authority, which Node's own
+// NODE_EXTRA_CA_CERTS makes trusted (docs/gateway.md). Without it the call fails, and says TLS's reason.
+it.skipIf(!available)('forwards to an HTTPS provider whose authority NODE_EXTRA_CA_CERTS names, and refuses it without', async () => {
+  const { key: tlsKey, cert, certFile } = selfSignedCertificate(dir, 'private-authority');
+  const provider = https.createServer({ key: tlsKey, cert }, (request, response) => {
+    request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(chatCompletionBody('gpt-fake'))));
+  });
+  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  try {
+    const config = `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: https://127.0.0.1:${(provider.address() as AddressInfo).port}/v1\n`;
+    const request = { model: 'openai:gpt-fake', messages: [{ role: 'user' as const, content: 'Hi' }] };
+
+    const trusting = await startGatewayExecutable('private-ca', config, { NODE_EXTRA_CA_CERTS: certFile });
+    const client = new OpenAI({ apiKey: (await createKey(trusting.address)).key, baseURL: `${trusting.address}/v1`, maxRetries: 0 });
+    expect((await client.chat.completions.create(request)).choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
+
+    const doubting = await startGatewayExecutable('no-private-ca', config);
+    const refused = new OpenAI({ apiKey: (await createKey(doubting.address)).key, baseURL: `${doubting.address}/v1`, maxRetries: 0 });
+    const failure = (await refused.chat.completions.create(request).catch((error: unknown) => error)) as InstanceType<typeof OpenAI.APIError>;
+    expect(failure).toBeInstanceOf(OpenAI.APIError);
+    expect([failure.status, failure.code]).toEqual([502, 'upstream_error']);
+    expect(failure.message).toContain('(DEPTH_ZERO_SELF_SIGNED_CERT)');
+  } finally {
+    provider.closeAllConnections();
+    await new Promise((resolve) => provider.close(resolve));
+  }
 });

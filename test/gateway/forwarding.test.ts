@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fakeMessageEvents, startAnthropicFake } from '../fakes/anthropic.ts';
@@ -34,6 +35,13 @@ const fake = await useFakeProvider();
 const anthropicFake = await startAnthropicFake();
 afterAll(() => anthropicFake.close());
 const { prompt_tokens: PROMPT_TOKENS, completion_tokens: COMPLETION_TOKENS } = CHAT_USAGE;
+/** A loopback port nobody listens on (one was, a moment ago): a provider that is down. */
+const downPort = await new Promise<number>((resolve) => {
+  const probe = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = probe.address() as { port: number };
+    probe.close(() => resolve(port));
+  });
+});
 /** The body of the last chat completion the fake provider received. */
 const lastChatBody = () => fake.requestsTo(PROVIDER_CHAT_ROUTE).at(-1)!.body;
 
@@ -51,7 +59,11 @@ describe.each(backends)('forwarding on $name', (backend) => {
   useTestGateway(
     backend,
     () => ({
-      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url } },
+      providers: {
+        openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL },
+        anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url },
+        groq: { api_key: 'gsk-secret', api_base: `http://127.0.0.1:${downPort}/v1` },
+      },
       pricing: { 'openai:gpt-fake': TEST_PRICING },
     }),
     async (started) => {
@@ -128,6 +140,16 @@ describe.each(backends)('forwarding on $name', (backend) => {
     });
     expect(raw.headers.get('content-type')).toContain('text/event-stream');
     expect((await raw.text()).trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it.skipIf(backend.skipReason)('a provider that is down: 502 upstream_error that says why (ECONNREFUSED), and an error row', async () => {
+    const failure = await viaKey.chat.completions.create({ model: 'groq:llama-down', messages: [{ role: 'user', content: 'Hi' }] }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.APIError);
+    expect(failure).toMatchObject({ status: 502, code: 'upstream_error' });
+    expect((failure as Error).message).toMatch(/^502 Provider groq: .*\(ECONNREFUSED\)$/);
+    expect((failure as Error).message).not.toContain(String(downPort));
+    const usage = await usageOf(gateway, `/v1/keys/${virtualKey.id}/usage`);
+    expect(usage.data[0]).toMatchObject({ provider: 'groq', model: 'llama-down', status: 'error', status_code: 502 });
   });
 
   it.skipIf(backend.skipReason)('a stream cut by the provider ends with an error event and an error usage row with what was streamed', async () => {

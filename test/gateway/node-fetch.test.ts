@@ -1,7 +1,6 @@
 // The gateway's fetch for the provider SDKs (src/gateway/node-fetch.ts) answers whole bodies with a BufferedResponse
 // (src/gateway/buffered-response.ts): what the SDKs read of it must be what a web Response from the global fetch gives.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +9,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeFetch } from '../../src/gateway/node-fetch.ts';
+import { selfSignedCertificate } from '../helpers/certificates.ts';
 
 const BOM = '\uFEFF';
 let server: Server;
@@ -168,14 +168,8 @@ describe('what it sends', () => {
 });
 
 describe('over https (real providers are)', () => {
-  // Throwaway certificates for 127.0.0.1 made by openssl(1) for this run; only the first is trusted, and only by this
-  // test file's process.
+  // Two throwaway certificates: only the first is trusted, and only by this test file's process.
   const dir = mkdtempSync(path.join(tmpdir(), 'node-fetch-tls-'));
-  const certificate = (name: string) => {
-    const [key, cert] = [path.join(dir, `${name}.key`), path.join(dir, `${name}.pem`)];
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'pipe' });
-    return { key: readFileSync(key), cert: readFileSync(cert) };
-  };
   const servers: https.Server[] = [];
   let connections = 0;
   const listen = async (credentials: { key: Buffer; cert: Buffer }) => {
@@ -192,10 +186,10 @@ describe('over https (real providers are)', () => {
   let untrusted: string;
 
   beforeAll(async () => {
-    const ours = certificate('trusted');
+    const ours = selfSignedCertificate(dir, 'trusted');
     tls.setDefaultCACertificates([...tls.getCACertificates('default'), ours.cert.toString()]);
     trusted = await listen(ours);
-    untrusted = await listen(certificate('untrusted'));
+    untrusted = await listen(selfSignedCertificate(dir, 'untrusted'));
   });
   afterAll(async () => {
     for (const server of servers) {
