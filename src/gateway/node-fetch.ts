@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import { urlToHttpOptions } from 'node:url';
+import { nodeProxyEnv } from '../hub/providers/shared/proxy-env.ts';
 import { BufferedResponse, ParsedHeaders } from './buffered-response.ts';
 
 interface Target {
@@ -37,10 +38,12 @@ function targetOf(input: string | URL): Target | null {
  * anything else (FormData, streams as request bodies) to the global fetch. Answers read whole are BufferedResponses
  * (buffered-response.ts); event streams and empty answers are web Responses.
  */
-export function createNodeFetch(options: { maxSockets?: number } = {}): typeof fetch {
+export function createNodeFetch(options: { maxSockets?: number; proxyEnv?: NodeJS.ProcessEnv } = {}): typeof fetch {
+  // Through the proxies of the environment (NO_PROXY aside) when Node's switch says so, as its global fetch goes.
+  const proxyEnv = 'proxyEnv' in options ? options.proxyEnv : nodeProxyEnv();
   const agents = {
-    'http:': new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
+    'http:': new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256, proxyEnv }),
+    'https:': new https.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256, proxyEnv }),
   };
   const nodeFetch = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const body = init.body;

@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../helpers/certificates.ts';
 import { baseRuntimePath, hasBaseRuntime, startListening, warnIfNoBaseRuntime, type ListeningExecutable } from '../helpers/executables.ts';
+import { ForwardProxy } from '../fakes/forward-proxy.ts';
 import { chatChunks, chatCompletionBody, DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { MASTER_KEY } from './helpers/gateway.ts';
 
@@ -97,30 +98,63 @@ it.skipIf(!available)('tells provider failures apart as from source: a stall pas
   ]);
 });
 
+/** An HTTPS provider answering every call with a chat completion, its certificate from a private authority. */
+async function startHttpsProvider(name: string): Promise<{ url: string; certFile: string; close: () => Promise<void> }> {
+  const { key, cert, certFile } = selfSignedCertificate(dir, name);
+  const server = https.createServer({ key, cert }, (request, response) => {
+    request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(chatCompletionBody('gpt-fake'))));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    certFile,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const chatRequest = { model: 'openai:gpt-fake', messages: [{ role: 'user' as const, content: 'Hi' }] };
+const providerConfig = (apiBase: string) => `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${apiBase}/v1\n`;
+async function clientOf(gateway: ListeningExecutable): Promise<OpenAI> {
+  return new OpenAI({ apiKey: (await createKey(gateway.address)).key, baseURL: `${gateway.address}/v1`, maxRetries: 0 });
+}
+
 // Providers are HTTPS; a self-hosted one may have a certificate from a private authority, which Node's own
 // NODE_EXTRA_CA_CERTS makes trusted (docs/gateway.md). Without it the call fails, and says TLS's reason.
 it.skipIf(!available)('forwards to an HTTPS provider whose authority NODE_EXTRA_CA_CERTS names, and refuses it without', async () => {
-  const { key: tlsKey, cert, certFile } = selfSignedCertificate(dir, 'private-authority');
-  const provider = https.createServer({ key: tlsKey, cert }, (request, response) => {
-    request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(chatCompletionBody('gpt-fake'))));
-  });
-  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  const provider = await startHttpsProvider('private-authority');
   try {
-    const config = `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: https://127.0.0.1:${(provider.address() as AddressInfo).port}/v1\n`;
-    const request = { model: 'openai:gpt-fake', messages: [{ role: 'user' as const, content: 'Hi' }] };
+    const trusting = await startGatewayExecutable('private-ca', providerConfig(provider.url), { NODE_EXTRA_CA_CERTS: provider.certFile });
+    expect((await (await clientOf(trusting)).chat.completions.create(chatRequest)).choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
 
-    const trusting = await startGatewayExecutable('private-ca', config, { NODE_EXTRA_CA_CERTS: certFile });
-    const client = new OpenAI({ apiKey: (await createKey(trusting.address)).key, baseURL: `${trusting.address}/v1`, maxRetries: 0 });
-    expect((await client.chat.completions.create(request)).choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
-
-    const doubting = await startGatewayExecutable('no-private-ca', config);
-    const refused = new OpenAI({ apiKey: (await createKey(doubting.address)).key, baseURL: `${doubting.address}/v1`, maxRetries: 0 });
-    const failure = (await refused.chat.completions.create(request).catch((error: unknown) => error)) as InstanceType<typeof OpenAI.APIError>;
+    const doubting = await startGatewayExecutable('no-private-ca', providerConfig(provider.url));
+    const failure = (await (await clientOf(doubting)).chat.completions.create(chatRequest).catch((error: unknown) => error)) as InstanceType<typeof OpenAI.APIError>;
     expect(failure).toBeInstanceOf(OpenAI.APIError);
     expect([failure.status, failure.code]).toEqual([502, 'upstream_error']);
     expect(failure.message).toContain('(DEPTH_ZERO_SELF_SIGNED_CERT)');
   } finally {
-    provider.closeAllConnections();
-    await new Promise((resolve) => provider.close(resolve));
+    await provider.close();
+  }
+});
+
+// A company network lets the gateway out only through its proxy: Node's switch (NODE_USE_ENV_PROXY=1) and the usual
+// HTTPS_PROXY / NO_PROXY, as for Node's own fetch (docs/gateway.md).
+it.skipIf(!available)('with NODE_USE_ENV_PROXY=1, calls the provider through HTTPS_PROXY (a CONNECT tunnel); not without', async () => {
+  const provider = await startHttpsProvider('behind-proxy');
+  const proxy = await ForwardProxy.start();
+  try {
+    const env = { NODE_EXTRA_CA_CERTS: provider.certFile, HTTPS_PROXY: proxy.url };
+    const proxied = await startGatewayExecutable('proxied', providerConfig(provider.url), { ...env, NODE_USE_ENV_PROXY: '1' });
+    expect((await (await clientOf(proxied)).chat.completions.create(chatRequest)).choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
+    expect(proxy.requests).toEqual([`CONNECT ${new URL(provider.url).host}`]);
+
+    const direct = await startGatewayExecutable('not-proxied', providerConfig(provider.url), env);
+    expect((await (await clientOf(direct)).chat.completions.create(chatRequest)).choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
+    expect(proxy.requests).toHaveLength(1);
+  } finally {
+    await proxy.close();
+    await provider.close();
   }
 });

@@ -9,6 +9,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeFetch } from '../../src/gateway/node-fetch.ts';
+import { ForwardProxy } from '../fakes/forward-proxy.ts';
 import { selfSignedCertificate } from '../helpers/certificates.ts';
 
 const BOM = '\uFEFF';
@@ -210,11 +211,68 @@ describe('over https (real providers are)', () => {
     expect(connections - before).toBe(1);
   });
 
+  it('through HTTPS_PROXY: a CONNECT tunnel, the certificate still checked end to end', async () => {
+    const proxy = await ForwardProxy.start();
+    try {
+      const proxied = createNodeFetch({ proxyEnv: { HTTPS_PROXY: proxy.url } });
+      const response = await proxied(`${trusted}/v1/models`);
+      expect(await response.json()).toMatchObject({ method: 'GET', url: '/v1/models', host: new URL(trusted).host });
+      expect(proxy.requests).toEqual([`CONNECT ${new URL(trusted).host}`]);
+      const failure = (await proxied(`${untrusted}/v1/models`).catch((error: unknown) => error)) as NodeJS.ErrnoException;
+      expect(failure.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('a certificate nobody vouches for fails the call with TLS’s reason, as the global fetch does', async () => {
     const ours = (await nodeFetch(`${untrusted}/v1/models`).catch((error: unknown) => error)) as NodeJS.ErrnoException;
     const theirs = (await fetch(`${untrusted}/v1/models`).catch((error: unknown) => error)) as Error & { cause?: NodeJS.ErrnoException };
     expect(ours).toBeInstanceOf(Error);
     expect(ours.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
     expect(theirs.cause?.code).toBe(ours.code);
+  });
+});
+
+describe('through a proxy (a company network)', () => {
+  let proxy: ForwardProxy;
+  beforeAll(async () => {
+    proxy = await ForwardProxy.start();
+  });
+  afterAll(() => proxy.close());
+
+  it('HTTP_PROXY: the request goes to the proxy in absolute form, the answer comes back unchanged', async () => {
+    proxy.requests.length = 0;
+    const proxied = createNodeFetch({ proxyEnv: { HTTP_PROXY: proxy.url } });
+    const response = await proxied(`${base}/json`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ text: 'héllo ☃', n: 1 });
+    expect(proxy.requests).toEqual([`GET ${base}/json`]);
+  });
+
+  it('NO_PROXY names the hosts that are called directly', async () => {
+    proxy.requests.length = 0;
+    const proxied = createNodeFetch({ proxyEnv: { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' } });
+    expect((await proxied(`${base}/json`)).status).toBe(200);
+    expect(proxy.requests).toEqual([]);
+  });
+
+  it('by default only when Node’s own switch is on (NODE_USE_ENV_PROXY=1), as for its global fetch', async () => {
+    const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NODE_USE_ENV_PROXY: process.env.NODE_USE_ENV_PROXY };
+    try {
+      process.env.HTTP_PROXY = proxy.url;
+      proxy.requests.length = 0;
+      delete process.env.NODE_USE_ENV_PROXY;
+      expect((await createNodeFetch()(`${base}/json`)).status).toBe(200);
+      expect(proxy.requests).toEqual([]);
+      process.env.NODE_USE_ENV_PROXY = '1';
+      expect((await createNodeFetch()(`${base}/json`)).status).toBe(200);
+      expect(proxy.requests).toEqual([`GET ${base}/json`]);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 });

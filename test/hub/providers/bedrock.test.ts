@@ -26,6 +26,7 @@ import {
   startBedrockFake,
   TEST_ACCESS_KEY_ID,
 } from '../../fakes/bedrock.ts';
+import { ForwardProxy } from '../../fakes/forward-proxy.ts';
 import { bodyOf, fakeVector, type VendorServer } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, useVendorFake, weatherTool } from '../helpers.ts';
 
@@ -257,6 +258,25 @@ describe('bedrock provider against the fake (the AWS SDK, SigV4 from the environ
     const keyed = bedrockProvider.create({ api_base: fake.url, api_key: 'ABSKbedrock-key' });
     await keyed.messages(base, call);
     expect(fake.lastRequest.headers.authorization).toBe('Bearer ABSKbedrock-key');
+  });
+
+  it('with NODE_USE_ENV_PROXY=1, calls go through HTTP_PROXY as Node’s own agents’ do (a company network); not without', async () => {
+    const proxy = await ForwardProxy.start();
+    try {
+      vi.stubEnv('HTTP_PROXY', proxy.url);
+      vi.stubEnv('NO_PROXY', undefined);
+      await bedrockProvider.create({ api_base: fake.url, api_key: 'ABSKbedrock-key' }).messages(base, call);
+      expect(proxy.requests).toEqual([]);
+      vi.stubEnv('NODE_USE_ENV_PROXY', '1');
+      const message = await bedrockProvider.create({ api_base: fake.url, api_key: 'ABSKbedrock-key' }).messages(base, call);
+      expect(message).toMatchObject({ model: MODEL, content: [{ type: 'text' }], stop_reason: 'end_turn' });
+      expect(proxy.requests).toHaveLength(1);
+      expect(decodeURIComponent(proxy.requests[0]!)).toBe(`POST ${fake.url}/model/${MODEL}/converse`);
+    } finally {
+      vi.stubEnv('HTTP_PROXY', undefined);
+      vi.stubEnv('NODE_USE_ENV_PROXY', undefined);
+      await proxy.close();
+    }
   });
 
   it('through the Hub, AWS_BEARER_TOKEN_BEDROCK is the key; without it the credential chain signs', async () => {

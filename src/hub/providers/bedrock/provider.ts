@@ -11,7 +11,7 @@ import {
   InvokeModelCommand,
   type BedrockRuntimeClientConfig,
 } from '@aws-sdk/client-bedrock-runtime';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { awsRequestHandler } from '../shared/aws-http.ts';
 import { ProviderError } from '../../errors.ts';
 import type { CallOptions, EmbeddingParams, EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { awsErrorToHub } from '../shared/aws-errors.ts';
@@ -30,9 +30,7 @@ export function bedrockClientConfig(options: ProviderOptions): BedrockRuntimeCli
   return {
     // the Hub core owns retries
     maxAttempts: 1,
-    // HTTP/1.1 with keep-alive: the runtime client's default opens a new HTTP/2 session (a new TLS connection) for
-    // every request (it isolates sessions for bidirectional streams, which the Hub does not use)
-    requestHandler: new NodeHttpHandler({ httpAgent: { keepAlive: true }, httpsAgent: { keepAlive: true } }),
+    requestHandler: awsRequestHandler(),
     // the SDK reads AWS_REGION and the profile's region; AWS_DEFAULT_REGION is what boto3 users have set
     ...(!env.AWS_REGION && env.AWS_DEFAULT_REGION ? { region: env.AWS_DEFAULT_REGION } : {}),
     ...(options.api_base ? { endpoint: options.api_base } : {}),

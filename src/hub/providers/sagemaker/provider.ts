@@ -11,7 +11,7 @@ import {
   type ResponseStream,
   type SageMakerRuntimeClientConfig,
 } from '@aws-sdk/client-sagemaker-runtime';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { awsRequestHandler } from '../shared/aws-http.ts';
 import { ProviderError, UnsupportedParameterError } from '../../errors.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../openai-chat/response-from-chat.ts';
@@ -29,7 +29,7 @@ export function sagemakerClientConfig(options: ProviderOptions): SageMakerRuntim
   return {
     // the Hub core owns retries
     maxAttempts: 1,
-    requestHandler: new NodeHttpHandler({ httpAgent: { keepAlive: true }, httpsAgent: { keepAlive: true } }),
+    requestHandler: awsRequestHandler(),
     ...(!env.AWS_REGION && env.AWS_DEFAULT_REGION ? { region: env.AWS_DEFAULT_REGION } : {}),
     ...(endpoint ? { endpoint } : {}),
     ...(options.client_args as SageMakerRuntimeClientConfig | undefined),
