@@ -79,6 +79,15 @@ const ConfigFile = z.strictObject({
   /** PostgreSQL: an instance silent for this long is taken for dead and its budget holds are given back. */
   instance_lease_seconds: z.number().positive().optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  /** Web origins whose pages may call the API from a browser (CORS); "*" for any. Empty or absent: none. */
+  cors_allow_origins: z
+    .array(
+      z.string().refine((origin) => origin === '*' || (originOf(origin) === origin && !origin.includes('*')), {
+        message: 'an origin is "*" or scheme://host[:port] with nothing after it and no pattern, e.g. https://app.example.com',
+      }),
+    )
+    .max(256)
+    .optional(),
 });
 export type GatewayConfigFile = z.infer<typeof ConfigFile>;
 
@@ -98,6 +107,8 @@ export interface GatewayConfig {
   reserveOutputTokens: number;
   upstreamTimeoutSeconds: number;
   instanceLeaseSeconds: number;
+  /** Origins allowed to call from a browser (CORS); empty: CORS off. */
+  corsAllowOrigins: string[];
   logLevel: string;
   /** Things the operator should know at start (a short master key). */
   warnings: string[];
@@ -153,6 +164,16 @@ export function parseConfigText(text: string, source: string, env: NodeJS.Proces
   return parsed.data;
 }
 
+/** `scheme://host[:port]` of an http(s) address, as browsers send it in Origin; null for anything else. */
+function originOf(text: string): string | null {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The configuration of `gateway serve` and `migrate`: flags over environment over file over defaults. */
 export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.ProcessEnv = process.env, options: { requireMasterKey?: boolean } = {}): GatewayConfig {
   let file: GatewayConfigFile = {};
@@ -190,6 +211,7 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
     reserveOutputTokens: file.reserve_output_tokens ?? 1024,
     upstreamTimeoutSeconds: file.upstream_timeout_seconds ?? 600,
     instanceLeaseSeconds: file.instance_lease_seconds ?? 30,
+    corsAllowOrigins: file.cors_allow_origins ?? [],
     logLevel: file.log_level ?? 'info',
     warnings,
   };

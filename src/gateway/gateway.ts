@@ -79,7 +79,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     authenticator,
     authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
   };
-  const app = await createGatewayApp(context, { version: options.version, logger: options.logger, dashboard: options.dashboard });
+  const app = await createGatewayApp(context, { version: options.version, logger: options.logger, dashboard: options.dashboard, corsAllowOrigins: config.corsAllowOrigins });
   ledger.onWriteError = (error, row) =>
     app.log.error({ err: error, reqId: row.request_id, usage: { ...row } }, 'usage row could not be written; the call was answered');
   let url = '';

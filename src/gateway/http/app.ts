@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { GatewayContext } from './context.ts';
@@ -17,6 +18,8 @@ export interface GatewayAppOptions {
   version: string;
   /** The dashboard's files, served at /dashboard/; absent: no dashboard. */
   dashboard?: DashboardFiles;
+  /** Origins whose pages may call the API from a browser ("*": any); empty or absent: no CORS headers at all. */
+  corsAllowOrigins?: string[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -51,6 +54,18 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
 
   // JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser('text/plain');
+
+  const origins = options.corsAllowOrigins ?? [];
+  if (origins.length > 0) {
+    // Credentials travel in headers (Authorization, x-hub-key, x-api-key), never in cookies: no allowCredentials. A
+    // preflight's request headers are allowed as asked (the SDKs add their own, such as x-stainless-*).
+    await app.register(cors, {
+      origin: origins.includes('*') ? '*' : origins,
+      methods: ['GET', 'POST', 'PATCH', 'DELETE'],
+      exposedHeaders: ['x-request-id', 'retry-after'],
+      maxAge: 600,
+    });
+  }
 
   // Callback-style hooks: they run on every request, and an async hook costs a promise each time.
   app.addHook('onRequest', (request, reply, done) => {

@@ -45,6 +45,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig
     reserveOutputTokens: 1024,
     upstreamTimeoutSeconds: 30,
     instanceLeaseSeconds: 30,
+    corsAllowOrigins: [],
     logLevel: 'silent',
     warnings: [],
     ...overrides,
