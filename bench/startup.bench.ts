@@ -33,6 +33,11 @@ function timed(command: string, args: string[], env: NodeJS.ProcessEnv): number 
   return elapsed;
 }
 
+/** What every executable here runs with: no Node on PATH, the run's own cache under `work`. */
+function executableEnv(work: string): NodeJS.ProcessEnv {
+  return { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+}
+
 /** `<work>/<name>.yaml`, an embedding model's config. */
 function writeConfig(work: string, name: string, modelDir: string, extra = ''): string {
   const config = path.join(work, `${name}.yaml`);
@@ -43,7 +48,7 @@ function writeConfig(work: string, name: string, modelDir: string, extra = ''): 
 async function measure(name: string, modelDir: string, work: string, extra = ''): Promise<(string | number)[]> {
   const config = writeConfig(work, name, modelDir, extra);
   const output = path.join(work, name);
-  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  const env = executableEnv(work);
 
   const builds: number[] = [];
   for (let i = 0; i < 3; i++) builds.push(timed(base, ['build', '-f', config, '--base-binary-path', base, '-o', output], env));
@@ -161,7 +166,7 @@ async function serveFirstHealth(executable: string, env: NodeJS.ProcessEnv, port
  * (an older build of it), on that one too, measured alternately.
  */
 async function startupAims(work: string, beforeBase: string | undefined): Promise<void> {
-  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  const env = executableEnv(work);
   const builds: [string, string][] = [];
   if (beforeBase) {
     const before = path.join(work, 'tiny-before');
@@ -206,7 +211,7 @@ async function startupAims(work: string, beforeBase: string | undefined): Promis
 /** The tiny model's executable and config as `measure` leaves them for startupAims, and its cache filled by one run. */
 function buildTiny(modelDir: string, work: string): void {
   const config = writeConfig(work, 'tiny', modelDir);
-  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  const env = executableEnv(work);
   timed(base, ['build', '-f', config, '--base-binary-path', base, '-o', path.join(work, 'tiny')], env);
   timed(path.join(work, 'tiny'), ['infer', 'warm the cache'], env);
 }
@@ -214,7 +219,7 @@ function buildTiny(modelDir: string, work: string): void {
 /** Every base runtime built in dist/runtime, and the tiny model packed onto it (`build --platform`). */
 function baseRuntimeSizes(work: string): (string | number)[][] {
   const config = path.join(work, 'tiny.yaml');
-  const env = { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: path.join(work, 'cache') };
+  const env = executableEnv(work);
   return TARGETS.flatMap((target) => {
     const runtime = path.join(root, 'dist', 'runtime', target, `encoder${executableExtension(target)}`);
     if (!existsSync(runtime)) return [];

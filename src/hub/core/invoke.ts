@@ -81,14 +81,15 @@ function startAttempt(settings: InvokeSettings): Attempt {
   const passOn = () => controller.abort(caller!.reason);
   if (caller?.aborted) passOn();
   else caller?.addEventListener('abort', passOn, { once: true });
+  const settle = () => clearTimeout(timer);
   return {
     call: { signal: controller.signal, extra: settings.extra },
     timedOut: () => fired,
-    settle: () => clearTimeout(timer),
+    settle,
     rearm,
     expired,
     end: () => {
-      clearTimeout(timer);
+      settle();
       caller?.removeEventListener('abort', passOn);
     },
   };

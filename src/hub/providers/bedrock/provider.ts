@@ -11,10 +11,10 @@ import {
   InvokeModelCommand,
   type BedrockRuntimeClientConfig,
 } from '@aws-sdk/client-bedrock-runtime';
-import { awsRequestHandler } from '../shared/aws-http.ts';
 import { ProviderError } from '../../errors.ts';
 import type { CallOptions, EmbeddingParams, EmbeddingResponse, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { awsErrorToHub } from '../shared/aws-errors.ts';
+import { awsRequestHandler } from '../shared/aws-http.ts';
 import { embeddingList, inChunks, outputDimension } from '../shared/embeddings.ts';
 import { fromConverseResponse, fromConverseStream, toConverseRequest } from './convert.ts';
 import { metadata } from './metadata.ts';

@@ -11,13 +11,13 @@ import {
   type ResponseStream,
   type SageMakerRuntimeClientConfig,
 } from '@aws-sdk/client-sagemaker-runtime';
-import { awsRequestHandler } from '../shared/aws-http.ts';
 import { ProviderError, UnsupportedParameterError } from '../../errors.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { chatChunksToMessageEvents, chatCompletionToMessage } from '../../openai-chat/response-from-chat.ts';
 import { messagesToChatRequest, type ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { CallOptions, CompletionChunk, CompletionResponse, EmbeddingResponse, Provider, ProviderOptions } from '../../provider.ts';
 import { awsErrorToHub } from '../shared/aws-errors.ts';
+import { awsRequestHandler } from '../shared/aws-http.ts';
 import { embeddingList, outputDimension } from '../shared/embeddings.ts';
 import { metadata } from './metadata.ts';
 
