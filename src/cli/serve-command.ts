@@ -111,7 +111,7 @@ function httpExtras(modelType: ModelType): string {
 function banner(pipeline: PredictPipeline, server: RunningServer): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
-  if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models, MCP at /mcp`);
+  if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestTokens} tokens per request`);

@@ -99,6 +99,24 @@ export interface BatchStats {
   runsInFlight: number;
 }
 
+/** One onnxruntime run as it ended, for observers (serve's metrics). */
+export interface BatchRun {
+  /** Rows run, and their tokens without and with padding (rows × longest). */
+  readonly rows: number;
+  readonly tokens: number;
+  readonly paddedTokens: number;
+  /**
+   * How long each row waited in the queue before the run started, in ms. Empty for the run of one request's rows
+   * alone after a shared run failed: those rows' wait was reported with the first run.
+   */
+  readonly queueWaitsMs: readonly number[];
+  /** From the start of the run to its output or failure, in ms. */
+  readonly durationMs: number;
+  readonly failed: boolean;
+}
+
+export type BatchRunListener = (run: BatchRun) => void;
+
 interface PendingRequest<Output> {
   readonly rows: ScheduledRow<Output>[];
   remaining: number;
@@ -131,6 +149,7 @@ export class BatchScheduler<S extends Sequence, Output> {
   #timer: unknown = undefined;
   #closing: Promise<void> | undefined;
   #drained: (() => void) | undefined;
+  readonly #listeners = new Set<BatchRunListener>();
   readonly #stats = {
     requests: 0,
     runs: 0,
@@ -182,6 +201,12 @@ export class BatchScheduler<S extends Sequence, Output> {
 
   stats(): BatchStats {
     return { ...this.#stats, queuedSequences: this.#queue.length, runsInFlight: this.#running };
+  }
+
+  /** Calls `listener` as each run ends, failed ones included; returns the function that stops it. */
+  observe(listener: BatchRunListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /**
@@ -309,6 +334,7 @@ export class BatchScheduler<S extends Sequence, Output> {
     else stats.largestBatchTokens = Math.max(stats.largestBatchTokens, padded);
     this.#running++;
 
+    const startedAt = this.#clock.now();
     let run: Promise<Output>;
     try {
       run = this.#runner(batch.map((item) => item.sequence));
@@ -316,8 +342,12 @@ export class BatchScheduler<S extends Sequence, Output> {
       run = Promise.reject(error);
     }
     run.then(
-      (output) => this.#deliver(batch, output),
+      (output) => {
+        this.#report(batch, startedAt, false, true);
+        this.#deliver(batch, output);
+      },
       (error: unknown) => {
+        this.#report(batch, startedAt, true, true);
         stats.failedRuns++;
         const requests = [...new Set(batch.map((item) => item.request))].filter((request) => !request.settled);
         if (requests.length <= 1) return this.#fail(requests, error);
@@ -367,11 +397,41 @@ export class BatchScheduler<S extends Sequence, Output> {
       const items = batch.filter((item) => item.request === request);
       this.#stats.runs++;
       this.#stats.isolatedRuns++;
+      const startedAt = this.#clock.now();
       try {
-        this.#deliver(items, await this.#runner(items.map((item) => item.sequence)));
+        const output = await this.#runner(items.map((item) => item.sequence));
+        this.#report(items, startedAt, false, false);
+        this.#deliver(items, output);
       } catch (error) {
+        this.#report(items, startedAt, true, false);
         this.#stats.failedRuns++;
         this.#fail([request], error);
+      }
+    }
+  }
+
+  /** Tells the observers of a run that ended. One that throws must not break the runs it observes: its error is dropped. */
+  #report(items: readonly QueuedSequence<S, Output>[], startedAt: number, failed: boolean, firstRun: boolean): void {
+    if (this.#listeners.size === 0) return;
+    let longest = 0;
+    let tokens = 0;
+    for (const item of items) {
+      longest = Math.max(longest, item.tokens);
+      tokens += item.tokens;
+    }
+    const run: BatchRun = {
+      rows: items.length,
+      tokens,
+      paddedTokens: longest * items.length,
+      queueWaitsMs: firstRun ? items.map((item) => startedAt - item.enqueuedAt) : [],
+      durationMs: this.#clock.now() - startedAt,
+      failed,
+    };
+    for (const listener of this.#listeners) {
+      try {
+        listener(run);
+      } catch {
+        // the run's requests are answered whatever an observer does
       }
     }
   }

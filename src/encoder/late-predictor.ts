@@ -1,6 +1,7 @@
+import type { BatchRunListener, BatchStats } from './batch-scheduler.ts';
 import type { ModelType } from './config.ts';
 import { InternalError } from './errors.ts';
-import type { Predictor } from './predict-pipeline.ts';
+import type { BatchingPredictor } from './predict-pipeline.ts';
 import type { EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankRequest, RerankResult } from './schemas.ts';
 
 /**
@@ -8,10 +9,12 @@ import type { EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankR
  * comes they ask a predictor only for its model's id and type, which the package already says, and they listen only
  * once the pipeline is bound. Before that every other call is an InternalError.
  */
-export class LatePredictor implements Predictor {
+export class LatePredictor implements BatchingPredictor {
   readonly modelId: string;
   readonly modelType: ModelType;
-  #pipeline: Predictor | undefined;
+  #pipeline: BatchingPredictor | undefined;
+  /** Observers of runs registered before the pipeline was bound, with the function that stops each once bound. */
+  readonly #observers = new Map<BatchRunListener, () => void>();
 
   constructor(modelId: string, modelType: ModelType) {
     this.modelId = modelId;
@@ -19,11 +22,12 @@ export class LatePredictor implements Predictor {
   }
 
   /** The loaded pipeline, which must serve the same model. */
-  bind(pipeline: Predictor): void {
+  bind(pipeline: BatchingPredictor): void {
     if (pipeline.modelId !== this.modelId || pipeline.modelType !== this.modelType) {
       throw new InternalError(`bound to ${pipeline.modelId} (${pipeline.modelType}), expected ${this.modelId} (${this.modelType})`);
     }
     this.#pipeline = pipeline;
+    for (const listener of this.#observers.keys()) this.#observers.set(listener, pipeline.observeBatches(listener));
   }
 
   metadata(): ModelMetadata {
@@ -42,7 +46,20 @@ export class LatePredictor implements Predictor {
     return this.#bound().rerank(request);
   }
 
-  #bound(): Predictor {
+  batchingStats(): BatchStats {
+    return this.#bound().batchingStats();
+  }
+
+  observeBatches(listener: BatchRunListener): () => void {
+    if (this.#pipeline) return this.#pipeline.observeBatches(listener);
+    this.#observers.set(listener, () => {});
+    return () => {
+      this.#observers.get(listener)?.();
+      this.#observers.delete(listener);
+    };
+  }
+
+  #bound(): BatchingPredictor {
     if (this.#pipeline === undefined) throw new InternalError(`the model ${this.modelId} has not loaded yet`);
     return this.#pipeline;
   }

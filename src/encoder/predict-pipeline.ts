@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type * as ort from 'onnxruntime-node';
-import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
+import { BatchScheduler, resolveBatchSettings, type BatchRunListener, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
 import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
@@ -106,6 +106,14 @@ export interface Predictor {
   rerank(request: RerankRequest): Promise<RerankResult>;
 }
 
+/** A predictor whose batching can be watched, as `serve` does for its metrics. */
+export interface BatchingPredictor extends Predictor {
+  /** Counters of the batch scheduler: runs, sequences, tokens and padded tokens, what is queued now. */
+  batchingStats(): BatchStats;
+  /** Calls `listener` as each onnxruntime run ends; returns the function that stops it. */
+  observeBatches(listener: BatchRunListener): () => void;
+}
+
 /**
  * The one path from a request body to spec 2's response: validate, tokenize, run onnxruntime, apply the Lua
  * transform, shape the result. Every front end (CLI, HTTP, gRPC, MCP) calls `predict`, concurrently: the sequences
@@ -113,7 +121,7 @@ export interface Predictor {
  * and tokenization happen before a request joins the queue, shaping after its rows come back; only padding,
  * onnxruntime and the Lua transform run per merged batch.
  */
-export class PredictPipeline implements Predictor {
+export class PredictPipeline implements BatchingPredictor {
   readonly modelId: string;
   readonly modelType: ModelType;
   readonly tokenizer: EncoderTokenizer;
@@ -228,9 +236,12 @@ export class PredictPipeline implements Predictor {
     return this.#transformTimeoutMs;
   }
 
-  /** Counters of the batch scheduler: runs, sequences, tokens and padded tokens, what is queued now. */
   batchingStats(): BatchStats {
     return this.#scheduler.stats();
+  }
+
+  observeBatches(listener: BatchRunListener): () => void {
+    return this.#scheduler.observe(listener);
   }
 
   /** How the model was bound: inputs, and the output read. */

@@ -1,10 +1,11 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError } from '../encoder/errors.ts';
-import type { Predictor } from '../encoder/predict-pipeline.ts';
+import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
+import { ServerMetrics } from './metrics/server-metrics.ts';
 import { serverInfo } from './server-info.ts';
 
 export interface EncoderServerOptions {
@@ -34,37 +35,51 @@ export interface PreparedServer {
   discard(): Promise<void>;
 }
 
+/** The front ends built by prepareEncoderServer, and the metrics they record into (served when HTTP is on). */
+interface FrontEnds {
+  http: FastifyInstance | null;
+  grpc: GrpcFrontEnd | null;
+  metrics: ServerMetrics | null;
+  /** Stops recording the predictor's runs into the metrics. */
+  unobserve(): void;
+}
+
 /**
  * Loads the code of the enabled front ends (fastify, grpc-js and protobufjs are a large part of start-up) and builds
  * them around `predictor`, without listening. `serve` calls it while the model loads on worker threads, with a
  * predictor that is bound to the pipeline before `listen` (LatePredictor).
  */
-export async function prepareEncoderServer(predictor: Predictor, options: EncoderServerOptions): Promise<PreparedServer> {
+export async function prepareEncoderServer(predictor: BatchingPredictor, options: EncoderServerOptions): Promise<PreparedServer> {
   const [httpModule, grpcModule] = await Promise.all([options.http ? import('./http/index.ts') : undefined, options.grpc ? import('./grpc/index.ts') : undefined]);
-  let http: FastifyInstance | null = null;
-  let grpcFrontEnd: GrpcFrontEnd | null = null;
+  const info = serverInfo({ target: options.target });
+  // Metrics are served on the HTTP port; a gRPC-only server has nowhere to serve them, so it keeps none.
+  const metrics = options.http ? new ServerMetrics({ modelId: predictor.modelId, modelType: predictor.modelType, serverInfo: info, batchingStats: () => predictor.batchingStats() }) : null;
+  const frontEnds: FrontEnds = { http: null, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
   try {
-    if (options.http) http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: serverInfo({ target: options.target }) });
-    if (options.grpc) grpcFrontEnd = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText });
+    if (options.http) frontEnds.http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: info, metrics: metrics ?? undefined });
+    if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, metrics: metrics ?? undefined });
   } catch (error) {
-    await http?.close();
+    await drop(frontEnds);
     throw error;
   }
-  return { listen: () => listen(http, grpcFrontEnd, options), discard: () => drop(http, grpcFrontEnd) };
+  return { listen: () => listen(frontEnds, options), discard: () => drop(frontEnds) };
 }
 
 /** Closes front ends at once, without waiting for calls: they never listened, or only one of them could. */
-async function drop(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd | null): Promise<void> {
+async function drop({ http, grpc, metrics, unobserve }: FrontEnds): Promise<void> {
+  unobserve();
+  metrics?.close();
   await http?.close();
-  grpcFrontEnd?.server.forceShutdown();
+  grpc?.server.forceShutdown();
 }
 
 /** Starts the enabled front ends over one predictor. Either both start or none stays open. */
-export async function startEncoderServer(predictor: Predictor, options: EncoderServerOptions): Promise<RunningServer> {
+export async function startEncoderServer(predictor: BatchingPredictor, options: EncoderServerOptions): Promise<RunningServer> {
   return (await prepareEncoderServer(predictor, options)).listen();
 }
 
-async function listen(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd | null, options: EncoderServerOptions): Promise<RunningServer> {
+async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Promise<RunningServer> {
+  const { http, grpc: grpcFrontEnd, metrics } = frontEnds;
   let httpPort: number | null = null;
   let grpcPort: number | null = null;
   try {
@@ -86,9 +101,10 @@ async function listen(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd |
       traceStartup('gRPC listening');
     }
   } catch (error) {
-    await drop(http, grpcFrontEnd);
+    await drop(frontEnds);
     throw error;
   }
+  metrics?.loadSoon();
 
   return {
     httpUrl: options.http ? `http://${hostPort(options.http.host, httpPort!)}` : null,
@@ -99,6 +115,8 @@ async function listen(http: FastifyInstance | null, grpcFrontEnd: GrpcFrontEnd |
     async close() {
       grpcFrontEnd?.setServing(false);
       await Promise.all([http ? closeHttp(http) : undefined, grpcFrontEnd ? shutdownGrpc(grpcFrontEnd.server) : undefined]);
+      frontEnds.unobserve();
+      metrics?.close();
     },
   };
 }

@@ -186,6 +186,24 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
         client.close();
         expect(error.code).toBe(GRPC_UNIMPLEMENTED);
       });
+
+      it('counts what it answered, and the runs that failed, at GET /metrics', async () => {
+        const response = await fetch(`${served.httpUrl}/metrics`);
+        expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+        const text = await response.text();
+        // at least what the tests above sent: a series' count is the number after its name and labels
+        const count = (series: string) => Number(new RegExp(`^${series.replace(/[{}.()/]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+        const service = `/encoder.${{ embedding: 'Embedding', sequence_classification: 'SequenceClassification', token_classification: 'TokenClassification' }[modelType]}`;
+        expect(count('encoder_http_requests_total{route="/predict",method="POST",status="200"}')).toBeGreaterThanOrEqual(3);
+        expect(count('encoder_http_requests_total{route="/predict",method="POST",status="422"}')).toBeGreaterThanOrEqual(3);
+        expect(count('encoder_http_requests_total{route="/predict",method="POST",status="500"}')).toBeGreaterThanOrEqual(1);
+        expect(count('encoder_http_requests_total{route="/mcp",method="POST",status="200"}')).toBeGreaterThanOrEqual(4);
+        expect(count(`encoder_grpc_requests_total{method="${service}/Predict",code="INVALID_ARGUMENT"}`)).toBeGreaterThanOrEqual(2);
+        expect(count(`encoder_grpc_requests_total{method="${service}/Predict",code="INTERNAL"}`)).toBeGreaterThanOrEqual(1);
+        expect(count('encoder_inference_runs_total{outcome="failed"}')).toBeGreaterThanOrEqual(3);
+        expect(count('encoder_inference_runs_total{outcome="ok"}')).toBeGreaterThanOrEqual(4);
+        expect(text).toMatch(new RegExp(`^encoder_info\\{model_id="served-${modelType}",model_type="${modelType}",version="[^"]+",node="[^"]+",onnxruntime="[^"]+",target="x86_64-unknown-linux-gnu"\\} 1$`, 'm'));
+      });
     });
   }
 

@@ -3,6 +3,7 @@ import { ENGLISH_WORDS } from '../../scripts/model-generator/english-words.ts';
 import {
   BatchScheduler,
   DEFAULT_BATCH_SETTINGS,
+  type BatchRun,
   type BatchSchedulerOptions,
   type SchedulerClock,
   type ScheduledRow,
@@ -351,6 +352,45 @@ describe('BatchScheduler with a fake runner and clock', () => {
     runs[4].resolve('run4');
     await clock.flush();
     expect(sequencesOf(waiting.value!, runs)).toEqual(['d0']);
+  });
+
+  it('tells observers of each run as it ends: rows, tokens, padding, waits and time, failed and isolated runs too', async () => {
+    const { clock, runs, scheduler } = fakeScheduler({ maxBatchTokens: 100, maxWaitMs: 4 });
+    const seen: BatchRun[] = [];
+    scheduler.observe(() => {
+      throw new Error('an observer that fails');
+    });
+    const stop = scheduler.observe((run) => seen.push(run));
+    const a = track(scheduler.submit([seq('a0', 10), seq('a1', 6)]));
+    await clock.advance(1);
+    const b = track(scheduler.submit([seq('b0', 8)]));
+    await clock.advance(3); // a has waited 4 ms, b 3 ms: the run starts
+    expect(runs).toHaveLength(1);
+    await clock.advance(7);
+    runs[0].reject(new InternalError('fails with b0'));
+    await clock.flush();
+    expect(seen).toEqual([{ rows: 3, tokens: 24, paddedTokens: 30, queueWaitsMs: expect.arrayContaining([4, 4, 3]), durationMs: 7, failed: true }]);
+    expect([...seen[0].queueWaitsMs].sort()).toEqual([3, 4, 4]);
+
+    // each request's rows alone: their waits were told with the first run
+    await clock.advance(2);
+    runs[1].resolve('run1');
+    await clock.flush();
+    runs[2].reject(new InternalError('fails with b0'));
+    await clock.flush();
+    expect(seen.slice(1)).toEqual([
+      { rows: 2, tokens: 16, paddedTokens: 20, queueWaitsMs: [], durationMs: 2, failed: false },
+      { rows: 1, tokens: 8, paddedTokens: 8, queueWaitsMs: [], durationMs: 0, failed: true },
+    ]);
+    expect(sequencesOf(a.value!, runs)).toEqual(['a0', 'a1']); // the observer that throws changed nothing
+    expect((b.error as Error).message).toBe('fails with b0');
+
+    stop();
+    track(scheduler.submit([seq('c0', 5)]));
+    await clock.advance(4);
+    runs[3].resolve('run3');
+    await clock.flush();
+    expect(seen).toHaveLength(3);
   });
 
   it('a runner that throws instead of rejecting fails its batch the same way', async () => {

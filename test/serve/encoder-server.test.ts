@@ -8,12 +8,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
-import type { Predictor } from '../../src/encoder/predict-pipeline.ts';
+import type { BatchingPredictor } from '../../src/encoder/predict-pipeline.ts';
 import { LatePredictor } from '../../src/encoder/late-predictor.ts';
 import { prepareEncoderServer, startEncoderServer } from '../../src/serve/encoder-server.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
-const predictor: Predictor = {
+const predictor: BatchingPredictor = {
+  batchingStats: () => ({ requests: 0, runs: 0, failedRuns: 0, isolatedRuns: 0, sequences: 0, tokens: 0, paddedTokens: 0, largestBatchTokens: 0, oversizeRuns: 0, queuedSequences: 0, runsInFlight: 0 }),
+  observeBatches: () => () => {},
   modelId: 'm',
   modelType: 'embedding',
   metadata: () => ({ model_id: 'm', model_type: 'embedding' }),

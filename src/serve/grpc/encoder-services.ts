@@ -3,6 +3,7 @@ import type protobuf from 'protobufjs';
 import type { ModelType } from '../../encoder/config.ts';
 import { isEncoderError } from '../../encoder/errors.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import {
   ENCODER_SERVICE_NAMES,
   grpcModelMetadataOf,
@@ -29,19 +30,31 @@ const MODEL_TYPES = Object.keys(ENCODER_SERVICE_NAMES) as ModelType[];
  * answer every call with UNIMPLEMENTED naming the model type that is served (grpc-js's default handler would
  * only say "not implemented", which does not tell a caller which service to use instead).
  */
-export function addEncoderServices(server: grpc.Server, predictor: Predictor, proto: protobuf.Root, label: string): void {
+export function addEncoderServices(server: grpc.Server, predictor: Predictor, proto: protobuf.Root, label: string, metrics?: ServerMetrics): void {
   for (const modelType of MODEL_TYPES) {
     const service = grpcServiceDefinition(proto, ENCODER_SERVICE_NAMES[modelType], ENCODER_METHODS, ENCODER_MESSAGE_SHAPE, label);
     if (modelType === predictor.modelType) {
       server.addService(service, {
-        Predict: predictHandler(predictor),
-        GetModelMetadata: modelMetadataHandler(predictor),
+        Predict: counted(predictHandler(predictor), metrics),
+        GetModelMetadata: counted(modelMetadataHandler(predictor), metrics),
       });
     } else {
-      const unimplemented = unimplementedHandler(ENCODER_SERVICE_NAMES[modelType], predictor.modelType);
+      const unimplemented = counted(unimplementedHandler(ENCODER_SERVICE_NAMES[modelType], predictor.modelType), metrics);
       server.addService(service, { Predict: unimplemented, GetModelMetadata: unimplemented });
     }
   }
+}
+
+/** `handler`, with each call's method, status code and time recorded in `metrics` as it is answered. */
+function counted<Request, Response>(handler: grpc.handleUnaryCall<Request, Response>, metrics: ServerMetrics | undefined): grpc.handleUnaryCall<Request, Response> {
+  if (!metrics) return handler;
+  return (call, callback) => {
+    const start = performance.now();
+    handler(call, (error, ...rest) => {
+      metrics.grpcRequest(call.getPath(), grpc.status[error?.code ?? grpc.status.OK], (performance.now() - start) / 1000);
+      callback(error, ...rest);
+    });
+  };
 }
 
 function predictHandler(predictor: Predictor): grpc.handleUnaryCall<GrpcPredictRequest, GrpcPredictResponse> {

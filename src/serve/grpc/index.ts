@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import { addEncoderServices } from './encoder-services.ts';
 import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';
 import { ENCODER_SERVICE_NAMES } from './messages.ts';
@@ -11,6 +12,8 @@ export { ENCODER_SERVICE_NAMES } from './messages.ts';
 export interface GrpcServerOptions {
   /** The text of proto/encoder.proto: read from disk when running from source, from a SEA asset in the executable. */
   protoText: string;
+  /** Where calls of the encoder services are counted (health and reflection are not). */
+  metrics?: ServerMetrics;
 }
 
 /** The gRPC front end: a server not yet bound (the caller binds it), and its health status. */
@@ -37,7 +40,7 @@ export function createGrpcServer(predictor: Predictor, options: GrpcServerOption
   const services = [encoderService, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
   const server = new grpc.Server();
-  addEncoderServices(server, predictor, encoderProto, 'encoder.proto');
+  addEncoderServices(server, predictor, encoderProto, 'encoder.proto', options.metrics);
   const healthServiceProto = healthProto();
   const health = new HealthStatusBoard([encoderService]);
   health.addTo(server, healthServiceProto);

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
 import { readJsonBody } from './json-body.ts';
@@ -16,11 +17,13 @@ export interface HttpAppOptions {
   serverInfo: ServerInfo;
   /** fastify's pino logger on stdout; default off. */
   logger?: boolean;
+  /** Where requests are counted, served at GET /metrics; without it there is no /metrics. */
+  metrics?: ServerMetrics;
 }
 
 /**
- * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict, MCP at /mcp, and the field's APIs
- * (/v1/embeddings, /v1/models, /v1/rerank). Returned ready but not listening; the caller calls `listen` and `close`.
+ * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict, MCP at /mcp, the field's APIs
+ * (/v1/embeddings, /v1/models, /v1/rerank) and, given metrics, /metrics. Returned ready but not listening; the caller calls `listen` and `close`.
  * Every error leaves as text/plain (JSON-RPC on /mcp, OpenAI's error body under /v1 and /v2), never as fastify's
  * JSON error bodies.
  */
@@ -77,14 +80,27 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   const mcp = once(async (): Promise<McpServerFactory> => new (await import('./mcp-server.ts')).McpServerFactory(predictor, options.serverInfo));
   const openApiJson = once(async () => {
     const { openApiDocument } = await import('./openapi.ts');
-    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp() }));
+    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined }));
   });
   registerModelRoutes(app, predictor, openApiJson);
   registerOpenAiRoutes(app, predictor);
   registerRerankRoutes(app, predictor);
   registerMcpRoute(app, mcp);
+  if (options.metrics) registerMetrics(app, options.metrics);
   await app.ready();
   return app;
+}
+
+/** Counts every response by route (a path no route matches: "unmatched", so that scans cannot grow the label set). */
+function registerMetrics(app: FastifyInstance, metrics: ServerMetrics): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.httpRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const { contentType, text } = await metrics.exposition();
+    return reply.type(contentType).send(text);
+  });
 }
 
 /** `make` on the first call; the same promise afterwards (a failure is retried at the next call). */

@@ -38,6 +38,8 @@ export function openApiDocument(options: {
   serverInfo: ServerInfo;
   bodyLimitBytes: number;
   mcp: McpServerFactory;
+  /** Whether GET /metrics is served. */
+  metrics: boolean;
 }): OpenApiDocument {
   const { metadata, serverInfo, bodyLimitBytes, mcp } = options;
   const modelType = metadata.model_type;
@@ -86,6 +88,7 @@ export function openApiDocument(options: {
           responses: { 200: json('The OpenAPI 3.0 document of this server.', { type: 'object' }) },
         },
       },
+      ...(options.metrics ? { '/metrics': metricsPath(metadata.model_id) } : {}),
       '/predict': {
         post: {
           operationId: 'predict',
@@ -227,6 +230,25 @@ function mcpResponseExamples(predict: ReturnType<typeof predictExamples>, mcp: M
     tools_call_invalid: {
       summary: 'Invalid arguments: INVALID_REQUEST with the message of a 422',
       value: { jsonrpc: '2.0', id: 4, error: { code, message, data } },
+    },
+  };
+}
+
+function metricsPath(modelId: string) {
+  const example = `# HELP encoder_http_requests_total HTTP requests answered (MCP at /mcp included), by route, method and status code
+# TYPE encoder_http_requests_total counter
+encoder_http_requests_total{route="/predict",method="POST",status="200"} 42
+`;
+  return {
+    get: {
+      operationId: 'metrics',
+      summary: `Prometheus metrics: requests by route and status, onnxruntime runs, batch sizes, queue waits, the process (${modelId})`,
+      responses: {
+        200: {
+          description: 'The Prometheus text exposition format, version 0.0.4 (docs/http-api.md lists the metrics).',
+          content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' }, examples: one('Part of a scrape', example) } },
+        },
+      },
     },
   };
 }
