@@ -25,6 +25,7 @@ interface ServeCommandOptions {
   maxRequestTokens: number;
   threads?: number;
   workers: number;
+  apiKey?: string;
 }
 
 /**
@@ -51,10 +52,17 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .option('--max-request-tokens <n>', 'most tokens one request may hold (its inputs after tokenization); more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_TOKENS)
     .option('--threads <n>', 'onnxruntime intra-op threads per worker (default: all cores, divided between the workers)', parsePositiveInteger)
     .option('--workers <n>', 'worker threads running onnxruntime, each with its own session and copy of the weights (off the event loop)', parsePositiveInteger, defaultWorkerCount())
+    .addOption(
+      new Option('--api-key <key>', 'require "Authorization: Bearer <key>" on every call but health checks and /metrics (the variable keeps the key out of ps)').env(
+        'ENCODER_API_KEY',
+      ),
+    )
     .action(async (options: ServeCommandOptions) => {
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
       }
+      // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
+      const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
       const pkg = await source.load(options);
       traceStartup('model package read');
       const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit } : null;
@@ -73,7 +81,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       // model has loaded.
       const predictor = new LatePredictor(pkg.name, pkg.modelType);
       const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
-        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target });
+        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey });
         traceStartup('front ends ready');
         return prepared;
       });
@@ -94,7 +102,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         throw error;
       }
       for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-      io.stderr(banner(pipeline, server));
+      io.stderr(banner(pipeline, server, apiKey !== undefined));
       const signal = await waitForStopSignal();
       io.stderr(`${signal}: stopping; finishing requests in flight\n`);
       await server.close();
@@ -108,7 +116,7 @@ function httpExtras(modelType: ModelType): string {
   return modelType === 'sequence_classification' ? '/v1/rerank' : '';
 }
 
-function banner(pipeline: PredictPipeline, server: RunningServer): string {
+function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
@@ -116,5 +124,6 @@ function banner(pipeline: PredictPipeline, server: RunningServer): string {
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestTokens} tokens per request`);
   lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
+  if (apiKey) lines.push('  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health');
   return `${lines.join('\n')}\n`;
 }

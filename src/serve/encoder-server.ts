@@ -4,6 +4,7 @@ import { ConfigError } from '../encoder/errors.ts';
 import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
+import type { ApiKey } from './api-key.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
 import { serverInfo } from './server-info.ts';
@@ -12,6 +13,8 @@ export interface EncoderServerOptions {
   http: { host: string; port: number; bodyLimitBytes: number } | null;
   grpc: { host: string; port: number; protoText: string } | null;
   target: string;
+  /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
+  apiKey?: ApiKey;
 }
 
 export interface RunningServer {
@@ -56,8 +59,9 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
   const metrics = options.http ? new ServerMetrics({ modelId: predictor.modelId, modelType: predictor.modelType, serverInfo: info, batchingStats: () => predictor.batchingStats() }) : null;
   const frontEnds: FrontEnds = { http: null, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
   try {
-    if (options.http) frontEnds.http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: info, metrics: metrics ?? undefined });
-    if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, metrics: metrics ?? undefined });
+    const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey };
+    if (options.http) frontEnds.http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: info, ...shared });
+    if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, ...shared });
   } catch (error) {
     await drop(frontEnds);
     throw error;

@@ -12,6 +12,7 @@ import { grpcClient, mcpClient, serveModel, type ServedModel } from '../helpers/
 const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_UNIMPLEMENTED = 12;
 const GRPC_INTERNAL = 13;
+const GRPC_UNAUTHENTICATED = 16;
 
 let work: string;
 let cacheDir: string;
@@ -218,6 +219,30 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
     expect(((await response.json()) as { results: unknown[] }).results).toHaveLength(200);
     expect(await exited).toBe(0);
     await expect(fetch(`${served.httpUrl}/health`)).rejects.toThrow();
+  });
+
+  it('with ENCODER_API_KEY requires the key on HTTP and gRPC, not on /health, and says so at start-up; a key that is no bearer token stops it', async () => {
+    const executable = await buildServedModel('embedding');
+    const served = await serveModel(executable, { cacheDir, env: { ENCODER_API_KEY: 'e2e-key_1' } });
+    const grpc = grpcClient(served.grpcAddress, 'embedding');
+    try {
+      expect(served.stderr()).toContain('API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health');
+      expect((await fetch(`${served.httpUrl}/health`)).status).toBe(200);
+      const body = JSON.stringify({ inputs: ['a text'], normalize: true });
+      const refused = await postPredict(served, { inputs: ['a text'], normalize: true });
+      expect(refused.status).toBe(401);
+      expect(await refused.text()).toBe('Unauthorized: this server requires an API key; send it as "Authorization: Bearer <key>"');
+      const answered = await fetch(`${served.httpUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer e2e-key_1' }, body });
+      expect(answered.status).toBe(200);
+      const grpcError = (await grpc.predict({ inputs: ['a text'], normalize: true }).catch((e: unknown) => e)) as ServiceError;
+      expect(grpcError.code).toBe(GRPC_UNAUTHENTICATED);
+    } finally {
+      grpc.close();
+      expect(await served.stop()).toBe(0);
+    }
+    const empty = runExecutable(executable, ['serve', '--api-key', 'two words'], { cacheDir });
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toContain('the API key must be a bearer token');
   });
 
   it('refuses to start with both front ends disabled', async () => {

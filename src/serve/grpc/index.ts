@@ -1,6 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
+import { apiKeyInterceptor } from './api-key-interceptor.ts';
 import { addEncoderServices } from './encoder-services.ts';
 import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';
 import { ENCODER_SERVICE_NAMES } from './messages.ts';
@@ -12,8 +14,10 @@ export { ENCODER_SERVICE_NAMES } from './messages.ts';
 export interface GrpcServerOptions {
   /** The text of proto/encoder.proto: read from disk when running from source, from a SEA asset in the executable. */
   protoText: string;
-  /** Where calls of the encoder services are counted (health and reflection are not). */
+  /** Where calls of the encoder services, and calls refused for the API key, are counted. */
   metrics?: ServerMetrics;
+  /** The key every call but health's must carry in its `authorization` metadata; none: every call is answered. */
+  apiKey?: ApiKey;
 }
 
 /** The gRPC front end: a server not yet bound (the caller binds it), and its health status. */
@@ -39,7 +43,7 @@ export function createGrpcServer(predictor: Predictor, options: GrpcServerOption
   const encoderService = ENCODER_SERVICE_NAMES[predictor.modelType];
   const services = [encoderService, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
-  const server = new grpc.Server();
+  const server = new grpc.Server({ interceptors: options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [] });
   addEncoderServices(server, predictor, encoderProto, 'encoder.proto', options.metrics);
   const healthServiceProto = healthProto();
   const health = new HealthStatusBoard([encoderService]);

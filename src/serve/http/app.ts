@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import { API_KEY_MESSAGES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
@@ -19,6 +20,8 @@ export interface HttpAppOptions {
   logger?: boolean;
   /** Where requests are counted, served at GET /metrics; without it there is no /metrics. */
   metrics?: ServerMetrics;
+  /** The key every route but /health and /metrics requires (`Authorization: Bearer <key>`); none: all are open. */
+  apiKey?: ApiKey;
 }
 
 /**
@@ -59,6 +62,8 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     return sendFailure(request, reply, failure);
   });
 
+  if (options.apiKey) requireApiKey(app, options.apiKey);
+
   // 405 with Allow for a path that exists under another method, 404 for any other path.
   const methodsByPath = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
@@ -80,7 +85,7 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   const mcp = once(async (): Promise<McpServerFactory> => new (await import('./mcp-server.ts')).McpServerFactory(predictor, options.serverInfo));
   const openApiJson = once(async () => {
     const { openApiDocument } = await import('./openapi.ts');
-    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined }));
+    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined }));
   });
   registerModelRoutes(app, predictor, openApiJson);
   registerOpenAiRoutes(app, predictor);
@@ -89,6 +94,23 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   if (options.metrics) registerMetrics(app, options.metrics);
   await app.ready();
   return app;
+}
+
+/** The routes an API key leaves open: probes and scrapers check them without credentials (as in text-embeddings-inference). */
+const OPEN_ROUTES: ReadonlySet<string> = new Set(['/health', '/metrics']);
+
+/**
+ * Answers 401 before the body is read to a request without the key, in the dialect of its path (text/plain, OpenAI's
+ * error body under /v1 and /v2, JSON-RPC on /mcp). A path no route matches needs the key too: which paths exist is
+ * not said to a client without it.
+ */
+function requireApiKey(app: FastifyInstance, apiKey: ApiKey): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    const refusal = OPEN_ROUTES.has(request.routeOptions.url ?? '') ? null : apiKey.refusalOf(request.headers.authorization);
+    if (refusal === null) return done();
+    reply.header('www-authenticate', refusal === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"');
+    sendFailure(request, reply, { status: 401, message: API_KEY_MESSAGES[refusal], code: 'invalid_api_key' });
+  });
 }
 
 /** Counts every response by route (a path no route matches: "unmatched", so that scans cannot grow the label set). */

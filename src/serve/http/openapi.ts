@@ -1,8 +1,9 @@
 import type { ModelType } from '../../encoder/config.ts';
 import { InternalError } from '../../encoder/errors.ts';
 import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../encoder/schemas.ts';
+import { API_KEY_MESSAGES } from '../api-key.ts';
 import type { ServerInfo } from '../server-info.ts';
-import { bodyTooLargeMessage, invalidJsonMessage, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
+import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
 import { predictExamples, type Example } from './examples.ts';
 import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
 import { fieldApiPaths, fieldApiSchemas } from './openapi-field-apis.ts';
@@ -40,6 +41,8 @@ export function openApiDocument(options: {
   mcp: McpServerFactory;
   /** Whether GET /metrics is served. */
   metrics: boolean;
+  /** Whether an API key is required (`serve --api-key`). */
+  apiKey: boolean;
 }): OpenApiDocument {
   const { metadata, serverInfo, bodyLimitBytes, mcp } = options;
   const modelType = metadata.model_type;
@@ -54,8 +57,8 @@ export function openApiDocument(options: {
   const internalError = new InternalError('lp_normalize: p must be a number > 0, got 0').message;
   const mcpError = (code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message, data: null }, id: null });
 
-  return {
-    openapi: '3.0.3',
+  const document = {
+    openapi: '3.0.3' as const,
     info: {
       title: serverInfo.name,
       version: serverInfo.version,
@@ -161,6 +164,37 @@ export function openApiDocument(options: {
       },
     },
   };
+  if (options.apiKey) requireBearer(document.paths, document.components, mcpError);
+  return document;
+}
+
+/**
+ * With an API key: the bearer scheme, required by every operation but /health's and /metrics', each with its 401 in
+ * the dialect of its path.
+ */
+function requireBearer(paths: Record<string, object>, components: Record<string, object>, mcpError: (code: number, message: string) => object): void {
+  const description = 'No API key, or another key than the server\'s (`serve --api-key`); the WWW-Authenticate header says Bearer.';
+  const unauthorized = (path: string) => {
+    if (path === MCP_PATH) {
+      return json(description, ref('JsonRpcErrorResponse'), { missing: { summary: 'No key', value: mcpError(-32000, API_KEY_MESSAGES.missing) } });
+    }
+    if (isOpenAiPath(path)) {
+      const body = (message: string) => ({ error: { message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+      return json(description, ref('OpenAiError'), {
+        missing: { summary: 'No key', value: body(API_KEY_MESSAGES.missing) },
+        invalid: { summary: 'Another key', value: body(API_KEY_MESSAGES.invalid) },
+      });
+    }
+    return plainText(description, { missing: { summary: 'No key', value: API_KEY_MESSAGES.missing }, invalid: { summary: 'Another key', value: API_KEY_MESSAGES.invalid } });
+  };
+  for (const [path, item] of Object.entries(paths)) {
+    if (path === '/health' || path === '/metrics') continue;
+    for (const operation of Object.values(item) as { security?: object[]; responses: Record<string, object> }[]) {
+      operation.security = [{ apiKey: [] }];
+      operation.responses[401] = unauthorized(path);
+    }
+  }
+  components.securitySchemes = { apiKey: { type: 'http', scheme: 'bearer', description: 'The key given to `serve --api-key` (or ENCODER_API_KEY).' } };
 }
 
 /** What /predict does for this model type beyond spec 2's one result per text. */
