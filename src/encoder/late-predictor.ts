@@ -7,7 +7,8 @@ import type { EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankR
 /**
  * Stands in for a pipeline that is still loading, so that `serve` builds its front ends meanwhile: until a request
  * comes they ask a predictor only for its model's id and type, which the package already says, and they listen only
- * once the pipeline is bound. Before that every other call is an InternalError.
+ * once the pipeline is bound. Before that every other call is an InternalError, but for observers of runs, which are
+ * kept and handed to the pipeline when it is bound (serve's metrics subscribe while the model loads).
  */
 export class LatePredictor implements BatchingPredictor {
   readonly modelId: string;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelType } from '../../src/encoder/config.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { sample } from '../helpers/prometheus-text.ts';
 import { grpcClient, mcpClient, serveModel, type ServedModel } from '../helpers/served-model.ts';
 
 const GRPC_INVALID_ARGUMENT = 3;
@@ -192,8 +193,8 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
         const response = await fetch(`${served.httpUrl}/metrics`);
         expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
         const text = await response.text();
-        // at least what the tests above sent: a series' count is the number after its name and labels
-        const count = (series: string) => Number(new RegExp(`^${series.replace(/[{}.()/]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+        // at least what the tests above sent
+        const count = (series: string) => sample(text, series) ?? 0;
         const service = `/encoder.${{ embedding: 'Embedding', sequence_classification: 'SequenceClassification', token_classification: 'TokenClassification' }[modelType]}`;
         expect(count('encoder_http_requests_total{route="/predict",method="POST",status="200"}')).toBeGreaterThanOrEqual(3);
         expect(count('encoder_http_requests_total{route="/predict",method="POST",status="422"}')).toBeGreaterThanOrEqual(3);

@@ -13,13 +13,10 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import OpenAI from 'openai';
 import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBuildConfig } from '../../src/encoder/config.ts';
 import { ConfigError } from '../../src/encoder/errors.ts';
-import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import { ApiKey } from '../../src/serve/api-key.ts';
-import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const KEY = 'sk-test_0123456789abcdef';
@@ -27,29 +24,20 @@ const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'u
 const MISSING = 'Unauthorized: this server requires an API key; send it as "Authorization: Bearer <key>"';
 const INVALID = 'Unauthorized: the API key is not valid';
 
-let pipeline: PredictPipeline;
-let server: RunningServer;
+let encoder: InProcessEncoder;
 let url: string;
 let grpcAddress: string;
 const grpcClients: grpc.Client[] = [];
 
 beforeAll(async () => {
-  const dir = await generateTinyModel({ modelType: 'embedding' });
-  pipeline = await PredictPipeline.load(readModelPackage(parseBuildConfig(`encoder:\n  name: guarded\n  path: ${dir}\n  model_type: embedding\n`, { baseDir: dir })));
-  server = await startEncoderServer(pipeline, {
-    http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 },
-    grpc: { host: '127.0.0.1', port: 0, protoText },
-    target: 'x86_64-unknown-linux-gnu',
-    apiKey: new ApiKey(KEY),
-  });
-  url = server.httpUrl!;
-  grpcAddress = `127.0.0.1:${server.grpcPort}`;
+  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'guarded', 'embedding', { grpc: true, apiKey: new ApiKey(KEY) });
+  url = encoder.httpUrl;
+  grpcAddress = encoder.grpcAddress!;
 });
 
 afterAll(async () => {
   for (const client of grpcClients) client.close();
-  await server?.close();
-  await pipeline?.close();
+  await encoder?.close();
 });
 
 const predictBody = JSON.stringify({ inputs: ['a guarded text'], normalize: true });

@@ -9,22 +9,15 @@ import { fromJSON } from '@grpc/proto-loader';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { parseBuildConfig } from '../../src/encoder/config.ts';
-import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
-import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
+import type { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import { METRICS_LOAD_DELAY_MS, ServerMetrics } from '../../src/serve/metrics/server-metrics.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
+import { sample } from '../helpers/prometheus-text.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
-
-/** The value of one series (`name{labels}` exactly as exposed), or undefined when it is absent. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((each) => each.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 async function scrape(url: string): Promise<string> {
   const response = await fetch(`${url}/metrics`);
@@ -51,27 +44,20 @@ function embeddingClient(address: string): grpc.Client {
   return new (pkg.Embedding as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure());
 }
 
+let encoder: InProcessEncoder;
 let pipeline: PredictPipeline;
-let server: RunningServer;
 let url: string;
 let client: grpc.Client;
 
 beforeAll(async () => {
-  const dir = await generateTinyModel({ modelType: 'embedding' });
-  pipeline = await PredictPipeline.load(readModelPackage(parseBuildConfig(`encoder:\n  name: counted\n  path: ${dir}\n  model_type: embedding\n`, { baseDir: dir })));
-  server = await startEncoderServer(pipeline, {
-    http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 },
-    grpc: { host: '127.0.0.1', port: 0, protoText },
-    target: 'x86_64-unknown-linux-gnu',
-  });
-  url = server.httpUrl!;
-  client = embeddingClient(`127.0.0.1:${server.grpcPort}`);
+  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'counted', 'embedding', { grpc: true });
+  ({ pipeline, httpUrl: url } = encoder);
+  client = embeddingClient(encoder.grpcAddress!);
 });
 
 afterAll(async () => {
   client?.close();
-  await server?.close();
-  await pipeline?.close();
+  await encoder?.close();
 });
 
 describe('GET /metrics', () => {

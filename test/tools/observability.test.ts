@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
 import { apiKeyDigest, generateApiKey, startToolServer, type RunningToolServer } from '../../src/tools/index.ts';
+import { sample } from '../helpers/prometheus-text.ts';
 import { EVERYTHING, NODE, eventually, fixture } from './helpers.ts';
 
 // GET /metrics (Prometheus) and the audit log of a running tool server in front of server-everything and a
@@ -54,12 +55,6 @@ const call = (key: string, url: string, body?: unknown) =>
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-
-/** The value of one series in Prometheus text, or undefined. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((each) => each.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 describe('GET /metrics', () => {
   it('counts requests and tool calls by server, tool and status, with latency, restarts and health', async () => {
