@@ -1,8 +1,6 @@
 import type { BatchRun } from '../../encoder/batch-scheduler.ts';
 import type { MetricsSource, PrometheusMetrics } from './prometheus/index.ts';
 
-export type { MetricsSource } from './prometheus/index.ts';
-
 /**
  * How long after the server listens prom-client loads: evaluating it (and its process metrics) holds the event loop
  * for tens of milliseconds on a slow machine, which the first requests, the ones start-up is judged by, should not wait
