@@ -1,13 +1,15 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeEmbedding } from '../fakes/openai-compatible.ts';
+import { ApiKey } from '../../src/serve/api-key.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
 import { eventually, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /**
  * POST /v1/embeddings beyond model and input: `dimensions` reaches the provider (or is refused with a 400 naming it),
- * `encoder:<name>` reaches this project's encoder server, and a client that goes away cancels the provider call and
+ * `encoder:<name>` reaches this project's encoder server (started with an API key, which the gateway's provider
+ * configuration gives; rerank.test.ts has one without), and a client that goes away cancels the provider call and
  * is recorded as cancelled, not billed as a success.
  */
 const backends = await useBackends();
@@ -15,9 +17,10 @@ const fake = await useFakeProvider();
 const EMBEDDINGS_ROUTE = 'POST /v1/embeddings';
 
 let encoder: InProcessEncoder;
+const ENCODER_KEY = 'gateway-to-encoder_key';
 
 beforeAll(async () => {
-  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'tiny-sentences', 'sentence_embedding');
+  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'tiny-sentences', 'sentence_embedding', { apiKey: new ApiKey(ENCODER_KEY) });
 });
 afterAll(() => encoder?.close());
 
@@ -25,7 +28,7 @@ afterAll(() => encoder?.close());
 async function encoderAnswer(body: { input: string[]; dimensions?: number }): Promise<{ vectors: number[][]; promptTokens: number }> {
   const response = await fetch(`${encoder.httpUrl}/v1/embeddings`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ENCODER_KEY}` },
     body: JSON.stringify({ ...body, encoding_format: 'base64' }),
   });
   expect(response.status).toBe(200);
@@ -48,7 +51,7 @@ describe.each(backends)('embeddings on $name', (backend) => {
   useTestGateway(
     backend,
     // encoder: this project's own server, serving a sentence_embedding model in this process
-    () => ({ providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl } } }),
+    () => ({ providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl, api_key: ENCODER_KEY } } }),
     async (started) => {
       gateway = started;
       await gateway.call('POST', '/v1/users', { body: { user_id: 'dora', alias: 'Dora' } });

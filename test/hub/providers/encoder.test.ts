@@ -5,10 +5,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidRequestError, ModelNotFoundError, ProviderError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
+import { AuthenticationError, InvalidRequestError, ModelNotFoundError, ProviderError, UnsupportedParameterError } from '../../../src/hub/errors.ts';
 import { aembedding, arerank } from '../../../src/hub/index.ts';
 import type { Provider } from '../../../src/hub/provider.ts';
 import { encoderProvider } from '../../../src/hub/providers/encoder/index.ts';
+import { ApiKey } from '../../../src/serve/api-key.ts';
 import { generateTinyCrossEncoder, generateTinyModel } from '../../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../../helpers/in-process-encoder.ts';
 import { failureOf } from '../helpers.ts';
@@ -82,8 +83,16 @@ async function scriptedServer(status: number, body: string): Promise<{ url: stri
 }
 
 describe('encoder provider against the real encoder server', () => {
-  it('metadata: embeddings, rerank and models, no key', () => {
-    expect(encoderProvider.metadata).toMatchObject({ name: 'encoder', env_key: null, embedding: true, rerank: true, list_models: true, messages: false });
+  it('metadata: embeddings, rerank and models; a key from ENCODER_API_KEY when there is one, none needed', () => {
+    expect(encoderProvider.metadata).toMatchObject({
+      name: 'encoder',
+      env_key: 'ENCODER_API_KEY',
+      api_key_optional: true,
+      embedding: true,
+      rerank: true,
+      list_models: true,
+      messages: false,
+    });
   });
 
   it.each(['embedding', 'sentence_embedding'] as const)('%s server: the float32s /v1/embeddings computes, exactly, with its token count', async (modelType) => {
@@ -256,6 +265,35 @@ describe('encoder provider rerank against real cross-encoder servers', () => {
 function bodyless(results: { index: number; relevance_score: number }[]) {
   return results.map(({ index, relevance_score }) => ({ index, relevance_score }));
 }
+
+describe('encoder provider against a server started with an API key', () => {
+  let guarded: InProcessEncoder;
+  const saved = process.env.ENCODER_API_KEY;
+
+  beforeAll(async () => {
+    guarded = await serveInProcess(embeddingDir, 'guarded', 'sentence_embedding', { apiKey: new ApiKey('hub-to-server_key') });
+  });
+  afterAll(async () => {
+    if (saved === undefined) delete process.env.ENCODER_API_KEY;
+    else process.env.ENCODER_API_KEY = saved;
+    await guarded.close();
+  });
+
+  it('sends api_key, else ENCODER_API_KEY, as a bearer token; without one, or with another, AuthenticationError', async () => {
+    const request = { provider: 'encoder', api_base: guarded.httpUrl, model: 'guarded', inputs: ['a guarded text'], unified_exceptions: true };
+    delete process.env.ENCODER_API_KEY;
+    const missing = await failureOf(aembedding(request));
+    expect(missing).toBeInstanceOf(AuthenticationError);
+    expect((missing as AuthenticationError).message).toContain('this server requires an API key');
+    expect(await failureOf(aembedding({ ...request, api_key: 'another' }))).toBeInstanceOf(AuthenticationError);
+
+    expect((await aembedding({ ...request, api_key: 'hub-to-server_key' })).data).toHaveLength(1);
+    process.env.ENCODER_API_KEY = 'hub-to-server_key';
+    expect((await aembedding(request)).data).toHaveLength(1);
+    const ranked = await failureOf(arerank({ provider: 'encoder', api_base: guarded.httpUrl, model: 'guarded', query: 'q', documents: ['d'], unified_exceptions: true }));
+    expect(ranked).toBeInstanceOf(InvalidRequestError); // the key passed; a sentence_embedding server serves no rerank
+  });
+});
 
 describe('encoder provider against servers that are not this encoder server', () => {
   it('a 404 without an OpenAI body (a server older than /v1/embeddings): InvalidRequestError saying it serves no embeddings', async () => {

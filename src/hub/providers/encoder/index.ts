@@ -5,6 +5,8 @@
 // prints, in half the bytes.
 // Rerank goes through its Cohere-compatible POST /v1/rerank (sequence_classification servers: cross-encoders), whose
 // scores are the model's own. GET /v1/models names the served model.
+// A server started with --api-key wants it as a bearer token: the key is api_key, else ENCODER_API_KEY (the variable
+// `serve` reads too), and a server without a key needs none.
 
 import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, ProviderError, UnsupportedParameterError, type HubError } from '../../errors.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions, RerankResponse } from '../../provider.ts';
@@ -18,7 +20,8 @@ const PROVIDER = 'encoder';
 
 const metadata = providerMetadata({
   name: PROVIDER,
-  env_key: null,
+  env_key: 'ENCODER_API_KEY',
+  api_key_optional: true,
   doc_url: 'docs/http-api.md',
   default_api_base: ENCODER_DEFAULT_API_BASE,
   embedding: true,
@@ -76,7 +79,10 @@ function vectorsOf(response: EmbeddingsResponse, inputCount: number): number[][]
 
 function createEncoder(options: ProviderOptions): Provider {
   const base = options.api_base ?? ENCODER_DEFAULT_API_BASE;
-  const headers = (options.client_args?.headers as Record<string, string> | undefined) ?? {};
+  const headers = {
+    ...(options.api_key ? { authorization: `Bearer ${options.api_key}` } : {}),
+    ...(options.client_args?.headers as Record<string, string> | undefined),
+  };
 
   /** The server's errors are OpenAI's body: 400 the caller's input, 404 another model or another model type, 5xx the server's. */
   function toHubError(error: unknown): HubError | undefined {
