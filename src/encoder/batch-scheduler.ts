@@ -318,13 +318,7 @@ export class BatchScheduler<S extends Sequence, Output> {
   }
 
   #start(batch: QueuedSequence<S, Output>[]): void {
-    let longest = 0;
-    let tokens = 0;
-    for (const item of batch) {
-      longest = Math.max(longest, item.tokens);
-      tokens += item.tokens;
-    }
-    const padded = longest * batch.length;
+    const { tokens, paddedTokens: padded } = sizeOf(batch);
     const stats = this.#stats;
     stats.runs++;
     stats.sequences += batch.length;
@@ -413,16 +407,9 @@ export class BatchScheduler<S extends Sequence, Output> {
   /** Tells the observers of a run that ended. One that throws must not break the runs it observes: its error is dropped. */
   #report(items: readonly QueuedSequence<S, Output>[], startedAt: number, failed: boolean, firstRun: boolean): void {
     if (this.#listeners.size === 0) return;
-    let longest = 0;
-    let tokens = 0;
-    for (const item of items) {
-      longest = Math.max(longest, item.tokens);
-      tokens += item.tokens;
-    }
     const run: BatchRun = {
       rows: items.length,
-      tokens,
-      paddedTokens: longest * items.length,
+      ...sizeOf(items),
       queueWaitsMs: firstRun ? items.map((item) => startedAt - item.enqueuedAt) : [],
       durationMs: this.#clock.now() - startedAt,
       failed,
@@ -442,6 +429,17 @@ export class BatchScheduler<S extends Sequence, Output> {
       this.#drained = undefined;
     }
   }
+}
+
+/** The tokens of a batch's rows without and with padding (rows × longest row). */
+function sizeOf(items: readonly { readonly tokens: number }[]): { tokens: number; paddedTokens: number } {
+  let longest = 0;
+  let tokens = 0;
+  for (const item of items) {
+    longest = Math.max(longest, item.tokens);
+    tokens += item.tokens;
+  }
+  return { tokens, paddedTokens: longest * items.length };
 }
 
 /** The defaults completed with the options given (undefined ones ignored); a bad value is a ConfigError. */

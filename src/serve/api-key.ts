@@ -4,6 +4,9 @@ import { ConfigError } from '../encoder/errors.ts';
 /** What RFC 6750 allows in a bearer token (token68): the key travels as one. */
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
+/** The HTTP routes a key leaves open: probes and scrapers check them without credentials (as in text-embeddings-inference). */
+export const OPEN_HTTP_ROUTES: ReadonlySet<string> = new Set(['/health', '/metrics']);
+
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
 /** Why a request was refused: no key at all, or another key. Both are 401. */

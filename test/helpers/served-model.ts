@@ -36,17 +36,18 @@ const SERVICE_OF = {
   token_classification: 'TokenClassification',
 } as const;
 
-/** A @grpc/grpc-js client of the model type's service, with promise-returning calls. */
+/** A @grpc/grpc-js client of the model type's service, with promise-returning calls (metadata optional). */
 export function grpcClient(address: string, modelType: keyof typeof SERVICE_OF) {
   const Service = encoderPackage[SERVICE_OF[modelType]] as grpc.ServiceClientConstructor;
   const client = new Service(address, grpc.credentials.createInsecure());
   const call =
     (method: string) =>
-    (request: object): Promise<Record<string, unknown>> =>
+    (request: object, metadata = new grpc.Metadata()): Promise<Record<string, unknown>> =>
       new Promise((resolve, reject) =>
-        (client[method] as (r: object, cb: (e: grpc.ServiceError | null, v: Record<string, unknown>) => void) => void).call(
+        (client[method] as (r: object, m: grpc.Metadata, cb: (e: grpc.ServiceError | null, v: Record<string, unknown>) => void) => void).call(
           client,
           request,
+          metadata,
           (error, value) => (error ? reject(error) : resolve(value)),
         ),
       );

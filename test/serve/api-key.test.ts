@@ -3,24 +3,22 @@
  * `Authorization: Bearer <key>`; a request without it, or with another key, is refused before any work is done,
  * in each front end's own terms. Driven by the official clients (openai, the MCP SDK, grpc-js).
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { fromJSON, loadSync } from '@grpc/proto-loader';
+import { loadSync } from '@grpc/proto-loader';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import OpenAI from 'openai';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
 import { ApiKey } from '../../src/serve/api-key.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
+import { grpcClient } from '../helpers/served-model.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const KEY = 'sk-test_0123456789abcdef';
-const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
 const MISSING = 'Unauthorized: this server requires an API key; send it as "Authorization: Bearer <key>"';
 const INVALID = 'Unauthorized: the API key is not valid';
 
@@ -164,19 +162,17 @@ describe('gRPC with an API key', () => {
     return metadata;
   };
 
-  function embeddingClient(): grpc.Client {
-    const { root } = protobuf.parse(protoText, { keepCase: true });
-    const pkg = grpc.loadPackageDefinition(fromJSON(root.toJSON() as Parameters<typeof fromJSON>[0], CLIENT_OPTIONS)).encoder as grpc.GrpcObject;
-    return clientOf(pkg, 'Embedding');
-  }
-
   it('answers Predict with the key in the authorization metadata and refuses it without: UNAUTHENTICATED', async () => {
-    const client = embeddingClient();
+    const client = grpcClient(grpcAddress, 'embedding');
     const inputs = { inputs: ['over grpc'], normalize: true };
-    expect(((await unary(client, 'Predict', inputs, withKey(`Bearer ${KEY}`))) as { model_id: string }).model_id).toBe('guarded');
-    await expect(unary(client, 'Predict', inputs)).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: MISSING });
-    await expect(unary(client, 'Predict', inputs, withKey('Bearer nope'))).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: INVALID });
-    await expect(unary(client, 'GetModelMetadata', {})).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+    try {
+      expect((await client.predict(inputs, withKey(`Bearer ${KEY}`))).model_id).toBe('guarded');
+      await expect(client.predict(inputs)).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: MISSING });
+      await expect(client.predict(inputs, withKey('Bearer nope'))).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: INVALID });
+      await expect(client.metadata({})).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+    } finally {
+      client.close();
+    }
     const text = await (await request('/metrics')).text();
     expect(text).toMatch(/^encoder_grpc_requests_total\{method="\/encoder\.Embedding\/Predict",code="OK"\} 1$/m);
     expect(text).toMatch(/^encoder_grpc_requests_total\{method="\/encoder\.Embedding\/Predict",code="UNAUTHENTICATED"\} 2$/m);

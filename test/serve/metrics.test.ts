@@ -2,12 +2,8 @@
  * GET /metrics on serve's HTTP port: Prometheus counters of what the front ends answered and of the onnxruntime runs
  * the batch scheduler made, checked against the scheduler's own counters, with real HTTP and gRPC clients.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { fromJSON } from '@grpc/proto-loader';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import { METRICS_LOAD_DELAY_MS, ServerMetrics } from '../../src/serve/metrics/server-metrics.ts';
@@ -15,9 +11,7 @@ import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
 import { sample } from '../helpers/prometheus-text.ts';
-import { repoRoot } from '../helpers/shared-fixtures.ts';
-
-const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
+import { grpcClient } from '../helpers/served-model.ts';
 
 async function scrape(url: string): Promise<string> {
   const response = await fetch(`${url}/metrics`);
@@ -30,29 +24,15 @@ function post(url: string, route: string, body: unknown): Promise<Response> {
   return fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 }
 
-type Callback = (error: grpc.ServiceError | null, value: unknown) => void;
-
-function unary(client: grpc.Client, method: string, request: object): Promise<unknown> {
-  const call = (client as unknown as Record<string, (req: object, cb: Callback) => void>)[method];
-  return new Promise((resolve, reject) => call.call(client, request, (error, value) => (error ? reject(error) : resolve(value))));
-}
-
-function embeddingClient(address: string): grpc.Client {
-  const { root } = protobuf.parse(protoText, { keepCase: true });
-  const options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: false };
-  const pkg = grpc.loadPackageDefinition(fromJSON(root.toJSON() as Parameters<typeof fromJSON>[0], options)).encoder as grpc.GrpcObject;
-  return new (pkg.Embedding as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure());
-}
-
 let encoder: InProcessEncoder;
 let pipeline: PredictPipeline;
 let url: string;
-let client: grpc.Client;
+let client: ReturnType<typeof grpcClient>;
 
 beforeAll(async () => {
   encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'counted', 'embedding', { grpc: true });
   ({ pipeline, httpUrl: url } = encoder);
-  client = embeddingClient(encoder.grpcAddress!);
+  client = grpcClient(encoder.grpcAddress!, 'embedding');
 });
 
 afterAll(async () => {
@@ -68,9 +48,9 @@ describe('GET /metrics', () => {
     expect((await post(url, '/v1/embeddings', { input: ['pooled'], model: 'counted' })).status).toBe(200);
     expect((await fetch(`${url}/nowhere/${Math.random()}`)).status).toBe(404);
     expect((await fetch(`${url}/predict`)).status).toBe(405);
-    await unary(client, 'Predict', { inputs: ['over grpc', 'twice'], normalize: true });
-    await expect(unary(client, 'Predict', { inputs: [], normalize: true })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
-    await unary(client, 'GetModelMetadata', {});
+    await client.predict({ inputs: ['over grpc', 'twice'], normalize: true });
+    await expect(client.predict({ inputs: [], normalize: true })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+    await client.metadata({});
 
     const text = await scrape(url);
     expect(sample(text, 'encoder_http_requests_total{route="/predict",method="POST",status="200"}')).toBe(1);

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
-import { API_KEY_MESSAGES, type ApiKey } from '../api-key.ts';
+import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
@@ -96,9 +96,6 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   return app;
 }
 
-/** The routes an API key leaves open: probes and scrapers check them without credentials (as in text-embeddings-inference). */
-const OPEN_ROUTES: ReadonlySet<string> = new Set(['/health', '/metrics']);
-
 /**
  * Answers 401 before the body is read to a request without the key, in the dialect of its path (text/plain, OpenAI's
  * error body under /v1 and /v2, JSON-RPC on /mcp). A path no route matches needs the key too: which paths exist is
@@ -106,7 +103,7 @@ const OPEN_ROUTES: ReadonlySet<string> = new Set(['/health', '/metrics']);
  */
 function requireApiKey(app: FastifyInstance, apiKey: ApiKey): void {
   app.addHook('onRequest', (request, reply, done) => {
-    const refusal = OPEN_ROUTES.has(request.routeOptions.url ?? '') ? null : apiKey.refusalOf(request.headers.authorization);
+    const refusal = OPEN_HTTP_ROUTES.has(request.routeOptions.url ?? '') ? null : apiKey.refusalOf(request.headers.authorization);
     if (refusal === null) return done();
     reply.header('www-authenticate', refusal === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"');
     sendFailure(request, reply, { status: 401, message: API_KEY_MESSAGES[refusal], code: 'invalid_api_key' });

@@ -1,7 +1,7 @@
 import type { ModelType } from '../../encoder/config.ts';
 import { InternalError } from '../../encoder/errors.ts';
 import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../encoder/schemas.ts';
-import { API_KEY_MESSAGES } from '../api-key.ts';
+import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES } from '../api-key.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
 import { predictExamples, type Example } from './examples.ts';
@@ -188,7 +188,7 @@ function requireBearer(paths: Record<string, object>, components: Record<string,
     return plainText(description, { missing: { summary: 'No key', value: API_KEY_MESSAGES.missing }, invalid: { summary: 'Another key', value: API_KEY_MESSAGES.invalid } });
   };
   for (const [path, item] of Object.entries(paths)) {
-    if (path === '/health' || path === '/metrics') continue;
+    if (OPEN_HTTP_ROUTES.has(path)) continue;
     for (const operation of Object.values(item) as { security?: object[]; responses: Record<string, object> }[]) {
       operation.security = [{ apiKey: [] }];
       operation.responses[401] = unauthorized(path);
