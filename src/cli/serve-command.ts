@@ -3,7 +3,7 @@ import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
-import { PredictPipeline } from '../encoder/predict-pipeline.ts';
+import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
 import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
@@ -23,17 +23,21 @@ interface ServeCommandOptions {
   maxBatchTokens?: number;
   maxWaitMs?: number;
   maxRequestTokens: number;
+  maxRequestInputs: number;
+  maxTokenResults: number;
   threads?: number;
   workers: number;
   apiKey?: string;
 }
 
 /**
- * Most tokens one request may hold. 16,384 is 32 inputs of 512 tokens (what text-embeddings-inference allows by
- * default) and keeps the largest embedding response of a 1024-wide model (~340 MB of JSON) within what one process
- * can build; without a limit, an 8 MiB body of one-word inputs makes a response too large to serialize.
+ * Most tokens a request may hold when its response carries a result per token (`/predict` of embedding and
+ * token_classification models). 16,384 is 32 inputs of 512 tokens (what text-embeddings-inference allows by default)
+ * and keeps the largest such response of a 1024-wide model (~340 MB of JSON) within what one process can build.
+ * Pooled results (embeddings, rerank, sequence classification) are bounded by OpenAI's limits instead
+ * (DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS): a large request runs in pieces of one batch each.
  */
-const DEFAULT_MAX_REQUEST_TOKENS = 16_384;
+const DEFAULT_MAX_TOKEN_RESULTS = 16_384;
 
 /** `serve`: HTTP (REST + MCP) and gRPC front ends over one predict pipeline, until SIGTERM or SIGINT. */
 export function registerServeCommand(program: Command, io: CliIo, source: ModelSource, context: CliContext): void {
@@ -49,7 +53,14 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .option('--body-limit <bytes>', 'largest HTTP request body; larger ones get 413', parsePositiveInteger, 8 * 2 ** 20)
     .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
+    .option('--max-request-inputs <n>', 'most inputs (texts, documents) one request may hold; more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_INPUTS)
     .option('--max-request-tokens <n>', 'most tokens one request may hold (its inputs after tokenization); more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_TOKENS)
+    .option(
+      '--max-token-results <n>',
+      'most tokens of a request whose response has a result per token (/predict of embedding and token_classification models)',
+      parsePositiveInteger,
+      DEFAULT_MAX_TOKEN_RESULTS,
+    )
     .option('--threads <n>', 'onnxruntime intra-op threads per worker (default: all cores, divided between the workers)', parsePositiveInteger)
     .option('--workers <n>', 'worker threads running onnxruntime, each with its own session and copy of the weights (off the event loop)', parsePositiveInteger, defaultWorkerCount())
     .addOption(
@@ -75,6 +86,8 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         maxBatchTokens: options.maxBatchTokens,
         maxWaitMs: options.maxWaitMs,
         maxRequestTokens: options.maxRequestTokens,
+        maxRequestInputs: options.maxRequestInputs,
+        maxTokenResults: options.maxTokenResults,
       });
       // The front ends (fastify, gRPC) load only when serving (`infer` and `inspect` start without them), and are
       // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
@@ -122,7 +135,7 @@ function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolea
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
   const batching = pipeline.batchingSettings;
-  lines.push(`  limits: ${pipeline.maxRequestTokens} tokens per request`);
+  lines.push(`  limits: ${pipeline.maxRequestInputs} inputs and ${pipeline.maxRequestTokens} tokens per request`);
   lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
   if (apiKey) lines.push('  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health');
   return `${lines.join('\n')}\n`;

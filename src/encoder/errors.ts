@@ -43,3 +43,22 @@ export class ConfigError extends EncoderError {
 export function isEncoderError(error: unknown): error is EncoderError {
   return error instanceof EncoderError;
 }
+
+/** An error as it crosses between threads: a structured clone keeps no class, so the kind travels as data. */
+export interface ErrorMessage {
+  kind: EncoderErrorKind;
+  message: string;
+  field?: string | null;
+}
+
+export function errorMessageOf(error: unknown): ErrorMessage {
+  if (error instanceof InputError) return { kind: 'input', message: error.reason, field: error.field };
+  if (isEncoderError(error)) return { kind: error.kind, message: error.message };
+  return { kind: 'internal', message: error instanceof Error ? error.message : String(error) };
+}
+
+export function errorFromMessage(message: ErrorMessage): EncoderError {
+  if (message.kind === 'config') return new ConfigError(message.message);
+  if (message.kind === 'input') return new InputError(message.message, { field: message.field ?? undefined });
+  return new InternalError(message.message);
+}

@@ -9,6 +9,7 @@ import type { ModelType } from './config.ts';
 import { isEncoderError } from './errors.ts';
 import { OnnxModel, type OnnxModelOptions, warmUpOnnxruntime } from './onnx-model.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
+import { serveTokenizer, type WorkerRoleData } from './tokenizer-worker.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 
 export type WorkerRequest =
@@ -40,7 +41,10 @@ export interface EarlyWorkerData {
   warmUp?: boolean;
 }
 
-if (parentPort) {
+if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
+  // the same script is the tokenizer thread (tokenizer-workers.ts), so that the single executable carries one bundle
+  serveTokenizer(parentPort);
+} else if (parentPort) {
   traceStartup('inference worker running');
   const port = parentPort;
   // A failed warm-up costs only the time it would have saved: the model's own load reports what is wrong.

@@ -1,6 +1,14 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type * as ort from 'onnxruntime-node';
-import { BatchScheduler, resolveBatchSettings, type BatchRunListener, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
+import {
+  BatchScheduler,
+  resolveBatchSettings,
+  type BatchRunListener,
+  type BatchSchedulerOptions,
+  type BatchSettings,
+  type BatchStats,
+  type ScheduledRow,
+} from './batch-scheduler.ts';
 import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
@@ -31,10 +39,23 @@ import type {
 import { traceStartup } from '../shared/startup-trace.ts';
 import { softmax, Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
+import { startsOf, unpackEncoding } from './tokenizer/packed-encodings.ts';
+import { TokenizerWorkers, type TokenizeJob } from './tokenizer-workers.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
 
 /** Longest the tokenizing or the shaping of one request's results holds the event loop at a time (mapInSlices). */
 const SLICE_MS = 4;
+
+/**
+ * Requests whose texts are longer than this, in UTF-16 units in all, are tokenized on a tokenizer thread when the
+ * pipeline has one (workers > 0). Below it, the worst text measured (CJK through a byte-level BPE) tokenizes in a few
+ * milliseconds, less than the round trip to a thread costs a short query (docs/decisions.md).
+ */
+export const DEFAULT_INLINE_TOKENIZE_UNITS = 1024;
+
+/** OpenAI's limits per embeddings request, the defaults here: 2,048 inputs and 300,000 tokens. */
+export const DEFAULT_MAX_REQUEST_INPUTS = 2048;
+export const DEFAULT_MAX_REQUEST_TOKENS = 300_000;
 
 export interface PipelineOptions {
   /**
@@ -81,6 +102,27 @@ export interface PipelineOptions {
   schedulerTuning?: Omit<BatchSchedulerOptions, 'maxBatchTokens' | 'maxWaitMs' | 'maxBatchSequences'>;
   /** Replaces onnxruntime session options; for benchmarks that compare them. */
   sessionOptions?: ort.InferenceSession.SessionOptions;
+  /** Most inputs one request may hold; more is an InputError. Default: no limit (`serve` sets OpenAI's 2,048). */
+  maxRequestInputs?: number;
+  /**
+   * Most tokens a request may hold when its response carries one result per token (`predict` of embedding and
+   * token_classification models): what bounds the size of such a response. Default: maxRequestTokens.
+   */
+  maxTokenResults?: number;
+  /**
+   * Threads that tokenize large requests (workers > 0 only; they run the inference worker's script). Default 1;
+   * 0: every request is tokenized on the calling thread, in slices.
+   */
+  tokenizerThreads?: number;
+  /** Requests longer than this (UTF-16 units of all their texts) go to a tokenizer thread; default DEFAULT_INLINE_TOKENIZE_UNITS. */
+  inlineTokenizeUnits?: number;
+}
+
+/** The limits one request is held to. */
+interface RequestLimits {
+  inputs: number;
+  tokens: number;
+  tokenResults: number;
 }
 
 /** What runs the model: a session on this thread, or sessions in worker threads. */
@@ -136,13 +178,16 @@ export class PredictPipeline implements BatchingPredictor {
   /** Index of the label whose probability is the rerank score; -1: the last one. */
   readonly #rerankIndex: number;
   readonly #scheduler: BatchScheduler<Encoding, Tensor>;
-  readonly #maxRequestTokens: number;
+  readonly #limits: RequestLimits;
   readonly #transformTimeoutMs: number;
+  /** Where large requests are tokenized; null: on this thread, in slices. */
+  readonly #tokenizerThreads: TokenizerWorkers | null;
+  readonly #inlineTokenizeUnits: number;
   /** Softmax of a batch output, computed by the first request shaped from it and shared by the others. */
   readonly #scores = new WeakMap<Tensor, Tensor>();
   #closing: Promise<void> | undefined;
-  /** Requests between their call and their place in the scheduler's queue (#encodeAndQueue). */
-  readonly #encoding = new Set<Promise<unknown>>();
+  /** Requests taken and not answered yet: close() lets them finish. */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   private constructor(fields: {
     pkg: ModelPackage;
@@ -150,8 +195,10 @@ export class PredictPipeline implements BatchingPredictor {
     model: ModelRunner;
     transform: LuaTransform | null;
     batching: BatchSchedulerOptions;
-    maxRequestTokens: number;
+    limits: RequestLimits;
     transformTimeoutMs: number;
+    tokenizerThreads: TokenizerWorkers | null;
+    inlineTokenizeUnits: number;
   }) {
     this.modelId = fields.pkg.name;
     this.modelType = fields.pkg.modelType;
@@ -165,8 +212,10 @@ export class PredictPipeline implements BatchingPredictor {
     this.#rerankIndex = rerankIndexOf(fields.pkg, this.#labels);
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
     this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), fields.batching);
-    this.#maxRequestTokens = fields.maxRequestTokens;
+    this.#limits = fields.limits;
     this.#transformTimeoutMs = fields.transformTimeoutMs;
+    this.#tokenizerThreads = fields.tokenizerThreads;
+    this.#inlineTokenizeUnits = fields.inlineTokenizeUnits;
   }
 
   /** Loads tokenizer, model and transform; every problem is a ConfigError. */
@@ -184,8 +233,16 @@ export class PredictPipeline implements BatchingPredictor {
       maxBatchSequences: options.maxBatchSequences,
     };
     resolveBatchSettings(batching); // a bad setting is a ConfigError before the model loads
-    const maxRequestTokens = options.maxRequestTokens ?? Infinity;
-    if (!(maxRequestTokens >= 1)) throw new ConfigError(`maxRequestTokens must be at least 1, got ${options.maxRequestTokens}`);
+    const limits: RequestLimits = {
+      inputs: atLeastOne('maxRequestInputs', options.maxRequestInputs),
+      tokens: atLeastOne('maxRequestTokens', options.maxRequestTokens),
+      tokenResults: Math.min(atLeastOne('maxTokenResults', options.maxTokenResults), atLeastOne('maxRequestTokens', options.maxRequestTokens)),
+    };
+    const tokenizerThreadCount = workers > 0 ? (options.tokenizerThreads ?? 1) : 0;
+    if (!(Number.isInteger(tokenizerThreadCount) && tokenizerThreadCount >= 0)) {
+      throw new ConfigError(`tokenizerThreads must be an integer >= 0, got ${String(options.tokenizerThreads)}`);
+    }
+    const inlineTokenizeUnits = options.inlineTokenizeUnits ?? DEFAULT_INLINE_TOKENIZE_UNITS;
     const transformTimeoutMs = options.transformTimeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS;
     if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
     rerankIndexOf(pkg, labelsOf(pkg.modelConfig)); // an unknown rerank_label is a ConfigError before the model loads
@@ -195,15 +252,23 @@ export class PredictPipeline implements BatchingPredictor {
       workers === 0
         ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
         : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker! });
+    // started beside the model's workers; they load the tokenizer while this thread does the same
+    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig }, tokenizerThreadCount) : null;
     let tokenizer: EncoderTokenizer;
     try {
       tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
       traceStartup('tokenizer ready');
     } catch (error) {
-      await loading.then((model) => model.close(), () => {});
+      await Promise.all([loading.then((model) => model.close(), () => {}), tokenizerThreads?.close()]);
       throw error;
     }
-    const model = await loading;
+    let model: ModelRunner;
+    try {
+      [model] = await Promise.all([loading, tokenizerThreads?.ready()]);
+    } catch (error) {
+      await Promise.all([loading.then((loaded) => loaded.close(), () => {}), tokenizerThreads?.close()]);
+      throw error;
+    }
     traceStartup('onnxruntime session ready');
     let transform: LuaTransform | null = null;
     try {
@@ -214,11 +279,11 @@ export class PredictPipeline implements BatchingPredictor {
         transform = await LuaTransform.create(pkg.transform, { ...settings, timeoutMs: transformTimeoutMs });
       }
     } catch (error) {
-      await model.close();
+      await Promise.all([model.close(), tokenizerThreads?.close()]);
       throw error;
     }
     if (transform) traceStartup('transform ready');
-    return new PredictPipeline({ pkg, tokenizer, model, transform, batching, maxRequestTokens, transformTimeoutMs });
+    return new PredictPipeline({ pkg, tokenizer, model, transform, batching, limits, transformTimeoutMs, tokenizerThreads, inlineTokenizeUnits });
   }
 
   /** How runs are formed (for the server banner): token budget, wait bound and the other scheduler settings. */
@@ -228,7 +293,12 @@ export class PredictPipeline implements BatchingPredictor {
 
   /** Most tokens one request may hold (Infinity: no limit). */
   get maxRequestTokens(): number {
-    return this.#maxRequestTokens;
+    return this.#limits.tokens;
+  }
+
+  /** Most inputs one request may hold (Infinity: no limit). */
+  get maxRequestInputs(): number {
+    return this.#limits.inputs;
   }
 
   /** The Lua transform's time limit per batch, in ms. */
@@ -264,11 +334,27 @@ export class PredictPipeline implements BatchingPredictor {
   /** Validates the body (InputError) and returns the model type's response; runtime failures are InternalError. */
   async predict(body: unknown): Promise<PredictResponse> {
     const request = parsePredictRequest(this.modelType, body);
-    const { encodings, placed } = await this.#encodeAndQueue('inputs', request.inputs as readonly TextOrPair[], (input) =>
-      typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]),
+    const inputs = request.inputs as readonly TextOrPair[];
+    const perToken = this.modelType === 'embedding' || this.modelType === 'token_classification';
+    const results = await this.#request(
+      {
+        field: 'inputs',
+        count: inputs.length,
+        units: unitsOf(inputs.flat()),
+        job: () => ({
+          texts: inputs.map((input) => (typeof input === 'string' ? input : input[0])),
+          pairs: inputs.some((input) => typeof input !== 'string') ? inputs.map((input) => (typeof input === 'string' ? null : input[1])) : null,
+          tokens: perToken,
+        }),
+        encodeHere: (index) => {
+          const input = inputs[index];
+          return typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]);
+        },
+        maxTokens: perToken ? this.#limits.tokenResults : this.#limits.tokens,
+      },
+      ({ output, row }, encoding, index) => this.#finite(index, () => this.#shape(request, output, row, encoding)),
     );
-    const results = await mapInSlices(placed, ({ output, row }, index) => this.#finite(index, () => this.#shape(request, output, row, encodings[index])));
-    const response = { results, model_id: this.modelId } as PredictResponse;
+    const response = { results: results.shaped, model_id: this.modelId } as PredictResponse;
     if (request.metadata !== undefined) response.metadata = request.metadata;
     return response;
   }
@@ -281,31 +367,41 @@ export class PredictPipeline implements BatchingPredictor {
     if (!POOLED_MODEL_TYPES.includes(this.modelType)) {
       throw new InputError(`this server serves a ${this.modelType} model, which gives no embeddings`);
     }
-    const { dimensions } = request;
+    const { dimensions, inputs } = request;
     if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions >= 1)) {
       throw new InputError(`dimensions must be a positive integer, got ${String(dimensions)}`, { field: 'dimensions' });
     }
     const width = this.#model.signature.output.shape.at(-1);
     if (dimensions !== undefined && typeof width === 'number' && dimensions > width) throw tooManyDimensions(dimensions, width);
-    const { encodings, placed } = await this.#encodeAndQueue('input', request.inputs, (input, index) =>
-      typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index),
+    const texts = inputs.every((input) => typeof input === 'string') ? (inputs as string[]) : null;
+    const { shaped: vectors, tokens } = await this.#request(
+      {
+        field: 'input',
+        count: inputs.length,
+        units: texts ? unitsOf(texts) : 0,
+        job: texts ? () => ({ texts, pairs: null, tokens: false }) : null,
+        encodeHere: (index) => {
+          const input = inputs[index];
+          return typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index);
+        },
+        maxTokens: this.#limits.tokens,
+      },
+      ({ output, row }, encoding, index) =>
+        this.#finite(index, () => {
+          let vector =
+            this.modelType === 'sentence_embedding'
+              ? output.data.slice(row * output.dims[1], (row + 1) * output.dims[1])
+              : poolRow(output, row, Math.min(encoding.ids.length, output.dims[1]), this.#pooling);
+          if (dimensions !== undefined) {
+            if (dimensions > vector.length) throw tooManyDimensions(dimensions, vector.length);
+            vector = normalizeInPlace(vector.slice(0, dimensions));
+          } else if (this.#normalize) {
+            normalizeInPlace(vector);
+          }
+          return requireFinite(vector);
+        }),
     );
-    const vectors = await mapInSlices(placed, ({ output, row }, index) =>
-      this.#finite(index, () => {
-        let vector =
-          this.modelType === 'sentence_embedding'
-            ? output.data.slice(row * output.dims[1], (row + 1) * output.dims[1])
-            : poolRow(output, row, Math.min(encodings[index].ids.length, output.dims[1]), this.#pooling);
-        if (dimensions !== undefined) {
-          if (dimensions > vector.length) throw tooManyDimensions(dimensions, vector.length);
-          vector = normalizeInPlace(vector.slice(0, dimensions));
-        } else if (this.#normalize) {
-          normalizeInPlace(vector);
-        }
-        return requireFinite(vector);
-      }),
-    );
-    return { model_id: this.modelId, vectors, promptTokens: tokensOf(encodings) };
+    return { model_id: this.modelId, vectors, promptTokens: tokens };
   }
 
   /**
@@ -316,57 +412,109 @@ export class PredictPipeline implements BatchingPredictor {
     if (this.modelType !== 'sequence_classification') {
       throw new InputError(`this server serves a ${this.modelType} model; rerank needs a sequence_classification (cross-encoder) model`);
     }
-    const { encodings, placed } = await this.#encodeAndQueue('documents', request.documents, (document) => this.tokenizer.encodePair(request.query, document));
-    const scores = placed.map(({ output, row }, index) =>
-      this.#finite(index, () => {
-        const width = output.dims[1];
-        const logits = output.data.subarray(row * width, (row + 1) * width);
-        const score = width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + (this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex)];
-        return requireFinite(Float32Array.of(score))[0];
-      }),
+    const { query, documents } = request;
+    const { shaped: scores, tokens } = await this.#request(
+      {
+        field: 'documents',
+        count: documents.length,
+        units: query.length * documents.length + unitsOf(documents),
+        job: () => ({ texts: documents.map(() => query), pairs: documents, tokens: false }),
+        encodeHere: (index) => this.tokenizer.encodePair(query, documents[index]),
+        maxTokens: this.#limits.tokens,
+      },
+      ({ output, row }, _encoding, index) =>
+        this.#finite(index, () => {
+          const width = output.dims[1];
+          const logits = output.data.subarray(row * width, (row + 1) * width);
+          const score = width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + (this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex)];
+          return requireFinite(Float32Array.of(score))[0];
+        }),
     );
-    return { model_id: this.modelId, scores, promptTokens: tokensOf(encodings) };
+    return { model_id: this.modelId, scores, promptTokens: tokens };
   }
 
   /**
-   * Stops taking requests, lets every request already queued run (it was accepted: a graceful shutdown answers it),
-   * waits for the runs, then releases the transform and the onnxruntime session. Later predicts are InternalErrors.
+   * Stops taking requests, lets every request already taken finish (it was accepted: a graceful shutdown answers it),
+   * waits for the runs, then releases the transform, the tokenizer threads and the onnxruntime session. Later
+   * predicts are InternalErrors.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      // requests still being tokenized were accepted: they join the queue first
-      await Promise.allSettled([...this.#encoding]);
+      await Promise.allSettled([...this.#inFlight]);
       await this.#scheduler.close();
       this.#transform?.close();
-      await this.#model.close();
+      await Promise.all([this.#model.close(), this.#tokenizerThreads?.close()]);
     })();
     return this.#closing;
   }
 
-  /** Tokenizes the inputs (#encodeAll), queues them for onnxruntime and waits for their rows of the batch outputs. */
-  async #encodeAndQueue<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding) {
-    const encoded = this.#encodeAll(field, inputs, encode);
-    this.#encoding.add(encoded);
-    let encodings: Encoding[];
+  /** One request: tokenize its inputs (#tokenize), run them in pieces (#runInPieces), shape each row. */
+  async #request<R>(work: TokenizeWork, shape: (placed: ScheduledRow<Tensor>, encoding: Encoding, index: number) => R): Promise<{ shaped: R[]; tokens: number }> {
+    if (this.#closing) throw new InternalError('the model is shutting down; the request was not run');
+    const running = (async () => {
+      const encodings = await this.#tokenize(work);
+      const shaped = await this.#runInPieces(encodings, (placed, index) => shape(placed, encodings[index], index));
+      return { shaped, tokens: tokensOf(encodings) };
+    })();
+    this.#inFlight.add(running);
     try {
-      encodings = await encoded;
+      return await running;
     } finally {
-      this.#encoding.delete(encoded);
+      this.#inFlight.delete(running);
     }
-    // queued in the same turn as the tokenizing ended: before a close() that waited for it closes the queue
-    return { encodings, placed: await this.#scheduler.submit(encodings) };
   }
 
   /**
-   * Tokenizes every input with `encode` (in slices, mapInSlices) and checks the request's token budget. Every input is
-   * at least one token, so a request with more inputs than the limit is refused before tokenizing.
+   * Tokenizes the inputs, on a tokenizer thread when the request is long and there is one, else here in slices
+   * (mapInSlices), and holds the request to its limits. Every input is at least one token, so a request with more
+   * inputs than the token limit is refused before tokenizing.
    */
-  async #encodeAll<T>(field: string, inputs: readonly T[], encode: (input: T, index: number) => Encoding): Promise<Encoding[]> {
-    if (inputs.length > this.#maxRequestTokens) throw this.#tooManyTokens(`${inputs.length} inputs`, field);
-    const encodings = await mapInSlices(inputs, encode);
+  async #tokenize(work: TokenizeWork): Promise<Encoding[]> {
+    const { field, count, maxTokens } = work;
+    if (count > this.#limits.inputs) {
+      throw new InputError(`the request holds ${count} inputs, more than the limit of ${this.#limits.inputs} inputs per request; send fewer inputs per request`, { field });
+    }
+    if (count > maxTokens) throw tooManyTokens(`${count} inputs`, field, maxTokens);
+    const threads = this.#tokenizerThreads;
+    let encodings: Encoding[];
+    if (threads !== null && work.job !== null && work.units > this.#inlineTokenizeUnits) {
+      const packed = await threads.encode(work.job());
+      const starts = startsOf(packed);
+      encodings = await mapInSlices(Array.from(starts), (start, index) => unpackEncoding(packed, index, start));
+    } else {
+      encodings = await mapInSlices(Array.from({ length: count }, (_, index) => index), (index) => work.encodeHere(index));
+    }
     const tokens = tokensOf(encodings);
-    if (tokens > this.#maxRequestTokens) throw this.#tooManyTokens(`${tokens} tokens`, field);
+    if (tokens > maxTokens) throw tooManyTokens(`${tokens} tokens`, field, maxTokens);
     return encodings;
+  }
+
+  /**
+   * Runs the encodings in pieces of about one batch each, a few pieces queued at a time, and shapes each piece's rows
+   * as soon as they return. A large request thus holds the outputs of a few batches, not of all its rows, and a
+   * request that arrives meanwhile is queued before the large one's later pieces instead of after all of them.
+   */
+  async #runInPieces<R>(encodings: readonly Encoding[], shape: (placed: ScheduledRow<Tensor>, index: number) => R): Promise<R[]> {
+    const { maxBatchTokens, maxRunsInFlight } = this.#scheduler.settings;
+    const pieces = piecesOf(encodings, maxBatchTokens);
+    const shaped = new Array<R>(encodings.length);
+    let next = 0;
+    let failed = false;
+    const lane = async () => {
+      while (next < pieces.length && !failed) {
+        const [from, to] = pieces[next++];
+        try {
+          const placed = await this.#scheduler.submit(encodings.slice(from, to));
+          const rows = await mapInSlices(placed, (row, k) => shape(row, from + k));
+          for (let k = 0; k < rows.length; k++) shaped[from + k] = rows[k];
+        } catch (error) {
+          failed = true;
+          throw error;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(maxRunsInFlight + 1, pieces.length) }, lane));
+    return shaped;
   }
 
   /** Token ids given as they are: every id must be in the vocabulary, and the sequence no longer than the model takes. */
@@ -438,13 +586,6 @@ export class PredictPipeline implements BatchingPredictor {
     }
   }
 
-  /** `field`: the request field that holds the inputs, for OpenAI-style errors (`input`, `documents`). */
-  #tooManyTokens(what: string, field: string): InputError {
-    return new InputError(`the request holds ${what}, more than the limit of ${this.#maxRequestTokens} tokens per request; send fewer or shorter inputs`, {
-      field,
-    });
-  }
-
   #scoresOf(output: Tensor): Tensor {
     let scores = this.#scores.get(output);
     if (!scores) {
@@ -471,6 +612,53 @@ async function mapInSlices<T, R>(items: readonly T[], fn: (item: T, index: numbe
     }
   }
   return mapped;
+}
+
+/** The inputs of one request, as #tokenize takes them. */
+interface TokenizeWork {
+  /** The request field that holds the inputs, for OpenAI-style errors (`input`, `documents`). */
+  field: string;
+  count: number;
+  /** UTF-16 units of all its texts: a long request is tokenized on a tokenizer thread. */
+  units: number;
+  /** The job for a tokenizer thread; null: these inputs are tokenized here (token ids). */
+  job: (() => TokenizeJob) | null;
+  encodeHere(index: number): Encoding;
+  /** The request's token limit. */
+  maxTokens: number;
+}
+
+function tooManyTokens(what: string, field: string, limit: number): InputError {
+  return new InputError(`the request holds ${what}, more than the limit of ${limit} tokens per request; send fewer or shorter inputs`, { field });
+}
+
+function unitsOf(texts: readonly string[]): number {
+  let units = 0;
+  for (const text of texts) units += text.length;
+  return units;
+}
+
+/** [from, to) ranges of consecutive encodings of about `tokens` tokens each (at least one encoding). */
+function piecesOf(encodings: readonly Encoding[], tokens: number): [number, number][] {
+  const pieces: [number, number][] = [];
+  let from = 0;
+  let held = 0;
+  encodings.forEach((encoding, index) => {
+    if (index > from && held + encoding.ids.length > tokens) {
+      pieces.push([from, index]);
+      from = index;
+      held = 0;
+    }
+    held += encoding.ids.length;
+  });
+  if (from < encodings.length) pieces.push([from, encodings.length]);
+  return pieces;
+}
+
+function atLeastOne(name: string, value: number | undefined): number {
+  if (value === undefined) return Infinity;
+  if (!(value >= 1)) throw new ConfigError(`${name} must be at least 1, got ${value}`);
+  return value;
 }
 
 function tokensOf(encodings: readonly Encoding[]): number {

@@ -1,0 +1,65 @@
+/**
+ * The tokenizer thread: tokenizes the texts of large requests so that the event loop which answers /health and the
+ * other requests never waits for them. It runs the inference worker's script (onnx-worker.ts) started with the role
+ * `tokenizer`, so that the single executable carries one worker bundle; it never loads onnxruntime.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { errorMessageOf, type ErrorMessage } from './errors.ts';
+import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
+import { packEncodings, transferablesOf, type PackedEncodings } from './tokenizer/packed-encodings.ts';
+
+export interface TokenizerSource {
+  tokenizerJson: unknown;
+  tokenizerConfig: unknown | null;
+}
+
+export type TokenizerRequest =
+  | { kind: 'load'; source: TokenizerSource }
+  /** `texts[i]` alone, or the pair (texts[i], pairs[i]) where that is a text; `tokens`: pack the token strings too. */
+  | { kind: 'encode'; id: number; texts: string[]; pairs: (string | null)[] | null; tokens: boolean }
+  | { kind: 'close' };
+
+export type TokenizerReply =
+  | { kind: 'loaded' }
+  | { kind: 'encoded'; id: number; packed: PackedEncodings }
+  | { kind: 'failed'; id: number | null; error: ErrorMessage }
+  | { kind: 'closed' };
+
+/** What role a thread started from the worker script plays; absent: inference. */
+export interface WorkerRoleData {
+  role?: 'tokenizer';
+}
+
+/** Answers the requests of TokenizerWorkers (tokenizer-workers.ts) on `port`. */
+export function serveTokenizer(port: MessagePort): void {
+  let tokenizer: EncoderTokenizer | undefined;
+  port.on('message', (request: TokenizerRequest) => {
+    switch (request.kind) {
+      case 'load':
+        try {
+          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig);
+          port.postMessage({ kind: 'loaded' } satisfies TokenizerReply);
+        } catch (error) {
+          port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies TokenizerReply);
+        }
+        return;
+      case 'encode':
+        try {
+          const { texts, pairs } = request;
+          const encodings: Encoding[] = texts.map((text, index) => {
+            const pair = pairs?.[index];
+            return typeof pair === 'string' ? tokenizer!.encodePair(text, pair) : tokenizer!.encode(text);
+          });
+          const packed = packEncodings(encodings, request.tokens);
+          port.postMessage({ kind: 'encoded', id: request.id, packed } satisfies TokenizerReply, transferablesOf(packed));
+        } catch (error) {
+          port.postMessage({ kind: 'failed', id: request.id, error: errorMessageOf(error) } satisfies TokenizerReply);
+        }
+        return;
+      case 'close':
+        tokenizer = undefined;
+        port.postMessage({ kind: 'closed' } satisfies TokenizerReply);
+        return;
+    }
+  });
+}

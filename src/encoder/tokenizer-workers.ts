@@ -1,0 +1,172 @@
+/**
+ * Tokenization off the event loop: threads that hold the model's tokenizer and tokenize the texts of large requests.
+ * A text's cost grows with its length (and, for byte-level BPE on a text without spaces, faster than its length), so
+ * one request of a few MiB used to keep /health waiting for seconds. Small requests, a query of a few sentences, are
+ * still tokenized on the calling thread: a round trip to a thread would cost them more than it saves
+ * (PredictPipeline decides, by the request's length in UTF-16 units).
+ *
+ * Jobs go to the thread with the fewest jobs waiting. A thread that dies fails its jobs with an InternalError and is
+ * started again for the next job.
+ */
+import { Worker } from 'node:worker_threads';
+import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
+import type { InferenceWorkerScript } from './inference-workers.ts';
+import type { TokenizerReply, TokenizerRequest, TokenizerSource, WorkerRoleData } from './tokenizer-worker.ts';
+import type { PackedEncodings } from './tokenizer/packed-encodings.ts';
+
+/** What to tokenize: `texts[i]` alone, or as the pair (texts[i], pairs[i]) where that is a text. */
+export interface TokenizeJob {
+  texts: string[];
+  pairs: (string | null)[] | null;
+  /** Whether the results need token strings (one result per token). */
+  tokens: boolean;
+}
+
+interface PendingJob {
+  resolve(packed: PackedEncodings): void;
+  reject(error: unknown): void;
+}
+
+class TokenizerThread {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, PendingJob>();
+  #nextId = 0;
+  #dead: Error | null = null;
+  #closed: (() => void) | null = null;
+
+  private constructor(worker: Worker) {
+    this.#worker = worker;
+  }
+
+  static async start(script: InferenceWorkerScript, source: TokenizerSource): Promise<TokenizerThread> {
+    const data = { ...(script.workerData as object | undefined), role: 'tokenizer' } satisfies WorkerRoleData;
+    const worker = new Worker(script.script, { eval: script.eval ?? false, workerData: data });
+    const thread = new TokenizerThread(worker);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onError = (error: Error) => reject(new ConfigError(`the tokenizer thread failed to start: ${error.message}`, { cause: error }));
+        const onExit = (code: number) => reject(new ConfigError(`the tokenizer thread exited with code ${code} while loading the tokenizer`));
+        worker.once('error', onError);
+        worker.once('exit', onExit);
+        worker.once('message', (reply: TokenizerReply) => {
+          worker.off('error', onError);
+          worker.off('exit', onExit);
+          if (reply.kind === 'loaded') resolve();
+          else if (reply.kind === 'failed') reject(errorFromMessage(reply.error));
+          else reject(new ConfigError(`the tokenizer thread answered ${reply.kind} to load`));
+        });
+        worker.postMessage({ kind: 'load', source } satisfies TokenizerRequest);
+      });
+    } catch (error) {
+      await worker.terminate();
+      throw error;
+    }
+    thread.#listen();
+    // An idle tokenizer thread does not keep a process alive that has nothing else to do.
+    worker.unref();
+    return thread;
+  }
+
+  get alive(): boolean {
+    return this.#dead === null;
+  }
+
+  get waiting(): number {
+    return this.#pending.size;
+  }
+
+  encode(job: TokenizeJob): Promise<PackedEncodings> {
+    if (this.#dead) return Promise.reject(this.#dead);
+    const id = this.#nextId++;
+    const { promise, resolve, reject } = Promise.withResolvers<PackedEncodings>();
+    this.#pending.set(id, { resolve, reject });
+    if (this.#pending.size === 1) this.#worker.ref(); // jobs in flight keep the process alive, as any pending work does
+    this.#worker.postMessage({ kind: 'encode', id, ...job } satisfies TokenizerRequest);
+    return promise;
+  }
+
+  async close(): Promise<void> {
+    if (this.#dead) return;
+    this.#dead = new InternalError('the tokenizer thread is closed');
+    this.#worker.ref();
+    await new Promise<void>((resolve) => {
+      this.#closed = resolve;
+      this.#worker.postMessage({ kind: 'close' } satisfies TokenizerRequest);
+    });
+    await this.#worker.terminate();
+  }
+
+  #settle(id: number): PendingJob | undefined {
+    const job = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (this.#pending.size === 0 && !this.#dead) this.#worker.unref();
+    return job;
+  }
+
+  #listen(): void {
+    this.#worker.on('message', (reply: TokenizerReply) => {
+      if (reply.kind === 'closed') return this.#closed?.();
+      if (reply.kind === 'encoded') this.#settle(reply.id)?.resolve(reply.packed);
+      else if (reply.kind === 'failed' && reply.id !== null) this.#settle(reply.id)?.reject(errorFromMessage(reply.error));
+    });
+    const die = (error: Error) => {
+      if (this.#dead && this.#closed === null) return;
+      this.#dead = error;
+      for (const job of this.#pending.values()) job.reject(error);
+      this.#pending.clear();
+      this.#closed?.();
+    };
+    this.#worker.on('error', (error: Error) => die(new InternalError(`the tokenizer thread failed: ${error.message}`, { cause: error })));
+    this.#worker.on('exit', (code) => die(new InternalError(`the tokenizer thread exited (code ${code})`)));
+  }
+}
+
+export class TokenizerWorkers {
+  readonly #script: InferenceWorkerScript;
+  readonly #source: TokenizerSource;
+  readonly #threads: Promise<TokenizerThread>[];
+  #closing = false;
+
+  /** Starts `size` threads; they load the tokenizer in the background (a job waits for its thread to be ready). */
+  constructor(script: InferenceWorkerScript, source: TokenizerSource, size = 1) {
+    this.#script = script;
+    this.#source = source;
+    this.#threads = Array.from({ length: size }, () => this.#start());
+  }
+
+  /** Resolves when every thread has loaded the tokenizer; rejects with the first ConfigError. */
+  async ready(): Promise<void> {
+    await Promise.all(this.#threads);
+  }
+
+  async encode(job: TokenizeJob): Promise<PackedEncodings> {
+    if (this.#closing) throw new InternalError('the tokenizer threads are closed');
+    const index = await this.#leastBusy();
+    let thread = await this.#threads[index];
+    if (!thread.alive) {
+      this.#threads[index] = this.#start();
+      thread = await this.#threads[index];
+    }
+    return thread.encode(job);
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(this.#threads.map((starting) => starting.then((thread) => thread.close(), () => {})));
+  }
+
+  #start(): Promise<TokenizerThread> {
+    const starting = TokenizerThread.start(this.#script, this.#source);
+    starting.catch(() => {}); // reported to the job that waits for it
+    return starting;
+  }
+
+  async #leastBusy(): Promise<number> {
+    const settled = await Promise.all(this.#threads.map((starting) => starting.then((thread) => thread, () => null)));
+    let best = 0;
+    for (let index = 1; index < settled.length; index++) {
+      if ((settled[index]?.waiting ?? Infinity) < (settled[best]?.waiting ?? Infinity)) best = index;
+    }
+    return best;
+  }
+}
