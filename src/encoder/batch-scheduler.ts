@@ -148,6 +148,8 @@ export class BatchScheduler<S extends Sequence, Output> {
   #pumpScheduled = false;
   #timer: unknown = undefined;
   #closing: Promise<void> | undefined;
+  /** Runs start without waiting for more work to join them (hurry()). */
+  #hurried = false;
   #drained: (() => void) | undefined;
   readonly #listeners = new Set<BatchRunListener>();
   readonly #stats = {
@@ -210,6 +212,15 @@ export class BatchScheduler<S extends Sequence, Output> {
   }
 
   /**
+   * From now on, queued work runs without waiting `maxWaitMs` for more to join it, while submits are still taken: a
+   * pipeline that is shutting down finishes the pieces of the requests it accepted, then closes.
+   */
+  hurry(): void {
+    this.#hurried = true;
+    this.#pump();
+  }
+
+  /**
    * Stops taking work and drains: what is queued runs at once (no waiting for more), and the returned promise
    * resolves when every run has finished. Later submits reject. Idempotent.
    */
@@ -241,7 +252,7 @@ export class BatchScheduler<S extends Sequence, Output> {
     while (this.#queue.length > 0 && this.#running < maxRunsInFlight) {
       const waited = this.#clock.now() - this.#queue[0].enqueuedAt;
       const full = this.#queuedTokens >= maxBatchTokens || this.#queue.length >= maxBatchSequences;
-      if (!(this.#closing || full || waited >= maxWaitMs)) {
+      if (!(this.#closing || this.#hurried || full || waited >= maxWaitMs)) {
         this.#timer = this.#clock.setTimer(() => {
           this.#timer = undefined;
           this.#pump();

@@ -440,6 +440,7 @@ export class PredictPipeline implements BatchingPredictor {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#scheduler.hurry();
       await Promise.allSettled([...this.#inFlight]);
       await this.#scheduler.close();
       this.#transform?.close();

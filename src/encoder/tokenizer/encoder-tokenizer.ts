@@ -30,8 +30,9 @@ import {
   postProcess,
 } from './post-processors.ts';
 import { type PreTokenizer, createPreTokenizer } from './pre-tokenizers.ts';
-import { type TextCuts, lastCut, modelPieceStarts, textCutsOf } from './text-cuts.ts';
-import { FILE_STRATEGIES, type TruncationStrategy, tokenizeLimit, truncateEncodings } from './truncation.ts';
+import { type TextCuts, lastCut, modelPieceStarts, prefixesAreFinal, textCutsOf } from './text-cuts.ts';
+import { type ContentEncoding, FILE_STRATEGIES, type TruncationStrategy, tokenizeLimit, truncateEncodings } from './truncation.ts';
+import type { WordTokens } from './models.ts';
 
 export type { TruncationStrategy } from './truncation.ts';
 
@@ -90,6 +91,16 @@ const DEFAULT_MAX_LENGTH = 512;
  */
 const PREFIX_CHARS_PER_TOKEN = 8;
 const MIN_PREFIX = 4096;
+/**
+ * Pre-tokens and word pieces that end within this many code points of the end of a prefix may differ from what the
+ * whole text gives there (a normalizer composing across the cut, a regex looking one char ahead, BPE merges near the
+ * end of a word): a prefix's tokens count only up to there.
+ */
+const PREFIX_MARGIN = 64;
+/** A word longer than this (code points) is tokenized in growing prefixes when only its first tokens are kept. */
+const LONG_WORD = 2048;
+/** Past this many code points (or 24 per token needed) a long word's first tokens are taken from a prefix unchecked (longWordTokens). */
+const SETTLE_LIMIT = 16_384;
 
 type Json = Record<string, unknown>;
 
@@ -123,6 +134,8 @@ export class EncoderTokenizer {
   private readonly added: AddedVocabulary;
   /** Where long texts may be cut without changing their tokens; null when the pipeline cannot be cut. */
   private readonly cuts: TextCuts | null;
+  /** Whether a prefix of a text gives the whole text's pre-tokens up to its last one (prefix-safety.ts). */
+  private readonly prefixesAreFinal: boolean;
   private readonly padSpec: PadSpec;
   private readonly fileTruncation: TruncationSettings | null = null;
   private readonly filePadding: PaddingSettings | null = null;
@@ -137,6 +150,7 @@ export class EncoderTokenizer {
     this.postProcessor = createPostProcessor(json.post_processor);
     this.added = new AddedVocabulary(json.added_tokens, this.model, this.normalizer);
     this.cuts = textCutsOf(json, this.normalizer, this.added.tokens);
+    this.prefixesAreFinal = prefixesAreFinal(json);
     try {
       this.fileTruncation = this.parseTruncation(json.truncation);
       this.filePadding = this.parsePadding(json.padding);
@@ -286,27 +300,43 @@ export class EncoderTokenizer {
   /**
    * Everything before truncation and post-processing: the content tokens with their offsets, of type `typeId`.
    * Stops after the first pre-token that brings the count to `limit` or more (HF's early exit, truncation.ts). A long
-   * text is tokenized only up to a cut where that exit is reached, when the pipeline allows cuts: the tokens are
-   * those of the whole text. `exactCount`: the count at the exit must be HF's (a pair compares the two), which a
-   * "model" cut inside HF's one word cannot give.
+   * text is tokenized only as far as that exit needs, from prefixes of growing size: cut where the pipeline allows an
+   * exact cut (text-cuts.ts), else anywhere, keeping what lies far enough before the cut (tokenizeUpTo), and a long
+   * word gives only its first tokens (longWordTokens). The work on a text of megabytes is thus bounded by the limit,
+   * whatever its script or shape. `exactCount`: the count at the exit must be HF's (a pair compares the two), which a
+   * cut inside HF's one word cannot give: such an encoding is marked as holding more than it counts.
    */
-  private encodeContent(text: string, typeId: number, limit: number, exactCount: boolean): WorkEncoding {
+  private encodeContent(text: string, typeId: number, limit: number, exactCount: boolean): ContentEncoding {
     const cuts = this.cuts;
-    if (cuts !== null && limit !== Infinity && !(exactCount && cuts.kind === 'model')) {
-      for (let size = Math.max(MIN_PREFIX, limit * PREFIX_CHARS_PER_TOKEN); size < text.length; size *= 4) {
-        const cut = lastCut(text, size);
-        if (cut < 0) continue;
-        const e = emptyEncoding();
-        if (this.tokenizeUpTo(text.slice(0, cut), typeId, limit, exactCount, e)) return e;
+    if (limit !== Infinity) {
+      const first = Math.max(MIN_PREFIX, limit * PREFIX_CHARS_PER_TOKEN);
+      if (cuts !== null && !(exactCount && cuts.kind === 'model')) {
+        for (let size = first; size < text.length; size *= 4) {
+          const cut = lastCut(text, size);
+          if (cut < 0) continue;
+          const e = emptyEncoding();
+          if (this.tokenizeUpTo(text.slice(0, cut), typeId, limit, exactCount, e, Infinity)) return e;
+        }
+      }
+      if (this.prefixesAreFinal) {
+        for (let size = first; size < text.length; size *= 4) {
+          const prefix = text.slice(0, isLowSurrogate(text.charCodeAt(size)) ? size - 1 : size);
+          const e = emptyEncoding();
+          if (this.tokenizeUpTo(prefix, typeId, limit, exactCount, e, codePointCount(prefix) - PREFIX_MARGIN)) return e;
+        }
       }
     }
     const e = emptyEncoding();
-    this.tokenizeUpTo(text, typeId, limit, exactCount, e);
+    this.tokenizeUpTo(text, typeId, limit, exactCount, e, Infinity);
     return e;
   }
 
-  /** Tokenizes `text` into `e` until the early exit at `limit`; whether it got there. */
-  private tokenizeUpTo(text: string, typeId: number, limit: number, exactCount: boolean, e: WorkEncoding): boolean {
+  /**
+   * Tokenizes `text` into `e` until the early exit at `limit`; whether it got there. `text` may be a prefix of the
+   * input: then the exit counts only at a pre-token that is not the prefix's last and ends by `finalEnd` (code points
+   * of the input), since the ones after it may change as the input goes on.
+   */
+  private tokenizeUpTo(text: string, typeId: number, limit: number, exactCount: boolean, e: ContentEncoding, finalEnd: number): boolean {
     const root = NormalizedString.fromString(text);
     if (root.length === 0) return false;
     const first: Split[] = [];
@@ -321,41 +351,103 @@ export class EncoderTokenizer {
       this.added.splitNormalized(s.ns, splits);
     }
     const modelCuts = this.cuts?.kind === 'model' ? this.cuts : null;
-    for (const s of splits) {
+    const isFinal = (w: NormalizedString, last: boolean) => finalEnd === Infinity || (!last && w.endOf(w.length - 1) <= finalEnd);
+    for (let si = 0; si < splits.length; si++) {
+      const s = splits[si];
       if (s.token) {
         const ns = s.ns;
         const r = ns.originalRange(0, ns.length) as [number, number];
         this.pushToken(e, s.token.id, ns.toString(), r[0], r[1], typeId);
+        // HF stops only at a tokenized pre-token, which matters for a pair's counts; a single text truncated to the
+        // limit keeps these tokens whatever follows (a run of added whitespace tokens would else be read to its end)
+        if (!exactCount && e.ids.length >= limit && (finalEnd === Infinity || (si < splits.length - 1 && r[1] <= finalEnd))) return true;
         continue;
       }
-      const words = this.preTokenizer ? this.preTokenizer(s.ns) : [s.ns];
-      for (const w of words) {
-        if (w.length === 0) continue;
-        if (modelCuts === null) this.tokenizeWord(w, typeId, e);
-        else {
+      const words = (this.preTokenizer ? this.preTokenizer(s.ns) : [s.ns]).filter((w) => w.length > 0);
+      for (let k = 0; k < words.length; k++) {
+        const w = words[k];
+        const last = si === splits.length - 1 && k === words.length - 1;
+        // the prefix's last pre-token, which may go on in the text: a long one is cut or the prefix grows
+        const open = last && finalEnd !== Infinity;
+        if (modelCuts === null) {
+          const read = this.tokenizeWord(w, typeId, e, limit, open);
+          if (read !== 'whole') return read === 'capped' && this.capped(e, exactCount);
+        } else {
           // one word of any length: BPE of its pieces is BPE of the word (text-cuts.ts), and much faster
           let from = 0;
-          for (const to of [...modelPieceStarts(w, modelCuts.space), w.length]) {
-            this.tokenizeWord(w.slice(from, to), typeId, e);
-            from = to;
-            if (!exactCount && e.ids.length >= limit) return true;
+          const ends = [...modelPieceStarts(w, modelCuts.space), w.length];
+          for (let p = 0; p < ends.length; p++) {
+            const piece = w.slice(from, ends[p]);
+            from = ends[p];
+            const read = this.tokenizeWord(piece, typeId, e, limit, open && p === ends.length - 1);
+            if (read !== 'whole') return read === 'capped' && this.capped(e, exactCount);
+            if (!exactCount && e.ids.length >= limit && isFinal(piece, last && p === ends.length - 1)) return true;
           }
         }
         // added tokens count toward the limit but only a tokenized pre-token stops it, as in HF
-        if (e.ids.length >= limit) return true;
+        if (e.ids.length >= limit) return isFinal(w, last);
       }
     }
     return false;
   }
 
-  private tokenizeWord(w: NormalizedString, typeId: number, e: WorkEncoding): void {
-    const t = this.model.tokenizeWord(w.toString(), w.length);
+  /** An encoding that stopped inside a long word: HF would count the rest of the word too (encodeContent). */
+  private capped(e: ContentEncoding, exactCount: boolean): boolean {
+    if (exactCount) e.countsMore = true;
+    return true;
+  }
+
+  /**
+   * Tokenizes a pre-token into `e`: whole, or when it is long and the limit leaves room for fewer tokens than it may
+   * hold, only its first tokens (longWordTokens): 'capped'. `open`: the pre-token ends a prefix of the text and may
+   * go on; a long one that no prefix of it settles is left for a longer prefix of the text ('grow').
+   */
+  private tokenizeWord(w: NormalizedString, typeId: number, e: WorkEncoding, limit = Infinity, open = false): 'whole' | 'capped' | 'grow' {
+    const needed = limit - e.ids.length;
+    const long = w.length > LONG_WORD && needed > 0 && needed !== Infinity && this.model.kind !== 'WordPiece';
+    // a prefix of the text too short for this word to settle in: no work spent on it, the text's prefix grows
+    if (long && open && w.length < 2 * settleLimitOf(needed)) return 'grow';
+    const first = long ? this.longWordTokens(w, needed) : null;
+    if (long && open && first === null) return 'grow';
+    const t = first ?? this.model.tokenizeWord(w.toString(), w.length);
     for (let k = 0; k < t.ids.length; k++) {
       const a = t.starts[k];
       const b = t.ends[k];
       if (a < b) this.pushToken(e, t.ids[k], t.tokens[k], w.startOf(a), w.endOf(b - 1), typeId);
       else this.pushToken(e, t.ids[k], t.tokens[k], w.origStart + a, w.origStart + b, typeId);
     }
+    return first === null ? 'whole' : 'capped';
+  }
+
+  /**
+   * The first `needed` tokens of a long word, from prefixes of it: those of a prefix that end PREFIX_MARGIN before its
+   * end, when a prefix a quarter longer gives the same ones. BPE merges and Unigram's best path can reach across a
+   * whole word; the longer prefix checks that they did not here, and the reference implementation's results on long
+   * words of every script are the tests' proof (test/encoder/tokenizer-hostile-inputs.test.ts). Unigram on a run of
+   * one char never settles (its best path puts the odd pieces first): past `settleLimit` code points the prefix's
+   * tokens are taken as they are, the one place where the tokens may differ from the reference's (docs/tokenizer.md).
+   * null: the word is shorter than a settled prefix needs.
+   */
+  private longWordTokens(w: NormalizedString, needed: number): WordTokens | null {
+    const settleLimit = settleLimitOf(needed);
+    let size = Math.max(LONG_WORD / 2, needed * 4);
+    while (size < w.length) {
+      const a = this.model.tokenizeWord(w.slice(0, size).toString(), size);
+      let kept = 0;
+      while (kept < needed && kept < a.ids.length && a.ends[kept] <= size - PREFIX_MARGIN) kept++;
+      if (kept < needed) {
+        // long tokens (runs of one char merge far): grow by what the tokens so far say a token takes, and a bit more
+        size = kept > 0 ? Math.ceil((size * needed * 1.25) / kept) + PREFIX_MARGIN : size * 4;
+        continue;
+      }
+      const check = Math.min(w.length, size + Math.max(4 * PREFIX_MARGIN, size >> 2));
+      const b = size >= settleLimit ? a : this.model.tokenizeWord(w.slice(0, check).toString(), check);
+      let same = b.ids.length >= needed;
+      for (let k = 0; same && k < needed; k++) same = a.ids[k] === b.ids[k] && a.starts[k] === b.starts[k] && a.ends[k] === b.ends[k];
+      if (same) return { ids: a.ids.slice(0, needed), tokens: a.tokens.slice(0, needed), starts: a.starts.slice(0, needed), ends: a.ends.slice(0, needed) };
+      size = Math.min(check * 2, Math.max(settleLimit, size + 1));
+    }
+    return null;
   }
 
   private pushToken(e: WorkEncoding, id: number, token: string, start: number, end: number, typeId: number): void {
@@ -419,6 +511,20 @@ export class EncoderTokenizer {
   }
 }
 
-function emptyEncoding(): WorkEncoding {
+function settleLimitOf(needed: number): number {
+  return Math.max(SETTLE_LIMIT, needed * 24);
+}
+
+function isLowSurrogate(unit: number): boolean {
+  return unit >= 0xdc00 && unit <= 0xdfff;
+}
+
+function codePointCount(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length; i++) if (isLowSurrogate(text.charCodeAt(i))) count--;
+  return count;
+}
+
+function emptyEncoding(): ContentEncoding {
   return { ids: [], tokens: [], offsets: [], typeIds: [], specialTokensMask: [], attentionMask: [] };
 }

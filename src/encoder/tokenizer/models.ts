@@ -315,6 +315,32 @@ function callModel(lib: LibraryModel, word: string): string[] {
   return lib([word]);
 }
 
+type UnigramLibraryModel = LibraryModel & { tokenize(word: string): string[]; unk_token_id: number };
+
+/**
+ * Unknown pieces fused as the library Unigram's `_call` does after its Viterbi (its fuse_unk), without its
+ * `push(...pieces)`, which overflows the stack on a word of ~100k pieces and more.
+ */
+function fuseUnknown(pieces: readonly string[], lib: UnigramLibraryModel): string[] {
+  const ids = lib.tokens_to_ids;
+  const unk = lib.unk_token_id;
+  const fused: string[] = [];
+  for (let i = 0; i < pieces.length; ) {
+    const first = pieces[i];
+    if ((ids.get(first) ?? unk) !== unk) {
+      fused.push(first);
+      i++;
+      continue;
+    }
+    const run = [first];
+    while (++i < pieces.length && (ids.get(pieces[i]) ?? unk) === unk) run.push(pieces[i]);
+    // the library appends to a run unless it starts with the unknown token's own text (then it drops the rest);
+    // joined once here: appending one char at a time re-hashed the growing string at every step
+    fused.push(ids.get(first) === unk ? first : run.join(''));
+  }
+  return fused;
+}
+
 function push(r: WordTokens, id: number, t: string, s: number, e: number): void {
   r.ids.push(id);
   r.tokens.push(t);
@@ -326,6 +352,8 @@ class UnigramModel extends CachedModel implements TokenModel {
   readonly kind = 'Unigram' as const;
   private readonly lib: LibraryModel;
   private readonly unkId: number;
+  /** Every char of every piece: a char outside it is an unknown piece on every path of the lattice. */
+  private readonly pieceChars = new Set<number>();
 
   constructor(model: Json, eosToken: string | undefined) {
     const vocab = model.vocab;
@@ -347,12 +375,13 @@ class UnigramModel extends CachedModel implements TokenModel {
     });
     super(ids, pieces);
     this.unkId = unkId as number;
+    for (const piece of pieces) for (const char of piece) this.pieceChars.add(char.codePointAt(0)!);
     this.lib = new library.Unigram({ ...model, type: 'Unigram' }, eosToken ?? '</s>');
   }
 
 
   protected compute(word: string, length: number): WordTokens {
-    const pieces = callModel(this.lib, word);
+    const pieces = fuseUnknown(this.knownRuns(word).flatMap((run) => (run.known ? (this.lib as UnigramLibraryModel).tokenize(run.text) : [...run.text])), this.lib as UnigramLibraryModel);
     const r: WordTokens = { ids: [], tokens: [], starts: [], ends: [] };
     let pos = 0;
     for (const p of pieces) {
@@ -362,6 +391,30 @@ class UnigramModel extends CachedModel implements TokenModel {
     }
     if (pos !== length) throw new InternalError(`tokenizer: Unigram pieces of "${word}" do not cover the word`);
     return r;
+  }
+
+  /**
+   * The word in runs of chars that some piece holds and runs of chars none does. A char no piece holds is an unknown
+   * node on every path of the Viterbi lattice, so the best path of the word is the best paths of the known runs
+   * between such chars, each of them one unknown piece: the same pieces, without a lattice over a run of thousands of
+   * unknown chars (a CJK text through an English vocabulary took seconds per 100k chars).
+   */
+  private knownRuns(word: string): { text: string; known: boolean }[] {
+    const runs: { text: string; known: boolean }[] = [];
+    let from = 0;
+    let known: boolean | null = null;
+    for (let i = 0; i < word.length; ) {
+      const cp = word.codePointAt(i)!;
+      const isKnown = this.pieceChars.has(cp);
+      if (known !== null && isKnown !== known) {
+        runs.push({ text: word.slice(from, i), known });
+        from = i;
+      }
+      known = isKnown;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    if (known !== null) runs.push({ text: word.slice(from), known });
+    return runs;
   }
 }
 

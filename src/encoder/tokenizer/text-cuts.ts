@@ -73,6 +73,44 @@ export function textCutsOf(json: Json, normalizer: Normalizer | null, addedToken
   return classifyPreTokenizer(json.pre_tokenizer, space).effect === 'split' ? { kind: 'words', space } : null;
 }
 
+/**
+ * Whether, for a prefix of any text cut anywhere, the pre-tokens before the prefix's last one are those the whole text
+ * gives there, away from the end (encoder-tokenizer.ts keeps a margin): the normalizer works char by char and the
+ * pre-tokenizer's steps split left to right looking at most a char ahead. Any other step (an unknown regex, a
+ * normalizer not reasoned about) makes a long text be read whole.
+ */
+export function prefixesAreFinal(json: Json): boolean {
+  return normalizerIsLocal(json.normalizer) && preTokenizerIsLocal(json.pre_tokenizer);
+}
+
+function preTokenizerIsLocal(cfg: unknown): boolean {
+  if (cfg === null || cfg === undefined) return true;
+  const c = cfg as Json;
+  switch (c.type) {
+    case 'BertPreTokenizer':
+    case 'Whitespace':
+    case 'WhitespaceSplit':
+    case 'CharDelimiterSplit':
+    case 'Punctuation':
+    case 'Digits':
+    case 'Metaspace':
+    case 'ByteLevel':
+    case 'UnicodeScripts':
+      return true;
+    case 'Split': {
+      const pattern = c.pattern as Json | undefined;
+      if (c.invert === true) return false;
+      if (typeof pattern?.String === 'string') return true;
+      const regex = pattern?.Regex;
+      return typeof regex === 'string' && (GPT_LIKE_SPLITS.has(regex) || regex === ' {2,}' || regex === '\\p{N}{1,3}');
+    }
+    case 'Sequence':
+      return Array.isArray(c.pretokenizers) && c.pretokenizers.every(preTokenizerIsLocal);
+    default:
+      return false;
+  }
+}
+
 /** Normalizers that work char by char (graphemes for Precompiled) away from the ends of the text. */
 function normalizerIsLocal(cfg: unknown): boolean {
   if (cfg === null || cfg === undefined) return true;

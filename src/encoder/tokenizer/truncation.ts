@@ -5,6 +5,15 @@
 import { InputError } from '../errors.ts';
 import type { WorkEncoding } from './post-processors.ts';
 
+/**
+ * Content tokens before truncation. `countsMore`: tokenizing stopped inside a long word whose other tokens HF would
+ * have counted (encoder-tokenizer.ts), so the sequence is longer than `ids` says: longest_first compares it as longer
+ * than any counted sequence.
+ */
+export interface ContentEncoding extends WorkEncoding {
+  countsMore?: boolean;
+}
+
 /** Which sequence of a pair loses tokens (HF's TruncationStrategy). */
 export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
@@ -43,7 +52,7 @@ export function tokenizeLimit(maxLength: number, strategy: TruncationStrategy, i
  * only_first / only_second cut that text alone and fail, as HF does, when it is too short to lose enough.
  * `max` 0 empties both whatever the strategy (HF's first case).
  */
-export function truncateEncodings(a: WorkEncoding, b: WorkEncoding | null, max: number, strategy: TruncationStrategy): void {
+export function truncateEncodings(a: ContentEncoding, b: ContentEncoding | null, max: number, strategy: TruncationStrategy): void {
   if (max === 0) {
     truncate(a, 0);
     if (b) truncate(b, 0);
@@ -54,7 +63,7 @@ export function truncateEncodings(a: WorkEncoding, b: WorkEncoding | null, max: 
   const toRemove = total - max;
   if (strategy === 'longest_first') {
     if (b) {
-      const [first, second] = longestFirstLengths(a.ids.length, b.ids.length, max);
+      const [first, second] = longestFirstLengths(countOf(a), countOf(b), max);
       truncate(a, first);
       truncate(b, second);
     } else {
@@ -75,6 +84,10 @@ export function truncateEncodings(a: WorkEncoding, b: WorkEncoding | null, max: 
     );
   }
   truncate(target, target.ids.length - toRemove);
+}
+
+function countOf(e: ContentEncoding): number {
+  return e.countsMore ? Infinity : e.ids.length;
 }
 
 /** truncation.rs's LongestFirst arithmetic on the two lengths, line for line: the lengths to keep. */
