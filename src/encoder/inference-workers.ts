@@ -6,11 +6,16 @@
  *
  * A batch goes to an idle worker (the scheduler starts at most `workers` runs at once). A worker that dies fails its
  * run with an InternalError and is replaced by a fresh one for the next run.
+ *
+ * With `postprocess`, each worker also runs the steps after onnxruntime (the Lua transform in a Lua state of its own,
+ * the pooling; batch-postprocess.ts) and a run answers the final batch output: a script looping up to its time limit
+ * holds its worker, never the event loop, and the other workers keep serving.
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ThreadScript } from '../shared/thread-script.ts';
 import type { ModelType } from './config.ts';
+import type { PostprocessSettings } from './batch-postprocess.ts';
 import { ConfigError, InputError, InternalError, type EncoderError } from './errors.ts';
 import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
 import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
@@ -36,6 +41,12 @@ export interface InferenceWorkersOptions extends OnnxModelOptions {
   /** Worker threads, each with its own session; default 1. */
   workers?: number;
   worker: InferenceWorkerScript;
+  /**
+   * The steps after onnxruntime each worker runs on its batches (its own Lua state of the transform, made after its
+   * session; the pooling). A transform that does not compile fails the load with a ConfigError. Absent: runs answer
+   * onnxruntime's raw output.
+   */
+  postprocess?: PostprocessSettings;
 }
 
 /**
@@ -238,6 +249,7 @@ export class InferenceWorkers {
       weights,
       modelType,
       options: { threads, sessionOptions: options.sessionOptions, weightsDataDir: options.weightsDataDir },
+      postprocess: options.postprocess,
     };
     disableOnnxruntimeTelemetry(); // before any worker loads onnxruntime (see there)
     // The others start once the first has loaded: started together, they took the cores the first one's start-up
