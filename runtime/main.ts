@@ -28,6 +28,8 @@ async function main(argv: string[]): Promise<number> {
   }
   traceStartup(section ? 'asset section read' : 'no asset section (base runtime)');
   const context: CliContext = {
+    // wasmoon's glue.wasm, extracted: for the check of a transform at load, and (in their load message) for the Lua
+    // runtime of each inference worker, whose bundle cannot find it beside wasmoon's script
     luaWasmPath: nativeFiles()?.luaWasm,
     // Without model assets this executable is the base runtime of its own target and version: `build` needs nothing else.
     hostBase: () => (section === null ? { path: process.execPath, target: hostTarget(), kind: 'self' } : undefined),

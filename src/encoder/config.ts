@@ -7,9 +7,10 @@ import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
 import { cacheDirFromEnvironment } from './cache-dir.ts';
+import { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName, type ModelType } from './config-names.ts';
 
-export const MODEL_TYPES = ['embedding', 'sentence_embedding', 'sequence_classification', 'token_classification'] as const;
-export type ModelType = (typeof MODEL_TYPES)[number];
+export { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES } from './config-names.ts';
+export type { LuaLibraryName, ModelType } from './config-names.ts';
 
 /** How token vectors become one vector per text (sentence-transformers' pooling modes of the same names). */
 export const POOLING_MODES = ['mean', 'cls', 'max', 'last'] as const;
@@ -33,10 +34,6 @@ export const DEFAULT_QUANTIZE_GATE: Readonly<QuantizeGate> = Object.freeze({ che
 
 /** Model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
 export const POOLED_MODEL_TYPES: readonly ModelType[] = ['embedding', 'sentence_embedding'];
-
-export const LUA_LIBRARIES = ['coroutine', 'table', 'io', 'os', 'string', 'utf8', 'math', 'package'] as const;
-export type LuaLibraryName = (typeof LUA_LIBRARIES)[number];
-export const DEFAULT_LUA_LIBRARIES: readonly LuaLibraryName[] = ['table', 'string', 'math'];
 
 export const DEFAULT_MODEL_VERSION = '0.1.0';
 

@@ -6,15 +6,20 @@
  *
  * A batch goes to an idle worker (the scheduler starts at most `workers` runs at once). A worker that dies fails its
  * run with an InternalError and is replaced by a fresh one for the next run.
+ *
+ * With `postprocess`, each worker also runs the steps after onnxruntime (the Lua transform in a Lua state of its own,
+ * the pooling; batch-postprocess.ts) and a run answers the final batch output: a script looping up to its time limit
+ * holds its worker, never the event loop, and the other workers keep serving.
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ThreadScript } from '../shared/thread-script.ts';
 import type { ModelType } from './config.ts';
-import { ConfigError, InputError, InternalError, type EncoderError } from './errors.ts';
+import type { PostprocessSettings } from './batch-postprocess.ts';
+import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
 import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
 import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
-import type { WorkerFailure, WorkerReply, WorkerRequest } from './onnx-worker.ts';
+import type { WorkerReply, WorkerRequest } from './onnx-worker.ts';
 import { Tensor } from './tensor.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 
@@ -36,6 +41,12 @@ export interface InferenceWorkersOptions extends OnnxModelOptions {
   /** Worker threads, each with its own session; default 1. */
   workers?: number;
   worker: InferenceWorkerScript;
+  /**
+   * The steps after onnxruntime each worker runs on its batches (its own Lua state of the transform, made after its
+   * session; the pooling). A transform that does not compile fails the load with a ConfigError. Absent: runs answer
+   * onnxruntime's raw output.
+   */
+  postprocess?: PostprocessSettings;
 }
 
 /**
@@ -57,12 +68,6 @@ export function defaultWorkerCount(cores = os.availableParallelism()): number {
 export function threadsPerWorker(workers: number, threads: number | undefined, cores = os.availableParallelism()): number | undefined {
   if (threads !== undefined) return threads;
   return workers === 1 ? undefined : Math.max(1, Math.floor(cores / workers));
-}
-
-function errorOf(failure: WorkerFailure): EncoderError {
-  if (failure.kind === 'config') return new ConfigError(failure.message);
-  if (failure.kind === 'input') return new InputError(failure.message.replace(/^Invalid input: /, ''));
-  return new InternalError(failure.message);
 }
 
 interface PendingRun {
@@ -106,7 +111,7 @@ class InferenceWorker {
         thread.off('error', onError);
         thread.off('exit', onExit);
         if (reply.kind === 'loaded') resolve(reply.signature);
-        else if (reply.kind === 'failed') reject(errorOf(reply.error));
+        else if (reply.kind === 'failed') reject(errorFromMessage(reply.error));
         else reject(new ConfigError(`the inference worker answered ${reply.kind} to load`));
       };
       thread.on('message', onReply);
@@ -166,7 +171,7 @@ class InferenceWorker {
       if (!run || reply.id === null) return;
       this.#pending.delete(reply.id);
       if (reply.kind === 'ran') run.resolve(new Tensor(reply.data, reply.dims));
-      else run.reject(errorOf(reply.error));
+      else run.reject(errorFromMessage(reply.error));
     });
     const die = (error: Error) => {
       if (this.#dead) return;
@@ -238,6 +243,7 @@ export class InferenceWorkers {
       weights,
       modelType,
       options: { threads, sessionOptions: options.sessionOptions, weightsDataDir: options.weightsDataDir },
+      postprocess: options.postprocess,
     };
     disableOnnxruntimeTelemetry(); // before any worker loads onnxruntime (see there)
     // The others start once the first has loaded: started together, they took the cores the first one's start-up

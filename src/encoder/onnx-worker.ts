@@ -1,39 +1,43 @@
 /**
  * The inference worker: one onnxruntime session in a worker thread, so that `session.run` (synchronous in the
- * binding) never holds the event loop that parses requests, answers /health and writes responses. Started by
- * InferenceWorkers (inference-workers.ts); from the sources as this file, in the single executable as a bundle of it
- * (scripts/build-runtime.ts). Messages are the protocol of inference-workers.ts; tensors cross as transferred buffers.
+ * binding) never holds the event loop that parses requests, answers /health and writes responses. With `postprocess`
+ * in its load message it also owns a Lua state of the model's transform and runs the steps after onnxruntime
+ * (batch-postprocess.ts: transform, pooling) on each batch before answering, so that a script that runs up to its
+ * time limit holds this thread only. Started by InferenceWorkers (inference-workers.ts); from the sources as this
+ * file, in the single executable as a bundle of it (scripts/build-runtime.ts). Messages are the protocol of
+ * inference-workers.ts; tensors cross as transferred buffers.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { attentionMaskOf, createPostprocessSteps, needsAttentionMask, postprocessBatch, type PostprocessSettings, type PostprocessSteps } from './batch-postprocess.ts';
 import type { ModelType } from './config.ts';
-import { isEncoderError } from './errors.ts';
+import { errorMessageOf, type ErrorMessage } from './errors.ts';
 import { OnnxModel, type OnnxModelOptions, warmUpOnnxruntime } from './onnx-model.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 import { serveTokenizer, type WorkerRoleData } from './tokenizer-worker.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 
 export type WorkerRequest =
-  | { kind: 'load'; weights: Uint8Array; modelType: ModelType; options: OnnxModelOptions }
+  | {
+      kind: 'load';
+      weights: Uint8Array;
+      modelType: ModelType;
+      options: OnnxModelOptions;
+      /**
+       * The steps after onnxruntime this worker runs on every batch (its own Lua state of the transform, made after
+       * the session; the pooling): a run then answers the final batch output. Absent: the raw output of onnxruntime.
+       */
+      postprocess?: PostprocessSettings;
+    }
   | { kind: 'run'; id: number; batch: PaddedBatch }
   | { kind: 'close' };
-
-export interface WorkerFailure {
-  kind: 'input' | 'internal' | 'config';
-  message: string;
-}
 
 export type WorkerReply =
   | { kind: 'loaded'; signature: OnnxModel['signature'] }
   | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
-  | { kind: 'failed'; id: number | null; error: WorkerFailure }
+  | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' }
   /** An early worker has warmed onnxruntime up (or failed to): its thread can be ended without breaking a native call. */
   | { kind: 'warm' };
-
-function failureOf(error: unknown): WorkerFailure {
-  if (isEncoderError(error)) return { kind: error.kind, message: error.message };
-  return { kind: 'internal', message: error instanceof Error ? error.message : String(error) };
-}
 
 /** What a worker started before its model is known gets in workerData (beside what its caller passes). */
 export interface EarlyWorkerData {
@@ -58,6 +62,7 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
           })
       : Promise.resolve();
   let model: OnnxModel | undefined;
+  let postprocess: PostprocessSteps | undefined;
   port.on('message', (request: WorkerRequest) => {
     void (async () => {
       switch (request.kind) {
@@ -66,21 +71,39 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
             await warmedUp;
             model = await OnnxModel.load(request.weights, request.modelType, request.options);
             traceStartup('session ready');
+            if (request.postprocess) {
+              try {
+                postprocess = await createPostprocessSteps(request.modelType, request.postprocess);
+              } catch (error) {
+                await model.close();
+                model = undefined;
+                throw error;
+              }
+              if (postprocess.transform) traceStartup('transform ready');
+            }
             port.postMessage({ kind: 'loaded', signature: model.signature } satisfies WorkerReply);
           } catch (error) {
-            port.postMessage({ kind: 'failed', id: null, error: failureOf(error) } satisfies WorkerReply);
+            port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies WorkerReply);
           }
           return;
         case 'run':
           try {
-            const output = await model!.run(request.batch);
-            // A fresh buffer per run (onnxruntime allocates the output), so it can be handed over rather than copied.
-            port.postMessage({ kind: 'ran', id: request.id, data: output.data, dims: [...output.dims] } satisfies WorkerReply, [output.data.buffer as ArrayBuffer]);
+            // made before the run, from the batch this worker was handed
+            const mask = postprocess && needsAttentionMask(postprocess) ? attentionMaskOf(request.batch) : null;
+            let output = await model!.run(request.batch);
+            if (postprocess) output = postprocessBatch(output, mask, postprocess);
+            // Handed over rather than copied: onnxruntime allocates a fresh output per run, and pooling a fresh vector per
+            // row. What a transform returned may also be held by its Lua state (a global that keeps the last batch), which
+            // a transfer would leave empty: that is copied first, on this thread.
+            const data = postprocess?.transform ? output.data.slice() : output.data;
+            port.postMessage({ kind: 'ran', id: request.id, data, dims: [...output.dims] } satisfies WorkerReply, [data.buffer as ArrayBuffer]);
           } catch (error) {
-            port.postMessage({ kind: 'failed', id: request.id, error: failureOf(error) } satisfies WorkerReply);
+            port.postMessage({ kind: 'failed', id: request.id, error: errorMessageOf(error) } satisfies WorkerReply);
           }
           return;
         case 'close':
+          postprocess?.transform?.close();
+          postprocess = undefined;
           await model?.close();
           model = undefined;
           port.postMessage({ kind: 'closed' } satisfies WorkerReply);

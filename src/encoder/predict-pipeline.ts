@@ -1,5 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type * as ort from 'onnxruntime-node';
+import { attentionMaskOf, needsAttentionMask, postprocessBatch, type PostprocessSettings } from './batch-postprocess.ts';
 import {
   BatchScheduler,
   resolveBatchSettings,
@@ -14,7 +15,7 @@ import { ConfigError, InputError, InternalError, isEncoderError } from './errors
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { InferenceWorkers, type InferenceWorkerScript } from './inference-workers.ts';
 import { OnnxModel, type ModelSignature } from './onnx-model.ts';
-import { normalizeInPlace, poolRow, poolTokens } from './pooling.ts';
+import { normalizeInPlace, poolRow } from './pooling.ts';
 import { parsePredictRequest } from './requests.ts';
 import {
   embeddingResult,
@@ -37,7 +38,7 @@ import type {
   TextOrPair,
 } from './schemas.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
-import { softmax, Tensor } from './tensor.ts';
+import { softmax, type Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
 import { startsOf, unpackEncoding } from './tokenizer/packed-encodings.ts';
 import { TokenizerWorkers, type TokenizeJob } from './tokenizer-workers.ts';
@@ -87,8 +88,9 @@ export interface PipelineOptions {
   maxRequestTokens?: number;
   /**
    * Longest the Lua transform may run on one batch before that batch fails with an InternalError; default
-   * DEFAULT_TRANSFORM_TIMEOUT_MS. Lua runs on the event loop, so without a limit a script that never returns
-   * (e.g. a loop that depends on the input) would stop the whole server for good.
+   * DEFAULT_TRANSFORM_TIMEOUT_MS. Lua runs in each inference worker after its session (on the calling thread without
+   * workers), so without a limit a script that never returns (e.g. a loop that depends on the input) would hold that
+   * thread, and every batch sent to it, for good.
    */
   transformTimeoutMs?: number;
   /**
@@ -170,7 +172,9 @@ export class PredictPipeline implements BatchingPredictor {
   /** Things the user should know about how the model was bound (e.g. a fallback output). */
   readonly notes: readonly string[];
   readonly #model: ModelRunner;
+  /** The transform when it runs on this thread (no workers); inference workers hold their own. */
   readonly #transform: LuaTransform | null;
+  readonly #hasTransform: boolean;
   readonly #labels: ReadonlyMap<number, string>;
   readonly #pooling: Pooling;
   readonly #quantization: ModelPackage['quantization'];
@@ -205,6 +209,7 @@ export class PredictPipeline implements BatchingPredictor {
     this.tokenizer = fields.tokenizer;
     this.#model = fields.model;
     this.#transform = fields.transform;
+    this.#hasTransform = fields.pkg.transform !== null;
     this.#labels = labelsOf(fields.pkg.modelConfig);
     this.#pooling = fields.pkg.pooling;
     this.#quantization = fields.pkg.quantization;
@@ -247,11 +252,18 @@ export class PredictPipeline implements BatchingPredictor {
     if (!(transformTimeoutMs > 0)) throw new ConfigError(`transformTimeoutMs must be > 0, got ${options.transformTimeoutMs}`);
     rerankIndexOf(pkg, labelsOf(pkg.modelConfig)); // an unknown rerank_label is a ConfigError before the model loads
     const modelOptions = { threads: options.threads, sessionOptions: options.sessionOptions, weightsDataDir: pkg.weightsDataDir };
+    const transformSettings = { libs: pkg.luaLibs, modelType: pkg.modelType, wasmPath: options.luaWasmPath, memoryLimitBytes: options.transformMemoryLimitBytes };
+    // With workers, each worker runs the transform (in a Lua state of its own) and the pooling after its session, so
+    // that a script running up to its time limit holds that worker, not the event loop (batch-postprocess.ts).
+    const postprocess: PostprocessSettings = {
+      pooling: pkg.pooling,
+      transform: pkg.transform === null ? null : { script: pkg.transform, options: { ...transformSettings, timeoutMs: transformTimeoutMs } },
+    };
     // Workers create their sessions on their own threads while this one reads the tokenizer.
     const loading: Promise<ModelRunner> =
       workers === 0
         ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
-        : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker! });
+        : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker!, postprocess });
     // started beside the model's workers; they load the tokenizer while this thread does the same
     const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig }, tokenizerThreadCount) : null;
     let tokenizer: EncoderTokenizer;
@@ -273,16 +285,17 @@ export class PredictPipeline implements BatchingPredictor {
     let transform: LuaTransform | null = null;
     try {
       if (pkg.transform !== null) {
-        const settings = { libs: pkg.luaLibs, modelType: pkg.modelType, wasmPath: options.luaWasmPath, memoryLimitBytes: options.transformMemoryLimitBytes };
         // Run it once on a small output of the model's shape, so a broken script fails at load, not per request.
-        await checkTransform(pkg.transform, { ...settings, outputDims: sampleOutputDims(model.signature, pkg) });
-        transform = await LuaTransform.create(pkg.transform, { ...settings, timeoutMs: transformTimeoutMs });
+        await checkTransform(pkg.transform, { ...transformSettings, outputDims: sampleOutputDims(model.signature, pkg) });
+        // without workers it runs on this thread (#runBatch)
+        if (workers === 0) transform = await LuaTransform.create(pkg.transform, { ...transformSettings, timeoutMs: transformTimeoutMs });
       }
     } catch (error) {
       await Promise.all([model.close(), tokenizerThreads?.close()]);
       throw error;
     }
-    if (transform) traceStartup('transform ready');
+    // with workers, each worker traces its own transform's readiness
+    if (pkg.transform !== null) traceStartup(transform ? 'transform ready' : 'transform checked');
     return new PredictPipeline({ pkg, tokenizer, model, transform, batching, limits, transformTimeoutMs, tokenizerThreads, inlineTokenizeUnits });
   }
 
@@ -304,6 +317,14 @@ export class PredictPipeline implements BatchingPredictor {
   /** The Lua transform's time limit per batch, in ms. */
   get transformTimeoutMs(): number {
     return this.#transformTimeoutMs;
+  }
+
+  /**
+   * Resolves once every inference worker asked for runs (the pipeline serves from its first one on; the others join as
+   * they load), at once without workers: for tests and benchmarks that need them all.
+   */
+  get workersJoined(): Promise<void> {
+    return this.#model instanceof InferenceWorkers ? this.#model.joined : Promise.resolve();
   }
 
   batchingStats(): BatchStats {
@@ -547,25 +568,23 @@ export class PredictPipeline implements BatchingPredictor {
       return shape();
     } catch (error) {
       if (!(error instanceof NonFiniteOutputError)) throw error;
-      const after = this.#transform ? ' (after the transform)' : '';
+      const after = this.#hasTransform ? ' (after the transform)' : '';
       throw new InternalError(`the model output${after} of input ${index} holds ${error.value}, which is not a number JSON can carry`, { cause: error });
     }
   }
 
   /**
    * One merged batch: pad, run onnxruntime, apply the transform to the whole batch (transforms are row-wise). A
-   * sentence_embedding batch leaves pooled, [batch, hidden], unless the transform pooled it already.
+   * sentence_embedding batch leaves pooled, [batch, hidden], unless the transform pooled it already. Inference workers
+   * run the transform and the pooling beside onnxruntime; without workers they run here (batch-postprocess.ts).
    */
   async #runBatch(rows: readonly Encoding[]): Promise<Tensor> {
     try {
       const batch = this.tokenizer.pad(rows as Encoding[]);
-      const needsMask = this.#transform !== null || this.modelType === 'sentence_embedding';
-      // made before the run: an inference worker takes the batch's buffers
-      const mask = needsMask ? new Tensor(Float32Array.from(batch.attentionMask, Number), [batch.batchSize, batch.sequenceLength]) : null;
-      let output = await this.#model.run(batch);
-      if (this.#transform) output = this.#transform.run(output, mask!);
-      if (this.modelType === 'sentence_embedding' && output.rank === 3) output = poolTokens(output, mask!, this.#pooling);
-      return output;
+      if (this.#model instanceof InferenceWorkers) return await this.#model.run(batch);
+      const steps = { modelType: this.modelType, pooling: this.#pooling, transform: this.#transform };
+      const mask = needsAttentionMask(steps) ? attentionMaskOf(batch) : null;
+      return postprocessBatch(await this.#model.run(batch), mask, steps);
     } catch (error) {
       if (isEncoderError(error)) throw error;
       throw new InternalError(`running the model failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });

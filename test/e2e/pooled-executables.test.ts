@@ -9,6 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostTarget } from '../../src/builder/targets.ts';
+import { parseBuildConfig } from '../../src/encoder/config.ts';
+import { readModelPackage } from '../../src/encoder/model-package.ts';
+import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import type { SentenceEmbeddingResponse } from '../../src/encoder/schemas.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { grpcClient, serveModel, type ServedModel } from '../helpers/served-model.ts';
@@ -107,6 +111,66 @@ describe.skipIf(!hasBaseRuntime())('a sentence_embedding executable', () => {
     expect(probes.length).toBeGreaterThan(20);
     probes.sort((a, b) => a - b);
     expect(probes[Math.floor(probes.length / 2)]).toBeLessThan(50);
+  });
+});
+
+describe.skipIf(!hasBaseRuntime())('a model with a Lua transform, run in the inference workers (issue 30)', () => {
+  const transform = 'function Postprocess(arr, mask)\n  if arr:shape()[2] > 40 then error("batch too long for this test") end\n  return arr:lp_normalize(2, 3) * 3\nend';
+  const texts = ['hello world', 'a longer second input, so that the first row of the batch is padded'];
+  let config: string;
+  let executable: string;
+  let server: ServedModel | undefined;
+
+  beforeAll(async () => {
+    const dir = await generateTinyModel({ modelType: 'embedding' });
+    const yaml = `encoder:\n  name: transformed\n  path: ${dir}\n  model_type: sentence_embedding\n  pooling: mean\n  normalize: false\n  transform: |\n${transform.replace(/^/gm, '    ')}\n`;
+    executable = build('transformed', yaml);
+    config = path.join(work, 'transformed.yaml');
+    // the phases of start-up on stderr: which thread loaded the transform
+    server = await serveModel(executable, { cacheDir, env: { ENCODER_TRACE_STARTUP: '1' } });
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('loads the transform in each worker, from the wasm the executable carries, and serves its outputs pooled', async () => {
+    // each worker thread made its own Lua state after its session (the wasm path reached the bundled worker)
+    await expect.poll(() => server!.stderr().match(/\(thread \d+\) transform ready/g)?.length ?? 0).toBe(2);
+    const response = await post(server!.httpUrl, '/predict', { inputs: texts });
+    expect(response.status).toBe(200);
+    const served = ((await response.json()) as { results: { embedding: number[] }[] }).results.map((result) => result.embedding);
+    // what the pipeline gives from source with the transform on the calling thread: the same float32 values (JSON
+    // carries each as its shortest decimal)
+    const inProcess = async (yaml: string) => {
+      const pipeline = await PredictPipeline.load(readModelPackage(parseBuildConfig(yaml, { baseDir: work })));
+      try {
+        return ((await pipeline.predict({ inputs: texts })) as SentenceEmbeddingResponse).results.map((result) => Array.from(result.embedding));
+      } finally {
+        await pipeline.close();
+      }
+    };
+    const asFloat32 = served.map((vector) => vector.map(Math.fround));
+    expect(asFloat32).toEqual(await inProcess(readFileSync(config, 'utf8')));
+    // and not the untransformed model's: the mean of unit token vectors × 3 is far from the mean of the raw ones
+    const raw = await inProcess(readFileSync(config, 'utf8').replace(/ {2}transform: [^]*$/, ''));
+    expect(raw[0]).toHaveLength(asFloat32[0].length);
+    expect(asFloat32[0]).not.toEqual(raw[0]);
+    // `infer` runs the transform on its own thread: the same vectors
+    const inferred = runExecutable(executable, ['infer', ...texts], { cacheDir });
+    expect(inferred.status, inferred.stderr).toBe(0);
+    expect((JSON.parse(inferred.stdout) as { results: { embedding: number[] }[] }).results.map((result) => result.embedding)).toEqual(served);
+  });
+
+  it('answers a batch the transform fails on with its 500, and the next request normally', async () => {
+    const long = Array.from({ length: 50 }, () => 'word').join(' ');
+    const failed = await post(server!.httpUrl, '/predict', { inputs: [long] });
+    expect(failed.status).toBe(500);
+    expect(failed.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await failed.text()).toBe('transform line 2: batch too long for this test');
+    const next = await post(server!.httpUrl, '/predict', { inputs: texts });
+    expect(next.status).toBe(200);
+    expect(((await next.json()) as { results: unknown[] }).results).toHaveLength(2);
   });
 });
 

@@ -3,13 +3,16 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
-import { parseBuildConfig } from '../../src/encoder/config.ts';
+import { attentionMaskOf, createPostprocessSteps, needsAttentionMask, postprocessBatch, type PostprocessSettings } from '../../src/encoder/batch-postprocess.ts';
+import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InternalError } from '../../src/encoder/errors.ts';
 import { defaultWorkerCount, InferenceWorkers, threadsPerWorker } from '../../src/encoder/inference-workers.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { OnnxModel } from '../../src/encoder/onnx-model.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import type { Tensor } from '../../src/encoder/tensor.ts';
 import { EncoderTokenizer } from '../../src/encoder/tokenizer/index.ts';
+import type { LuaTransformOptions } from '../../src/encoder/transform/index.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 
 let dir: string;
@@ -154,6 +157,101 @@ describe('InferenceWorkers', () => {
     expect(threadsPerWorker(2, undefined, 8)).toBe(4);
     expect(threadsPerWorker(3, undefined, 2)).toBe(1);
     expect(threadsPerWorker(2, 3, 8)).toBe(3);
+  });
+});
+
+describe('InferenceWorkers with postprocess: the transform and the pooling run in each worker', () => {
+  const open: { close(): Promise<void> }[] = [];
+  afterAll(async () => {
+    await Promise.all(open.map((model) => model.close()));
+  });
+  const transformOf = (script: string, modelType: ModelType, options: Partial<LuaTransformOptions> = {}): PostprocessSettings['transform'] => ({
+    script,
+    options: { modelType, timeoutMs: 10_000, ...options },
+  });
+  async function poolWith(modelType: ModelType, postprocess: PostprocessSettings, workers = 1): Promise<InferenceWorkers> {
+    const pool = await InferenceWorkers.load(weights, modelType, { workers, worker: sourceInferenceWorker(), postprocess });
+    open.push(pool);
+    return pool;
+  }
+  /** What the same steps give on this thread: the session here, the transform in a Lua state of this thread. */
+  async function onThisThread(modelType: ModelType, postprocess: PostprocessSettings, texts: string[]): Promise<Tensor> {
+    const local = await OnnxModel.load(weights, modelType);
+    const steps = await createPostprocessSteps(modelType, postprocess);
+    try {
+      const batch = batchOf(texts);
+      const mask = needsAttentionMask(steps) ? attentionMaskOf(batch) : null;
+      return postprocessBatch(await local.run(batch), mask, steps);
+    } finally {
+      steps.transform?.close();
+      await local.close();
+    }
+  }
+  const texts = ['hello world', 'a somewhat longer sentence to pad the other row'];
+  const seq = () => batchOf(texts).sequenceLength;
+
+  it('answers the final output, as the same steps on this thread give it, bit for bit', async () => {
+    const cases: [ModelType, PostprocessSettings, number[]][] = [
+      ['embedding', { pooling: 'mean', transform: transformOf('function Postprocess(arr, mask)\n  return arr:lp_normalize(2, 3) * mask:sum()\nend', 'embedding') }, [2, seq(), 32]],
+      // pooled after the transform, with the batch's attention mask (the first row is padded)
+      ['sentence_embedding', { pooling: 'mean', transform: transformOf('return output * 2', 'sentence_embedding') }, [2, 32]],
+      ['sentence_embedding', { pooling: 'max', transform: null }, [2, 32]],
+      ['sentence_embedding', { pooling: 'cls', transform: transformOf('return output:mean_pool(mask)', 'sentence_embedding') }, [2, 32]],
+    ];
+    for (const [modelType, postprocess, dims] of cases) {
+      const expected = await onThisThread(modelType, postprocess, texts);
+      const pool = await poolWith(modelType, postprocess);
+      const output = await pool.run(batchOf(texts));
+      expect(output.dims).toEqual(dims);
+      expect(output.dims).toEqual(expected.dims);
+      expect(output.data).toEqual(expected.data);
+    }
+    // without postprocess, the raw output of onnxruntime, as before
+    const raw = await InferenceWorkers.load(weights, 'sentence_embedding', { workers: 1, worker: sourceInferenceWorker() });
+    open.push(raw);
+    expect((await raw.run(batchOf(texts))).dims).toEqual([2, seq(), 32]);
+  });
+
+  it('fails the load with a ConfigError when the script does not compile or the Lua runtime is missing', async () => {
+    const syntax = InferenceWorkers.load(weights, 'embedding', {
+      workers: 1,
+      worker: sourceInferenceWorker(),
+      postprocess: { pooling: 'mean', transform: transformOf('function Postprocess(arr)\n  return arr:\nend', 'embedding') },
+    });
+    await expect(syntax).rejects.toThrow(ConfigError);
+    await expect(syntax).rejects.toThrow(/^transform line 3: /);
+    const missing = InferenceWorkers.load(weights, 'embedding', {
+      workers: 1,
+      worker: sourceInferenceWorker(),
+      postprocess: { pooling: 'mean', transform: transformOf('return output', 'embedding', { wasmPath: '/nonexistent/glue.wasm' }) },
+    });
+    await expect(missing).rejects.toThrow(new ConfigError('transform: the Lua runtime (wasmoon .wasm file) was not found at /nonexistent/glue.wasm'));
+  });
+
+  it('fails a run whose transform fails with the InternalError naming the line, and the worker keeps serving', async () => {
+    const script = 'function Postprocess(arr)\n  if arr:shape()[1] == 1 then error("one row is not enough") end\n  return arr\nend';
+    const pool = await poolWith('embedding', { pooling: 'mean', transform: transformOf(script, 'embedding') });
+    const error = await pool.run(batchOf(['alone'])).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InternalError);
+    expect((error as Error).message).toBe('transform line 2: one row is not enough');
+    expect((await pool.run(batchOf(texts))).dims[0]).toBe(2);
+  });
+
+  it('a transform looping in one worker holds that worker only: the other answers meanwhile', async () => {
+    const script = 'function Postprocess(arr)\n  if arr:shape()[2] > 20 then while true do end end\n  return arr\nend';
+    const pool = await poolWith('embedding', { pooling: 'mean', transform: transformOf(script, 'embedding', { timeoutMs: 1000 }) }, 2);
+    await pool.joined;
+    const settled: string[] = [];
+    const looping = pool.run(batchOf([Array.from({ length: 30 }, () => 'word').join(' ')])).then(
+      () => settled.push('looping answered'),
+      (error: Error) => settled.push(`looping failed: ${error.constructor.name}: ${error.message}`),
+    );
+    const normal = pool.run(batchOf(texts)).then((output) => settled.push(`normal answered ${output.dims.join('x')}`));
+    await Promise.all([looping, normal]);
+    expect(settled).toEqual([`normal answered 2x${seq()}x32`, 'looping failed: InternalError: transform line 2: the transform ran longer than its limit of 1000 ms']);
+    // the worker that looped serves again
+    const outputs = await Promise.all([pool.run(batchOf(texts)), pool.run(batchOf(texts))]);
+    expect(outputs.map((output) => output.dims[0])).toEqual([2, 2]);
   });
 });
 

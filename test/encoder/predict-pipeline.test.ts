@@ -1,7 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InputError, InternalError } from '../../src/encoder/errors.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
@@ -9,6 +10,7 @@ import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict
 import {
   RESPONSE_SCHEMAS,
   type EmbeddingResponse,
+  type SentenceEmbeddingResponse,
   type SequenceClassificationResponse,
   type TokenClassificationResponse,
 } from '../../src/encoder/schemas.ts';
@@ -156,12 +158,37 @@ describe('predict pipeline on generated models', () => {
     expect(result).not.toHaveProperty('predicted_label');
     expect(unlabeled.metadata().id2label).toEqual({});
   });
+});
+
+/**
+ * The transform where it runs: on the calling thread without workers (`infer`, the build's checks), in each inference
+ * worker beside onnxruntime with them (`serve`). Both must behave alike, failures included.
+ */
+describe.each([
+  { runs: 'on the calling thread (workers: 0)', mode: {} },
+  { runs: 'in two inference workers', mode: { workers: 2, inferenceWorker: sourceInferenceWorker() } },
+] satisfies { runs: string; mode: PipelineOptions }[])('predict pipeline with a Lua transform, run $runs', ({ mode }) => {
+  const open: PredictPipeline[] = [];
+  // The file's pipelineFor in this mode. Each test's pipelines are closed after it: a pipeline with workers holds threads.
+  const pipelineFor = async (dir: string, modelType: ModelType, extra = '', options: PipelineOptions = {}) => {
+    const config = parseBuildConfig(`encoder:\n  name: test-${modelType}\n  path: ${dir}\n  model_type: ${modelType}\n${extra}`, { baseDir: dir });
+    const pipeline = await PredictPipeline.load(readModelPackage(config), { ...mode, ...options });
+    open.push(pipeline);
+    return pipeline;
+  };
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((pipeline) => pipeline.close()));
+  });
 
   it('checks the transform at load on an output of the model shape', async () => {
     const wrongShape = pipelineFor(sequenceDir, 'sequence_classification', '  transform: |\n    function Postprocess(arr)\n      return arr:sum_axis(2)\n    end\n');
     await expect(wrongShape).rejects.toThrow(ConfigError);
     const failing = pipelineFor(embeddingDir, 'embedding', '  transform: |\n    function Postprocess(arr)\n      local x = nil\n      return x.y\n    end\n');
     await expect(failing).rejects.toThrow(/^transform line 3: /);
+    // one that does not compile (with workers, each worker's own Lua state refuses it while loading)
+    const syntax = pipelineFor(embeddingDir, 'embedding', '  transform: |\n    function Postprocess(arr)\n      return arr:\n    end\n');
+    await expect(syntax).rejects.toThrow(ConfigError);
+    await expect(syntax).rejects.toThrow(/^transform line 3: /);
   });
 
   it('applies the Lua transform to the model output before shaping', async () => {
@@ -252,6 +279,36 @@ describe('predict pipeline on generated models', () => {
     expect(pipeline.batchingStats()).toMatchObject({ runs: 4, failedRuns: 2, isolatedRuns: 3 });
   });
 
+  it('sentence_embedding: pools what the transform returns per token with the attention mask, or serves what it pooled', async () => {
+    const inputs = ['a short one', 'and a much longer sentence, so that the first row is padded'];
+    const vectors = async (extra: string) => {
+      const pipeline = await pipelineFor(embeddingDir, 'sentence_embedding', extra);
+      return ((await pipeline.predict({ inputs, normalize: false })) as SentenceEmbeddingResponse).results.map((result) => result.embedding);
+    };
+    const plain = await vectors('');
+    // the mean over the attended tokens of doubled vectors: doubled vectors
+    const doubled = await vectors('  transform: |\n    function Postprocess(arr)\n      return arr * 2\n    end\n');
+    doubled.forEach((vector, row) => vector.forEach((value, k) => expect(value).toBeCloseTo(plain[row][k] * 2, 5)));
+    // the script's own mean pooling with the mask it was given: what the model's mean pooling gives
+    const pooledByScript = await vectors('  transform: |\n    function Postprocess(arr, mask)\n      return arr:mean_pool(mask)\n    end\n');
+    pooledByScript.forEach((vector, row) => vector.forEach((value, k) => expect(value).toBeCloseTo(plain[row][k], 5)));
+  });
+
+  it("keeps the script's globals between batches, and a tensor it keeps in one stays intact", async () => {
+    // one worker: each worker holds its own Lua state, so with several, globals are per worker (docs/transforms.md)
+    const options = mode.workers === undefined ? {} : { workers: 1 };
+    const script = '  transform: |\n    function Postprocess(arr)\n      if kept == nil then kept = arr * 1 return kept end\n      return arr * 0 + kept:sum()\n    end\n';
+    const pipeline = await pipelineFor(sequenceDir, 'sequence_classification', script, options);
+    const first = ((await pipeline.predict({ inputs: ['one'] })) as SequenceClassificationResponse).results[0].logits;
+    const second = ((await pipeline.predict({ inputs: ['two', 'three'] })) as SequenceClassificationResponse).results;
+    // the first batch's result, kept by the script, still holds its values (handed over, its buffer would be empty)
+    const sum = Math.fround(first.reduce((a, b) => a + b, 0));
+    for (const result of second) for (const logit of result.logits) expect(logit).toBeCloseTo(sum, 5);
+    expect(sum).not.toBeCloseTo(0, 3);
+  });
+});
+
+describe('predict pipeline: tokenizing and request limits', () => {
   it('gives the event loop turns while it tokenizes a large request, and answers it in input order all the same', async () => {
     const { pipeline, inputs, expected, tokenized } = await slowlyTokenizingPipeline();
     const turns: number[] = [];

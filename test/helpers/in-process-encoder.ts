@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
 import type { ApiKey } from '../../src/serve/api-key.ts';
 import { startEncoderServer } from '../../src/serve/encoder-server.ts';
 import { repoRoot } from './shared-fixtures.ts';
@@ -17,13 +17,23 @@ export interface InProcessEncoder {
   close(): Promise<void>;
 }
 
+export interface InProcessEncoderOptions {
+  grpc?: boolean;
+  apiKey?: ApiKey;
+  /** The Lua transform of the build configuration (the script's text). */
+  transform?: string;
+  /** How the pipeline runs (workers and how to start them, the transform's limits, …); default: in process, defaults. */
+  pipeline?: PipelineOptions;
+}
+
 /**
  * Serves the model folder `dir` as `name` (what `serve` does after `build`, without the executable): HTTP only unless
  * `grpc` is set, with `apiKey` required when given.
  */
-export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: { grpc?: boolean; apiKey?: ApiKey } = {}): Promise<InProcessEncoder> {
-  const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n`, { baseDir: dir });
-  const pipeline = await PredictPipeline.load(readModelPackage(config));
+export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: InProcessEncoderOptions = {}): Promise<InProcessEncoder> {
+  const transform = options.transform === undefined ? '' : `  transform: |\n${options.transform.trimEnd().replace(/^/gm, '    ')}\n`;
+  const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n${transform}`, { baseDir: dir });
+  const pipeline = await PredictPipeline.load(readModelPackage(config), options.pipeline);
   try {
     const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
     const server = await startEncoderServer(pipeline, {

@@ -26,6 +26,13 @@ describe('the bundled runtime', () => {
         expect(mainCode.includes(marker), `${name}: ${marker}`).toBe(false);
         expect(readFileSync(splitBundleOf(main, name), 'utf8').includes(marker), `${name}: ${marker}`).toBe(true);
       }
+      // the inference worker runs the Lua transform (wasmoon's glue, the tensor API), without the YAML parser of the
+      // build configuration, which every worker thread would compile at its start for nothing
+      const workerCode = readFileSync(path.join(dir, 'onnx-worker.cjs'), 'utf8');
+      expect(workerCode).toContain('luaL_newstate');
+      expect(workerCode).toContain('the Lua runtime (wasmoon .wasm file) was not found');
+      expect(mainCode).toContain('YAMLParseError');
+      expect(workerCode).not.toContain('YAMLParseError');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

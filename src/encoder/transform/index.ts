@@ -8,7 +8,7 @@
  * synchronous, so calls on one transform never overlap. A pool can create several transforms;
  * they share one wasm instance per wasm path.
  */
-import { DEFAULT_LUA_LIBRARIES as DEFAULT_LUA_LIBS, LUA_LIBRARIES, type LuaLibraryName as LuaLibrary } from '../config.ts';
+import { DEFAULT_LUA_LIBRARIES as DEFAULT_LUA_LIBS, LUA_LIBRARIES, type LuaLibraryName as LuaLibrary } from '../config-names.ts';
 import { ConfigError, InternalError } from '../errors.ts';
 import { Tensor } from '../tensor.ts';
 import { loadLuaModule, TransformDeadlineEscaped } from './lua-module.ts';
@@ -19,10 +19,11 @@ import { type StateLimits, TransformScriptError, TransformState } from './transf
 
 export type { TransformModelType } from './output-shape.ts';
 
-// The library names and the default set belong to the build configuration; the base library (print, pairs,
-// pcall...) is always open besides them.
-export { LUA_LIBRARIES, DEFAULT_LUA_LIBRARIES as DEFAULT_LUA_LIBS } from '../config.ts';
-export type { LuaLibraryName as LuaLibrary } from '../config.ts';
+// The library names and the default set belong to the build configuration (config-names.ts, apart from its YAML
+// parsing: the inference worker's bundle has this module); the base library (print, pairs, pcall...) is always open
+// besides them.
+export { LUA_LIBRARIES, DEFAULT_LUA_LIBRARIES as DEFAULT_LUA_LIBS } from '../config-names.ts';
+export type { LuaLibraryName as LuaLibrary } from '../config-names.ts';
 
 /** How long checkTransform lets the script run before it reports a runaway loop. */
 export const DEFAULT_CHECK_TIMEOUT_MS = 10_000;

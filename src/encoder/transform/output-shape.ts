@@ -2,7 +2,7 @@
  * What a transform may return for each model type. The result must keep the batch (and, for
  * token-level models, the sequence) layout that the result shaping relies on.
  */
-import { MODEL_TYPES, type ModelType } from '../config.ts';
+import { MODEL_TYPES, type ModelType } from '../config-names.ts';
 
 export type TransformModelType = ModelType;
 export const TRANSFORM_MODEL_TYPES: readonly TransformModelType[] = MODEL_TYPES;

@@ -1,0 +1,12 @@
+/**
+ * The names a build configuration may use for model types and Lua libraries. They live apart from config.ts (which
+ * re-exports them), which parses YAML: the inference worker's bundle needs these names for the Lua transform it runs,
+ * and importing config.ts put the whole YAML library (~120 KB minified) into that bundle, which every worker thread
+ * compiles when it starts.
+ */
+export const MODEL_TYPES = ['embedding', 'sentence_embedding', 'sequence_classification', 'token_classification'] as const;
+export type ModelType = (typeof MODEL_TYPES)[number];
+
+export const LUA_LIBRARIES = ['coroutine', 'table', 'io', 'os', 'string', 'utf8', 'math', 'package'] as const;
+export type LuaLibraryName = (typeof LUA_LIBRARIES)[number];
+export const DEFAULT_LUA_LIBRARIES: readonly LuaLibraryName[] = ['table', 'string', 'math'];
