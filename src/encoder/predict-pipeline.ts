@@ -197,7 +197,7 @@ export class PredictPipeline implements BatchingPredictor {
         : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker! });
     let tokenizer: EncoderTokenizer;
     try {
-      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
+      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig, { maxLength: pkg.maxLength?.tokens });
       traceStartup('tokenizer ready');
     } catch (error) {
       await loading.then((model) => model.close(), () => {});

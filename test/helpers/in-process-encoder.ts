@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
-import { readModelPackage } from '../../src/encoder/model-package.ts';
+import { readModelDirectory } from '../../src/builder/model-directory.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import type { ApiKey } from '../../src/serve/api-key.ts';
 import { startEncoderServer } from '../../src/serve/encoder-server.ts';
@@ -23,7 +23,8 @@ export interface InProcessEncoder {
  */
 export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: { grpc?: boolean; apiKey?: ApiKey } = {}): Promise<InProcessEncoder> {
   const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n`, { baseDir: dir });
-  const pipeline = await PredictPipeline.load(readModelPackage(config));
+  // as `serve --config` reads a folder: with the maximum length its ONNX graph runs
+  const pipeline = await PredictPipeline.load(readModelDirectory(config));
   try {
     const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
     const server = await startEncoderServer(pipeline, {
