@@ -3,12 +3,15 @@ import path from 'node:path';
 import { writeModelExecutable, type AssetSource } from '../../runtime/asset-section.ts';
 import { cacheDirFromEnvironment } from '../encoder/cache-dir.ts';
 import { defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
-import { readModelPackage, type ModelPackage } from '../encoder/model-package.ts';
+import { describeMaxLength } from '../encoder/max-length.ts';
+import type { ModelPackage } from '../encoder/model-package.ts';
 import { optimizeGraph } from '../encoder/onnx-model.ts';
 import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
 import { splitExternalData } from './external-data.ts';
+import { checkMaxLength } from './max-length-check.ts';
+import { readModelDirectory } from './model-directory.ts';
 import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
 import { quantizeInt8 } from './quantize/quantize-int8.ts';
 import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
@@ -75,7 +78,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const { config } = loaded;
   reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})`);
 
-  const pkg = readModelPackage(config);
+  const pkg = readModelDirectory(config);
   reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
 
   const quantize = options.quantize ?? config.quantize;
@@ -83,6 +86,8 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const output = pipeline.signature.output;
   let quantized: { weights: Uint8Array; detail: string } | null = null;
   try {
+    // the longest input it will be served runs now, or the build stops here
+    await checkMaxLength(pipeline, pkg.maxLength);
     if (quantize === 'int8') quantized = await quantizeChecked(pkg, pipeline, config, options.pipelineOptions);
   } finally {
     await pipeline.close();
@@ -97,7 +102,8 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   reporter.step(
     4,
     BUILD_STEPS[3],
-    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}${quantized ? `; ${quantized.detail}` : ''}; graph optimized`,
+    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}; ` +
+      `${describeMaxLength(pkg.maxLength)}, run once at that length${quantized ? `; ${quantized.detail}` : ''}; graph optimized`,
   );
 
   const outputPath = options.outputPath !== undefined
@@ -107,7 +113,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
     baseBinaryPath: base.path,
     outputPath,
     assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weightAssets : [asset])),
-    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none') },
+    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength) },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });
   reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));

@@ -5,7 +5,6 @@ import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isEncoderError } from '../encoder/errors.ts';
 import { loadBuildConfig } from '../encoder/config.ts';
-import { readModelPackage } from '../encoder/model-package.ts';
 import { registerBuildCommand } from './build-command.ts';
 import { registerGatewayCommand } from './gateway-command.ts';
 import { registerInferCommand } from './infer-command.ts';
@@ -75,7 +74,8 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   const program = baseProgram('encoder', io).description('Build an encoder model into one executable, or run it from its model directory');
   const fromConfig: ModelSource = {
     configOption: true,
-    load: (options) => readModelPackage(loadBuildConfig(options.config!)),
+    // the builder's reader adds what the ONNX graph shows (its maximum length); loaded only when a folder is run
+    load: async (options) => (await import('../builder/model-directory.ts')).readModelDirectory(loadBuildConfig(options.config!)),
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
   };
   registerBuildCommand(program, io, context);

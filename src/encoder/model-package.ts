@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling, type Quantization } from './config.ts';
 import { ConfigError } from './errors.ts';
+import { resolveMaxLength, type GraphLimits, type ModelMaxLength } from './max-length.ts';
 import { readSentenceTransformersLayout } from './sentence-transformers.ts';
 
 /** The `config.json` fields this program reads; the file holds more. */
@@ -41,6 +42,11 @@ export interface ModelPackage {
   rerankLabel: string | null;
   /** How the weights were quantized at build (`none` for a model directory: quantization happens at build). */
   quantization: Quantization;
+  /**
+   * The longest input, special tokens included, that the tokenizer keeps and token ids may have (max-length.ts);
+   * absent in the manifest of an executable built before it was recorded: the tokenizer's own length applies.
+   */
+  maxLength?: ModelMaxLength;
 }
 
 /** Pooling and normalisation as served: the configuration's, else the sentence-transformers layout's, else mean and true. */
@@ -52,27 +58,40 @@ export function resolvePooling(config: Pick<BuildConfig, 'modelType' | 'pooling'
   return { pooling: config.pooling ?? layout?.pooling ?? 'mean', normalize: config.normalize ?? layout?.normalize ?? true };
 }
 
-/** Checks that the required files exist (naming the first one missing) and reads them. */
+/**
+ * Checks that the required files exist (naming the first one missing) and reads them. The maximum length is
+ * reconciled from config.json and tokenizer_config.json only: what the graph shows is added by the builder's
+ * readModelDirectory (src/builder/model-directory.ts), which `build` and `serve --config` use, so that ONNX parsing
+ * stays out of a model executable's start-up.
+ */
 export function readModelPackage(config: BuildConfig): ModelPackage {
   const { paths } = config;
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
   requireFile(paths.tokenizerPath, 'tokenizer');
   const modelConfig = checkModelConfig(readJsonFile(paths.modelConfigPath, 'model config'), `model config ${paths.modelConfigPath}`);
+  const tokenizerConfig = existsSync(paths.tokenizerConfigPath) ? readJsonFile(paths.tokenizerConfigPath, 'tokenizer config') : null;
   return {
     name: config.name,
     version: config.version,
     modelType: config.modelType,
     weights: readFileSync(paths.modelWeightsPath),
     tokenizerJson: readJsonFile(paths.tokenizerPath, 'tokenizer'),
-    tokenizerConfig: existsSync(paths.tokenizerConfigPath) ? readJsonFile(paths.tokenizerConfigPath, 'tokenizer config') : null,
+    tokenizerConfig,
     modelConfig,
     transform: config.transform,
     luaLibs: config.luaLibs,
     ...resolvePooling(config),
     rerankLabel: config.rerankLabel,
     quantization: 'none',
+    maxLength: maxLengthOf(config, modelConfig, tokenizerConfig, null),
   };
+}
+
+/** The maximum length of a model folder's files and, when read, its graph's limits (max-length.ts). */
+export function maxLengthOf(config: Pick<BuildConfig, 'paths'>, modelConfig: ModelConfigJson, tokenizerConfig: unknown, graph: GraphLimits | null): ModelMaxLength {
+  const { paths } = config;
+  return resolveMaxLength({ graph, weightsFile: path.basename(paths.modelWeightsPath), modelConfig, modelConfigFile: path.basename(paths.modelConfigPath), tokenizerConfig });
 }
 
 /** The label names of a classification model, by index, from `config.json` `id2label`. */

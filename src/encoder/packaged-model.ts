@@ -5,6 +5,7 @@ import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZA
 import type { BuildConfig, LuaLibraryName, ModelType, Pooling, Quantization } from './config.ts';
 import { cacheDirFromEnvironment, fallbackCacheRoot } from './cache-dir.ts';
 import { ConfigError, isEncoderError } from './errors.ts';
+import type { ModelMaxLength } from './max-length.ts';
 import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 
 /**
@@ -13,7 +14,7 @@ import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type Mo
  * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
-  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization } = modelOfManifest(section.manifest.model);
+  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
   }
@@ -39,6 +40,8 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     normalize,
     rerankLabel,
     quantization,
+    // recorded at build (the graph is not parsed again at start); absent in older executables: the tokenizer's length
+    ...(maxLength ? { maxLength } : {}),
   };
 }
 
@@ -88,11 +91,13 @@ export function packageAssets(config: BuildConfig): AssetSource[] {
 
 /**
  * The manifest's `model` object of a build configuration. Pooling and normalisation are resolved at build (from the
- * configuration or the sentence-transformers layout, which the executable does not carry); `rerank_label` only when set.
+ * configuration or the sentence-transformers layout, which the executable does not carry); `rerank_label` only when set;
+ * the maximum length (`max_length`, and `max_length_reason` for `inspect`) as the build reconciled it.
  */
-export function manifestModelOf(config: BuildConfig, quantization: Quantization = 'none'): ManifestModel {
+export function manifestModelOf(config: BuildConfig, quantization: Quantization = 'none', maxLength?: ModelMaxLength): ManifestModel {
   const model: ManifestModel = { name: config.name, version: config.version, model_type: config.modelType, lua_libs: [...config.luaLibs] };
   if (quantization !== 'none') model.quantization = quantization;
+  if (maxLength) Object.assign(model, { max_length: maxLength.tokens, max_length_reason: maxLength.reason });
   const { pooling, normalize } = resolvePooling(config);
   if (POOLED_MODEL_TYPES.includes(config.modelType)) Object.assign(model, { pooling, normalize });
   if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
@@ -108,6 +113,7 @@ interface ModelOfManifest {
   normalize: boolean;
   rerankLabel: string | null;
   quantization: Quantization;
+  maxLength: ModelMaxLength | null;
 }
 
 function modelOfManifest(model: ManifestModel): ModelOfManifest {
@@ -140,7 +146,19 @@ function modelOfManifest(model: ManifestModel): ModelOfManifest {
     normalize,
     rerankLabel,
     quantization: quantization as Quantization,
+    maxLength: maxLengthOfManifest(model),
   };
+}
+
+/** `max_length` (and its reason) of the manifest; null when absent (built before it was recorded). */
+function maxLengthOfManifest(model: ManifestModel): ModelMaxLength | null {
+  const { max_length: tokens, max_length_reason: reason } = model;
+  if (tokens === undefined) return null;
+  if (!(typeof tokens === 'number' && Number.isSafeInteger(tokens) && tokens > 0)) {
+    throw new ConfigError(`packaged model: max_length must be a positive integer, got ${JSON.stringify(tokens)}`);
+  }
+  if (reason !== undefined && typeof reason !== 'string') throw new ConfigError('packaged model: max_length_reason must be a string');
+  return { tokens, reason: reason ?? 'recorded at build' };
 }
 
 async function readJsonAsset(section: AssetSection, name: string): Promise<unknown> {

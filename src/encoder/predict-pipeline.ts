@@ -265,10 +265,10 @@ export class PredictPipeline implements BatchingPredictor {
         ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
         : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker!, postprocess });
     // started beside the model's workers; they load the tokenizer while this thread does the same
-    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig }, tokenizerThreadCount) : null;
+    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig, maxLength: pkg.maxLength?.tokens }, tokenizerThreadCount) : null;
     let tokenizer: EncoderTokenizer;
     try {
-      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
+      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig, { maxLength: pkg.maxLength?.tokens });
       traceStartup('tokenizer ready');
     } catch (error) {
       await Promise.all([loading.then((model) => model.close(), () => {}), tokenizerThreads?.close()]);

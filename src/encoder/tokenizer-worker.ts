@@ -11,6 +11,8 @@ import { packEncodings, transferablesOf, type PackedEncodings } from './tokenize
 export interface TokenizerSource {
   tokenizerJson: unknown;
   tokenizerConfig: unknown | null;
+  /** The length the model runs (model-package.ts maxLength), when known. */
+  maxLength?: number;
 }
 
 export type TokenizerRequest =
@@ -37,7 +39,7 @@ export function serveTokenizer(port: MessagePort): void {
     switch (request.kind) {
       case 'load':
         try {
-          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig);
+          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig, { maxLength: request.source.maxLength });
           port.postMessage({ kind: 'loaded' } satisfies TokenizerReply);
         } catch (error) {
           port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies TokenizerReply);

@@ -183,7 +183,16 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     const version = runExecutable(executable, ['--version'], { cacheDir });
     expect(version.stdout).toMatch(/^ner 2\.1\.0 \(token_classification\)\nruntime: encoder \d+\.\d+\.\d+, Node 26\.10\.0\ntarget: x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu/);
     const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout);
-    expect(manifest.model).toEqual({ name: 'ner', version: '2.1.0', model_type: 'token_classification', lua_libs: ['table', 'string', 'math'] });
+    expect(manifest.model).toEqual({
+      name: 'ner',
+      version: '2.1.0',
+      model_type: 'token_classification',
+      lua_libs: ['table', 'string', 'math'],
+      // the generator's 128 positions, which its config.json and tokenizer_config.json also say (issue 30)
+      max_length: 128,
+      max_length_reason:
+        'position table of model.onnx (embeddings.position_embeddings.weight): 128 rows; config.json max_position_embeddings says 128; tokenizer_config.json model_max_length says 128',
+    });
     expect(manifest.assets.map((a: { name: string }) => a.name)).toEqual(['model_weights', 'model_data', 'tokenizer', 'model_config', 'tokenizer_config']);
   });
 

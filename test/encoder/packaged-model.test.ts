@@ -47,7 +47,8 @@ async function packaged(assets: AssetSource[], model: ManifestModel): Promise<As
 }
 
 async function packagedPackageOf(config: BuildConfig) {
-  const section = await packaged(packageAssets(config), manifestModelOf(config));
+  // the maximum length as a build records it
+  const section = await packaged(packageAssets(config), manifestModelOf(config, 'none', readModelPackage(config).maxLength));
   try {
     return await readPackagedModel(section);
   } finally {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
-import { readModelPackage } from '../../src/encoder/model-package.ts';
+import { readModelDirectory } from '../../src/builder/model-directory.ts';
 import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
 import type { ApiKey } from '../../src/serve/api-key.ts';
 import { startEncoderServer } from '../../src/serve/encoder-server.ts';
@@ -33,7 +33,8 @@ export interface InProcessEncoderOptions {
 export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: InProcessEncoderOptions = {}): Promise<InProcessEncoder> {
   const transform = options.transform === undefined ? '' : `  transform: |\n${options.transform.trimEnd().replace(/^/gm, '    ')}\n`;
   const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n${transform}`, { baseDir: dir });
-  const pipeline = await PredictPipeline.load(readModelPackage(config), options.pipeline);
+  // as `serve --config` reads a folder: with the maximum length its ONNX graph runs
+  const pipeline = await PredictPipeline.load(readModelDirectory(config), options.pipeline);
   try {
     const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
     const server = await startEncoderServer(pipeline, {

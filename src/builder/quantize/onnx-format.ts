@@ -71,8 +71,11 @@ export interface Model {
   [field: string]: unknown;
 }
 
-/** The model of an .onnx file's bytes, as plain objects (repeated fields always present as arrays). */
-export function decodeModel(bytes: Uint8Array): Model {
+/**
+ * The model of an .onnx file's bytes, as plain objects (repeated fields always present as arrays). A field the schema
+ * does not declare is a ConfigError, unless `readOnly`: a reader that rewrites nothing loses nothing by skipping it.
+ */
+export function decodeModel(bytes: Uint8Array, options: { readOnly?: boolean } = {}): Model {
   const type = onnxModelProto();
   let message: protobuf.Message;
   try {
@@ -80,7 +83,7 @@ export function decodeModel(bytes: Uint8Array): Model {
   } catch (error) {
     throw new ConfigError(`the model weights are not an ONNX model file: ${(error as Error).message}`, { cause: error });
   }
-  const unknown = firstUnknownField(bytes, type);
+  const unknown = options.readOnly ? null : firstUnknownField(bytes, type);
   if (unknown !== null) {
     throw new ConfigError(`the ONNX model has a field this builder does not know (${unknown}); rewriting it would drop that field`);
   }

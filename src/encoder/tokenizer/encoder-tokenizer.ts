@@ -9,7 +9,7 @@
  *
  * Offsets are Unicode code points of the input string (Rust char indices), never UTF-16 units.
  *
- * What the server uses: `encode` truncates to `maxLength` (from tokenizer_config.json) and never
+ * What the server uses: `encode` truncates to `maxLength` (the model's, else tokenizer_config.json's) and never
  * pads; `encodePair` does the same for a text pair (a cross-encoder's query and document) with the
  * post-processor's pair form; batches are padded by `pad` to their longest member. The truncation
  * and padding stored in tokenizer.json are ignored there, but `encodeWith(text, fileSettings(), pair?)`
@@ -82,6 +82,14 @@ export interface EncodeSettings {
   padding: PaddingSettings | null;
 }
 
+export interface TokenizerOptions {
+  /**
+   * The model's maximum length (src/encoder/max-length.ts: what its graph runs, reconciled with config.json and
+   * tokenizer_config.json), which `encode` truncates to; default: tokenizer_config.json's model_max_length, else 512.
+   */
+  maxLength?: number;
+}
+
 /** model_max_length above this is HF's "no limit" sentinel (1e30) or nonsense: the default applies. */
 const MAX_SANE_LENGTH = 1_000_000;
 const DEFAULT_MAX_LENGTH = 512;
@@ -125,7 +133,7 @@ function hasByteLevel(cfg: unknown): boolean {
 }
 
 export class EncoderTokenizer {
-  /** model_max_length of tokenizer_config.json when it is a sane integer, else 512 */
+  /** TokenizerOptions.maxLength, else model_max_length of tokenizer_config.json when it is a sane integer, else 512 */
   readonly maxLength: number;
   private readonly model: TokenModel;
   private readonly normalizer: Normalizer | null;
@@ -142,7 +150,7 @@ export class EncoderTokenizer {
   /** Why the truncation / padding of tokenizer.json cannot be reproduced (they are not used by `encode`). */
   private readonly fileSettingsProblem: string | null = null;
 
-  private constructor(json: Json, config: Json | null) {
+  private constructor(json: Json, config: Json | null, options: TokenizerOptions) {
     const eos = config && typeof config.eos_token === 'string' ? config.eos_token : undefined;
     this.model = createModel(json.model, eos, hasByteLevel(json.pre_tokenizer));
     this.normalizer = createNormalizer(json.normalizer);
@@ -161,9 +169,10 @@ export class EncoderTokenizer {
 
     const mml = config?.model_max_length;
     this.maxLength =
-      typeof mml === 'number' && Number.isInteger(mml) && mml > 0 && mml <= MAX_SANE_LENGTH ? mml : DEFAULT_MAX_LENGTH;
+      options.maxLength ?? (typeof mml === 'number' && Number.isInteger(mml) && mml > 0 && mml <= MAX_SANE_LENGTH ? mml : DEFAULT_MAX_LENGTH);
     if (this.maxLength <= this.addedTokens()) {
-      throw new ConfigError(`tokenizer: model_max_length ${this.maxLength} leaves no room next to the special tokens`);
+      const what = options.maxLength === undefined ? 'model_max_length' : "the model's maximum length";
+      throw new ConfigError(`tokenizer: ${what} ${this.maxLength} leaves no room next to the special tokens`);
     }
     this.padSpec = this.resolvePad(config);
   }
@@ -172,14 +181,18 @@ export class EncoderTokenizer {
    * Builds a tokenizer from the parsed tokenizer.json (or its text) and the optional
    * tokenizer_config.json. Anything unusable or not reproducible exactly is a ConfigError.
    */
-  static fromJson(tokenizerJson: unknown, tokenizerConfig?: unknown | null): EncoderTokenizer {
+  static fromJson(tokenizerJson: unknown, tokenizerConfig?: unknown | null, options: TokenizerOptions = {}): EncoderTokenizer {
+    const { maxLength } = options;
+    if (maxLength !== undefined && !(Number.isSafeInteger(maxLength) && maxLength > 0)) {
+      throw new ConfigError(`tokenizer: the maximum length must be a positive integer, got ${String(maxLength)}`);
+    }
     const json = parseJson(tokenizerJson, 'tokenizer: tokenizer.json');
     if (!isObject(json)) throw new ConfigError('tokenizer: tokenizer.json must be a JSON object');
     if (!isObject(json.model)) throw new ConfigError('tokenizer: tokenizer.json has no "model" object');
     const config = tokenizerConfig === undefined || tokenizerConfig === null ? null : parseJson(tokenizerConfig, 'tokenizer: tokenizer_config.json');
     if (config !== null && !isObject(config)) throw new ConfigError('tokenizer: tokenizer_config.json must be a JSON object');
     try {
-      return new EncoderTokenizer(json, config);
+      return new EncoderTokenizer(json, config, options);
     } catch (error) {
       if (error instanceof ConfigError) throw error;
       throw new ConfigError(`tokenizer: cannot load tokenizer.json: ${(error as Error).message}`, { cause: error });

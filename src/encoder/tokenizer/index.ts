@@ -4,6 +4,7 @@ export {
   type Encoding,
   type PaddedBatch,
   type PaddingSettings,
+  type TokenizerOptions,
   type TruncationSettings,
   type TruncationStrategy,
 } from './encoder-tokenizer.ts';
