@@ -9,9 +9,10 @@ import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './argum
 import type { ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { CliContext, CliIo } from './program.ts';
-import { waitForStopSignal } from './stop-signal.ts';
+import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions } from './serve-network.ts';
+import { serveUntilStopped } from './serve-shutdown.ts';
 
-interface ServeCommandOptions {
+interface ServeCommandOptions extends ServeNetworkOptions {
   config?: string;
   httpPort: number;
   httpHostname: string;
@@ -47,7 +48,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .option('--http-port <port>', 'HTTP port', parsePort, 8080)
     .option('--http-hostname <host>', 'HTTP address to listen on', '0.0.0.0')
     .option('--grpc-port <port>', 'gRPC port', parsePort, 50051)
-    .option('--grpc-hostname <host>', 'gRPC address to listen on', '::')
+    .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').default('::', '--http-hostname when that is given, else "::"'))
     .option('--disable-http', 'do not serve HTTP (REST and MCP)')
     .option('--disable-grpc', 'do not serve gRPC')
     .option('--body-limit <bytes>', 'largest HTTP request body; larger ones get 413', parsePositiveInteger, 8 * 2 ** 20)
@@ -72,12 +73,13 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
       }
+      const network = serveNetworkSettings(options, (key) => command.getOptionValueSource(key));
       // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
       const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
       const pkg = await source.load(options);
       traceStartup('model package read');
-      const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit } : null;
-      const grpc = !options.disableGrpc ? { host: options.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null;
+      const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
+      const grpc = !options.disableGrpc ? { host: network.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null;
       const loading = PredictPipeline.load(pkg, {
         ...source.pipelineOptions,
         threads: options.threads,
@@ -114,14 +116,16 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         await pipeline.close();
         throw error;
       }
+      // signals are handled from before the banner, which scripts and tests take as "ready"
+      const stopped = serveUntilStopped(server, network.shutdown, io);
       for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
       io.stderr(banner(pipeline, server, apiKey !== undefined));
-      const signal = await waitForStopSignal();
-      io.stderr(`${signal}: stopping; finishing requests in flight\n`);
-      await server.close();
+      await stopped;
       await pipeline.close();
       io.stderr('stopped\n');
     });
+  // timeouts, body memory, Host and Origin, shutdown (serve-network.ts)
+  addServeNetworkOptions(command);
 }
 
 function httpExtras(modelType: ModelType): string {

@@ -16,12 +16,36 @@ type SignalSource = Pick<NodeJS.EventEmitter, 'on' | 'off'>;
 
 /** Resolves with the first stop signal received; the handlers are removed then. */
 export function waitForStopSignal(source: SignalSource = process, platform: NodeJS.Platform = process.platform): Promise<NodeJS.Signals> {
-  const signals = stopSignals(platform);
   return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
-      for (const each of signals) source.off(each, onSignal);
+    const stop = onStopSignals((signal) => {
+      stop();
       resolve(signal);
-    };
-    for (const signal of signals) source.on(signal, onSignal);
+    }, source, platform);
   });
+}
+
+/**
+ * Calls `handler` at every stop signal until the returned function is called (which removes the handlers). While
+ * they are installed a signal no longer ends the process by itself: a second Ctrl+C reaches the handler.
+ */
+export function onStopSignals(handler: (signal: NodeJS.Signals) => void, source: SignalSource = process, platform: NodeJS.Platform = process.platform): () => void {
+  const signals = stopSignals(platform);
+  const onSignal = (signal: NodeJS.Signals) => handler(signal);
+  for (const signal of signals) source.on(signal, onSignal);
+  return () => {
+    for (const signal of signals) source.off(signal, onSignal);
+  };
+}
+
+/**
+ * On Linux and macOS, SIGHUP's default action ends the process (exit status 129) with its requests in flight: a
+ * closed terminal or a `kill -HUP` meant as "reload" would drop them. A program with nothing to reload installs
+ * this: it calls `onSighup` (to say that the signal is ignored) and goes on. On Windows SIGHUP is a stop signal
+ * (stopSignals), and this does nothing. Returns the function that removes the handler.
+ */
+export function ignoreSighup(onSighup: () => void, source: SignalSource = process, platform: NodeJS.Platform = process.platform): () => void {
+  if (!reloadsOnSighup(platform)) return () => {};
+  const handler = () => onSighup();
+  source.on('SIGHUP', handler);
+  return () => source.off('SIGHUP', handler);
 }

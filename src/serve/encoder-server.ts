@@ -6,11 +6,26 @@ import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { ApiKey } from './api-key.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
+import { HttpDrain } from './http/drain.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
 import { serverInfo } from './server-info.ts';
 
+/** HTTP's address and limits; the optional ones have createHttpApp's defaults. */
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  bodyLimitBytes: number;
+  /** `--request-timeout`: longest a client may take to send a whole request. */
+  requestTimeoutMs?: number;
+  /** `--body-buffer-limit`: most bytes of request bodies held at once while they arrive. */
+  bodyBufferLimitBytes?: number;
+  /** `--allowed-hosts`, `--allowed-origins` (host-guard.ts). */
+  allowedHosts?: readonly string[];
+  allowedOrigins?: readonly string[];
+}
+
 export interface EncoderServerOptions {
-  http: { host: string; port: number; bodyLimitBytes: number } | null;
+  http: HttpServerOptions | null;
   grpc: { host: string; port: number; protoText: string } | null;
   target: string;
   /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
@@ -26,8 +41,21 @@ export interface RunningServer {
   /** The ports actually bound (useful with port 0). */
   httpPort: number | null;
   grpcPort: number | null;
-  /** Stops accepting, finishes requests in flight, then resolves. */
-  close(): Promise<void>;
+  /**
+   * Starts a graceful shutdown without stopping anything: GET /health answers 503 and gRPC health NOT_SERVING (so
+   * that probes and load balancers stop sending), while every request is still accepted and served.
+   */
+  drain(): void;
+  /**
+   * Drains (if not yet), stops accepting, finishes what is in flight, then resolves. With `deadlineMs`, whatever is
+   * still open that long from now is cut (HTTP connections destroyed, gRPC calls cancelled); `cut` says whether
+   * anything was.
+   */
+  close(options?: { deadlineMs?: number }): Promise<{ cut: boolean }>;
+  /** Cuts at once whatever a close() in progress still waits for (a second stop signal); nothing before close(). */
+  cut(): void;
+  /** HTTP requests received and not yet answered (0 without HTTP). */
+  readonly httpRequestsInFlight: number;
 }
 
 /** The enabled front ends, built around a predictor but not listening yet (prepareEncoderServer). */
@@ -41,6 +69,7 @@ export interface PreparedServer {
 /** The front ends built by prepareEncoderServer, and the metrics they record into (served when HTTP is on). */
 interface FrontEnds {
   http: FastifyInstance | null;
+  drain: HttpDrain;
   grpc: GrpcFrontEnd | null;
   metrics: ServerMetrics | null;
   /** Stops recording the predictor's runs into the metrics. */
@@ -56,11 +85,25 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
   const [httpModule, grpcModule] = await Promise.all([options.http ? import('./http/index.ts') : undefined, options.grpc ? import('./grpc/index.ts') : undefined]);
   const info = serverInfo({ target: options.target });
   // Metrics are served on the HTTP port; a gRPC-only server has nowhere to serve them, so it keeps none.
-  const metrics = options.http ? new ServerMetrics({ modelId: predictor.modelId, modelType: predictor.modelType, serverInfo: info, batchingStats: () => predictor.batchingStats() }) : null;
-  const frontEnds: FrontEnds = { http: null, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
+  const drain = new HttpDrain();
+  const metrics = options.http
+    ? new ServerMetrics({ modelId: predictor.modelId, modelType: predictor.modelType, serverInfo: info, batchingStats: () => predictor.batchingStats(), httpRequestsInFlight: () => drain.inFlight })
+    : null;
+  const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
   try {
     const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey };
-    if (options.http) frontEnds.http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: info, ...shared });
+    if (options.http) {
+      const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
+      frontEnds.http = await httpModule!.createHttpApp(predictor, {
+        bodyLimitBytes,
+        requestTimeoutMs,
+        bodyBufferLimitBytes,
+        hostGuard: { listenHost: host, allowedHosts, allowedOrigins },
+        drain,
+        serverInfo: info,
+        ...shared,
+      });
+    }
     if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, ...shared });
   } catch (error) {
     await drop(frontEnds);
@@ -83,7 +126,7 @@ export async function startEncoderServer(predictor: BatchingPredictor, options: 
 }
 
 async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Promise<RunningServer> {
-  const { http, grpc: grpcFrontEnd, metrics } = frontEnds;
+  const { http, drain, grpc: grpcFrontEnd, metrics } = frontEnds;
   let httpPort: number | null = null;
   let grpcPort: number | null = null;
   try {
@@ -110,18 +153,43 @@ async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Prom
   }
   metrics?.loadSoon();
 
+  let cutNow = () => {};
+  const startDraining = () => {
+    if (drain.draining) return;
+    drain.start();
+    grpcFrontEnd?.setServing(false);
+  };
   return {
     httpUrl: options.http ? `http://${hostPort(options.http.host, httpPort!)}` : null,
     grpcAddress: options.grpc ? hostPort(options.grpc.host, grpcPort!) : null,
     grpcServices: grpcFrontEnd?.services ?? [],
     httpPort,
     grpcPort,
-    async close() {
-      grpcFrontEnd?.setServing(false);
-      await Promise.all([http ? closeHttp(http) : undefined, grpcFrontEnd ? shutdownGrpc(grpcFrontEnd.server) : undefined]);
+    get httpRequestsInFlight() {
+      return drain.inFlight;
+    },
+    drain: startDraining,
+    async close({ deadlineMs } = {}) {
+      startDraining();
+      let cut = false;
+      const grpcStopping = grpcFrontEnd ? shutdownGrpc(grpcFrontEnd.server) : undefined;
+      cutNow = () => {
+        cut = true;
+        http?.server.closeAllConnections();
+        grpcStopping?.force();
+      };
+      const deadline = deadlineMs === undefined ? undefined : setTimeout(cutNow, deadlineMs);
+      try {
+        await Promise.all([http ? closeHttp(http) : undefined, grpcStopping?.done]);
+      } finally {
+        clearTimeout(deadline);
+        cutNow = () => {};
+      }
       frontEnds.unobserve();
       metrics?.close();
+      return { cut };
     },
+    cut: () => cutNow(),
   };
 }
 
@@ -155,7 +223,15 @@ function bindGrpc(server: grpc.Server, address: string, credentials: grpc.Server
   });
 }
 
-/** Lets calls in flight finish; tryShutdown refuses new ones at once. */
-function shutdownGrpc(server: grpc.Server): Promise<void> {
-  return new Promise((resolve) => server.tryShutdown(() => resolve()));
+/** Lets calls in flight finish (tryShutdown refuses new ones at once); `force` cancels those left. */
+function shutdownGrpc(server: grpc.Server): { done: Promise<void>; force(): void } {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  server.tryShutdown(() => resolve());
+  return {
+    done: promise,
+    force() {
+      server.forceShutdown();
+      resolve();
+    },
+  };
 }

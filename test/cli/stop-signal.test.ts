@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { reloadsOnSighup, stopSignals, waitForStopSignal } from '../../src/cli/stop-signal.ts';
+import { ignoreSighup, onStopSignals, reloadsOnSighup, stopSignals, waitForStopSignal } from '../../src/cli/stop-signal.ts';
 
 describe('stop signals', () => {
   it('are SIGTERM and SIGINT on Linux and macOS, where SIGHUP reloads', () => {
@@ -30,5 +30,40 @@ describe('stop signals', () => {
     expect(source.listenerCount('SIGHUP')).toBe(0);
     source.emit('SIGINT', 'SIGINT');
     await expect(waiting).resolves.toBe('SIGINT');
+  });
+
+  it('reach a handler every time until it is removed (a second Ctrl+C is not the default kill)', () => {
+    const source = new EventEmitter();
+    const seen: string[] = [];
+    const remove = onStopSignals((signal) => seen.push(signal), source, 'linux');
+    source.emit('SIGTERM', 'SIGTERM');
+    source.emit('SIGINT', 'SIGINT');
+    expect(seen).toEqual(['SIGTERM', 'SIGINT']);
+    remove();
+    for (const signal of stopSignals('linux')) expect(source.listenerCount(signal)).toBe(0);
+  });
+});
+
+describe('SIGHUP', () => {
+  it('is ignored on Linux and macOS with a call to say so, until the handler is removed', () => {
+    for (const platform of ['linux', 'darwin'] as const) {
+      const source = new EventEmitter();
+      let calls = 0;
+      const remove = ignoreSighup(() => (calls += 1), source, platform);
+      // with a listener, Node no longer applies the default action (ending the process with status 129)
+      expect(source.listenerCount('SIGHUP')).toBe(1);
+      source.emit('SIGHUP', 'SIGHUP');
+      source.emit('SIGHUP', 'SIGHUP');
+      expect(calls).toBe(2);
+      remove();
+      expect(source.listenerCount('SIGHUP')).toBe(0);
+    }
+  });
+
+  it('is left alone on Windows, where it is a stop signal', () => {
+    const source = new EventEmitter();
+    const remove = ignoreSighup(() => expect.fail('not on Windows'), source, 'win32');
+    expect(source.listenerCount('SIGHUP')).toBe(0);
+    remove();
   });
 });

@@ -1,11 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServiceError } from '@grpc/grpc-js';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelType } from '../../src/encoder/config.ts';
-import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, startListening, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { sample } from '../helpers/prometheus-text.ts';
 import { grpcClient, mcpClient, serveModel, type ServedModel } from '../helpers/served-model.ts';
@@ -46,6 +48,81 @@ function expectSameAsGrpc(http: unknown, viaGrpc: unknown, where = 'response'): 
   } else {
     expect(viaGrpc, where).toEqual(http);
   }
+}
+
+function postHeadOf(contentLength: number): string {
+  return `POST /predict HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`;
+}
+
+/** A raw connection to the server that sends `head` and no more; `closed` has what the server sent when it closed. */
+function rawConnect(httpUrl: string, head: string): Promise<{ socket: net.Socket; closed: Promise<{ text: string; afterMs: number }> }> {
+  const { hostname, port } = new URL(httpUrl);
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = net.connect(Number(port), hostname);
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    const closed = new Promise<{ text: string; afterMs: number }>((done) => socket.on('close', () => done({ text, afterMs: Date.now() - started })));
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      socket.on('error', () => {}); // a reset after the answer is the server closing
+      socket.write(head, () => resolve({ socket, closed }));
+    });
+  });
+}
+
+/** A POST whose head and first `sent` bytes of `body` go now, the rest at `finish()`, which resolves with the answer. */
+function partialPost(url: string, body: string, sent: number): { finish(): Promise<{ status: number; body: string }> } {
+  const target = new URL(url);
+  const request = http.request({
+    host: target.hostname,
+    port: target.port,
+    path: target.pathname,
+    method: 'POST',
+    agent: false,
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+  });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    request.on('error', reject);
+    request.on('response', (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, body: text }));
+    });
+  });
+  answer.catch(() => {});
+  request.write(body.slice(0, sent));
+  return {
+    finish() {
+      request.end(body.slice(sent));
+      return answer;
+    },
+  };
+}
+
+/** One series of GET /metrics. */
+async function metric(httpUrl: string, series: string): Promise<number | undefined> {
+  return sample(await (await fetch(`${httpUrl}/metrics`)).text(), series);
+}
+
+/** Polls `check` every 20 ms until it gives a value (truthy), for at most 10 s. */
+async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() - started > 10_000) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The resident memory of a process (Linux: /proc/<pid>/status). */
+function rssBytes(pid: number): number {
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kib) * 1024;
 }
 
 async function postPredict(served: ServedModel, body: unknown): Promise<Response> {
@@ -209,17 +286,142 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
     });
   }
 
-  it('finishes requests in flight on SIGTERM and exits 0', async () => {
-    const served = await serveModel(await buildServedModel('embedding'), { cacheDir });
-    const inputs = Array.from({ length: 200 }, (_, i) => `request number ${i} with a few words`);
-    const inFlight = postPredict(served, { inputs, normalize: true });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    const exited = served.stop(); // SIGTERM
-    const response = await inFlight;
-    expect(response.status).toBe(200);
-    expect(((await response.json()) as { results: unknown[] }).results).toHaveLength(200);
-    expect(await exited).toBe(0);
-    await expect(fetch(`${served.httpUrl}/health`)).rejects.toThrow();
+  describe('stopping, and slow or stalled clients', () => {
+    let executable: string;
+    beforeAll(async () => {
+      executable = await buildServedModel('embedding');
+    }, 120_000);
+
+    it('drains on SIGTERM as Kubernetes expects: /health 503 at once, requests arriving during the grace served, the one in flight finished, exit 0', async () => {
+      const served = await serveModel(executable, { cacheDir, args: ['--shutdown-grace', '3000'] });
+      const inputs = Array.from({ length: 200 }, (_, i) => `request number ${i} with a few words`);
+      const body = JSON.stringify({ inputs, normalize: true });
+      // the request in flight: the server has its head and half its body when the signal comes
+      const inFlight = partialPost(`${served.httpUrl}/predict`, body, body.length >> 1);
+      await until(async () => ((await metric(served.httpUrl, 'encoder_http_requests_in_flight')) ?? 0) >= 2, 'the server to hold the request (and the scrape)');
+      const exited = served.stop(); // SIGTERM
+      // readiness goes at once (the signal reaches the process asynchronously: at most a few polls)
+      const health = await until(async () => {
+        const response = await fetch(`${served.httpUrl}/health`);
+        return response.status === 503 ? response : undefined;
+      }, '/health to answer 503');
+      expect(health.headers.get('connection')).toBe('close');
+      expect(await health.text()).toBe('Service Unavailable: the server is shutting down');
+      // a request arriving during the grace is served
+      const arriving = await postPredict(served, { inputs: ['arrived after the signal'], normalize: true });
+      expect(arriving.status).toBe(200);
+      expect(((await arriving.json()) as { results: unknown[] }).results).toHaveLength(1);
+      // the request in flight completes
+      const completed = await inFlight.finish();
+      expect(completed.status).toBe(200);
+      expect((JSON.parse(completed.body) as { results: unknown[] }).results).toHaveLength(200);
+      expect(await exited).toBe(0);
+      expect(served.stderr()).toContain('SIGTERM: stopping; finishing requests in flight. /health answers 503 now; requests are still accepted for 3000 ms (--shutdown-grace)');
+      expect(served.stderr()).toMatch(/no longer accepting; \d+ HTTP requests? in flight\nstopped\n$/);
+      await expect(fetch(`${served.httpUrl}/health`)).rejects.toThrow();
+    });
+
+    it('is not kept alive past --shutdown-timeout by a client stalled in its headers', async () => {
+      const served = await serveModel(executable, { cacheDir, args: ['--shutdown-grace', '500', '--shutdown-timeout', '2000'] });
+      const stalled = await rawConnect(served.httpUrl, 'POST /predict HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n');
+      const signalled = Date.now();
+      expect(await served.stop()).toBe(0);
+      const took = Date.now() - signalled;
+      expect(took).toBeGreaterThanOrEqual(1900);
+      expect(took).toBeLessThan(10_000);
+      expect(served.stderr()).toContain('shutdown timeout: cut what was still open 2000 ms after the signal\n');
+      expect(served.stderr()).toMatch(/stopped\n$/);
+      await stalled.closed;
+    });
+
+    it('with only --http-hostname given listens for gRPC on that address too; SIGHUP leaves it serving', async () => {
+      const args = ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--shutdown-grace', '0'];
+      const served = await startListening(executable, args, { cacheDir }, /batching: .*\n/);
+      const grpcAddress = /gRPC +(\S+)/.exec(served.stderr())?.[1] ?? '';
+      const httpUrl = /HTTP +(http:\/\/\S+)/.exec(served.stderr())?.[1] ?? '';
+      expect(grpcAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+      const grpc = grpcClient(grpcAddress, 'embedding');
+      try {
+        served.child.kill('SIGHUP');
+        await until(() => Promise.resolve(served.stderr().includes('SIGHUP: ignored; serve has nothing to reload (SIGTERM or SIGINT stops it)\n')), 'the SIGHUP line');
+        expect(served.child.exitCode).toBeNull();
+        expect((await fetch(`${httpUrl}/health`)).status).toBe(200);
+        expect(((await grpc.predict({ inputs: ['still serving'], normalize: true })).results as unknown[]).length).toBe(1);
+      } finally {
+        grpc.close();
+      }
+      expect(await served.stop()).toBe(0);
+    });
+
+    it.skipIf(process.platform !== 'linux')('cuts 200 clients sending a body a byte every 10 s at --request-timeout (408), its memory bounded, /health answering throughout', async () => {
+      const served = await serveModel(executable, { cacheDir, args: ['--request-timeout', '2000'] });
+      try {
+        // warm: a request, and prom-client loaded (a scrape), so that what grows later is the slow clients'
+        expect((await postPredict(served, { inputs: ['warm'], normalize: true })).status).toBe(200);
+        await fetch(`${served.httpUrl}/metrics`).then((response) => response.text());
+        const baseline = rssBytes(served.child.pid!);
+        let peak = baseline;
+        const probes: number[] = [];
+        let probing = true;
+        const prober = (async () => {
+          while (probing) {
+            const started = Date.now();
+            const response = await fetch(`${served.httpUrl}/health`);
+            expect(response.status).toBe(200);
+            await response.text();
+            probes.push(Date.now() - started);
+            peak = Math.max(peak, rssBytes(served.child.pid!));
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        })();
+        const clients = await Promise.all(
+          Array.from({ length: 200 }, () => rawConnect(served.httpUrl, 'POST /predict HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{')),
+        );
+        const trickle = setInterval(() => clients.forEach((client) => client.socket.writable && client.socket.write(' ')), 10_000);
+        let answers: { text: string; afterMs: number }[];
+        try {
+          answers = await Promise.all(clients.map((client) => client.closed));
+        } finally {
+          clearInterval(trickle);
+          probing = false;
+          await prober;
+        }
+        for (const answer of answers) {
+          expect(answer.text).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*\r\n\r\nRequest Timeout: the request was not received in time$/);
+          expect(answer.afterMs).toBeGreaterThanOrEqual(1900);
+          expect(answer.afterMs).toBeLessThan(10_000);
+        }
+        expect(probes.length).toBeGreaterThan(5);
+        expect(Math.max(...probes)).toBeLessThan(1000);
+        expect(peak - baseline).toBeLessThan(64 * 2 ** 20);
+        expect((await fetch(`${served.httpUrl}/health`)).status).toBe(200);
+      } finally {
+        expect(await served.stop()).toBe(0);
+      }
+    });
+
+    it.skipIf(process.platform !== 'linux')('holds at most --body-buffer-limit of bodies still arriving: 60 clients stalling after 3 MiB, the ones beyond get 503', async () => {
+      const served = await serveModel(executable, { cacheDir, args: ['--request-timeout', '3000', '--body-limit', String(4 * 2 ** 20), '--body-buffer-limit', String(24 * 2 ** 20)] });
+      try {
+        await fetch(`${served.httpUrl}/metrics`).then((response) => response.text());
+        const baseline = rssBytes(served.child.pid!);
+        let peak = baseline;
+        const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(served.child.pid!))), 50);
+        const chunk = `{"inputs": ["${'x'.repeat(3 * 2 ** 20)}`;
+        const clients = await Promise.all(Array.from({ length: 60 }, () => rawConnect(served.httpUrl, `${postHeadOf(4 * 2 ** 20)}${chunk}`)));
+        const answers = await Promise.all(clients.map((client) => client.closed)).finally(() => clearInterval(sampler));
+        const statuses = answers.map((answer) => /^HTTP\/1\.1 (\d+)/.exec(answer.text)?.[1] ?? 'none');
+        const refused = statuses.filter((status) => status === '503').length;
+        // 24 MiB hold eight bodies of 3 MiB: the rest are refused at once, the eight cut by the request timeout
+        expect(refused).toBeGreaterThanOrEqual(60 - 9);
+        expect(statuses.filter((status) => status !== '503').every((status) => status === '408' || status === 'none')).toBe(true);
+        // measured: ~100 MiB of growth with this limit, ~260 MiB without (the 60 bodies are 180 MiB of text alone)
+        expect(peak - baseline).toBeLessThan(160 * 2 ** 20);
+        expect((await postPredict(served, { inputs: ['after'], normalize: true })).status).toBe(200);
+      } finally {
+        expect(await served.stop()).toBe(0);
+      }
+    });
   });
 
   it('with ENCODER_API_KEY requires the key on HTTP and gRPC, not on /health, and says so at start-up; a key that is no bearer token stops it', async () => {

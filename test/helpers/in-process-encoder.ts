@@ -4,7 +4,7 @@ import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { readModelDirectory } from '../../src/builder/model-directory.ts';
 import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
 import type { ApiKey } from '../../src/serve/api-key.ts';
-import { startEncoderServer } from '../../src/serve/encoder-server.ts';
+import { startEncoderServer, type HttpServerOptions, type RunningServer } from '../../src/serve/encoder-server.ts';
 import { repoRoot } from './shared-fixtures.ts';
 
 /** This project's encoder server running in the test's process, on loopback ports the system chose. */
@@ -13,6 +13,7 @@ export interface InProcessEncoder {
   /** host:port of gRPC when it was asked for, else null. */
   grpcAddress: string | null;
   pipeline: PredictPipeline;
+  server: RunningServer;
   /** Stops the server, then its pipeline. */
   close(): Promise<void>;
 }
@@ -24,11 +25,13 @@ export interface InProcessEncoderOptions {
   transform?: string;
   /** How the pipeline runs (workers and how to start them, the transform's limits, …); default: in process, defaults. */
   pipeline?: PipelineOptions;
+  /** HTTP options added or replaced (timeouts, Host and Origin). */
+  http?: Partial<HttpServerOptions>;
 }
 
 /**
  * Serves the model folder `dir` as `name` (what `serve` does after `build`, without the executable): HTTP only unless
- * `grpc` is set, with `apiKey` required when given.
+ * `grpc` is set, with `apiKey` required when given; `http` adds or replaces HTTP options (timeouts, Host and Origin).
  */
 export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: InProcessEncoderOptions = {}): Promise<InProcessEncoder> {
   const transform = options.transform === undefined ? '' : `  transform: |\n${options.transform.trimEnd().replace(/^/gm, '    ')}\n`;
@@ -38,7 +41,7 @@ export async function serveInProcess(dir: string, name: string, modelType: Model
   try {
     const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
     const server = await startEncoderServer(pipeline, {
-      http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024 },
+      http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1024 * 1024, ...options.http },
       grpc: options.grpc ? { host: '127.0.0.1', port: 0, protoText } : null,
       target: 'x86_64-unknown-linux-gnu',
       apiKey: options.apiKey,
@@ -47,6 +50,7 @@ export async function serveInProcess(dir: string, name: string, modelType: Model
       httpUrl: server.httpUrl!,
       grpcAddress: server.grpcPort === null ? null : `127.0.0.1:${server.grpcPort}`,
       pipeline,
+      server,
       async close() {
         await server.close();
         await pipeline.close();

@@ -12,9 +12,13 @@ export interface ServedModel extends ListeningExecutable {
   grpcAddress: string;
 }
 
-/** Starts `serve` with both front ends on 127.0.0.1, ports 0, and resolves once the banner's last line is out. */
+/**
+ * Starts `serve` with both front ends on 127.0.0.1, ports 0, and resolves once the banner's last line is out. No
+ * shutdown grace (a test's server has no load balancer to wait for, and `stop()` should not take 5 s); `args`
+ * come last, so a test of the shutdown gives its own.
+ */
 export async function serveModel(executable: string, options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
-  const args = ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', ...(options.args ?? [])];
+  const args = ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', '--shutdown-grace', '0', ...(options.args ?? [])];
   const served = await startListening(executable, args, options, /batching: .*\n/);
   const banner = served.stderr();
   return { ...served, httpUrl: /HTTP +(http:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };

@@ -193,7 +193,7 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
         expect(((paths[path].post.responses[status] as Json).content as Json)['application/json']).toMatchObject({ schema: { $ref: '#/components/schemas/OpenAiError' } });
       }
     }
-    expect(statuses('/health', 'get')).toEqual(['200']);
+    expect(statuses('/health', 'get')).toEqual(['200', '503']);
     expect(statuses('/model', 'get')).toEqual(['200']);
     expect(statuses('/openapi.json', 'get')).toEqual(['200']);
     expect(statuses('/predict', 'post')).toEqual(['200', '400', '413', '415', '422', '500']);

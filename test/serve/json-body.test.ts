@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { BodyBudget } from '../../src/serve/http/body-budget.ts';
 import { readJsonBody } from '../../src/serve/http/json-body.ts';
 
 /** A request stream that delivers `bytes` in chunks of `size` bytes (cutting UTF-8 characters anywhere). */
@@ -50,5 +51,57 @@ describe('readJsonBody', () => {
     const reading = readJsonBody(stream, undefined, 4096);
     stream.destroy(new Error('connection reset'));
     await expect(reading).rejects.toMatchObject({ message: 'connection reset', statusCode: 400 });
+  });
+
+  it('parses a body that arrives a byte at a time, multi-byte characters split across chunks', async () => {
+    const value = { inputs: ['Zoë naïve café 😀 日本'.repeat(300)], normalize: true };
+    const bytes = Buffer.from(JSON.stringify(value));
+    expect(await readJsonBody(streamOf(bytes, 1), String(bytes.length), 1 << 20)).toEqual(value);
+    // and in pieces around the size up to which chunks are gathered
+    expect(await readJsonBody(streamOf(bytes, 16 * 1024 - 1), String(bytes.length), 1 << 20)).toEqual(value);
+  });
+});
+
+describe('readJsonBody with a budget of bytes held', () => {
+  it('counts the bytes while the body arrives and gives them back once it is parsed', async () => {
+    const budget = new BodyBudget(4096);
+    const stream = new PassThrough();
+    const reading = readJsonBody(stream, undefined, 4096, budget);
+    stream.write('{"inputs": ["');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(budget.heldBytes).toBe(13);
+    stream.end('a"]}');
+    expect(await reading).toEqual({ inputs: ['a'] });
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it('refuses with a 503 the body that would take the total over the limit, leaving the others be', async () => {
+    const budget = new BodyBudget(1000);
+    const first = new PassThrough();
+    const firstReading = readJsonBody(first, undefined, 1000, budget);
+    first.write(`{"a": "${'x'.repeat(700)}`);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = readJsonBody(streamOf(Buffer.from(`{"b": "${'y'.repeat(400)}"}`), 100), undefined, 1000, budget);
+    await expect(second).rejects.toMatchObject({ statusCode: 503, message: expect.stringContaining("already hold the server's limit of 1000 bytes (--body-buffer-limit)") });
+    expect(budget.heldBytes).toBe(707);
+    first.end('"}');
+    expect(await firstReading).toEqual({ a: 'x'.repeat(700) });
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it('gives the bytes back when the body fails: too large, not JSON, cut off', async () => {
+    const budget = new BodyBudget(1 << 20);
+    await expect(readJsonBody(streamOf(Buffer.from('x'.repeat(5000)), 1000), undefined, 4096, budget)).rejects.toMatchObject({ statusCode: 413 });
+    expect(budget.heldBytes).toBe(0);
+    await expect(readJsonBody(streamOf(Buffer.from('{"a": '), 2), undefined, 4096, budget)).rejects.toBeInstanceOf(SyntaxError);
+    expect(budget.heldBytes).toBe(0);
+    const cut = new PassThrough();
+    const reading = readJsonBody(cut, undefined, 4096, budget);
+    cut.write('{"a": "xxxx');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(budget.heldBytes).toBe(11);
+    cut.destroy();
+    await expect(reading).rejects.toMatchObject({ statusCode: 400, message: 'the request body ended before it was complete' });
+    expect(budget.heldBytes).toBe(0);
   });
 });

@@ -272,7 +272,7 @@ describe('MCP errors and protocol details', () => {
     expect(fromPage.status).toBe(403);
     expect(await fromPage.json()).toEqual({
       jsonrpc: '2.0',
-      error: { code: -32000, message: 'Forbidden: requests from web pages (Origin http://rebound.example:8080) are not accepted', data: null },
+      error: { code: -32000, message: 'Forbidden: requests from web pages (Origin http://rebound.example:8080) are not accepted; only loopback origins are (--allowed-origins adds others)', data: null },
       id: null,
     });
     // not a JSON-RPC message

@@ -4,12 +4,17 @@ import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import type { ServerInfo } from '../server-info.ts';
+import { BodyBudget } from './body-budget.ts';
+import { HttpDrain } from './drain.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
+import { HostGuard, type HostGuardOptions } from './host-guard.ts';
 import { readJsonBody } from './json-body.ts';
 import { registerMcpRoute } from './mcp-route.ts';
 import type { McpServerFactory } from './mcp-server.ts';
+import { DEFAULT_BODY_BUFFER_FACTOR, DEFAULT_REQUEST_TIMEOUT_MS, httpTimeoutOptions } from './network-limits.ts';
 import { registerOpenAiRoutes } from './openai-embeddings.ts';
 import { registerRerankRoutes } from './rerank.ts';
+import { registerResponseHeaders, RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './response-headers.ts';
 import { registerModelRoutes } from './routes.ts';
 
 export interface HttpAppOptions {
@@ -22,6 +27,16 @@ export interface HttpAppOptions {
   metrics?: ServerMetrics;
   /** The key every route but /health and /metrics requires (`Authorization: Bearer <key>`); none: all are open. */
   apiKey?: ApiKey;
+  /** Longest a client may take to send a whole request (headers and body) before a 408; default 30 s. */
+  requestTimeoutMs?: number;
+  /** Most bytes of request bodies held at once while they arrive, all connections together; default 16 x bodyLimitBytes. */
+  bodyBufferLimitBytes?: number;
+  /** The budget itself (it takes precedence over bodyBufferLimitBytes), for a caller that watches it. */
+  bodyBudget?: BodyBudget;
+  /** Host and Origin checks (host-guard.ts): the listen address and what else is allowed. */
+  hostGuard?: Omit<HostGuardOptions, 'apiKey'>;
+  /** Readiness and requests in flight, for a graceful shutdown; one is made when not given. */
+  drain?: HttpDrain;
 }
 
 /**
@@ -32,14 +47,17 @@ export interface HttpAppOptions {
  */
 export async function createHttpApp(predictor: Predictor, options: HttpAppOptions): Promise<FastifyInstance> {
   const { bodyLimitBytes } = options;
+  const bodyBudget = options.bodyBudget ?? new BodyBudget(options.bodyBufferLimitBytes ?? DEFAULT_BODY_BUFFER_FACTOR * bodyLimitBytes);
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: bodyLimitBytes,
+    ...httpTimeoutOptions(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
     // Requests that arrive on open connections while closing are served (with Connection: close) rather than
     // refused with fastify's JSON 503, so that a shutdown finishes the work it was given.
     return503OnClosing: false,
     clientErrorHandler: sendClientError,
     frameworkErrors: (error, request, reply) => {
+      reply.headers(RESPONSE_HEADERS); // no hook runs for a URL that cannot be routed
       sendFailure(request, reply, httpFailureOf(error, { bodyLimitBytes, contentType: request.headers['content-type'] }));
     },
   });
@@ -47,7 +65,7 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   // Only JSON bodies: fastify's text/plain parser would hand a string to /predict, which should be a 415.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', (request, payload, done) => {
-    readJsonBody(payload, request.headers['content-length'], bodyLimitBytes).then(
+    readJsonBody(payload, request.headers['content-length'], bodyLimitBytes, bodyBudget).then(
       (value) => done(null, value),
       (error: unknown) =>
         // JSON.parse says where and what: "Invalid JSON body: Expected ',' or '}' after property value in JSON at position 12 …"
@@ -62,6 +80,11 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     return sendFailure(request, reply, failure);
   });
 
+  // Below every route, in this order: the headers of every response, readiness and requests in flight, Host and
+  // Origin (403), then the API key (401).
+  registerResponseHeaders(app);
+  (options.drain ?? new HttpDrain()).register(app);
+  new HostGuard({ ...options.hostGuard, apiKey: options.apiKey !== undefined }).register(app);
   if (options.apiKey) requireApiKey(app, options.apiKey);
 
   // 405 with Allow for a path that exists under another method, 404 for any other path.
@@ -146,7 +169,7 @@ function sendClientError(error: Error & { code?: string }, socket: Socket): void
   if (socket.writable) {
     const reason = body.slice(0, body.indexOf(':'));
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PLAIN_TEXT}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PLAIN_TEXT}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${RESPONSE_HEADER_LINES}Connection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(error);

@@ -1,8 +1,13 @@
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { errorCodes } from 'fastify';
+import type { BodyBudget } from './body-budget.ts';
 
 const LARGE_BODY_BYTES = 2 ** 20;
+
+/** Chunks smaller than this are gathered (up to this many bytes, or MAX_SMALL_CHUNKS of them) before decoding. */
+const SMALL_CHUNK_BYTES = 16 * 1024;
+const MAX_SMALL_CHUNKS = 256;
 
 /**
  * Reads and parses a JSON request body, decoding each chunk as it arrives. fastify's own reader keeps the chunks,
@@ -13,8 +18,17 @@ const LARGE_BODY_BYTES = 2 ** 20;
  * Content-Length or a body over `limit` is FST_ERR_CTP_BODY_TOO_LARGE (413), a body shorter or longer than its
  * Content-Length FST_ERR_CTP_INVALID_CONTENT_LENGTH (400), and JSON.parse's SyntaxError is rejected as is. Invalid
  * UTF-8 becomes U+FFFD, as Buffer.toString does.
+ *
+ * Memory: a body holds about its own size while it arrives (small chunks are decoded together, so a client sending
+ * a byte at a time does not cost tens of bytes per byte), and with a `budget` every byte received counts against
+ * the server-wide limit until the body is parsed or fails; a body that would pass it is refused with a 503.
  */
-export function readJsonBody(payload: Readable & { receivedEncodedLength?: number }, contentLength: string | undefined, limit: number): Promise<unknown> {
+export function readJsonBody(
+  payload: Readable & { receivedEncodedLength?: number },
+  contentLength: string | undefined,
+  limit: number,
+  budget?: BodyBudget,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const declared = Number(contentLength);
     if (declared > limit) {
@@ -25,22 +39,53 @@ export function readJsonBody(payload: Readable & { receivedEncodedLength?: numbe
     const decoder = new StringDecoder('utf8');
     let text = '';
     let received = 0;
+    // Small chunks (a slow client's) wait here and are decoded together: one string piece per chunk would hold
+    // tens of bytes of bookkeeping for every byte received.
+    let small: Buffer[] = [];
+    let smallBytes = 0;
+    const flush = () => {
+      if (small.length === 0) return;
+      text += decoder.write(small.length === 1 ? small[0] : Buffer.concat(small, smallBytes));
+      small = [];
+      smallBytes = 0;
+    };
     const stop = () => {
       payload.off('data', onData);
       payload.off('end', onEnd);
       payload.off('error', onError);
+      payload.off('close', onClose);
+      budget?.give(received);
+    };
+    const fail = (error: Error) => {
+      stop();
+      text = '';
+      small = [];
+      reject(error);
     };
     const onData = (chunk: Buffer | string) => {
       const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      received += bytes.length;
-      if (received > limit || (payload.receivedEncodedLength ?? 0) > limit) {
-        stop();
-        reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      if (received + bytes.length > limit || (payload.receivedEncodedLength ?? 0) > limit) {
+        fail(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
         return;
       }
-      text += decoder.write(bytes);
+      if (budget && !budget.take(bytes.length)) {
+        // read no more of it: what the client still sends stays in its socket until the 503 closes the connection
+        payload.pause();
+        fail(budget.refusal());
+        return;
+      }
+      received += bytes.length;
+      if (bytes.length >= SMALL_CHUNK_BYTES) {
+        flush();
+        text += decoder.write(bytes);
+        return;
+      }
+      small.push(bytes);
+      smallBytes += bytes.length;
+      if (smallBytes >= SMALL_CHUNK_BYTES || small.length >= MAX_SMALL_CHUNKS) flush();
     };
     const onEnd = () => {
+      flush();
       stop();
       if (!Number.isNaN(declared) && (payload.receivedEncodedLength || received) !== declared) {
         reject(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
@@ -58,13 +103,15 @@ export function readJsonBody(payload: Readable & { receivedEncodedLength?: numbe
       else resolve(value);
     };
     const onError = (error: Error & { statusCode?: number }) => {
-      stop();
       if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400;
-      reject(error);
+      fail(error);
     };
+    // the connection went away without an error event: what was held goes back to the budget all the same
+    const onClose = () => fail(Object.assign(new Error('the request body ended before it was complete'), { statusCode: 400 }));
     payload.on('data', onData);
     payload.on('end', onEnd);
     payload.on('error', onError);
+    payload.on('close', onClose);
     payload.resume();
   });
 }

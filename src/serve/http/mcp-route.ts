@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { MCP_PATH, sendFailure } from './errors.ts';
+import { MCP_PATH } from './errors.ts';
 import type { McpServerFactory } from './mcp-server.ts';
 
 /**
@@ -11,13 +11,7 @@ import type { McpServerFactory } from './mcp-server.ts';
  */
 export function registerMcpRoute(app: FastifyInstance, servers: () => Promise<McpServerFactory>): void {
   app.post(MCP_PATH, async (request, reply) => {
-    // MCP requires servers to check Origin against DNS rebinding. Only browsers send it, and no web page can use
-    // this endpoint legitimately: it serves no pages (so nothing is same-origin) and sends no CORS headers (so a
-    // cross-origin page is stopped by the browser anyway). A request with an Origin is therefore refused outright.
-    const origin = request.headers.origin;
-    if (origin !== undefined) {
-      return sendFailure(request, reply, { status: 403, message: `Forbidden: requests from web pages (Origin ${origin}) are not accepted` });
-    }
+    // MCP requires servers to check Origin against DNS rebinding: host-guard.ts does, for every path, before this.
     const [factory, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
       servers(),
       import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),

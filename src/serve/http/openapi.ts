@@ -3,8 +3,10 @@ import { InternalError } from '../../encoder/errors.ts';
 import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../encoder/schemas.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES } from '../api-key.ts';
 import type { ServerInfo } from '../server-info.ts';
+import { DRAINING_MESSAGE } from './drain.ts';
 import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
 import { predictExamples, type Example } from './examples.ts';
+import { HostGuard } from './host-guard.ts';
 import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
 import { fieldApiPaths, fieldApiSchemas } from './openapi-field-apis.ts';
 import { toOpenApiSchema, type OpenApiSchema } from './openapi-schema.ts';
@@ -66,15 +68,20 @@ export function openApiDocument(options: {
         `Serves the ${modelType} model "${metadata.model_id}" over HTTP, with MCP at ${MCP_PATH}. ` +
         `Built with Node.js ${node} and onnxruntime ${onnxruntime} for ${target}. ` +
         'Errors are text/plain messages (JSON-RPC error objects on /mcp, OpenAI error bodies under /v1 and /v2); a path that exists answers other methods ' +
-        'with 405 and an Allow header, any other path with 404.',
+        'with 405 and an Allow header, any other path with 404. Any path answers 403 to a request from a web page of a foreign Origin (and, on a ' +
+        'loopback address without an API key, to a foreign Host name), 408 to a request not received within the request timeout, and 503 to a body ' +
+        'that would take the bodies being received past the server\'s buffer.',
       'x-build': { ...serverInfo.build },
     },
     paths: {
       '/health': {
         get: {
           operationId: 'health',
-          summary: 'Liveness: the JSON string "OK!"',
-          responses: { 200: json('The server is up.', { type: 'string', enum: ['OK!'] }, { ok: { summary: 'Up', value: 'OK!' } }) },
+          summary: 'Readiness: the JSON string "OK!"; 503 once the server is shutting down',
+          responses: {
+            200: json('The server is up and takes requests.', { type: 'string', enum: ['OK!'] }, { ok: { summary: 'Up', value: 'OK!' } }),
+            503: plainText('The server received SIGTERM or SIGINT: it still serves what arrives during its grace, but should be sent nothing new.', one('Shutting down', DRAINING_MESSAGE)),
+          },
         },
       },
       '/model': {
@@ -129,10 +136,10 @@ export function openApiDocument(options: {
             400: json('The body is not JSON, or not a JSON-RPC message.', ref('JsonRpcErrorResponse'), {
               bad_json: { summary: 'A trailing comma', value: mcpError(-32700, badJson) },
             }),
-            403: json('The request comes from a web page (it has an Origin header): refused against DNS rebinding.', ref('JsonRpcErrorResponse'), {
+            403: json('The request comes from a web page of a foreign origin, or names a foreign Host: refused against DNS rebinding.', ref('JsonRpcErrorResponse'), {
               web_page: {
                 summary: 'A browser request',
-                value: mcpError(-32000, 'Forbidden: requests from web pages (Origin http://example.com) are not accepted'),
+                value: mcpError(-32000, new HostGuard().refusalOf('localhost', 'http://example.com')!.message),
               },
             }),
             406: json('The Accept header lacks application/json or text/event-stream.', ref('JsonRpcErrorResponse'), {

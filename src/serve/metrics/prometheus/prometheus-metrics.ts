@@ -8,6 +8,8 @@ export interface MetricsSource {
   modelType: string;
   serverInfo: ServerInfo;
   batchingStats(): BatchStats;
+  /** HTTP requests received and not yet answered; absent: the gauge is not exported. */
+  httpRequestsInFlight?(): number;
 }
 
 const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -102,6 +104,17 @@ export class PrometheusMetrics {
         this.set(source.batchingStats().runsInFlight);
       },
     });
+    if (source.httpRequestsInFlight) {
+      const inFlight = source.httpRequestsInFlight.bind(source);
+      new Gauge({
+        name: 'encoder_http_requests_in_flight',
+        help: 'HTTP requests received and not yet answered (MCP at /mcp and this scrape included)',
+        registers: [this.registry],
+        collect() {
+          this.set(inFlight());
+        },
+      });
+    }
     collectDefaultMetrics({ register: this.registry, prefix: 'encoder_' });
   }
 
