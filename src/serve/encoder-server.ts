@@ -7,6 +7,7 @@ import { traceStartup } from '../shared/startup-trace.ts';
 import type { ApiKey } from './api-key.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
+import { ServedModelNames, type ModelNameOptions } from './model-names.ts';
 import { serverInfo } from './server-info.ts';
 
 export interface EncoderServerOptions {
@@ -15,6 +16,8 @@ export interface EncoderServerOptions {
   target: string;
   /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
   apiKey?: ApiKey;
+  /** The names the model answers to on the HTTP field APIs (`serve --served-model-name`, `--strict-model-name`). */
+  modelNames?: ModelNameOptions;
 }
 
 export interface RunningServer {
@@ -60,7 +63,8 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
   const frontEnds: FrontEnds = { http: null, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
   try {
     const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey };
-    if (options.http) frontEnds.http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: info, ...shared });
+    const modelNames = new ServedModelNames(predictor.modelId, options.modelNames);
+    if (options.http) frontEnds.http = await httpModule!.createHttpApp(predictor, { bodyLimitBytes: options.http.bodyLimitBytes, serverInfo: info, modelNames, ...shared });
     if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, ...shared });
   } catch (error) {
     await drop(frontEnds);

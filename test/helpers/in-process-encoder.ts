@@ -5,6 +5,7 @@ import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import type { ApiKey } from '../../src/serve/api-key.ts';
 import { startEncoderServer } from '../../src/serve/encoder-server.ts';
+import type { ModelNameOptions } from '../../src/serve/model-names.ts';
 import { repoRoot } from './shared-fixtures.ts';
 
 /** This project's encoder server running in the test's process, on loopback ports the system chose. */
@@ -19,9 +20,15 @@ export interface InProcessEncoder {
 
 /**
  * Serves the model folder `dir` as `name` (what `serve` does after `build`, without the executable): HTTP only unless
- * `grpc` is set, with `apiKey` required when given.
+ * `grpc` is set, with `apiKey` required when given, and the field APIs' model names of `modelNames` (`serve
+ * --served-model-name`, `--strict-model-name`; default: any name). The pipeline's limits are its defaults.
  */
-export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: { grpc?: boolean; apiKey?: ApiKey } = {}): Promise<InProcessEncoder> {
+export async function serveInProcess(
+  dir: string,
+  name: string,
+  modelType: ModelType,
+  options: { grpc?: boolean; apiKey?: ApiKey; modelNames?: ModelNameOptions } = {},
+): Promise<InProcessEncoder> {
   const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n`, { baseDir: dir });
   const pipeline = await PredictPipeline.load(readModelPackage(config));
   try {
@@ -31,6 +38,7 @@ export async function serveInProcess(dir: string, name: string, modelType: Model
       grpc: options.grpc ? { host: '127.0.0.1', port: 0, protoText } : null,
       target: 'x86_64-unknown-linux-gnu',
       apiKey: options.apiKey,
+      modelNames: options.modelNames,
     });
     return {
       httpUrl: server.httpUrl!,
