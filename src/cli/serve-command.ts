@@ -1,10 +1,11 @@
-import { type Command, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
+import { modelNamesProblem } from '../serve/model-names.ts';
 import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -29,6 +30,8 @@ interface ServeCommandOptions extends ServeNetworkOptions {
   threads?: number;
   workers: number;
   apiKey?: string;
+  servedModelName?: string[];
+  strictModelName?: boolean;
 }
 
 /**
@@ -69,6 +72,8 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         'ENCODER_API_KEY',
       ),
     )
+    .option('--served-model-name <names>', 'names of the model on /v1 and /v2 (comma-separated): the first is answered and listed by /v1/models, all are accepted', parseModelNames)
+    .option('--strict-model-name', 'refuse (404 model_not_found) a "model" other than the served names (default: any name is taken as this model)')
     .action(async (options: ServeCommandOptions) => {
       if (options.disableHttp && options.disableGrpc) {
         throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
@@ -96,7 +101,8 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       // model has loaded.
       const predictor = new LatePredictor(pkg.name, pkg.modelType);
       const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
-        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey });
+        const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
+        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames });
         traceStartup('front ends ready');
         return prepared;
       });
@@ -119,7 +125,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       // signals are handled from before the banner, which scripts and tests take as "ready"
       const stopped = serveUntilStopped(server, network.shutdown, io);
       for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-      io.stderr(banner(pipeline, server, apiKey !== undefined));
+      io.stderr(banner(pipeline, server, apiKey !== undefined, options));
       await stopped;
       await pipeline.close();
       io.stderr('stopped\n');
@@ -129,14 +135,30 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
 }
 
 function httpExtras(modelType: ModelType): string {
-  if (POOLED_MODEL_TYPES.includes(modelType)) return '/v1/embeddings';
-  return modelType === 'sequence_classification' ? '/v1/rerank' : '';
+  if (POOLED_MODEL_TYPES.includes(modelType)) return '/v1/embeddings /v1/embed /v2/embed';
+  return modelType === 'sequence_classification' ? '/v1/rerank /v2/rerank' : '';
 }
 
-function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean): string {
+/** `--served-model-name a,b`: the names, spaces around each dropped; an empty or repeated name is a usage error. */
+function parseModelNames(value: string): string[] {
+  const names = value.split(',').map((name) => name.trim());
+  const problem = modelNamesProblem(names);
+  if (problem) throw new InvalidArgumentError(`${problem}; give names separated by commas, e.g. text-embedding-3-small,my-model`);
+  return names;
+}
+
+/** How `model` in /v1 and /v2 bodies is read, for the banner. */
+function modelNamesLine(modelId: string, options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>): string {
+  const [served, ...others] = options.servedModelName ?? [modelId];
+  const also = others.length > 0 ? ` (also ${others.join(', ')})` : '';
+  return options.strictModelName ? `  model name: ${served}${also}; any other name gets 404` : `  model name: ${served}${also}; any other name is taken as this model`;
+}
+
+function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean, options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
+  if (server.httpUrl) lines.push(modelNamesLine(modelId, options));
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestInputs} inputs and ${pipeline.maxRequestTokens} tokens per request`);

@@ -8,6 +8,7 @@ import type { ApiKey } from './api-key.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
 import { HttpDrain } from './http/drain.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
+import { ServedModelNames, type ModelNameOptions } from './model-names.ts';
 import { serverInfo } from './server-info.ts';
 
 /** HTTP's address and limits; the optional ones have createHttpApp's defaults. */
@@ -30,6 +31,8 @@ export interface EncoderServerOptions {
   target: string;
   /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
   apiKey?: ApiKey;
+  /** The names the model answers to on the HTTP field APIs (`serve --served-model-name`, `--strict-model-name`). */
+  modelNames?: ModelNameOptions;
 }
 
 export interface RunningServer {
@@ -92,6 +95,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
   const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
   try {
     const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey };
+    const modelNames = new ServedModelNames(predictor.modelId, options.modelNames);
     if (options.http) {
       const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
       frontEnds.http = await httpModule!.createHttpApp(predictor, {
@@ -101,6 +105,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
         hostGuard: { listenHost: host, allowedHosts, allowedOrigins },
         drain,
         serverInfo: info,
+        modelNames,
         ...shared,
       });
     }

@@ -20,7 +20,11 @@ let encoder: InProcessEncoder;
 const ENCODER_KEY = 'gateway-to-encoder_key';
 
 beforeAll(async () => {
-  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'tiny-sentences', 'sentence_embedding', { apiKey: new ApiKey(ENCODER_KEY) });
+  // strict about model names (serve --strict-model-name), so that another name is the server's 404 model_not_found
+  encoder = await serveInProcess(await generateTinyModel({ modelType: 'embedding' }), 'tiny-sentences', 'sentence_embedding', {
+    apiKey: new ApiKey(ENCODER_KEY),
+    modelNames: { strict: true },
+  });
 });
 afterAll(() => encoder?.close());
 

@@ -31,7 +31,8 @@ const DOCUMENTS = ['the cat sat on the mat', 'paris is the capital of france', '
 
 beforeAll(async () => {
   [cohere, voyage] = await Promise.all([startCohereFake(), startVoyageFake()]);
-  encoder = await serveInProcess(await generateTinyCrossEncoder(), 'tiny-cross', 'sequence_classification');
+  // strict about model names (serve --strict-model-name), so that another name is the server's 404 model_not_found
+  encoder = await serveInProcess(await generateTinyCrossEncoder(), 'tiny-cross', 'sequence_classification', { modelNames: { strict: true } });
 });
 afterAll(async () => {
   await cohere?.close();

@@ -5,6 +5,7 @@ import { readModelDirectory } from '../../src/builder/model-directory.ts';
 import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
 import type { ApiKey } from '../../src/serve/api-key.ts';
 import { startEncoderServer, type HttpServerOptions, type RunningServer } from '../../src/serve/encoder-server.ts';
+import type { ModelNameOptions } from '../../src/serve/model-names.ts';
 import { repoRoot } from './shared-fixtures.ts';
 
 /** This project's encoder server running in the test's process, on loopback ports the system chose. */
@@ -27,11 +28,13 @@ export interface InProcessEncoderOptions {
   pipeline?: PipelineOptions;
   /** HTTP options added or replaced (timeouts, Host and Origin). */
   http?: Partial<HttpServerOptions>;
+  modelNames?: ModelNameOptions;
 }
 
 /**
  * Serves the model folder `dir` as `name` (what `serve` does after `build`, without the executable): HTTP only unless
- * `grpc` is set, with `apiKey` required when given; `http` adds or replaces HTTP options (timeouts, Host and Origin).
+ * `grpc` is set, with `apiKey` required when given; `http` adds or replaces HTTP options (timeouts, Host and Origin);
+ * `modelNames`: the field APIs' model names (`serve --served-model-name`, `--strict-model-name`; default: any name).
  */
 export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: InProcessEncoderOptions = {}): Promise<InProcessEncoder> {
   const transform = options.transform === undefined ? '' : `  transform: |\n${options.transform.trimEnd().replace(/^/gm, '    ')}\n`;
@@ -45,6 +48,7 @@ export async function serveInProcess(dir: string, name: string, modelType: Model
       grpc: options.grpc ? { host: '127.0.0.1', port: 0, protoText } : null,
       target: 'x86_64-unknown-linux-gnu',
       apiKey: options.apiKey,
+      modelNames: options.modelNames,
     });
     return {
       httpUrl: server.httpUrl!,

@@ -8,9 +8,18 @@ import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { PredictPipeline, type Predictor } from '../../src/encoder/predict-pipeline.ts';
 import { parsePredictRequest } from '../../src/encoder/requests.ts';
 import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../src/encoder/schemas.ts';
+import { ServedModelNames } from '../../src/serve/model-names.ts';
+import { COHERE_EMBED_REQUEST_SCHEMA } from '../../src/serve/http/cohere-embed.ts';
 import { createHttpApp } from '../../src/serve/http/index.ts';
 import { EMBEDDINGS_REQUEST_SCHEMA } from '../../src/serve/http/openai-embeddings.ts';
-import { EMBEDDINGS_RESPONSE_SCHEMA, MODEL_LIST_SCHEMA, MODEL_SCHEMA, OPENAI_ERROR_SCHEMA, RERANK_RESPONSE_SCHEMA } from '../../src/serve/http/openapi-field-apis.ts';
+import {
+  COHERE_EMBED_RESPONSE_SCHEMA,
+  EMBEDDINGS_RESPONSE_SCHEMA,
+  MODEL_LIST_SCHEMA,
+  MODEL_SCHEMA,
+  OPENAI_ERROR_SCHEMA,
+  RERANK_RESPONSE_SCHEMA,
+} from '../../src/serve/http/openapi-field-apis.ts';
 import { toOpenApiSchema } from '../../src/serve/http/openapi-schema.ts';
 import { RERANK_REQUEST_SCHEMA } from '../../src/serve/http/rerank.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
@@ -147,6 +156,8 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       ['ModelList', MODEL_LIST_SCHEMA, true],
       ['EmbeddingsRequest', EMBEDDINGS_REQUEST_SCHEMA, pooled],
       ['EmbeddingsResponse', EMBEDDINGS_RESPONSE_SCHEMA, pooled],
+      ['CohereEmbedRequest', COHERE_EMBED_REQUEST_SCHEMA, pooled],
+      ['CohereEmbedResponse', COHERE_EMBED_RESPONSE_SCHEMA, pooled],
       ['RerankRequest', RERANK_REQUEST_SCHEMA, reranks],
       ['RerankResponse', RERANK_RESPONSE_SCHEMA, reranks],
     ];
@@ -156,18 +167,25 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     }
     // OpenAI's null param and code are OpenAPI 3.0's nullable, not a type list
     expect(((schemas.OpenAiError as Json).properties as { error: { properties: Json } }).error.properties.param).toMatchObject({ type: 'string', nullable: true });
+    // and so is every optional field of a request, which null leaves unset; an enum says null too (OpenAPI 3.0.3)
+    if (pooled) {
+      const properties = (schemas.EmbeddingsRequest as { properties: Json }).properties;
+      expect(properties.encoding_format).toMatchObject({ type: 'string', nullable: true, enum: ['float', 'base64', null] });
+      expect(properties.dimensions).toMatchObject({ type: 'integer', nullable: true });
+    }
+    if (reranks) expect((schemas.RerankRequest as { properties: Json }).properties.top_n).toMatchObject({ type: 'integer', nullable: true });
   });
 
   it('documents exactly the field APIs this server serves: the others answer 404 in OpenAI’s shape', async () => {
     const app = apps.get(metadata.model_id)!;
     const paths = documentOf().paths as Json;
-    for (const route of ['/v1/embeddings', '/v1/rerank', '/v2/rerank']) {
+    for (const route of ['/v1/embeddings', '/v1/embed', '/v2/embed', '/v1/rerank', '/v2/rerank']) {
       const response = await app.inject({ method: 'POST', url: route, payload: '{}', headers: { 'content-type': 'application/json' } });
       const body = response.json() as { error: { message: string; type: string; param: string | null } };
       if (route in paths) {
         // served: the empty body reaches the route's own validation
         expect(response.statusCode, route).toBe(400);
-        expect(body.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/^Missing required parameter: '(input|query)'$/) });
+        expect(body.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/^Missing required parameter: '(input|texts|query)'$/) });
       } else {
         expect(response.statusCode, route).toBe(404);
         expect(body.error).toMatchObject({ type: 'invalid_request_error', param: null, message: expect.stringContaining(`serves a ${metadata.model_type} model`) });
@@ -179,17 +197,18 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     const paths = documentOf().paths as Record<string, Record<string, { responses: Json; requestBody?: Json }>>;
     const statuses = (path: string, method: string) => Object.keys(paths[path][method].responses).sort();
     const fieldApis = {
-      embedding: ['/v1/embeddings'],
-      sentence_embedding: ['/v1/embeddings'],
+      embedding: ['/v1/embeddings', '/v1/embed', '/v2/embed'],
+      sentence_embedding: ['/v1/embeddings', '/v1/embed', '/v2/embed'],
       sequence_classification: ['/v1/rerank', '/v2/rerank'],
       token_classification: [],
     }[metadata.model_type];
     expect(Object.keys(paths).sort()).toEqual(['/health', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis].sort());
     expect(statuses('/v1/models', 'get')).toEqual(['200']);
-    expect(statuses('/v1/models/{model}', 'get')).toEqual(['200', '404']);
+    // any model name is this model (no --strict-model-name): no 404 for a name (strict servers: below)
+    expect(statuses('/v1/models/{model}', 'get')).toEqual(['200']);
     for (const path of fieldApis) {
-      expect(statuses(path, 'post')).toEqual(['200', '400', '404', '413', '415', '500']);
-      for (const status of ['400', '404', '413', '415', '500']) {
+      expect(statuses(path, 'post')).toEqual(['200', '400', '413', '415', '500']);
+      for (const status of ['400', '413', '415', '500']) {
         expect(((paths[path].post.responses[status] as Json).content as Json)['application/json']).toMatchObject({ schema: { $ref: '#/components/schemas/OpenAiError' } });
       }
     }
@@ -272,9 +291,10 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     const wrongMediaType = await app.inject({ method: 'POST', url: route, payload: '{}', headers: { 'content-type': 'text/plain' } });
     expect(wrongMediaType.statusCode).toBe(415);
     expect(JSON.parse(wrongMediaType.body)).toEqual(examplesOf('415')[0].value);
+    // any name is the one model served, under its own name
     const models = await app.inject({ method: 'GET', url: '/v1/models/nope' });
-    expect(models.statusCode).toBe(404);
-    expect(JSON.parse(models.body)).toMatchObject({ error: { param: 'model', code: 'model_not_found' } });
+    expect(models.statusCode).toBe(200);
+    expect(JSON.parse(models.body)).toMatchObject({ id: metadata.model_id, object: 'model' });
   });
 
   it('gives the error messages the server really answers', async () => {
@@ -342,6 +362,44 @@ function expectRerankAnswer(request: Json, response: Json, modelId: string, wher
   }
 }
 
+/** The float32 values of a base64 vector. */
+const float32sOf = (text: string) => [...new Float32Array(new Uint8Array(Buffer.from(text, 'base64')).buffer)];
+
+/**
+ * What a Cohere embed response must be for its request: one entry per text of each type asked for (v1 without
+ * embedding_types: the vectors themselves), base64 the same float32 values, ubinary the sign bits of the floats (most
+ * significant first) and binary those bytes minus 128, vectors of output_dimension components at unit length.
+ */
+function expectCohereEmbedAnswer(request: Json, response: Json, version: 1 | 2, where: string): void {
+  const texts = (request.texts as string[] | undefined) ?? (request.inputs as { content: { text: string }[] }[]).map((input) => input.content.map((part) => part.text).join('\n'));
+  const floats = version === 1 && request.embedding_types === undefined;
+  expect(response, where).toMatchObject({
+    id: expect.any(String),
+    texts,
+    meta: { api_version: { version: String(version) }, billed_units: { input_tokens: expect.any(Number) } },
+    response_type: floats ? 'embeddings_floats' : 'embeddings_by_type',
+  });
+  if (floats) {
+    expect(response.embeddings, where).toHaveLength(texts.length);
+    return;
+  }
+  const embeddings = response.embeddings as Record<string, unknown[]>;
+  expect(Object.keys(embeddings).sort(), where).toEqual([...((request.embedding_types as string[] | undefined) ?? ['float'])].sort());
+  for (const list of Object.values(embeddings)) expect(list, where).toHaveLength(texts.length);
+  texts.forEach((_text, i) => {
+    const vector = (embeddings.float?.[i] as number[] | undefined) ?? float32sOf(embeddings.base64[i] as string);
+    if (embeddings.base64) expect(float32sOf(embeddings.base64[i] as string), where).toEqual(vector.map(Math.fround));
+    if (request.output_dimension !== undefined) {
+      expect(vector, where).toHaveLength(request.output_dimension as number);
+      expect(Math.hypot(...vector), where).toBeCloseTo(1, 5);
+    }
+    const bits = vector.map((value) => (value > 0 ? 1 : 0));
+    const packed = Array.from({ length: Math.ceil(bits.length / 8) }, (_, byte) => bits.slice(byte * 8, byte * 8 + 8).reduce((sum: number, bit, k) => sum + bit * 2 ** (7 - k), 0));
+    if (embeddings.ubinary) expect(embeddings.ubinary[i], where).toEqual(packed);
+    if (embeddings.binary) expect(embeddings.binary[i], where).toEqual(packed.map((byte) => byte - 128));
+  });
+}
+
 describe('the field APIs’ examples are what a real model answers', () => {
   const servers = {} as Record<'embedding' | 'sentence_embedding' | 'sequence_classification', { app: FastifyInstance; pipeline: PredictPipeline; document: Json }>;
   const pipelines: PredictPipeline[] = [];
@@ -354,7 +412,9 @@ describe('the field APIs’ examples are what a real model answers', () => {
       const yaml = `encoder:\n  name: real-${modelType}\n  path: ${dir}\n  model_type: ${modelType}\n`;
       const pipeline = await PredictPipeline.load(readModelPackage(parseBuildConfig(yaml, { baseDir: dir })), { maxRequestTokens: 64 });
       pipelines.push(pipeline);
-      const app = await createHttpApp(pipeline, { bodyLimitBytes: BODY_LIMIT, serverInfo: INFO });
+      // strict about model names, so that the documented 404s for another name are there to check
+      const modelNames = new ServedModelNames(pipeline.modelId, { strict: true });
+      const app = await createHttpApp(pipeline, { bodyLimitBytes: BODY_LIMIT, serverInfo: INFO, modelNames });
       servers[modelType] = { app, pipeline, document: (await app.inject('/openapi.json')).json() };
     };
     await Promise.all([load('embedding', embedder), load('sentence_embedding', embedder), load('sequence_classification', classifier)]);
@@ -379,6 +439,7 @@ describe('the field APIs’ examples are what a real model answers', () => {
       unknown_token: { input: [101, 99999999] },
       too_many_ids: { input: Array.from({ length: pipeline.tokenizer.maxLength + 1 }, () => 101) },
       too_many_tokens: { input: manyWords },
+      modality: { input: 'hello', modality: 'image' },
     };
     const documented = examplesAt(document, '/v1/embeddings', 'post', '400');
     expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());
@@ -419,6 +480,7 @@ describe('the field APIs’ examples are what a real model answers', () => {
       no_documents: { query: 'capital of france', documents: [] },
       empty_document: { query: 'capital of france', documents: ['paris', ''] },
       top_n: { query: 'capital of france', documents: ['paris'], top_n: 0 },
+      raw_scores: { query: 'capital of france', documents: ['paris'], raw_scores: true },
     };
     const documented = examplesAt(document, route, 'post', '400');
     expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());
@@ -439,6 +501,51 @@ describe('the field APIs’ examples are what a real model answers', () => {
       const response = await post(app, route, request);
       expect(response.statusCode, name).toBe(200);
       expectRerankAnswer(request, response.json(), 'real-sequence_classification', `answered ${name}`);
+    }
+  });
+
+  it('strict about model names: every field API and /v1/models/{model} document the 404 for another name', () => {
+    for (const { document } of Object.values(servers)) {
+      const paths = document.paths as Record<string, Record<string, { responses: Json }>>;
+      expect(Object.keys(paths['/v1/models/{model}'].get.responses).sort()).toEqual(['200', '404']);
+      const fieldApis = Object.keys(paths).filter((path) => /^\/v[12]\/(embeddings|embed|rerank)$/.test(path));
+      expect(fieldApis.length).toBeGreaterThan(0);
+      for (const path of fieldApis) expect(Object.keys(paths[path].post.responses).sort(), path).toEqual(['200', '400', '404', '413', '415', '500']);
+    }
+  });
+
+  it.each([1, 2] as const)('/v%s/embed: every documented 400 and 404, and each documented request gets the shape of its documented response', async (version) => {
+    const route = `/v${version}/embed`;
+    for (const modelType of ['embedding', 'sentence_embedding'] as const) {
+      const { app, document } = servers[modelType];
+      const requestFor: Record<string, unknown> = {
+        bad_json: '{"inputs": ["hello",]}',
+        missing_texts: { input_type: 'search_query' },
+        empty_texts: { texts: [] },
+        int8: { texts: ['hello'], embedding_types: ['int8'] },
+        images: { images: ['data:image/png;base64,iVBORw0KGgo='] },
+        truncate_start: { texts: ['hello'], truncate: 'START' },
+      };
+      const documented = examplesAt(document, route, 'post', '400');
+      expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());
+      for (const [name, request] of Object.entries(requestFor)) {
+        const response = await post(app, route, request);
+        expect(response.statusCode, name).toBe(400);
+        expect(response.json(), name).toEqual(documented[name]);
+      }
+      const otherModel = await post(app, route, { texts: ['hello'], model: 'embed-v4.0' });
+      expect(otherModel.statusCode).toBe(404);
+      expect(Object.values(examplesAt(document, route, 'post', '404'))).toEqual([otherModel.json()]);
+
+      const requests = examplesAt(document, route, 'post') as Record<string, Json>;
+      const responses = examplesAt(document, route, 'post', '200') as Record<string, Json>;
+      expect(Object.keys(responses)).toEqual(Object.keys(requests));
+      for (const [name, request] of Object.entries(requests)) {
+        expectCohereEmbedAnswer(request, responses[name], version, `documented ${name}`);
+        const response = await post(app, route, { ...request, model: `real-${modelType}` });
+        expect(response.statusCode, `${name}: ${response.body}`).toBe(200);
+        expectCohereEmbedAnswer(request, response.json(), version, `answered ${name}`);
+      }
     }
   });
 

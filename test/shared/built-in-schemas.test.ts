@@ -2,7 +2,9 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_SCHEMA } from '../../src/encoder/config.ts';
 import { REQUEST_SCHEMAS } from '../../src/encoder/schemas.ts';
+import { COHERE_EMBED_REQUEST_SCHEMA } from '../../src/serve/http/cohere-embed.ts';
 import { EMBEDDINGS_REQUEST_SCHEMA } from '../../src/serve/http/openai-embeddings.ts';
+import { TEI_PREDICT_FIELDS_SCHEMA } from '../../src/serve/http/predict-body.ts';
 import { RERANK_REQUEST_SCHEMA } from '../../src/serve/http/rerank.ts';
 import { compileBuiltInSchema } from '../../src/shared/built-in-schema.ts';
 
@@ -12,6 +14,8 @@ const BUILT_IN: [string, object][] = [
   ['build configuration', CONFIG_SCHEMA],
   ['/v1/embeddings request', EMBEDDINGS_REQUEST_SCHEMA],
   ['/v1/rerank request', RERANK_REQUEST_SCHEMA],
+  ['/v1/embed and /v2/embed request', COHERE_EMBED_REQUEST_SCHEMA],
+  ["TEI's fields on /predict", TEI_PREDICT_FIELDS_SCHEMA],
 ];
 
 describe('built-in JSON schemas', () => {

@@ -3,9 +3,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
+import { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { BodyBudget } from './body-budget.ts';
 import { HttpDrain } from './drain.ts';
+import { registerCohereEmbedRoutes } from './cohere-embed.ts';
 import { HttpError, httpFailureOf, invalidJsonMessage, pathOf, PLAIN_TEXT, sendFailure } from './errors.ts';
 import { HostGuard, type HostGuardOptions } from './host-guard.ts';
 import { readJsonBody } from './json-body.ts';
@@ -37,17 +39,21 @@ export interface HttpAppOptions {
   hostGuard?: Omit<HostGuardOptions, 'apiKey'>;
   /** Readiness and requests in flight, for a graceful shutdown; one is made when not given. */
   drain?: HttpDrain;
+  /** The model's names on the field's APIs (`serve --served-model-name`, `--strict-model-name`); default: any name, answered as its id. */
+  modelNames?: ServedModelNames;
 }
 
 /**
  * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict, MCP at /mcp, the field's APIs
- * (/v1/embeddings, /v1/models, /v1/rerank) and, given metrics, /metrics. Returned ready but not listening; the caller calls `listen` and `close`.
+ * (/v1/embeddings, /v1/models, /v1/embed, /v2/embed, /v1/rerank, /v2/rerank) and, given metrics, /metrics. Returned
+ * ready but not listening; the caller calls `listen` and `close`.
  * Every error leaves as text/plain (JSON-RPC on /mcp, OpenAI's error body under /v1 and /v2), never as fastify's
  * JSON error bodies.
  */
 export async function createHttpApp(predictor: Predictor, options: HttpAppOptions): Promise<FastifyInstance> {
   const { bodyLimitBytes } = options;
   const bodyBudget = options.bodyBudget ?? new BodyBudget(options.bodyBufferLimitBytes ?? DEFAULT_BODY_BUFFER_FACTOR * bodyLimitBytes);
+  const modelNames = options.modelNames ?? new ServedModelNames(predictor.modelId);
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: bodyLimitBytes,
@@ -108,11 +114,12 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   const mcp = once(async (): Promise<McpServerFactory> => new (await import('./mcp-server.ts')).McpServerFactory(predictor, options.serverInfo));
   const openApiJson = once(async () => {
     const { openApiDocument } = await import('./openapi.ts');
-    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined }));
+    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined, modelNames }));
   });
   registerModelRoutes(app, predictor, openApiJson);
-  registerOpenAiRoutes(app, predictor);
-  registerRerankRoutes(app, predictor);
+  registerOpenAiRoutes(app, predictor, modelNames);
+  registerCohereEmbedRoutes(app, predictor, modelNames);
+  registerRerankRoutes(app, predictor, modelNames);
   registerMcpRoute(app, mcp);
   if (options.metrics) registerMetrics(app, options.metrics);
   await app.ready();

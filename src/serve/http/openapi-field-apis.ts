@@ -1,10 +1,14 @@
 /**
  * The OpenAPI description of the field's APIs this server speaks (design decision 9): OpenAI's /v1/models and, by model
- * type, /v1/embeddings (embedding and sentence_embedding models) or /v1/rerank and /v2/rerank (sequence
- * classification, Cohere's shape). Their errors are OpenAI's body. Schemas are JSON Schema, converted by the caller.
+ * type, /v1/embeddings and Cohere's /v1/embed and /v2/embed (embedding and sentence_embedding models) or /v1/rerank
+ * and /v2/rerank (sequence classification, Cohere's shape). Their errors are OpenAI's body. Schemas are JSON Schema,
+ * converted by the caller.
  */
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { ModelMetadata } from '../../encoder/schemas.ts';
+import type { ServedModelNames } from '../model-names.ts';
+import { COHERE_EMBED_REQUEST_SCHEMA, SERVED_EMBEDDING_TYPES } from './cohere-embed.ts';
+import { binaryOf, ubinaryOf } from './embedding-encodings.ts';
 import { bodyTooLargeMessage, unsupportedMediaTypeMessage } from './errors.ts';
 import { EMBEDDINGS_REQUEST_SCHEMA } from './openai-embeddings.ts';
 import { RERANK_REQUEST_SCHEMA } from './rerank.ts';
@@ -93,7 +97,7 @@ export const RERANK_RESPONSE_SCHEMA = {
         properties: {
           index: { type: 'integer', minimum: 0, description: 'Position of the document in the request.' },
           relevance_score: { type: 'number', minimum: 0, maximum: 1 },
-          document: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
+          document: { type: 'object', description: 'With return_documents: {text} for a text, an object document as it was given.' },
         },
       },
     },
@@ -103,11 +107,54 @@ export const RERANK_RESPONSE_SCHEMA = {
   },
 } as const;
 
+const floats = { type: 'array', items: { type: 'number' } } as const;
+const bytes = (minimum: number, maximum: number) => ({ type: 'array', items: { type: 'array', items: { type: 'integer', minimum, maximum } } }) as const;
+
+export const COHERE_EMBED_RESPONSE_SCHEMA = {
+  type: 'object',
+  required: ['id', 'embeddings', 'texts', 'meta', 'response_type'],
+  properties: {
+    id: { type: 'string' },
+    embeddings: {
+      description:
+        'embeddings_by_type: one list per type asked for, one entry per text, in order. /v1/embed without embedding_types (embeddings_floats): the float vectors.',
+      oneOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            float: { type: 'array', items: floats },
+            base64: { type: 'array', items: { type: 'string', description: 'The float32 values, little-endian, in base64.' } },
+            binary: { ...bytes(-128, 127), description: 'Sign bits, 8 per byte (first component in the highest bit), as signed bytes (ubinary - 128).' },
+            ubinary: { ...bytes(0, 255), description: 'Sign bits, 8 per byte (first component in the highest bit).' },
+          },
+        },
+        { type: 'array', items: floats },
+      ],
+    },
+    texts: { type: 'array', items: { type: 'string' }, description: 'The texts embedded (inputs: each one\'s text parts joined by newlines).' },
+    meta: {
+      type: 'object',
+      required: ['api_version', 'billed_units'],
+      properties: {
+        api_version: { type: 'object', required: ['version'], properties: { version: { type: 'string', enum: ['1', '2'] } } },
+        billed_units: { type: 'object', required: ['input_tokens'], properties: { input_tokens: { type: 'integer', minimum: 0, description: 'Tokens of the texts, special tokens included.' } } },
+      },
+    },
+    response_type: { type: 'string', enum: ['embeddings_by_type', 'embeddings_floats'] },
+  },
+} as const;
+
 /** The JSON schemas the paths below refer to, by component name. */
 export function fieldApiSchemas(metadata: ModelMetadata): Record<string, object> {
   const schemas: Record<string, object> = { OpenAiError: OPENAI_ERROR_SCHEMA, Model: MODEL_SCHEMA, ModelList: MODEL_LIST_SCHEMA };
   if (POOLED_MODEL_TYPES.includes(metadata.model_type)) {
-    Object.assign(schemas, { EmbeddingsRequest: EMBEDDINGS_REQUEST_SCHEMA, EmbeddingsResponse: EMBEDDINGS_RESPONSE_SCHEMA });
+    Object.assign(schemas, {
+      EmbeddingsRequest: EMBEDDINGS_REQUEST_SCHEMA,
+      EmbeddingsResponse: EMBEDDINGS_RESPONSE_SCHEMA,
+      CohereEmbedRequest: COHERE_EMBED_REQUEST_SCHEMA,
+      CohereEmbedResponse: COHERE_EMBED_RESPONSE_SCHEMA,
+    });
   }
   if (metadata.model_type === 'sequence_classification') {
     Object.assign(schemas, { RerankRequest: RERANK_REQUEST_SCHEMA, RerankResponse: RERANK_RESPONSE_SCHEMA });
@@ -129,6 +176,9 @@ function float32Base64(values: number[]): string {
   return bytes.toString('base64');
 }
 
+/** An illustrative vector as the float32 values a response carries. */
+const float32Of = (values: number[]) => Float32Array.from(values);
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const example = (summary: string, value: unknown) => ({ summary, value });
 const json = (description: string, schema: object, examples: Record<string, { summary: string; value: unknown }>) => ({
@@ -140,17 +190,112 @@ const openAiError = (message: string, param: string | null = null, code: string 
 });
 const errorResponse = (description: string, summary: string, body: object) => json(description, ref('OpenAiError'), { error: example(summary, body) });
 
-/** The paths of the field's APIs this model type serves. */
-export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, badJsonMessage: string): Record<string, object> {
-  const id = metadata.model_id;
+/**
+ * The paths of the field's APIs this model type serves. Their `model` is any name unless the server is strict about
+ * names (`names`): only then is another name a 404, and documented as one.
+ */
+export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, badJsonMessage: string, names: ServedModelNames): Record<string, object> {
+  const id = names.served;
   const model = { id, object: 'model', created: 1764000000, owned_by: 'encoder' };
-  const notThisModel = openAiError(`The model 'text-embedding-3-small' does not exist; this server serves '${id}'`, 'model', 'model_not_found');
+  const otherModel = (name: string) => openAiError(`The model '${name}' does not exist; ${names.describe()}`, 'model', 'model_not_found');
+  const notThisModel = otherModel('text-embedding-3-small');
+  /** The 404 for another model name, on a server strict about names; nothing otherwise. */
+  const modelNotFound = (description: string, body: object) => (names.strict ? { 404: errorResponse(description, 'Another model', body) } : {});
+  const modelRule = names.strict
+    ? `model is optional; a name other than ${names.names.map((name) => `'${name}'`).join(', ')} is a 404 (--strict-model-name).`
+    : `model is optional and any name is taken as this model, answered as '${id}'.`;
   const transportErrors = {
     413: errorResponse(`The body is larger than the server's limit (${bodyLimitBytes} bytes).`, 'Too large', openAiError(bodyTooLargeMessage(bodyLimitBytes))),
     415: errorResponse('The body is not application/json.', 'A text body', openAiError(unsupportedMediaTypeMessage('text/plain'))),
     500: errorResponse('The model or its transform failed on valid input.', 'A failing transform', openAiError('lp_normalize: p must be a number > 0, got 0', null, null, 'server_error')),
   };
   const badJson = openAiError(badJsonMessage);
+
+  /** Cohere's embed at /v{version}/embed: the same body; v1 without embedding_types answers the float vectors. */
+  const cohereEmbed = (version: 1 | 2) => {
+    const meta = (input_tokens: number) => ({ api_version: { version: String(version) }, billed_units: { input_tokens } });
+    const short = float32Of(unitVector(16));
+    const requests = {
+      texts: example('Two texts, as floats', { model: id, texts: ['hello world', 'good morning'], input_type: 'search_document', embedding_types: ['float'] }),
+      by_type: example('16 dimensions, as floats, base64 and packed sign bits', {
+        texts: ['hello world'],
+        input_type: 'search_query',
+        embedding_types: ['float', 'base64', 'ubinary', 'binary'],
+        output_dimension: 16,
+      }),
+      // Cohere v1 has no inputs, and answers the vectors themselves without embedding_types
+      ...(version === 2
+        ? { inputs: example("Cohere v2's inputs: text parts", { inputs: [{ content: [{ type: 'text', text: 'hello world' }] }], input_type: 'classification' }) }
+        : { floats: example('Cohere v1 without embedding_types', { texts: ['hello world'] }) }),
+    };
+    const responses = {
+      texts: example('Two texts (vectors shortened here)', {
+        id: '5807ee2e-0cda-445a-9ec8-864c60a06606',
+        embeddings: { float: [[0.0477, 0.1115, -0.0912], [-0.1475, 0.0046, 0.2103]] },
+        texts: ['hello world', 'good morning'],
+        meta: meta(8),
+        response_type: 'embeddings_by_type',
+      }),
+      by_type: example('The same 16 values of a unit vector, four ways (ubinary: 2 bytes, binary: those minus 128)', {
+        id: 'b0e5c5e4-8a3b-4a8e-9f55-1d2a3c4b5d6e',
+        embeddings: { float: [Array.from(short)], base64: [float32Base64(Array.from(short))], ubinary: [ubinaryOf(short)], binary: [binaryOf(short)] },
+        texts: ['hello world'],
+        meta: meta(4),
+        response_type: 'embeddings_by_type',
+      }),
+      ...(version === 2
+        ? {
+            inputs: example('One vector (shortened here)', {
+              id: '2f1d4c8e-7b6a-4e5d-8c9b-0a1b2c3d4e5f',
+              embeddings: { float: [[0.0477, 0.1115, -0.0912]] },
+              texts: ['hello world'],
+              meta: meta(4),
+              response_type: 'embeddings_by_type',
+            }),
+          }
+        : {
+            floats: example('The vectors themselves (shortened here)', {
+              id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+              embeddings: [[0.0477, 0.1115, -0.0912]],
+              texts: ['hello world'],
+              meta: meta(4),
+              response_type: 'embeddings_floats',
+            }),
+          }),
+    };
+    const served = SERVED_EMBEDDING_TYPES.join(', ');
+    return {
+      post: {
+        operationId: version === 2 ? 'embedV2' : 'embed',
+        summary: `Cohere-compatible embeddings (the cohere-ai client's ${version === 2 ? 'CohereClientV2' : 'CohereClient'}.embed): one ${metadata.pooling ?? 'mean'}-pooled vector per text`,
+        description:
+          `Requests join the same batches as /predict. embedding_types: ${served} (int8 and uint8 are not served: their scale is defined for ` +
+          "Cohere's own models only); default float. output_dimension keeps the first n components, re-normalised. input_type, " +
+          "max_tokens and priority are accepted and ignored; texts are truncated at their end to the model's length (truncate END, " +
+          'or NONE, which truncates too). ' +
+          modelRule +
+          (version === 1 ? ' Without embedding_types the answer is embeddings_floats, as Cohere v1 answers.' : ''),
+        requestBody: { required: true, ...json('Texts (or inputs) and options.', ref('CohereEmbedRequest'), requests) },
+        responses: {
+          200: json('The vectors of each type asked for, one per text, in order, with the tokens counted.', ref('CohereEmbedResponse'), responses),
+          400: json('The body is not JSON, or a field is wrong: the message and param name it.', ref('OpenAiError'), {
+            bad_json: example('A trailing comma', badJson),
+            missing_texts: example('Neither texts nor inputs', openAiError("Missing required parameter: 'texts'", 'texts')),
+            empty_texts: example('No texts', openAiError("'texts' must be a non-empty list of texts", 'texts')),
+            int8: example('An embedding type not served', openAiError(`'embedding_types' "int8" is not supported; supported: ${served}`, 'embedding_types')),
+            images: example('Images', openAiError("'images' is not supported: this server embeds texts; send texts", 'images')),
+            truncate_start: example(
+              'truncate START',
+              openAiError(`'truncate' "START" is not supported: texts are truncated at their end ('END'; 'NONE' is accepted)`, 'truncate'),
+            ),
+          }),
+          ...modelNotFound('`model` names another model.', otherModel('embed-v4.0')),
+          ...transportErrors,
+        },
+      },
+    };
+  };
+
   const paths: Record<string, object> = {
     '/v1/models': {
       get: {
@@ -163,11 +308,13 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
       get: {
         operationId: 'retrieveModel',
         summary: 'OpenAI-compatible: the served model by name',
-        description: 'Only the served model exists here: any other name is a 404 with code model_not_found.',
+        description: names.strict
+          ? 'The served model under any of its names; any other name is a 404 with code model_not_found (--strict-model-name).'
+          : 'The served model, whatever the name asked for (one model is served).',
         parameters: [{ name: 'model', in: 'path', required: true, schema: { type: 'string' } }],
         responses: {
           200: json('The served model.', ref('Model'), { this_model: example('This model', model) }),
-          404: errorResponse('Another name than the served model.', 'Another model', notThisModel),
+          ...modelNotFound('Another name than the served model.', notThisModel),
         },
       },
     },
@@ -182,7 +329,8 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
           'and always with dimensions (the first n components, re-normalised); encoding_format base64 sends the float32 ' +
           "values little-endian. Texts are truncated to the model's length; token ids are the model's own, used as they " +
           "are (special tokens included by the caller) and never truncated: more than the model's length is a 400. " +
-          'model is optional; another name than the served model is a 404.',
+          modelRule +
+          " user (OpenAI) is ignored; modality (Infinity) must be 'text'; null is taken as not given.",
         requestBody: {
           required: true,
           ...json('Texts or token ids, and options.', ref('EmbeddingsRequest'), {
@@ -229,12 +377,15 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
               'More tokens than serve --max-request-tokens',
               openAiError('the request holds 20001 tokens, more than the limit of 16384 tokens per request; send fewer or shorter inputs', 'input'),
             ),
+            modality: example("Infinity's image modality", openAiError('\'modality\' "image" is not served: this server embeds texts only (\'text\')', 'modality')),
           }),
-          404: errorResponse('`model` names another model.', 'Another model', notThisModel),
+          ...modelNotFound('`model` names another model.', notThisModel),
           ...transportErrors,
         },
       },
     };
+    paths['/v2/embed'] = cohereEmbed(2);
+    paths['/v1/embed'] = cohereEmbed(1);
   }
   if (metadata.model_type === 'sequence_classification') {
     const rerank = (operationId: string, summary: string) => ({
@@ -244,7 +395,10 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
         description:
           'Each document is scored with the query as a text pair: the sigmoid of a one-logit model, or the softmax ' +
           'probability of the rerank label (configuration rerank_label; default the last label). Results come best ' +
-          'first. model is optional; another name than the served model is a 404.',
+          'first. ' +
+          modelRule +
+          " Cohere's max_tokens_per_doc, max_chunks_per_doc and priority, and TEI's truncate, are accepted and ignored (documents are truncated to " +
+          "the model's length with the query); raw_scores must be false; rank_fields (Cohere v1) ranks object documents by the named fields.",
         requestBody: {
           required: true,
           ...json('A query and the documents to rank.', ref('RerankRequest'), {
@@ -275,8 +429,12 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
             no_documents: example('No documents', openAiError("'documents' must be a non-empty list of texts", 'documents')),
             empty_document: example('An empty document', openAiError("'documents[1]' must be a non-empty text or an object with a non-empty text field", 'documents')),
             top_n: example('top_n of 0', openAiError("'top_n' must be an integer of at least 1", 'top_n')),
+            raw_scores: example(
+              'raw_scores: true (Infinity, TEI)',
+              openAiError("'raw_scores' true is not supported: relevance_score is the model's probability (its logits are on POST /predict)", 'raw_scores'),
+            ),
           }),
-          404: errorResponse('`model` names another model.', 'Another model', openAiError(`The model 'rerank-v3.5' does not exist; this server serves '${id}'`, 'model', 'model_not_found')),
+          ...modelNotFound('`model` names another model.', otherModel('rerank-v3.5')),
           ...transportErrors,
         },
       },

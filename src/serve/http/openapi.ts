@@ -2,6 +2,7 @@ import type { ModelType } from '../../encoder/config.ts';
 import { InternalError } from '../../encoder/errors.ts';
 import { MODEL_METADATA_SCHEMA, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ModelMetadata } from '../../encoder/schemas.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES } from '../api-key.ts';
+import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { DRAINING_MESSAGE } from './drain.ts';
 import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
@@ -45,6 +46,8 @@ export function openApiDocument(options: {
   metrics: boolean;
   /** Whether an API key is required (`serve --api-key`). */
   apiKey: boolean;
+  /** The names the field APIs answer to (`serve --served-model-name`, `--strict-model-name`). */
+  modelNames: ServedModelNames;
 }): OpenApiDocument {
   const { metadata, serverInfo, bodyLimitBytes, mcp } = options;
   const modelType = metadata.model_type;
@@ -103,7 +106,7 @@ export function openApiDocument(options: {
         post: {
           operationId: 'predict',
           summary: `Run the ${modelType} model on a list of texts: one result per text, in order`,
-          description: predictDescription(metadata),
+          description: `${predictDescription(metadata)} ${PREDICT_LENIENCY}`,
           requestBody: { required: true, ...json('The texts and options.', ref(request), predict.requests) },
           responses: {
             200: json('One result per input, in input order.', ref(response), predict.responses),
@@ -159,7 +162,7 @@ export function openApiDocument(options: {
         get: mcpNotAllowed('get', 'No server-initiated SSE stream: the endpoint is stateless.', mcpError),
         delete: mcpNotAllowed('delete', 'No sessions to end: the endpoint is stateless.', mcpError),
       },
-      ...fieldApiPaths(metadata, bodyLimitBytes, badJson),
+      ...fieldApiPaths(metadata, bodyLimitBytes, badJson, options.modelNames),
     },
     components: {
       schemas: {
@@ -203,6 +206,11 @@ function requireBearer(paths: Record<string, object>, components: Record<string,
   }
   components.securitySchemes = { apiKey: { type: 'http', scheme: 'bearer', description: 'The key given to `serve --api-key` (or ENCODER_API_KEY).' } };
 }
+
+/** What /predict takes beyond the schema (src/serve/http/predict-body.ts). */
+const PREDICT_LENIENCY =
+  'An optional field given as null counts as not given. Text-embeddings-inference options are accepted where they ask for what ' +
+  "this server does: truncate (inputs are always truncated to the model's length), truncation_direction Right, prompt_name null, raw_scores (ignored).";
 
 /** What /predict does for this model type beyond spec 2's one result per text. */
 function predictDescription(metadata: ModelMetadata): string {

@@ -2,15 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { JSON_TYPE } from './errors.ts';
 import { sendJson } from './json-reply.ts';
+import { predictBodyOf } from './predict-body.ts';
 
 /** Spec 2: `GET /health` answers the JSON string "OK!". */
 const HEALTH_BODY = JSON.stringify('OK!');
 
 /**
  * GET /health, GET /model, GET /openapi.json and POST /predict. /predict hands the parsed body to the predictor
- * as it is: the predictor validates it against src/encoder/schemas.ts (the one source) and throws InputError with
- * spec 2's message, which the error handler turns into a 422. A second validation here, with fastify's ajv, would
- * only produce other messages for the same schema.
+ * as it is, but for null optional fields and TEI's options (predict-body.ts): the predictor validates it against
+ * src/encoder/schemas.ts (the one source) and throws InputError with spec 2's message, which the error handler
+ * turns into a 422. A second validation here, with fastify's ajv, would only produce other messages for the same
+ * schema.
  */
 export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, openApiJson: () => Promise<string>): void {
   app.get('/health', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
@@ -19,6 +21,6 @@ export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, 
   app.post('/predict', async (request, reply) => {
     // Float32Array outputs are written as shortest float32 decimals (fewer bytes, and faster than JSON.stringify of
     // number[] on large embedding responses, where serialization is the dominant HTTP cost), large ones in pieces.
-    return sendJson(reply, await predictor.predict(request.body));
+    return sendJson(reply, await predictor.predict(predictBodyOf(request.body, predictor.modelType)));
   });
 }

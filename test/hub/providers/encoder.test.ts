@@ -27,7 +27,8 @@ let embeddingDir: string;
 async function serve(modelType: 'embedding' | 'sentence_embedding' | 'sequence_classification', name: string, modelDir?: string): Promise<string> {
   // the sentence_embedding server serves the embedding server's own model folder: the same weights, pooled server-side
   const dir = modelDir ?? (modelType === 'sequence_classification' ? await generateTinyModel({ modelType, labels: ['no', 'yes'] }) : embeddingDir);
-  const server = await serveInProcess(dir, name, modelType);
+  // strict about model names (serve --strict-model-name), so that another name is the server's 404 model_not_found
+  const server = await serveInProcess(dir, name, modelType, { modelNames: { strict: true } });
   servers.push(server);
   return server.httpUrl;
 }
