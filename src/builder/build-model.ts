@@ -86,8 +86,13 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const output = pipeline.signature.output;
   let quantized: { weights: Uint8Array; detail: string } | null = null;
   try {
-    // the longest input it will be served runs now, or the build stops here
-    await checkMaxLength(pipeline, pkg.maxLength);
+    // the longest input it will be served runs now, or the build stops here; the model alone: a transform may refuse
+    // some inputs on purpose, which is a request's 500 to report then, not a length the graph cannot run
+    if (pkg.transform === null) await checkMaxLength(pipeline, pkg.maxLength);
+    else {
+      const model = await PredictPipeline.load({ ...pkg, transform: null }, options.pipelineOptions);
+      await checkMaxLength(model, pkg.maxLength).finally(() => model.close());
+    }
     if (quantize === 'int8') quantized = await quantizeChecked(pkg, pipeline, config, options.pipelineOptions);
   } finally {
     await pipeline.close();

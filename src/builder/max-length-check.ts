@@ -1,6 +1,7 @@
 /**
  * The build's run at the maximum length (issue 30): one input of exactly the length the model will be served with
- * (batch 1, every position attended), through the whole pipeline — tokenizer, onnxruntime, transform, result. A graph
+ * (batch 1, every position attended), through the pipeline — tokenizer, onnxruntime, result (build-model.ts leaves the
+ * transform out: a script may refuse inputs on purpose). A graph
  * that cannot run that length (a position table shorter than every source said, a reshape fixed to a smaller size) then
  * fails the build with a ConfigError, not the first long request with a 500.
  */

@@ -37,6 +37,7 @@ import type {
   SentenceEmbeddingRequest,
   TextOrPair,
 } from './schemas.ts';
+import { releaseMemorySoon } from '../shared/release-memory.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import { softmax, type Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
@@ -53,6 +54,9 @@ const SLICE_MS = 4;
  * milliseconds, less than the round trip to a thread costs a short query (docs/decisions.md).
  */
 export const DEFAULT_INLINE_TOKENIZE_UNITS = 1024;
+
+/** A request this long (UTF-16 units) is handed to the tokenizer thread in an event-loop turn of its own. */
+const LARGE_REQUEST_UNITS = 2 ** 20;
 
 /** OpenAI's limits per embeddings request, the defaults here: 2,048 inputs and 300,000 tokens. */
 export const DEFAULT_MAX_REQUEST_INPUTS = 2048;
@@ -483,6 +487,7 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
+      if (work.units > LARGE_REQUEST_UNITS) releaseMemorySoon();
     }
   }
 
@@ -500,6 +505,8 @@ export class PredictPipeline implements BatchingPredictor {
     const threads = this.#tokenizerThreads;
     let encodings: Encoding[];
     if (threads !== null && work.job !== null && work.units > this.#inlineTokenizeUnits) {
+      // handing megabytes of text to the thread copies them: in a turn of their own, not after the body's parsing
+      if (work.units > LARGE_REQUEST_UNITS) await yieldToEventLoop();
       const packed = await threads.encode(work.job());
       const starts = startsOf(packed);
       encodings = await mapInSlices(Array.from(starts), (start, index) => unpackEncoding(packed, index, start));

@@ -217,26 +217,43 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
         expect(mcp.data ?? null).toBeNull();
       });
 
-      it('refuses a request of more tokens than its limit, on every front end', async () => {
-        const limit = Number(/limits: (\d+) tokens per request/.exec(served.stderr())?.[1]);
-        expect(limit).toBe(16_384); // the default
-        // Each input is at least 3 tokens with [CLS] and [SEP]: over the limit after tokenizing
-        const over = { ...body, inputs: Array.from({ length: Math.ceil(limit / 3) + 1 }, () => 'word') };
-        const reason = /^Invalid input: the request holds \d+ tokens, more than the limit of 16384 tokens per request; send fewer or shorter inputs$/;
-        const http = await postPredict(served, over);
-        expect(http.status).toBe(422);
-        expect(await http.text()).toMatch(reason);
-        const grpcError = (await grpc.predict(over).catch((e: unknown) => e)) as ServiceError;
-        expect(grpcError.code).toBe(GRPC_INVALID_ARGUMENT);
-        expect(grpcError.details).toMatch(reason);
-        const mcp = await mcpError(served, over);
-        expect(mcp.code).toBe(-32600);
-        expect(mcp.message).toMatch(/Invalid input: the request holds \d+ tokens, more than the limit/);
+      it('refuses a request over its limits, naming them, on every front end', async () => {
+        const [, inputs, tokens] = /limits: (\d+) inputs and (\d+) tokens per request/.exec(served.stderr())!.map(Number);
+        expect([inputs, tokens]).toEqual([2048, 300_000]); // OpenAI's, the defaults
         // more inputs than the limit are refused before tokenizing
-        const many = await postPredict(served, { ...body, inputs: Array.from({ length: limit + 1 }, () => 'a') });
+        const many = await postPredict(served, { ...body, inputs: Array.from({ length: inputs + 1 }, () => 'a') });
         expect(many.status).toBe(422);
-        expect(await many.text()).toBe(`Invalid input: the request holds ${limit + 1} inputs, more than the limit of ${limit} tokens per request; send fewer or shorter inputs`);
-        // a request within the limit is answered
+        expect(await many.text()).toBe(`Invalid input: the request holds ${inputs + 1} inputs, more than the limit of ${inputs} inputs per request; send fewer inputs per request`);
+        const manyBody = { ...body, inputs: Array.from({ length: inputs + 1 }, () => 'a') };
+        const grpcMany = (await grpc.predict(manyBody).catch((e: unknown) => e)) as ServiceError;
+        expect(grpcMany.code).toBe(GRPC_INVALID_ARGUMENT);
+        expect(grpcMany.details).toMatch(/more than the limit of 2048 inputs per request/);
+        expect((await mcpError(served, manyBody)).code).toBe(-32600);
+        // results per token are held to --max-token-results (16,384): 746 inputs of 22 tokens with [CLS] and [SEP]
+        const limit = modelType === 'sequence_classification' ? null : 16_384;
+        const text = Array.from({ length: 20 }, () => 'word').join(' ');
+        const over = { ...body, inputs: Array.from({ length: Math.ceil(16_384 / 22) + 1 }, () => text) };
+        if (limit !== null) {
+          const reason = /^Invalid input: the request holds \d+ tokens, more than the limit of 16384 tokens per request; send fewer or shorter inputs$/;
+          const http = await postPredict(served, over);
+          expect(http.status).toBe(422);
+          expect(await http.text()).toMatch(reason);
+          const grpcError = (await grpc.predict(over).catch((e: unknown) => e)) as ServiceError;
+          expect(grpcError.code).toBe(GRPC_INVALID_ARGUMENT);
+          expect(grpcError.details).toMatch(reason);
+          const mcp = await mcpError(served, over);
+          expect(mcp.code).toBe(-32600);
+          expect(mcp.message).toMatch(/Invalid input: the request holds \d+ tokens, more than the limit/);
+        } else {
+          // pooled results: the same request is within 300,000 tokens, run in pieces
+          const answered = await postPredict(served, over);
+          expect(answered.status).toBe(200);
+          expect(((await answered.json()) as { results: unknown[] }).results).toHaveLength(over.inputs.length);
+          const empty = await postPredict(served, { ...body, inputs: [''] });
+          expect(empty.status).toBe(422);
+          expect(await empty.text()).toBe('Invalid input: inputs[0] is an empty string');
+        }
+        // a request within the limits is answered
         expect((await postPredict(served, { ...body, inputs: over.inputs.slice(0, 100) })).status).toBe(200);
       });
 

@@ -324,8 +324,9 @@ export class EncoderTokenizer {
     if (limit !== Infinity) {
       const first = Math.max(MIN_PREFIX, limit * PREFIX_CHARS_PER_TOKEN);
       if (cuts !== null && !(exactCount && cuts.kind === 'model')) {
-        for (let size = first; size < text.length; size *= 4) {
-          const cut = lastCut(text, size);
+        // a prefix with no cut has none in any shorter prefix: each search starts where the last one ended
+        for (let size = first, searched = 0; size < text.length; searched = size, size *= 4) {
+          const cut = lastCut(text, size, searched);
           if (cut < 0) continue;
           const e = emptyEncoding();
           if (this.tokenizeUpTo(text.slice(0, cut), typeId, limit, exactCount, e, Infinity)) return e;

@@ -41,9 +41,12 @@ function isAsciiAlnum(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
 }
 
-/** The last cut of `text` at or before index `end` (UTF-16), or -1; cutting there keeps text.slice(0, cut). */
-export function lastCut(text: string, end: number): number {
-  for (let i = Math.min(end, text.length - 2); i > 0; i--) {
+/**
+ * The last cut of `text` at or before index `end` (UTF-16) and after `after`, or -1; cutting there keeps
+ * text.slice(0, cut).
+ */
+export function lastCut(text: string, end: number, after = 0): number {
+  for (let i = Math.min(end, text.length - 2); i > after; i--) {
     if (text.charCodeAt(i) === SPACE && isAsciiAlnum(text.charCodeAt(i - 1)) && isAsciiAlnum(text.charCodeAt(i + 1))) return i;
   }
   return -1;
