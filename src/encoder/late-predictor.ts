@@ -51,6 +51,12 @@ export class LatePredictor implements BatchingPredictor {
     return this.#bound().batchingStats();
   }
 
+  async parseJson(bytes: Uint8Array): Promise<unknown> {
+    const pipeline = this.#bound();
+    if (pipeline.parseJson) return pipeline.parseJson(bytes);
+    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  }
+
   observeBatches(listener: BatchRunListener): () => void {
     if (this.#pipeline) return this.#pipeline.observeBatches(listener);
     this.#observers.set(listener, () => {});

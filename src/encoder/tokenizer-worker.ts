@@ -20,11 +20,16 @@ export type TokenizerRequest =
   | { kind: 'load'; source: TokenizerSource }
   /** `texts[i]` alone, or the pair (texts[i], pairs[i]) where that is a text; `tokens`: pack the token strings too. */
   | { kind: 'encode'; id: number; texts: string[]; pairs: (string | null)[] | null; tokens: boolean }
+  /** A large request body's bytes (UTF-8 JSON), parsed here so that the event loop does not (JSON.parse of MiBs). */
+  | { kind: 'parse'; id: number; bytes: Uint8Array }
   | { kind: 'close' };
 
 export type TokenizerReply =
   | { kind: 'loaded' }
   | { kind: 'encoded'; id: number; packed: PackedEncodings }
+  | { kind: 'parsed'; id: number; value: unknown }
+  /** JSON.parse's SyntaxError message. */
+  | { kind: 'unparsable'; id: number; message: string }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' };
 
@@ -69,6 +74,19 @@ export function serveTokenizer(port: MessagePort): void {
           port.postMessage({ kind: 'failed', id: request.id, error: errorMessageOf(error) } satisfies TokenizerReply);
         }
         return;
+      case 'parse': {
+        let value: unknown;
+        try {
+          // invalid UTF-8 becomes U+FFFD, as the event loop's reader decodes it
+          value = JSON.parse(Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength).toString('utf8'));
+        } catch (error) {
+          port.postMessage({ kind: 'unparsable', id: request.id, message: (error as Error).message } satisfies TokenizerReply);
+          return;
+        }
+        port.postMessage({ kind: 'parsed', id: request.id, value } satisfies TokenizerReply);
+        if (request.bytes.byteLength > LARGE_JOB_UNITS) releaseMemorySoon();
+        return;
+      }
       case 'close':
         tokenizer = undefined;
         port.postMessage({ kind: 'closed' } satisfies TokenizerReply);

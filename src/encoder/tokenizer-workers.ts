@@ -23,7 +23,7 @@ export interface TokenizeJob {
 }
 
 interface PendingJob {
-  resolve(packed: PackedEncodings): void;
+  resolve(result: unknown): void;
   reject(error: unknown): void;
 }
 
@@ -76,12 +76,21 @@ class TokenizerThread {
   }
 
   encode(job: TokenizeJob): Promise<PackedEncodings> {
+    return this.#send<PackedEncodings>((id) => ({ kind: 'encode', id, ...job }));
+  }
+
+  /** JSON.parse of `bytes` (UTF-8), whose buffer is handed over; a SyntaxError as JSON.parse gives it. */
+  parseJson(bytes: Uint8Array): Promise<unknown> {
+    return this.#send((id) => ({ kind: 'parse', id, bytes }), [bytes.buffer as ArrayBuffer]);
+  }
+
+  #send<T>(request: (id: number) => TokenizerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
-    const { promise, resolve, reject } = Promise.withResolvers<PackedEncodings>();
-    this.#pending.set(id, { resolve, reject });
+    const { promise, resolve, reject } = Promise.withResolvers<T>();
+    this.#pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
     if (this.#pending.size === 1) this.#worker.ref(); // jobs in flight keep the process alive, as any pending work does
-    this.#worker.postMessage({ kind: 'encode', id, ...job } satisfies TokenizerRequest);
+    this.#worker.postMessage(request(id), transfer);
     return promise;
   }
 
@@ -107,6 +116,8 @@ class TokenizerThread {
     this.#worker.on('message', (reply: TokenizerReply) => {
       if (reply.kind === 'closed') return this.#closed?.();
       if (reply.kind === 'encoded') this.#settle(reply.id)?.resolve(reply.packed);
+      else if (reply.kind === 'parsed') this.#settle(reply.id)?.resolve(reply.value);
+      else if (reply.kind === 'unparsable') this.#settle(reply.id)?.reject(new SyntaxError(reply.message));
       else if (reply.kind === 'failed' && reply.id !== null) this.#settle(reply.id)?.reject(errorFromMessage(reply.error));
     });
     const die = (error: Error) => {
@@ -140,6 +151,15 @@ export class TokenizerWorkers {
   }
 
   async encode(job: TokenizeJob): Promise<PackedEncodings> {
+    return (await this.#thread()).encode(job);
+  }
+
+  /** JSON.parse of a large request body's UTF-8 `bytes` on a thread (their buffer is handed over). */
+  async parseJson(bytes: Uint8Array): Promise<unknown> {
+    return (await this.#thread()).parseJson(bytes);
+  }
+
+  async #thread(): Promise<TokenizerThread> {
     if (this.#closing) throw new InternalError('the tokenizer threads are closed');
     const index = await this.#leastBusy();
     let thread = await this.#threads[index];
@@ -147,7 +167,7 @@ export class TokenizerWorkers {
       this.#threads[index] = this.#start();
       thread = await this.#threads[index];
     }
-    return thread.encode(job);
+    return thread;
   }
 
   async close(): Promise<void> {

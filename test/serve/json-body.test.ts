@@ -2,6 +2,11 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { BodyBudget } from '../../src/serve/http/body-budget.ts';
 import { readJsonBody } from '../../src/serve/http/json-body.ts';
+import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
+import { TokenizerWorkers } from '../../src/encoder/tokenizer-workers.ts';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { generateTinyModel } from '../helpers/generated-models.ts';
 
 /** A request stream that delivers `bytes` in chunks of `size` bytes (cutting UTF-8 characters anywhere). */
 function streamOf(bytes: Buffer, size: number): PassThrough {
@@ -9,6 +14,16 @@ function streamOf(bytes: Buffer, size: number): PassThrough {
   for (let i = 0; i < bytes.length; i += size) stream.write(bytes.subarray(i, i + size));
   stream.end();
   return stream;
+}
+
+/** JSON.parse's own message for `bytes`, which must not parse. */
+function parseErrorOf(bytes: Buffer): string {
+  try {
+    JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error('the body parses');
 }
 
 describe('readJsonBody', () => {
@@ -26,13 +41,7 @@ describe('readJsonBody', () => {
 
   it("rejects a body that is not JSON with JSON.parse's own error", async () => {
     const bytes = Buffer.from(`{"inputs": ["${'x'.repeat(2 ** 21)}",]}`);
-    let expected: unknown;
-    try {
-      JSON.parse(bytes.toString('utf8'));
-    } catch (error) {
-      expected = error;
-    }
-    await expect(readJsonBody(streamOf(bytes, 65_536), String(bytes.length), 8 * 2 ** 20)).rejects.toThrow((expected as Error).message);
+    await expect(readJsonBody(streamOf(bytes, 65_536), String(bytes.length), 8 * 2 ** 20)).rejects.toThrow(parseErrorOf(bytes));
   });
 
   it("refuses a body over the limit, by its Content-Length or by what arrives, with fastify's 413 error", async () => {
@@ -103,5 +112,37 @@ describe('readJsonBody with a budget of bytes held', () => {
     cut.destroy();
     await expect(reading).rejects.toMatchObject({ statusCode: 400, message: 'the request body ended before it was complete' });
     expect(budget.heldBytes).toBe(0);
+  });
+
+  it('hands a large body announced by its Content-Length to the off-thread parser as its bytes, and only such a body', async () => {
+    const text = 'é😀日本 '.repeat(200_000);
+    const bytes = Buffer.from(JSON.stringify({ inputs: [text] }));
+    const handed: number[] = [];
+    const parseLarge = async (body: Uint8Array) => {
+      handed.push(body.byteLength);
+      return JSON.parse(Buffer.from(body).toString('utf8')) as unknown;
+    };
+    expect(await readJsonBody(streamOf(bytes, 65_537), String(bytes.length), 8 * 2 ** 20, undefined, parseLarge)).toEqual({ inputs: [text] });
+    expect(handed).toEqual([bytes.length]);
+    // small, or of unknown length (chunked): parsed here
+    expect(await readJsonBody(streamOf(Buffer.from('{"a":1}'), 3), '7', 1024, undefined, parseLarge)).toEqual({ a: 1 });
+    expect(await readJsonBody(streamOf(bytes, 65_537), undefined, 8 * 2 ** 20, undefined, parseLarge)).toEqual({ inputs: [text] });
+    expect(handed).toHaveLength(1);
+  });
+
+  it('parses on the tokenizer thread as here: values, invalid UTF-8, and JSON.parse\'s SyntaxError', async () => {
+    const dir = await generateTinyModel({ modelType: 'embedding' });
+    const threads = new TokenizerWorkers(sourceInferenceWorker(), { tokenizerJson: readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'), tokenizerConfig: null });
+    try {
+      const bytes = Buffer.concat([Buffer.from('{"inputs":["'), Buffer.from('日本'.repeat(400_000)), Buffer.from([0xff]), Buffer.from('"],"n":null}')]);
+      const parseLarge = (body: Uint8Array) => threads.parseJson(body);
+      expect(await readJsonBody(streamOf(bytes, 65_536), String(bytes.length), 8 * 2 ** 20, undefined, parseLarge)).toEqual(JSON.parse(bytes.toString('utf8')));
+      const broken = Buffer.from(`{"inputs": ["${'x'.repeat(2 ** 21)}",]}`);
+      const refused = readJsonBody(streamOf(broken, 65_536), String(broken.length), 8 * 2 ** 20, undefined, parseLarge);
+      await expect(refused).rejects.toThrow(SyntaxError);
+      await expect(refused).rejects.toThrow(parseErrorOf(broken));
+    } finally {
+      await threads.close();
+    }
   });
 });

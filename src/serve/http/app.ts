@@ -68,10 +68,11 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     },
   });
 
+  const parseLargeJson = predictor.parseJson ? (bytes: Uint8Array) => predictor.parseJson!(bytes) : undefined;
   // Only JSON bodies: fastify's text/plain parser would hand a string to /predict, which should be a 415.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', (request, payload, done) => {
-    readJsonBody(payload, request.headers['content-length'], bodyLimitBytes, bodyBudget).then(
+    readJsonBody(payload, request.headers['content-length'], bodyLimitBytes, bodyBudget, parseLargeJson).then(
       (value) => done(null, value),
       (error: unknown) =>
         // JSON.parse says where and what: "Invalid JSON body: Expected ',' or '}' after property value in JSON at position 12 …"

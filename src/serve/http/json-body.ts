@@ -28,6 +28,7 @@ export function readJsonBody(
   contentLength: string | undefined,
   limit: number,
   budget?: BodyBudget,
+  parseLarge?: (bytes: Uint8Array) => Promise<unknown>,
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const declared = Number(contentLength);
@@ -38,6 +39,8 @@ export function readJsonBody(
     }
     const decoder = new StringDecoder('utf8');
     let text = '';
+    // A large body announced by its Content-Length, with somewhere to parse it off the event loop: kept as bytes
+    const kept: Buffer[] | null = parseLarge && declared > LARGE_BODY_BYTES ? [] : null;
     let received = 0;
     // Small chunks (a slow client's) wait here and are decoded together: one string piece per chunk would hold
     // tens of bytes of bookkeeping for every byte received.
@@ -45,7 +48,9 @@ export function readJsonBody(
     let smallBytes = 0;
     const flush = () => {
       if (small.length === 0) return;
-      text += decoder.write(small.length === 1 ? small[0] : Buffer.concat(small, smallBytes));
+      const chunk = small.length === 1 ? small[0] : Buffer.concat(small, smallBytes);
+      if (kept) kept.push(chunk);
+      else text += decoder.write(chunk);
       small = [];
       smallBytes = 0;
     };
@@ -60,6 +65,7 @@ export function readJsonBody(
       stop();
       text = '';
       small = [];
+      kept?.splice(0);
       reject(error);
     };
     const onData = (chunk: Buffer | string) => {
@@ -77,7 +83,8 @@ export function readJsonBody(
       received += bytes.length;
       if (bytes.length >= SMALL_CHUNK_BYTES) {
         flush();
-        text += decoder.write(bytes);
+        if (kept) kept.push(bytes);
+        else text += decoder.write(bytes);
         return;
       }
       small.push(bytes);
@@ -89,6 +96,13 @@ export function readJsonBody(
       stop();
       if (!Number.isNaN(declared) && (payload.receivedEncodedLength || received) !== declared) {
         reject(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+        return;
+      }
+      if (kept) {
+        // joined once into a buffer of its own (a large Buffer never shares the pool's), handed over to the parsing thread
+        const joined = Buffer.concat(kept, received);
+        const own = joined.byteOffset === 0 && joined.buffer.byteLength === joined.byteLength;
+        parseLarge!(own ? new Uint8Array(joined.buffer, 0, joined.byteLength) : Uint8Array.from(joined)).then(resolve, reject);
         return;
       }
       let value: unknown;
