@@ -3,25 +3,22 @@
  * after a few requests of megabytes keeps their dead strings (hundreds of MB of RSS, measured) until the next burst
  * of allocation. A full collection once the large work has settled lets it return those pages to the system.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 
 /** After the last large piece of work, how long to wait for quiet before collecting. */
 const QUIET_MS = 1000;
 
-let collect: (() => void) | null | undefined;
+let collect: Promise<(() => void) | null> | undefined;
 let timer: ReturnType<typeof setTimeout> | undefined;
 
-function collector(): (() => void) | null {
-  if (collect === undefined) {
-    try {
-      // gc() is only exposed by a flag; set now, it is visible to contexts made after it
-      setFlagsFromString('--expose-gc');
-      collect = runInNewContext('gc') as () => void;
-    } catch {
-      collect = null;
-    }
-  }
+/** gc(), which only a flag exposes: set now, it is visible to contexts made after it. Loaded when first needed. */
+function collector(): Promise<(() => void) | null> {
+  collect ??= Promise.all([import('node:v8'), import('node:vm')]).then(
+    ([v8, vm]) => {
+      v8.setFlagsFromString('--expose-gc');
+      return vm.runInNewContext('gc') as () => void;
+    },
+    () => null,
+  );
   return collect;
 }
 
@@ -30,7 +27,7 @@ export function releaseMemorySoon(): void {
   if (timer !== undefined) clearTimeout(timer);
   timer = setTimeout(() => {
     timer = undefined;
-    collector()?.();
+    void collector().then((gc) => gc?.());
   }, QUIET_MS);
   timer.unref();
 }
