@@ -67,8 +67,9 @@ describe('serveUntilStopped', () => {
     const close = events[1];
     expect(close.what).toBe('close');
     expect(Date.now() - signalled).toBeGreaterThanOrEqual(290);
+    // what remains of the 2000 ms after the grace; timers may fire a few ms early against Date.now (1701 seen)
     expect(close.deadlineMs).toBeGreaterThan(1500);
-    expect(close.deadlineMs).toBeLessThanOrEqual(1700);
+    expect(close.deadlineMs).toBeLessThanOrEqual(2000 - 290);
     expect(out.stderr()).toContain('no longer accepting; 2 HTTP requests in flight\n');
     finishClose();
     await serving;
