@@ -26,8 +26,18 @@ export interface Sequence {
   readonly ids: { readonly length: number };
 }
 
+/** What the scheduler knows of a run as it starts it. */
+export interface RunContext {
+  /**
+   * No other run is going and nothing else is queued: the batch is all the work there is (a lone query, or requests
+   * that arrived together). A runner with a session that uses every core for one batch runs it there
+   * (inference-workers.ts, the solo session); otherwise other runs would share the cores with it.
+   */
+  readonly alone: boolean;
+}
+
 /** Runs one batch; the rows are in the order the batch is to be run (rows of several requests, grouped by length). */
-export type BatchRunner<S extends Sequence, Output> = (rows: readonly S[]) => Promise<Output>;
+export type BatchRunner<S extends Sequence, Output> = (rows: readonly S[], context: RunContext) => Promise<Output>;
 
 /** Where one submitted sequence ended up: the output of its batch, and its row in that batch. */
 export interface ScheduledRow<Output> {
@@ -337,12 +347,13 @@ export class BatchScheduler<S extends Sequence, Output> {
     stats.paddedTokens += padded;
     if (padded > this.settings.maxBatchTokens) stats.oversizeRuns++;
     else stats.largestBatchTokens = Math.max(stats.largestBatchTokens, padded);
+    const context: RunContext = { alone: this.#running === 0 && this.#queue.length === 0 };
     this.#running++;
 
     const startedAt = this.#clock.now();
     let run: Promise<Output>;
     try {
-      run = this.#runner(batch.map((item) => item.sequence));
+      run = this.#runner(batch.map((item) => item.sequence), context);
     } catch (error) {
       run = Promise.reject(error);
     }
@@ -404,7 +415,7 @@ export class BatchScheduler<S extends Sequence, Output> {
       this.#stats.isolatedRuns++;
       const startedAt = this.#clock.now();
       try {
-        const output = await this.#runner(items.map((item) => item.sequence));
+        const output = await this.#runner(items.map((item) => item.sequence), { alone: false });
         this.#report(items, startedAt, false, false);
         this.#deliver(items, output);
       } catch (error) {
@@ -415,7 +426,11 @@ export class BatchScheduler<S extends Sequence, Output> {
     }
   }
 
-  /** Tells the observers of a run that ended. One that throws must not break the runs it observes: its error is dropped. */
+  /**
+   * Tells the observers of a run that ended, after the I/O of this turn (afterIo): the requests it answers are shaped
+   * and written first, so that observers (serve's metrics) add nothing to their latency. One that throws must not
+   * break the runs it observes: its error is dropped.
+   */
   #report(items: readonly QueuedSequence<S, Output>[], startedAt: number, failed: boolean, firstRun: boolean): void {
     if (this.#listeners.size === 0) return;
     const run: BatchRun = {
@@ -425,13 +440,15 @@ export class BatchScheduler<S extends Sequence, Output> {
       durationMs: this.#clock.now() - startedAt,
       failed,
     };
-    for (const listener of this.#listeners) {
-      try {
-        listener(run);
-      } catch {
-        // the run's requests are answered whatever an observer does
+    this.#clock.afterIo(() => {
+      for (const listener of this.#listeners) {
+        try {
+          listener(run);
+        } catch {
+          // the run's requests are answered whatever an observer does
+        }
       }
-    }
+    });
   }
 
   #checkDrained(): void {
