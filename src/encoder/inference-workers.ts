@@ -84,10 +84,11 @@ export function threadsPerWorker(workers: number, threads: number | undefined, c
  * core, its helper threads spinning between operators as a raw session's do), used only while no other batch runs;
  * under load every batch runs on the single-threaded sessions as before. Its threads spin between the steps of a run
  * but stop when it ends (spinAfterRun false): spinning on for ~25 ms, as onnxruntime's do by default, took a core from
- * the runs that came next on the other workers (-10% sequences/s at concurrency 2, one input each), for 2% of a lone
- * query's latency. Its cost is a second copy of the weights onnxruntime prepacks, ~60 MiB for the MiniLM shape
- * (docs/decisions.md, "A lone query on every core"). Given `threads` (or one worker, whose session has the default
- * threads already), there is none unless `soloThreads` asks for it.
+ * the runs that came next on the other workers (concurrency 2, one input each: 213 sequences/s spinning on, 234
+ * stopping, 251 without a solo session), for 2-4% of a lone query's latency. Its cost is a second copy of the weights
+ * onnxruntime prepacks, ~60-110 MiB resident for the MiniLM shape (docs/decisions.md, "A lone query on every core").
+ * Given `threads` (or one worker, whose session has the default threads already), there is none unless `soloThreads`
+ * asks for it.
  */
 export function soloSessionThreads(workers: number, threads: number | undefined, soloThreads: number | undefined): number | undefined | null {
   if (soloThreads !== undefined) return soloThreads === 0 ? null : soloThreads;
@@ -288,6 +289,11 @@ export class InferenceWorkers {
     return this.#soloLoaded;
   }
 
+  /** The solo session has loaded (and its worker runs): a batch that is all the work there is can use every core. */
+  get soloReady(): boolean {
+    return this.#workers[0].hasSolo && this.#workers[0].alive;
+  }
+
   /** Batches that ran on the solo session so far. */
   get soloRuns(): number {
     return this.#soloRuns;
@@ -352,7 +358,7 @@ export class InferenceWorkers {
    * else on an idle worker's own session (the least recently used when all are busy).
    */
   async run(batch: PaddedBatch, options: { alone?: boolean } = {}): Promise<Tensor> {
-    const solo = (options.alone ?? true) && this.#running === 0 && this.#workers[0].hasSolo && this.#workers[0].alive;
+    const solo = (options.alone ?? true) && this.#running === 0 && this.soloReady;
     const index = solo ? 0 : this.#pickWorker();
     if (!this.#workers[index].alive) {
       // A worker that died (its run failed with an InternalError) is replaced before the next run.

@@ -223,7 +223,11 @@ export class PredictPipeline implements BatchingPredictor {
     this.#normalize = fields.pkg.normalize;
     this.#rerankIndex = rerankIndexOf(fields.pkg, this.#labels);
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
-    this.#scheduler = new BatchScheduler((rows, context) => this.#runBatch(rows, context), fields.batching);
+    const model = fields.model;
+    this.#scheduler = new BatchScheduler((rows, context) => this.#runBatch(rows, context), {
+      ...fields.batching,
+      soloAvailable: model instanceof InferenceWorkers ? () => model.soloReady : undefined,
+    });
     this.#limits = fields.limits;
     this.#transformTimeoutMs = fields.transformTimeoutMs;
     this.#tokenizerThreads = fields.tokenizerThreads;
