@@ -8,6 +8,12 @@ export function parsePositiveInteger(value: string): number {
   return parsed;
 }
 
+export function parseNonNegativeInteger(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError(`"${value}" is not an integer >= 0`);
+  return parsed;
+}
+
 export function parseNonNegativeNumber(value: string): number {
   const parsed = Number(value);
   if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) throw new InvalidArgumentError(`"${value}" is not a number >= 0`);

@@ -6,7 +6,7 @@ import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
 import { modelNamesProblem } from '../serve/model-names.ts';
-import { parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
+import { parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { CliContext, CliIo } from './program.ts';
@@ -28,6 +28,7 @@ interface ServeCommandOptions extends ServeNetworkOptions {
   maxRequestInputs: number;
   maxTokenResults: number;
   threads?: number;
+  soloThreads?: number;
   workers: number;
   apiKey?: string;
   servedModelName?: string[];
@@ -66,6 +67,11 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       DEFAULT_MAX_TOKEN_RESULTS,
     )
     .option('--threads <n>', 'onnxruntime intra-op threads per worker (default: all cores, divided between the workers)', parsePositiveInteger)
+    .option(
+      '--solo-threads <n>',
+      'onnxruntime intra-op threads of the solo session, which runs a batch when no other is running; it holds another copy of the weights (default: all cores with several workers and no --threads; 0: none)',
+      parseNonNegativeInteger,
+    )
     .option('--workers <n>', 'worker threads running onnxruntime, each with its own session and copy of the weights (off the event loop)', parsePositiveInteger, defaultWorkerCount())
     .addOption(
       new Option('--api-key <key>', 'require "Authorization: Bearer <key>" on every call but health checks and /metrics (the variable keeps the key out of ps)').env(
@@ -88,6 +94,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       const loading = PredictPipeline.load(pkg, {
         ...source.pipelineOptions,
         threads: options.threads,
+        soloThreads: options.soloThreads,
         workers: options.workers,
         inferenceWorker: context.inferenceWorker?.(),
         maxBatchTokens: options.maxBatchTokens,

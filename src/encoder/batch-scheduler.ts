@@ -26,8 +26,19 @@ export interface Sequence {
   readonly ids: { readonly length: number };
 }
 
+/** What the scheduler knows of a run as it starts it. */
+export interface RunContext {
+  /**
+   * No other run is going, and none will start beside it unless new work arrives: the batch is a lone query, or
+   * requests that arrived together (when their rows make several runs, the rest waits for this one if the runner has
+   * a solo session: `soloAvailable`). A runner with a session that uses every core for one batch runs it there
+   * (inference-workers.ts, the solo session); otherwise other runs would share the cores with it.
+   */
+  readonly alone: boolean;
+}
+
 /** Runs one batch; the rows are in the order the batch is to be run (rows of several requests, grouped by length). */
-export type BatchRunner<S extends Sequence, Output> = (rows: readonly S[]) => Promise<Output>;
+export type BatchRunner<S extends Sequence, Output> = (rows: readonly S[], context: RunContext) => Promise<Output>;
 
 /** Where one submitted sequence ended up: the output of its batch, and its row in that batch. */
 export interface ScheduledRow<Output> {
@@ -66,7 +77,18 @@ export interface BatchSettings {
   runOverheadTokens: number;
 }
 
-export type BatchSchedulerOptions = Partial<BatchSettings> & { clock?: SchedulerClock };
+export type BatchSchedulerOptions = Partial<BatchSettings> & {
+  clock?: SchedulerClock;
+  /**
+   * Whether the runner can run a batch on every core now (a solo session that has loaded). Then a run started with
+   * nothing else going is `alone` even when more rows of its own requests remain queued, and those wait for it rather
+   * than run beside it on a single-threaded session, until new work is submitted: the rows of a lone request that
+   * make two runs took 22-25 ms one after the other on two threads, 27-31 ms side by side on one thread each (8 inputs,
+   * MiniLM shape, docs/benchmarks.md). Other requests' rows never wait: two one-input requests run side by side.
+   * Default: never.
+   */
+  soloAvailable?: () => boolean;
+};
 
 /** Defaults chosen by `node bench/batching.bench.ts` on the MiniLM-shaped model; see docs/decisions.md. */
 export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = Object.freeze({
@@ -150,6 +172,9 @@ export class BatchScheduler<S extends Sequence, Output> {
   #closing: Promise<void> | undefined;
   /** Runs start without waiting for more work to join them (hurry()). */
   #hurried = false;
+  readonly #soloAvailable: () => boolean;
+  /** While a run that is alone goes: the submits counted when it started (work submitted since may run beside it). */
+  #aloneSince: number | null = null;
   #drained: (() => void) | undefined;
   readonly #listeners = new Set<BatchRunListener>();
   readonly #stats = {
@@ -168,6 +193,7 @@ export class BatchScheduler<S extends Sequence, Output> {
     this.settings = resolveBatchSettings(options);
     this.#runner = runner;
     this.#clock = options.clock ?? REAL_CLOCK;
+    this.#soloAvailable = options.soloAvailable ?? (() => false);
   }
 
   get closed(): boolean {
@@ -250,6 +276,8 @@ export class BatchScheduler<S extends Sequence, Output> {
     this.#clearTimer();
     const { maxWaitMs, maxBatchTokens, maxBatchSequences, maxRunsInFlight } = this.settings;
     while (this.#queue.length > 0 && this.#running < maxRunsInFlight) {
+      // the rest of a lone run's work waits for it, unless more arrived since it started (then it is load)
+      if (this.#aloneSince === this.#stats.requests && !this.#closing) return;
       const waited = this.#clock.now() - this.#queue[0].enqueuedAt;
       const full = this.#queuedTokens >= maxBatchTokens || this.#queue.length >= maxBatchSequences;
       if (!(this.#closing || this.#hurried || full || waited >= maxWaitMs)) {
@@ -337,12 +365,15 @@ export class BatchScheduler<S extends Sequence, Output> {
     stats.paddedTokens += padded;
     if (padded > this.settings.maxBatchTokens) stats.oversizeRuns++;
     else stats.largestBatchTokens = Math.max(stats.largestBatchTokens, padded);
+    const context: RunContext = { alone: this.#running === 0 && (this.#queue.length === 0 || (this.#soloAvailable() && this.#onlyRowsOf(batch))) };
+    const lone = context.alone && this.#queue.length > 0; // the rest of its requests' rows waits for it (#pump)
+    if (lone) this.#aloneSince = this.#stats.requests;
     this.#running++;
 
     const startedAt = this.#clock.now();
     let run: Promise<Output>;
     try {
-      run = this.#runner(batch.map((item) => item.sequence));
+      run = this.#runner(batch.map((item) => item.sequence), context);
     } catch (error) {
       run = Promise.reject(error);
     }
@@ -361,11 +392,18 @@ export class BatchScheduler<S extends Sequence, Output> {
         return this.#runEachAlone(batch, requests);
       },
     ).finally(() => {
+      if (lone) this.#aloneSince = null;
       this.#running--;
       if (this.#closing) this.#pump();
       else this.#wake();
       this.#checkDrained();
     });
+  }
+
+  /** Whether everything queued belongs to the requests of `batch` (the rows of a lone request that make more runs). */
+  #onlyRowsOf(batch: readonly QueuedSequence<S, Output>[]): boolean {
+    const requests = new Set(batch.map((item) => item.request));
+    return this.#queue.every((item) => requests.has(item.request));
   }
 
   /** Row `i` of `output` belongs to `items[i]`; a request is resolved once all its rows are placed. */
@@ -404,7 +442,7 @@ export class BatchScheduler<S extends Sequence, Output> {
       this.#stats.isolatedRuns++;
       const startedAt = this.#clock.now();
       try {
-        const output = await this.#runner(items.map((item) => item.sequence));
+        const output = await this.#runner(items.map((item) => item.sequence), { alone: false });
         this.#report(items, startedAt, false, false);
         this.#deliver(items, output);
       } catch (error) {
@@ -415,7 +453,11 @@ export class BatchScheduler<S extends Sequence, Output> {
     }
   }
 
-  /** Tells the observers of a run that ended. One that throws must not break the runs it observes: its error is dropped. */
+  /**
+   * Tells the observers of a run that ended, after the I/O of this turn (afterIo): the requests it answers are shaped
+   * and written first, so that observers (serve's metrics) add nothing to their latency. One that throws must not
+   * break the runs it observes: its error is dropped.
+   */
   #report(items: readonly QueuedSequence<S, Output>[], startedAt: number, failed: boolean, firstRun: boolean): void {
     if (this.#listeners.size === 0) return;
     const run: BatchRun = {
@@ -425,13 +467,15 @@ export class BatchScheduler<S extends Sequence, Output> {
       durationMs: this.#clock.now() - startedAt,
       failed,
     };
-    for (const listener of this.#listeners) {
-      try {
-        listener(run);
-      } catch {
-        // the run's requests are answered whatever an observer does
+    this.#clock.afterIo(() => {
+      for (const listener of this.#listeners) {
+        try {
+          listener(run);
+        } catch {
+          // the run's requests are answered whatever an observer does
+        }
       }
-    }
+    });
   }
 
   #checkDrained(): void {

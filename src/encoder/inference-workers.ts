@@ -42,6 +42,12 @@ export interface InferenceWorkersOptions extends OnnxModelOptions {
   workers?: number;
   worker: InferenceWorkerScript;
   /**
+   * Intra-op threads of the solo session (soloSessionThreads): a second session of the model in the first worker, which
+   * runs a batch when no other batch is running. 0: none. Default: onnxruntime's own (one per physical core) when
+   * there are several workers and `threads` was not given, else none.
+   */
+  soloThreads?: number;
+  /**
    * The steps after onnxruntime each worker runs on its batches (its own Lua state of the transform, made after its
    * session; the pooling). A transform that does not compile fails the load with a ConfigError. Absent: runs answer
    * onnxruntime's raw output.
@@ -70,6 +76,25 @@ export function threadsPerWorker(workers: number, threads: number | undefined, c
   return workers === 1 ? undefined : Math.max(1, Math.floor(cores / workers));
 }
 
+/**
+ * The solo session's intra-op threads, or null for none. Several single-threaded workers serve the most under load
+ * (each session uses one core fully, none waits for another's threads), but leave a batch that runs alone, a lone
+ * query, on one core: 1.5-2x the latency of a session with onnxruntime's default threads on this project's 2-core
+ * machine. So the first worker also holds a session with onnxruntime's default threads (undefined: one per physical
+ * core, its helper threads spinning between operators as a raw session's do), used only while no other batch runs;
+ * under load every batch runs on the single-threaded sessions as before. Its threads spin between the steps of a run
+ * but stop when it ends (spinAfterRun false): spinning on for ~25 ms, as onnxruntime's do by default, took a core from
+ * the runs that came next on the other workers (concurrency 2, one input each: 213 sequences/s spinning on, 234
+ * stopping, 251 without a solo session), for 2-4% of a lone query's latency. Its cost is a second copy of the weights
+ * onnxruntime prepacks, ~60-110 MiB resident for the MiniLM shape (docs/decisions.md, "A lone query on every core").
+ * Given `threads` (or one worker, whose session has the default threads already), there is none unless `soloThreads`
+ * asks for it.
+ */
+export function soloSessionThreads(workers: number, threads: number | undefined, soloThreads: number | undefined): number | undefined | null {
+  if (soloThreads !== undefined) return soloThreads === 0 ? null : soloThreads;
+  return workers >= 2 && threads === undefined ? undefined : null;
+}
+
 interface PendingRun {
   resolve(output: Tensor): void;
   reject(error: unknown): void;
@@ -82,6 +107,10 @@ class InferenceWorker {
   #nextId = 0;
   #dead: Error | null = null;
   #closed: (() => void) | null = null;
+  /** Set while the solo session loads; resolves to whether it did. */
+  #soloLoading: ((error: Error | null) => void) | null = null;
+  /** The worker holds a solo session (load-solo answered). */
+  #hasSolo = false;
 
   private constructor(worker: Worker) {
     this.#worker = worker;
@@ -133,12 +162,29 @@ class InferenceWorker {
     return this.#dead === null;
   }
 
-  run(batch: PaddedBatch): Promise<Tensor> {
+  get hasSolo(): boolean {
+    return this.#hasSolo;
+  }
+
+  /** Loads the solo session beside the worker's own; rejects (and the worker goes on without it) when it does not load. */
+  async loadSolo(request: Extract<WorkerRequest, { kind: 'load-solo' }>): Promise<void> {
+    if (this.#dead) throw this.#dead;
+    const { promise, resolve } = Promise.withResolvers<Error | null>();
+    this.#soloLoading = resolve;
+    this.#worker.postMessage(request);
+    const error = await promise;
+    this.#soloLoading = null;
+    if (error) throw error;
+    this.#hasSolo = true;
+  }
+
+  /** Runs one padded batch, on the solo session when `solo` and the worker has one. */
+  run(batch: PaddedBatch, solo = false): Promise<Tensor> {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     const { promise, resolve, reject } = Promise.withResolvers<Tensor>();
     this.#pending.set(id, { resolve, reject });
-    const message: WorkerRequest = { kind: 'run', id, batch };
+    const message: WorkerRequest = { kind: 'run', id, batch, solo: solo && this.#hasSolo };
     try {
       // The padded inputs were made for this run alone: handing their buffers over saves copying them.
       this.#worker.postMessage(message, [batch.inputIds.buffer, batch.attentionMask.buffer, batch.tokenTypeIds.buffer] as ArrayBuffer[]);
@@ -153,6 +199,7 @@ class InferenceWorker {
   async close(): Promise<void> {
     if (this.#dead) return;
     this.#dead = new InternalError('the inference worker is closed');
+    this.#soloLoading?.(this.#dead);
     await new Promise<void>((resolve) => {
       this.#closed = resolve;
       this.#worker.postMessage({ kind: 'close' } satisfies WorkerRequest);
@@ -164,6 +211,10 @@ class InferenceWorker {
     this.#worker.on('message', (reply: WorkerReply) => {
       if (reply.kind === 'closed') {
         this.#closed?.();
+        return;
+      }
+      if (reply.kind === 'solo-loaded') {
+        this.#soloLoading?.(reply.error ? errorFromMessage(reply.error) : null);
         return;
       }
       if (reply.kind !== 'ran' && reply.kind !== 'failed') return;
@@ -179,6 +230,7 @@ class InferenceWorker {
       for (const run of this.#pending.values()) run.reject(error);
       this.#pending.clear();
       this.#closed?.();
+      this.#soloLoading?.(error);
     };
     this.#worker.on('error', (error: Error) => die(new InternalError(`the inference worker failed: ${error.message}`, { cause: error })));
     this.#worker.on('exit', (code) => die(new InternalError(`the inference worker exited (code ${code})`)));
@@ -198,8 +250,14 @@ export class InferenceWorkers {
   readonly #script: InferenceWorkerScript;
   readonly #load: Extract<WorkerRequest, { kind: 'load' }>;
   readonly #joining: Promise<void>;
+  /** The solo session's load message (for the first worker), or null when the pool has none. */
+  readonly #soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null;
+  readonly #soloLoaded: Promise<boolean>;
   #closing = false;
   #next = 0;
+  /** Runs handed to workers and not finished. */
+  #running = 0;
+  #soloRuns = 0;
 
   private constructor(
     first: InferenceWorker,
@@ -207,18 +265,49 @@ export class InferenceWorkers {
     signature: ModelSignature,
     script: InferenceWorkerScript,
     load: Extract<WorkerRequest, { kind: 'load' }>,
+    soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null,
   ) {
     this.#workers = [first];
     this.signature = signature;
     this.size = 1 + later.length;
     this.#script = script;
     this.#load = load;
+    this.#soloLoad = soloLoad;
     this.#joining = Promise.all(later.map((starting, index) => this.#join(starting, index + 2))).then(() => {});
+    // Once every worker runs, so that it takes no core from their start-up (nor the server's first answers): until
+    // then a lone batch runs on the first worker's own session.
+    this.#soloLoaded = this.#joining.then(() => this.#loadSolo(this.#workers[0]));
   }
 
   /** Resolves when every worker asked for has joined the pool (or failed to and was left out, with a warning). */
   get joined(): Promise<void> {
     return this.#joining;
+  }
+
+  /** Resolves after `joined`, true once the solo session has loaded; false without one (none asked, or it failed to load, with a warning). */
+  get soloLoaded(): Promise<boolean> {
+    return this.#soloLoaded;
+  }
+
+  /** The solo session has loaded (and its worker runs): a batch that is all the work there is can use every core. */
+  get soloReady(): boolean {
+    return this.#workers[0].hasSolo && this.#workers[0].alive;
+  }
+
+  /** Batches that ran on the solo session so far. */
+  get soloRuns(): number {
+    return this.#soloRuns;
+  }
+
+  async #loadSolo(worker: InferenceWorker): Promise<boolean> {
+    if (this.#soloLoad === null || this.#closing) return false;
+    try {
+      await worker.loadSolo(this.#soloLoad);
+      return true;
+    } catch (error) {
+      if (!this.#closing) process.emitWarning(`the solo session did not load (${(error as Error).message}); a lone batch runs on one worker's own session`);
+      return false;
+    }
   }
 
   async #join(starting: Promise<PromiseSettledResult<{ worker: InferenceWorker }>>, ordinal: number): Promise<void> {
@@ -238,6 +327,10 @@ export class InferenceWorkers {
     if (!(Number.isInteger(count) && count >= 1)) throw new ConfigError(`workers must be a positive integer, got ${String(options.workers)}`);
     const script = options.worker;
     const threads = threadsPerWorker(count, options.threads);
+    const soloThreads = soloSessionThreads(count, options.threads, options.soloThreads);
+    if (soloThreads !== null && soloThreads !== undefined && !(Number.isInteger(soloThreads) && soloThreads >= 1)) {
+      throw new ConfigError(`soloThreads must be an integer >= 0, got ${String(options.soloThreads)}`);
+    }
     const load: Extract<WorkerRequest, { kind: 'load' }> = {
       kind: 'load',
       weights,
@@ -254,23 +347,39 @@ export class InferenceWorkers {
     const later = Array.from({ length: count - 1 }, () =>
       Promise.allSettled([InferenceWorker.start(script, load)]).then(([settled]) => settled),
     );
-    return new InferenceWorkers(first.worker, later, first.signature, script, load);
+    const soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null =
+      soloThreads === null ? null : { kind: 'load-solo', weights, modelType, options: { ...load.options, threads: soloThreads, spinAfterRun: false } };
+    return new InferenceWorkers(first.worker, later, first.signature, script, load, soloLoad);
   }
 
-  /** Runs one padded batch on an idle worker (the least recently used when all are busy); its buffers are handed over. */
-  async run(batch: PaddedBatch): Promise<Tensor> {
-    const index = this.#pickWorker();
+  /**
+   * Runs one padded batch, its buffers handed over: on the first worker's solo session when it is all the work there
+   * is (`alone`, as the scheduler knows it, default true) and no other batch is running here (soloSessionThreads),
+   * else on an idle worker's own session (the least recently used when all are busy).
+   */
+  async run(batch: PaddedBatch, options: { alone?: boolean } = {}): Promise<Tensor> {
+    const solo = (options.alone ?? true) && this.#running === 0 && this.soloReady;
+    const index = solo ? 0 : this.#pickWorker();
     if (!this.#workers[index].alive) {
       // A worker that died (its run failed with an InternalError) is replaced before the next run.
-      this.#workers[index] = (await InferenceWorker.start(this.#script, this.#load)).worker;
+      const replacement = (await InferenceWorker.start(this.#script, this.#load)).worker;
+      this.#workers[index] = replacement;
+      if (index === 0) void this.#loadSolo(replacement);
     }
-    return this.#workers[index].run(batch);
+    if (solo) this.#soloRuns++;
+    this.#running++;
+    try {
+      return await this.#workers[index].run(batch, solo);
+    } finally {
+      this.#running--;
+    }
   }
 
   async close(): Promise<void> {
     this.#closing = true; // a worker that joins from now on is closed instead
     await Promise.all(this.#workers.map((worker) => worker.close()));
     await this.#joining;
+    await this.#soloLoaded;
   }
 
   #pickWorker(): number {

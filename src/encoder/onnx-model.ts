@@ -130,6 +130,11 @@ export async function optimizeGraph(weights: Uint8Array): Promise<Uint8Array> {
 export interface OnnxModelOptions {
   /** Intra-op threads; default: onnxruntime's choice, one per physical core (the calling thread is one of them). */
   threads?: number;
+  /**
+   * false: the intra-op threads stop spinning as soon as a run ends (onnxruntime's `session.force_spinning_stop`)
+   * instead of spinning ~25 ms for the next one; they still spin between the steps of a run. Default true.
+   */
+  spinAfterRun?: boolean;
   /** Replaces single session options; for benchmarks that compare them (bench/batching.bench.ts). */
   sessionOptions?: ort.InferenceSession.SessionOptions;
   /** Where the file named by the weights' external initializers is (ModelPackage.weightsDataDir). */
@@ -146,7 +151,8 @@ export interface OnnxModelOptions {
  *   the CPU per sequence;
  * - all graph optimisations (attention, layer-norm and GELU fusions);
  * - the CPU memory arena on (off: 7–21% more CPU per sequence) and memory patterns on (no measurable difference);
- * - intra-op threads spin between the steps of a run (off: ~20% higher latency for one short request).
+ * - intra-op threads spin between the steps of a run (off: ~20% higher latency for one short request), and by default
+ *   for ~25 ms after it (`spinAfterRun`; the solo session of inference-workers.ts stops them at the end of its run).
  */
 export function sessionOptionsFor(options: OnnxModelOptions = {}): ort.InferenceSession.SessionOptions {
   const chosen: ort.InferenceSession.SessionOptions = {
@@ -156,7 +162,7 @@ export function sessionOptionsFor(options: OnnxModelOptions = {}): ort.Inference
     ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
     enableCpuMemArena: true,
     enableMemPattern: true,
-    extra: { session: { intra_op: { allow_spinning: '1' } } },
+    extra: { session: { intra_op: { allow_spinning: '1' }, ...(options.spinAfterRun === false ? { force_spinning_stop: '1' } : {}) } },
     ...options.sessionOptions,
   };
   // An option replaced by undefined goes back to onnxruntime's default.

@@ -28,7 +28,13 @@ export type WorkerRequest =
        */
       postprocess?: PostprocessSettings;
     }
-  | { kind: 'run'; id: number; batch: PaddedBatch }
+  /**
+   * Loads a second session of the same model, the solo session, with other options (its threads): runs marked `solo`
+   * use it once it has loaded (inference-workers.ts, "solo session"). Sent after the pool has joined, so that it never
+   * delays start-up.
+   */
+  | { kind: 'load-solo'; weights: Uint8Array; modelType: ModelType; options: OnnxModelOptions }
+  | { kind: 'run'; id: number; batch: PaddedBatch; solo?: boolean }
   | { kind: 'close' };
 
 export type WorkerReply =
@@ -36,6 +42,8 @@ export type WorkerReply =
   | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' }
+  /** The solo session loaded (error: null), or did not (the worker goes on with its one session). */
+  | { kind: 'solo-loaded'; error: ErrorMessage | null }
   /** An early worker has warmed onnxruntime up (or failed to): its thread can be ended without breaking a native call. */
   | { kind: 'warm' };
 
@@ -62,6 +70,8 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
           })
       : Promise.resolve();
   let model: OnnxModel | undefined;
+  let solo: OnnxModel | undefined;
+  let soloLoading: Promise<void> = Promise.resolve();
   let postprocess: PostprocessSteps | undefined;
   port.on('message', (request: WorkerRequest) => {
     void (async () => {
@@ -86,11 +96,20 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
             port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies WorkerReply);
           }
           return;
+        case 'load-solo':
+          soloLoading = OnnxModel.load(request.weights, request.modelType, request.options).then(
+            (loaded) => {
+              solo = loaded;
+              port.postMessage({ kind: 'solo-loaded', error: null } satisfies WorkerReply);
+            },
+            (error: unknown) => port.postMessage({ kind: 'solo-loaded', error: errorMessageOf(error) } satisfies WorkerReply),
+          );
+          return;
         case 'run':
           try {
             // made before the run, from the batch this worker was handed
             const mask = postprocess && needsAttentionMask(postprocess) ? attentionMaskOf(request.batch) : null;
-            let output = await model!.run(request.batch);
+            let output = await (request.solo && solo ? solo : model!).run(request.batch);
             if (postprocess) output = postprocessBatch(output, mask, postprocess);
             // Handed over rather than copied: onnxruntime allocates a fresh output per run, and pooling a fresh vector per
             // row. What a transform returned may also be held by its Lua state (a global that keeps the last batch), which
@@ -102,10 +121,12 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
           }
           return;
         case 'close':
+          await soloLoading; // a session being created is released below, not cut off by the thread's end
           postprocess?.transform?.close();
           postprocess = undefined;
-          await model?.close();
+          await Promise.all([model?.close(), solo?.close()]);
           model = undefined;
+          solo = undefined;
           port.postMessage({ kind: 'closed' } satisfies WorkerReply);
           return;
       }

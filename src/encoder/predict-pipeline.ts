@@ -8,6 +8,7 @@ import {
   type BatchSchedulerOptions,
   type BatchSettings,
   type BatchStats,
+  type RunContext,
   type ScheduledRow,
 } from './batch-scheduler.ts';
 import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
@@ -73,6 +74,12 @@ export interface PipelineOptions {
    * (`serve` uses 1 by default). 0, the default here: the session runs on the calling thread (`infer`, build checks).
    */
   workers?: number;
+  /**
+   * Intra-op threads of the solo session, a second session in the first worker that runs a batch when no other batch
+   * is running (inference-workers.ts, soloSessionThreads); 0: none. Default: onnxruntime's own threads with several
+   * workers and `threads` not given, else none. Workers only.
+   */
+  soloThreads?: number;
   /** How to start an inference worker (required with workers > 0): its file from source, its bundled text in the executable. */
   inferenceWorker?: InferenceWorkerScript;
   /**
@@ -225,7 +232,11 @@ export class PredictPipeline implements BatchingPredictor {
     this.#normalize = fields.pkg.normalize;
     this.#rerankIndex = rerankIndexOf(fields.pkg, this.#labels);
     this.notes = fields.model.signature.note ? [fields.model.signature.note] : [];
-    this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), fields.batching);
+    const model = fields.model;
+    this.#scheduler = new BatchScheduler((rows, context) => this.#runBatch(rows, context), {
+      ...fields.batching,
+      soloAvailable: model instanceof InferenceWorkers ? () => model.soloReady : undefined,
+    });
     this.#limits = fields.limits;
     this.#transformTimeoutMs = fields.transformTimeoutMs;
     this.#tokenizerThreads = fields.tokenizerThreads;
@@ -272,7 +283,7 @@ export class PredictPipeline implements BatchingPredictor {
     const loading: Promise<ModelRunner> =
       workers === 0
         ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
-        : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, worker: worker!, postprocess });
+        : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, soloThreads: options.soloThreads, worker: worker!, postprocess });
     // started beside the model's workers; they load the tokenizer while this thread does the same
     const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig, maxLength: pkg.maxLength?.tokens }, tokenizerThreadCount) : null;
     let tokenizer: EncoderTokenizer;
@@ -334,6 +345,16 @@ export class PredictPipeline implements BatchingPredictor {
    */
   get workersJoined(): Promise<void> {
     return this.#model instanceof InferenceWorkers ? this.#model.joined : Promise.resolve();
+  }
+
+  /** Batches run on the solo session so far (inference-workers.ts, soloSessionThreads); 0 without one. */
+  get soloRuns(): number {
+    return this.#model instanceof InferenceWorkers ? this.#model.soloRuns : 0;
+  }
+
+  /** Resolves true once the solo session has loaded; false when there is none (or it did not load). */
+  get soloLoaded(): Promise<boolean> {
+    return this.#model instanceof InferenceWorkers ? this.#model.soloLoaded : Promise.resolve(false);
   }
 
   batchingStats(): BatchStats {
@@ -595,10 +616,10 @@ export class PredictPipeline implements BatchingPredictor {
    * sentence_embedding batch leaves pooled, [batch, hidden], unless the transform pooled it already. Inference workers
    * run the transform and the pooling beside onnxruntime; without workers they run here (batch-postprocess.ts).
    */
-  async #runBatch(rows: readonly Encoding[]): Promise<Tensor> {
+  async #runBatch(rows: readonly Encoding[], context: RunContext): Promise<Tensor> {
     try {
       const batch = this.tokenizer.pad(rows as Encoding[]);
-      if (this.#model instanceof InferenceWorkers) return await this.#model.run(batch);
+      if (this.#model instanceof InferenceWorkers) return await this.#model.run(batch, { alone: context.alone });
       const steps = { modelType: this.modelType, pooling: this.#pooling, transform: this.#transform };
       const mask = needsAttentionMask(steps) ? attentionMaskOf(batch) : null;
       return postprocessBatch(await this.#model.run(batch), mask, steps);

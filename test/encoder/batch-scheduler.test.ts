@@ -5,6 +5,7 @@ import {
   DEFAULT_BATCH_SETTINGS,
   type BatchRun,
   type BatchSchedulerOptions,
+  type RunContext,
   type SchedulerClock,
   type ScheduledRow,
 } from '../../src/encoder/batch-scheduler.ts';
@@ -81,6 +82,7 @@ const seq = (name: string, tokens: number): FakeSequence => ({ ids: { length: to
 
 interface FakeRun {
   rows: readonly FakeSequence[];
+  context: RunContext;
   resolve(output: string): void;
   reject(error: unknown): void;
 }
@@ -88,9 +90,9 @@ interface FakeRun {
 /** A runner whose runs finish only when the test says so; the output of run k is `run<k>`. */
 function manualRunner() {
   const runs: FakeRun[] = [];
-  const runner = (rows: readonly FakeSequence[]) => {
+  const runner = (rows: readonly FakeSequence[], context: RunContext) => {
     const { promise, resolve, reject } = Promise.withResolvers<string>();
-    runs.push({ rows, resolve, reject });
+    runs.push({ rows, context, resolve, reject });
     return promise;
   };
   return { runs, runner };
@@ -391,6 +393,58 @@ describe('BatchScheduler with a fake runner and clock', () => {
     runs[3].resolve('run3');
     await clock.flush();
     expect(seen).toHaveLength(3);
+  });
+
+  it('tells the runner whether a run is all the work there is (nothing else running or queued)', async () => {
+    const { clock, runs, scheduler } = fakeScheduler({ maxBatchTokens: 16, maxRunsInFlight: 2 });
+    track(scheduler.submit([seq('lone', 5)]));
+    await clock.flush();
+    expect(runs[0].context).toEqual({ alone: true });
+    track(scheduler.submit([seq('beside', 5)])); // starts while the lone one runs
+    await clock.flush();
+    expect(runs[1].context).toEqual({ alone: false });
+    runs[0].resolve('run0');
+    runs[1].resolve('run1');
+    await clock.flush();
+    // one request whose rows make two runs: neither is alone, the other is queued or running beside it
+    track(scheduler.submit([seq('a', 10), seq('b', 10)]));
+    await clock.flush();
+    expect(runs.slice(2).map((run) => run.context.alone)).toEqual([false, false]);
+  });
+
+  it('with a solo session, runs a lone request\'s runs one after another, until new work arrives', async () => {
+    const { clock, runs, scheduler } = fakeScheduler({ maxBatchTokens: 16, maxRunsInFlight: 2, soloAvailable: () => true });
+    const lone = track(scheduler.submit([seq('a', 10), seq('b', 10)])); // two runs: 20 tokens do not fit 16
+    await clock.flush();
+    expect(runs).toHaveLength(1); // the second waits for the first, on every core
+    expect(runs[0].context).toEqual({ alone: true });
+    runs[0].resolve('run0');
+    await clock.flush();
+    expect(runs).toHaveLength(2);
+    expect(runs[1].context).toEqual({ alone: true });
+    runs[1].resolve('run1');
+    await clock.flush();
+    expect(lone.done).toBe(true);
+
+    // two requests that make two runs: neither waits for the other
+    track(scheduler.submit([seq('x', 10)]));
+    track(scheduler.submit([seq('y', 10)]));
+    await clock.flush();
+    expect(runs.slice(2).map((run) => run.context.alone)).toEqual([false, false]);
+    runs[2].resolve('run2');
+    runs[3].resolve('run3');
+    await clock.flush();
+
+    // work submitted while a lone run goes is load: what waits runs beside it, on the other sessions
+    track(scheduler.submit([seq('c', 10), seq('d', 10)]));
+    await clock.flush();
+    expect(runs).toHaveLength(5);
+    expect(runs[4].context).toEqual({ alone: true });
+    track(scheduler.submit([seq('e', 4)]));
+    await clock.flush();
+    expect(runs).toHaveLength(6);
+    expect(runs[5].context).toEqual({ alone: false });
+    expect(scheduler.stats().runsInFlight).toBe(2);
   });
 
   it('a runner that throws instead of rejecting fails its batch the same way', async () => {

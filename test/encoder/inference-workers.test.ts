@@ -6,7 +6,7 @@ import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { attentionMaskOf, createPostprocessSteps, needsAttentionMask, postprocessBatch, type PostprocessSettings } from '../../src/encoder/batch-postprocess.ts';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InternalError } from '../../src/encoder/errors.ts';
-import { defaultWorkerCount, InferenceWorkers, threadsPerWorker } from '../../src/encoder/inference-workers.ts';
+import { defaultWorkerCount, InferenceWorkers, soloSessionThreads, threadsPerWorker } from '../../src/encoder/inference-workers.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { OnnxModel } from '../../src/encoder/onnx-model.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
@@ -157,6 +157,55 @@ describe('InferenceWorkers', () => {
     expect(threadsPerWorker(2, undefined, 8)).toBe(4);
     expect(threadsPerWorker(3, undefined, 2)).toBe(1);
     expect(threadsPerWorker(2, 3, 8)).toBe(3);
+  });
+
+  it('gives several workers a solo session with onnxruntime\'s default threads, unless threads or soloThreads say otherwise', () => {
+    expect(soloSessionThreads(2, undefined, undefined)).toBeUndefined(); // onnxruntime's default: one per physical core
+    expect(soloSessionThreads(4, undefined, undefined)).toBeUndefined();
+    expect(soloSessionThreads(1, undefined, undefined)).toBeNull(); // its one session has the default threads already
+    expect(soloSessionThreads(2, 1, undefined)).toBeNull(); // the user chose the threads
+    expect(soloSessionThreads(2, undefined, 0)).toBeNull();
+    expect(soloSessionThreads(2, 1, 3)).toBe(3);
+    expect(soloSessionThreads(1, undefined, 2)).toBe(2);
+  });
+
+  it('runs a batch that runs alone on the solo session and concurrent ones on the workers\' own, with the same outputs', async () => {
+    const local = await OnnxModel.load(weights, 'embedding');
+    open.push(local);
+    const texts = ['hello world', 'a somewhat longer sentence to pad the other row'];
+    const expected = await local.run(batchOf(texts));
+    const pool = await InferenceWorkers.load(weights, 'embedding', { workers: 2, worker: sourceInferenceWorker() });
+    open.push(pool);
+    await expect(pool.soloLoaded).resolves.toBe(true);
+    const alone = await pool.run(batchOf(texts));
+    expect(pool.soloRuns).toBe(1);
+    expect(alone.data).toEqual(expected.data);
+    // three at once: the first finds nothing running and takes the solo session, the others the workers' own
+    const together = await Promise.all([pool.run(batchOf(texts)), pool.run(batchOf(texts)), pool.run(batchOf(texts))]);
+    expect(pool.soloRuns).toBe(2);
+    for (const output of together) expect(output.data).toEqual(expected.data);
+    await pool.run(batchOf(texts));
+    expect(pool.soloRuns).toBe(3);
+  });
+
+  it('has no solo session with soloThreads 0, nor with one worker, and refuses a bad soloThreads with a ConfigError', async () => {
+    for (const options of [{ workers: 2, soloThreads: 0 }, { workers: 1 }]) {
+      const pool = await InferenceWorkers.load(weights, 'embedding', { ...options, worker: sourceInferenceWorker() });
+      open.push(pool);
+      await expect(pool.soloLoaded).resolves.toBe(false);
+      await pool.run(batchOf(['hello']));
+      expect(pool.soloRuns).toBe(0);
+    }
+    await expect(InferenceWorkers.load(weights, 'embedding', { workers: 2, soloThreads: 1.5, worker: sourceInferenceWorker() })).rejects.toThrow(
+      /soloThreads must be an integer >= 0/,
+    );
+  });
+
+  it('closes while the solo session loads', async () => {
+    const pool = await InferenceWorkers.load(weights, 'embedding', { workers: 2, worker: sourceInferenceWorker() });
+    await pool.joined; // the solo session's load starts now
+    await pool.close(); // settles whether the solo session had loaded or not
+    await expect(pool.soloLoaded).resolves.toBeTypeOf('boolean');
   });
 });
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
-import { OnnxModel, optimizeGraph, validateSignature, type ValueInfo } from '../../src/encoder/onnx-model.ts';
+import { OnnxModel, optimizeGraph, sessionOptionsFor, validateSignature, type ValueInfo } from '../../src/encoder/onnx-model.ts';
 import { decodeModel } from '../../src/builder/quantize/onnx-format.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
@@ -81,6 +81,20 @@ describe('ONNX signature validation', () => {
     await expect(OnnxModel.load(new TextEncoder().encode('not a model'), 'embedding')).rejects.toThrow(
       /^model weights are not a loadable ONNX model: /,
     );
+  });
+});
+
+describe('session options', () => {
+  it('spin between the steps of a run, and after it unless spinAfterRun is false (the solo session)', async () => {
+    expect(sessionOptionsFor().extra).toEqual({ session: { intra_op: { allow_spinning: '1' } } });
+    expect(sessionOptionsFor({ threads: 2, spinAfterRun: false })).toMatchObject({
+      intraOpNumThreads: 2,
+      extra: { session: { intra_op: { allow_spinning: '1' }, force_spinning_stop: '1' } },
+    });
+    // onnxruntime takes the entry: a session with it runs
+    const dir = await generateTinyModel({ modelType: 'embedding' });
+    const model = await OnnxModel.load(readFileSync(path.join(dir, 'model.onnx')), 'embedding', { threads: 2, spinAfterRun: false });
+    await model.close();
   });
 });
 

@@ -58,12 +58,21 @@ export function hostNameOf(header: string): string | null {
   return name === '' ? null : name;
 }
 
+/** How many accepted Host header values a guard remembers. */
+const ACCEPTED_HOSTS_KEPT = 64;
+
 export class HostGuard {
   /** Whether Host headers are checked (a loopback listen address, no API key, no `--allowed-hosts '*'`). */
   readonly checksHost: boolean;
   readonly #hosts: Set<string>;
   readonly #anyOrigin: boolean;
   readonly #origins: Set<string>;
+  /**
+   * Host header values already accepted, exactly as sent: a client sends the same one on every request, and parsing
+   * it again (two regular expressions) was ~2% of a lone query's work on the event loop (docs/benchmarks.md,
+   * "Query latency at the limit"). Bounded; refused values are not kept.
+   */
+  readonly #acceptedHosts = new Set<string>();
 
   constructor(options: HostGuardOptions = {}) {
     const allowedHosts = (options.allowedHosts ?? []).map((host) => unbracket(host.trim().toLowerCase()));
@@ -94,8 +103,11 @@ export class HostGuard {
   }
 
   #acceptsHost(header: string): boolean {
+    if (this.#acceptedHosts.has(header)) return true;
     const name = hostNameOf(header);
-    return name !== null && (isLoopbackHost(name) || this.#hosts.has(name));
+    const accepted = name !== null && (isLoopbackHost(name) || this.#hosts.has(name));
+    if (accepted && this.#acceptedHosts.size < ACCEPTED_HOSTS_KEPT) this.#acceptedHosts.add(header);
+    return accepted;
   }
 
   #acceptsOrigin(origin: string): boolean {
