@@ -252,6 +252,8 @@ describe('the build check on generated models (no shared fixtures needed)', () =
         try {
           const stop = pipeline.observeBatches((run) => runs.push([run.rows, run.tokens, run.paddedTokens]));
           await expect(checkMaxLength(pipeline, pkg.maxLength), modelType).resolves.toBe(48);
+          // observers hear of a run after its answers are written (batch-scheduler.ts)
+          await new Promise((resolve) => setImmediate(resolve));
           stop();
         } finally {
           await pipeline.close();
