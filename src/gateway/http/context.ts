@@ -1,5 +1,4 @@
-import type { FastifyRequest } from 'fastify';
-import type { Authenticator, Principal } from '../auth.ts';
+import type { Authenticator } from '../auth.ts';
 import type { CallLedger } from '../ledger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRouter } from '../model-router.ts';
@@ -14,6 +13,6 @@ export interface GatewayContext {
   /** Model routes (`models:`) and the provider:model names: where a call's `model` goes. */
   router: ModelRouter;
   metrics: GatewayMetrics;
+  /** Used by the front door (front-door.ts) before a body is read; routes read `principalOf(request)`. */
   authenticator: Authenticator;
-  authenticate(request: FastifyRequest, options?: { allowXApiKey?: boolean }): Promise<Principal>;
 }

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
+import { defaultFrontDoor } from '../../../src/gateway/front-door-settings.ts';
 import type { DashboardFiles } from '../../../src/gateway/dashboard/files.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
 import type { UsageRecord } from '../../../src/gateway/storage/records.ts';
@@ -47,6 +48,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig
     instanceLeaseSeconds: 30,
     corsAllowOrigins: [],
     logLevel: 'silent',
+    frontDoor: defaultFrontDoor(),
     warnings: [],
     ...overrides,
   };
