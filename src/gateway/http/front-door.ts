@@ -34,19 +34,37 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
+/** Connections whose request was answered while its body is still arriving: a timeout closes them without a 408. */
+const answeredSockets = new WeakSet<Socket>();
+
+/** What is read and dropped of a refused request's body at most; past it the connection is left to stall, then closed. */
+export const DISCARD_LIMIT_BYTES = 64 * 2 ** 10;
+/** How long a refused request's connection stays open after DISCARD_LIMIT_BYTES, for the client to read the answer. */
+const LINGER_MS = 2000;
+
 /**
- * Reads and drops what is left of a request body that will not be used, so the connection stays usable for the
- * client's next request and the client sees the answer (closing with unread data makes the kernel reset the
- * connection, which can destroy the answer before the client reads it). Nothing is kept; beyond `cap` bytes (the
- * route's body limit: no honest client sends more) the connection is closed. The request timeout bounds a slow sender.
+ * Reads and drops what is left of a refused request's body, so that the client can read the answer and reuse the
+ * connection. Nothing is kept. Past `limit` bytes (at most DISCARD_LIMIT_BYTES: reading 16 MiB bodies for nothing
+ * costs the process garbage collections that every other request waits for) reading stops, and the connection is
+ * closed LINGER_MS later: closing at once, with the client's data unread, makes the kernel reset the connection, and
+ * clients that were still sending then report the reset instead of the answer they had been sent. The request
+ * timeout bounds a slow sender.
  */
-export function discardBody(raw: IncomingMessage, cap: number): void {
+export function discardBody(raw: IncomingMessage, limit: number): void {
   if (raw.complete) return;
+  const socket = raw.socket;
+  answeredSockets.add(socket);
+  raw.once('end', () => answeredSockets.delete(socket));
+  const cap = Math.min(limit, DISCARD_LIMIT_BYTES);
   let received = 0;
-  raw.on('data', (chunk: Buffer) => {
+  const drop = (chunk: Buffer) => {
     received += chunk.length;
-    if (received > cap) raw.socket.destroy();
-  });
+    if (received <= cap) return;
+    raw.off('data', drop);
+    raw.pause();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  };
+  raw.on('data', drop);
   raw.resume();
 }
 
@@ -156,8 +174,8 @@ export function limitConnections(server: Server, settings: Pick<FrontDoorSetting
 
 /**
  * Answers what node refuses before there is a request (a request or headers timeout, oversized headers, a malformed
- * request) in the gateway's error shape, unless an answer was already started on the connection (a refused request
- * whose body was still being discarded), and closes the connection.
+ * request) in the gateway's error shape, unless the request was already answered (a refused request whose body was
+ * still being discarded), and closes the connection.
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
@@ -167,8 +185,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'headers_too_large', 'The request headers are too large']
         : [400, 'malformed_request', 'Malformed HTTP request'];
-  const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-  if (socket.writable && !started) {
+  if (socket.writable && !answeredSockets.has(socket)) {
     const body = JSON.stringify(new GatewayError(status, status === 408 ? 'timeout_error' : 'invalid_request_error', code, message).body());
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
