@@ -14,7 +14,7 @@ interface Failures {
  * within `windowSeconds` of the first, every credential from that client — the right one too, so a guess cannot be
  * confirmed — is refused until the window ends. A success does not wipe the count (a client holding one valid key could
  * otherwise reset it between guesses). Fixed windows, per instance, in memory; at most MAX_CLIENTS addresses are
- * remembered (windows that ended are dropped first, then the oldest).
+ * remembered (windows that ended are dropped first, then the oldest), at an amortised constant cost per failure.
  */
 export class AuthThrottle {
   readonly #maxFailures: number;
@@ -52,11 +52,12 @@ export class AuthThrottle {
     return this.#clients.size;
   }
 
+  /** Makes room: windows that ended go, then the oldest, down to 90 % so that the next sweep is 1,000 failures away. */
   #evict(now: number): void {
     for (const [client, failures] of this.#clients) if (now >= failures.since + this.#windowMs) this.#clients.delete(client);
-    // Still full: the oldest windows go (a map iterates in insertion order).
+    // a map iterates in insertion order: oldest first
     for (const client of this.#clients.keys()) {
-      if (this.#clients.size < MAX_CLIENTS) break;
+      if (this.#clients.size < MAX_CLIENTS * 0.9) break;
       this.#clients.delete(client);
     }
   }

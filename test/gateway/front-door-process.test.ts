@@ -240,7 +240,7 @@ describe('encoder gateway serve: the front door under hostile clients', () => {
         sockets.push(socket);
         socket.on('error', () => {}).resume();
         // Half a request line, never finished: only the headers timeout ends it.
-        return new Promise<void>((resolve) => socket.on('connect', () => resolve(socket.write('GET /health HTTP/1.1\r\n'))));
+        return new Promise<boolean>((resolve) => socket.on('connect', () => resolve(socket.write('GET /health HTTP/1.1\r\n'))));
       }),
     );
     expect(opened).toHaveLength(1050);
