@@ -46,12 +46,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     await store.migrate();
     // With SQLite this process is the only gateway on the file: reservations left by a killed process are void.
     // With PostgreSQL, instances that stopped heartbeating get their holds given back (see GatewayStore).
-    if (store.dialect === 'sqlite') await store.clearReservations();
+    if (store.dialect === 'sqlite') await store.budgets.clearReservations();
     else {
-      await store.heartbeat();
-      await store.reapDeadInstances(Date.now() - config.instanceLeaseSeconds * 1000);
+      await store.instances.heartbeat();
+      await store.instances.reapDead(Date.now() - config.instanceLeaseSeconds * 1000);
     }
-    for (const [model, pricing] of Object.entries(config.pricing)) await store.upsertPricing({ model, ...pricing });
+    for (const [model, pricing] of Object.entries(config.pricing)) await store.pricing.upsert({ model, ...pricing });
   } catch (error) {
     await store.close();
     throw error;
@@ -97,7 +97,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     store.dialect === 'postgres'
       ? setInterval(() => {
           const now = Date.now();
-          store
+          store.instances
             .heartbeat(now)
             .then((rejoined) => {
               if (rejoined) {
@@ -106,7 +106,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
                   'this instance had been taken for dead (no heartbeat for longer than the lease) and its budget holds given back; registered again',
                 );
               }
-              return store.reapDeadInstances(now - lease);
+              return store.instances.reapDead(now - lease);
             })
             .then((reaped) => {
               if (reaped > 0) app.log.warn({ reaped }, 'gave back the budget holds of gateway instances that stopped heartbeating');
@@ -127,7 +127,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       // Cut streams report their rows a moment after their connection closed.
       await ledger.whenIdle(5_000);
       await recorder.drain();
-      await store.leave().catch((error: unknown) => app.log.error({ err: error }, 'could not leave the instance table'));
+      await store.instances.leave().catch((error: unknown) => app.log.error({ err: error }, 'could not leave the instance table'));
       await store.close();
     },
   };

@@ -116,7 +116,7 @@ export class CallLedger {
   async pricingOf(model: string, now = Date.now()): Promise<PricingRecord | null> {
     const cached = this.#pricing.get(model);
     if (cached && now - cached.at < this.#pricingTtlMs) return cached.record;
-    const record = await this.#store.getPricing(model);
+    const record = await this.#store.pricing.get(model);
     this.#pricing.set(model, { record, at: now });
     return record;
   }
@@ -132,7 +132,7 @@ export class CallLedger {
       }
       if (typeof start.user !== 'string') throw invalidRequest('"user" must be a string (a user_id)', 'user');
       // No user_id holds NUL (PostgreSQL text cannot); asking the database would fail there instead of saying so.
-      const user = start.user.includes('\u0000') ? null : await this.#store.getUser(start.user);
+      const user = start.user.includes('\u0000') ? null : await this.#store.users.get(start.user);
       if (!user) throw notFound('user', start.user);
       userId = user.user_id;
       checkAllowedModel(start, user.allowed_models, `user "${user.user_id}"`);
@@ -164,12 +164,12 @@ export class CallLedger {
     }
     const reservations: BudgetHold[] = [];
     const releaseTaken = async () => {
-      for (const taken of reservations) await this.#store.releaseBudget(taken);
+      for (const taken of reservations) await this.#store.budgets.release(taken);
     };
     for (const budget of budgets) {
       let reserved: BudgetHold | null;
       try {
-        reserved = await this.#store.reserveBudget(budget.id, estimate, now);
+        reserved = await this.#store.budgets.reserve(budget.id, estimate, now);
       } catch (error) {
         // A hold already taken would otherwise stay reserved for good (on PostgreSQL, as long as this instance lives).
         await releaseTaken().catch(() => {});

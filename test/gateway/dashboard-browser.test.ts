@@ -92,7 +92,7 @@ beforeAll(async () => {
   [files, fake] = await Promise.all([bundleDashboard(), FakeOpenAIServer.start()]);
   databaseUrl = await backend.newDatabaseUrl();
   gateway = await startGatewayOn(0, MASTER_KEY);
-  await gateway.store.recordUsage(seededRows(Date.now()), []);
+  await gateway.store.usage.record(seededRows(Date.now()), []);
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 860 }, permissions: ['clipboard-read', 'clipboard-write'], acceptDownloads: true });
   page = await context.newPage();

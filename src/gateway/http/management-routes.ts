@@ -46,10 +46,10 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   };
 
   const budgetMustExist = async (budgetId: string | null | undefined, param: string) => {
-    if (budgetId && !(await store.getBudget(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
+    if (budgetId && !(await store.budgets.get(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
   };
   const userMustExist = async (userId: string | null | undefined, param: string) => {
-    if (userId && !(await store.getUser(userId))) throw invalidRequest(`No user with id "${userId}"`, param, 'user_not_found');
+    if (userId && !(await store.users.get(userId))) throw invalidRequest(`No user with id "${userId}"`, param, 'user_not_found');
   };
   const expiresAt = (value: string | null | undefined, now: number): number | null | undefined => {
     if (value === undefined || value === null) return value;
@@ -64,14 +64,14 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const body = parseWith(CreateUserBody, request.body);
     checkRouteNames(body.allowed_models);
     await budgetMustExist(body.budget_id, 'budget_id');
-    const user = await store.createUser(body);
+    const user = await store.users.create(body);
     return reply.code(201).send(userResource(user));
   });
 
-  app.get('/v1/users', { preHandler: master }, async () => ({ object: 'list', data: (await store.listUsers()).map(userResource) }));
+  app.get('/v1/users', { preHandler: master }, async () => ({ object: 'list', data: (await store.users.list()).map(userResource) }));
 
   app.get<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
-    const user = await store.getUser(request.params.id);
+    const user = await store.users.get(request.params.id);
     if (!user) throw notFound('user', request.params.id);
     return userResource(user);
   });
@@ -79,18 +79,18 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   app.patch<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
     const body = parseWith(UpdateUserBody, request.body);
     checkRouteNames(body.allowed_models);
-    if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
+    if (!(await store.users.get(request.params.id))) throw notFound('user', request.params.id);
     await budgetMustExist(body.budget_id, 'budget_id');
-    return userResource((await store.updateUser(request.params.id, body))!);
+    return userResource((await store.users.update(request.params.id, body))!);
   });
 
   app.delete<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
-    if (!(await store.deleteUser(request.params.id))) throw notFound('user', request.params.id);
+    if (!(await store.users.delete(request.params.id))) throw notFound('user', request.params.id);
     return { object: 'user', user_id: request.params.id, deleted: true };
   });
 
   app.get<{ Params: Params }>('/v1/users/:id/usage', { preHandler: master }, async (request) => {
-    if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
+    if (!(await store.users.get(request.params.id))) throw notFound('user', request.params.id);
     return usageListing(context, { user_id: request.params.id }, request.query);
   });
 
@@ -103,7 +103,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     await userMustExist(body.user_id, 'user_id');
     await budgetMustExist(body.budget_id, 'budget_id');
     const secret = generateVirtualKey();
-    const key = await store.createKey(
+    const key = await store.keys.create(
       {
         key_hash: hashSecret(secret),
         key_prefix: displayPrefix(secret),
@@ -122,11 +122,11 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   app.get('/v1/keys', { preHandler: master }, async (request) => {
     const query = parseWith(KeyListQuery, request.query, 'query');
     const now = Date.now();
-    return { object: 'list', data: (await store.listKeys(query)).map((key) => keyResource(key, now)) };
+    return { object: 'list', data: (await store.keys.list(query)).map((key) => keyResource(key, now)) };
   });
 
   app.get<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
-    const key = await store.getKey(request.params.id);
+    const key = await store.keys.get(request.params.id);
     if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
     return keyResource(key);
   });
@@ -135,10 +135,10 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const body = parseWith(UpdateKeyBody, request.body);
     checkRouteNames(body.allowed_models);
     const now = Date.now();
-    if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    if (!(await store.keys.get(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     await userMustExist(body.user_id, 'user_id');
     await budgetMustExist(body.budget_id, 'budget_id');
-    const key = await store.updateKey(request.params.id, { ...body, expires_at: expiresAt(body.expires_at, now) }, now);
+    const key = await store.keys.update(request.params.id, { ...body, expires_at: expiresAt(body.expires_at, now) }, now);
     return keyResource(key!, now);
   });
 
@@ -147,18 +147,18 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const now = Date.now();
     const graceMs = (body.grace_period_seconds ?? 0) * 1000;
     const secret = generateVirtualKey();
-    const key = await store.rotateKey(request.params.id, { key_hash: hashSecret(secret), key_prefix: displayPrefix(secret) }, graceMs, now);
+    const key = await store.keys.rotate(request.params.id, { key_hash: hashSecret(secret), key_prefix: displayPrefix(secret) }, graceMs, now);
     if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
     return { ...keyResource(key, now), key: secret, previous_key_expires_at: graceMs > 0 ? isoTime(now + graceMs) : null };
   });
 
   app.delete<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
-    if (!(await store.deleteKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    if (!(await store.keys.delete(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     return { object: 'virtual_key', id: request.params.id, deleted: true };
   });
 
   app.get<{ Params: Params }>('/v1/keys/:id/usage', { preHandler: master }, async (request) => {
-    if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    if (!(await store.keys.get(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     return usageListing(context, { key_id: request.params.id }, request.query);
   });
 
@@ -166,22 +166,22 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/budgets', { preHandler: master }, async (request, reply) => {
     const body = parseWith(CreateBudgetBody, request.body);
-    const budget = await store.createBudget({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    const budget = await store.budgets.create({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
     return reply.code(201).send(budgetResource(budget));
   });
 
-  app.get('/v1/budgets', { preHandler: master }, async () => ({ object: 'list', data: (await store.listBudgets()).map(budgetResource) }));
+  app.get('/v1/budgets', { preHandler: master }, async () => ({ object: 'list', data: (await store.budgets.list()).map(budgetResource) }));
 
   app.get<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
-    const budget = await store.getBudget(request.params.id);
+    const budget = await store.budgets.get(request.params.id);
     if (!budget) throw notFound('budget', request.params.id);
     return budgetResource(budget);
   });
 
   app.patch<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
     const body = parseWith(UpdateBudgetBody, request.body);
-    if (!(await store.getBudget(request.params.id))) throw notFound('budget', request.params.id);
-    const budget = await store.updateBudget(request.params.id, {
+    if (!(await store.budgets.get(request.params.id))) throw notFound('budget', request.params.id);
+    const budget = await store.budgets.update(request.params.id, {
       max_budget_nanos: body.max_budget === undefined ? undefined : toNanos(body.max_budget),
       reset_every_seconds: body.reset_every_seconds,
       metadata: body.metadata,
@@ -190,16 +190,16 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   });
 
   app.delete<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
-    if (!(await store.deleteBudget(request.params.id))) throw notFound('budget', request.params.id);
+    if (!(await store.budgets.delete(request.params.id))) throw notFound('budget', request.params.id);
     return { object: 'budget', budget_id: request.params.id, deleted: true };
   });
 
   // Pricing (model names contain ':' and may contain '/', hence the wildcard)
 
-  app.get('/v1/pricing', { preHandler: master }, async () => ({ object: 'list', data: (await store.listPricing()).map(pricingResource) }));
+  app.get('/v1/pricing', { preHandler: master }, async () => ({ object: 'list', data: (await store.pricing.list()).map(pricingResource) }));
 
   app.get<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
-    const pricing = await store.getPricing(modelParam(request.params['*']));
+    const pricing = await store.pricing.get(modelParam(request.params['*']));
     if (!pricing) throw notFound('pricing for model', request.params['*'], 'pricing_not_found');
     return pricingResource(pricing);
   });
@@ -207,14 +207,14 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   app.put<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
     const model = modelParam(request.params['*']);
     const body = parseWith(PricingBody, request.body);
-    const pricing = await store.upsertPricing({ model, ...body });
+    const pricing = await store.pricing.upsert({ model, ...body });
     ledger.forgetPricing(model);
     return pricingResource(pricing);
   });
 
   app.delete<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
     const model = modelParam(request.params['*']);
-    if (!(await store.deletePricing(model))) throw notFound('pricing for model', model, 'pricing_not_found');
+    if (!(await store.pricing.delete(model))) throw notFound('pricing for model', model, 'pricing_not_found');
     ledger.forgetPricing(model);
     return { object: 'model_pricing', model, deleted: true };
   });
@@ -228,7 +228,7 @@ function modelParam(model: string): string {
 
 async function usageListing(context: GatewayContext, subject: { user_id?: string; key_id?: string }, rawQuery: unknown) {
   const query = parseWith(UsageQuery, rawQuery ?? {}, 'query');
-  const { data, totals } = await context.store.listUsage({
+  const { data, totals } = await context.store.usage.list({
     ...subject,
     since: query.since === undefined ? undefined : parseTimestamp(query.since, 'since'),
     until: query.until === undefined ? undefined : parseTimestamp(query.until, 'until'),

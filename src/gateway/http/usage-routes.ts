@@ -3,7 +3,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireMaster } from '../auth.ts';
 import { invalidRequest } from '../errors.ts';
-import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/store.ts';
+import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/usage.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
@@ -40,7 +40,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     const filter = filterOf(query, undefined);
     const limit = query.limit ?? 100;
     // one row more than asked says whether another page follows
-    const rows = await store.usagePage(filter, query.cursor === undefined ? undefined : parseCursor(query.cursor), limit + 1, 'newest');
+    const rows = await store.usage.page(filter, query.cursor === undefined ? undefined : parseCursor(query.cursor), limit + 1, 'newest');
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return { object: 'list', data: page.map(usageResource), has_more: rows.length > limit, next_cursor: rows.length > limit && last ? `${last.created_at}.${last.id}` : null };
@@ -48,7 +48,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
 
   app.get('/v1/usage/summary', { preHandler: master }, async (request) => {
     const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), DEFAULT_SPAN);
-    const { totals, groups } = await store.summarizeUsage(filter);
+    const { totals, groups } = await store.usage.summarize(filter);
     return {
       object: 'usage_summary',
       since: isoTime(filter.since!),
@@ -68,7 +68,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     if (buckets > MAX_SERIES_BUCKETS) {
       throw invalidRequest(`the range holds ${buckets} ${interval}s; at most ${MAX_SERIES_BUCKETS} per series (narrow since/until or use interval=day)`, 'since');
     }
-    const rows = new Map((await store.usageSeries(filter, size)).map((row) => [row.bucket, row]));
+    const rows = new Map((await store.usage.series(filter, size)).map((row) => [row.bucket, row]));
     const empty = emptyAggregate();
     return {
       object: 'usage_series',
@@ -89,7 +89,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
       yield `${CSV_COLUMNS.join(',')}\r\n`;
       let after: { created_at: number; id: string } | undefined;
       for (;;) {
-        const page = await store.usagePage(filter, after, CSV_PAGE);
+        const page = await store.usage.page(filter, after, CSV_PAGE);
         if (page.length > 0) yield page.map((row) => `${csvRow(row)}\r\n`).join('');
         if (page.length < CSV_PAGE) return;
         after = page[page.length - 1];
