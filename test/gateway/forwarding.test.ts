@@ -64,7 +64,8 @@ describe.each(backends)('forwarding on $name', (backend) => {
         anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url },
         groq: { api_key: 'gsk-secret', api_base: `http://127.0.0.1:${downPort}/v1` },
       },
-      pricing: { 'openai:gpt-fake': TEST_PRICING },
+      // every model the tests call is priced (require_pricing is on); the anthropic models are in the bundled table
+      pricing: { 'openai:gpt-fake': TEST_PRICING, 'openai:embed-fake': { input_cost_per_million: 0.02 }, 'groq:llama-down': TEST_PRICING },
     }),
     async (started) => {
       gateway = started;
