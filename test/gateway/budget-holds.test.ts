@@ -39,8 +39,11 @@ describe.each(backends)('budget holds on $name', (backend) => {
   useTestGateway(
     backend,
     () => ({
-      providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } },
-      pricing: { 'openai:bill-2000': { input_cost_per_million: 0, output_cost_per_million: OUTPUT_PRICE } },
+      providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL }, groq: { api_key: 'gsk-test', api_base: fake.baseURL } },
+      pricing: {
+        'openai:bill-2000': { input_cost_per_million: 0, output_cost_per_million: OUTPUT_PRICE },
+        'groq:bill-2000': { input_cost_per_million: 0, output_cost_per_million: OUTPUT_PRICE },
+      },
       reserveOutputTokens: RESERVE,
     }),
     (started) => {
@@ -112,5 +115,27 @@ describe.each(backends)('budget holds on $name', (backend) => {
     await expect(client.chat.completions.create({ model: 'openai:bill-2000', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 10 })).resolves.toBeDefined();
     const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
     expect(metrics).toMatch(/gateway_budget_overshoots_total\{provider="openai",model="bill-2000"\} [1-9]/);
+  });
+
+  it.skipIf(backend.skipReason)('the limit goes under the field each API and provider reads; a call without a budget is forwarded as sent', async () => {
+    fake.reset();
+    const { client } = await budgetedClient('fields');
+    const body = (route: string) => fake.requestsTo(route).at(-1)!.body as Record<string, unknown>;
+    // a stream; a provider that reads max_tokens (Hub's dialect for groq); null limits count as none
+    const stream = await client.chat.completions.create({ model: 'openai:bill-2000', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    for await (const _chunk of stream);
+    expect(body(PROVIDER_CHAT_ROUTE)).toMatchObject({ max_completion_tokens: RESERVE });
+    await client.chat.completions.create({ model: 'groq:bill-2000', messages: [{ role: 'user', content: 'Hi' }], max_tokens: null });
+    expect(body(PROVIDER_CHAT_ROUTE)).toMatchObject({ max_tokens: RESERVE });
+    expect(body(PROVIDER_CHAT_ROUTE)).not.toHaveProperty('max_completion_tokens');
+    await client.responses.create({ model: 'openai:bill-2000', input: 'Hi' });
+    expect(body('POST /v1/responses')).toMatchObject({ max_output_tokens: RESERVE });
+    await client.responses.create({ model: 'openai:bill-2000', input: 'Hi', max_output_tokens: 20 });
+    expect(body('POST /v1/responses')).toMatchObject({ max_output_tokens: 20 });
+    // no budget, no hold to protect: the client's request is not changed
+    const free = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'no-budget' } })).json;
+    await new OpenAI({ apiKey: free.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'openai:bill-2000', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(body(PROVIDER_CHAT_ROUTE)).not.toHaveProperty('max_completion_tokens');
+    expect(body(PROVIDER_CHAT_ROUTE)).not.toHaveProperty('max_tokens');
   });
 });
