@@ -75,7 +75,9 @@ const ConfigFile = z.strictObject({
    * per `provider:model`, `provider:*` and `*` (the most specific entry decides; unnamed models: true).
    */
   require_pricing: z
-    .union([z.boolean(), z.record(z.string().regex(/^(\*|[^:\s]+:.+)$/, 'require_pricing keys are provider:model, provider:* or *'), z.boolean())])
+    .union([z.boolean(), z.record(z.string().regex(/^(\*|[^:\s]+:.+)$/), z.boolean())], {
+      error: 'require_pricing is true, false, or a map from provider:model, provider:* or * to true or false',
+    })
     .optional(),
   /** Prices of well-known models bundled with the gateway (src/gateway/pricing-table.ts), below `pricing`. Default true. */
   bundled_pricing: z.boolean().optional(),

@@ -80,6 +80,18 @@ describe.each(backends)('fail-closed defaults on $name', (backend) => {
     await expect(client(strict).chat.completions.create({ model: 'openai:gpt-unpriced', user, ...ask() })).resolves.toBeDefined();
   });
 
+  it.skipIf(backend.skipReason)('the OpenAPI document gives the 402 and 403 answers of model calls and the new fields', async () => {
+    const doc = (await strict.call('GET', '/openapi.json', { key: null })).json;
+    for (const path of ['/v1/chat/completions', '/v1/embeddings', '/v1/responses', '/v1/messages', '/v1/rerank']) {
+      const responses = doc.paths[path].post.responses;
+      expect(responses[402]?.description, path).toContain('pricing_missing');
+      expect(responses[403]?.description, path).toContain('user_mismatch');
+    }
+    expect(doc.components.schemas.VirtualKey.required).toContain('allow_user_override');
+    expect(doc.components.schemas.Usage.required).toContain('overshoot');
+    expect(doc.components.schemas.ModelPricing.properties.source.enum).toEqual(['configured', 'bundled']);
+  });
+
   it.skipIf(backend.skipReason)('require_pricing opts out globally, per provider and per model; those calls cost $0', async () => {
     const user = await withUser(exempting, 'exempt');
     await expect(client(exempting).chat.completions.create({ model: 'groq:any-model', user, ...ask() })).resolves.toBeDefined();
