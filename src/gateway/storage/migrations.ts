@@ -172,7 +172,7 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 11,
-    name: "budget holds: what a call cost beyond its hold; keys that may name another user",
+    name: 'budget holds: what a call cost beyond its hold; keys that may name another user',
     statements: [
       'ALTER TABLE usage ADD COLUMN overshoot_nanos BIGINT NOT NULL DEFAULT 0',
       'ALTER TABLE virtual_keys ADD COLUMN allow_user_override INTEGER NOT NULL DEFAULT 0',
