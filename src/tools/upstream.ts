@@ -267,6 +267,11 @@ export class Upstream {
     }
   }
 
+  /** Whether the server's last tool list had this tool (and its allow-list allows it): metrics name only such tools. */
+  hasListedTool(name: string): boolean {
+    return (this.allowed?.has(name) ?? true) && (this.toolsCache?.some((tool) => tool.name === name) ?? false);
+  }
+
   private async listToolsNow(signal: AbortSignal | undefined): Promise<Tool[]> {
     const tools = await this.fetchAllTools(signal);
     return this.allowed ? tools.filter((tool) => this.allowed!.has(tool.name)) : tools;
