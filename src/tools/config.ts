@@ -170,7 +170,7 @@ export const TOOLS_CONFIG_SCHEMA = {
     // a host name or IP address (no port), or "*": every Host (docs/tools.md, "Browsers")
     allowed_hosts: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^(\\*|[A-Za-z0-9.-]+|\\[?[0-9A-Fa-f:.]+\\]?)$' } },
     // origins as browsers send them: scheme://host[:port], nothing else
-    cors_allow_origins: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^https?://[^/?#@\\s]+/?$' } },
+    cors_allow_origins: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+/?$' } },
     servers: {
       type: ['object', 'null'],
       propertyNames: { pattern: NAME_PATTERN },
