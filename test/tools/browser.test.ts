@@ -17,6 +17,15 @@ import { EVERYTHING, MEMORY, NODE, eventually } from './helpers.ts';
 // page (Chromium resolves attacker.example to 127.0.0.1) is refused on the API, /mcp and /docs. A page of an origin
 // listed in cors_allow_origins calls a tool and opens an /mcp session (preflights answered, headers exposed).
 
+/** What the page scripts below use of the DOM (they run in Chromium; the project compiles without the DOM library). */
+interface PageElement {
+  append(...nodes: PageElement[]): void;
+  submit(): void;
+  addEventListener(type: string, listener: () => void): void;
+}
+declare const document: { createElement(tag: string): PageElement; body: PageElement };
+declare const navigator: { sendBeacon(url: string, data: Blob): boolean };
+
 const skipReason = browserSkipReason();
 const dir = mkdtempSync(path.join(tmpdir(), 'tools-browser-'));
 const REBINDING = 'attacker.example';
