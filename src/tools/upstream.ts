@@ -86,6 +86,8 @@ export class Upstream {
   private healthValue: Health;
   private lastError: string | undefined;
   private toolsCache: Tool[] | undefined;
+  /** Every tool name the server has listed (kept across sessions): the tools metrics may name. */
+  private readonly listedToolNames = new Set<string>();
   private readonly allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
   /** Health pings of this session not answered in a row; restart.afterPingTimeouts of them end it. */
@@ -267,9 +269,9 @@ export class Upstream {
     }
   }
 
-  /** Whether the server's last tool list had this tool (and its allow-list allows it): metrics name only such tools. */
+  /** Whether the server has listed this tool (and its allow-list allows it): metrics name only such tools. */
   hasListedTool(name: string): boolean {
-    return (this.allowed?.has(name) ?? true) && (this.toolsCache?.some((tool) => tool.name === name) ?? false);
+    return (this.allowed?.has(name) ?? true) && this.listedToolNames.has(name);
   }
 
   private async listToolsNow(signal: AbortSignal | undefined): Promise<Tool[]> {
@@ -395,6 +397,7 @@ export class Upstream {
     const client = this.session('tools');
     const tools = await this.collect('tools/list', client, (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)), (page) => page.tools);
     this.toolsCache = tools;
+    for (const tool of tools) this.listedToolNames.add(tool.name);
     return tools;
   }
 

@@ -120,6 +120,9 @@ describe.skipIf(skipReason !== null)('a page of another origin', () => {
       { target, bodies: { simple: create('simple'), preflight: create('preflight'), noCors: create('no-cors'), beacon: create('beacon') } },
     );
     expect(attempts).toEqual({ simple: 'answered opaque 0', preflight: 'failed: TypeError', noCors: 'answered opaque 0', beacon: true });
+    const refusedCalls = () => auditLines().filter((line) => line.operation === 'call_tool' && line.status === 403);
+    // a beacon goes out in the background: wait for its refusal before the form navigates the page away
+    await eventually(() => expect(refusedCalls()).toHaveLength(3));
 
     // a form POST navigates the page to the tool server, which answers the page itself; enctype text/plain sends
     // `name=value`, so the name is a JSON text up to a string that the `=` and the value close: valid JSON
@@ -143,7 +146,7 @@ describe.skipIf(skipReason !== null)('a page of another origin', () => {
     // each attempt reached the tool server and was refused there: the preflight (not an API request, so not in the
     // audit log) instead of the POST, and the four others as call_tool answered 403, without the names they chose
     const refused = await eventually(() => {
-      const lines = auditLines().filter((line) => line.operation === 'call_tool' && line.status === 403);
+      const lines = refusedCalls();
       expect(lines).toHaveLength(4);
       return lines;
     });
