@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { unbracket } from '../shared/host-names.ts';
 import { DURATION_PATTERN, parseDuration } from './duration.ts';
 import { headerProblem } from './headers.ts';
 
@@ -293,17 +294,18 @@ function resolve(raw: RawConfig, source: string): ToolsConfig {
     file: raw.audit.file === '-' ? '-' : path.resolve(path.dirname(source), raw.audit.file),
     includeArguments: raw.audit.include_arguments ?? false,
   };
-  const withAudit: ToolsConfig = audit ? { servers, audit } : { servers };
-  if (raw.allowed_hosts) withAudit.allowedHosts = raw.allowed_hosts.map((host) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1'));
-  if (raw.cors_allow_origins) withAudit.corsAllowOrigins = raw.cors_allow_origins.map((origin) => new URL(origin).origin);
-  if (!raw.auth) return withAudit;
+  const resolved: ToolsConfig = audit ? { servers, audit } : { servers };
+  // in the spelling requests are compared in: lower case, no brackets; an origin as a browser sends it
+  if (raw.allowed_hosts) resolved.allowedHosts = raw.allowed_hosts.map((host) => unbracket(host.toLowerCase()));
+  if (raw.cors_allow_origins) resolved.corsAllowOrigins = raw.cors_allow_origins.map((origin) => new URL(origin).origin);
+  if (!raw.auth) return resolved;
   const keys = Object.entries(raw.auth.keys).map(([name, key]): ApiKeyConfig => ({
     name,
     sha256: key.sha256,
     servers: serverGrantsOf(key.servers),
     ...(key.requests_per_minute === undefined ? {} : { requestsPerMinute: key.requests_per_minute }),
   }));
-  return { ...withAudit, auth: { keys } };
+  return { ...resolved, auth: { keys } };
 }
 
 function serverGrantsOf(raw: RawApiKey['servers']): ApiKeyConfig['servers'] {
