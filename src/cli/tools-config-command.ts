@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
+import { headerProblem } from '../tools/headers.ts';
 import type { ServerEntry, ServerListing } from '../tools/index.ts';
 import type { CliIo } from './program.ts';
 
@@ -43,17 +44,22 @@ export function parseEnvPairs(values: string[]): Record<string, string> {
   return env;
 }
 
-/** Repeated `--header 'Name: value'` as a map; names are HTTP field names (RFC 9110 tokens). */
+/**
+ * Repeated `--header 'Name: value'` as a map; names are HTTP field names (RFC 9110 tokens), values hold no line
+ * break or other control character (headers.ts). No error shows a value: it is often a secret.
+ */
 export function parseHeaders(values: string[]): Record<string, string> {
   const headers: Record<string, string> = {};
   const seen = new Set<string>();
-  for (const value of values) {
-    const match = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$/s.exec(value);
-    if (!match) throw new ConfigError(`--header "${value}": write 'Name: value' (a header name, a colon, the value)`);
+  values.forEach((value, index) => {
+    const match = /^([^:]*):[ \t]*(.*?)[ \t]*$/s.exec(value);
+    if (!match) throw new ConfigError(`--header number ${index + 1} has no colon: write 'Name: value' (a header name, a colon, the value)`);
+    const problem = headerProblem(match[1], match[2]);
+    if (problem !== null) throw new ConfigError(`--header: ${problem}`);
     if (seen.has(match[1].toLowerCase())) throw new ConfigError(`--header: ${match[1]} is given twice`);
     seen.add(match[1].toLowerCase());
     headers[match[1]] = match[2];
-  }
+  });
   return headers;
 }
 

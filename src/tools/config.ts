@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { unbracket } from '../shared/host-names.ts';
 import { DURATION_PATTERN, parseDuration } from './duration.ts';
+import { headerProblem } from './headers.ts';
 
 /** A configuration that cannot be used: the message names the file, the entry and what is wrong. */
 export class ToolsConfigError extends Error {
@@ -98,6 +100,10 @@ export interface ToolsConfig {
   audit?: AuditConfig;
   /** undefined: no `auth` section, every request is allowed (see startToolServer for where that is permitted). */
   auth?: { keys: ApiKeyConfig[] };
+  /** `allowed_hosts`: Host names accepted beside the listen address and the loopback names (http/browser-guard.ts). */
+  allowedHosts?: string[];
+  /** `cors_allow_origins`: web pages (origins) that may call the API from a browser (http/browser-guard.ts). */
+  corsAllowOrigins?: string[];
 }
 
 const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
@@ -162,6 +168,10 @@ export const TOOLS_CONFIG_SCHEMA = {
         keys: { type: 'object', minProperties: 1, propertyNames: { pattern: NAME_PATTERN }, additionalProperties: apiKeySchema },
       },
     },
+    // a host name or IP address (no port), or "*": every Host (docs/tools.md, "Browsers")
+    allowed_hosts: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^(\\*|[A-Za-z0-9.-]+|\\[?[0-9A-Fa-f:.]+\\]?)$' } },
+    // origins as browsers send them: scheme://host[:port], nothing else
+    cors_allow_origins: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+/?$' } },
     servers: {
       type: ['object', 'null'],
       propertyNames: { pattern: NAME_PATTERN },
@@ -214,7 +224,12 @@ export function parseToolsConfig(text: string, source: string, env: NodeJS.Proce
     const problems = describeErrors(validate.errors ?? []);
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
   }
-  const outOfRange = [...durationRangeProblems(substituted as RawConfig), ...urlProblems(substituted as RawConfig), ...authProblems(substituted as RawConfig)];
+  const outOfRange = [
+    ...durationRangeProblems(substituted as RawConfig),
+    ...urlProblems(substituted as RawConfig, raw as RawConfig),
+    ...headerProblems(substituted as RawConfig, raw as RawConfig),
+    ...authProblems(substituted as RawConfig),
+  ];
   if (outOfRange.length > 0) {
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${outOfRange.map((line) => `  - ${line}`).join('\n')}`);
   }
@@ -255,6 +270,8 @@ interface RawConfig {
   servers: Record<string, RawServer> | null;
   auth?: { keys: Record<string, RawApiKey> };
   audit?: { file: string; include_arguments?: boolean };
+  allowed_hosts?: string[];
+  cors_allow_origins?: string[];
 }
 
 function resolve(raw: RawConfig, source: string): ToolsConfig {
@@ -277,15 +294,18 @@ function resolve(raw: RawConfig, source: string): ToolsConfig {
     file: raw.audit.file === '-' ? '-' : path.resolve(path.dirname(source), raw.audit.file),
     includeArguments: raw.audit.include_arguments ?? false,
   };
-  const withAudit = audit ? { servers, audit } : { servers };
-  if (!raw.auth) return withAudit;
+  const resolved: ToolsConfig = audit ? { servers, audit } : { servers };
+  // in the spelling requests are compared in: lower case, no brackets; an origin as a browser sends it
+  if (raw.allowed_hosts) resolved.allowedHosts = raw.allowed_hosts.map((host) => unbracket(host.toLowerCase()));
+  if (raw.cors_allow_origins) resolved.corsAllowOrigins = raw.cors_allow_origins.map((origin) => new URL(origin).origin);
+  if (!raw.auth) return resolved;
   const keys = Object.entries(raw.auth.keys).map(([name, key]): ApiKeyConfig => ({
     name,
     sha256: key.sha256,
     servers: serverGrantsOf(key.servers),
     ...(key.requests_per_minute === undefined ? {} : { requestsPerMinute: key.requests_per_minute }),
   }));
-  return { ...withAudit, auth: { keys } };
+  return { ...resolved, auth: { keys } };
 }
 
 function serverGrantsOf(raw: RawApiKey['servers']): ApiKeyConfig['servers'] {
@@ -341,11 +361,38 @@ function durationRangeProblems(raw: RawConfig): string[] {
   return problems;
 }
 
-/** URLs that pass the schema's pattern but not the URL parser (`http://exa mple.com`, `http://`). */
-function urlProblems(raw: RawConfig): string[] {
-  return Object.entries(raw.servers ?? {})
+/**
+ * URLs that pass the schema's pattern but not the URL parser (`http://exa mple.com`, `http://`), and origins in
+ * cors_allow_origins that are not one (a path, a query). A URL is shown as the file writes it, before `${NAME}`
+ * substitution: a token in its query must not reach an error message.
+ */
+function urlProblems(config: RawConfig, written: RawConfig): string[] {
+  const problems = Object.entries(config.servers ?? {})
     .filter(([, entry]) => entry.url !== undefined && !URL.canParse(entry.url))
-    .map(([name, entry]) => `/servers/${name}/url: "${entry.url}" is not a valid URL`);
+    .map(([name]) => `/servers/${name}/url: ${JSON.stringify(written.servers?.[name]?.url)} is not a valid URL`);
+  (config.cors_allow_origins ?? []).forEach((origin, index) => {
+    if (!URL.canParse(origin)) {
+      problems.push(`/cors_allow_origins/${index}: ${JSON.stringify(written.cors_allow_origins?.[index])} is not an origin (scheme://host[:port], as a browser sends it)`);
+    }
+  });
+  return problems;
+}
+
+/**
+ * Headers no HTTP client may send (headers.ts), checked after `${NAME}` substitution: an environment variable whose
+ * value holds a line break would otherwise reach the request, or an error message that quotes it.
+ */
+function headerProblems(config: RawConfig, written: RawConfig): string[] {
+  const problems: string[] = [];
+  for (const [server, entry] of Object.entries(config.servers ?? {})) {
+    for (const [name, value] of Object.entries(entry.headers ?? {})) {
+      const problem = headerProblem(name, value);
+      if (problem === null) continue;
+      const substituted = written.servers?.[server]?.headers?.[name]?.includes('${') ? ' (after ${NAME} substitution)' : '';
+      problems.push(`/servers/${server}/headers: ${problem}${substituted}`);
+    }
+  }
+  return problems;
 }
 
 /** The durations of a restart entry (afterPingTimeouts is a count). */
@@ -421,6 +468,10 @@ function describeErrors(errors: ErrorObject[]): string[] {
       lines.add(`${at}: must be the SHA-256 of the key in lower-case hex (64 characters; \`encoder tools keygen\` prints it)`);
     } else if (error.keyword === 'propertyNames') {
       continue;
+    } else if (error.keyword === 'pattern' && at.startsWith('/allowed_hosts/')) {
+      lines.add(`${at}: ${JSON.stringify(error.data)} is not a host name or IP address (no scheme, no port), nor "*"`);
+    } else if (error.keyword === 'pattern' && at.startsWith('/cors_allow_origins/')) {
+      lines.add(`${at}: ${JSON.stringify(error.data)} is not an origin (scheme://host[:port], no path, as a browser sends it)`);
     } else if (error.keyword === 'pattern' && (error.params as { pattern: string }).pattern === DURATION_PATTERN) {
       lines.add(`${at}: "${String(error.data)}" is not a duration (write e.g. 500ms, 5s, 1m)`);
     } else {

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
+import { isLoopbackHost } from '../shared/host-names.ts';
 import { AuditLog } from './audit.ts';
 import { ApiKeys } from './auth.ts';
 import { loadToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
@@ -56,7 +57,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const port = options.port ?? DEFAULT_TOOLS_PORT;
   checkExposure(config, host, port, options);
   const log = options.log ?? (() => {});
-  if (!config.auth && !isLoopback(host)) {
+  if (!config.auth && !isLoopbackHost(host)) {
     log(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
   }
   let keys = config.auth ? new ApiKeys(config.auth.keys) : null;
@@ -78,6 +79,8 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   });
   metrics.watch(upstreams);
   mcp.watch(upstreams);
+  /** The configuration in force (a reload replaces it). */
+  let current = config;
   let app: FastifyInstance;
   try {
     app = await createToolsApp(upstreams, {
@@ -87,6 +90,8 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       metrics: metrics.registry,
       observe,
       mcp,
+      listenHost: host,
+      browserAccess: () => current,
     });
     await app.listen({ host, port });
   } catch (error) {
@@ -100,12 +105,14 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
     url: `http://${host.includes(':') ? `[${host}]` : host}:${listening}`,
     app,
     upstreams,
-    config,
+    get config() {
+      return current;
+    },
     reload() {
       const next = loadToolsConfig(options.configFile, options.env);
       // a reload may add keys or change them, but not open a reachable server to everyone
       checkExposure(next, host, port, options);
-      running.config = next;
+      current = next;
       if (!next.auth) keys = null;
       else if (keys) keys.replace(next.auth.keys);
       else keys = new ApiKeys(next.auth.keys);
@@ -129,11 +136,6 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   return running;
 }
 
-/** Loopback addresses: only this machine can connect. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
 /**
  * Tools run commands, read files and call APIs: without `auth`, only this machine may reach them unless the
  * operator says otherwise with --no-auth. With `auth`, --no-auth contradicts the file.
@@ -142,7 +144,7 @@ function checkExposure(config: ToolsConfig, host: string, port: number, options:
   if (config.auth && options.noAuth) {
     throw new ToolsConfigError(`${options.configFile}: has auth.keys, and --no-auth asks for no authentication; remove one of the two`);
   }
-  if (!config.auth && !options.noAuth && !isLoopback(host)) {
+  if (!config.auth && !options.noAuth && !isLoopbackHost(host)) {
     throw new ToolsConfigError(
       `refusing to serve ${host}:${port} without authentication: anyone who can reach it could call every tool of every ` +
         `server. Add auth.keys to ${options.configFile} (make a key with \`encoder tools keygen --name NAME\`), listen on ` +

@@ -86,6 +86,8 @@ export class Upstream {
   private healthValue: Health;
   private lastError: string | undefined;
   private toolsCache: Tool[] | undefined;
+  /** Every tool name the server has listed (kept across sessions): the tools metrics may name. */
+  private readonly listedToolNames = new Set<string>();
   private readonly allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
   /** Health pings of this session not answered in a row; restart.afterPingTimeouts of them end it. */
@@ -267,6 +269,11 @@ export class Upstream {
     }
   }
 
+  /** Whether the server has listed this tool (and its allow-list allows it): metrics name only such tools. */
+  hasListedTool(name: string): boolean {
+    return (this.allowed?.has(name) ?? true) && this.listedToolNames.has(name);
+  }
+
   private async listToolsNow(signal: AbortSignal | undefined): Promise<Tool[]> {
     const tools = await this.fetchAllTools(signal);
     return this.allowed ? tools.filter((tool) => this.allowed!.has(tool.name)) : tools;
@@ -390,6 +397,7 @@ export class Upstream {
     const client = this.session('tools');
     const tools = await this.collect('tools/list', client, (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)), (page) => page.tools);
     this.toolsCache = tools;
+    for (const tool of tools) this.listedToolNames.add(tool.name);
     return tools;
   }
 

@@ -33,6 +33,10 @@ export class Upstreams {
     return [...this.byName.keys()];
   }
 
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
   all(): Upstream[] {
     return [...this.byName.values()];
   }
@@ -71,7 +75,8 @@ export class Upstreams {
       } else {
         summary.added.push(server.name);
       }
-      const upstream = new Upstream(server, this.options);
+      // a changed entry's new session is a restart of the server (tools_server_restarts_total), not a first start
+      const upstream = new Upstream(server, current ? { ...this.options, onSession: (name) => this.options.onSession?.(name, true) } : this.options);
       upstream.start();
       next.set(server.name, upstream);
     }

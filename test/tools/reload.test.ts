@@ -33,6 +33,7 @@ describe('a reload while calls are under way', () => {
       harness.app.inject({
         method: 'POST',
         url: `/api/v1/servers/${name}/tools/trigger-long-running-operation`,
+        headers: { 'content-type': 'application/json' },
         payload: '{"duration": 5, "steps": 1}',
       }),
     );

@@ -7,6 +7,7 @@ import type { Access } from '../auth.ts';
 import { createAggregateServer } from '../mcp/aggregate-server.ts';
 import type { ApiOperation } from '../operations.ts';
 import type { Upstreams } from '../upstreams.ts';
+import { hijackWithHeaders } from './browser-guard.ts';
 
 export const MCP_PATH = '/mcp';
 
@@ -73,8 +74,7 @@ export class McpSessions {
   }
 
   async #handle(request: FastifyRequest, reply: FastifyReply, access: Access): Promise<void> {
-    // MCP asks servers to check Origin against DNS rebinding; no web page uses this endpoint (no CORS, no pages)
-    if (request.headers.origin !== undefined) return jsonRpcError(reply, 403, `requests from web pages (Origin ${request.headers.origin}) are not accepted`);
+    // MCP asks servers to check Origin and Host against DNS rebinding: browser-guard.ts does, for every route, before this
     const id = request.headers['mcp-session-id'];
     if (typeof id === 'string') {
       const session = this.#sessions.get(id);
@@ -82,7 +82,7 @@ export class McpSessions {
       if (session.keyName !== access.keyName) return jsonRpcError(reply, 403, 'this session belongs to another API key');
       session.access = access;
       session.lastSeen = Date.now();
-      reply.hijack();
+      hijackWithHeaders(reply);
       await session.transport.handleRequest(request.raw, reply.raw, request.body);
       return;
     }
@@ -105,7 +105,7 @@ export class McpSessions {
     const server = createAggregateServer(this.#upstreams, { version: this.#options.version, access: () => session.access!, observe: this.#options.observe });
     Object.assign(session, { transport, server });
     await server.connect(transport);
-    reply.hijack();
+    hijackWithHeaders(reply);
     await transport.handleRequest(request.raw, reply.raw, request.body);
   }
 
