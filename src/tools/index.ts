@@ -70,6 +70,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const upstreams = Upstreams.start(config, {
     log: options.log,
     clientInfo: { name: 'encoder-tools', version: options.version },
+    relay: mcp.relay,
     onSession: (server, restart) => {
       metrics.sessionStarted(server, restart);
       // a server (re)connected: its tools may be new to the clients of /mcp
