@@ -10,6 +10,8 @@ interface ToolsServeOptions {
   addr?: { host: string; port: number };
   /** false with --no-auth */
   auth: boolean;
+  secrets?: string;
+  stateDir?: string;
 }
 
 /** `host:port`, `[v6]:port` or `:port` (all interfaces). */
@@ -29,6 +31,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
     .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
     .option('--addr <host:port>', 'address to listen on (default: 127.0.0.1:8090, or 0.0.0.0:8090 when the configuration has auth.keys)', parseAddr)
     .option('--no-auth', 'serve without authentication on an address other machines can reach (refused otherwise)')
+    .option('--secrets <file>', 'values of ${secret:NAME} (mode 0600; default: $ENCODER_TOOLS_SECRETS, else ~/.config/encoder/tools.secrets.yaml)')
+    .option('--state-dir <dir>', 'where the servers\' process ids are kept for the next start (default: $ENCODER_TOOLS_STATE_DIR, else ~/.local/state/encoder)')
     .action(async (options: ToolsServeOptions) => {
       const log = (line: string) => io.stderr(`${line}\n`);
       let server: RunningToolServer | undefined;
@@ -49,7 +53,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
           const summary = server.reload();
           io.stderr(
             `SIGHUP: configuration reloaded; added: ${summary.added.join(', ') || 'none'}; removed: ${summary.removed.join(', ') || 'none'}; ` +
-              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}\n`,
+              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}; ` +
+              `allow-list changed in place: ${summary.updated.join(', ') || 'none'}\n`,
           );
         } catch (error) {
           io.stderr(`SIGHUP: configuration not reloaded, keeping the current one: ${(error as Error).message}\n`);
@@ -63,6 +68,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
           configFile: options.config,
           ...options.addr,
           noAuth: !options.auth,
+          secretsFile: options.secrets,
+          stateDir: options.stateDir,
           version: RUNTIME_VERSION,
           log,
           swaggerUiFiles: context.swaggerUiFiles,

@@ -59,7 +59,8 @@ const STDERR_TAIL_LINES = 20;
  * each bounded by the request timeout and each failure turned into a ToolsError.
  */
 export class Upstream {
-  readonly config: ServerConfig;
+  /** Changes only in its allow-list (`allowOnly`); any other change makes a new Upstream. */
+  config: ServerConfig;
   private readonly log: (line: string) => void;
   private readonly clientInfo: { name: string; version: string };
   private readonly onSession: (server: string, restart: boolean) => void;
@@ -83,7 +84,7 @@ export class Upstream {
   private healthValue: Health;
   private lastError: string | undefined;
   private toolsCache: Tool[] | undefined;
-  private readonly allowed: Set<string> | undefined;
+  private allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
   /** Health pings of this session not answered in a row; restart.afterPingTimeouts of them end it. */
   private pingTimeouts = 0;
@@ -116,6 +117,12 @@ export class Upstream {
 
   get state(): UpstreamState {
     return this.stateValue;
+  }
+
+  /** A new entry that differs from the current one only in its allow-list: applied now, the session (and process) kept. */
+  allowOnly(config: ServerConfig): void {
+    this.config = config;
+    this.allowed = config.tools ? new Set(config.tools) : undefined;
   }
 
   /** Starts connecting in the background; failures are retried, never thrown. */
