@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import type { RunningToolServer } from '../tools/index.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
-import { reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
+import { onStopSignals, reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
 import { registerToolsConfigCommands } from './tools-config-command.ts';
 
 interface ToolsServeOptions {
@@ -62,7 +62,7 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
       };
       if (reloadsOnSighup()) process.on('SIGHUP', onHup);
       // loaded only when the tool server runs: the same executable serves models, whose start-up must not pay for it
-      const { startToolServer, ToolsConfigError } = await import('../tools/index.ts');
+      const { startToolServer, ToolsConfigError, processGroups } = await import('../tools/index.ts');
       try {
         server = await startToolServer({
           configFile: options.config,
@@ -100,8 +100,16 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
       }
       const signal = await stopSignal;
       stopping = true;
-      io.stderr(`${signal}: stopping; closing every MCP session and child process\n`);
+      io.stderr(`${signal}: stopping; closing every MCP session and child process (${signal} again: at once)\n`);
+      // the servers run in process groups of their own: a second signal (its default action would end this process
+      // without an 'exit' event, and a Ctrl+C no longer reaches them) ends them with SIGKILL, then this process
+      const stopNow = onStopSignals((again) => {
+        io.stderr(`${again} again: ending every child process now\n`);
+        processGroups.killAll();
+        process.exit(again === 'SIGINT' ? 130 : 143);
+      });
       await server.close();
+      stopNow();
       process.off('SIGHUP', onHup);
       io.stderr('stopped\n');
     });

@@ -16,6 +16,7 @@ import { Upstreams, type ReloadSummary } from './upstreams.ts';
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 export { Upstreams, type ReloadSummary } from './upstreams.ts';
 export { exportToolsConfig } from './config-export.ts';
+export { processGroups } from './process-group.ts';
 export { addServerToFile, initToolsConfigFile, listServersOfFile, removeServerFromFile, type ServerEntry, type ServerListing } from './config-file.ts';
 export { createToolsApp } from './http/app.ts';
 export { apiKeyDigest, generateApiKey } from './auth.ts';

@@ -201,6 +201,19 @@ describe('stdio servers never outlive the tool server', () => {
     expect(isAlive(replacement)).toBe(false);
   });
 
+  it('ends them at once on a second Ctrl+C (the terminal\'s SIGINT no longer reaches their process group)', async () => {
+    const run = serve();
+    await eventually(() => expect(run.output()).toContain('tool server on'), 60_000);
+    const pid = childPid(run.output());
+    expect(isAlive(pid)).toBe(true);
+    run.child.kill('SIGINT');
+    await eventually(() => expect(run.output()).toContain('SIGINT: stopping'));
+    run.child.kill('SIGINT');
+    expect(await new Promise((resolve) => run.child.once('exit', resolve))).toBe(130);
+    expect(run.output()).toContain('SIGINT again: ending every child process now');
+    await eventually(() => expect(isAlive(pid)).toBe(false), 5000);
+  });
+
   it.runIf(process.platform === 'linux')('leaves alone a recorded pid that now belongs to another process', async () => {
     // a group leader, as the tool server's servers are
     const sleeper = spawn('sleep', ['30'], { stdio: 'ignore', detached: true });
