@@ -4,7 +4,6 @@ import {
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
-  EmptyResultSchema,
   type CallToolResult,
   type GetPromptResult,
   type ListPromptsResult,
@@ -236,7 +235,7 @@ export class Upstream {
   setLoggingLevel(level: LoggingLevel, options: RequestOptions = {}): Promise<void> {
     return this.tracked(options, async (signal) => {
       const client = this.session('logging');
-      await this.request('logging/setLevel', client, () => client.request({ method: 'logging/setLevel', params: { level } }, EmptyResultSchema, this.requestOptions(signal)));
+      await this.request('logging/setLevel', client, () => client.setLoggingLevel(level, this.requestOptions(signal)));
     });
   }
 

@@ -1,5 +1,4 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -17,18 +16,14 @@ import {
   type Prompt,
   type Resource,
   type ResourceTemplate,
-  type ServerNotification,
-  type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 import type { Access } from '../auth.ts';
 import { mcpMessageOf, RESOURCE_NOT_FOUND, STATUS_OF_KIND, ToolsError } from '../errors.ts';
 import type { ApiOperation } from '../operations.ts';
 import type { Upstream } from '../upstream.ts';
 import type { RequestOptions } from '../upstream-requests.ts';
 import type { Upstreams } from '../upstreams.ts';
-import { NAMESPACE_SEPARATOR, type SessionRelay } from './session-relay.ts';
+import { NAMESPACE_SEPARATOR, type Extra, type SessionRelay } from './session-relay.ts';
 
 export { NAMESPACE_SEPARATOR } from './session-relay.ts';
 /** Pages of one server's list read for one aggregated list, at most (a server whose cursors never end stops here). */
@@ -295,7 +290,6 @@ export function createAggregateServer(upstreams: Upstreams, options: AggregateSe
         candidates.length > 1 ? `several servers may serve "${uri}": list resources (resources/list) first, so that its server is known` : `no server this key may use offers a subscription to "${uri}"`,
       );
     }
-    if (!candidates[0].capabilities?.resources?.subscribe) throw new ToolsError('not_implemented', `server "${candidates[0].name}" does not offer resource subscriptions`);
     return candidates[0];
   };
 

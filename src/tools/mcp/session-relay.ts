@@ -18,7 +18,8 @@ import type { Upstream } from '../upstream.ts';
 import type { RelayedNotification, RelayedRequest, UpstreamRelay } from '../upstream-relay.ts';
 import type { Upstreams } from '../upstreams.ts';
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** What the SDK gives a request handler of a /mcp session: its cancellation, `_meta`, and its way back to the client. */
+export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /** Between a server's name and one of its tools, prompts or loggers: `memory__read_graph`. */
 export const NAMESPACE_SEPARATOR = '__';
@@ -163,16 +164,21 @@ export class SessionRelay implements UpstreamRelay {
       throw new McpError(able.length > 1 ? ErrorCode.InternalError : ErrorCode.MethodNotFound, why);
     }
     const extra = able[0].underway.get(server)!.at(-1)!;
-    const timeout = this.#upstreams?.all().find((upstream) => upstream.name === server)?.config.timeouts.request;
+    const timeout = this.#upstream(server)?.config.timeouts.request;
     return extra.sendRequest(request, resultSchemaOf(request), { signal, timeout });
   }
 
   connected(server: string): void {
-    const upstream = this.#upstreams?.all().find((each) => each.name === server);
+    const upstream = this.#upstream(server);
     if (!upstream) return;
     const level = this.#levels.get(server);
     if (level !== undefined) void upstream.setLoggingLevel(level).catch(() => {});
     for (const uri of this.#subscriptions.get(server)?.keys() ?? []) void upstream.subscribeResource(uri).catch(() => {});
+  }
+
+  /** The running server called `name` (a reload may have removed it). */
+  #upstream(name: string): Upstream | undefined {
+    return this.#upstreams?.all().find((upstream) => upstream.name === name);
   }
 
   /** As part of the session's latest request under way on `server` when there is one (in order with its answer). */
@@ -185,7 +191,7 @@ export class SessionRelay implements UpstreamRelay {
 
   async #unsubscribeUpstream(server: string, byUri: Map<string, Set<RelaySession>>, uri: string): Promise<void> {
     byUri.delete(uri);
-    const upstream = this.#upstreams?.all().find((each) => each.name === server);
+    const upstream = this.#upstream(server);
     // a server that is down has no subscription left to end
     await upstream?.unsubscribeResource(uri).catch(() => {});
   }
