@@ -163,6 +163,28 @@ export function registerToolsConfigCommands(tools: Command, io: CliIo): void {
       io.stdout(`removed server "${name}" from ${options.config}; ${RELOAD_HINT}\n`);
     });
   tools
+    .command('config')
+    .description('The configuration as a whole')
+    .command('export')
+    .description('Write a copy of the configuration that holds no secret: literal env and header values (and URLs with credentials) become ${secret:NAME} references')
+    .option(...CONFIG_OPTION)
+    .option('-o, --output <file>', 'write the copy here (default: standard output)')
+    .action(async (options: ConfigFileOption & { output?: string }) => {
+      const { exportToolsConfig, userErrors } = await configFile();
+      const exported = userErrors(() => exportToolsConfig(options.config));
+      if (options.output) {
+        const { writeFileSync } = await import('node:fs');
+        writeFileSync(options.output, exported.text);
+      } else {
+        io.stdout(exported.text);
+      }
+      const replaced = Object.entries(exported.replaced).map(([where, name]) => `  ${where} → \${secret:${name}}`);
+      io.stderr(
+        (replaced.length ? `replaced by references (put their values in the secrets file):\n${replaced.join('\n')}\n` : '') +
+          `the copy needs secrets: ${exported.secrets.join(', ') || 'none'}; environment variables: ${exported.environment.join(', ') || 'none'}\n`,
+      );
+    });
+  tools
     .command('list')
     .description('List the configured MCP servers: name, transport, command or URL (as written: ${NAME} is not substituted)')
     .option(...CONFIG_OPTION)

@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { unbracket } from '../shared/host-names.ts';
 import { DURATION_PATTERN, parseDuration } from './duration.ts';
 import { headerProblem } from './headers.ts';
+import type { SecretLookup } from './secrets.ts';
 
 /** A configuration that cannot be used: the message names the file, the entry and what is wrong. */
 export class ToolsConfigError extends Error {
@@ -200,26 +201,34 @@ export const TOOLS_CONFIG_SCHEMA = {
 
 const validate = new Ajv({ allErrors: true, strict: true, strictRequired: false, verbose: true }).compile(TOOLS_CONFIG_SCHEMA);
 
-/** Reads, substitutes and validates a configuration file. */
-export function loadToolsConfig(file: string, env: NodeJS.ProcessEnv = process.env): ToolsConfig {
+/** Reads, substitutes and validates a configuration file; `secrets` is read only when the file uses `${secret:…}`. */
+export function loadToolsConfig(file: string, env: NodeJS.ProcessEnv = process.env, secrets?: () => SecretLookup): ToolsConfig {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     throw new ToolsConfigError(`cannot read the tools configuration ${file}: ${(error as Error).message}`, { cause: error });
   }
-  return parseToolsConfig(text, file, env);
+  return parseToolsConfig(text, file, env, secrets);
 }
 
 /** Parses configuration text; `source` names it in error messages. */
-export function parseToolsConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): ToolsConfig {
+export function parseToolsConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env, secrets?: () => SecretLookup): ToolsConfig {
   let raw: unknown;
   try {
     raw = parseYaml(text);
   } catch (error) {
     throw new ToolsConfigError(`${source}: not valid YAML: ${(error as Error).message}`, { cause: error });
   }
-  const substituted = substituteEnv(raw, env, source, '');
+  let lookup: SecretLookup | undefined;
+  const secret = (name: string, where: string): string => {
+    if (!secrets) throw new ToolsConfigError(`${source}: ${where || '/'}: \${secret:${name}} needs a secrets file (--secrets)`);
+    lookup ??= secrets();
+    const value = lookup.get(name);
+    if (value === undefined) throw new ToolsConfigError(`${source}: ${where || '/'}: secret ${name} is not in ${lookup.source}`);
+    return value;
+  };
+  const substituted = substituteEnv(raw, env, source, '', secret);
   if (!validate(substituted)) {
     const problems = describeErrors(validate.errors ?? []);
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
@@ -413,13 +422,22 @@ function durations(values: Record<string, string | undefined>): Record<string, n
 }
 
 /**
- * Replaces `${NAME}` in every string (keys stay as written) by the environment variable NAME; an unset variable
- * is an error that names it and where it is used. `$${` writes a literal `${`.
+ * Replaces `${NAME}` in every string (keys stay as written) by the environment variable NAME, and `${secret:NAME}` by
+ * the secret NAME; an unset variable or secret is an error that names it and where it is used (never a value).
+ * `$${` writes a literal `${`.
  */
-function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, where: string, inside: object[] = []): unknown {
+function substituteEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  source: string,
+  where: string,
+  secret: (name: string, where: string) => string,
+  inside: object[] = [],
+): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$(\$)?\{([^}]*)\}/g, (whole, escaped: string | undefined, name: string) => {
       if (escaped) return whole.slice(1);
+      if (name.startsWith('secret:') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(name.slice(7))) return secret(name.slice(7), where);
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
         throw new ToolsConfigError(`${source}: ${where || '/'}: "\${${name}}" is not a valid environment variable reference`);
       }
@@ -435,9 +453,9 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, w
     throw new ToolsConfigError(`${source}: ${where || '/'}: a YAML alias that contains itself`);
   }
   const path = typeof value === 'object' && value !== null ? [...inside, value] : inside;
-  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`, path));
+  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`, secret, path));
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`, path)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`, secret, path)]));
   }
   return value;
 }

@@ -5,15 +5,19 @@ import { isLoopbackHost } from '../shared/host-names.ts';
 import { AuditLog } from './audit.ts';
 import { ApiKeys } from './auth.ts';
 import { loadToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
+import { ChildRecords, defaultStateDir } from './child-records.ts';
 import { createToolsApp } from './http/app.ts';
 import type { SwaggerUiFiles } from './http/docs-page.ts';
 import { McpSessions } from './http/mcp-route.ts';
 import { ToolsMetrics } from './metrics.ts';
 import type { ApiOperation } from './operations.ts';
+import { defaultSecretsFile, loadSecrets } from './secrets.ts';
 import { Upstreams, type ReloadSummary } from './upstreams.ts';
 
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 export { Upstreams, type ReloadSummary } from './upstreams.ts';
+export { exportToolsConfig } from './config-export.ts';
+export { processGroups } from './process-group.ts';
 export { addServerToFile, initToolsConfigFile, listServersOfFile, removeServerFromFile, type ServerEntry, type ServerListing } from './config-file.ts';
 export { createToolsApp } from './http/app.ts';
 export { apiKeyDigest, generateApiKey } from './auth.ts';
@@ -32,6 +36,10 @@ export interface ToolServerOptions {
   /** Lines about servers starting, failing, restarting, and their stderr. */
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** `${secret:NAME}` values (docs/tools.md, "Secrets"); default: defaultSecretsFile, read only when used. */
+  secretsFile?: string;
+  /** Where the stdio servers' process ids are recorded for the next start's sweep; default: defaultStateDir. */
+  stateDir?: string;
   /** Swagger UI's files for /docs (the caller knows where they are: installed package or SEA assets). */
   swaggerUiFiles: SwaggerUiFiles;
 }
@@ -52,11 +60,17 @@ export interface RunningToolServer {
  * tells when every server's first start attempt has ended.
  */
 export async function startToolServer(options: ToolServerOptions): Promise<RunningToolServer> {
-  const config = loadToolsConfig(options.configFile, options.env);
+  const env = options.env ?? process.env;
+  const secrets = () => loadSecrets(options.secretsFile ?? defaultSecretsFile(env));
+  const config = loadToolsConfig(options.configFile, env, secrets);
   const host = options.host ?? (config.auth ? '0.0.0.0' : '127.0.0.1');
   const port = options.port ?? DEFAULT_TOOLS_PORT;
   checkExposure(config, host, port, options);
   const log = options.log ?? (() => {});
+  // servers a previous run with this configuration left running (it was SIGKILLed) end before new ones start
+  const children = new ChildRecords(options.stateDir ?? defaultStateDir(env), options.configFile, log);
+  await children.sweep();
+  children.track();
   if (!config.auth && !isLoopbackHost(host)) {
     log(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
   }
@@ -71,6 +85,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const upstreams = Upstreams.start(config, {
     log: options.log,
     clientInfo: { name: 'encoder-tools', version: options.version },
+    relay: mcp.relay,
     onSession: (server, restart) => {
       metrics.sessionStarted(server, restart);
       // a server (re)connected: its tools may be new to the clients of /mcp
@@ -97,6 +112,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   } catch (error) {
     await upstreams.close();
     await audit?.close();
+    children.stop();
     throw error;
   }
   const address = app.server.address();
@@ -109,7 +125,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       return current;
     },
     reload() {
-      const next = loadToolsConfig(options.configFile, options.env);
+      const next = loadToolsConfig(options.configFile, env, secrets);
       // a reload may add keys or change them, but not open a reachable server to everyone
       checkExposure(next, host, port, options);
       current = next;
@@ -131,6 +147,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       await closeHttp(app);
       await upstreams.close();
       await audit?.close();
+      children.stop();
     },
   };
   return running;

@@ -8,6 +8,8 @@ export interface ReloadSummary {
   added: string[];
   removed: string[];
   restarted: string[];
+  /** Only the allow-list changed: applied to the running session. */
+  updated: string[];
   unchanged: string[];
 }
 
@@ -50,10 +52,10 @@ export class Upstreams {
 
   /**
    * Makes the running servers match `config`: starts new entries, stops removed ones, restarts those whose entry
-   * changed and leaves the others (and their sessions) alone.
+   * changed, applies a changed allow-list (`tools`) alone in place, and leaves the others (and their sessions) alone.
    */
   apply(config: ToolsConfig): ReloadSummary {
-    const summary: ReloadSummary = { added: [], removed: [], restarted: [], unchanged: [] };
+    const summary: ReloadSummary = { added: [], removed: [], restarted: [], updated: [], unchanged: [] };
     const wanted = new Set(config.servers.map((server) => server.name));
     for (const [name, upstream] of this.byName) {
       if (!wanted.has(name)) {
@@ -67,6 +69,13 @@ export class Upstreams {
       if (current && isDeepStrictEqual(current.config, server)) {
         next.set(server.name, current);
         summary.unchanged.push(server.name);
+        continue;
+      }
+      if (current && isDeepStrictEqual({ ...current.config, tools: undefined }, { ...server, tools: undefined })) {
+        // a stateful server keeps its state: nothing but the tool server's filter changes
+        current.allowOnly(server);
+        next.set(server.name, current);
+        summary.updated.push(server.name);
         continue;
       }
       if (current) {

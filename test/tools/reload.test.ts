@@ -39,7 +39,7 @@ describe('a reload while calls are under way', () => {
     );
     for (const name of ['changed', 'removed']) await eventually(() => expect(harness.upstreams.get(name).requestsUnderWay).toBe(1));
     const summary = harness.upstreams.apply(configOf({ changed: entry('59s') }));
-    expect(summary).toEqual({ added: [], removed: ['removed'], restarted: ['changed'], unchanged: [] });
+    expect(summary).toEqual({ added: [], removed: ['removed'], restarted: ['changed'], updated: [], unchanged: [] });
     for (const response of await Promise.all(calls)) {
       api.check('POST', '/api/v1/servers/{server}/tools/{tool}', response);
       expect(response.statusCode, response.body).toBe(200);

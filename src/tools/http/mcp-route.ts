@@ -5,6 +5,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Access } from '../auth.ts';
 import { createAggregateServer } from '../mcp/aggregate-server.ts';
+import { SessionRelay } from '../mcp/session-relay.ts';
 import type { ApiOperation } from '../operations.ts';
 import type { Upstreams } from '../upstreams.ts';
 import { hijackWithHeaders } from './browser-guard.ts';
@@ -39,6 +40,8 @@ export class McpSessions {
   readonly #sessions = new Map<string, Session>();
   readonly #options: McpSessionsOptions;
   #upstreams: Upstreams | undefined;
+  /** Where the servers' notifications and requests to their client go: give it to the Upstreams. */
+  readonly relay = new SessionRelay();
 
   constructor(options: McpSessionsOptions) {
     this.#options = options;
@@ -47,6 +50,7 @@ export class McpSessions {
   /** The servers the sessions are in front of (set once they exist: their start reports to `listsChanged`). */
   watch(upstreams: Upstreams): void {
     this.#upstreams = upstreams;
+    this.relay.watch(upstreams);
   }
 
   get size(): number {
@@ -94,15 +98,15 @@ export class McpSessions {
     const session: Partial<Session> = { keyName: access.keyName, access, lastSeen: Date.now() };
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      // answers as plain JSON: a POST's answer needs no stream of its own (nothing is sent before it; notifications
-      // go on the session's GET stream), and SSE framing cost a quarter of the calls per second
-      enableJsonResponse: true,
+      // each POST answers with an event stream (the SDK's default): what a server sends while answering a request
+      // (progress, log messages, sampling and elicitation requests) goes on that request's stream, before its answer,
+      // as it would from the server itself; plain JSON answers would have no room for it
       onsessioninitialized: (sessionId) => void this.#sessions.set(sessionId, session as Session),
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) this.#sessions.delete(transport.sessionId);
     };
-    const server = createAggregateServer(this.#upstreams, { version: this.#options.version, access: () => session.access!, observe: this.#options.observe });
+    const server = createAggregateServer(this.#upstreams, { version: this.#options.version, access: () => session.access!, observe: this.#options.observe, relay: this.relay });
     Object.assign(session, { transport, server });
     await server.connect(transport);
     hijackWithHeaders(reply);
