@@ -44,7 +44,7 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'dashboard-bench-'));
 const gateway = await startGateway(testConfig(`sqlite:${path.join(dir, 'gateway.db')}`), { version: 'bench', dashboard: files });
 try {
   const now = Date.now();
-  await gateway.store.recordUsage(
+  await gateway.store.usage.record(
     Array.from({ length: 1000 }, (_, i) => ({
       id: `b${String(i).padStart(5, '0')}`,
       request_id: `r${i}`,

@@ -1,6 +1,7 @@
 import type { BatchRunListener, BatchStats } from './batch-scheduler.ts';
 import type { ModelType } from './config.ts';
 import { InternalError } from './errors.ts';
+import { parseJsonBytes } from '../shared/json-bytes.ts';
 import type { BatchingPredictor } from './predict-pipeline.ts';
 import type { EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankRequest, RerankResult } from './schemas.ts';
 
@@ -54,7 +55,7 @@ export class LatePredictor implements BatchingPredictor {
   async parseJson(bytes: Uint8Array): Promise<unknown> {
     const pipeline = this.#bound();
     if (pipeline.parseJson) return pipeline.parseJson(bytes);
-    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    return parseJsonBytes(bytes);
   }
 
   observeBatches(listener: BatchRunListener): () => void {

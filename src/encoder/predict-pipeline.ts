@@ -38,6 +38,7 @@ import type {
   SentenceEmbeddingRequest,
   TextOrPair,
 } from './schemas.ts';
+import { parseJsonBytes } from '../shared/json-bytes.ts';
 import { releaseMemorySoon } from '../shared/release-memory.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import { softmax, type Tensor } from './tensor.ts';
@@ -45,6 +46,7 @@ import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/i
 import { startsOf, unpackEncoding } from './tokenizer/packed-encodings.ts';
 import { TokenizerWorkers, type TokenizeJob } from './tokenizer-workers.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
+import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
 
 /** Longest the tokenizing or the shaping of one request's results holds the event loop at a time (mapInSlices). */
 const SLICE_MS = 4;
@@ -57,7 +59,6 @@ const SLICE_MS = 4;
 export const DEFAULT_INLINE_TOKENIZE_UNITS = 1024;
 
 /** A request this long (UTF-16 units) is handed to the tokenizer thread in an event-loop turn of its own. */
-const LARGE_REQUEST_UNITS = 2 ** 20;
 
 /** OpenAI's limits per embeddings request, the defaults here: 2,048 inputs and 300,000 tokens. */
 export const DEFAULT_MAX_REQUEST_INPUTS = 2048;
@@ -362,7 +363,7 @@ export class PredictPipeline implements BatchingPredictor {
   }
 
   async parseJson(bytes: Uint8Array): Promise<unknown> {
-    if (this.#tokenizerThreads === null || this.#closing) return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    if (this.#tokenizerThreads === null || this.#closing) return parseJsonBytes(bytes);
     return this.#tokenizerThreads.parseJson(bytes);
   }
 
@@ -518,7 +519,7 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
-      if (work.units > LARGE_REQUEST_UNITS) releaseMemorySoon();
+      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon();
     }
   }
 
@@ -537,7 +538,7 @@ export class PredictPipeline implements BatchingPredictor {
     let encodings: Encoding[];
     if (threads !== null && work.job !== null && work.units > this.#inlineTokenizeUnits) {
       // handing megabytes of text to the thread copies them: in a turn of their own, not after the body's parsing
-      if (work.units > LARGE_REQUEST_UNITS) await yieldToEventLoop();
+      if (work.units > LARGE_WORK_UNITS) await yieldToEventLoop();
       const packed = await threads.encode(work.job());
       const starts = startsOf(packed);
       encodings = await mapInSlices(Array.from(starts), (start, index) => unpackEncoding(packed, index, start));
@@ -688,12 +689,6 @@ interface TokenizeWork {
 
 function tooManyTokens(what: string, field: string, limit: number): InputError {
   return new InputError(`the request holds ${what}, more than the limit of ${limit} tokens per request; send fewer or shorter inputs`, { field });
-}
-
-function unitsOf(texts: readonly string[]): number {
-  let units = 0;
-  for (const text of texts) units += text.length;
-  return units;
 }
 
 /** [from, to) ranges of consecutive encodings of about `tokens` tokens each (at least one encoding). */

@@ -4,10 +4,12 @@
  * `tokenizer`, so that the single executable carries one worker bundle; it never loads onnxruntime.
  */
 import type { MessagePort } from 'node:worker_threads';
+import { parseJsonBytes } from '../shared/json-bytes.ts';
 import { releaseMemorySoon } from '../shared/release-memory.ts';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
 import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
 import { packEncodings, transferablesOf, type PackedEncodings } from './tokenizer/packed-encodings.ts';
+import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
 
 export interface TokenizerSource {
   tokenizerJson: unknown;
@@ -32,15 +34,6 @@ export type TokenizerReply =
   | { kind: 'unparsable'; id: number; message: string }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' };
-
-/** A job this long (UTF-16 units) leaves megabytes of dead strings: the thread collects them once it is quiet. */
-const LARGE_JOB_UNITS = 2 ** 20;
-
-function unitsOf(texts: readonly (string | null)[]): number {
-  let units = 0;
-  for (const text of texts) units += text?.length ?? 0;
-  return units;
-}
 
 /** What role a thread started from the worker script plays; absent: inference. */
 export interface WorkerRoleData {
@@ -69,7 +62,7 @@ export function serveTokenizer(port: MessagePort): void {
           });
           const packed = packEncodings(encodings, request.tokens);
           port.postMessage({ kind: 'encoded', id: request.id, packed } satisfies TokenizerReply, transferablesOf(packed));
-          if (unitsOf(texts) + unitsOf(pairs ?? []) > LARGE_JOB_UNITS) releaseMemorySoon();
+          if (unitsOf(texts) + unitsOf(pairs ?? []) > LARGE_WORK_UNITS) releaseMemorySoon();
         } catch (error) {
           port.postMessage({ kind: 'failed', id: request.id, error: errorMessageOf(error) } satisfies TokenizerReply);
         }
@@ -77,14 +70,13 @@ export function serveTokenizer(port: MessagePort): void {
       case 'parse': {
         let value: unknown;
         try {
-          // invalid UTF-8 becomes U+FFFD, as the event loop's reader decodes it
-          value = JSON.parse(Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength).toString('utf8'));
+          value = parseJsonBytes(request.bytes);
         } catch (error) {
           port.postMessage({ kind: 'unparsable', id: request.id, message: (error as Error).message } satisfies TokenizerReply);
           return;
         }
         port.postMessage({ kind: 'parsed', id: request.id, value } satisfies TokenizerReply);
-        if (request.bytes.byteLength > LARGE_JOB_UNITS) releaseMemorySoon();
+        if (request.bytes.byteLength > LARGE_WORK_UNITS) releaseMemorySoon();
         return;
       }
       case 'close':

@@ -60,7 +60,7 @@ export class Authenticator {
     // One digest serves both: the constant-time comparison with the master key and the stored hash (hashSecret).
     const digest = secretDigest(token);
     if (sameDigest(digest, this.#masterDigest)) return { kind: 'master' };
-    const found = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.getKeyByHash(digest.toString('hex')) : null;
+    const found = token.startsWith(VIRTUAL_KEY_PREFIX) ? await this.#store.keys.byHash(digest.toString('hex')) : null;
     if (!found) throw unauthorized('invalid_api_key', 'Invalid API key: it is neither the master key nor a virtual key of this gateway');
     const { key, ownerBudgetId, ownerAllowedModels } = found;
     const status = keyStatus(key, options.now);

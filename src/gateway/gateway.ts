@@ -9,6 +9,7 @@ import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { ModelRouter } from './model-router.ts';
+import { PricingPolicy } from './pricing-policy.ts';
 import { LocalRateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
 import { HubUpstream } from './hub-upstream.ts';
@@ -47,12 +48,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     await store.migrate();
     // With SQLite this process is the only gateway on the file: reservations left by a killed process are void.
     // With PostgreSQL, instances that stopped heartbeating get their holds given back (see GatewayStore).
-    if (store.dialect === 'sqlite') await store.clearReservations();
+    if (store.dialect === 'sqlite') await store.budgets.clearReservations();
     else {
-      await store.heartbeat();
-      await store.reapDeadInstances(Date.now() - config.instanceLeaseSeconds * 1000);
+      await store.instances.heartbeat();
+      await store.instances.reapDead(Date.now() - config.instanceLeaseSeconds * 1000);
     }
-    for (const [model, pricing] of Object.entries(config.pricing)) await store.upsertPricing({ model, ...pricing });
+    for (const [model, pricing] of Object.entries(config.pricing)) await store.pricing.upsert({ model, ...pricing });
   } catch (error) {
     await store.close();
     throw error;
@@ -67,7 +68,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     : store.dialect === 'postgres'
       ? new SharedRateLimiter(limits, store, metrics, (error) => app.log.error({ err: error }, 'rate limit window update failed'))
       : new LocalRateLimiter(limits, metrics);
-  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter });
+  const pricing = new PricingPolicy({ requirePricing: config.requirePricing, bundledPricing: config.bundledPricing });
+  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter, pricingPolicy: pricing });
   const authenticator = new Authenticator(config.masterKey, store);
   const router = new ModelRouter(config.models, config.providers);
   const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000, connections: router.connections });
@@ -77,6 +79,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     upstream,
     router,
     metrics,
+    pricing,
     authenticator,
   };
   const app = await createGatewayApp(context, {
@@ -103,7 +106,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     store.dialect === 'postgres'
       ? setInterval(() => {
           const now = Date.now();
-          store
+          store.instances
             .heartbeat(now)
             .then((rejoined) => {
               if (rejoined) {
@@ -112,7 +115,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
                   'this instance had been taken for dead (no heartbeat for longer than the lease) and its budget holds given back; registered again',
                 );
               }
-              return store.reapDeadInstances(now - lease);
+              return store.instances.reapDead(now - lease);
             })
             .then((reaped) => {
               if (reaped > 0) app.log.warn({ reaped }, 'gave back the budget holds of gateway instances that stopped heartbeating');
@@ -133,7 +136,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       // Cut streams report their rows a moment after their connection closed.
       await ledger.whenIdle(5_000);
       await recorder.drain();
-      await store.leave().catch((error: unknown) => app.log.error({ err: error }, 'could not leave the instance table'));
+      await store.instances.leave().catch((error: unknown) => app.log.error({ err: error }, 'could not leave the instance table'));
       await store.close();
     },
   };

@@ -83,21 +83,21 @@ export class SharedRateLimiter implements RateLimiter {
     this.#store = store;
     this.#metrics = metrics;
     this.#onError = onError;
-    this.#sweeper = setInterval(() => void store.forgetRateWindows(Date.now() - 2 * MINUTE).catch(onError), MINUTE);
+    this.#sweeper = setInterval(() => void store.rateWindows.forget(Date.now() - 2 * MINUTE).catch(onError), MINUTE);
     this.#sweeper.unref();
   }
 
   async take(subject: string, now: number): Promise<void> {
     const windowStart = Math.floor(now / MINUTE) * MINUTE;
     const { requests_per_minute: requests = Number.MAX_SAFE_INTEGER, tokens_per_minute: tokens = Number.MAX_SAFE_INTEGER } = this.#limits;
-    if (!(await this.#store.countRateWindow(subject, windowStart, { requests, tokens }))) {
+    if (!(await this.#store.rateWindows.count(subject, windowStart, { requests, tokens }))) {
       throw limited(this.#limits, windowStart + MINUTE, now, this.#metrics);
     }
   }
 
   spend(subject: string, startedAt: number, tokens: number): void {
     if (this.#limits.tokens_per_minute === undefined || tokens <= 0) return;
-    this.#store.addRateWindowTokens(subject, Math.floor(startedAt / MINUTE) * MINUTE, tokens).catch(this.#onError);
+    this.#store.rateWindows.addTokens(subject, Math.floor(startedAt / MINUTE) * MINUTE, tokens).catch(this.#onError);
   }
 
   close(): void {

@@ -50,7 +50,7 @@ export class UsageRecorder {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#maxBatch);
       try {
-        await this.#store.recordUsage(
+        await this.#store.usage.record(
           batch.map((p) => p.row),
           batch.flatMap((p) => p.settlements),
         );
@@ -59,7 +59,7 @@ export class UsageRecorder {
       } catch (error) {
         if (batch.length === 1) batch[0].reject(error);
         // One row the database refuses must not lose the others' rows and settlements: write them one by one.
-        else for (const p of batch) await this.#store.recordUsage([p.row], p.settlements).then(p.resolve, p.reject);
+        else for (const p of batch) await this.#store.usage.record([p.row], p.settlements).then(p.resolve, p.reject);
       }
     }
   }

@@ -42,8 +42,8 @@ const usageRow = (costNanos: number): UsageRecord => usageRecord(`usage_${++rows
 /** Makes `paused` look dead to `reaper`: its last heartbeat is older than the lease, the reaper's is fresh. */
 async function pauseLongerThanLease(): Promise<number> {
   const now = Date.now();
-  await paused.heartbeat(now - 2 * LEASE_MS);
-  await reaper.heartbeat(now);
+  await paused.instances.heartbeat(now - 2 * LEASE_MS);
+  await reaper.instances.heartbeat(now);
   return now - LEASE_MS;
 }
 
@@ -95,7 +95,7 @@ async function expectConsistent(): Promise<void> {
 
 /** A hold `store` takes (it must get it). */
 async function hold(store: GatewayStore, budgetId: string, amount: number): Promise<BudgetHold> {
-  const taken = await store.reserveBudget(budgetId, amount);
+  const taken = await store.budgets.reserve(budgetId, amount);
   expect(taken).toMatchObject({ budget_id: budgetId, reserved_nanos: amount });
   return taken!;
 }
@@ -103,11 +103,11 @@ async function hold(store: GatewayStore, budgetId: string, amount: number): Prom
 /** The usage row of a call that held `taken` and cost `actual`, and its settlement, as the ledger hands them over. */
 function settle(store: GatewayStore, taken: BudgetHold, actual: number): { row: UsageRecord; done: Promise<void> } {
   const row = usageRow(actual);
-  return { row, done: store.recordUsage([row], [{ ...taken, actual_nanos: actual }]) };
+  return { row, done: store.usage.record([row], [{ ...taken, actual_nanos: actual }]) };
 }
 
 async function budgetState(budgetId: string): Promise<{ reserved: number; spend: number }> {
-  const budget = (await reaper.getBudget(budgetId))!;
+  const budget = (await reaper.budgets.get(budgetId))!;
   return { reserved: budget.reserved_nanos, spend: budget.spend_nanos };
 }
 
@@ -118,12 +118,12 @@ async function usageRows(ids: string[]): Promise<number> {
 
 for (const first of ['reap', 'settlement'] as const) {
   it.skipIf(backend.skipReason)(`a settlement racing the reap of its instance (${first} first at the budget row) gives the hold back once`, async () => {
-    const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+    const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
     const staleBefore = await pauseLongerThanLease();
     const taken = await hold(paused, budget.budget_id, 100);
     const gate = await lockBudget(budget.budget_id);
     let row: UsageRecord | undefined;
-    const reap = () => reaper.reapDeadInstances(staleBefore);
+    const reap = () => reaper.instances.reapDead(staleBefore);
     const settlement = () => {
       const settling = settle(paused, taken, 40);
       row = settling.row;
@@ -145,29 +145,29 @@ for (const first of ['reap', 'settlement'] as const) {
 }
 
 it.skipIf(backend.skipReason)('a hold a reaped instance takes before its next heartbeat is given back when the instance then dies', async () => {
-  const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
   const staleBefore = await pauseLongerThanLease();
-  expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
+  expect(await reaper.instances.reapDead(staleBefore)).toBe(1);
   // Awake again, the instance takes a hold before its heartbeat has noticed that it was reaped...
   await hold(paused, budget.budget_id, 70);
   await expectConsistent();
   // ...and dies (SIGKILL: no settlement, no clean leave). Once its lease is over, the reaper gives the hold back.
   await paused.close();
-  expect(await reaper.reapDeadInstances(Date.now() + LEASE_MS)).toBeGreaterThanOrEqual(1);
+  expect(await reaper.instances.reapDead(Date.now() + LEASE_MS)).toBeGreaterThanOrEqual(1);
   expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 0 });
   await expectConsistent();
 });
 
 it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped is not left without an instance', async () => {
-  const held = await paused.createBudget({ max_budget_nanos: 1_000_000 });
-  const next = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const held = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
+  const next = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
   const staleBefore = await pauseLongerThanLease();
   await hold(paused, held.budget_id, 100);
   // The instance's next reservation waits for the budget row while another instance reaps it.
   const gate = await lockBudget(next.budget_id);
-  const reserving = paused.reserveBudget(next.budget_id, 50);
+  const reserving = paused.budgets.reserve(next.budget_id, 50);
   await lockWaiters(1);
-  expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
+  expect(await reaper.instances.reapDead(staleBefore)).toBe(1);
   await gate.open();
   expect(await reserving).toMatchObject({ budget_id: next.budget_id, reserved_nanos: 50 });
   expect(await budgetState(held.budget_id)).toEqual({ reserved: 0, spend: 0 });
@@ -175,23 +175,23 @@ it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped i
   await expectConsistent();
   // The instance dies; its hold on the second budget must come back too.
   await paused.close();
-  await reaper.reapDeadInstances(Date.now() + LEASE_MS);
+  await reaper.instances.reapDead(Date.now() + LEASE_MS);
   expect(await budgetState(next.budget_id)).toEqual({ reserved: 0, spend: 0 });
   await expectConsistent();
 });
 
 it.skipIf(backend.skipReason)('a call from before the reap settling late does not give back the hold of a call taken after it', async () => {
-  const budget = await paused.createBudget({ max_budget_nanos: 1_000_000 });
+  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
   const staleBefore = await pauseLongerThanLease();
   const before = await hold(paused, budget.budget_id, 100);
-  expect(await reaper.reapDeadInstances(staleBefore)).toBe(1);
+  expect(await reaper.instances.reapDead(staleBefore)).toBe(1);
   expect(await budgetState(budget.budget_id)).toEqual({ reserved: 0, spend: 0 });
   // The instance wakes up, heartbeats (learning that it was taken for dead: it registers again under a new id)
   // and takes a new hold; then the call from before the reap settles.
   const reapedId = paused.instanceId;
-  expect(await paused.heartbeat(Date.now())).toBe(true);
+  expect(await paused.instances.heartbeat(Date.now())).toBe(true);
   expect(paused.instanceId).not.toBe(reapedId);
-  expect(await paused.heartbeat(Date.now())).toBe(false);
+  expect(await paused.instances.heartbeat(Date.now())).toBe(false);
   const after = await hold(paused, budget.budget_id, 70);
   const old = settle(paused, before, 40);
   await old.done;
@@ -206,9 +206,9 @@ it.skipIf(backend.skipReason)('a call from before the reap settling late does no
 });
 
 it.skipIf(backend.skipReason)('calls of two instances under load while one is reaped again and again: every hold comes back exactly once', async () => {
-  const budgets = await Promise.all([1, 2, 3].map(() => reaper.createBudget({ max_budget_nanos: 1e15 })));
-  await paused.heartbeat();
-  await reaper.heartbeat();
+  const budgets = await Promise.all([1, 2, 3].map(() => reaper.budgets.create({ max_budget_nanos: 1e15 })));
+  await paused.instances.heartbeat();
+  await reaper.instances.heartbeat();
   const recorders = new Map([paused, reaper].map((store) => [store, new UsageRecorder(store)]));
   let spent = 0;
   const ids: string[] = [];
@@ -244,7 +244,7 @@ it.skipIf(backend.skipReason)('calls of two instances under load while one is re
       // behind many others for a pooled connection.
       const registration = paused.instanceId;
       await admin.query('UPDATE gateway_instances SET heartbeat_at = 0 WHERE instance_id = $1', [registration]);
-      reaped += await reaper.reapDeadInstances(Date.now() - LEASE_MS);
+      reaped += await reaper.instances.reapDead(Date.now() - LEASE_MS);
       const holdsBefore = pausedHolds;
       const underWay = [...pausedHoldsUnderWay];
       while (calling && (paused.instanceId === registration || pausedHolds < holdsBefore + 60 || underWay.some((i) => pausedHoldsUnderWay.has(i)))) {
@@ -288,9 +288,9 @@ it.skipIf(backend.skipReason)('upgrading a database the race left holds without 
     const store = openStore(oldUrl);
     try {
       expect(await store.migrate()).toEqual(MIGRATIONS.filter((m) => m.version >= 6).map((m) => m.version));
-      await store.heartbeat();
-      expect(await store.reapDeadInstances(Date.now() - LEASE_MS)).toBe(1);
-      expect((await store.getBudget('b'))!.reserved_nanos).toBe(0);
+      await store.instances.heartbeat();
+      expect(await store.instances.reapDead(Date.now() - LEASE_MS)).toBe(1);
+      expect((await store.budgets.get('b'))!.reserved_nanos).toBe(0);
       // From now on the database itself refuses a hold without an instance.
       await expect(old.query(`INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) VALUES ('instance_unknown', 'b', 1)`)).rejects.toMatchObject({
         code: '23503',

@@ -7,15 +7,19 @@ import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 it("a database failure while reserving the second budget gives the first budget's hold back", async () => {
   const released: { budget: string; amount: number }[] = [];
   const store = {
-    async getPricing(model: string) {
-      return { model, input_cost_per_million: 1, output_cost_per_million: 1, search_unit_cost_per_thousand: 0, updated_at: 0 };
+    pricing: {
+      async get(model: string) {
+        return { model, input_cost_per_million: 1, output_cost_per_million: 1, search_unit_cost_per_thousand: 0, updated_at: 0 };
+      },
     },
-    async reserveBudget(id: string, amount: number) {
-      if (id === 'user-budget') throw new Error('connection terminated');
-      return { budget_id: id, reserved_nanos: amount, holder: null };
-    },
-    async releaseBudget(hold: BudgetHold) {
-      released.push({ budget: hold.budget_id, amount: hold.reserved_nanos });
+    budgets: {
+      async reserve(id: string, amount: number) {
+        if (id === 'user-budget') throw new Error('connection terminated');
+        return { budget_id: id, reserved_nanos: amount, holder: null };
+      },
+      async release(hold: BudgetHold) {
+        released.push({ budget: hold.budget_id, amount: hold.reserved_nanos });
+      },
     },
   } as unknown as GatewayStore;
   const metrics = new GatewayMetrics({ processMetrics: false });
@@ -38,11 +42,15 @@ it("a database failure while reserving the second budget gives the first budget'
 it('usage rows get time-ordered ids (UUIDv7), so new rows append to the primary-key index', async () => {
   const recorded: string[] = [];
   const store = {
-    async getPricing() {
-      return null;
+    pricing: {
+      async get(model: string) {
+        return { model, input_cost_per_million: 1, output_cost_per_million: 1, search_unit_cost_per_thousand: 0, updated_at: 0 };
+      },
     },
-    async recordUsage(rows: { id: string }[]) {
-      recorded.push(...rows.map((row) => row.id));
+    usage: {
+      async record(rows: { id: string }[]) {
+        recorded.push(...rows.map((row) => row.id));
+      },
     },
   } as unknown as GatewayStore;
   const metrics = new GatewayMetrics({ processMetrics: false });

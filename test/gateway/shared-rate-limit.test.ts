@@ -15,7 +15,8 @@ beforeAll(async () => {
   if (backend.skipReason) return;
   fake = await FakeOpenAIServer.start();
   const url = await backend.newDatabaseUrl();
-  const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { requests_per_minute: LIMIT } };
+  // Unpriced fake models: this file is about rate limits (require_pricing: fail-closed.test.ts).
+  const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { requests_per_minute: LIMIT }, requirePricing: false };
   first = await startTestGateway(url, config);
   second = await startTestGateway(url, config);
 });
@@ -55,18 +56,18 @@ describe.skipIf(backend.skipReason)('a rate limit shared across instances (Postg
 
   it('keeps windows in one row per key and minute, and forgets old ones', async () => {
     const store = first.store;
-    expect(await store.countRateWindow('k', 0, { requests: 2, tokens: 100 })).toBe(true);
-    expect(await store.countRateWindow('k', 0, { requests: 2, tokens: 100 })).toBe(true);
-    expect(await store.countRateWindow('k', 0, { requests: 2, tokens: 100 })).toBe(false);
-    expect(await store.countRateWindow('k', 60_000, { requests: 2, tokens: 100 })).toBe(true);
+    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toBe(true);
+    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toBe(true);
+    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toBe(false);
+    expect(await store.rateWindows.count('k', 60_000, { requests: 2, tokens: 100 })).toBe(true);
     expect((await store.driver.all("SELECT requests FROM rate_limit_windows WHERE subject = 'k' ORDER BY window_start")).map((row) => Number(row.requests))).toEqual([2, 1]);
-    await store.forgetRateWindows(60_000);
+    await store.rateWindows.forget(60_000);
     expect((await store.driver.all("SELECT window_start FROM rate_limit_windows WHERE subject = 'k'")).map((row) => Number(row.window_start))).toEqual([60_000]);
   });
 
   it('refuses a key whose minute has used its tokens, on every instance', async () => {
     const url = await backend.newDatabaseUrl();
-    const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { tokens_per_minute: 30 } };
+    const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { tokens_per_minute: 30 }, requirePricing: false };
     const [a, b] = [await startTestGateway(url, config), await startTestGateway(url, config)];
     try {
       const created = (await a.call('POST', '/v1/keys', { body: { key_name: 'tokens' } })).json;

@@ -85,8 +85,8 @@ it('a reader that cannot start fails the scans that need it, with the reason, an
   const store = new GatewayStore(driver);
   try {
     await store.migrate();
-    await expect(store.summarizeUsage({})).rejects.toThrow(/no-such-reader|Cannot find module|exited/);
-    expect(await store.listBudgets()).toEqual([]);
+    await expect(store.usage.summarize({})).rejects.toThrow(/no-such-reader|Cannot find module|exited/);
+    expect(await store.budgets.list()).toEqual([]);
   } finally {
     await store.close();
   }

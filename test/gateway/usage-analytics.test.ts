@@ -53,7 +53,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
 
   useTestGateway(backend, () => ({}), async (started) => {
     gateway = started;
-    await gateway.store.recordUsage(ROWS, []);
+    await gateway.store.usage.record(ROWS, []);
   });
 
   it.skipIf(backend.skipReason)('totals a range by model, user, key and provider, most cost first, with errors', async () => {
@@ -127,14 +127,14 @@ describe.each(backends)('usage analytics on $name', (backend) => {
   it.skipIf(backend.skipReason)('streams every row as CSV, oldest first, quoted, across pages', async () => {
     const extra: UsageRecord[] = [];
     for (let i = 0; i < 2_500; i++) extra.push(row({ created_at: T0 + 10 * DAY + i, user_id: i === 7 ? '=HYPERLINK("x"),"y"' : 'carol', key_id: null }));
-    await gateway.store.recordUsage(extra, []);
+    await gateway.store.usage.record(extra, []);
     // The event-loop turn each page is read on.
     const counter = countTurns();
     const pageTurns: number[] = [];
-    const usagePage = gateway.store.usagePage.bind(gateway.store);
-    gateway.store.usagePage = (...args) => {
+    const page = gateway.store.usage.page.bind(gateway.store.usage);
+    gateway.store.usage.page = (...args) => {
       pageTurns.push(counter.turns);
-      return usagePage(...args);
+      return page(...args);
     };
     let response: Response;
     let text: string;
@@ -143,7 +143,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
       text = await response.text();
     } finally {
       counter.stop();
-      gateway.store.usagePage = usagePage;
+      gateway.store.usage.page = page;
     }
     // Each page is read on a later turn than the one before: whatever else the gateway has to do runs between pages
     // (on SQLite a page is a synchronous query, and loopback sockets take the writes at once).
@@ -155,11 +155,11 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="usage.csv"');
     const lines = text.split('\r\n');
     expect(lines.at(-1)).toBe('');
-    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts');
+    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts,overshoot');
     const data = lines.slice(1, -1);
     expect(data).toHaveLength(2_500);
     expect(data.map((line) => line.split(',')[0])).toEqual(extra.map((record) => record.id));
-    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0,0.001,success,200,12.5,,1`);
+    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,0`);
     // a formula is defused and the field quoted
     expect(data[7]).toContain(`,"'=HYPERLINK(""x""),""y""",`);
 
@@ -205,12 +205,12 @@ it("a page of rows seeks to its cursor: SQLite searches usage_created instead of
   const store = new GatewayStore(driver);
   try {
     await store.migrate();
-    await store.recordUsage(ROWS, []);
+    await store.usage.record(ROWS, []);
     for (const [filter, order] of [[{ until: T0 + 3 * DAY }, 'oldest'], [{ since: T0, until: T0 + 3 * DAY }, 'newest'], [{}, 'oldest']] as const) {
       const pages: string[][] = [];
       let after: { created_at: number; id: string } | undefined;
       for (;;) {
-        const page = await store.usagePage(filter, after, 2, order);
+        const page = await store.usage.page(filter, after, 2, order);
         pages.push(page.map((r) => r.id));
         const { sql, params } = driver.queries.at(-1)!;
         if (after) {
@@ -251,8 +251,8 @@ it('the summary of random rows equals totals computed from the rows one grouping
         status: random(10) === 0 ? 'error' : 'success',
       });
     });
-    await store.recordUsage(rows, []);
-    const { totals, groups } = await store.summarizeUsage({ since: T0, until: T0 + DAY });
+    await store.usage.record(rows, []);
+    const { totals, groups } = await store.usage.summarize({ since: T0, until: T0 + DAY });
     const sum = (of: UsageRecord[]) => ({
       requests: of.length,
       errors: of.filter((r) => r.status !== 'success').length,

@@ -10,10 +10,12 @@ it('one row the database refuses does not take the other rows of its group commi
   const settled: string[] = [];
   // A database that refuses any transaction containing the row "bad", as PostgreSQL refuses a whole transaction.
   const store = {
-    async recordUsage(rows: UsageRecord[], settlements: BudgetSettlement[]) {
-      if (rows.some((r) => r.id === 'bad')) throw new Error('value out of range');
-      written.push(...rows.map((r) => r.id));
-      settled.push(...settlements.map((s) => s.budget_id));
+    usage: {
+      async record(rows: UsageRecord[], settlements: BudgetSettlement[]) {
+        if (rows.some((r) => r.id === 'bad')) throw new Error('value out of range');
+        written.push(...rows.map((r) => r.id));
+        settled.push(...settlements.map((s) => s.budget_id));
+      },
     },
   } as unknown as GatewayStore;
   const recorder = new UsageRecorder(store);

@@ -2,6 +2,7 @@ import type { Authenticator } from '../auth.ts';
 import type { CallLedger } from '../ledger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRouter } from '../model-router.ts';
+import type { PricingPolicy } from '../pricing-policy.ts';
 import type { GatewayStore } from '../storage/index.ts';
 import type { Upstream } from '../upstream.ts';
 
@@ -13,6 +14,8 @@ export interface GatewayContext {
   /** Model routes (`models:`) and the provider:model names: where a call's `model` goes. */
   router: ModelRouter;
   metrics: GatewayMetrics;
+  /** Which models need a price, and the bundled prices below the gateway's own. */
+  pricing: PricingPolicy;
   /** Used by the front door (front-door.ts) before a body is read; routes read `principalOf(request)`. */
   authenticator: Authenticator;
 }

@@ -28,7 +28,7 @@ const toNanos = (dollars: number) => Math.round(dollars * NANOS_PER_DOLLAR);
  * with a small body limit: none of these bodies needs more than a few KiB.
  */
 export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext, bodyLimit: number): void {
-  const { store, ledger } = context;
+  const { store, ledger, pricing: pricingPolicy } = context;
 
   /** A list entry without ':' can only be a model route's public name; any other is a typo (the schema allows both). */
   function checkRouteNames(allowed: string[] | null | undefined): void {
@@ -48,10 +48,10 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   const master = { bodyLimit, config: { credential: 'master' }, preHandler: noNulInPath } as const;
 
   const budgetMustExist = async (budgetId: string | null | undefined, param: string) => {
-    if (budgetId && !(await store.getBudget(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
+    if (budgetId && !(await store.budgets.get(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
   };
   const userMustExist = async (userId: string | null | undefined, param: string) => {
-    if (userId && !(await store.getUser(userId))) throw invalidRequest(`No user with id "${userId}"`, param, 'user_not_found');
+    if (userId && !(await store.users.get(userId))) throw invalidRequest(`No user with id "${userId}"`, param, 'user_not_found');
   };
   const expiresAt = (value: string | null | undefined, now: number): number | null | undefined => {
     if (value === undefined || value === null) return value;
@@ -66,14 +66,14 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const body = parseWith(CreateUserBody, request.body);
     checkRouteNames(body.allowed_models);
     await budgetMustExist(body.budget_id, 'budget_id');
-    const user = await store.createUser(body);
+    const user = await store.users.create(body);
     return reply.code(201).send(userResource(user));
   });
 
-  app.get('/v1/users', master, async () => ({ object: 'list', data: (await store.listUsers()).map(userResource) }));
+  app.get('/v1/users', master, async () => ({ object: 'list', data: (await store.users.list()).map(userResource) }));
 
   app.get<{ Params: Params }>('/v1/users/:id', master, async (request) => {
-    const user = await store.getUser(request.params.id);
+    const user = await store.users.get(request.params.id);
     if (!user) throw notFound('user', request.params.id);
     return userResource(user);
   });
@@ -81,18 +81,18 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   app.patch<{ Params: Params }>('/v1/users/:id', master, async (request) => {
     const body = parseWith(UpdateUserBody, request.body);
     checkRouteNames(body.allowed_models);
-    if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
+    if (!(await store.users.get(request.params.id))) throw notFound('user', request.params.id);
     await budgetMustExist(body.budget_id, 'budget_id');
-    return userResource((await store.updateUser(request.params.id, body))!);
+    return userResource((await store.users.update(request.params.id, body))!);
   });
 
   app.delete<{ Params: Params }>('/v1/users/:id', master, async (request) => {
-    if (!(await store.deleteUser(request.params.id))) throw notFound('user', request.params.id);
+    if (!(await store.users.delete(request.params.id))) throw notFound('user', request.params.id);
     return { object: 'user', user_id: request.params.id, deleted: true };
   });
 
   app.get<{ Params: Params }>('/v1/users/:id/usage', master, async (request) => {
-    if (!(await store.getUser(request.params.id))) throw notFound('user', request.params.id);
+    if (!(await store.users.get(request.params.id))) throw notFound('user', request.params.id);
     return usageListing(context, { user_id: request.params.id }, request.query);
   });
 
@@ -105,7 +105,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     await userMustExist(body.user_id, 'user_id');
     await budgetMustExist(body.budget_id, 'budget_id');
     const secret = generateVirtualKey();
-    const key = await store.createKey(
+    const key = await store.keys.create(
       {
         key_hash: hashSecret(secret),
         key_prefix: displayPrefix(secret),
@@ -115,6 +115,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
         metadata: body.metadata,
         expires_at: expiresAt(body.expires_at, now),
         allowed_models: body.allowed_models,
+        allow_user_override: body.allow_user_override,
       },
       now,
     );
@@ -124,11 +125,11 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   app.get('/v1/keys', master, async (request) => {
     const query = parseWith(KeyListQuery, request.query, 'query');
     const now = Date.now();
-    return { object: 'list', data: (await store.listKeys(query)).map((key) => keyResource(key, now)) };
+    return { object: 'list', data: (await store.keys.list(query)).map((key) => keyResource(key, now)) };
   });
 
   app.get<{ Params: Params }>('/v1/keys/:id', master, async (request) => {
-    const key = await store.getKey(request.params.id);
+    const key = await store.keys.get(request.params.id);
     if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
     return keyResource(key);
   });
@@ -137,10 +138,10 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const body = parseWith(UpdateKeyBody, request.body);
     checkRouteNames(body.allowed_models);
     const now = Date.now();
-    if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    if (!(await store.keys.get(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     await userMustExist(body.user_id, 'user_id');
     await budgetMustExist(body.budget_id, 'budget_id');
-    const key = await store.updateKey(request.params.id, { ...body, expires_at: expiresAt(body.expires_at, now) }, now);
+    const key = await store.keys.update(request.params.id, { ...body, expires_at: expiresAt(body.expires_at, now) }, now);
     return keyResource(key!, now);
   });
 
@@ -149,18 +150,18 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const now = Date.now();
     const graceMs = (body.grace_period_seconds ?? 0) * 1000;
     const secret = generateVirtualKey();
-    const key = await store.rotateKey(request.params.id, { key_hash: hashSecret(secret), key_prefix: displayPrefix(secret) }, graceMs, now);
+    const key = await store.keys.rotate(request.params.id, { key_hash: hashSecret(secret), key_prefix: displayPrefix(secret) }, graceMs, now);
     if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
     return { ...keyResource(key, now), key: secret, previous_key_expires_at: graceMs > 0 ? isoTime(now + graceMs) : null };
   });
 
   app.delete<{ Params: Params }>('/v1/keys/:id', master, async (request) => {
-    if (!(await store.deleteKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    if (!(await store.keys.delete(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     return { object: 'virtual_key', id: request.params.id, deleted: true };
   });
 
   app.get<{ Params: Params }>('/v1/keys/:id/usage', master, async (request) => {
-    if (!(await store.getKey(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
+    if (!(await store.keys.get(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     return usageListing(context, { key_id: request.params.id }, request.query);
   });
 
@@ -168,22 +169,22 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/budgets', master, async (request, reply) => {
     const body = parseWith(CreateBudgetBody, request.body);
-    const budget = await store.createBudget({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    const budget = await store.budgets.create({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
     return reply.code(201).send(budgetResource(budget));
   });
 
-  app.get('/v1/budgets', master, async () => ({ object: 'list', data: (await store.listBudgets()).map(budgetResource) }));
+  app.get('/v1/budgets', master, async () => ({ object: 'list', data: (await store.budgets.list()).map(budgetResource) }));
 
   app.get<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
-    const budget = await store.getBudget(request.params.id);
+    const budget = await store.budgets.get(request.params.id);
     if (!budget) throw notFound('budget', request.params.id);
     return budgetResource(budget);
   });
 
   app.patch<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
     const body = parseWith(UpdateBudgetBody, request.body);
-    if (!(await store.getBudget(request.params.id))) throw notFound('budget', request.params.id);
-    const budget = await store.updateBudget(request.params.id, {
+    if (!(await store.budgets.get(request.params.id))) throw notFound('budget', request.params.id);
+    const budget = await store.budgets.update(request.params.id, {
       max_budget_nanos: body.max_budget === undefined ? undefined : toNanos(body.max_budget),
       reset_every_seconds: body.reset_every_seconds,
       metadata: body.metadata,
@@ -192,16 +193,18 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   });
 
   app.delete<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
-    if (!(await store.deleteBudget(request.params.id))) throw notFound('budget', request.params.id);
+    if (!(await store.budgets.delete(request.params.id))) throw notFound('budget', request.params.id);
     return { object: 'budget', budget_id: request.params.id, deleted: true };
   });
 
   // Pricing (model names contain ':' and may contain '/', hence the wildcard)
 
-  app.get('/v1/pricing', master, async () => ({ object: 'list', data: (await store.listPricing()).map(pricingResource) }));
+  // The gateway's own prices (configuration, PUT) and, below them, the bundled ones (source: "bundled").
+  app.get('/v1/pricing', master, async () => ({ object: 'list', data: pricingPolicy.list(await store.pricing.list()).map(pricingResource) }));
 
   app.get<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
-    const pricing = await store.getPricing(modelParam(request.params['*']));
+    const model = modelParam(request.params['*']);
+    const pricing = pricingPolicy.resolve(await store.pricing.get(model), model);
     if (!pricing) throw notFound('pricing for model', request.params['*'], 'pricing_not_found');
     return pricingResource(pricing);
   });
@@ -209,14 +212,14 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   app.put<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
     const model = modelParam(request.params['*']);
     const body = parseWith(PricingBody, request.body);
-    const pricing = await store.upsertPricing({ model, ...body });
+    const pricing = await store.pricing.upsert({ model, ...body });
     ledger.forgetPricing(model);
     return pricingResource(pricing);
   });
 
   app.delete<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
     const model = modelParam(request.params['*']);
-    if (!(await store.deletePricing(model))) throw notFound('pricing for model', model, 'pricing_not_found');
+    if (!(await store.pricing.delete(model))) throw notFound('pricing for model', model, 'pricing_not_found');
     ledger.forgetPricing(model);
     return { object: 'model_pricing', model, deleted: true };
   });
@@ -230,7 +233,7 @@ function modelParam(model: string): string {
 
 async function usageListing(context: GatewayContext, subject: { user_id?: string; key_id?: string }, rawQuery: unknown) {
   const query = parseWith(UsageQuery, rawQuery ?? {}, 'query');
-  const { data, totals } = await context.store.listUsage({
+  const { data, totals } = await context.store.usage.list({
     ...subject,
     since: query.since === undefined ? undefined : parseTimestamp(query.since, 'since'),
     until: query.until === undefined ? undefined : parseTimestamp(query.until, 'until'),

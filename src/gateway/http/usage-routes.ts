@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { invalidRequest } from '../errors.ts';
-import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/store.ts';
+import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/usage.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
@@ -39,7 +39,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     const filter = filterOf(query, undefined);
     const limit = query.limit ?? 100;
     // one row more than asked says whether another page follows
-    const rows = await store.usagePage(filter, query.cursor === undefined ? undefined : parseCursor(query.cursor), limit + 1, 'newest');
+    const rows = await store.usage.page(filter, query.cursor === undefined ? undefined : parseCursor(query.cursor), limit + 1, 'newest');
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return { object: 'list', data: page.map(usageResource), has_more: rows.length > limit, next_cursor: rows.length > limit && last ? `${last.created_at}.${last.id}` : null };
@@ -47,7 +47,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
 
   app.get('/v1/usage/summary', master, async (request) => {
     const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), DEFAULT_SPAN);
-    const { totals, groups } = await store.summarizeUsage(filter);
+    const { totals, groups } = await store.usage.summarize(filter);
     return {
       object: 'usage_summary',
       since: isoTime(filter.since!),
@@ -67,7 +67,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     if (buckets > MAX_SERIES_BUCKETS) {
       throw invalidRequest(`the range holds ${buckets} ${interval}s; at most ${MAX_SERIES_BUCKETS} per series (narrow since/until or use interval=day)`, 'since');
     }
-    const rows = new Map((await store.usageSeries(filter, size)).map((row) => [row.bucket, row]));
+    const rows = new Map((await store.usage.series(filter, size)).map((row) => [row.bucket, row]));
     const empty = emptyAggregate();
     return {
       object: 'usage_series',
@@ -88,7 +88,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
       yield `${CSV_COLUMNS.join(',')}\r\n`;
       let after: { created_at: number; id: string } | undefined;
       for (;;) {
-        const page = await store.usagePage(filter, after, CSV_PAGE);
+        const page = await store.usage.page(filter, after, CSV_PAGE);
         if (page.length > 0) yield page.map((row) => `${csvRow(row)}\r\n`).join('');
         if (page.length < CSV_PAGE) return;
         after = page[page.length - 1];
@@ -119,7 +119,7 @@ function parseCursor(cursor: string): UsageCursor {
   return { created_at: Number(match[1]), id: match[2] };
 }
 
-const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts'] as const;
+const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts', 'overshoot'] as const;
 
 function csvRow(row: Parameters<typeof usageResource>[0]): string {
   const resource = usageResource(row);

@@ -4,7 +4,8 @@ import { PostgresDriver } from './postgres-driver.ts';
 import { SqliteDriver } from './sqlite-driver.ts';
 import { GatewayStore } from './store.ts';
 
-export { GatewayStore, newId } from './store.ts';
+export { GatewayStore } from './store.ts';
+export { newId } from './rows.ts';
 export type * from './records.ts';
 
 export const DEFAULT_DATABASE_URL = 'sqlite:gateway.db';

@@ -39,8 +39,10 @@ export function readJsonBody(
     }
     const decoder = new StringDecoder('utf8');
     let text = '';
-    // A large body announced by its Content-Length, with somewhere to parse it off the event loop: kept as bytes
-    const kept: Buffer[] | null = parseLarge && declared > LARGE_BODY_BYTES ? [] : null;
+    // A large body announced by its Content-Length, with somewhere to parse it off the event loop: its bytes are
+    // copied as they arrive into a buffer of its own (a large Buffer never shares the pool's), to be handed over.
+    // Joining 8 MiB of chunks at the end held the event loop ~30 ms on a busy machine.
+    const kept: Buffer | null = parseLarge && declared > LARGE_BODY_BYTES ? Buffer.allocUnsafeSlow(declared) : null;
     let received = 0;
     // Small chunks (a slow client's) wait here and are decoded together: one string piece per chunk would hold
     // tens of bytes of bookkeeping for every byte received.
@@ -48,11 +50,15 @@ export function readJsonBody(
     let smallBytes = 0;
     const flush = () => {
       if (small.length === 0) return;
-      const chunk = small.length === 1 ? small[0] : Buffer.concat(small, smallBytes);
-      if (kept) kept.push(chunk);
-      else text += decoder.write(chunk);
+      if (kept) {
+        for (const chunk of small) keep(chunk);
+      } else text += decoder.write(small.length === 1 ? small[0] : Buffer.concat(small, smallBytes));
       small = [];
       smallBytes = 0;
+    };
+    let keptBytes = 0;
+    const keep = (chunk: Buffer) => {
+      keptBytes += chunk.copy(kept!, keptBytes);
     };
     const stop = () => {
       payload.off('data', onData);
@@ -65,7 +71,6 @@ export function readJsonBody(
       stop();
       text = '';
       small = [];
-      kept?.splice(0);
       reject(error);
     };
     const onData = (chunk: Buffer | string) => {
@@ -83,7 +88,7 @@ export function readJsonBody(
       received += bytes.length;
       if (bytes.length >= SMALL_CHUNK_BYTES) {
         flush();
-        if (kept) kept.push(bytes);
+        if (kept) keep(bytes);
         else text += decoder.write(bytes);
         return;
       }
@@ -99,10 +104,7 @@ export function readJsonBody(
         return;
       }
       if (kept) {
-        // joined once into a buffer of its own (a large Buffer never shares the pool's), handed over to the parsing thread
-        const joined = Buffer.concat(kept, received);
-        const own = joined.byteOffset === 0 && joined.buffer.byteLength === joined.byteLength;
-        parseLarge!(own ? new Uint8Array(joined.buffer, 0, joined.byteLength) : Uint8Array.from(joined)).then(resolve, reject);
+        parseLarge!(new Uint8Array(kept.buffer, kept.byteOffset, keptBytes)).then(resolve, reject);
         return;
       }
       let value: unknown;

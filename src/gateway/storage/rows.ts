@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import type { SqlValue } from './driver.ts';
+import type { Metadata } from './records.ts';
+
+// Helpers shared by the store's aggregates: values to and from their SQL columns, and database errors.
+
+export const json = (value: unknown) => JSON.stringify(value ?? {});
+export const parseJson = (text: unknown): Metadata => (typeof text === 'string' ? (JSON.parse(text) as Metadata) : {});
+export const num = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}
+
+/** Whether a PostgreSQL error is a foreign-key violation (a hold whose instance row is gone). */
+export function isForeignKeyViolation(error: unknown): boolean {
+  return (error as { code?: unknown })?.code === '23503';
+}
+
+/** Whether a database error is a unique-key violation (SQLite and PostgreSQL word it differently). */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: unknown; errcode?: unknown; message?: unknown };
+  return e?.code === '23505' || (typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed'));
+}
+
+/** `column = ?` for each defined field (undefined = leave as is, null = clear). */
+export function assignments(fields: Record<string, SqlValue | undefined>): { sets: string[]; params: SqlValue[] } {
+  const sets: string[] = [];
+  const params: SqlValue[] = [];
+  for (const [column, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    sets.push(`${column} = ?`);
+    params.push(value);
+  }
+  return { sets, params };
+}
+
+/** An allowed-models list as stored: JSON text, or NULL for every model. */
+export function modelList(models: string[] | null | undefined): string | null {
+  return models === undefined || models === null ? null : JSON.stringify(models);
+}
+
+export function modelListOf(value: unknown): string[] | null {
+  return typeof value === 'string' ? (JSON.parse(value) as string[]) : null;
+}
