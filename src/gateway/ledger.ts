@@ -2,22 +2,16 @@ import { randomUUIDv7 } from 'node:crypto';
 import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { callNanos, dollars } from './money.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { BudgetHold, GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
-
-/** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
-const nanos = (tokens: number, perMillion: number) => tokens * perMillion * 1000;
-
-/** Cost in nano-dollars of a call's tokens and search units (rerank) at a model's prices. */
-const callNanos = (pricing: PricingRecord, prompt: number, completion: number, searchUnits: number) =>
-  nanos(prompt, pricing.input_cost_per_million) + nanos(completion, pricing.output_cost_per_million) + searchUnits * pricing.search_unit_cost_per_thousand * 1e6;
 
 /**
  * The most one call reserves: the largest budget (MAX_DOLLARS). A client's `max_tokens: 1e300` must not put a
  * number into `reserved` that PostgreSQL's BIGINT refuses (a 500) or SQLite turns into a float.
  */
-const MAX_RESERVATION_NANOS = 1e18;
+const MAX_RESERVATION_NANOS = 1_000_000_000_000_000_000n;
 
 /**
  * Token counts come from the provider; the usage columns are 32-bit integers. A fraction or an absurd count made
@@ -152,15 +146,16 @@ export class CallLedger {
     await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
     // One hold per call, whichever target answers: it is sized for the dearest, so a fallback stays covered.
     const prices = new Map<string, PricingRecord | null>();
-    let estimate = 0;
+    let estimate = 0n;
     for (const target of start.route?.targets ?? [start]) {
       const model = `${target.provider}:${target.model}`;
       if (prices.has(model)) continue;
       const pricing = await this.pricingOf(model, now);
       prices.set(model, pricing);
       if (!pricing) continue;
-      const cost = Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0));
-      estimate = Math.max(estimate, Math.min(MAX_RESERVATION_NANOS, cost));
+      const cost = callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0, 'ceil');
+      const capped = cost < MAX_RESERVATION_NANOS ? cost : MAX_RESERVATION_NANOS;
+      if (capped > estimate) estimate = capped;
     }
     const reservations: BudgetHold[] = [];
     const releaseTaken = async () => {
@@ -229,11 +224,11 @@ export class CallLedger {
     outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
     const { start, target } = ticket;
     const pricing = ticket.prices.get(`${target.provider}:${target.model}`) ?? null;
-    const cost = pricing ? Math.round(callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits)) : 0;
+    const cost = pricing ? callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits) : 0n;
     const labels = { provider: target.provider, model: target.model };
     if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
     if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
-    if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
+    if (cost > 0n) this.#metrics.cost.inc(labels, dollars(cost));
     this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
     this.#metrics.upstreamCalls.inc({ provider: target.provider, endpoint: start.endpoint, status: outcome.status });
     const row: UsageRecord = {

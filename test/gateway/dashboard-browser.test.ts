@@ -50,7 +50,7 @@ function seededRows(now: number): UsageRecord[] {
     prompt_tokens: 200 + i * 10,
     completion_tokens: 100 + i * 5,
     search_units: 0,
-    cost_nanos: (200 + i * 10) * 1_000_000 + (100 + i * 5) * 2_000_000,
+    cost_nanos: BigInt((200 + i * 10) * 1_000_000 + (100 + i * 5) * 2_000_000),
     status: i < SEEDED_ERRORS ? 'error' : 'success',
     status_code: i < SEEDED_ERRORS ? 502 : 200,
     duration_ms: 300 + i,
