@@ -8,6 +8,7 @@ import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { CallOptions, CompletionParams, MessagesParams, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
 import { openAIBatches } from './batches.ts';
+import { embeddingsAsFloats } from './embeddings.ts';
 import { openAIErrorToHub } from './errors.ts';
 import { createJsonPost } from './json-post.ts';
 import { otariBatches } from './otari-batches.ts';
@@ -33,9 +34,10 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
   const client = createClient(service, options);
   const dialect: ChatDialect = { provider_name: name, ...service.dialect };
   const streamOptions = service.stream_usage ? { stream_options: { include_usage: true } } : {};
-  // Unless told, the SDK asks for base64 and decodes any answer as base64: a compatible server that ignores
-  // encoding_format answers float arrays, which would become garbage vectors without an error. Ask for floats there.
-  const embeddingFormat = name === 'openai' || name === 'azureopenai' ? {} : { encoding_format: 'float' as const };
+  // Always an explicit encoding_format, so that the SDK hands the answer over as it came (unless told, it asks for
+  // base64 and decodes every vector as base64): OpenAI's compact base64 for OpenAI and Azure, floats elsewhere (what
+  // embedding servers that ignore the field answer anyway). Either way the vectors are read by what arrived.
+  const embeddingFormat = { encoding_format: name === 'openai' || name === 'azureopenai' ? ('base64' as const) : ('float' as const) };
   const quirks = service.quirks;
   // The caller's extra fields come last: they may replace anything, stream_options included.
   const chatRequest = (params: MessagesParams, call: CallOptions, stream = false) =>
@@ -84,10 +86,12 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       : {}),
     ...(service.metadata.embedding
       ? {
-          embedding: ({ model, inputs, dimensions }, call) =>
-            client.embeddings.create(
-              { model, input: inputs, ...embeddingFormat, ...call.extra, ...(dimensions !== undefined ? { dimensions } : {}) },
-              { signal: call.signal },
+          embedding: async ({ model, inputs, dimensions }, call) =>
+            embeddingsAsFloats(
+              await client.embeddings.create(
+                { model, input: inputs, ...embeddingFormat, ...call.extra, ...(dimensions !== undefined ? { dimensions } : {}) },
+                { signal: call.signal },
+              ),
             ),
         }
       : {}),
