@@ -6,15 +6,13 @@ import type { PricingRecord } from './storage/records.ts';
  * largest budget ($1e9 = 1e18 nano-dollars) and far below what a sum of usage rows can reach; the columns are BIGINT
  * (int64, up to 9.2e18). docs/gateway.md, "Money", gives the bounds.
  */
-export const NANOS_PER_DOLLAR = 1_000_000_000n;
+const NANOS_PER_DOLLAR = 1_000_000_000n;
 
-/** Nano-dollars as the API's dollars: the double nearest to the exact value (as `n / 1e9` is, for n below 2^53). */
+/** Nano-dollars (never negative) as the API's dollars: the double nearest to the exact value, as `n / 1e9` is below 2^53. */
 export function dollars(nanos: bigint): number {
-  if (nanos >= -MAX_SAFE && nanos <= MAX_SAFE) return Number(nanos) / 1e9;
-  const sign = nanos < 0n ? '-' : '';
-  const abs = nanos < 0n ? -nanos : nanos;
+  if (nanos <= MAX_SAFE) return Number(nanos) / 1e9;
   // decimal text → double is correctly rounded; Number(nanos) / 1e9 would round twice
-  return Number(`${sign}${abs / NANOS_PER_DOLLAR}.${String(abs % NANOS_PER_DOLLAR).padStart(9, '0')}`);
+  return Number(`${nanos / NANOS_PER_DOLLAR}.${String(nanos % NANOS_PER_DOLLAR).padStart(9, '0')}`);
 }
 
 /** Dollars given to the API (at most MAX_DOLLARS, nonnegative) as nano-dollars, rounded to the nearest. */

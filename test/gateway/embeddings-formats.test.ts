@@ -88,7 +88,7 @@ describe.each(backends)('embeddings formats on $name', (backend) => {
     ['an empty base64 vector', [base64Of(fakeEmbedding('x')), ''], /embedding 1 is empty/],
     ['one vector for two inputs', [fakeEmbedding('x')], /1 embedding\(s\) for 2 input\(s\)/],
     ['three vectors for two inputs', [fakeEmbedding('x'), fakeEmbedding('y'), fakeEmbedding('z')], /3 embedding\(s\) for 2 input\(s\)/],
-    ['a vector of strings', [['0.5'], fakeEmbedding('y')], /embedding 0 is neither/],
+    ['a vector of strings', [['0.5'], fakeEmbedding('y')], /embedding 0 is not a list of numbers/],
   ];
   for (const [what, vectors, reason] of broken) {
     it.skipIf(backend.skipReason)(`${what}: 502 with the reason in an OpenAI error body, recorded as an error, nothing charged`, async () => {
@@ -112,6 +112,11 @@ describe.each(backends)('embeddings formats on $name', (backend) => {
     const response = await gateway.call('POST', '/v1/embeddings', { key: key.key, body: { model: 'openai:e', input: 'abc' } });
     expect(response.status).toBe(502);
     expect(response.json).toEqual({ error: { message: 'Provider openai: invalid embeddings answer: embedding 0 is empty', type: 'upstream_error', code: 'upstream_invalid_response', param: null } });
+    // base64 that is not whole float32s (2 bytes): Hub's ProviderError, a 502 too
+    fake.script(ROUTE, answer(['AAA=']));
+    const ragged = await gateway.call('POST', '/v1/embeddings', { key: key.key, body: { model: 'openai:e', input: 'abc' } });
+    expect(ragged.status).toBe(502);
+    expect(ragged.json.error).toMatchObject({ type: 'upstream_error', message: expect.stringMatching(/not whole float32s/) });
   });
 
   it.skipIf(backend.skipReason)('through a model route, a target answering empty vectors is passed over for the next', async () => {

@@ -7,8 +7,9 @@ import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { CallOptions, CompletionParams, MessagesParams, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
+import { ProviderError } from '../../errors.ts';
+import { float32sOfBase64 } from '../shared/embeddings.ts';
 import { openAIBatches } from './batches.ts';
-import { embeddingsAsFloats } from './embeddings.ts';
 import { openAIErrorToHub } from './errors.ts';
 import { createJsonPost } from './json-post.ts';
 import { otariBatches } from './otari-batches.ts';
@@ -88,6 +89,7 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       ? {
           embedding: async ({ model, inputs, dimensions }, call) =>
             embeddingsAsFloats(
+              name,
               await client.embeddings.create(
                 { model, input: inputs, ...embeddingFormat, ...call.extra, ...(dimensions !== undefined ? { dimensions } : {}) },
                 { signal: call.signal },
@@ -112,4 +114,21 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
     ...(service.metadata.batch ? { batches: service.batch_api === 'otari' ? otariBatches(client, name) : openAIBatches(client, name) } : {}),
     toHubError: (error) => openAIErrorToHub(error, name),
   };
+}
+
+/**
+ * An embeddings answer with every vector as numbers, by what arrived: a string is base64 of little-endian float32s
+ * (what OpenAI sends for `encoding_format: "base64"`), an array is kept. Given an `encoding_format`, the SDK returns
+ * the answer as it came (left to itself it asks for base64 and decodes every vector as base64, so a server that
+ * ignores the field and answers arrays gave empty vectors).
+ */
+function embeddingsAsFloats(provider: string, response: OpenAI.CreateEmbeddingResponse): OpenAI.CreateEmbeddingResponse {
+  for (const item of Array.isArray(response?.data) ? response.data : []) {
+    const embedding = item?.embedding as unknown;
+    if (typeof embedding !== 'string') continue;
+    const floats = float32sOfBase64(embedding);
+    if (floats === null) throw new ProviderError(`${provider} answered a base64 embedding that is not whole float32s`, null, provider);
+    item.embedding = floats;
+  }
+  return response;
 }
