@@ -2,7 +2,6 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceSqliteReader } from '../../src/cli/installed-files.ts';
 import { callNanos, dollars, nanosOf } from '../../src/gateway/money.ts';
-import type { UsageRecord } from '../../src/gateway/storage/records.ts';
 import { chatCompletionBody } from '../fakes/openai-compatible.ts';
 import { eventually, PROVIDER_CHAT_ROUTE, startTestGateway, usageRecord, useBackends, useFakeProvider, type TestGateway } from './helpers/gateway.ts';
 
@@ -101,7 +100,7 @@ describe.each(backends)('money at max_budget 1e9 on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('usage rows, key and user usage, summary, series and CSV carry the exact cost; the dashboard calls answer 200', async () => {
-    const [row] = (await gateway.store.usage.page({ key_id: key.id }, undefined, 10)) as UsageRecord[];
+    const [row] = await gateway.store.usage.page({ key_id: key.id }, undefined, 10);
     expect(row.cost_nanos).toBe(CALL_NANOS);
     const cost = dollars(CALL_NANOS);
     expect((await gateway.call('GET', `/v1/usage?key_id=${key.id}`)).json.data[0].cost).toBe(cost);
