@@ -9,6 +9,7 @@ import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { ModelRouter } from './model-router.ts';
+import { PricingPolicy } from './pricing-policy.ts';
 import { LocalRateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
 import { HubUpstream } from './hub-upstream.ts';
@@ -66,7 +67,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     : store.dialect === 'postgres'
       ? new SharedRateLimiter(limits, store, metrics, (error) => app.log.error({ err: error }, 'rate limit window update failed'))
       : new LocalRateLimiter(limits, metrics);
-  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter });
+  const pricing = new PricingPolicy({ requirePricing: config.requirePricing, bundledPricing: config.bundledPricing });
+  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter, pricingPolicy: pricing });
   const authenticator = new Authenticator(config.masterKey, store);
   const router = new ModelRouter(config.models, config.providers);
   const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000, connections: router.connections });
@@ -76,6 +78,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     upstream,
     router,
     metrics,
+    pricing,
     authenticator,
     authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
   };

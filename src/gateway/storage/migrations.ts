@@ -170,6 +170,14 @@ export const MIGRATIONS: Migration[] = [
     name: 'model routes: the public name a usage row was called by, and the targets it tried',
     statements: ['ALTER TABLE usage ADD COLUMN route TEXT', 'ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1'],
   },
+  {
+    version: 11,
+    name: 'budget holds: what a call cost beyond its hold; keys that may name another user',
+    statements: [
+      'ALTER TABLE usage ADD COLUMN overshoot_nanos BIGINT NOT NULL DEFAULT 0',
+      'ALTER TABLE virtual_keys ADD COLUMN allow_user_override INTEGER NOT NULL DEFAULT 0',
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

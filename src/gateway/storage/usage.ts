@@ -57,6 +57,7 @@ const USAGE_COLUMNS = [
   'completion_tokens',
   'search_units',
   'cost_nanos',
+  'overshoot_nanos',
   'status',
   'status_code',
   'duration_ms',
@@ -84,7 +85,7 @@ export class UsageLog {
       const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
       inserts.push({
         sql: `INSERT INTO usage (${USAGE_COLUMNS.join(', ')}) VALUES ${chunk.map(() => USAGE_PLACEHOLDERS).join(', ')}`,
-        params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => (column === 'route' ? (row.route ?? null) : column === 'attempts' ? (row.attempts ?? 1) : row[column]))),
+        params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => usageValue(row, column))),
       });
     }
     await this.#budgets.settle(settlements, inserts);
@@ -234,6 +235,14 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   return { clause: where.length > 0 ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 
+/** A row's value for a column; the optional columns have their defaults. */
+function usageValue(row: UsageRecord, column: (typeof USAGE_COLUMNS)[number]): SqlValue {
+  if (column === 'route') return row.route ?? null;
+  if (column === 'attempts') return row.attempts ?? 1;
+  if (column === 'overshoot_nanos') return row.overshoot_nanos ?? 0;
+  return row[column];
+}
+
 function usageOf(row: Row): UsageRecord {
   return {
     id: String(row.id),
@@ -250,6 +259,7 @@ function usageOf(row: Row): UsageRecord {
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),
     cost_nanos: Number(row.cost_nanos),
+    overshoot_nanos: Number(row.overshoot_nanos ?? 0),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),
     duration_ms: Number(row.duration_ms),
