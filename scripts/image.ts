@@ -15,9 +15,9 @@ import { hostTarget, type Target } from '../src/builder/targets.ts';
 const root = path.resolve(import.meta.dirname, '..');
 const VERSION = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
 /** The name this project publishes under: the npm scope @encoder-sea, the image namespace encoder-sea/. */
-export const PUBLISHED_NAMESPACE = 'encoder-sea';
-export const IMAGE_USER = { uid: 65532, name: 'nonroot' };
-export const IMAGE_CACHE_DIR = '/var/cache/encoder';
+const PUBLISHED_NAMESPACE = 'encoder-sea';
+const IMAGE_USER = { uid: 65532, name: 'nonroot' };
+const IMAGE_CACHE_DIR = '/var/cache/encoder';
 
 const HELP = `Usage: npm run image -- (-f <config.yaml> | --runtime) -o <dir> [options]
 
@@ -83,7 +83,7 @@ function runTarget(target: ImageTarget, work: string, args: string[], env: NodeJ
  * The shared libraries an ELF file needs, as the target's dynamic loader resolves them (`ld.so --list`, which is
  * what ldd runs): their paths in the image → their files on this machine. The loader itself is left out.
  */
-export function neededLibraries(target: ImageTarget, file: string): Map<string, string> {
+function neededLibraries(target: ImageTarget, file: string): Map<string, string> {
   const listing = run(target.runner[0] ?? target.loader, [...target.runner.slice(1), ...(target.runner.length ? [target.loader] : []), '--list', file]);
   const found = new Map<string, string>();
   for (const line of listing.split('\n')) {
@@ -203,17 +203,19 @@ function writeIndex(request: ImageRequest, tags: string[], work: string): void {
   run('buildah', [...store, 'manifest', 'rm', list]);
 }
 
-export function buildImage(request: ImageRequest): void {
+function buildImage(request: ImageRequest): void {
   const work = mkdtempSync(path.join(os.tmpdir(), 'encoder-image-'));
   try {
     if (!existsSync(path.join(request.output, 'index.json'))) run('umoci', ['init', '--layout', request.output]);
     const tags = request.targets.map((triple) => buildTargetImage(request, triple, work));
     writeIndex(request, tags, work);
-    for (const tag of tags.filter(() => request.dockerArchive)) {
-      const archive = `${request.output}.${tag.split('-').at(-1)}.docker.tar`;
-      rmSync(archive, { force: true });
-      run('skopeo', ['copy', '--quiet', `oci:${request.output}:${tag}`, `docker-archive:${archive}:${request.name}:${VERSION}`]);
-      console.log(`wrote ${archive}`);
+    if (request.dockerArchive) {
+      for (const tag of tags) {
+        const archive = `${request.output}.${tag.split('-').at(-1)}.docker.tar`;
+        rmSync(archive, { force: true });
+        run('skopeo', ['copy', '--quiet', `oci:${request.output}:${tag}`, `docker-archive:${archive}:${request.name}:${VERSION}`]);
+        console.log(`wrote ${archive}`);
+      }
     }
     run('umoci', ['gc', '--layout', request.output]);
     console.log(`wrote ${request.output}: ${[...tags, VERSION].map((tag) => `oci:${request.output}:${tag}`).join(', ')}`);

@@ -119,7 +119,7 @@ describe.each(overlays)('deploy/kubernetes/overlays/%s', (overlay) => {
     for (const [name, file] of [['gateway', 'gateway.yaml'], ['tools', 'tools.yaml']]) {
       const pod = workload(objects, name).spec.template.spec;
       const configMap = pod.volumes?.find((volume) => volume.configMap)?.configMap?.name;
-      const text = (find(objects, 'ConfigMap', configMap!) as { data: Record<string, string> }).data[file];
+      const text = (find(objects, 'ConfigMap', configMap!) as unknown as { data: Record<string, string> }).data[file];
       expect(pod.containers[0].args).toContain(`/etc/encoder/${file}`);
       // what the Secret would hold: a digest where tools.yaml wants one, any text elsewhere
       const env = Object.fromEntries((pod.containers[0].env ?? []).map((variable) => [variable.name, variable.name.endsWith('SHA256') ? 'ab'.repeat(32) : 'from-a-secret']));
