@@ -19,7 +19,7 @@ it('one row the database refuses does not take the other rows of its group commi
     },
   } as unknown as GatewayStore;
   const recorder = new UsageRecorder(store);
-  const settle = (budget: string): BudgetSettlement[] => [{ budget_id: budget, reserved_nanos: 5, actual_nanos: 1, holder: null }];
+  const settle = (budget: string): BudgetSettlement[] => [{ budget_id: budget, reserved_nanos: 5n, actual_nanos: 1n, holder: null }];
   // Handed in in the same turn: one batch.
   const results = await Promise.allSettled([recorder.record(row('a'), settle('A')), recorder.record(row('bad'), settle('B')), recorder.record(row('c'), settle('C'))]);
   expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);

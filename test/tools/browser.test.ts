@@ -231,13 +231,16 @@ describe.skipIf(skipReason !== null)('a page of an origin in cors_allow_origins'
       });
       return {
         call: { status: call.status, body: await call.json() },
-        mcp: { status: init.status, session: init.headers.get('mcp-session-id'), server: ((await init.json()) as { result: { serverInfo: { name: string } } }).result.serverInfo.name },
+        // /mcp answers each POST as an event stream (docs/tools.md): the answer is the data of its message event
+        mcp: { status: init.status, type: init.headers.get('content-type'), session: init.headers.get('mcp-session-id'), answer: await init.text() },
       };
     }, tools.url);
     expect(result.call).toEqual({ status: 200, body: 'Echo: from a friend' });
     expect(result.mcp.status).toBe(200);
     expect(result.mcp.session).toMatch(/^[0-9a-f-]{36}$/);
-    expect(result.mcp.server).toBeTruthy();
+    expect(result.mcp.type).toMatch(/^text\/event-stream/);
+    const data = /^data: (.*)$/m.exec(result.mcp.answer)?.[1];
+    expect((JSON.parse(data ?? 'null') as { result: { serverInfo: { name: string } } }).result.serverInfo.name).toBeTruthy();
     await page.close();
   });
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError, invalidRequest, notFound } from '../errors.ts';
 import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
-import { NANOS_PER_DOLLAR } from '../storage/records.ts';
+import { nanosOf } from '../money.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import {
@@ -20,8 +20,6 @@ import { budgetResource, keyResource, pricingResource, usageResource, usageTotal
 import { parseWith } from './validation.ts';
 
 type Params = { id: string; '*': string };
-
-const toNanos = (dollars: number) => Math.round(dollars * NANOS_PER_DOLLAR);
 
 /**
  * Users, virtual keys, budgets, pricing and usage: master key only (checked before the body is read, front-door.ts),
@@ -169,7 +167,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/budgets', master, async (request, reply) => {
     const body = parseWith(CreateBudgetBody, request.body);
-    const budget = await store.budgets.create({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    const budget = await store.budgets.create({ max_budget_nanos: nanosOf(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
     return reply.code(201).send(budgetResource(budget));
   });
 
@@ -185,7 +183,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     const body = parseWith(UpdateBudgetBody, request.body);
     if (!(await store.budgets.get(request.params.id))) throw notFound('budget', request.params.id);
     const budget = await store.budgets.update(request.params.id, {
-      max_budget_nanos: body.max_budget === undefined ? undefined : toNanos(body.max_budget),
+      max_budget_nanos: body.max_budget === undefined ? undefined : nanosOf(body.max_budget),
       reset_every_seconds: body.reset_every_seconds,
       metadata: body.metadata,
     });

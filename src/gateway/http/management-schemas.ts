@@ -136,7 +136,7 @@ export const UsageAnalyticsQuery = z.strictObject({
   until: Timestamp.optional().describe('Rows before this time (default: now)'),
   user_id: Id.optional().describe('Only this user'),
   key_id: Id.optional().describe('Only this virtual key'),
-  model: z.string().min(1).optional().describe('Only this model, as stored (provider:model)'),
+  model: z.string().min(1).optional().describe('Only this model: provider:model, or a bare model name (that model of every provider)'),
   provider: z.string().min(1).optional().describe('Only this provider'),
 });
 

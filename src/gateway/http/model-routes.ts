@@ -5,6 +5,7 @@ import { modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
 import { callWithFallback, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
+import { checkedEmbeddings, embeddingsReply } from './embeddings-answer.ts';
 import { principalOf } from './front-door.ts';
 import { estimatedSearchUnits, parseRerankBody, rerankReply } from './rerank-body.ts';
 import { objectBody } from './validation.ts';
@@ -250,20 +251,13 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const { signal } = call.controller;
     const response = await answer(
       call,
-      (target) => upstream.embeddings(target.connection, target.model, inputs as string[], signal, dimensions !== undefined ? { dimensions } : {}),
+      // checked inside the attempt: an answer without one vector per input is a failed call (502, an error row)
+      async (target) =>
+        checkedEmbeddings(await upstream.embeddings(target.connection, target.model, inputs as string[], signal, dimensions !== undefined ? { dimensions } : {}), inputs.length, target.provider),
       (result) => ({ prompt: result.usage?.prompt_tokens ?? call.ticket.start.estimatedPromptTokens, completion: 0 }),
     );
-    if (format === 'base64') {
-      // The openai client asks for base64 by default and decodes little-endian float32.
-      return {
-        ...response,
-        data: response.data.map((item) => ({
-          ...item,
-          embedding: typeof item.embedding === 'string' ? item.embedding : Buffer.from(new Float32Array(item.embedding).buffer).toString('base64'),
-        })),
-      };
-    }
-    return response;
+    // The openai client asks for base64 by default and decodes little-endian float32.
+    return embeddingsReply(response, format);
   });
 
   /** Cohere's rerank; also at /v2/rerank, the path of the Cohere v2 client. Billed by tokens and search units (pricing). */

@@ -73,7 +73,7 @@ const analyticsQuery = [
   { name: 'until', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; rows before (default: now); must be after since' },
   { name: 'user_id', in: 'query', schema: { type: 'string' } },
   { name: 'key_id', in: 'query', schema: { type: 'string' } },
-  { name: 'model', in: 'query', schema: { type: 'string' }, description: 'As stored: provider:model' },
+  { name: 'model', in: 'query', schema: { type: 'string' }, description: 'provider:model as the summary and the dashboard show it, or a bare model name (that model of every provider)' },
   { name: 'provider', in: 'query', schema: { type: 'string' } },
 ];
 const aggregateProperties = {
@@ -388,7 +388,7 @@ export function gatewayOpenApi(version: string): Schema {
                 since: time,
                 until: time,
                 totals: aggregate(),
-                by_model: { type: 'array', items: aggregate({ model: { type: 'string' } }) },
+                by_model: { type: 'array', items: aggregate({ model: { type: 'string', description: 'provider:model: one entry per provider of a model name' } }) },
                 by_user: { type: 'array', items: aggregate({ user_id: nullable('string') }) },
                 by_key: { type: 'array', items: aggregate({ key_id: nullable('string') }) },
                 by_provider: { type: 'array', items: aggregate({ provider: { type: 'string' } }) },

@@ -6,7 +6,7 @@ import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
-import { dollars, usageResource, usageTotals } from './resources.ts';
+import { usageResource, usageTotals } from './resources.ts';
 import { parseWith } from './validation.ts';
 
 const HOUR = 3_600_000;
@@ -123,7 +123,7 @@ const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'end
 
 function csvRow(row: Parameters<typeof usageResource>[0]): string {
   const resource = usageResource(row);
-  return CSV_COLUMNS.map((column) => csvField(column === 'cost' ? dollars(row.cost_nanos) : (resource as Record<string, unknown>)[column])).join(',');
+  return CSV_COLUMNS.map((column) => csvField(resource[column])).join(',');
 }
 
 /**

@@ -7,6 +7,9 @@ import type { Metadata } from './records.ts';
 export const json = (value: unknown) => JSON.stringify(value ?? {});
 export const parseJson = (text: unknown): Metadata => (typeof text === 'string' ? (JSON.parse(text) as Metadata) : {});
 export const num = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+/** A money column (nano-dollars) as read: a number or a bigint (see Row); a REAL stored by an old version is rounded. */
+export const nanos = (value: unknown): bigint =>
+  typeof value === 'bigint' ? value : typeof value === 'number' ? BigInt(Math.round(value)) : BigInt((value as string | null) ?? 0);
 
 export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;

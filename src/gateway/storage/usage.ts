@@ -1,6 +1,7 @@
 import type { Budgets } from './budgets.ts';
 import type { Row, SqlDriver, SqlValue, Statement } from './driver.ts';
 import type { BudgetSettlement, UsageRecord, UsageTotals } from './records.ts';
+import { nanos } from './rows.ts';
 
 /** Which usage rows an analytics query covers; every field narrows it (epoch ms: since inclusive, until exclusive). */
 export interface UsageFilter {
@@ -8,6 +9,7 @@ export interface UsageFilter {
   until?: number;
   user_id?: string;
   key_id?: string;
+  /** `provider:model`, or a bare model name (that model of any provider). */
   model?: string;
   provider?: string;
 }
@@ -27,7 +29,7 @@ export interface UsageAggregate extends UsageTotals {
   errors: number;
 }
 
-/** The totals of one value of a grouping (a model, user, key or provider; null: rows without one). */
+/** The totals of one value of a grouping (a `provider:model`, user, key or provider; null: rows without one). */
 export interface UsageGroupTotals extends UsageAggregate {
   group: string | null;
 }
@@ -107,7 +109,7 @@ export class UsageLog {
     const data = (await this.#driver.scan(`SELECT * FROM usage ${clause} ORDER BY created_at DESC, id LIMIT ?`, [...params, query.limit])).map(usageOf);
     const [totals] = await this.#driver.scan(
       `SELECT COUNT(*) AS requests, CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens,
-        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos
+        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, ${COST_SUM}
        FROM usage ${clause}`,
       params,
     );
@@ -117,14 +119,14 @@ export class UsageLog {
         requests: Number(totals.requests),
         prompt_tokens: Number(totals.prompt_tokens),
         completion_tokens: Number(totals.completion_tokens),
-        cost_nanos: Number(totals.cost_nanos),
+        cost_nanos: costSumOf(totals),
       },
     };
   }
 
   /**
-   * Totals of the rows a filter covers, overall and by model, user, key and provider (each most cost first, then most
-   * calls, then by name with none first). One scan grouped by all four columns, rolled up here: a key belongs to one
+   * Totals of the rows a filter covers, overall and by `provider:model`, user, key and provider (each most cost first,
+   * then most calls, then by name with none first). One scan grouped by all four columns, rolled up here: a key belongs to one
    * user and a model to one provider, so there are about as many groups as keys × models, while a scan per grouping
    * read the range five times.
    */
@@ -137,7 +139,8 @@ export class UsageLog {
       const aggregate = aggregateOf(row);
       addAggregate(totals, aggregate);
       for (const group of USAGE_GROUPS) {
-        const value = (row[group] as string | null) ?? null;
+        // a model is told apart by its provider (openai:fake-1 and vllm:fake-1 are two models at two prices)
+        const value = group === 'model' ? `${String(row.provider)}:${String(row.model)}` : ((row[group] as string | null) ?? null);
         const byValue = sums.get(group)!;
         let sum = byValue.get(value);
         if (!sum) byValue.set(value, (sum = emptyAggregate()));
@@ -179,12 +182,20 @@ export class UsageLog {
   }
 }
 
+/**
+ * The sum of cost_nanos in two BIGINT parts, whole dollars and the nano-dollars below them, added up exactly here
+ * (costSumOf): one SUM could pass 2^63 (SQLite's SUM then fails with "integer overflow"), since a row alone may hold up
+ * to 6.4e18 (docs/gateway.md, "Money"). The parts stay under 2^63 for over a billion rows of that size.
+ */
+const COST_SUM = `CAST(COALESCE(SUM(cost_nanos / 1000000000), 0) AS BIGINT) AS cost_dollars, CAST(COALESCE(SUM(cost_nanos % 1000000000), 0) AS BIGINT) AS cost_rest`;
+const costSumOf = (row: Row): bigint => nanos(row.cost_dollars) * 1_000_000_000n + nanos(row.cost_rest);
+
 const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status = 'success' THEN 0 ELSE 1 END), 0) AS BIGINT) AS errors,
   CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens,
-  CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos`;
+  ${COST_SUM}`;
 
 /** Totals of no rows. */
-export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
+export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0n });
 
 function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
   sum.requests += add.requests;
@@ -195,7 +206,7 @@ function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
 }
 
 function mostCostFirst(a: UsageGroupTotals, b: UsageGroupTotals): number {
-  if (a.cost_nanos !== b.cost_nanos) return b.cost_nanos - a.cost_nanos;
+  if (a.cost_nanos !== b.cost_nanos) return b.cost_nanos > a.cost_nanos ? 1 : -1;
   if (a.requests !== b.requests) return b.requests - a.requests;
   if (a.group === b.group) return 0;
   if (a.group === null) return -1;
@@ -209,7 +220,7 @@ function aggregateOf(row: Row): UsageAggregate {
     errors: Number(row.errors),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
-    cost_nanos: Number(row.cost_nanos),
+    cost_nanos: costSumOf(row),
   };
 }
 
@@ -226,7 +237,15 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   add('created_at < ?', filter.until);
   add('user_id = ?', filter.user_id);
   add('key_id = ?', filter.key_id);
-  add('model = ?', filter.model);
+  if (filter.model !== undefined) {
+    // `provider:model` as the dashboard shows it (split at the first ':', providers have none), or a bare model name,
+    // which matches that model of every provider (a model's own name may hold ':' too: `ollama:llama3:8b`)
+    const colon = filter.model.indexOf(':');
+    if (colon > 0) {
+      where.push('(model = ? OR (provider = ? AND model = ?))');
+      params.push(filter.model, filter.model.slice(0, colon), filter.model.slice(colon + 1));
+    } else add('model = ?', filter.model);
+  }
   add('provider = ?', filter.provider);
   if (extra) {
     where.push(extra[0]);
@@ -258,8 +277,8 @@ function usageOf(row: Row): UsageRecord {
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),
-    cost_nanos: Number(row.cost_nanos),
-    overshoot_nanos: Number(row.overshoot_nanos ?? 0),
+    cost_nanos: nanos(row.cost_nanos),
+    overshoot_nanos: nanos(row.overshoot_nanos ?? 0),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),
     duration_ms: Number(row.duration_ms),

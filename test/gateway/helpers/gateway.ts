@@ -136,7 +136,7 @@ export function usageRecord(id: string, fields: Partial<UsageRecord> = {}): Usag
     prompt_tokens: 1,
     completion_tokens: 1,
     search_units: 0,
-    cost_nanos: 1,
+    cost_nanos: 1n,
     status: 'success',
     status_code: 200,
     duration_ms: 1,

@@ -175,6 +175,7 @@ export interface UsageSummary {
   since: string;
   until: string;
   totals: Totals;
+  /** `model` is provider:model, as the usage table shows it and the model filter takes it. */
   by_model: (Totals & { model: string })[];
   by_user: (Totals & { user_id: string | null })[];
   by_key: (Totals & { key_id: string | null })[];
