@@ -1,17 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { defaultFrontDoor, type FrontDoorSettings } from './front-door-settings.ts';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { PROVIDERS } from '../hub/index.ts';
 import type { PricingRequirement } from './pricing-policy.ts';
 import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
+import { defaultFrontDoor, type FrontDoorSettings } from './front-door-settings.ts';
 import { DEFAULT_DATABASE_URL, type PricingPrices } from './storage/index.ts';
 
 /** Shortest master key the gateway starts with: anything shorter could be guessed through the throttle. */
-export const MIN_MASTER_KEY_LENGTH = 16;
+const MIN_MASTER_KEY_LENGTH = 16;
 /** Shortest master key accepted without a warning (the spec recommends 32 characters). */
-export const RECOMMENDED_MASTER_KEY_LENGTH = 32;
+const RECOMMENDED_MASTER_KEY_LENGTH = 32;
 
 const ProviderSettings = z.strictObject({
   api_key: z.string().optional(),

@@ -32,10 +32,10 @@ const RESERVED_FILES = 128;
  * so half of what remains after the process's own files, at most 10,000. Node raises its soft limit to the hard one at
  * start, which /proc/self/limits shows; where it cannot be read, 10,000.
  */
-export function defaultMaxConnections(limitsFile = '/proc/self/limits'): number {
+function defaultMaxConnections(): number {
   let limit = Number.POSITIVE_INFINITY;
   try {
-    const line = readFileSync(limitsFile, 'utf8')
+    const line = readFileSync('/proc/self/limits', 'utf8')
       .split('\n')
       .find((text) => text.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];

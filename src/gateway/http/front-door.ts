@@ -12,7 +12,7 @@ import type { GatewayContext } from './context.ts';
  * Who may call a route: anyone (`none`), the master key holder (`master`, the default, so a route that forgets to say
  * is closed), or either credential (`any`); `allowXApiKey` also takes Anthropic's raw `x-api-key` header.
  */
-export type Credential = 'none' | 'master' | 'any';
+type Credential = 'none' | 'master' | 'any';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -38,7 +38,7 @@ export function principalOf(request: FastifyRequest): Principal {
 const answeredSockets = new WeakSet<Socket>();
 
 /** What is read and dropped of a refused request's body at most; past it the connection is left to stall, then closed. */
-export const DISCARD_LIMIT_BYTES = 64 * 2 ** 10;
+const DISCARD_LIMIT_BYTES = 64 * 2 ** 10;
 /** How long a refused request's connection stays open after DISCARD_LIMIT_BYTES, for the client to read the answer. */
 const LINGER_MS = 2000;
 
@@ -50,7 +50,7 @@ const LINGER_MS = 2000;
  * clients that were still sending then report the reset instead of the answer they had been sent. The request
  * timeout bounds a slow sender.
  */
-export function discardBody(raw: IncomingMessage, limit: number): void {
+function discardBody(raw: IncomingMessage, limit: number): void {
   if (raw.complete) return;
   const socket = raw.socket;
   answeredSockets.add(socket);
