@@ -292,6 +292,25 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     for (const folder of ['native', 'models']) expect(readdirSync(path.join(ownCache, folder))).toHaveLength(1); // no staging, no lock
   });
 
+  it('says in one line, exit 2, when no cache directory can be written; reads its inputs from stdin with `-`', async () => {
+    const executable = buildOk(writeConfig('nowhere', await generateTinyModel(), 'embedding'), 'nowhere');
+    const blocked = path.join(work, 'not-a-folder');
+    writeFileSync(blocked, 'a file where the cache should be');
+    const nowhere = runExecutable(executable, ['infer', texts[0]], { cacheDir: path.join(blocked, 'cache'), env: { TMPDIR: blocked } });
+    expect(nowhere.status).toBe(2);
+    expect(nowhere.stdout).toBe('');
+    expect(nowhere.stderr).toBe(
+      `error: cannot write the cache directory ${path.join(blocked, 'cache')} (ENOTDIR) nor ${path.join(blocked, `encoder-${process.getuid?.() ?? ''}`)} (ENOTDIR); set ENCODER_CACHE_DIR to a writable directory\n`,
+    );
+
+    const ownCache = mkdtempSync(path.join(work, 'stdin-cache-'));
+    const direct = runExecutable(executable, ['infer', texts[0], texts[1]], { cacheDir: ownCache });
+    const piped = spawnSync(executable, ['infer', '-'], { input: `${texts[0]}\n${texts[1]}\n`, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', ENCODER_CACHE_DIR: ownCache } });
+    expect(piped.stderr).toBe('');
+    expect(piped.status).toBe(0);
+    expect(piped.stdout).toBe(direct.stdout);
+  });
+
   it('runs as a user id without a passwd entry and without HOME, extracting into the temporary directory', async () => {
     if (process.getuid?.() !== 0) {
       console.warn('no-passwd user test: skipped, it needs root to run as another user id');
