@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { hostTarget, type Target } from '../src/builder/targets.ts';
+import { recordWholeSecondTimes } from '../src/encoder/cache/cache-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const VERSION = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
@@ -154,6 +155,8 @@ function buildTargetImage(request: ImageRequest, triple: Target, work: string): 
   const cache = path.join(app, IMAGE_CACHE_DIR);
   const warmUp = request.config ? ['infer', 'extract the cache at image build'] : ['--version'];
   runTarget(target, work, [executable, ...warmUp], { PATH: process.env.PATH, ENCODER_CACHE_DIR: cache });
+  // a layer keeps whole seconds of a file's times: recorded so, the unpacked entries match their records unhashed
+  recordWholeSecondTimes(cache);
   const elfFiles = [executable, ...filesUnder(cache).filter((file) => /\.(so(\.\d+)*|node)$/.test(file))];
   console.log(`${triple}: libraries of ${elfFiles.map((file) => path.basename(file)).join(', ')}`);
   systemLayer(target, system, elfFiles, app);

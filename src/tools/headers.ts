@@ -1,5 +1,3 @@
-import { validateHeaderName, validateHeaderValue } from 'node:http';
-
 /**
  * Why a request header cannot be sent as given, or null when it can: the name must be an HTTP token (RFC 9110, as
  * RFC 7230 defined it), the value must hold no line break, no other control character and nothing beyond U+00FF
@@ -8,6 +6,9 @@ import { validateHeaderName, validateHeaderValue } from 'node:http';
  * printed on. The name is shown JSON-quoted, so that a name with a line break cannot split a line either.
  */
 export function headerProblem(name: string, value: string): string | null {
+  // loaded when used: the command line that registers `tools add` also runs a model's `infer`, whose start-up should
+  // not load node:http (test/e2e/model-executable.test.ts)
+  const { validateHeaderName, validateHeaderValue } = process.getBuiltinModule('node:http');
   try {
     validateHeaderName(name);
   } catch {

@@ -19,6 +19,7 @@ import { hostTarget } from '../../src/builder/targets.ts';
 import { hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinySentenceEmbeddingModel } from '../helpers/generated-models.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
+import { entryState } from '../../src/encoder/cache/cache-entry.ts';
 
 const version = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 const arch = hostTarget() === 'aarch64-unknown-linux-gnu' ? 'arm64' : 'amd64';
@@ -111,6 +112,11 @@ describe.skipIf(reason !== null)('OCI image of a model executable (npm run image
     expect(files.some((file) => /^var\/cache\/encoder\/models\/[0-9a-f]{64}\/model\.data$/.test(file))).toBe(true);
     expect(readFileSync(path.join(rootfs, 'etc', 'passwd'), 'utf8')).toContain('nonroot:x:65532:65532:');
     expect(statSync(path.join(rootfs, 'tmp')).mode & 0o1777).toBe(0o1777);
+    // the cache's entries match their records as unpacked: a read-only container trusts them without hashing
+    for (const folder of ['native', 'models']) {
+      const parent = path.join(rootfs, 'var', 'cache', 'encoder', folder);
+      for (const name of readdirSync(parent)) expect(entryState(path.join(parent, name)), `${folder}/${name}`).toBe('sound');
+    }
   });
 
   it('serves /v1/embeddings from the read-only root as uid 65532, on loopback only, and stops on SIGTERM', async () => {

@@ -5,9 +5,10 @@ import { lockIsStale, STALE_MS, tryLock } from './cache-lock.ts';
 /*
  * An entry of the extraction cache is a folder of files named by the hash of what they hold (`native/<hash>`,
  * `models/<sha256>`). Its `.complete` record, written last and made durable, lists each file's size, SHA-256 and
- * stamp (inode, modification and change times). Every start compares the stamps (a stat per file): anything written
- * to a file since (a flipped bit, a truncation, a copy over it) changes them, and the file is then hashed; a hash
- * that differs from the record means the entry is extracted again. Before this, a cached `model.data` with one
+ * modification time. Every start compares sizes and times (a stat per file): anything written to a file since (a
+ * flipped bit, a truncation, a copy over it) changes them, and the file is then hashed; a hash that differs from the
+ * record means the entry is extracted again. Not the inode or change time: a copy of the cache that keeps
+ * modification times (an image layer unpacked, `cp -p`, rsync) is used without hashing it again. Before this, a cached `model.data` with one
  * flipped bit gave wrong vectors on every later start, and a truncated native library a bus error, never repaired.
  */
 
@@ -16,9 +17,7 @@ export const COMPLETE_RECORD = '.complete';
 interface FileRecord {
   size: number;
   sha256: string;
-  ino: number;
   mtimeMs: number;
-  ctimeMs: number;
 }
 
 interface EntryRecord {
@@ -40,7 +39,7 @@ function readRecord(dir: string): EntryRecord | null {
 
 function stampOf(file: string): Omit<FileRecord, 'sha256'> | null {
   const stat = statSync(file, { throwIfNoEntry: false });
-  return stat ? { size: stat.size, ino: stat.ino, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } : null;
+  return stat ? { size: stat.size, mtimeMs: stat.mtimeMs } : null;
 }
 
 /** Compares each file's size and stamp with the entry's record: one stat per file, no reading. */
@@ -50,7 +49,7 @@ export function entryState(dir: string): EntryState {
   for (const [name, recorded] of Object.entries(record.files)) {
     const stamp = stampOf(path.join(dir, name));
     if (!stamp || stamp.size !== recorded.size) return 'absent';
-    if (stamp.ino !== recorded.ino || stamp.mtimeMs !== recorded.mtimeMs || stamp.ctimeMs !== recorded.ctimeMs) return 'changed';
+    if (stamp.mtimeMs !== recorded.mtimeMs) return 'changed';
   }
   return 'sound';
 }
@@ -79,7 +78,7 @@ export function verifyChangedEntry(dir: string): boolean {
     const file = path.join(dir, name);
     const stamp = stampOf(file);
     if (!stamp || stamp.size !== recorded.size) return false;
-    if (stamp.ino === recorded.ino && stamp.mtimeMs === recorded.mtimeMs && stamp.ctimeMs === recorded.ctimeMs) continue;
+    if (stamp.mtimeMs === recorded.mtimeMs) continue;
     if (sha256OfFile(file) !== recorded.sha256) return false;
   }
   try {
@@ -88,6 +87,27 @@ export function verifyChangedEntry(dir: string): boolean {
     // a read-only cache: verified again at the next start
   }
   return true;
+}
+
+/**
+ * For an image build: sets the modification time of every file of the cache's entries under `cacheRoot` to a whole
+ * second and records it, so that an image layer (tar keeps whole seconds) unpacks to files that match their record
+ * and a read-only container does not hash them at every start.
+ */
+export function recordWholeSecondTimes(cacheRoot: string): void {
+  for (const folder of ['native', 'models']) {
+    const parent = path.join(cacheRoot, folder);
+    for (const name of readdirSync(parent, { withFileTypes: true }).filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))) {
+      const dir = path.join(parent, name.name);
+      const record = readRecord(dir);
+      if (!record) continue;
+      for (const file of Object.keys(record.files)) {
+        const when = new Date(Math.floor(statSync(path.join(dir, file)).mtimeMs / 1000) * 1000);
+        utimesSync(path.join(dir, file), when, when);
+      }
+      if (!verifyChangedEntry(dir)) throw new Error(`${dir} does not match its record`);
+    }
+  }
 }
 
 /** Writes bytes to a new file and makes them durable before it is closed. */
