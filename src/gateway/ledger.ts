@@ -3,7 +3,7 @@ import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { BudgetHold, GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
+import type { BudgetHold, CallProgress, CallRow, GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
 /** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
@@ -24,6 +24,32 @@ const MAX_RESERVATION_NANOS = 1e18;
  * PostgreSQL refuse the row (and with it its whole group commit); it is rounded and capped instead.
  */
 const tokenCount = (n: number) => (Number.isFinite(n) && n > 0 ? Math.min(2 ** 31 - 1, Math.round(n)) : 0);
+
+/** How often what open streams have delivered is recorded on their pending rows (what an interrupted stream is charged). */
+const PROGRESS_INTERVAL_MS = 1000;
+
+/**
+ * Refusals of callers without a key or user (authentication failures) written as rows per instance and minute; the
+ * rest are only counted (gateway_auth_failures_total), so an unauthenticated flood cannot fill the database.
+ */
+export const ANONYMOUS_REFUSAL_ROWS_PER_MINUTE = 60;
+
+/** A call refused before any provider was contacted (its row: status `refused`, the error's status and code). */
+export interface Refusal {
+  requestId: string;
+  error: GatewayError;
+  /** The endpoint called (chat.completions, embeddings, …), or the request's path when no route was reached. */
+  endpoint: string;
+  userId?: string | null;
+  keyId?: string | null;
+  /** The model asked for, when known. */
+  provider?: string;
+  model?: string;
+  route?: string | null;
+}
+
+/** Errors that refuse a call before it reaches a provider, recorded as `refused` rows: 401, 402, 403, 429. */
+const isRefusal = (error: unknown): error is GatewayError => error instanceof GatewayError && [401, 402, 403, 429].includes(error.status);
 
 export interface CallStart {
   principal: Principal;
@@ -51,6 +77,8 @@ export interface ModelRef {
 /** A model call between its budget reservation and its usage row. */
 export interface CallTicket {
   readonly start: CallStart;
+  /** The id of the call's usage row, written `pending` before the provider is called. */
+  readonly id: string;
   readonly userId: string | null;
   readonly keyId: string | null;
   readonly reservations: BudgetHold[];
@@ -72,6 +100,8 @@ export interface CallOutcome {
   completionTokens: number;
   /** Search units the provider billed (rerank). */
   searchUnits?: number;
+  /** The error code of a failed or cancelled call. */
+  reason?: string;
 }
 
 /**
@@ -89,6 +119,11 @@ export class CallLedger {
   /** Calls between `begin` and `finish`; a stop waits for them so that their rows are written. */
   readonly #open = new Set<CallTicket>();
   #idle: (() => void) | null = null;
+  /** Streams in flight: what each has delivered so far, and the last value written to its row. */
+  readonly #streams = new Map<CallTicket, { delivered: () => { promptTokens: number; completionTokens: number }; recorded: string }>();
+  #progressTimer: NodeJS.Timeout | null = null;
+  /** Rows of refusals without a key or user written in the current minute. */
+  #anonymous = { minute: 0, rows: 0 };
 
   constructor(options: {
     store: GatewayStore;
@@ -123,6 +158,18 @@ export class CallLedger {
 
   async begin(start: CallStart): Promise<CallTicket> {
     const now = Date.now();
+    const who: { userId: string | null; keyId: string | null } = { userId: null, keyId: start.principal.kind === 'virtual' ? start.principal.key.id : null };
+    try {
+      return await this.#begin(start, now, who);
+    } catch (error) {
+      if (isRefusal(error)) {
+        await this.recordRefusal({ requestId: start.requestId, error, endpoint: start.endpoint, ...who, provider: start.provider, model: start.model, route: start.route?.name ?? null }, now);
+      }
+      throw error;
+    }
+  }
+
+  async #begin(start: CallStart, now: number, who: { userId: string | null; keyId: string | null }): Promise<CallTicket> {
     let userId: string | null = null;
     let keyId: string | null = null;
     const budgets: { id: string; scope: 'user' | 'key' }[] = [];
@@ -134,7 +181,7 @@ export class CallLedger {
       // No user_id holds NUL (PostgreSQL text cannot); asking the database would fail there instead of saying so.
       const user = start.user.includes('\u0000') ? null : await this.#store.users.get(start.user);
       if (!user) throw notFound('user', start.user);
-      userId = user.user_id;
+      userId = who.userId = user.user_id;
       checkAllowedModel(start, user.allowed_models, `user "${user.user_id}"`);
       if (user.budget_id) budgets.push({ id: user.budget_id, scope: 'user' });
     } else {
@@ -144,7 +191,7 @@ export class CallLedger {
       if (key.user_id) checkAllowedModel(start, start.principal.ownerAllowedModels, `user "${key.user_id}" (the key's owner)`);
       if (key.budget_id) budgets.push({ id: key.budget_id, scope: 'key' });
       if (key.user_id) {
-        userId = key.user_id;
+        userId = who.userId = key.user_id;
         // Read with the key (Authenticator), not here: one database round trip less on every call.
         if (start.principal.ownerBudgetId) budgets.push({ id: start.principal.ownerBudgetId, scope: 'user' });
       }
@@ -184,8 +231,41 @@ export class CallLedger {
       const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
       throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
     }
+    // Write-ahead: the call's row, pending with its holds, is committed before any provider is called; a gateway that
+    // dies from here on leaves it to be settled as interrupted (settleInterrupted, or the reap of its instance).
+    const id = newUsageId();
+    const pending: CallRow = {
+      id,
+      request_id: start.requestId,
+      created_at: now,
+      user_id: userId,
+      key_id: keyId,
+      endpoint: start.endpoint,
+      provider: start.provider,
+      model: start.model,
+      route: start.route?.name ?? null,
+      attempts: 1,
+      prompt_tokens: tokenCount(start.estimatedPromptTokens),
+      completion_tokens: tokenCount(start.maxOutputTokens ?? this.#reserveOutputTokens),
+      search_units: tokenCount(start.estimatedSearchUnits ?? 0),
+      // (kept readable as a JavaScript number: an absurd hold is recorded, and charged if interrupted, at 2^53 − 1)
+      cost_nanos: Math.min(estimate, Number.MAX_SAFE_INTEGER),
+      status: 'pending',
+      status_code: 0,
+      duration_ms: 0,
+      reason: null,
+      holds: reservations,
+      instance_id: reservations.at(-1)?.holder ?? this.#store.instanceId,
+    };
+    try {
+      await this.#recorder.open(pending);
+    } catch (error) {
+      await releaseTaken().catch(() => {});
+      throw error;
+    }
     const ticket: CallTicket = {
       start,
+      id,
       userId,
       keyId,
       reservations,
@@ -213,8 +293,8 @@ export class CallLedger {
     this.#idle = null;
   }
 
-  /** Told about usage rows that could not be written (the gateway logs them). */
-  onWriteError: ((error: unknown, row: UsageRecord) => void) | null = null;
+  /** Told about usage rows that could not be written (the gateway logs them; null: a stream's progress). */
+  onWriteError: ((error: unknown, row: UsageRecord | null) => void) | null = null;
 
   /**
    * Records the call's usage row and settles its reservations; resolves once both are committed (or the write
@@ -225,6 +305,7 @@ export class CallLedger {
     if (ticket.finished) return;
     ticket.finished = true;
     this.#open.delete(ticket);
+    this.#streams.delete(ticket);
     const searchUnits = tokenCount(outcome.searchUnits ?? 0);
     outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
     const { start, target } = ticket;
@@ -236,8 +317,8 @@ export class CallLedger {
     if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
     this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
     this.#metrics.upstreamCalls.inc({ provider: target.provider, endpoint: start.endpoint, status: outcome.status });
-    const row: UsageRecord = {
-      id: newUsageId(),
+    const row: CallRow = {
+      id: ticket.id,
       request_id: start.requestId,
       created_at: ticket.startedAt,
       user_id: ticket.userId,
@@ -254,18 +335,93 @@ export class CallLedger {
       status: outcome.status,
       status_code: outcome.statusCode,
       duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6,
+      reason: outcome.reason ?? null,
+      holds: ticket.reservations,
+      instance_id: ticket.reservations.at(-1)?.holder ?? this.#store.instanceId,
     };
     // The row is queued synchronously here, so a stop that waits for idle and then drains the recorder writes it.
-    const recorded = this.#recorder.record(
-      row,
-      ticket.reservations.map((hold) => ({ ...hold, actual_nanos: cost })),
-    );
+    const recorded = this.#recorder.complete(row);
     if (this.#open.size === 0) this.#idle?.();
     try {
       await recorded;
     } catch (error) {
       // The provider has answered (and been paid); the client still gets the answer. The failure is visible in
       // the logs and metrics.
+      this.#metrics.usageWriteFailures.inc();
+      this.onWriteError?.(error, row);
+    }
+  }
+
+  /**
+   * A stream has begun: what it has delivered (`delivered`, the counts its row would get now) is written to its
+   * pending row every PROGRESS_INTERVAL_MS while it runs, so that a stream whose gateway dies is charged what it
+   * delivered up to then rather than its whole hold.
+   */
+  streaming(ticket: CallTicket, delivered: () => { promptTokens: number; completionTokens: number }): void {
+    if (ticket.finished) return;
+    this.#streams.set(ticket, { delivered, recorded: '' });
+    this.#progressTimer ??= setInterval(() => this.#recordProgress(), PROGRESS_INTERVAL_MS).unref();
+  }
+
+  #recordProgress(): void {
+    if (this.#streams.size === 0) {
+      clearInterval(this.#progressTimer!);
+      this.#progressTimer = null;
+      return;
+    }
+    const updates: CallProgress[] = [];
+    for (const [ticket, stream] of this.#streams) {
+      const prompt = tokenCount(stream.delivered().promptTokens);
+      const completion = tokenCount(stream.delivered().completionTokens);
+      const fingerprint = `${prompt}/${completion}`;
+      if (fingerprint === stream.recorded) continue;
+      stream.recorded = fingerprint;
+      const pricing = ticket.prices.get(`${ticket.target.provider}:${ticket.target.model}`) ?? null;
+      const cost = pricing ? Math.round(callNanos(pricing, prompt, completion, 0)) : 0;
+      updates.push({ id: ticket.id, prompt_tokens: prompt, completion_tokens: completion, cost_nanos: cost, duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6 });
+    }
+    this.#store.usage.progress(updates).catch((error: unknown) => this.onWriteError?.(error, null));
+  }
+
+  /**
+   * Records a call refused before any provider was contacted: a usage row with status `refused`, the error's status
+   * code and its code as the reason, no tokens and no cost. Refusals without a key or user (authentication failures)
+   * are written up to ANONYMOUS_REFUSAL_ROWS_PER_MINUTE per instance and minute. Never throws: a row that cannot be
+   * written is reported to onWriteError and the refusal is answered all the same.
+   */
+  async recordRefusal(refusal: Refusal, now = Date.now()): Promise<void> {
+    const userId = refusal.userId ?? null;
+    const keyId = refusal.keyId ?? null;
+    if (userId === null && keyId === null) {
+      const minute = Math.floor(now / 60_000);
+      if (this.#anonymous.minute !== minute) this.#anonymous = { minute, rows: 0 };
+      if (++this.#anonymous.rows > ANONYMOUS_REFUSAL_ROWS_PER_MINUTE) return;
+    }
+    const row: CallRow = {
+      id: newUsageId(),
+      request_id: refusal.requestId,
+      created_at: now,
+      user_id: userId,
+      key_id: keyId,
+      endpoint: refusal.endpoint,
+      provider: refusal.provider ?? '',
+      model: refusal.model ?? '',
+      route: refusal.route ?? null,
+      attempts: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      search_units: 0,
+      cost_nanos: 0,
+      status: 'refused',
+      status_code: refusal.error.status,
+      duration_ms: Date.now() - now,
+      reason: refusal.error.code,
+      holds: [],
+      instance_id: this.#store.instanceId,
+    };
+    try {
+      await this.#recorder.complete(row);
+    } catch (error) {
       this.#metrics.usageWriteFailures.inc();
       this.onWriteError?.(error, row);
     }

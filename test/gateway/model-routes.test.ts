@@ -273,7 +273,7 @@ describe.each(backends)('migration 9 on $name', (backend) => {
     ]);
     const store = openStore(url);
     try {
-      expect(await store.migrate()).toEqual([9]);
+      expect((await store.migrate())[0]).toBe(9);
       const [row] = await store.usage.page({}, undefined, 10);
       expect(row).toMatchObject({ id: 'usage_old', model: 'gpt-old', route: null, attempts: 1, prompt_tokens: 3 });
     } finally {

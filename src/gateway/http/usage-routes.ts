@@ -25,7 +25,7 @@ const GROUPS: [UsageGroup, string][] = [
   ['provider', 'by_provider'],
 ];
 
-const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors });
+const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors, refused: totals.refused });
 
 /**
  * Usage analytics for operators: the rows, newest first, a page at a time; totals by model, user, key and provider; a
@@ -120,7 +120,7 @@ function parseCursor(cursor: string): UsageCursor {
   return { created_at: Number(match[1]), id: match[2] };
 }
 
-const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts'] as const;
+const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts', 'reason'] as const;
 
 function csvRow(row: Parameters<typeof usageResource>[0]): string {
   const resource = usageResource(row);

@@ -9,6 +9,8 @@ export interface Migration {
   statements: string[];
   /** Applied (its statements run) only on this database; elsewhere it is just recorded. */
   onlyOn?: 'postgres';
+  /** Run after `statements`, on PostgreSQL only (its PL/pgSQL functions). */
+  postgresStatements?: string[];
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -169,6 +171,65 @@ export const MIGRATIONS: Migration[] = [
     version: 9,
     name: 'model routes: the public name a usage row was called by, and the targets it tried',
     statements: ['ALTER TABLE usage ADD COLUMN route TEXT', 'ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1'],
+  },
+  {
+    version: 10,
+    name: 'write-ahead usage: a pending row (its holds, its instance) before the provider is called; refusal reasons',
+    statements: [
+      'ALTER TABLE usage ADD COLUMN instance_id TEXT',
+      // JSON [{budget_id, reserved_nanos, holder}]: what an interrupted call's charge goes to
+      'ALTER TABLE usage ADD COLUMN holds TEXT',
+      'ALTER TABLE usage ADD COLUMN reason TEXT',
+      "CREATE INDEX usage_pending ON usage (instance_id, id) WHERE status = 'pending'",
+    ],
+    postgresStatements: [
+      // Finishing calls (a JSON array of usage rows, each with its holds): budget rows locked first in budget_id order,
+      // then the usage rows in id order (as a reap locks them), then each row is written — updated while pending,
+      // corrected if a reap interrupted it meanwhile (charged the difference), inserted if it was never written
+      // (refusals) — and the holds are settled by gateway_settle_holds (migration 6), summed per budget and holder.
+      `CREATE FUNCTION gateway_complete_calls(calls TEXT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
+       DECLARE
+         c RECORD;
+         prior RECORD;
+         extra BIGINT;
+         settled JSONB := '[]'::jsonb;
+       BEGIN
+         PERFORM 1 FROM budgets WHERE budget_id IN (
+             SELECT hs.budget_id FROM json_array_elements(calls::json) AS e, json_to_recordset(COALESCE(e->'holds', '[]'::json)) AS hs (budget_id TEXT))
+           ORDER BY budget_id FOR NO KEY UPDATE;
+         PERFORM 1 FROM usage WHERE id IN (SELECT e->>'id' FROM json_array_elements(calls::json) AS e) ORDER BY id FOR UPDATE;
+         FOR c IN SELECT * FROM json_to_recordset(calls::json) AS x (
+             id TEXT, request_id TEXT, created_at BIGINT, user_id TEXT, key_id TEXT, endpoint TEXT, provider TEXT, model TEXT, route TEXT,
+             attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, search_units INTEGER, cost_nanos BIGINT, status TEXT,
+             status_code INTEGER, duration_ms DOUBLE PRECISION, reason TEXT, instance_id TEXT, holds JSON) LOOP
+           SELECT u.status, u.cost_nanos INTO prior FROM usage u WHERE u.id = c.id;
+           IF NOT FOUND THEN
+             INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, route, attempts, prompt_tokens,
+                 completion_tokens, search_units, cost_nanos, status, status_code, duration_ms, reason, instance_id, holds)
+               VALUES (c.id, c.request_id, c.created_at, c.user_id, c.key_id, c.endpoint, c.provider, c.model, c.route, COALESCE(c.attempts, 1),
+                 c.prompt_tokens, c.completion_tokens, c.search_units, c.cost_nanos, c.status, c.status_code, c.duration_ms, c.reason,
+                 c.instance_id, c.holds::text);
+             extra := c.cost_nanos;
+           ELSIF prior.status = 'pending' OR prior.status = 'interrupted' THEN
+             UPDATE usage SET provider = c.provider, model = c.model, attempts = COALESCE(c.attempts, 1), prompt_tokens = c.prompt_tokens,
+                 completion_tokens = c.completion_tokens, search_units = c.search_units, cost_nanos = c.cost_nanos, status = c.status,
+                 status_code = c.status_code, duration_ms = c.duration_ms, reason = c.reason
+               WHERE id = c.id;
+             extra := c.cost_nanos - CASE WHEN prior.status = 'interrupted' THEN prior.cost_nanos ELSE 0 END;
+           ELSE
+             CONTINUE;
+           END IF;
+           SELECT settled || COALESCE(jsonb_agg(jsonb_build_object('budget_id', hs.budget_id, 'holder', hs.holder, 'reserved', hs.reserved_nanos, 'actual', extra)), '[]'::jsonb)
+             INTO settled FROM json_to_recordset(COALESCE(c.holds, '[]'::json)) AS hs (budget_id TEXT, holder TEXT, reserved_nanos BIGINT);
+         END LOOP;
+         IF jsonb_array_length(settled) > 0 THEN
+           PERFORM gateway_settle_holds((SELECT json_agg(sums) FROM (
+               SELECT s->>'budget_id' AS budget_id, s->>'holder' AS holder, SUM((s->>'reserved')::BIGINT) AS reserved, SUM((s->>'actual')::BIGINT) AS actual
+               FROM jsonb_array_elements(settled) AS s GROUP BY 1, 2) AS sums)::text);
+         END IF;
+       END
+       $$`,
+    ],
   },
 ];
 
