@@ -69,6 +69,7 @@ const analyticsQuery = [
   { name: 'key_id', in: 'query', schema: { type: 'string' } },
   { name: 'model', in: 'query', schema: { type: 'string' }, description: 'As stored: provider:model' },
   { name: 'provider', in: 'query', schema: { type: 'string' } },
+  { name: 'status', in: 'query', schema: { enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'] } },
 ];
 const aggregateProperties = {
   requests: { type: 'integer' },

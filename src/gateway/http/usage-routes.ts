@@ -106,11 +106,14 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
 }
 
 /** The filter of a query: times parsed and checked (since before until); `defaultSpan` fills a missing since. */
-function filterOf(query: { since?: string; until?: string; user_id?: string; key_id?: string; model?: string; provider?: string }, defaultSpan: number | undefined): UsageFilter {
+function filterOf(
+  query: { since?: string; until?: string; user_id?: string; key_id?: string; model?: string; provider?: string; status?: UsageFilter['status'] },
+  defaultSpan: number | undefined,
+): UsageFilter {
   const until = query.until === undefined ? Date.now() : parseTimestamp(query.until, 'until');
   const since = query.since === undefined ? (defaultSpan === undefined ? undefined : until - defaultSpan) : parseTimestamp(query.since, 'since');
   if (since !== undefined && since >= until) throw invalidRequest(`since (${isoTime(since)}) must be before until (${isoTime(until)})`, 'since', 'invalid_range');
-  return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider };
+  return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider, status: query.status };
 }
 
 /** A cursor is `<created_at ms>.<row id>` of the last row of a page: opaque to clients, checked here. */

@@ -194,10 +194,12 @@ export const MIGRATIONS: Migration[] = [
          extra BIGINT;
          settled JSONB := '[]'::jsonb;
        BEGIN
-         PERFORM 1 FROM budgets WHERE budget_id IN (
-             SELECT hs.budget_id FROM json_array_elements(calls::json) AS e, json_to_recordset(COALESCE(e->'holds', '[]'::json)) AS hs (budget_id TEXT))
+         -- = ANY (ARRAY(...)): an index scan whatever the planner guesses of a JSON function's rows (IN (SELECT …) read
+         -- the whole usage table)
+         PERFORM 1 FROM budgets WHERE budget_id = ANY (ARRAY(
+             SELECT hs.budget_id FROM json_array_elements(calls::json) AS e, json_to_recordset(COALESCE(e->'holds', '[]'::json)) AS hs (budget_id TEXT)))
            ORDER BY budget_id FOR NO KEY UPDATE;
-         PERFORM 1 FROM usage WHERE id IN (SELECT e->>'id' FROM json_array_elements(calls::json) AS e) ORDER BY id FOR UPDATE;
+         PERFORM 1 FROM usage WHERE id = ANY (ARRAY(SELECT e->>'id' FROM json_array_elements(calls::json) AS e)) ORDER BY id FOR UPDATE;
          FOR c IN SELECT * FROM json_to_recordset(calls::json) AS x (
              id TEXT, request_id TEXT, created_at BIGINT, user_id TEXT, key_id TEXT, endpoint TEXT, provider TEXT, model TEXT, route TEXT,
              attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, search_units INTEGER, cost_nanos BIGINT, status TEXT,

@@ -1,6 +1,6 @@
 import type { Budgets } from './budgets.ts';
 import type { Row, SqlDriver, SqlValue, Statement, SyncSql } from './driver.ts';
-import type { BudgetSettlement, CallProgress, CallRow, UsageRecord, UsageTotals } from './records.ts';
+import type { BudgetSettlement, CallProgress, CallRow, UsageRecord, UsageStatus, UsageTotals } from './records.ts';
 
 /** Which usage rows an analytics query covers; every field narrows it (epoch ms: since inclusive, until exclusive). */
 export interface UsageFilter {
@@ -10,6 +10,7 @@ export interface UsageFilter {
   key_id?: string;
   model?: string;
   provider?: string;
+  status?: UsageStatus;
 }
 
 /** Where a page of usage rows continues: the last row of the previous page. */
@@ -354,6 +355,7 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   add('key_id = ?', filter.key_id);
   add('model = ?', filter.model);
   add('provider = ?', filter.provider);
+  add('status = ?', filter.status);
   if (extra) {
     where.push(extra[0]);
     params.push(...extra[1]);

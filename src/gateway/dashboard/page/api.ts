@@ -145,7 +145,10 @@ export interface Budget {
 
 export interface Totals {
   requests: number;
+  /** Calls that did not succeed, refusals included. */
   errors: number;
+  /** Calls refused before any provider (budget, allowed models, rate limit, …). */
+  refused: number;
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
@@ -181,6 +184,8 @@ export interface UsageRow {
   status: string;
   status_code: number | null;
   duration_ms: number | null;
+  /** Why the call was refused, failed or interrupted (an error code). */
+  reason: string | null;
 }
 
 export interface UsagePage extends List<UsageRow> {
