@@ -3,7 +3,7 @@ import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { BudgetHold, CallProgress, CallRow, GatewayStore, PricingRecord, UsageRecord } from './storage/index.ts';
+import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type PricingRecord, type UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
 /** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
@@ -209,32 +209,11 @@ export class CallLedger {
       const cost = Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0));
       estimate = Math.max(estimate, Math.min(MAX_RESERVATION_NANOS, cost));
     }
-    const reservations: BudgetHold[] = [];
-    const releaseTaken = async () => {
-      for (const taken of reservations) await this.#store.budgets.release(taken);
-    };
-    for (const budget of budgets) {
-      let reserved: BudgetHold | null;
-      try {
-        reserved = await this.#store.budgets.reserve(budget.id, estimate, now);
-      } catch (error) {
-        // A hold already taken would otherwise stay reserved for good (on PostgreSQL, as long as this instance lives).
-        await releaseTaken().catch(() => {});
-        throw error;
-      }
-      if (reserved) {
-        reservations.push(reserved);
-        continue;
-      }
-      await releaseTaken();
-      this.#metrics.budgetRejections.inc({ scope: budget.scope });
-      const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
-      throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
-    }
     // Write-ahead: the call's row, pending with its holds, is committed before any provider is called; a gateway that
     // dies from here on leaves it to be settled as interrupted (settleInterrupted, or the reap of its instance).
     const id = newUsageId();
-    const pending: CallRow = {
+    const reservations: BudgetHold[] = [];
+    const pending = (holds: BudgetHold[]): CallRow => ({
       id,
       request_id: start.requestId,
       created_at: now,
@@ -254,14 +233,40 @@ export class CallLedger {
       status_code: 0,
       duration_ms: 0,
       reason: null,
-      holds: reservations,
-      instance_id: reservations.at(-1)?.holder ?? this.#store.instanceId,
+      holds,
+      instance_id: holds.at(-1)?.holder ?? this.#store.instanceId,
+    });
+    const releaseTaken = async () => {
+      for (const taken of reservations) await this.#store.budgets.release(taken);
     };
-    try {
-      await this.#recorder.open(pending);
-    } catch (error) {
-      await releaseTaken().catch(() => {});
-      throw error;
+    // PostgreSQL: the pending row rides in the statement of the call's last hold (no round trip of its own).
+    const carried = budgets.length > 0 && this.#store.budgets.holdsCarryWrites;
+    for (const [i, budget] of budgets.entries()) {
+      let reserved: BudgetHold | null;
+      const withRow = carried && i === budgets.length - 1 ? (hold: BudgetHold) => pendingRowWithHold(pending([...reservations, hold])) : undefined;
+      try {
+        reserved = await this.#store.budgets.reserve(budget.id, estimate, now, withRow);
+      } catch (error) {
+        // A hold already taken would otherwise stay reserved for good (on PostgreSQL, as long as this instance lives).
+        await releaseTaken().catch(() => {});
+        throw error;
+      }
+      if (reserved) {
+        reservations.push(reserved);
+        continue;
+      }
+      await releaseTaken();
+      this.#metrics.budgetRejections.inc({ scope: budget.scope });
+      const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
+      throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
+    }
+    if (!carried) {
+      try {
+        await this.#recorder.open(pending(reservations));
+      } catch (error) {
+        await releaseTaken().catch(() => {});
+        throw error;
+      }
     }
     const ticket: CallTicket = {
       start,

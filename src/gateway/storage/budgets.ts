@@ -66,7 +66,16 @@ export class Budgets {
    * period first when it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock
    * makes a concurrent UPDATE re-check the condition on the new row). Null when the budget is exhausted.
    */
-  async reserve(id: string, amount: number, now = Date.now()): Promise<BudgetHold | null> {
+  /** PostgreSQL: a hold's statement can carry another write (`also` of reserve), a call's pending usage row. */
+  get holdsCarryWrites(): boolean {
+    return this.#shared;
+  }
+
+  /**
+   * `also` (PostgreSQL only, see holdsCarryWrites): a write done in the hold's statement exactly when the hold is
+   * taken, made from the hold (its holder is known only then); it may select from the CTE `hold`.
+   */
+  async reserve(id: string, amount: number, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
     const hold = `UPDATE budgets SET
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
@@ -77,14 +86,16 @@ export class Budgets {
     for (let attempt = 1; ; attempt++) {
       const seen = this.#registration.count;
       const holder = this.#registration.id;
+      const taken: BudgetHold = { budget_id: id, reserved_nanos: amount, holder };
+      const carried = also?.(taken);
       try {
         const changed = await this.#driver.runRelaxed(
-          `WITH hold AS (${hold} RETURNING budget_id)
+          `WITH hold AS (${hold} RETURNING budget_id)${carried ? `, carried AS (${carried.sql})` : ''}
            INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
            ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos`,
-          [...params, holder, amount],
+          [...params, ...(carried?.params ?? []), holder, amount],
         );
-        return changed > 0 ? { budget_id: id, reserved_nanos: amount, holder } : null;
+        return changed > 0 ? taken : null;
       } catch (error) {
         // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was
         // undone. Register (again) and hold under the registration that now exists (a few times: a reaper may take

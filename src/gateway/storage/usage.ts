@@ -87,6 +87,41 @@ function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[numbe
   }
 }
 
+/** PostgreSQL's type of each column (a parameter in a SELECT list has none of its own). */
+const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
+  id: 'TEXT',
+  request_id: 'TEXT',
+  created_at: 'BIGINT',
+  user_id: 'TEXT',
+  key_id: 'TEXT',
+  endpoint: 'TEXT',
+  provider: 'TEXT',
+  model: 'TEXT',
+  route: 'TEXT',
+  attempts: 'INTEGER',
+  prompt_tokens: 'INTEGER',
+  completion_tokens: 'INTEGER',
+  search_units: 'INTEGER',
+  cost_nanos: 'BIGINT',
+  status: 'TEXT',
+  status_code: 'INTEGER',
+  duration_ms: 'DOUBLE PRECISION',
+  reason: 'TEXT',
+  instance_id: 'TEXT',
+  holds: 'TEXT',
+};
+
+/**
+ * The INSERT of a call's pending row as part of the statement that takes its (last) budget hold on PostgreSQL: it
+ * selects from the CTE `hold`, so the row is written exactly when the hold is taken, in the same round trip.
+ */
+export function pendingRowWithHold(row: CallRow): Statement {
+  return {
+    sql: `INSERT INTO usage (${CALL_COLUMNS.join(', ')}) SELECT ${CALL_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`,
+    params: CALL_COLUMNS.map((column) => valueOf(row, column)),
+  };
+}
+
 /** Multi-row INSERTs of `rows` (one per 500 rows) into `columns`. */
 function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][]): Statement[] {
   const placeholders = `(${columns.map(() => '?').join(', ')})`;
