@@ -110,8 +110,9 @@ function gatewayOperation(
       } catch (error) {
         outcome = onFailure(gatewayFailure(error));
       }
-      // Whether a call cut by a kill must have its row depends on whether the provider got it (main.ts decides).
-      if (outcome.verdict === 'unexpected' && gatewayKills.explains(startedAt, performance.now())) outcome = injected(GATEWAY_KILLED);
+      // A call that did not succeed while the gateway was killed may have been cut by the kill (its row interrupted);
+      // whether it must have a row depends on whether the provider got it (main.ts decides).
+      if (outcome.verdict !== 'ok' && gatewayKills.explains(startedAt, performance.now())) outcome = injected(GATEWAY_KILLED);
       return { outcome, billing: { requestId, rows, outcome: outcome.label } };
     },
   };
