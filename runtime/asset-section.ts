@@ -17,7 +17,7 @@
  * never contains them.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { closeSync, constants as fsConstants, fsyncSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { copyFile, open, rename, rm, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -473,30 +473,36 @@ export class AssetSection {
   }
 
   /**
-   * Copies an asset into `file`, a piece at a time, checking its SHA-256 on the way. It is written to a temporary
-   * file beside `file` and renamed when whole and right, so that a process starting meanwhile never sees a part of
-   * it; a mismatch is the ConfigError `read` gives, and leaves no file.
+   * Copies an asset into the new file `file`, a piece at a time, checking its SHA-256 on the way, and makes it durable
+   * (fsync) before returning; `onPiece` is called after each piece (a long extraction keeps its cache lock fresh).
+   * Synchronous: it runs at start-up, in the extraction cache's staging folder (src/encoder/cache/extracted-entry.ts).
+   * A mismatch is the ConfigError `read` gives, and removes the file.
    */
-  async extract(name: string, file: string): Promise<void> {
+  extractSync(name: string, file: string, onPiece?: () => void): void {
     const entry = this.#readable(name);
-    const staging = `${file}.${randomBytes(6).toString('hex')}.partial`;
-    const output = await open(staging, 'wx', 0o644);
     const hash = createHash('sha256');
+    const output = openSync(file, 'wx', 0o644);
+    let whole = false;
     try {
-      try {
-        for (let done = 0; done < entry.length; ) {
-          const piece = await this.#readRange(entry, done, Math.min(EXTRACT_PIECE_BYTES, entry.length - done));
-          hash.update(piece);
-          await writeFully(output, piece, done);
-          done += piece.byteLength;
+      const piece = Buffer.allocUnsafe(Math.min(EXTRACT_PIECE_BYTES, entry.length));
+      for (let done = 0; done < entry.length; ) {
+        const length = Math.min(piece.length, entry.length - done);
+        for (let filled = 0; filled < length; ) {
+          const read = readSync(this.#handle.fd, piece, filled, length - filled, entry.offset + done + filled);
+          if (read === 0) throw new ConfigError(`file is truncated: asset ${entry.name} ends at byte ${entry.offset + entry.length}, file has ${entry.offset + done + filled}`);
+          filled += read;
         }
-      } finally {
-        await output.close();
+        hash.update(piece.subarray(0, length));
+        for (let written = 0; written < length; ) written += writeSync(output, piece, written, length - written, done + written);
+        done += length;
+        onPiece?.();
       }
       if (hash.digest('hex') !== entry.sha256) throw new ConfigError(`asset ${name}: checksum mismatch`);
-      await rename(staging, file);
+      fsyncSync(output);
+      whole = true;
     } finally {
-      await rm(staging, { force: true }); // nothing left once renamed; the partial copy after a failure
+      closeSync(output);
+      if (!whole) rmSync(file, { force: true });
     }
   }
 

@@ -27,16 +27,25 @@ async function main(argv: string[]): Promise<number> {
     return EXIT_INPUT_ERROR;
   }
   traceStartup(section ? 'asset section read' : 'no asset section (base runtime)');
+  let native: ReturnType<typeof nativeFiles>;
+  try {
+    native = nativeFiles();
+  } catch (error) {
+    if (!isEncoderError(error)) throw error;
+    io.stderr(`error: ${error.message}\n`); // a cache directory nowhere writable: one line, not a stack
+    await section?.close();
+    return EXIT_INPUT_ERROR;
+  }
   const context: CliContext = {
     // wasmoon's glue.wasm, extracted: for the check of a transform at load, and (in their load message) for the Lua
     // runtime of each inference worker, whose bundle cannot find it beside wasmoon's script
-    luaWasmPath: nativeFiles()?.luaWasm,
+    luaWasmPath: native?.luaWasm,
     // Without model assets this executable is the base runtime of its own target and version: `build` needs nothing else.
     hostBase: () => (section === null ? { path: process.execPath, target: hostTarget(), kind: 'self' } : undefined),
     inferenceWorker: () => ({
       script: sea.getAsset(INFERENCE_WORKER_ASSET, 'utf8'),
       eval: true,
-      workerData: { onnxruntimeBinding: nativeFiles()!.onnxruntimeBinding } satisfies InferenceWorkerData,
+      workerData: { onnxruntimeBinding: native!.onnxruntimeBinding } satisfies InferenceWorkerData,
       prestarted: takePrestartedInferenceWorker,
     }),
     protoText: () => sea.getAsset(PROTO_ASSET, 'utf8'),

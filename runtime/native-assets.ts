@@ -1,13 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as sea from 'node:sea';
-import { cacheDirFromEnvironment, fallbackCacheRoot } from '../src/encoder/cache-dir.ts';
+import { writeDurably } from '../src/encoder/cache/cache-entry.ts';
+import { cacheRoots, extractedEntry } from '../src/encoder/cache/extracted-entry.ts';
+import { ConfigError } from '../src/encoder/errors.ts';
 
 /**
  * Native code inside the single executable (design decision 2). `require()` of a `.node` file cannot work from
  * a SEA, so the onnxruntime binding, its shared library and wasmoon's wasm travel as SEA assets. They are
- * extracted once into a folder named by their content hash under the cache directory (written to a temporary
- * folder, then renamed, so concurrent first starts never see half a folder) and loaded from there.
+ * extracted once into a folder named by their content hash under the cache directory (by one process while others
+ * wait, into a staging folder renamed into place, checked at every start: src/encoder/cache/) and loaded from there.
  */
 
 /** SEA asset with the text of proto/encoder.proto, for the gRPC front end. */
@@ -40,12 +41,15 @@ export interface NativeFiles {
 
 let extracted: NativeFiles | null | undefined;
 
-/** The extracted native files, or null when not running as a single executable (from source they are in node_modules). */
+/**
+ * The extracted native files, or null when not running as a single executable (from source they are in node_modules).
+ * A cache directory that cannot be written anywhere is a ConfigError naming it and ENCODER_CACHE_DIR.
+ */
 export function nativeFiles(env: NodeJS.ProcessEnv = process.env): NativeFiles | null {
   if (extracted !== undefined) return extracted;
   if (!sea.isSea()) return (extracted = null);
   const manifest = JSON.parse(sea.getAsset(NATIVE_MANIFEST_ASSET, 'utf8')) as NativeManifest;
-  const dir = extractOnce(manifest, runtimeCacheDir(env));
+  const dir = extractNativeFiles(manifest, cacheRoots(env), (key) => new Uint8Array(sea.getRawAsset(key)));
   return (extracted = {
     dir,
     onnxruntimeBinding: path.join(dir, manifest.onnxruntimeBinding),
@@ -53,49 +57,26 @@ export function nativeFiles(env: NodeJS.ProcessEnv = process.env): NativeFiles |
   });
 }
 
-/** `ENCODER_CACHE_DIR`, else the platform's cache directory, else (not writable) the temporary directory. */
-export function runtimeCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return cacheDirFromEnvironment(env);
-}
-
-function extractOnce(manifest: NativeManifest, cacheDir: string): string {
-  for (const root of [cacheDir, fallbackCacheRoot()]) {
-    const dir = path.join(root, 'native', manifest.hash);
-    if (existsSync(path.join(dir, '.complete'))) return dir;
-    try {
-      extractTo(manifest, dir);
-      return dir;
-    } catch (error) {
-      if (root !== cacheDir) throw error;
-      // an unwritable cache directory falls back to the temporary directory
-    }
-  }
-  throw new Error('unreachable');
-}
-
-function extractTo(manifest: NativeManifest, dir: string): void {
-  const parent = path.dirname(dir);
-  mkdirSync(parent, { recursive: true });
-  const staging = mkdtempSync(path.join(parent, `.${manifest.hash}-`));
-  try {
+/**
+ * The folder `native/<manifest hash>` of the first root where it is (or can be) extracted. The assets are checked
+ * against the manifest's hash before anything is recorded; each file's own SHA-256 goes into the entry's record.
+ */
+export function extractNativeFiles(manifest: NativeManifest, roots: readonly string[], asset: (key: string) => Uint8Array): string {
+  return extractedEntry(roots, { folder: 'native', name: manifest.hash }, (staging, refresh) => {
     // loaded here, not at the top: this module is part of the executable's entry, which should reach the onnxruntime
     // warm-up as early as it can, and only a first start extracts
-    const hash = process.getBuiltinModule('node:crypto').createHash('sha256');
+    const { createHash } = process.getBuiltinModule('node:crypto');
+    const all = createHash('sha256');
+    const sha256Of: Record<string, string> = {};
     for (const [key, file] of Object.entries(manifest.files)) {
-      const bytes = new Uint8Array(sea.getRawAsset(key));
-      hash.update(bytes);
-      writeFileSync(path.join(staging, file), bytes, { mode: 0o755 });
+      const bytes = asset(key);
+      all.update(bytes);
+      sha256Of[file] = createHash('sha256').update(bytes).digest('hex');
+      writeDurably(path.join(staging, file), bytes, 0o755);
+      refresh();
     }
-    const actual = hash.digest('hex').slice(0, manifest.hash.length);
-    if (actual !== manifest.hash) throw new Error(`native assets do not match their manifest (${actual} != ${manifest.hash})`);
-    writeFileSync(path.join(staging, '.complete'), '');
-    try {
-      renameSync(staging, dir);
-    } catch (error) {
-      // another process finished first: use its folder
-      if (!existsSync(path.join(dir, '.complete'))) throw error;
-    }
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
+    const actual = all.digest('hex').slice(0, manifest.hash.length);
+    if (actual !== manifest.hash) throw new ConfigError(`native assets do not match their manifest (${actual} != ${manifest.hash})`);
+    return sha256Of;
+  });
 }

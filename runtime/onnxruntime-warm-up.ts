@@ -41,7 +41,11 @@ type Slot = { [PRESTARTED_WORKER]?: { thread: Worker; alive: boolean; release():
 export function warmUpOnnxruntimeFor(argv: readonly string[], binding?: string): Worker | undefined {
   const command = argv[0];
   if ((command !== 'infer' && command !== 'serve') || argv.includes('--help') || argv.includes('-h')) return undefined;
-  binding ??= nativeFiles()?.onnxruntimeBinding; // none outside a single executable: no warm-up
+  try {
+    binding ??= nativeFiles()?.onnxruntimeBinding; // none outside a single executable: no warm-up
+  } catch {
+    return undefined; // no cache to extract into: the program says so (runtime/main.ts)
+  }
   if (!binding) return undefined;
   disableOnnxruntimeTelemetry(); // a worker's process.env is a copy: set before it starts (see there)
   try {

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable, type AssetSource } from '../../runtime/asset-section.ts';
-import { cacheDirFromEnvironment } from '../encoder/cache-dir.ts';
+import { cacheDirFromEnvironment } from '../encoder/cache/cache-dir.ts';
 import { defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
 import { describeMaxLength } from '../encoder/max-length.ts';
 import type { ModelPackage } from '../encoder/model-package.ts';

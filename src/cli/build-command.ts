@@ -1,6 +1,6 @@
 import type { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
-import { CACHE_DIR_ENV } from '../encoder/cache-dir.ts';
+import { CACHE_DIR_ENV } from '../encoder/cache/cache-dir.ts';
 import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
 import { DEFAULT_RELEASE_URL, RELEASE_URL_ENV } from '../builder/release.ts';
 import type { BuildReporter } from '../builder/build-model.ts';

@@ -1,6 +1,8 @@
-import { writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { open, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Command } from 'commander';
-import { InternalError } from '../encoder/errors.ts';
+import { ConfigError, InputError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -20,7 +22,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
   const command = program
     .command('infer')
     .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
-    .argument('<texts...>', 'texts to run');
+    .argument('<texts...>', 'texts to run; `-` alone reads them from standard input: a JSON array, else one per line');
   if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
@@ -33,7 +35,8 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: options.threads });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-        const body: Record<string, unknown> = { inputs: texts };
+        const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin(await readStdin(io)) : texts;
+        const body: Record<string, unknown> = { inputs };
         if (pipeline.modelType === 'embedding') body.normalize = options.normalize ?? true;
         if (pipeline.modelType === 'sentence_embedding' && options.normalize !== undefined) body.normalize = options.normalize;
         const json = `${stringifyJson(await pipeline.predict(body))}\n`;
@@ -47,10 +50,57 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     });
 }
 
+async function readStdin(io: CliIo): Promise<string> {
+  if (!io.readStdin) throw new InputError('`-` reads the texts from standard input, which this command line does not have');
+  return io.readStdin();
+}
+
+/**
+ * The texts of `infer -`: a JSON array (of texts, or of [text, text_pair] for a classifier) when standard input
+ * starts with `[`, else one text per line (the last line's newline, and a CR before each newline, are not part of it).
+ */
+export function inputsOfStdin(text: string): unknown[] {
+  if (text.trimStart().startsWith('[')) {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new InputError(`standard input starts with "[" but is not JSON: ${(error as Error).message}`);
+    }
+    if (!Array.isArray(value)) throw new InputError('standard input is JSON but not an array of texts');
+    return value;
+  }
+  const lines = text.replace(/\r?\n$/, '').split(/\r?\n/);
+  if (lines.length === 1 && lines[0] === '') throw new InputError('standard input is empty: give one text per line, or a JSON array');
+  return lines;
+}
+
+/**
+ * Writes the results beside `file` and renames them over it once whole and synced: a full disk or a killed process
+ * leaves the old file as it was (writing in place left it truncated). A symbolic link is followed (its target is
+ * replaced, the link kept), the old file's mode is kept, and what is not a regular file (/dev/stdout, a pipe) is
+ * written in place. A failure is a user-side error (the path, its permissions, its disk): exit status 2.
+ */
 async function writeOutput(file: string, json: string): Promise<void> {
+  let temporary: string | null = null;
   try {
-    await writeFile(file, json);
+    const existing = await stat(file).catch(() => null);
+    if (existing && !existing.isFile()) {
+      await writeFile(file, json);
+      return;
+    }
+    const target = existing ? await realpath(file) : file;
+    temporary = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.partial`);
+    const handle = await open(temporary, 'wx', (existing?.mode ?? 0o644) & 0o777);
+    try {
+      await handle.writeFile(json);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, target);
   } catch (error) {
-    throw new InternalError(`cannot write ${file}: ${(error as Error).message}`, { cause: error });
+    if (temporary !== null) await rm(temporary, { force: true });
+    throw new ConfigError(`cannot write ${file}: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -20,6 +20,8 @@ export interface CliIo {
   stderr: (text: string) => void;
   /** Whether stderr is a terminal (progress bars only then). */
   isTerminal?: boolean;
+  /** All of standard input as UTF-8 text (`infer -`). */
+  readStdin?: () => Promise<string>;
 }
 
 /**
@@ -54,6 +56,11 @@ export const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   isTerminal: process.stderr.isTTY === true,
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  },
 };
 
 /**

@@ -55,7 +55,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
     .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').default('::', '--http-hostname when that is given, else "::"'))
     .option('--disable-http', 'do not serve HTTP (REST and MCP)')
     .option('--disable-grpc', 'do not serve gRPC')
-    .option('--body-limit <bytes>', 'largest HTTP request body; larger ones get 413', parsePositiveInteger, 8 * 2 ** 20)
+    .option('--body-limit <bytes>', 'largest request: HTTP body (larger: 413) and gRPC message (larger: RESOURCE_EXHAUSTED)', parsePositiveInteger, 8 * 2 ** 20)
     .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
     .option('--max-request-inputs <n>', 'most inputs (texts, documents) one request may hold; more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_INPUTS)
@@ -90,7 +90,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       const pkg = await source.load(options);
       traceStartup('model package read');
       const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
-      const grpc = !options.disableGrpc ? { host: network.grpcHostname, port: options.grpcPort, protoText: context.protoText() } : null;
+      const grpc = !options.disableGrpc ? { host: network.grpcHostname, port: options.grpcPort, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
       const loading = PredictPipeline.load(pkg, {
         ...source.pipelineOptions,
         threads: options.threads,

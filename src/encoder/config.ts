@@ -6,7 +6,7 @@ import { compileBuiltInSchema } from '../shared/built-in-schema.ts';
 import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
-import { cacheDirFromEnvironment } from './cache-dir.ts';
+import { cacheDirFromEnvironment } from './cache/cache-dir.ts';
 import { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName, type ModelType } from './config-names.ts';
 
 export { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES } from './config-names.ts';

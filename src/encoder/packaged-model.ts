@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
 import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
 import type { BuildConfig, LuaLibraryName, ModelType, Pooling, Quantization } from './config.ts';
-import { cacheDirFromEnvironment, fallbackCacheRoot } from './cache-dir.ts';
-import { ConfigError, isEncoderError } from './errors.ts';
+import { cacheRoots, extractedEntry } from './cache/extracted-entry.ts';
+import { ConfigError } from './errors.ts';
 import type { ModelMaxLength } from './max-length.ts';
 import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 
@@ -30,7 +30,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     version,
     modelType,
     weights,
-    ...(section.has('model_data') ? { weightsDataDir: await extractedModelData(section) } : {}),
+    ...(section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {}),
     tokenizerJson,
     tokenizerConfig,
     modelConfig: checkModelConfig(modelConfig, 'asset model_config'),
@@ -47,26 +47,15 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
 
 /**
  * The folder holding the executable's `model_data` asset as MODEL_DATA_FILE, for onnxruntime to map: extracted once
- * into `<cache>/models/<its SHA-256>/` (checked against that hash as it is written, `extract`), then found there by
- * later starts, which neither read nor hash it again, as the native files are (runtime/native-assets.ts). An
- * unwritable cache directory falls back to the temporary directory's.
+ * into `<cache>/models/<its SHA-256>/` (checked against that hash as it is written), then found there by later starts,
+ * which check its size and stamp and hash it again only when it was written to since (src/encoder/cache/).
  */
-async function extractedModelData(section: AssetSection): Promise<string> {
+function extractedModelData(section: AssetSection): string {
   const entry = section.entry('model_data')!;
-  const roots = [cacheDirFromEnvironment(), fallbackCacheRoot()];
-  for (const [index, root] of roots.entries()) {
-    const dir = path.join(root, 'models', entry.sha256);
-    const file = path.join(dir, MODEL_DATA_FILE);
-    if (statSync(file, { throwIfNoEntry: false })?.size === entry.length) return dir;
-    try {
-      mkdirSync(dir, { recursive: true });
-      await section.extract('model_data', file);
-      return dir;
-    } catch (error) {
-      if (isEncoderError(error) || index === roots.length - 1) throw error; // a damaged asset, or nowhere to write
-    }
-  }
-  throw new Error('unreachable');
+  return extractedEntry(cacheRoots(), { folder: 'models', name: entry.sha256 }, (staging, refresh) => {
+    section.extractSync('model_data', path.join(staging, MODEL_DATA_FILE), refresh);
+    return { [MODEL_DATA_FILE]: entry.sha256 };
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { PROVIDERS } from '../hub/index.ts';
+import type { PricingRequirement } from './pricing-policy.ts';
 import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
 import { DEFAULT_DATABASE_URL, type PricingPrices } from './storage/index.ts';
@@ -69,10 +70,23 @@ const ConfigFile = z.strictObject({
   port: z.number().int().min(0).max(65535).optional(),
   providers: z.record(z.string(), ProviderSettings).optional(),
   pricing: z.record(z.string().regex(PROVIDER_MODEL, 'pricing keys are provider:model'), Pricing).optional(),
+  /**
+   * Refuse (402 pricing_missing) a call to a model without a price: true (the default) or false for every model, or
+   * per `provider:model`, `provider:*` and `*` (the most specific entry decides; unnamed models: true).
+   */
+  require_pricing: z
+    .union([z.boolean(), z.record(z.string().regex(/^(\*|[^:\s]+:.+)$/), z.boolean())], {
+      error: 'require_pricing is true, false, or a map from provider:model, provider:* or * to true or false',
+    })
+    .optional(),
+  /** Prices of well-known models bundled with the gateway (src/gateway/pricing-table.ts), below `pricing`. Default true. */
+  bundled_pricing: z.boolean().optional(),
   /** Public model names, each an ordered list of provider:model targets tried in turn (see docs/gateway.md, Model routes). */
   models: z.record(z.string(), ModelRoute).optional(),
   rate_limits: RateLimits.optional(),
-  /** Output tokens a call is assumed to produce when it sets no max_tokens, for the budget reservation. */
+  /**
+   * Output tokens reserved for a call that sets no max_tokens; a call that holds a budget is sent them as its limit.
+   */
   reserve_output_tokens: z.number().int().positive().optional(),
   /** Timeout for one upstream call, in seconds. */
   upstream_timeout_seconds: z.number().positive().optional(),
@@ -101,6 +115,10 @@ export interface GatewayConfig {
   port: number;
   providers: Record<string, { api_key?: string; api_base?: string }>;
   pricing: Record<string, PricingPrices>;
+  /** Which models must have a price to be called (see PricingPolicy). */
+  requirePricing: PricingRequirement;
+  /** Whether the bundled price table applies where the gateway's own has no entry. */
+  bundledPricing: boolean;
   /** Model routes by public name (the `models:` section). */
   models: Record<string, ModelRouteConfig>;
   rateLimits: RateLimits | null;
@@ -206,6 +224,8 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
     port: overrides.port ?? file.port ?? 8000,
     providers: file.providers ?? {},
     pricing: file.pricing ?? {},
+    requirePricing: file.require_pricing ?? true,
+    bundledPricing: file.bundled_pricing ?? true,
     models: file.models ?? {},
     rateLimits: file.rate_limits ?? null,
     reserveOutputTokens: file.reserve_output_tokens ?? 1024,

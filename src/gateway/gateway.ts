@@ -9,6 +9,7 @@ import type { GatewayContext } from './http/context.ts';
 import { CallLedger } from './ledger.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { ModelRouter } from './model-router.ts';
+import { PricingPolicy } from './pricing-policy.ts';
 import { LocalRateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
 import { HubUpstream } from './hub-upstream.ts';
@@ -68,7 +69,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     : store.dialect === 'postgres'
       ? new SharedRateLimiter(limits, store, metrics, (error) => app.log.error({ err: error }, 'rate limit window update failed'))
       : new LocalRateLimiter(limits, metrics);
-  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter });
+  const pricing = new PricingPolicy({ requirePricing: config.requirePricing, bundledPricing: config.bundledPricing });
+  const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter, pricingPolicy: pricing });
   const authenticator = new Authenticator(config.masterKey, store);
   const router = new ModelRouter(config.models, config.providers);
   const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000, connections: router.connections });
@@ -78,13 +80,17 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     upstream,
     router,
     metrics,
+    pricing,
     authenticator,
     authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
   };
   const app = await createGatewayApp(context, { version: options.version, logger: options.logger, dashboard: options.dashboard, corsAllowOrigins: config.corsAllowOrigins });
   ledger.onWriteError = (error, row) =>
     row
-      ? app.log.error({ err: error, reqId: row.request_id, usage: { ...row } }, 'usage row could not be written; the call was answered')
+      ? app.log.error(
+          { err: error, reqId: row.request_id, usage: { ...row } },
+          row.status === 'pending' ? 'usage row could not be written; the call was refused before reaching the provider' : 'usage row could not be written; the call was answered',
+        )
       : app.log.error({ err: error }, 'could not record what streams have delivered so far');
   if (interrupted > 0) app.log.warn({ interrupted }, 'settled the calls a previous gateway process left pending (status interrupted, charged at their holds)');
   let url = '';

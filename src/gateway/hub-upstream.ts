@@ -67,6 +67,15 @@ export class HubUpstream implements Upstream {
     return hub;
   }
 
+  /**
+   * OpenAI's own API (and Azure OpenAI's) wants max_completion_tokens — its reasoning models refuse max_tokens; every
+   * other provider takes max_tokens (Hub sends it under the vendor's own field: maxOutputTokens, num_predict, …).
+   */
+  chatOutputLimitField(provider: string): 'max_tokens' | 'max_completion_tokens' {
+    const name = this.#providerOf(provider);
+    return OPENAI_COMPATIBLE_SERVICES.find((service) => service.metadata.name === name)?.dialect.max_tokens_field ?? 'max_tokens';
+  }
+
   /** The provider a name stands for, for error messages: a connection's provider, or the name itself. */
   #providerOf(name: string): string {
     return this.#connections[name]?.provider ?? name;

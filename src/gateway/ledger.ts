@@ -2,8 +2,9 @@ import { randomUUIDv7 } from 'node:crypto';
 import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { PricingPolicy } from './pricing-policy.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type PricingRecord, type UsageRecord } from './storage/index.ts';
+import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type KeyRecord, type PricingRecord, type UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
 /** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
@@ -91,6 +92,13 @@ export interface CallTicket {
   /** Targets tried so far (1 for a call without fallbacks). */
   attempts: number;
   finished: boolean;
+  /** What the call holds on each of its budgets (its estimated cost, nano-dollars); a cost above it is an overshoot. */
+  readonly holdNanos: number;
+  /**
+   * The output tokens to send as the provider's limit: the reserved ones, for a call that holds a budget and set no
+   * limit of its own (so the provider cannot answer beyond the hold); null otherwise.
+   */
+  readonly outputLimit: number | null;
 }
 
 export interface CallOutcome {
@@ -116,12 +124,15 @@ export class CallLedger {
   readonly #pricingTtlMs: number;
   readonly #pricing = new Map<string, { record: PricingRecord | null; at: number }>();
   readonly #rateLimiter: RateLimiter | null;
+  readonly #pricingPolicy: PricingPolicy;
   /** Calls between `begin` and `finish`; a stop waits for them so that their rows are written. */
   readonly #open = new Set<CallTicket>();
   #idle: (() => void) | null = null;
   /** Streams in flight: what each has delivered so far, and the last value written to its row. */
   readonly #streams = new Map<CallTicket, { delivered: () => { promptTokens: number; completionTokens: number }; recorded: string }>();
   #progressTimer: NodeJS.Timeout | null = null;
+  /** Who a refusal thrown by #refuse would have charged, for its row. */
+  readonly #payers = new WeakMap<GatewayError, { userId: string | null; keyId: string | null }>();
   /** Rows of refusals without a key or user written in the current minute. */
   #anonymous = { minute: 0, rows: 0 };
 
@@ -133,6 +144,8 @@ export class CallLedger {
     /** Counts calls against the requests-per-minute limit; null: no limit. */
     rateLimiter?: RateLimiter | null;
     pricingTtlMs?: number;
+    /** Which models need a price, and the bundled prices (default: every model, bundled table on). */
+    pricingPolicy?: PricingPolicy;
   }) {
     this.#store = options.store;
     this.#recorder = options.recorder;
@@ -140,6 +153,7 @@ export class CallLedger {
     this.#reserveOutputTokens = options.reserveOutputTokens;
     this.#pricingTtlMs = options.pricingTtlMs ?? 2000;
     this.#rateLimiter = options.rateLimiter ?? null;
+    this.#pricingPolicy = options.pricingPolicy ?? new PricingPolicy();
   }
 
   /** Pricing changes made through this instance apply at once; other instances see them within the TTL. */
@@ -151,25 +165,27 @@ export class CallLedger {
   async pricingOf(model: string, now = Date.now()): Promise<PricingRecord | null> {
     const cached = this.#pricing.get(model);
     if (cached && now - cached.at < this.#pricingTtlMs) return cached.record;
-    const record = await this.#store.pricing.get(model);
+    const record = this.#pricingPolicy.resolve(await this.#store.pricing.get(model), model);
     this.#pricing.set(model, { record, at: now });
     return record;
   }
 
+  /** Every refusal of `begin` is recorded as a refused row (recordRefusal) before it is thrown on. */
   async begin(start: CallStart): Promise<CallTicket> {
     const now = Date.now();
-    const who: { userId: string | null; keyId: string | null } = { userId: null, keyId: start.principal.kind === 'virtual' ? start.principal.key.id : null };
     try {
-      return await this.#begin(start, now, who);
+      return await this.#begin(start, now);
     } catch (error) {
       if (isRefusal(error)) {
-        await this.recordRefusal({ requestId: start.requestId, error, endpoint: start.endpoint, ...who, provider: start.provider, model: start.model, route: start.route?.name ?? null }, now);
+        // #refuse names who would have paid; otherwise (the rate limit, after the user was found) the principal does
+        const payer = this.#payers.get(error) ?? (start.principal.kind === 'virtual' ? { userId: start.principal.key.user_id, keyId: start.principal.key.id } : { userId: String(start.user), keyId: null });
+        await this.recordRefusal({ requestId: start.requestId, error, endpoint: start.endpoint, ...payer, provider: start.provider, model: start.model, route: start.route?.name ?? null }, now);
       }
       throw error;
     }
   }
 
-  async #begin(start: CallStart, now: number, who: { userId: string | null; keyId: string | null }): Promise<CallTicket> {
+  async #begin(start: CallStart, now: number): Promise<CallTicket> {
     let userId: string | null = null;
     let keyId: string | null = null;
     const budgets: { id: string; scope: 'user' | 'key' }[] = [];
@@ -181,30 +197,39 @@ export class CallLedger {
       // No user_id holds NUL (PostgreSQL text cannot); asking the database would fail there instead of saying so.
       const user = start.user.includes('\u0000') ? null : await this.#store.users.get(start.user);
       if (!user) throw notFound('user', start.user);
-      userId = who.userId = user.user_id;
-      checkAllowedModel(start, user.allowed_models, `user "${user.user_id}"`);
+      userId = user.user_id;
+      const refused = modelRefusal(start, user.allowed_models, `user "${user.user_id}"`);
+      if (refused) this.#refuse(start, { userId, keyId }, refused);
       if (user.budget_id) budgets.push({ id: user.budget_id, scope: 'user' });
     } else {
       const key = start.principal.key;
       keyId = key.id;
-      checkAllowedModel(start, key.allowed_models, `virtual key ${key.id}`);
-      if (key.user_id) checkAllowedModel(start, start.principal.ownerAllowedModels, `user "${key.user_id}" (the key's owner)`);
+      const mismatch = userMismatch(key, start.user);
+      if (mismatch) this.#refuse(start, { userId: key.user_id, keyId }, mismatch);
+      const refused =
+        modelRefusal(start, key.allowed_models, `virtual key ${key.id}`) ??
+        (key.user_id ? modelRefusal(start, start.principal.ownerAllowedModels, `user "${key.user_id}" (the key's owner)`) : null);
+      if (refused) this.#refuse(start, { userId: key.user_id, keyId }, refused);
       if (key.budget_id) budgets.push({ id: key.budget_id, scope: 'key' });
       if (key.user_id) {
-        userId = who.userId = key.user_id;
+        userId = key.user_id;
         // Read with the key (Authenticator), not here: one database round trip less on every call.
         if (start.principal.ownerBudgetId) budgets.push({ id: start.principal.ownerBudgetId, scope: 'user' });
       }
     }
-    await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
-    // One hold per call, whichever target answers: it is sized for the dearest, so a fallback stays covered.
+    // Every target the call may end on must be priced (or exempt): a fallback must not run where no hold reaches.
     const prices = new Map<string, PricingRecord | null>();
-    let estimate = 0;
     for (const target of start.route?.targets ?? [start]) {
       const model = `${target.provider}:${target.model}`;
       if (prices.has(model)) continue;
       const pricing = await this.pricingOf(model, now);
       prices.set(model, pricing);
+      if (!pricing && this.#pricingPolicy.required(model)) this.#refuse(start, { userId, keyId }, pricingMissing(model, start.route?.name));
+    }
+    await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
+    // One hold per call, whichever target answers: it is sized for the dearest, so a fallback stays covered.
+    let estimate = 0;
+    for (const pricing of prices.values()) {
       if (!pricing) continue;
       const cost = Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0));
       estimate = Math.max(estimate, Math.min(MAX_RESERVATION_NANOS, cost));
@@ -258,14 +283,27 @@ export class CallLedger {
       await releaseTaken();
       this.#metrics.budgetRejections.inc({ scope: budget.scope });
       const owner = budget.scope === 'key' ? `virtual key ${keyId}` : `user "${userId}"`;
-      throw new GatewayError(403, 'permission_error', 'budget_exceeded', `Budget exceeded: budget ${budget.id} of ${owner} has no spend left for this period`);
+      this.#refuse(
+        start,
+        { userId, keyId },
+        new GatewayError(
+          403,
+          'permission_error',
+          'budget_exceeded',
+          `Budget exceeded: budget ${budget.id} of ${owner} has not enough left for this period to hold what this call may cost ($${Number((estimate / 1e9).toFixed(9))})`,
+        ),
+      );
     }
     if (!carried) {
+      const row = pending(reservations);
       try {
-        await this.#recorder.open(pending(reservations));
+        await this.#recorder.open(row);
       } catch (error) {
         await releaseTaken().catch(() => {});
-        throw error;
+        // No provider is called without its row: the call is refused, not served unbilled.
+        this.#metrics.usageWriteFailures.inc();
+        this.onWriteError?.(error, row);
+        throw new GatewayError(503, 'api_error', 'usage_unavailable', 'The call was not sent to the provider: its usage row could not be written; retry shortly', { retryAfter: 1, cause: error });
       }
     }
     const ticket: CallTicket = {
@@ -280,9 +318,20 @@ export class CallLedger {
       target: { provider: start.provider, model: start.model },
       attempts: 1,
       finished: false,
+      holdNanos: estimate,
+      outputLimit: start.maxOutputTokens === null && reservations.length > 0 ? this.#reserveOutputTokens : null,
     };
     this.#open.add(ticket);
     return ticket;
+  }
+
+  /**
+   * Refuses a call before any provider is contacted: every refusal of `begin` (402 pricing_missing, 403
+   * user_mismatch, model_not_allowed, budget_exceeded) passes here; `begin` records it with its payer.
+   */
+  #refuse(_start: CallStart, payer: { userId: string | null; keyId: string | null }, error: GatewayError): never {
+    this.#payers.set(error, payer);
+    throw error;
   }
 
   /** Resolves when every call begun so far has finished (its row handed to the recorder), or after `timeoutMs`. */
@@ -317,6 +366,9 @@ export class CallLedger {
     const pricing = ticket.prices.get(`${target.provider}:${target.model}`) ?? null;
     const cost = pricing ? Math.round(callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits)) : 0;
     const labels = { provider: target.provider, model: target.model };
+    // Charged in full all the same: the provider answered beyond the limit it was sent (or the prompt beyond its estimate).
+    const overshoot = ticket.reservations.length > 0 ? Math.max(0, cost - ticket.holdNanos) : 0;
+    if (overshoot > 0) this.#metrics.budgetOvershoots.inc(labels);
     if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
     if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
     if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
@@ -337,6 +389,7 @@ export class CallLedger {
       completion_tokens: outcome.completionTokens,
       search_units: searchUnits,
       cost_nanos: cost,
+      overshoot_nanos: overshoot,
       status: outcome.status,
       status_code: outcome.statusCode,
       duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6,
@@ -453,11 +506,40 @@ export function modelAllowed(model: string, allowed: readonly string[] | null): 
   return allowed.some((entry) => entry === model || entry === pattern);
 }
 
-/** 403 model_not_allowed, before any provider is contacted or any budget held. */
-function checkAllowedModel(start: CallStart, allowed: string[] | null, whose: string): void {
+/**
+ * A virtual key is bound to its owner (or to no user): a `user` naming anyone else — another user, one that does not
+ * exist — would put the call on someone else's name. 403 user_mismatch, unless the key allows any `user` (passed to
+ * the provider as an end-user id; the call is charged to the key and its owner all the same). Whether the named user
+ * exists is not told: a key holder must not learn user ids by trying them.
+ */
+function userMismatch(key: KeyRecord, user: unknown): GatewayError | null {
+  if (user === undefined || user === null || user === '' || key.allow_user_override || user === key.user_id) return null;
+  const bound = key.user_id === null ? 'belongs to no user' : `belongs to user "${key.user_id}"`;
+  return new GatewayError(
+    403,
+    'permission_error',
+    'user_mismatch',
+    `Virtual key ${key.id} ${bound} and cannot make calls for another "user"; leave "user" out, or let the master key holder set allow_user_override on the key to pass "user" to the provider as an end-user id`,
+    { param: 'user' },
+  );
+}
+
+/** 402 pricing_missing: a model the gateway cannot price is a call no budget can hold (fail closed). */
+function pricingMissing(model: string, route: string | undefined): GatewayError {
+  const via = route ? ` (a target of model route "${route}")` : '';
+  return new GatewayError(
+    402,
+    'invalid_request_error',
+    'pricing_missing',
+    `Model "${model}"${via} has no pricing on this gateway, so its calls cannot be billed; price it (pricing in the configuration, or PUT /v1/pricing/${model}) or exempt it (require_pricing)`,
+    { param: 'model' },
+  );
+}
+
+/** 403 model_not_allowed (null: allowed), before any provider is contacted or any budget held. */
+function modelRefusal(start: CallStart, allowed: string[] | null, whose: string): GatewayError | null {
   // A route is allowed by its public name (what the client called), not by its targets.
   const model = start.route?.name ?? `${start.provider}:${start.model}`;
-  if (!modelAllowed(model, allowed)) {
-    throw new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${model}" is not allowed for ${whose} (allowed_models: ${allowed!.join(', ') || 'none'})`);
-  }
+  if (modelAllowed(model, allowed)) return null;
+  return new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${model}" is not allowed for ${whose} (allowed_models: ${allowed!.join(', ') || 'none'})`);
 }

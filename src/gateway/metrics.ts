@@ -52,6 +52,12 @@ export class GatewayMetrics {
     labelNames: ['scope'] as const,
     registers: [this.registry],
   });
+  readonly budgetOvershoots = new Counter({
+    name: 'gateway_budget_overshoots_total',
+    help: 'Model calls that cost more than their budget hold (the provider answered beyond the output limit it was sent)',
+    labelNames: ['provider', 'model'] as const,
+    registers: [this.registry],
+  });
   readonly rateLimited = new Counter({
     name: 'gateway_rate_limited_total',
     help: 'Model calls refused by the gateway rate limit',

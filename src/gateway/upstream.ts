@@ -63,6 +63,8 @@ export interface Upstream {
   responsesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ResponsesStreamEvent>>;
   /** Providers named in the configuration (listed by GET /v1/models). */
   readonly providers: string[];
+  /** The chat completions field that limits a provider's output tokens (what its API reads; both mean the same). */
+  chatOutputLimitField(provider: string): 'max_tokens' | 'max_completion_tokens';
 }
 
 /**

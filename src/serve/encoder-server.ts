@@ -27,7 +27,7 @@ export interface HttpServerOptions {
 
 export interface EncoderServerOptions {
   http: HttpServerOptions | null;
-  grpc: { host: string; port: number; protoText: string } | null;
+  grpc: { host: string; port: number; protoText: string; maxMessageBytes?: number } | null;
   target: string;
   /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
   apiKey?: ApiKey;
@@ -109,7 +109,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
         ...shared,
       });
     }
-    if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, ...shared });
+    if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
   } catch (error) {
     await drop(frontEnds);
     throw error;

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -75,13 +75,80 @@ describe('encoder infer', () => {
     expect(badThreads.stderr).toContain('"many" is not a positive integer');
   });
 
-  it('exits 1 for internal errors: a transform failing at run time, an unwritable output', async () => {
+  it('exits 1 for internal errors (a transform failing at run time), 2 for an output it cannot write', async () => {
     const failing = await runCliCaptured(['infer', '--config', config('fail', '  transform: |\n    function Postprocess(arr)\n      if arr:shape()[1] == 1 then error("exploded") end\n      return arr\n    end\n'), 'x']);
     expect(failing.code).toBe(1);
     expect(failing.stderr).toMatch(/^error: transform line 2: .*exploded/);
     const unwritable = await runCliCaptured(['infer', '--config', config('unwritable'), 'x', '-o', path.join(work, 'no-such-dir', 'out.json')]);
-    expect(unwritable.code).toBe(1);
-    expect(unwritable.stderr).toContain('cannot write');
+    expect(unwritable.code).toBe(2);
+    expect(unwritable.stderr).toMatch(/^error: cannot write .*no-such-dir\/out\.json: ENOENT/);
+  });
+
+  it('-o onto a full file system keeps the old file and leaves no partial one', async (context) => {
+    const mount = mkdtempSync(path.join(os.tmpdir(), 'full-fs-'));
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mount]).status !== 0) {
+      rmSync(mount, { recursive: true });
+      context.skip('needs root to mount a small tmpfs');
+    }
+    try {
+      const out = path.join(mount, 'results.json');
+      writeFileSync(out, '{"old": true}\n');
+      // fill what is left, so that not even a small result fits
+      const fd = openSync(path.join(mount, 'filler'), 'w');
+      try {
+        for (;;) writeSync(fd, Buffer.alloc(4096));
+      } catch (error) {
+        expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
+      } finally {
+        closeSync(fd);
+      }
+      const full = await runCliCaptured(['infer', '--config', config('full'), 'some text', '-o', out]);
+      expect(full.code).toBe(2);
+      expect(full.stderr).toMatch(/^error: cannot write .*results\.json: ENOSPC/);
+      expect(readFileSync(out, 'utf8')).toBe('{"old": true}\n');
+      expect(readdirSync(mount).sort()).toEqual(['filler', 'results.json']);
+
+      rmSync(path.join(mount, 'filler'));
+      chmodSync(out, 0o600);
+      const replaced = await runCliCaptured(['infer', '--config', config('full'), 'some text', '-o', out]);
+      expect(replaced.code).toBe(0);
+      expect((JSON.parse(readFileSync(out, 'utf8')) as JsonOf<SequenceClassificationResponse>).results).toHaveLength(1);
+      expect(statSync(out).mode & 0o777).toBe(0o600);
+    } finally {
+      spawnSync('umount', [mount]);
+      rmSync(mount, { recursive: true, force: true });
+    }
+  });
+
+  it('-o follows a symbolic link (the link stays) and writes a device in place', async () => {
+    const target = path.join(work, 'linked-target.json');
+    writeFileSync(target, 'old');
+    const link = path.join(work, 'link.json');
+    symlinkSync(target, link);
+    const viaLink = await runCliCaptured(['infer', '-c', config('linked'), 'text', '-o', link]);
+    expect(viaLink.code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect((JSON.parse(readFileSync(target, 'utf8')) as JsonOf<SequenceClassificationResponse>).results).toHaveLength(1);
+    const device = await runCliCaptured(['infer', '-c', config('device'), 'text', '-o', '/dev/null']);
+    expect(device.code).toBe(0);
+    expect(statSync('/dev/null').isCharacterDevice()).toBe(true);
+  });
+
+  it('`-` reads the texts from standard input: one per line, or a JSON array', async () => {
+    const direct = JSON.parse((await runCliCaptured(['infer', '-c', config('stdin'), 'first line', 'second line'])).stdout) as JsonOf<SequenceClassificationResponse>;
+    for (const stdin of ['first line\nsecond line\n', 'first line\r\nsecond line', '["first line", "second line"]']) {
+      const piped = await runCliCaptured(['infer', '-c', config('stdin'), '-'], { stdin });
+      expect(piped.stderr, JSON.stringify(stdin)).toBe('');
+      expect(JSON.parse(piped.stdout), JSON.stringify(stdin)).toEqual(direct);
+    }
+    const pairs = await runCliCaptured(['infer', '-c', config('stdin'), '-'], { stdin: '[["a question", "an answer"]]' });
+    expect((JSON.parse(pairs.stdout) as JsonOf<SequenceClassificationResponse>).results).toHaveLength(1);
+    expect(await runCliCaptured(['infer', '-c', config('stdin'), '-'], { stdin: '' })).toMatchObject({ code: 2, stderr: 'error: Invalid input: standard input is empty: give one text per line, or a JSON array\n' });
+    const broken = await runCliCaptured(['infer', '-c', config('stdin'), '-'], { stdin: '[1, 2' });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/^error: Invalid input: standard input starts with "\[" but is not JSON/);
+    const blank = await runCliCaptured(['infer', '-c', config('stdin'), '-'], { stdin: 'one\n\nthree\n' });
+    expect(blank).toMatchObject({ code: 2, stderr: 'error: Invalid input: inputs[1] is an empty string\n' });
   });
 
   it('refuses an empty -o of infer and build (e.g. an unset variable in -o "$OUT") instead of ignoring it', async () => {

@@ -1,10 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, chmodSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelType } from '../../src/encoder/config.ts';
-import { baseRuntimePath, hasBaseRuntime, runExecutable, startListening, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, runExecutableAsync, startListening, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { hasShared, sharedModel } from '../helpers/shared-fixtures.ts';
@@ -249,7 +250,75 @@ describe.skipIf(!hasBaseRuntime())('model executables built by the base runtime'
     rmSync(file);
     expect(infer().stdout).toBe(expected.stdout);
     expect(statSync(file).size).toBe(data.length);
-    expect(readdirSync(path.dirname(file))).toEqual(['model.data']); // no partial file left behind
+    expect(readdirSync(path.dirname(file)).sort()).toEqual(['.complete', 'model.data']); // no partial file left behind
+  });
+
+  it('repairs at the next start a flipped bit in the cached weights and a cached native library cut in half', async () => {
+    const executable = buildOk(writeConfig('repaired', await generateTinyModel(), 'embedding'), 'repaired');
+    const ownCache = mkdtempSync(path.join(work, 'repaired-cache-'));
+    const infer = () => runExecutable(executable, ['infer', ...texts], { cacheDir: ownCache });
+    const expected = infer();
+    expect(expected.status, expected.stderr).toBe(0);
+    const manifest = JSON.parse(runExecutable(executable, ['inspect'], { cacheDir }).stdout) as { assets: { name: string; length: number; sha256: string }[] };
+    const data = manifest.assets.find((asset) => asset.name === 'model_data')!;
+    const weights = path.join(ownCache, 'models', data.sha256, 'model.data');
+    flipByte(weights, Math.floor(data.length / 2));
+    const afterFlip = infer();
+    expect(afterFlip.stderr).toBe('');
+    expect(afterFlip.stdout).toBe(expected.stdout);
+    expect(createHash('sha256').update(readFileSync(weights)).digest('hex')).toBe(data.sha256);
+
+    const [nativeDir] = readdirSync(path.join(ownCache, 'native')).map((name) => path.join(ownCache, 'native', name));
+    const library = readdirSync(nativeDir).find((name) => name.startsWith('libonnxruntime'))!;
+    const size = statSync(path.join(nativeDir, library)).size;
+    truncateSync(path.join(nativeDir, library), Math.floor(size / 2));
+    const afterCut = infer();
+    expect(afterCut.status, afterCut.stderr).toBe(0);
+    expect(afterCut.stdout).toBe(expected.stdout);
+    expect(statSync(path.join(nativeDir, library)).size).toBe(size);
+  });
+
+  it('ten simultaneous first starts on one empty cache extract each entry once', async () => {
+    const executable = buildOk(writeConfig('crowd', await generateTinyModel(), 'embedding'), 'crowd');
+    const ownCache = mkdtempSync(path.join(work, 'crowd-cache-'));
+    const runs = await Promise.all(
+      Array.from({ length: 10 }, () => runExecutableAsync(executable, ['infer', texts[0]], { cacheDir: ownCache, env: { ENCODER_TRACE_STARTUP: '1' } })),
+    );
+    for (const run of runs) expect(run.status, run.stderr).toBe(0);
+    expect(new Set(runs.map((run) => run.stdout)).size).toBe(1);
+    const extracted = runs.flatMap((run) => run.stderr.split('\n').filter((line) => / extracted (native|models)\//.test(line)));
+    expect(extracted.filter((line) => line.includes('extracted native/'))).toHaveLength(1);
+    expect(extracted.filter((line) => line.includes('extracted models/'))).toHaveLength(1);
+    for (const folder of ['native', 'models']) expect(readdirSync(path.join(ownCache, folder))).toHaveLength(1); // no staging, no lock
+  });
+
+  it('runs as a user id without a passwd entry and without HOME, extracting into the temporary directory', async () => {
+    if (process.getuid?.() !== 0) {
+      console.warn('no-passwd user test: skipped, it needs root to run as another user id');
+      return;
+    }
+    const uid = 48_213;
+    const place = mkdtempSync(path.join(os.tmpdir(), 'no-passwd-'));
+    chmodSync(place, 0o755);
+    const executable = path.join(place, 'model');
+    copyFileSync(buildOk(writeConfig('nobody', await generateTinyModel(), 'embedding'), 'nobody'), executable);
+    chmodSync(executable, 0o755);
+    const fallback = path.join(os.tmpdir(), `encoder-${uid}`);
+    rmSync(fallback, { recursive: true, force: true });
+    try {
+      for (const run of ['cold', 'warm']) {
+        const result = spawnSync(executable, ['infer', texts[0]], { encoding: 'utf8', uid, gid: uid, env: {}, cwd: place, timeout: 120_000 });
+        expect(result.status, `${run}: ${result.stderr}`).toBe(0);
+        expect(JSON.parse(result.stdout)).toBeTruthy();
+        if (run === 'cold') expect(result.stderr).toBe(`note: no home directory and no XDG_CACHE_HOME; using ${fallback} (set ENCODER_CACHE_DIR to choose one)\n`);
+        else expect(result.stderr).toBe('');
+      }
+      expect(readdirSync(path.join(fallback, 'native'))).toHaveLength(1);
+      expect(readdirSync(place)).toEqual(['model']); // nothing written in the working directory
+    } finally {
+      rmSync(place, { recursive: true, force: true });
+      rmSync(fallback, { recursive: true, force: true });
+    }
   });
 
   describe('a damaged model file', () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultCacheDir } from '../../src/encoder/cache-dir.ts';
+import { defaultCacheDir } from '../../src/encoder/cache/cache-dir.ts';
 import { defaultOutputPath, loadBuildConfig, parseBuildConfig } from '../../src/encoder/config.ts';
 import { ConfigError } from '../../src/encoder/errors.ts';
 

@@ -22,7 +22,8 @@ describe.each(backends)('allowed_models on $name', (backend) => {
 
   useTestGateway(
     backend,
-    () => ({ providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL }, groq: { api_key: 'sk-g', api_base: fake.baseURL } } }),
+    // Unpriced fake models: this file is not about pricing (require_pricing: fail-closed.test.ts).
+    () => ({ providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL }, groq: { api_key: 'sk-g', api_base: fake.baseURL } }, requirePricing: false }),
     (started) => {
       gateway = started;
     },

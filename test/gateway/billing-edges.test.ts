@@ -116,6 +116,7 @@ describe.each(backends)('a stream the provider opens just as the client leaves, 
     // The provider's first event arrives only after the client has gone (the signal is already aborted).
     const upstream = {
       providers: ['openai'],
+      chatOutputLimitField: () => 'max_tokens',
       async chatStream(_provider: string, model: string, _body: Record<string, unknown>, signal: AbortSignal) {
         if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
         return (async function* () {

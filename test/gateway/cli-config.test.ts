@@ -137,6 +137,17 @@ describe('configuration precedence and substitution', () => {
     expect(() => parseConfigText('pricing:\n  cohere:rerank-v3.5: {search_unit_cost: 2}\n', 'typo.yaml', {})).toThrow(/search_unit_cost/);
     expect(() => parseConfigText('pricing:\n  cohere:rerank-v3.5: {search_unit_cost_per_thousand: 2000}\n', 'dear.yaml', {})).toThrow(/search_unit_cost_per_thousand/);
   });
+
+  it('require_pricing is on and the bundled table used unless the file says otherwise; a map takes provider:model, provider:* and *', () => {
+    const defaults = loadGatewayConfig({ config: file('defaults.yaml', 'master_key: from-the-file-0123456789-0123456789\n') }, {});
+    expect(defaults).toMatchObject({ requirePricing: true, bundledPricing: true });
+    const off = loadGatewayConfig({ config: file('off.yaml', 'master_key: from-the-file-0123456789-0123456789\nrequire_pricing: false\nbundled_pricing: false\n') }, {});
+    expect(off).toMatchObject({ requirePricing: false, bundledPricing: false });
+    const map = parseConfigText('require_pricing:\n  "vllm:*": false\n  "openai:ft:my-model": false\n  "*": true\n', 'map.yaml', {});
+    expect(map.require_pricing).toEqual({ 'vllm:*': false, 'openai:ft:my-model': false, '*': true });
+    expect(() => parseConfigText('require_pricing:\n  vllm: false\n', 'bare.yaml', {})).toThrow(/require_pricing: require_pricing is true, false, or a map from provider:model, provider:\* or \*/);
+    expect(() => parseConfigText('require_pricing: "no"\n', 'text.yaml', {})).toThrow(/require_pricing/);
+  });
 });
 
 it('the configuration example in docs/gateway.md is valid', () => {

@@ -28,7 +28,11 @@ beforeAll(async () => {
   pageOrigin = `http://localhost:${(site.address() as AddressInfo).port}`;
   const origins = { allowing: [pageOrigin], elsewhere: ['https://other.example'], closed: [], any: ['*'] };
   for (const [name, corsAllowOrigins] of Object.entries(origins) as [keyof typeof gateways, string[]][]) {
-    gateways[name] = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL } }, corsAllowOrigins });
+    gateways[name] = await startTestGateway(await backend.newDatabaseUrl(), {
+      providers: { openai: { api_key: 'sk-provider', api_base: fake.baseURL } },
+      corsAllowOrigins,
+      requirePricing: false, // unpriced fake models: this file is about CORS
+    });
     keys[name] = (await gateways[name].call('POST', '/v1/keys', { body: { key_name: 'browser app' } })).json.key;
   }
 });

@@ -74,7 +74,8 @@ async function chat(key: string): Promise<{ status: number; json: { error?: { co
   const response = await fetch(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'openai:fake-model-1', messages: [{ role: 'user', content: 'Hello' }] }),
+    // a limit the $1 budget can hold (without one the hold is 1,024 output tokens at $2,000 per million)
+    body: JSON.stringify({ model: 'openai:fake-model-1', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8 }),
   });
   return { status: response.status, json: (await response.json()) as { error?: { code: string } } };
 }
@@ -161,7 +162,7 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     // page code: the browser's navigator, which Node's types do not describe
     expect(await page.evaluate(() => (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText())).toBe(secret);
     const stored = (await gateway.call('GET', '/v1/keys')).json.data[0];
-    expect(stored).toMatchObject({ key_name: 'alice-app', user_id: 'alice', budget_id: budgetId, status: 'active' });
+    expect(stored).toMatchObject({ key_name: 'alice-app', user_id: 'alice', budget_id: budgetId, status: 'active', allow_user_override: false });
     await shoot('keys');
 
     await panel.getByRole('button', { name: 'Done' }).click();

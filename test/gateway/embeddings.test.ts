@@ -54,8 +54,12 @@ describe.each(backends)('embeddings on $name', (backend) => {
 
   useTestGateway(
     backend,
-    // encoder: this project's own server, serving a sentence_embedding model in this process
-    () => ({ providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl, api_key: ENCODER_KEY } } }),
+    // encoder: this project's own server, serving a sentence_embedding model in this process; self-hosted, so its
+    // models are served unpriced (the per-provider opt-out), the openai ones are priced (bundled or not)
+    () => ({
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL }, encoder: { api_base: encoder.httpUrl, api_key: ENCODER_KEY } },
+      requirePricing: { 'encoder:*': false },
+    }),
     async (started) => {
       gateway = started;
       await gateway.call('POST', '/v1/users', { body: { user_id: 'dora', alias: 'Dora' } });

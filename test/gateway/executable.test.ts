@@ -27,6 +27,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+// gpt-fake is priced: require_pricing (on by default) refuses unpriced models
+const PRICED = 'pricing:\n  openai:gpt-fake: {input_cost_per_million: 1, output_cost_per_million: 2}\n';
+
 /** `encoder gateway serve` of the base runtime with this configuration, on SQLite, until the test's end. */
 async function startGatewayExecutable(name: string, configText: string, env: NodeJS.ProcessEnv = {}): Promise<ListeningExecutable> {
   const config = path.join(dir, `${name}.yaml`);
@@ -47,7 +50,7 @@ async function createKey(url: string): Promise<{ id: string; key: string }> {
 }
 
 it.skipIf(!available)('encoder gateway serve from the base runtime forwards, records usage, serves the dashboard and stops cleanly on SIGTERM', async () => {
-  const running = await startGatewayExecutable('gateway', `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
+  const running = await startGatewayExecutable('gateway', `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n${PRICED}`);
   const url = running.address;
   const key = await createKey(url);
   const client = new OpenAI({ apiKey: key.key, baseURL: `${url}/v1`, maxRetries: 0 });
@@ -70,7 +73,7 @@ it.skipIf(!available)('encoder gateway serve from the base runtime forwards, rec
 // Found by `npm run soak -- --built`: the bundle is minified, and the gateway tells failures apart by their class
 // names (Hub's errors and the vendor SDKs'), so a timeout answered 502 upstream_error instead of 504.
 it.skipIf(!available)('tells provider failures apart as from source: a stall past upstream_timeout_seconds is 504 upstream_timeout, plain and streamed', async () => {
-  const running = await startGatewayExecutable('timeouts', `log_level: warn\nupstream_timeout_seconds: 1\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n`);
+  const running = await startGatewayExecutable('timeouts', `log_level: warn\nupstream_timeout_seconds: 1\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${fake.baseURL}\n${PRICED}`);
   const key = await createKey(running.address);
   const client = new OpenAI({ apiKey: key.key, baseURL: `${running.address}/v1`, maxRetries: 0 });
   const request = { model: 'openai:gpt-fake', messages: [{ role: 'user' as const, content: 'Hi' }] };
@@ -116,7 +119,7 @@ async function startHttpsProvider(name: string): Promise<{ url: string; certFile
 }
 
 const chatRequest = { model: 'openai:gpt-fake', messages: [{ role: 'user' as const, content: 'Hi' }] };
-const providerConfig = (apiBase: string) => `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${apiBase}/v1\n`;
+const providerConfig = (apiBase: string) => `log_level: warn\nproviders:\n  openai:\n    api_key: sk-test\n    api_base: ${apiBase}/v1\n${PRICED}`;
 async function clientOf(gateway: ListeningExecutable): Promise<OpenAI> {
   return new OpenAI({ apiKey: (await createKey(gateway.address)).key, baseURL: `${gateway.address}/v1`, maxRetries: 0 });
 }

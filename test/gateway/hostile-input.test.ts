@@ -14,7 +14,7 @@ describe.each(backends)('hostile input on $name', (backend) => {
   let gateway: TestGateway;
   const chat = (extra: Record<string, unknown>) => ({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }], ...extra });
 
-  useTestGateway(backend, () => ({ providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), (started) => {
+  useTestGateway(backend, () => ({ providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, pricing: { 'openai:gpt-fake': { input_cost_per_million: 1000, output_cost_per_million: 2000 } } }), (started) => {
     gateway = started;
   });
 
@@ -36,19 +36,24 @@ describe.each(backends)('hostile input on $name', (backend) => {
     expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json.max_budget).toBe(1);
   });
 
-  it.skipIf(backend.skipReason)('an absurd max_tokens is reserved at a bounded amount: the call is answered and billed at its real cost', async () => {
+  it.skipIf(backend.skipReason)('an absurd max_tokens: a budget that cannot hold it refuses the call (403, budget untouched); without a budget it is billed at its real cost', async () => {
     await gateway.call('PUT', '/v1/pricing/openai:gpt-fake', { body: { input_cost_per_million: 1000, output_cost_per_million: 2000 } });
     const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 100 } })).json;
     await gateway.call('POST', '/v1/users', { body: { user_id: 'greedy', alias: 'Greedy', budget_id: budget.budget_id } });
+    await gateway.call('POST', '/v1/users', { body: { user_id: 'unbounded', alias: 'Unbounded' } });
+    const sentBefore = fake.requests.length;
     for (const max_tokens of [1e16, 1e300]) {
-      const response = await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'greedy', max_tokens }) });
-      expect(response.status, `max_tokens ${max_tokens}`).toBe(200);
+      // the hold is what the call may cost (capped at the largest budget, so it stays a BIGINT): more than $100
+      const refused = await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'greedy', max_tokens }) });
+      expect(refused.status, `max_tokens ${max_tokens}`).toBe(403);
+      expect(refused.json.error.code).toBe('budget_exceeded');
+      expect((await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'unbounded', max_tokens }) })).status, `max_tokens ${max_tokens}`).toBe(200);
     }
-    const after = (await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json;
+    expect(fake.requests.length).toBe(sentBefore + 2);
+    expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json).toMatchObject({ reserved: 0, spend: 0 });
     const oneCall = (CHAT_USAGE.prompt_tokens * 1000 + CHAT_USAGE.completion_tokens * 2000) / 1e6;
-    expect(after.reserved).toBe(0);
-    expect(after.spend).toBeCloseTo(2 * oneCall, 9);
-    // The budget still admits calls.
+    expect((await gateway.call('GET', '/v1/users/unbounded/usage')).json.totals.cost).toBeCloseTo(2 * oneCall, 9);
+    // The budget still admits calls it can hold.
     expect((await gateway.call('POST', '/v1/chat/completions', { body: chat({ user: 'greedy' }) })).status).toBe(200);
   });
 

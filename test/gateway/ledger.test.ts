@@ -44,8 +44,8 @@ it('usage rows get time-ordered ids (UUIDv7), so new rows append to the primary-
   const recorded: string[] = [];
   const store = {
     pricing: {
-      async get() {
-        return null;
+      async get(model: string) {
+        return { model, input_cost_per_million: 1, output_cost_per_million: 1, search_unit_cost_per_thousand: 0, updated_at: 0 };
       },
     },
     instanceId: 'instance_test',

@@ -15,6 +15,7 @@ beforeAll(async () => {
     providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } },
     rateLimits: { requests_per_minute: 3 },
     upstreamTimeoutSeconds: 0.5,
+    requirePricing: false, // unpriced fake models: this file is about limits and stops
   });
 });
 afterAll(async () => {
@@ -56,7 +57,7 @@ it('a provider that does not answer within upstream_timeout_seconds is a 504, re
 it('closing the gateway lets a call in flight on a keep-alive connection finish, then closes without waiting for the grace period', async () => {
   const url = await backend.newDatabaseUrl();
   // a grace period longer than the test: closing must not wait for it
-  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), { version: 't', closeGraceMs: 120_000 });
+  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, requirePricing: false }), { version: 't', closeGraceMs: 120_000 });
   const client = new OpenAI({ apiKey: MASTER_KEY, baseURL: `${own.url}/v1`, maxRetries: 0 }); // keep-alive connections
   await fetch(`${own.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'k', alias: 'K' }) });
   fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 500, then: { json: chatCompletionBody('gpt-fake') } });
@@ -70,7 +71,7 @@ it('closing the gateway lets a call in flight on a keep-alive connection finish,
 
 it('closing the gateway cuts a stream that does not end within the grace period, and still records it', async () => {
   const url = await backend.newDatabaseUrl();
-  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } } }), { version: 't', closeGraceMs: 300 });
+  const own = await startGateway(testConfig(url, { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, requirePricing: false }), { version: 't', closeGraceMs: 300 });
   await fetch(`${own.url}/v1/users`, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'u', alias: 'U' }) });
   // The role chunk and "Hello", then the provider says nothing more.
   fake.script(PROVIDER_CHAT_ROUTE, { sse: chatChunks('gpt-fake').slice(0, 2), hold: true });
@@ -100,6 +101,7 @@ it('a tokens-per-minute limit refuses a key once its finished calls used the min
   const tokens = await startTestGateway(await backend.newDatabaseUrl(), {
     providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } },
     rateLimits: { tokens_per_minute: 30 },
+    requirePricing: false,
   });
   try {
     const key = (await tokens.call('POST', '/v1/keys', { body: { key_name: 'tokens' } })).json.key as string;

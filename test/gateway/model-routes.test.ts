@@ -23,6 +23,9 @@ const secondary = await useFakeProvider();
 const SECONDARY_PRICING = { input_cost_per_million: 2 * TEST_PRICING.input_cost_per_million, output_cost_per_million: 2 * TEST_PRICING.output_cost_per_million };
 const costAt = (pricing: typeof TEST_PRICING, prompt: number, completion: number) => (prompt * pricing.input_cost_per_million + completion * pricing.output_cost_per_million) / 1e6;
 
+/** Every target must be priced for a route to be called (require_pricing); these tests do not look at their costs. */
+const ROUTE_PRICING = Object.fromEntries(['openai:gpt-a', 'openai:gpt-b', 'openai:gpt-c', 'openai:gpt-real'].map((model) => [model, TEST_PRICING]));
+
 function routes(): Record<string, ModelRouteConfig> {
   const onSecondary = (model: string, extra: object = {}) => ({ model, api_key: 'sk-secondary', api_base: secondary.baseURL, ...extra });
   return {
@@ -50,7 +53,7 @@ describe.each(backends)('model routes on $name', (backend) => {
     backend,
     () => ({
       providers: { openai: { api_key: 'sk-primary', api_base: primary.baseURL } },
-      pricing: { 'openai:gpt-primary': TEST_PRICING, 'openai:gpt-secondary': SECONDARY_PRICING },
+      pricing: { ...ROUTE_PRICING, 'openai:gpt-primary': TEST_PRICING, 'openai:gpt-secondary': SECONDARY_PRICING },
       models: routes(),
     }),
     async (started) => {
@@ -273,7 +276,7 @@ describe.each(backends)('migration 9 on $name', (backend) => {
     ]);
     const store = openStore(url);
     try {
-      expect((await store.migrate())[0]).toBe(9);
+      expect(await store.migrate()).toEqual(MIGRATIONS.filter((m) => m.version > 8).map((m) => m.version));
       const [row] = await store.usage.page({}, undefined, 10);
       expect(row).toMatchObject({ id: 'usage_old', model: 'gpt-old', route: null, attempts: 1, prompt_tokens: 3 });
     } finally {
@@ -284,7 +287,7 @@ describe.each(backends)('migration 9 on $name', (backend) => {
 
 describe('weights', () => {
   let gateway: TestGateway;
-  useTestGateway(backends[0], () => ({ providers: { openai: { api_key: 'sk-primary', api_base: primary.baseURL } }, models: routes() }), (started) => {
+  useTestGateway(backends[0], () => ({ providers: { openai: { api_key: 'sk-primary', api_base: primary.baseURL } }, models: routes(), pricing: ROUTE_PRICING }), (started) => {
     gateway = started;
   });
   afterEach(() => {

@@ -56,7 +56,8 @@ describe.each(backends)('refusals on $name', (backend) => {
   });
 
   it.skipIf(backend.skipReason)('an exhausted budget: 403 budget_exceeded, a refused row naming the user, nothing charged or held', async () => {
-    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 1e-6 } })).json;
+    // room for one call's hold ($0.018: the prompt estimate and max_tokens 5), not for a second after its cost ($0.024)
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 0.03 } })).json;
     await gateway.call('POST', '/v1/users', { body: { user_id: `spent-${backend.name}`, alias: 'Spent' } });
     const key = await newKey({ budget_id: budget.budget_id, user_id: `spent-${backend.name}` });
     await chat(key.key, `within-${backend.name}`);

@@ -163,6 +163,7 @@ describe.each(backends)('rerank on $name', (backend) => {
     expect(unsupported.status).toBe(400);
     expect(unsupported.json.error).toMatchObject({ param: 'max_tokens_per_doc' });
 
+    await gateway.call('PUT', '/v1/pricing/encoder:other-model', { body: { search_unit_cost_per_thousand: 500 } });
     const otherModel = await rerank({ model: 'encoder:other-model', query: QUERY, documents: DOCUMENTS }, `encoder-other-${backend.name}`);
     expect(otherModel.status).toBe(400);
     expect(otherModel.json.error).toMatchObject({ code: 'model_not_found' });
@@ -183,16 +184,16 @@ describe.each(backends)('rerank on $name', (backend) => {
     // none of them reached Cohere
     expect(cohere.requests.length).toBe(sent);
 
-    // $1 per search unit against a $1.50 budget: the first call is answered (and spends $1, settled from its search
-    // unit), the second is refused, as for any call once the spend reaches the budget (docs/gateway.md, Budgets)
-    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 1.5 } })).json;
+    // $1 per search unit against a $3.50 budget: a call is admitted when its hold (the ⌈documents / 100⌉ search units
+    // Cohere may bill) fits what is left (docs/gateway.md, Budgets). $1, then $2, then a third $1 does not fit.
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 3.5 } })).json;
     const poor = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'poor', budget_id: budget.budget_id } })).json;
     const first = await rerank({ model: 'cohere:rerank-v3.5', query: QUERY, documents: DOCUMENTS }, `budget-1-${backend.name}`, { key: poor.key });
     expect(first.status).toBe(200);
     expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json).toMatchObject({ spend: 1, reserved: 0 });
     const second = await rerank({ model: 'cohere:rerank-v3.5', query: QUERY, documents: Array.from({ length: 101 }, (_, i) => `doc ${i}`) }, `budget-2-${backend.name}`, { key: poor.key });
     expect(second.status).toBe(200);
-    // 2 search units: $3 spent of $1.50, so the next is refused before reaching Cohere
+    // 2 search units: $3 spent of $3.50, so the next ($1) is refused before reaching Cohere
     expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json).toMatchObject({ spend: 3 });
     const refusedByBudget = await rerank({ model: 'cohere:rerank-v3.5', query: QUERY, documents: DOCUMENTS }, `budget-3-${backend.name}`, { key: poor.key });
     expect(refusedByBudget.status).toBe(403);

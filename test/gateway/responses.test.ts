@@ -57,11 +57,17 @@ describe.each(backends)('/v1/responses on $name', (backend) => {
     expect(missing.json.error).toMatchObject({ param: 'input' });
     const noUser = await gateway.call('POST', '/v1/responses', { key: MASTER_KEY, body: { model: 'openai:gpt-fake', input: 'x' } });
     expect(noUser.json.error.code).toBe('missing_user');
-    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: COST / 2 } })).json;
+    const budget = (await gateway.call('POST', '/v1/budgets', { body: { max_budget: 1.5 * COST } })).json;
     const poor = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'poor', budget_id: budget.budget_id } })).json;
     const poorClient = new OpenAI({ apiKey: poor.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-    await poorClient.responses.create({ model: 'openai:gpt-fake', input: 'first call spends more than the budget' });
-    const refused = await poorClient.responses.create({ model: 'openai:gpt-fake', input: 'second' }).catch((error: unknown) => error);
+    const sent = fake.requestsTo('POST /v1/responses').length;
+    // without max_output_tokens the hold is reserve_output_tokens (1,024) at $2000/M: more than the budget
+    const tooDear = await poorClient.responses.create({ model: 'openai:gpt-fake', input: 'unbounded' }).catch((error: unknown) => error);
+    expect(tooDear).toMatchObject({ status: 403, code: 'budget_exceeded' });
+    await poorClient.responses.create({ model: 'openai:gpt-fake', input: 'first call fits', max_output_tokens: 5 });
+    expect(fake.requestsTo('POST /v1/responses').length).toBe(sent + 1);
+    expect((await gateway.call('GET', `/v1/budgets/${budget.budget_id}`)).json.spend).toBeCloseTo(COST, 9);
+    const refused = await poorClient.responses.create({ model: 'openai:gpt-fake', input: 'second', max_output_tokens: 5 }).catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 403, code: 'budget_exceeded' });
   });
 });

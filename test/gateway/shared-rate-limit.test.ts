@@ -15,7 +15,8 @@ beforeAll(async () => {
   if (backend.skipReason) return;
   fake = await FakeOpenAIServer.start();
   const url = await backend.newDatabaseUrl();
-  const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { requests_per_minute: LIMIT } };
+  // Unpriced fake models: this file is about rate limits (require_pricing: fail-closed.test.ts).
+  const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { requests_per_minute: LIMIT }, requirePricing: false };
   first = await startTestGateway(url, config);
   second = await startTestGateway(url, config);
 });
@@ -66,7 +67,7 @@ describe.skipIf(backend.skipReason)('a rate limit shared across instances (Postg
 
   it('refuses a key whose minute has used its tokens, on every instance', async () => {
     const url = await backend.newDatabaseUrl();
-    const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { tokens_per_minute: 30 } };
+    const config = { providers: { openai: { api_key: 'sk-test', api_base: fake.baseURL } }, rateLimits: { tokens_per_minute: 30 }, requirePricing: false };
     const [a, b] = [await startTestGateway(url, config), await startTestGateway(url, config)];
     try {
       const created = (await a.call('POST', '/v1/keys', { body: { key_name: 'tokens' } })).json;

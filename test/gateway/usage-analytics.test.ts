@@ -155,11 +155,11 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="usage.csv"');
     const lines = text.split('\r\n');
     expect(lines.at(-1)).toBe('');
-    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts,reason');
+    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts,overshoot,reason');
     const data = lines.slice(1, -1);
     expect(data).toHaveLength(2_500);
     expect(data.map((line) => line.split(',')[0])).toEqual(extra.map((record) => record.id));
-    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,`);
+    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,0,`);
     // a formula is defused and the field quoted
     expect(data[7]).toContain(`,"'=HYPERLINK(""x""),""y""",`);
 

@@ -12,8 +12,8 @@ export const sourceContext: CliContext = {
   target: hostTarget(),
 };
 
-/** Runs the command line in-process and captures what it prints. */
-export async function runCliCaptured(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs the command line in-process and captures what it prints; `stdin`, when given, is its standard input. */
+export async function runCliCaptured(argv: string[], options: { stdin?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const code = await runCli(
@@ -25,6 +25,7 @@ export async function runCliCaptured(argv: string[]): Promise<{ code: number; st
       stderr: (text) => {
         stderr += text;
       },
+      ...(options.stdin !== undefined ? { readStdin: async () => options.stdin! } : {}),
     },
     sourceContext,
   );

@@ -6,7 +6,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fallbackCacheRoot } from '../../src/encoder/cache-dir.ts';
+import { fallbackCacheRoot } from '../../src/encoder/cache/cache-dir.ts';
 
 afterEach(() => {
   vi.restoreAllMocks();

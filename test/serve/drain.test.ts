@@ -130,7 +130,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 }
 
 describe('drain', () => {
-  it('answers /health 503 and gRPC health NOT_SERVING at once, and serves every other request (Connection: close)', async () => {
+  it('answers /health 503 and gRPC health NOT_SERVING at once, /livez 200, and serves every other request (Connection: close)', async () => {
     const predictor = new HeldPredictor();
     const server = await start(predictor);
     const health = healthClient(`127.0.0.1:${server.grpcPort}`);
@@ -142,6 +142,8 @@ describe('drain', () => {
     expect(draining).toEqual({ status: 503, connection: 'close', body: 'Service Unavailable: the server is shutting down' });
     expect((await request(server.url, 'HEAD', '/health')).status).toBe(503);
     expect(await healthCheck(health)).toBe('NOT_SERVING');
+    // liveness: a drain is no reason for the kubelet to kill the pod
+    expect(await request(server.url, 'GET', '/livez')).toEqual({ status: 200, connection: 'close', body: '"OK!"' });
     const served = await predict(server.url);
     expect(served.status).toBe(200);
     expect(served.connection).toBe('close');

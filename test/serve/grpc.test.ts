@@ -75,8 +75,8 @@ const frontEnds: GrpcFrontEnd[] = [];
 const clients: grpc.Client[] = [];
 const pipelines: PredictPipeline[] = [];
 
-async function serve(predictor: Predictor): Promise<{ frontEnd: GrpcFrontEnd; address: string }> {
-  const frontEnd = createGrpcServer(predictor, { protoText });
+async function serve(predictor: Predictor, maxMessageBytes?: number): Promise<{ frontEnd: GrpcFrontEnd; address: string }> {
+  const frontEnd = createGrpcServer(predictor, { protoText, maxMessageBytes });
   frontEnds.push(frontEnd);
   const port = await new Promise<number>((resolve, reject) =>
     frontEnd.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
@@ -324,6 +324,16 @@ describe('translation between messages and predictor bodies', () => {
     const classifierClient = clientOf(pkg, 'SequenceClassification', (await serve(classifier)).address);
     await unary(classifierClient, 'Predict', { inputs: ['x'], metadata: { a: '1', b: '' } });
     expect(classifier.bodies).toEqual([{ inputs: ['x'], metadata: { a: '1', b: '' } }]);
+  });
+
+  it('takes a message up to maxMessageBytes (above the 4 MiB default of grpc-js), refuses a larger one with RESOURCE_EXHAUSTED', async () => {
+    const stub = new StubPredictor('embedding', () => ({ results: [], model_id: 'stub-model' }));
+    const client = clientOf(pkg, 'Embedding', (await serve(stub, 6 * 2 ** 20)).address);
+    const large = 'a'.repeat(5 * 2 ** 20);
+    await unary(client, 'Predict', { inputs: [large] });
+    expect((stub.bodies[0] as { inputs: string[] }).inputs[0]).toHaveLength(large.length);
+    await expectStatus(unary(client, 'Predict', { inputs: ['a'.repeat(6 * 2 ** 20)] }), grpc.status.RESOURCE_EXHAUSTED);
+    expect(stub.bodies).toHaveLength(1);
   });
 
   it('sentence_embedding: normalize unset stays absent (the model decides), false and true are passed on', async () => {

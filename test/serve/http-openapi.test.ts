@@ -202,7 +202,7 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       sequence_classification: ['/v1/rerank', '/v2/rerank'],
       token_classification: [],
     }[metadata.model_type];
-    expect(Object.keys(paths).sort()).toEqual(['/health', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis].sort());
+    expect(Object.keys(paths).sort()).toEqual(['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis].sort());
     expect(statuses('/v1/models', 'get')).toEqual(['200']);
     // any model name is this model (no --strict-model-name): no 404 for a name (strict servers: below)
     expect(statuses('/v1/models/{model}', 'get')).toEqual(['200']);
@@ -213,6 +213,7 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       }
     }
     expect(statuses('/health', 'get')).toEqual(['200', '503']);
+    expect(statuses('/livez', 'get')).toEqual(['200']);
     expect(statuses('/model', 'get')).toEqual(['200']);
     expect(statuses('/openapi.json', 'get')).toEqual(['200']);
     expect(statuses('/predict', 'post')).toEqual(['200', '400', '413', '415', '422', '500']);

@@ -3,6 +3,7 @@ import type { Authenticator, Principal } from '../auth.ts';
 import type { CallLedger } from '../ledger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRouter } from '../model-router.ts';
+import type { PricingPolicy } from '../pricing-policy.ts';
 import type { GatewayStore } from '../storage/index.ts';
 import type { Upstream } from '../upstream.ts';
 
@@ -14,6 +15,8 @@ export interface GatewayContext {
   /** Model routes (`models:`) and the provider:model names: where a call's `model` goes. */
   router: ModelRouter;
   metrics: GatewayMetrics;
+  /** Which models need a price, and the bundled prices below the gateway's own. */
+  pricing: PricingPolicy;
   authenticator: Authenticator;
   authenticate(request: FastifyRequest, options?: { allowXApiKey?: boolean }): Promise<Principal>;
 }

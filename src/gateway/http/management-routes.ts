@@ -26,7 +26,7 @@ const toNanos = (dollars: number) => Math.round(dollars * NANOS_PER_DOLLAR);
 
 /** Users, virtual keys, budgets, pricing and usage: master key only. */
 export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext): void {
-  const { store, ledger } = context;
+  const { store, ledger, pricing: pricingPolicy } = context;
 
   /** A list entry without ':' can only be a model route's public name; any other is a typo (the schema allows both). */
   function checkRouteNames(allowed: string[] | null | undefined): void {
@@ -113,6 +113,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
         metadata: body.metadata,
         expires_at: expiresAt(body.expires_at, now),
         allowed_models: body.allowed_models,
+        allow_user_override: body.allow_user_override,
       },
       now,
     );
@@ -196,10 +197,12 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   // Pricing (model names contain ':' and may contain '/', hence the wildcard)
 
-  app.get('/v1/pricing', { preHandler: master }, async () => ({ object: 'list', data: (await store.pricing.list()).map(pricingResource) }));
+  // The gateway's own prices (configuration, PUT) and, below them, the bundled ones (source: "bundled").
+  app.get('/v1/pricing', { preHandler: master }, async () => ({ object: 'list', data: pricingPolicy.list(await store.pricing.list()).map(pricingResource) }));
 
   app.get<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
-    const pricing = await store.pricing.get(modelParam(request.params['*']));
+    const model = modelParam(request.params['*']);
+    const pricing = pricingPolicy.resolve(await store.pricing.get(model), model);
     if (!pricing) throw notFound('pricing for model', request.params['*'], 'pricing_not_found');
     return pricingResource(pricing);
   });

@@ -73,6 +73,10 @@ export const UpdateUserBody = z.strictObject({
   allowed_models: AllowedModels.optional(),
 });
 
+const AllowUserOverride = z
+  .boolean()
+  .describe('true: a call may name any "user", passed to the provider as an end-user id (still charged to this key and its owner); false (the default): another "user" than the owner is 403 user_mismatch');
+
 export const CreateKeyBody = z.strictObject({
   key_name: Name.describe('Descriptive name'),
   expires_at: Timestamp.nullable().optional(),
@@ -80,6 +84,7 @@ export const CreateKeyBody = z.strictObject({
   user_id: Id.nullable().optional().describe('Owner: usage also counts against this user and its budget'),
   budget_id: Id.nullable().optional().describe('A budget this key spends from'),
   allowed_models: AllowedModels.optional(),
+  allow_user_override: AllowUserOverride.optional(),
 });
 
 export const UpdateKeyBody = z.strictObject({
@@ -90,6 +95,7 @@ export const UpdateKeyBody = z.strictObject({
   user_id: Id.nullable().optional(),
   budget_id: Id.nullable().optional(),
   allowed_models: AllowedModels.optional(),
+  allow_user_override: AllowUserOverride.optional(),
 });
 
 export const CreateBudgetBody = z.strictObject({

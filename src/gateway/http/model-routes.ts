@@ -31,13 +31,24 @@ function checkMessages(messages: unknown): void {
   });
 }
 
-function maxTokensOf(body: Body): number | null {
-  for (const field of ['max_completion_tokens', 'max_tokens']) {
-    const value = body[field];
-    if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
-  }
-  return null;
+/** The client's output limit (the larger, should it send both fields), or null for none. */
+function maxTokensOf(body: Body, fields: readonly string[] = ['max_completion_tokens', 'max_tokens']): number | null {
+  const limits = fields.map((field) => body[field]).filter((value): value is number => typeof value === 'number' && Number.isFinite(value) && value > 0);
+  return limits.length > 0 ? Math.max(...limits) : null;
 }
+
+/**
+ * The body with the call's output limit under `field` (what this provider and API read), when the ledger set one:
+ * the output tokens it reserved, so that the answer cannot cost more than the hold. The other limit fields, absent
+ * or null, are dropped.
+ */
+function withOutputLimit(body: Body, ticket: CallTicket, field: string, fields: readonly string[]): Body {
+  if (ticket.outputLimit === null) return body;
+  const limited = Object.fromEntries(Object.entries(body).filter(([name]) => !fields.includes(name)));
+  return { ...limited, [field]: ticket.outputLimit };
+}
+
+const CHAT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'];
 
 /**
  * All prompt tokens of an Anthropic-format usage: `input_tokens` counts only those after the last cache breakpoint,
@@ -190,10 +201,11 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     });
     const { ticket } = call;
     const { signal } = call.controller;
+    const limited = (target: CallTarget, chatBody: Body) => withOutputLimit(chatBody, ticket, upstream.chatOutputLimitField(target.connection), CHAT_LIMIT_FIELDS);
     if (body.stream !== true) {
       return answer(
         call,
-        (target) => upstream.chat(target.connection, target.model, forwarded, signal),
+        (target) => upstream.chat(target.connection, target.model, limited(target, forwarded), signal),
         // A provider that reports no usage is billed by estimate, as its streams are, not for nothing.
         (completion) =>
           completion.usage
@@ -203,7 +215,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     }
     const clientWantsUsage = (body.stream_options as Body | undefined)?.include_usage === true;
     const streamBody = { ...forwarded, stream_options: { ...(body.stream_options as Body | undefined), include_usage: true } };
-    return answerStream<ChatCompletionChunk>(call, (target) => upstream.chatStream(target.connection, target.model, streamBody, signal), 'chat', (chunk, counts) => {
+    return answerStream<ChatCompletionChunk>(call, (target) => upstream.chatStream(target.connection, target.model, limited(target, streamBody), signal), 'chat', (chunk, counts) => {
       if (chunk.usage) {
         counts.promptTokens = chunk.usage.prompt_tokens;
         counts.completionTokens = chunk.usage.completion_tokens;
@@ -321,17 +333,17 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     }
     checkNoCallOptions(body);
     const { user, model: _model, stream: _stream, ...rest } = body;
-    const forwarded: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
-    const maxOutput = body.max_output_tokens;
+    const unlimited: Body = principal.kind === 'virtual' && user !== undefined ? { ...rest, user } : rest;
     const call = await beginCall(request, reply, plan, {
       principal,
       user,
       endpoint: 'responses',
       estimatedPromptTokens: estimateTokens([body.instructions, body.input]),
-      maxOutputTokens: typeof maxOutput === 'number' && Number.isFinite(maxOutput) && maxOutput > 0 ? maxOutput : null,
+      maxOutputTokens: maxTokensOf(body, ['max_output_tokens']),
     });
     const { ticket } = call;
     const { signal } = call.controller;
+    const forwarded = withOutputLimit(unlimited, ticket, 'max_output_tokens', ['max_output_tokens']);
     if (body.stream !== true) {
       return answer(
         call,
@@ -368,7 +380,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       user,
       endpoint: 'messages',
       estimatedPromptTokens: estimateTokens([body.system, body.messages]),
-      maxOutputTokens: maxTokensOf(body),
+      // required here, so the client's limit is always the provider's
+      maxOutputTokens: Math.max(0, body.max_tokens),
     });
     const { ticket } = call;
     const { signal } = call.controller;

@@ -45,7 +45,10 @@ const MODEL_CALL_ERRORS = {
   ...BODY_ERRORS,
   ...AUTH_ERRORS,
   400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); model neither a model route nor provider:model of a configured provider (unknown_provider); the provider refused the request as invalid.'),
-  403: err('A budget of the key or the user is exhausted (budget_exceeded), or the model (route name or provider:model) is not in an allowed_models list (model_not_allowed).'),
+  402: err('The model (or a target of the model route) has no price and require_pricing is on: the call could not be billed (pricing_missing, param "model"). Nothing was sent to the provider.'),
+  403: err(
+    'A budget of the key or the user cannot hold what the call may cost — it is exhausted, or what is left is less than the hold (budget_exceeded); the model (route name or provider:model) is not in an allowed_models list (model_not_allowed); a virtual key named another "user" than its owner, or a user that does not exist, without allow_user_override (user_mismatch, param "user").',
+  ),
   404: err('The user named with the master key does not exist (user_not_found).'),
   429: {
     ...err('The provider rate-limited the call (upstream_rate_limited; through a model route: its last target) or the gateway rate limit was hit (rate_limit_exceeded).'),
@@ -137,7 +140,7 @@ export function gatewayOpenApi(version: string): Schema {
         },
         VirtualKey: {
           type: 'object',
-          required: ['object', 'id', 'key_name', 'key_prefix', 'user_id', 'budget_id', 'created_at', 'updated_at', 'expires_at', 'is_active', 'status', 'metadata', 'allowed_models'],
+          required: ['object', 'id', 'key_name', 'key_prefix', 'user_id', 'budget_id', 'created_at', 'updated_at', 'expires_at', 'is_active', 'status', 'metadata', 'allowed_models', 'allow_user_override'],
           properties: {
             object: { const: 'virtual_key' },
             id: { type: 'string' },
@@ -152,6 +155,10 @@ export function gatewayOpenApi(version: string): Schema {
             status: { enum: ['active', 'inactive', 'expired'] },
             metadata: { type: 'object' },
             allowed_models: allowedModels,
+            allow_user_override: {
+              type: 'boolean',
+              description: 'true: a call may name any "user" (passed to the provider as an end-user id, still charged to this key and its owner); false: another "user" than the owner is 403 user_mismatch',
+            },
           },
         },
         CreatedVirtualKey: { allOf: [ref('VirtualKey'), { type: 'object', required: ['key'], properties: { key: { type: 'string', description: 'The secret (gw-…); returned only here' } } }] },
@@ -175,19 +182,20 @@ export function gatewayOpenApi(version: string): Schema {
         },
         ModelPricing: {
           type: 'object',
-          required: ['object', 'model', 'input_cost_per_million', 'output_cost_per_million', 'updated_at'],
+          required: ['object', 'model', 'input_cost_per_million', 'output_cost_per_million', 'source', 'updated_at'],
           properties: {
             object: { const: 'model_pricing' },
             model: { type: 'string' },
             input_cost_per_million: { type: 'number' },
             output_cost_per_million: { type: 'number' },
             search_unit_cost_per_thousand: { type: 'number', description: 'Rerank billed per search unit: US dollars per thousand (0: not)' },
+            source: { enum: ['configured', 'bundled'], description: "configured: the gateway's own (configuration file or PUT); bundled: the table that ships with the gateway, below its own" },
             updated_at: time,
           },
         },
         Usage: {
           type: 'object',
-          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'reason'],
+          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'overshoot', 'status', 'status_code', 'duration_ms', 'reason'],
           properties: {
             object: { const: 'usage' },
             id: { type: 'string' },
@@ -205,6 +213,7 @@ export function gatewayOpenApi(version: string): Schema {
             total_tokens: { type: 'integer' },
             search_units: { type: 'integer', description: 'Search units the provider billed (rerank); 0 otherwise' },
             cost: { type: 'number' },
+            overshoot: { type: 'number', description: 'US dollars the call cost beyond its budget hold (the provider ignored the output limit it was sent), charged all the same; 0: none' },
             status: {
               enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'],
               description: 'refused: before any provider; pending: written before the provider is called, until the call ends; interrupted: its gateway died, settled at its hold or what its stream had delivered',

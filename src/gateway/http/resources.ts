@@ -34,6 +34,7 @@ export function keyResource(key: KeyRecord, now = Date.now()) {
     status: keyStatus(key, now),
     metadata: key.metadata,
     allowed_models: key.allowed_models,
+    allow_user_override: key.allow_user_override,
   };
 }
 
@@ -55,13 +56,14 @@ export function budgetResource(budget: BudgetRecord) {
   };
 }
 
-export function pricingResource(pricing: PricingRecord) {
+export function pricingResource(pricing: PricingRecord & { source?: 'configured' | 'bundled' }) {
   return {
     object: 'model_pricing' as const,
     model: pricing.model,
     input_cost_per_million: pricing.input_cost_per_million,
     output_cost_per_million: pricing.output_cost_per_million,
     search_unit_cost_per_thousand: pricing.search_unit_cost_per_thousand,
+    source: pricing.source ?? 'configured',
     updated_at: isoTime(pricing.updated_at),
   };
 }
@@ -84,6 +86,7 @@ export function usageResource(row: UsageRecord) {
     total_tokens: row.prompt_tokens + row.completion_tokens,
     search_units: row.search_units,
     cost: dollars(row.cost_nanos),
+    overshoot: dollars(row.overshoot_nanos ?? 0),
     status: row.status,
     status_code: row.status_code,
     duration_ms: row.duration_ms,

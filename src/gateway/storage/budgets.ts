@@ -62,9 +62,10 @@ export class Budgets {
   }
 
   /**
-   * Takes `amount` nano-dollars of headroom if the budget has any left (spend + reserved < limit), resetting the
-   * period first when it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock
-   * makes a concurrent UPDATE re-check the condition on the new row). Null when the budget is exhausted.
+   * Takes `amount` nano-dollars of headroom if the budget has that much left (spend + reserved + amount ≤ limit, and
+   * spend + reserved < limit, so that an exhausted budget refuses even a free call), resetting the period first when
+   * it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock makes a concurrent UPDATE
+   * re-check the condition on the new row). Null when the budget cannot hold it.
    */
   /** PostgreSQL: a hold's statement can carry another write (`also` of reserve), a call's pending usage row. */
   get holdsCarryWrites(): boolean {
@@ -80,8 +81,9 @@ export class Budgets {
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
         reserved_nanos = reserved_nanos + ?
-      WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos`;
-    const params = [now, now, now, amount, id, now];
+      WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos
+        AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos + ? <= max_budget_nanos`;
+    const params = [now, now, now, amount, id, now, now, amount];
     if (!this.#shared) return (await this.#driver.runRelaxed(hold, params)) > 0 ? { budget_id: id, reserved_nanos: amount, holder: null } : null;
     for (let attempt = 1; ; attempt++) {
       const seen = this.#registration.count;

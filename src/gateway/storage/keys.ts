@@ -20,13 +20,27 @@ export class VirtualKeys {
       metadata?: Metadata;
       expires_at?: number | null;
       allowed_models?: string[] | null;
+      allow_user_override?: boolean;
     },
     now = Date.now(),
   ): Promise<KeyRecord> {
     const id = newId('key');
     await this.#driver.run(
-      'INSERT INTO virtual_keys (id, key_hash, key_prefix, key_name, user_id, budget_id, metadata, is_active, expires_at, allowed_models, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)',
-      [id, key.key_hash, key.key_prefix, key.key_name, key.user_id ?? null, key.budget_id ?? null, json(key.metadata), key.expires_at ?? null, modelList(key.allowed_models), now, now],
+      'INSERT INTO virtual_keys (id, key_hash, key_prefix, key_name, user_id, budget_id, metadata, is_active, expires_at, allowed_models, allow_user_override, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)',
+      [
+        id,
+        key.key_hash,
+        key.key_prefix,
+        key.key_name,
+        key.user_id ?? null,
+        key.budget_id ?? null,
+        json(key.metadata),
+        key.expires_at ?? null,
+        modelList(key.allowed_models),
+        key.allow_user_override ? 1 : 0,
+        now,
+        now,
+      ],
     );
     return (await this.get(id))!;
   }
@@ -69,6 +83,7 @@ export class VirtualKeys {
       user_id?: string | null;
       budget_id?: string | null;
       allowed_models?: string[] | null;
+      allow_user_override?: boolean;
     },
     now = Date.now(),
   ): Promise<KeyRecord | null> {
@@ -80,6 +95,7 @@ export class VirtualKeys {
       metadata: patch.metadata === undefined ? undefined : json(patch.metadata),
       user_id: patch.user_id,
       budget_id: patch.budget_id,
+      allow_user_override: patch.allow_user_override === undefined ? undefined : patch.allow_user_override ? 1 : 0,
     });
     await this.#driver.run(`UPDATE virtual_keys SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE id = ?`, [...params, now, id]);
     return this.get(id);
@@ -118,6 +134,7 @@ function keyOf(row: Row): KeyRecord {
     is_active: Number(row.is_active) === 1,
     expires_at: num(row.expires_at),
     allowed_models: modelListOf(row.allowed_models),
+    allow_user_override: Number(row.allow_user_override) === 1,
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
   };

@@ -187,6 +187,7 @@ export const MIGRATIONS: Migration[] = [
       // then the usage rows in id order (as a reap locks them), then each row is written — updated while pending,
       // corrected if a reap interrupted it meanwhile (charged the difference), inserted if it was never written
       // (refusals) — and the holds are settled by gateway_settle_holds (migration 6), summed per budget and holder.
+      // (overshoot_nanos comes with migration 11; PL/pgSQL resolves columns when the function runs, after every migration.)
       `CREATE FUNCTION gateway_complete_calls(calls TEXT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
        DECLARE
          c RECORD;
@@ -202,19 +203,20 @@ export const MIGRATIONS: Migration[] = [
          PERFORM 1 FROM usage WHERE id = ANY (ARRAY(SELECT e->>'id' FROM json_array_elements(calls::json) AS e)) ORDER BY id FOR UPDATE;
          FOR c IN SELECT * FROM json_to_recordset(calls::json) AS x (
              id TEXT, request_id TEXT, created_at BIGINT, user_id TEXT, key_id TEXT, endpoint TEXT, provider TEXT, model TEXT, route TEXT,
-             attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, search_units INTEGER, cost_nanos BIGINT, status TEXT,
-             status_code INTEGER, duration_ms DOUBLE PRECISION, reason TEXT, instance_id TEXT, holds JSON) LOOP
+             attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, search_units INTEGER, cost_nanos BIGINT, overshoot_nanos BIGINT,
+             status TEXT, status_code INTEGER, duration_ms DOUBLE PRECISION, reason TEXT, instance_id TEXT, holds JSON) LOOP
            SELECT u.status, u.cost_nanos INTO prior FROM usage u WHERE u.id = c.id;
            IF NOT FOUND THEN
              INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, route, attempts, prompt_tokens,
-                 completion_tokens, search_units, cost_nanos, status, status_code, duration_ms, reason, instance_id, holds)
+                 completion_tokens, search_units, cost_nanos, overshoot_nanos, status, status_code, duration_ms, reason, instance_id, holds)
                VALUES (c.id, c.request_id, c.created_at, c.user_id, c.key_id, c.endpoint, c.provider, c.model, c.route, COALESCE(c.attempts, 1),
-                 c.prompt_tokens, c.completion_tokens, c.search_units, c.cost_nanos, c.status, c.status_code, c.duration_ms, c.reason,
-                 c.instance_id, c.holds::text);
+                 c.prompt_tokens, c.completion_tokens, c.search_units, c.cost_nanos, COALESCE(c.overshoot_nanos, 0), c.status, c.status_code,
+                 c.duration_ms, c.reason, c.instance_id, c.holds::text);
              extra := c.cost_nanos;
            ELSIF prior.status = 'pending' OR prior.status = 'interrupted' THEN
              UPDATE usage SET provider = c.provider, model = c.model, attempts = COALESCE(c.attempts, 1), prompt_tokens = c.prompt_tokens,
-                 completion_tokens = c.completion_tokens, search_units = c.search_units, cost_nanos = c.cost_nanos, status = c.status,
+                 completion_tokens = c.completion_tokens, search_units = c.search_units, cost_nanos = c.cost_nanos,
+                 overshoot_nanos = COALESCE(c.overshoot_nanos, 0), status = c.status,
                  status_code = c.status_code, duration_ms = c.duration_ms, reason = c.reason
                WHERE id = c.id;
              extra := c.cost_nanos - CASE WHEN prior.status = 'interrupted' THEN prior.cost_nanos ELSE 0 END;
@@ -231,6 +233,14 @@ export const MIGRATIONS: Migration[] = [
          END IF;
        END
        $$`,
+    ],
+  },
+  {
+    version: 11,
+    name: 'budget holds: what a call cost beyond its hold; keys that may name another user',
+    statements: [
+      'ALTER TABLE usage ADD COLUMN overshoot_nanos BIGINT NOT NULL DEFAULT 0',
+      'ALTER TABLE virtual_keys ADD COLUMN allow_user_override INTEGER NOT NULL DEFAULT 0',
     ],
   },
 ];

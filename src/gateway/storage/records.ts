@@ -24,6 +24,8 @@ export interface KeyRecord {
   expires_at: number | null;
   /** Models this key may use (`provider:model` or `provider:*`); null: every model. */
   allowed_models: string[] | null;
+  /** Whether a call may name another `user` than the key's owner (passed to the provider as an end-user id). */
+  allow_user_override: boolean;
   created_at: number;
   updated_at: number;
 }
@@ -71,6 +73,8 @@ export interface UsageRecord {
   /** Search units the provider billed (rerank; Cohere counts one per query and 100 documents); 0 for other calls. */
   search_units: number;
   cost_nanos: number;
+  /** What the call cost beyond its budget hold (the provider ignored the output limit), charged all the same; 0 or absent: none. */
+  overshoot_nanos?: number;
   /**
    * `success`, `error`, `cancelled` (the client went away), `refused` (before any provider: budget, allowed models,
    * rate limit, …), `pending` (written before the provider is called, until the call finishes) or `interrupted` (a

@@ -60,6 +60,7 @@ const USAGE_COLUMNS = [
   'completion_tokens',
   'search_units',
   'cost_nanos',
+  'overshoot_nanos',
   'status',
   'status_code',
   'duration_ms',
@@ -76,6 +77,8 @@ function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[numbe
       return row.route ?? null;
     case 'attempts':
       return row.attempts ?? 1;
+    case 'overshoot_nanos':
+      return row.overshoot_nanos ?? 0;
     case 'reason':
       return row.reason ?? null;
     case 'instance_id':
@@ -103,6 +106,7 @@ const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
   completion_tokens: 'INTEGER',
   search_units: 'INTEGER',
   cost_nanos: 'BIGINT',
+  overshoot_nanos: 'BIGINT',
   status: 'TEXT',
   status_code: 'INTEGER',
   duration_ms: 'DOUBLE PRECISION',
@@ -186,8 +190,22 @@ export class UsageLog {
         } else if (prior.status === 'pending' || prior.status === 'interrupted') {
           sql.run(
             `UPDATE usage SET provider = ?, model = ?, attempts = ?, prompt_tokens = ?, completion_tokens = ?, search_units = ?, cost_nanos = ?,
-               status = ?, status_code = ?, duration_ms = ?, reason = ? WHERE id = ?`,
-            [call.provider, call.model, call.attempts ?? 1, call.prompt_tokens, call.completion_tokens, call.search_units, call.cost_nanos, call.status, call.status_code, call.duration_ms, call.reason ?? null, call.id],
+               overshoot_nanos = ?, status = ?, status_code = ?, duration_ms = ?, reason = ? WHERE id = ?`,
+            [
+              call.provider,
+              call.model,
+              call.attempts ?? 1,
+              call.prompt_tokens,
+              call.completion_tokens,
+              call.search_units,
+              call.cost_nanos,
+              call.overshoot_nanos ?? 0,
+              call.status,
+              call.status_code,
+              call.duration_ms,
+              call.reason ?? null,
+              call.id,
+            ],
           );
           if (prior.status === 'interrupted') extra -= Number(prior.cost_nanos);
         } else continue;
@@ -398,6 +416,7 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   return { clause: where.length > 0 ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 
+/** A row's value for a column; the optional columns have their defaults. */
 function usageOf(row: Row): UsageRecord {
   return {
     id: String(row.id),
@@ -414,6 +433,7 @@ function usageOf(row: Row): UsageRecord {
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),
     cost_nanos: Number(row.cost_nanos),
+    overshoot_nanos: Number(row.overshoot_nanos ?? 0),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),
     duration_ms: Number(row.duration_ms),

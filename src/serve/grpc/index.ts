@@ -18,6 +18,8 @@ export interface GrpcServerOptions {
   metrics?: ServerMetrics;
   /** The key every call but health's must carry in its `authorization` metadata; none: every call is answered. */
   apiKey?: ApiKey;
+  /** The largest request message; larger ones are RESOURCE_EXHAUSTED. None: grpc-js's default (4 MiB). */
+  maxMessageBytes?: number;
 }
 
 /** The gRPC front end: a server not yet bound (the caller binds it), and its health status. */
@@ -43,7 +45,10 @@ export function createGrpcServer(predictor: Predictor, options: GrpcServerOption
   const encoderService = ENCODER_SERVICE_NAMES[predictor.modelType];
   const services = [encoderService, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
-  const server = new grpc.Server({ interceptors: options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [] });
+  const server = new grpc.Server({
+    interceptors: options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [],
+    ...(options.maxMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxMessageBytes } : {}),
+  });
   addEncoderServices(server, predictor, encoderProto, 'encoder.proto', options.metrics);
   const healthServiceProto = healthProto();
   const health = new HealthStatusBoard([encoderService]);

@@ -87,6 +87,15 @@ export function openApiDocument(options: {
           },
         },
       },
+      '/livez': {
+        get: {
+          operationId: 'liveness',
+          summary: 'Liveness: the JSON string "OK!" while the process answers at all, during a drain too',
+          responses: {
+            200: json('The process is alive (it may be draining: readiness is /health).', { type: 'string', enum: ['OK!'] }, { ok: { summary: 'Alive', value: 'OK!' } }),
+          },
+        },
+      },
       '/model': {
         get: {
           operationId: 'model',

@@ -4,11 +4,11 @@ import { JSON_TYPE } from './errors.ts';
 import { sendJson } from './json-reply.ts';
 import { predictBodyOf } from './predict-body.ts';
 
-/** Spec 2: `GET /health` answers the JSON string "OK!". */
+/** Spec 2: `GET /health` answers the JSON string "OK!"; so does `GET /livez`, which a drain leaves at 200 (drain.ts). */
 const HEALTH_BODY = JSON.stringify('OK!');
 
 /**
- * GET /health, GET /model, GET /openapi.json and POST /predict. /predict hands the parsed body to the predictor
+ * GET /health, GET /livez, GET /model, GET /openapi.json and POST /predict. /predict hands the parsed body to the predictor
  * as it is, but for null optional fields and TEI's options (predict-body.ts): the predictor validates it against
  * src/encoder/schemas.ts (the one source) and throws InputError with spec 2's message, which the error handler
  * turns into a 422. A second validation here, with fastify's ajv, would only produce other messages for the same
@@ -16,6 +16,7 @@ const HEALTH_BODY = JSON.stringify('OK!');
  */
 export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, openApiJson: () => Promise<string>): void {
   app.get('/health', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
+  app.get('/livez', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
   app.get('/model', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(predictor.metadata())));
   app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => {

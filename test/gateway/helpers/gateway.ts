@@ -40,6 +40,8 @@ export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig
     port: 0,
     providers: {},
     pricing: {},
+    requirePricing: true,
+    bundledPricing: true,
     models: {},
     rateLimits: null,
     reserveOutputTokens: 1024,

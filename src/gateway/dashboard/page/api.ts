@@ -126,6 +126,7 @@ export interface VirtualKey {
   is_active: boolean;
   status: 'active' | 'inactive' | 'expired';
   allowed_models: string[] | null;
+  allow_user_override: boolean;
 }
 
 export interface CreatedKey extends VirtualKey {
@@ -197,6 +198,7 @@ export interface Pricing {
   model: string;
   input_cost_per_million: number;
   output_cost_per_million: number;
+  source: 'configured' | 'bundled';
 }
 
 /** An entry of GET /v1/models; `targets` is what a model route would add (see pages/models.ts). */

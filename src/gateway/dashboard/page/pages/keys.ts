@@ -43,6 +43,7 @@ export const keysPage: Page = {
             budget_id: values.budget_id || null,
             expires_at: values.expires_at ? `${values.expires_at}:00Z` : null,
             allowed_models: parseModelList(values.allowed_models ?? ''),
+            allow_user_override: values.allow_user_override === 'true',
           });
           freshSecret = { title: `Key "${key.key_name}" created`, key };
         }),
@@ -52,6 +53,7 @@ export const keysPage: Page = {
       field('Budget', idSelect('budget_id', budgetChoices, 'no budget')),
       field('Expires (UTC)', h('input', { name: 'expires_at', type: 'datetime-local' })),
       field('Allowed models', h('input', { name: 'allowed_models', placeholder: 'all models', size: 28 }), 'provider:model or provider:*, comma-separated'),
+      userOverrideField(false),
       h('button', { type: 'submit' }, 'Create key'),
     );
 
@@ -79,6 +81,15 @@ export const keysPage: Page = {
     );
   },
 };
+
+/** Whether calls with the key may name another "user" than its owner (allow_user_override). */
+function userOverrideField(allowed: boolean): HTMLLabelElement {
+  return field(
+    'On behalf of others',
+    h('select', { name: 'allow_user_override' }, h('option', { value: 'false', selected: !allowed }, 'refused (403)'), h('option', { value: 'true', selected: allowed }, 'passed to the provider')),
+    'calls for someone other than the owner',
+  );
+}
 
 function secretPanel(title: string, key: CreatedKey): HTMLElement {
   const copy = h('button', { type: 'button' }, 'Copy');
@@ -113,11 +124,16 @@ function keyActions(context: PageContext, key: VirtualKey, budgetChoices: { valu
       class: 'stack',
       onSubmit: action(context, () => {
         const values = formValues(edit);
-        return context.api.call('PATCH', path, { budget_id: values.budget_id || null, allowed_models: parseModelList(values.allowed_models ?? '') });
+        return context.api.call('PATCH', path, {
+          budget_id: values.budget_id || null,
+          allowed_models: parseModelList(values.allowed_models ?? ''),
+          allow_user_override: values.allow_user_override === 'true',
+        });
       }),
     },
     field('Budget', idSelect('budget_id', budgetChoices, 'no budget', key.budget_id)),
     field('Allowed models', h('input', { name: 'allowed_models', value: key.allowed_models?.join(', ') ?? '', placeholder: 'all models' })),
+    userOverrideField(key.allow_user_override),
     h('button', { type: 'submit' }, 'Save'),
   );
   const rotate: HTMLFormElement = h(

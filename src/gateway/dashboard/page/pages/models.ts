@@ -29,7 +29,10 @@ export const modelsPage: Page = {
     return h(
       'div',
       { class: 'page' },
-      heading('Models', 'The model routes and the models of the configured providers (GET /v1/models), and their prices (US$ per million tokens; unpriced models cost $0; a route costs what the target that answers costs).'),
+      heading(
+        'Models',
+        'The model routes and the models of the configured providers (GET /v1/models), and their prices (US$ per million tokens; a route costs what the target that answers costs). Calls to a model without a price are refused (402 pricing_missing) unless require_pricing exempts it; then they cost $0.',
+      ),
       models instanceof ApiError ? errorBanner(models) : null,
       table(
         ['Model', 'Provider', 'Route', 'Input per 1M tokens', 'Output per 1M tokens', 'Source'],
@@ -42,7 +45,7 @@ export const modelsPage: Page = {
             routeOf(model),
             price ? money(price.input_cost_per_million) : isRoute(model) ? 'its targets\' prices' : 'not priced',
             price ? money(price.output_cost_per_million) : isRoute(model) ? 'its targets\' prices' : 'not priced',
-            model ? (isRoute(model) ? 'gateway configuration' : price ? 'provider, pricing' : 'provider') : 'pricing only',
+            model ? (isRoute(model) ? 'gateway configuration' : price ? `provider, ${pricingSource(price)}` : 'provider') : `${pricingSource(price!)} only`,
           ];
         }),
         'No provider is configured and no model is priced.',
@@ -50,6 +53,11 @@ export const modelsPage: Page = {
     );
   },
 };
+
+/** Where a price comes from: the gateway's own table (configuration, PUT) or the one bundled with it. */
+function pricingSource(price: Pricing): string {
+  return price.source === 'bundled' ? 'bundled pricing' : 'pricing';
+}
 
 /** A model route's public name (the gateway's `models:` section), as /v1/models lists them. */
 function isRoute(model: Model | undefined): boolean {
