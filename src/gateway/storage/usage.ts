@@ -120,11 +120,9 @@ const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
  * selects from the CTE `hold`, so the row is written exactly when the hold is taken, in the same round trip.
  */
 export function pendingRowWithHold(row: CallRow): Statement {
-  return {
-    sql: `INSERT INTO usage (${CALL_COLUMNS.join(', ')}) SELECT ${CALL_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`,
-    params: CALL_COLUMNS.map((column) => valueOf(row, column)),
-  };
+  return { sql: PENDING_ROW_WITH_HOLD, params: CALL_COLUMNS.map((column) => valueOf(row, column)) };
 }
+const PENDING_ROW_WITH_HOLD = `INSERT INTO usage (${CALL_COLUMNS.join(', ')}) SELECT ${CALL_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`;
 
 /** Multi-row INSERTs of `rows` (one per 500 rows) into `columns`. */
 function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][]): Statement[] {
