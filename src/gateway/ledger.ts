@@ -429,8 +429,9 @@ export class CallLedger {
     }
     const updates: CallProgress[] = [];
     for (const [ticket, stream] of this.#streams) {
-      const prompt = tokenCount(stream.delivered().promptTokens);
-      const completion = tokenCount(stream.delivered().completionTokens);
+      const delivered = stream.delivered();
+      const prompt = tokenCount(delivered.promptTokens);
+      const completion = tokenCount(delivered.completionTokens);
       const fingerprint = `${prompt}/${completion}`;
       if (fingerprint === stream.recorded) continue;
       stream.recorded = fingerprint;
@@ -472,7 +473,7 @@ export class CallLedger {
       cost_nanos: 0,
       status: 'refused',
       status_code: refusal.error.status,
-      duration_ms: Date.now() - now,
+      duration_ms: Math.max(0, Date.now() - now),
       reason: refusal.error.code,
       holds: [],
       instance_id: this.#store.instanceId,

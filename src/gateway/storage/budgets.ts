@@ -149,14 +149,6 @@ export class Budgets {
     }
     if (statements.length > 0) await this.#driver.transaction(statements);
   }
-
-  /**
-   * Clears every reservation: in-flight calls of a process that was killed never settle. Only safe when no other
-   * gateway shares the database (SQLite at start).
-   */
-  async clearReservations(): Promise<void> {
-    await this.#driver.run('UPDATE budgets SET reserved_nanos = 0 WHERE reserved_nanos <> 0');
-  }
 }
 
 function budgetOf(row: Row, now: number): BudgetRecord {

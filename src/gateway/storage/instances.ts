@@ -91,9 +91,9 @@ export class Instances {
 
   /**
    * Gives back all holds of one instance, settles its pending calls and removes it (if its heartbeat is still older
-   * than `staleBefore`, when given); 1 if it did. One transaction per instance, locking the instance row, then the
-   * rows of the budgets it holds or its pending calls charge (in budget_id order), then its pending usage rows (in id
-   * order, as gateway_complete_calls locks them), then reading its shares: a reservation needs the instance row only
+   * than `staleBefore`, when given); 1 if it did. One transaction per instance, locking the instance row, then its
+   * pending usage rows (in id order, before any budget, as gateway_complete_calls locks them), then the rows of the
+   * budgets it holds or its pending calls charge (in budget_id order), then reading its shares: a reservation needs the instance row only
    * when it holds a budget it held nothing on (the foreign key), a budget this transaction does not wait for, so the
    * two cannot deadlock. Two reapers queue on the instance row; the second finds it gone.
    *
@@ -107,16 +107,16 @@ export class Instances {
     const [reaped] = await this.#driver.transaction([
       { sql: `SELECT instance_id FROM gateway_instances WHERE instance_id = ?${stale} FOR UPDATE`, params: which },
       {
+        sql: `SELECT id FROM usage WHERE instance_id = ? AND status = 'pending' AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}) ORDER BY id FOR UPDATE`,
+        params: [instanceId, ...which],
+      },
+      {
         sql: `SELECT budget_id FROM budgets WHERE budget_id IN (
                 SELECT r.budget_id FROM budget_reservations r JOIN gateway_instances i USING (instance_id) WHERE i.instance_id = ?${stale}
                 UNION SELECT hs.budget_id FROM usage u, json_to_recordset(CAST(u.holds AS json)) AS hs (budget_id TEXT)
                   WHERE u.instance_id = ? AND u.status = 'pending' AND u.holds IS NOT NULL AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}))
               ORDER BY budget_id FOR NO KEY UPDATE`,
         params: [...which, instanceId, ...which],
-      },
-      {
-        sql: `SELECT id FROM usage WHERE instance_id = ? AND status = 'pending' AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}) ORDER BY id FOR UPDATE`,
-        params: [instanceId, ...which],
       },
       {
         sql: `WITH gone AS (DELETE FROM gateway_instances WHERE instance_id = ?${stale} RETURNING instance_id),

@@ -183,10 +183,12 @@ export const MIGRATIONS: Migration[] = [
       "CREATE INDEX usage_pending ON usage (instance_id, id) WHERE status = 'pending'",
     ],
     postgresStatements: [
-      // Finishing calls (a JSON array of usage rows, each with its holds): budget rows locked first in budget_id order,
-      // then the usage rows in id order (as a reap locks them), then each row is written — updated while pending,
-      // corrected if a reap interrupted it meanwhile (charged the difference), inserted if it was never written
-      // (refusals) — and the holds are settled by gateway_settle_holds (migration 6), summed per budget and holder.
+      // Finishing calls (a JSON array of usage rows, each with its holds): the usage rows locked first, in id order (as a
+      // reap locks them, before any budget), then each row is written — updated while pending, corrected if a reap
+      // interrupted it meanwhile (charged the difference), inserted if it was never written (refusals) — and only then
+      // the holds are settled by gateway_settle_holds (migration 6, which locks the budget rows in budget_id order),
+      // summed per budget and holder: the budget rows, which every reservation needs, are locked for the settlement
+      // alone (locked first, they were held through the row writes and reservations queued behind them).
       // (overshoot_nanos comes with migration 11; PL/pgSQL resolves columns when the function runs, after every migration.)
       `CREATE FUNCTION gateway_complete_calls(calls TEXT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
        DECLARE
@@ -197,9 +199,6 @@ export const MIGRATIONS: Migration[] = [
        BEGIN
          -- = ANY (ARRAY(...)): an index scan whatever the planner guesses of a JSON function's rows (IN (SELECT …) read
          -- the whole usage table)
-         PERFORM 1 FROM budgets WHERE budget_id = ANY (ARRAY(
-             SELECT hs.budget_id FROM json_array_elements(calls::json) AS e, json_to_recordset(COALESCE(e->'holds', '[]'::json)) AS hs (budget_id TEXT)))
-           ORDER BY budget_id FOR NO KEY UPDATE;
          PERFORM 1 FROM usage WHERE id = ANY (ARRAY(SELECT e->>'id' FROM json_array_elements(calls::json) AS e)) ORDER BY id FOR UPDATE;
          FOR c IN SELECT * FROM json_to_recordset(calls::json) AS x (
              id TEXT, request_id TEXT, created_at BIGINT, user_id TEXT, key_id TEXT, endpoint TEXT, provider TEXT, model TEXT, route TEXT,
