@@ -184,52 +184,47 @@ export const MIGRATIONS: Migration[] = [
     ],
     postgresStatements: [
       // Finishing calls (a JSON array of usage rows, each with its holds): the usage rows locked first, in id order (as a
-      // reap locks them, before any budget), then each row is written — updated while pending, corrected if a reap
-      // interrupted it meanwhile (charged the difference), inserted if it was never written (refusals) — and only then
+      // reap locks them, before any budget), then the rows are written — updated while pending, corrected if a reap
+      // interrupted one meanwhile (charged the difference), inserted if never written (refusals) — and only then
       // the holds are settled by gateway_settle_holds (migration 6, which locks the budget rows in budget_id order),
       // summed per budget and holder: the budget rows, which every reservation needs, are locked for the settlement
       // alone (locked first, they were held through the row writes and reservations queued behind them).
       // (overshoot_nanos comes with migration 11; PL/pgSQL resolves columns when the function runs, after every migration.)
       `CREATE FUNCTION gateway_complete_calls(calls TEXT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
        DECLARE
-         c RECORD;
-         prior RECORD;
-         extra BIGINT;
-         settled JSONB := '[]'::jsonb;
+         settled TEXT;
        BEGIN
          -- = ANY (ARRAY(...)): an index scan whatever the planner guesses of a JSON function's rows (IN (SELECT …) read
-         -- the whole usage table)
-         PERFORM 1 FROM usage WHERE id = ANY (ARRAY(SELECT e->>'id' FROM json_array_elements(calls::json) AS e)) ORDER BY id FOR UPDATE;
-         FOR c IN SELECT * FROM json_to_recordset(calls::json) AS x (
+         -- the whole usage table). Set-based: a statement per row cost the server as much again as the writes.
+         WITH input AS (
+           SELECT * FROM json_to_recordset(calls::json) AS x (
              id TEXT, request_id TEXT, created_at BIGINT, user_id TEXT, key_id TEXT, endpoint TEXT, provider TEXT, model TEXT, route TEXT,
              attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, search_units INTEGER, cost_nanos BIGINT, overshoot_nanos BIGINT,
-             status TEXT, status_code INTEGER, duration_ms DOUBLE PRECISION, reason TEXT, instance_id TEXT, holds JSON) LOOP
-           SELECT u.status, u.cost_nanos INTO prior FROM usage u WHERE u.id = c.id;
-           IF NOT FOUND THEN
-             INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, route, attempts, prompt_tokens,
-                 completion_tokens, search_units, cost_nanos, overshoot_nanos, status, status_code, duration_ms, reason, instance_id, holds)
-               VALUES (c.id, c.request_id, c.created_at, c.user_id, c.key_id, c.endpoint, c.provider, c.model, c.route, COALESCE(c.attempts, 1),
-                 c.prompt_tokens, c.completion_tokens, c.search_units, c.cost_nanos, COALESCE(c.overshoot_nanos, 0), c.status, c.status_code,
-                 c.duration_ms, c.reason, c.instance_id, c.holds::text);
-             extra := c.cost_nanos;
-           ELSIF prior.status = 'pending' OR prior.status = 'interrupted' THEN
-             UPDATE usage SET provider = c.provider, model = c.model, attempts = COALESCE(c.attempts, 1), prompt_tokens = c.prompt_tokens,
-                 completion_tokens = c.completion_tokens, search_units = c.search_units, cost_nanos = c.cost_nanos,
-                 overshoot_nanos = COALESCE(c.overshoot_nanos, 0), status = c.status,
-                 status_code = c.status_code, duration_ms = c.duration_ms, reason = c.reason
-               WHERE id = c.id;
-             extra := c.cost_nanos - CASE WHEN prior.status = 'interrupted' THEN prior.cost_nanos ELSE 0 END;
-           ELSE
-             CONTINUE;
-           END IF;
-           SELECT settled || COALESCE(jsonb_agg(jsonb_build_object('budget_id', hs.budget_id, 'holder', hs.holder, 'reserved', hs.reserved_nanos, 'actual', extra)), '[]'::jsonb)
-             INTO settled FROM json_to_recordset(COALESCE(c.holds, '[]'::json)) AS hs (budget_id TEXT, holder TEXT, reserved_nanos BIGINT);
-         END LOOP;
-         IF jsonb_array_length(settled) > 0 THEN
-           PERFORM gateway_settle_holds((SELECT json_agg(sums) FROM (
-               SELECT s->>'budget_id' AS budget_id, s->>'holder' AS holder, SUM((s->>'reserved')::BIGINT) AS reserved, SUM((s->>'actual')::BIGINT) AS actual
-               FROM jsonb_array_elements(settled) AS s GROUP BY 1, 2) AS sums)::text);
-         END IF;
+             status TEXT, status_code INTEGER, duration_ms DOUBLE PRECISION, reason TEXT, instance_id TEXT, holds JSON)),
+         prior AS (SELECT u.id, u.status, u.cost_nanos FROM usage u WHERE u.id = ANY (ARRAY(SELECT id FROM input)) ORDER BY u.id FOR UPDATE),
+         updated AS (
+           UPDATE usage u SET provider = i.provider, model = i.model, attempts = COALESCE(i.attempts, 1), prompt_tokens = i.prompt_tokens,
+               completion_tokens = i.completion_tokens, search_units = i.search_units, cost_nanos = i.cost_nanos,
+               overshoot_nanos = COALESCE(i.overshoot_nanos, 0), status = i.status, status_code = i.status_code, duration_ms = i.duration_ms,
+               reason = i.reason
+             FROM input i JOIN prior p ON p.id = i.id
+             WHERE u.id = i.id AND p.status IN ('pending', 'interrupted')),
+         inserted AS (
+           INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, route, attempts, prompt_tokens,
+               completion_tokens, search_units, cost_nanos, overshoot_nanos, status, status_code, duration_ms, reason, instance_id, holds)
+             SELECT i.id, i.request_id, i.created_at, i.user_id, i.key_id, i.endpoint, i.provider, i.model, i.route, COALESCE(i.attempts, 1),
+               i.prompt_tokens, i.completion_tokens, i.search_units, i.cost_nanos, COALESCE(i.overshoot_nanos, 0), i.status, i.status_code,
+               i.duration_ms, i.reason, i.instance_id, i.holds::text
+             FROM input i WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.id)),
+         -- what each call adds to spend: its cost, less the charge a reap already settled it at
+         charged AS (
+           SELECT i.holds, i.cost_nanos - CASE WHEN p.status = 'interrupted' THEN p.cost_nanos ELSE 0 END AS extra
+             FROM input i LEFT JOIN prior p ON p.id = i.id WHERE p.id IS NULL OR p.status IN ('pending', 'interrupted'))
+         SELECT json_agg(sums)::text INTO settled FROM (
+           SELECT hs.budget_id, hs.holder, SUM(hs.reserved_nanos) AS reserved, SUM(c.extra) AS actual
+             FROM charged c, json_to_recordset(COALESCE(c.holds, '[]'::json)) AS hs (budget_id TEXT, holder TEXT, reserved_nanos BIGINT)
+             GROUP BY 1, 2) AS sums;
+         IF settled IS NOT NULL THEN PERFORM gateway_settle_holds(settled); END IF;
        END
        $$`,
     ],
