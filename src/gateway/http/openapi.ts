@@ -55,6 +55,10 @@ const MODEL_CALL_ERRORS = {
     headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
   },
   502: err("The provider failed, could not be reached, or refused the gateway's credentials (through a model route: every target failed, or one refused the credentials)."),
+  503: {
+    ...err('The call\'s usage row could not be written before the provider was called (usage_unavailable): nothing was sent to the provider.'),
+    headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+  },
   504: err('The provider did not answer in time (through a model route: the last target).'),
 };
 

@@ -208,7 +208,8 @@ export const MIGRATIONS: Migration[] = [
                overshoot_nanos = COALESCE(i.overshoot_nanos, 0), status = i.status, status_code = i.status_code, duration_ms = i.duration_ms,
                reason = i.reason
              FROM input i JOIN prior p ON p.id = i.id
-             WHERE u.id = i.id AND p.status IN ('pending', 'interrupted')),
+             -- the ANY: an index scan of usage, not a join the planner may turn into a scan of the whole table
+             WHERE u.id = ANY (ARRAY(SELECT id FROM input)) AND u.id = i.id AND p.status IN ('pending', 'interrupted')),
          inserted AS (
            INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, route, attempts, prompt_tokens,
                completion_tokens, search_units, cost_nanos, overshoot_nanos, status, status_code, duration_ms, reason, instance_id, holds)

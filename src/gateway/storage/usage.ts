@@ -226,9 +226,9 @@ export class UsageLog {
     const set = 'prompt_tokens = ?, completion_tokens = ?, cost_nanos = ?, duration_ms = ?';
     if (!this.#driver.atomically) {
       await this.#driver.runRelaxed(
-        `UPDATE usage u SET prompt_tokens = v.prompt_tokens, completion_tokens = v.completion_tokens, cost_nanos = v.cost_nanos, duration_ms = v.duration_ms
-         FROM json_to_recordset(CAST(? AS json)) AS v (id TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_nanos BIGINT, duration_ms DOUBLE PRECISION)
-         WHERE u.id = v.id AND u.status = 'pending'`,
+        `WITH v AS (SELECT * FROM json_to_recordset(CAST(? AS json)) AS x (id TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_nanos BIGINT, duration_ms DOUBLE PRECISION))
+         UPDATE usage u SET prompt_tokens = v.prompt_tokens, completion_tokens = v.completion_tokens, cost_nanos = v.cost_nanos, duration_ms = v.duration_ms
+         FROM v WHERE u.id = ANY (ARRAY(SELECT id FROM v)) AND u.id = v.id AND u.status = 'pending'`,
         [JSON.stringify(updates)],
       );
       return;
