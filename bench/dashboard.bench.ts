@@ -57,7 +57,7 @@ try {
       prompt_tokens: 100,
       completion_tokens: 50,
       search_units: 0,
-      cost_nanos: 1_000_000,
+      cost_nanos: 1_000_000n,
       status: i % 20 === 0 ? 'error' : 'success',
       status_code: i % 20 === 0 ? 502 : 200,
       duration_ms: 100,

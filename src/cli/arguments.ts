@@ -20,6 +20,12 @@ export function parseNonNegativeNumber(value: string): number {
   return parsed;
 }
 
+export function parsePositiveNumber(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError(`"${value}" is not a number > 0`);
+  return parsed;
+}
+
 export function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`"${value}" is not a port (0-65535)`);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import type { GatewayConfig } from '../gateway/index.ts';
-import { parsePort } from './arguments.ts';
+import { parsePort, parsePositiveInteger, parsePositiveNumber } from './arguments.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 import { waitForStopSignal } from './stop-signal.ts';
 
@@ -11,6 +11,10 @@ interface ServeOptions {
   port?: number;
   databaseUrl?: string;
   masterKey?: string;
+  requestTimeoutSeconds?: number;
+  headersTimeoutSeconds?: number;
+  maxConnections?: number;
+  maxConnectionsPerClient?: number;
 }
 
 /**
@@ -42,6 +46,10 @@ export function registerGatewayCommand(program: Command, io: CliIo, context: Pic
     .option('--port <port>', 'port (default 8000)', parsePort)
     .option('--database-url <url>', 'sqlite:<file> (default sqlite:gateway.db) or postgres://user:password@host:port/database')
     .option('--master-key <key>', 'master key (default: GATEWAY_MASTER_KEY, then master_key in the configuration)')
+    .option('--request-timeout-seconds <seconds>', 'a request, headers and body, must arrive within this (default 60)', parsePositiveNumber)
+    .option('--headers-timeout-seconds <seconds>', 'request headers must arrive within this (default 10)', parsePositiveNumber)
+    .option('--max-connections <n>', 'open client connections at most (default: what the open-file limit allows, at most 10000)', parsePositiveInteger)
+    .option('--max-connections-per-client <n>', 'open connections of one client address at most (default: half of --max-connections)', parsePositiveInteger)
     .action(async (options: ServeOptions) => {
       const { GatewayConfigError, redactUrl, startGateway } = await loadGateway();
       const config = await load(options, true);

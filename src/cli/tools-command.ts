@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import type { RunningToolServer } from '../tools/index.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
-import { reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
+import { onStopSignals, reloadsOnSighup, waitForStopSignal } from './stop-signal.ts';
 import { registerToolsConfigCommands } from './tools-config-command.ts';
 
 interface ToolsServeOptions {
@@ -10,6 +10,8 @@ interface ToolsServeOptions {
   addr?: { host: string; port: number };
   /** false with --no-auth */
   auth: boolean;
+  secrets?: string;
+  stateDir?: string;
 }
 
 /** `host:port`, `[v6]:port` or `:port` (all interfaces). */
@@ -29,6 +31,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
     .option('-c, --config <file>', 'tools configuration (YAML; see docs/tools.md)', 'tools.yaml')
     .option('--addr <host:port>', 'address to listen on (default: 127.0.0.1:8090, or 0.0.0.0:8090 when the configuration has auth.keys)', parseAddr)
     .option('--no-auth', 'serve without authentication on an address other machines can reach (refused otherwise)')
+    .option('--secrets <file>', 'values of ${secret:NAME} (mode 0600; default: $ENCODER_TOOLS_SECRETS, else ~/.config/encoder/tools.secrets.yaml)')
+    .option('--state-dir <dir>', 'where the servers\' process ids are kept for the next start (default: $ENCODER_TOOLS_STATE_DIR, else ~/.local/state/encoder)')
     .action(async (options: ToolsServeOptions) => {
       const log = (line: string) => io.stderr(`${line}\n`);
       let server: RunningToolServer | undefined;
@@ -49,7 +53,8 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
           const summary = server.reload();
           io.stderr(
             `SIGHUP: configuration reloaded; added: ${summary.added.join(', ') || 'none'}; removed: ${summary.removed.join(', ') || 'none'}; ` +
-              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}\n`,
+              `restarted: ${summary.restarted.join(', ') || 'none'}; unchanged: ${summary.unchanged.join(', ') || 'none'}; ` +
+              `allow-list changed in place: ${summary.updated.join(', ') || 'none'}\n`,
           );
         } catch (error) {
           io.stderr(`SIGHUP: configuration not reloaded, keeping the current one: ${(error as Error).message}\n`);
@@ -57,12 +62,14 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
       };
       if (reloadsOnSighup()) process.on('SIGHUP', onHup);
       // loaded only when the tool server runs: the same executable serves models, whose start-up must not pay for it
-      const { startToolServer, ToolsConfigError } = await import('../tools/index.ts');
+      const { startToolServer, ToolsConfigError, processGroups } = await import('../tools/index.ts');
       try {
         server = await startToolServer({
           configFile: options.config,
           ...options.addr,
           noAuth: !options.auth,
+          secretsFile: options.secrets,
+          stateDir: options.stateDir,
           version: RUNTIME_VERSION,
           log,
           swaggerUiFiles: context.swaggerUiFiles,
@@ -93,8 +100,16 @@ export function registerToolsCommand(program: Command, io: CliIo, context: CliCo
       }
       const signal = await stopSignal;
       stopping = true;
-      io.stderr(`${signal}: stopping; closing every MCP session and child process\n`);
+      io.stderr(`${signal}: stopping; closing every MCP session and child process (${signal} again: at once)\n`);
+      // the servers run in process groups of their own: a second signal (its default action would end this process
+      // without an 'exit' event, and a Ctrl+C no longer reaches them) ends them with SIGKILL, then this process
+      const stopNow = onStopSignals((again) => {
+        io.stderr(`${again} again: ending every child process now\n`);
+        processGroups.killAll();
+        process.exit(again === 'SIGINT' ? 130 : 143);
+      });
       await server.close();
+      stopNow();
       process.off('SIGHUP', onHup);
       io.stderr('stopped\n');
     });

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
+import { headerProblem } from '../tools/headers.ts';
 import type { ServerEntry, ServerListing } from '../tools/index.ts';
 import type { CliIo } from './program.ts';
 
@@ -43,17 +44,22 @@ export function parseEnvPairs(values: string[]): Record<string, string> {
   return env;
 }
 
-/** Repeated `--header 'Name: value'` as a map; names are HTTP field names (RFC 9110 tokens). */
+/**
+ * Repeated `--header 'Name: value'` as a map; names are HTTP field names (RFC 9110 tokens), values hold no line
+ * break or other control character (headers.ts). No error shows a value: it is often a secret.
+ */
 export function parseHeaders(values: string[]): Record<string, string> {
   const headers: Record<string, string> = {};
   const seen = new Set<string>();
-  for (const value of values) {
-    const match = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$/s.exec(value);
-    if (!match) throw new ConfigError(`--header "${value}": write 'Name: value' (a header name, a colon, the value)`);
+  values.forEach((value, index) => {
+    const match = /^([^:]*):[ \t]*(.*?)[ \t]*$/s.exec(value);
+    if (!match) throw new ConfigError(`--header number ${index + 1} has no colon: write 'Name: value' (a header name, a colon, the value)`);
+    const problem = headerProblem(match[1], match[2]);
+    if (problem !== null) throw new ConfigError(`--header: ${problem}`);
     if (seen.has(match[1].toLowerCase())) throw new ConfigError(`--header: ${match[1]} is given twice`);
     seen.add(match[1].toLowerCase());
     headers[match[1]] = match[2];
-  }
+  });
   return headers;
 }
 
@@ -155,6 +161,28 @@ export function registerToolsConfigCommands(tools: Command, io: CliIo): void {
       const { removeServerFromFile, userErrors } = await configFile();
       userErrors(() => removeServerFromFile(options.config, name));
       io.stdout(`removed server "${name}" from ${options.config}; ${RELOAD_HINT}\n`);
+    });
+  tools
+    .command('config')
+    .description('The configuration as a whole')
+    .command('export')
+    .description('Write a copy of the configuration that holds no secret: literal env and header values (and URLs with credentials) become ${secret:NAME} references')
+    .option(...CONFIG_OPTION)
+    .option('-o, --output <file>', 'write the copy here (default: standard output)')
+    .action(async (options: ConfigFileOption & { output?: string }) => {
+      const { exportToolsConfig, userErrors } = await configFile();
+      const exported = userErrors(() => exportToolsConfig(options.config));
+      if (options.output) {
+        const { writeFileSync } = await import('node:fs');
+        writeFileSync(options.output, exported.text);
+      } else {
+        io.stdout(exported.text);
+      }
+      const replaced = Object.entries(exported.replaced).map(([where, name]) => `  ${where} → \${secret:${name}}`);
+      io.stderr(
+        (replaced.length ? `replaced by references (put their values in the secrets file):\n${replaced.join('\n')}\n` : '') +
+          `the copy needs secrets: ${exported.secrets.join(', ') || 'none'}; environment variables: ${exported.environment.join(', ') || 'none'}\n`,
+      );
     });
   tools
     .command('list')

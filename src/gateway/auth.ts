@@ -71,9 +71,3 @@ export class Authenticator {
     return { kind: 'virtual', key, ownerBudgetId, ownerAllowedModels };
   }
 }
-
-export function requireMaster(principal: Principal): void {
-  if (principal.kind !== 'master') {
-    throw new GatewayError(403, 'permission_error', 'master_key_required', 'This operation requires the master key; virtual keys can only make model calls');
-  }
-}

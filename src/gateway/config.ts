@@ -5,10 +5,13 @@ import { PROVIDERS } from '../hub/index.ts';
 import type { PricingRequirement } from './pricing-policy.ts';
 import type { RateLimits } from './rate-limit.ts';
 import { GatewayConfigError } from './errors.ts';
+import { defaultFrontDoor, type FrontDoorSettings } from './front-door-settings.ts';
 import { DEFAULT_DATABASE_URL, type PricingPrices } from './storage/index.ts';
 
-/** Shortest master key accepted without a warning. */
-export const MIN_MASTER_KEY_LENGTH = 32;
+/** Shortest master key the gateway starts with: anything shorter could be guessed through the throttle. */
+const MIN_MASTER_KEY_LENGTH = 16;
+/** Shortest master key accepted without a warning (the spec recommends 32 characters). */
+const RECOMMENDED_MASTER_KEY_LENGTH = 32;
 
 const ProviderSettings = z.strictObject({
   api_key: z.string().optional(),
@@ -35,6 +38,18 @@ const RateLimits = z
   .refine((limits) => limits.requests_per_minute !== undefined || limits.tokens_per_minute !== undefined, 'give requests_per_minute, tokens_per_minute or both');
 
 const PROVIDER_MODEL = /^[^:\s]+:.+$/;
+
+/** Failed credentials per client address before the client is refused with 429 (see docs/gateway.md, Front door). */
+const AuthThrottle = z.union([
+  z.literal(false),
+  z.strictObject({
+    max_failures: z.number().int().positive().max(1_000_000),
+    window_seconds: z.number().positive().max(86_400),
+  }),
+]);
+
+/** fastify's trustProxy: whose X-Forwarded-For names the client (true: any peer's; a list: those addresses or CIDR ranges). */
+const TrustProxy = z.union([z.boolean(), z.array(z.string().min(1)).max(256)]);
 
 /** A target of a model route; a bare `provider:model` string is short for `{model: "provider:model"}`. */
 const RouteTarget = z.preprocess(
@@ -93,6 +108,22 @@ const ConfigFile = z.strictObject({
   /** PostgreSQL: an instance silent for this long is taken for dead and its budget holds are given back. */
   instance_lease_seconds: z.number().positive().optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  /** The whole request (headers and body) must arrive within this many seconds, else the connection is closed (408). */
+  request_timeout_seconds: z.number().positive().max(86_400).optional(),
+  /** The request line and headers must arrive within this many seconds (at most request_timeout_seconds). */
+  headers_timeout_seconds: z.number().positive().max(86_400).optional(),
+  /** Open client connections at most; more are closed as they arrive. Default: what the open-file limit allows. */
+  max_connections: z.number().int().positive().optional(),
+  /** Open connections of one client address at most (default: half of max_connections). */
+  max_connections_per_client: z.number().int().positive().optional(),
+  /** Largest body of a model call, in bytes (413 beyond). */
+  body_limit_bytes: z.number().int().positive().max(2 ** 30).optional(),
+  /** Largest body of a management call (users, keys, budgets, pricing), in bytes (413 beyond). */
+  management_body_limit_bytes: z.number().int().positive().max(2 ** 30).optional(),
+  /** How deep arrays and objects of a JSON body may nest (400 beyond). */
+  max_json_depth: z.number().int().min(2).max(10_000).optional(),
+  auth_throttle: AuthThrottle.optional(),
+  trust_proxy: TrustProxy.optional(),
   /** Web origins whose pages may call the API from a browser (CORS); "*" for any. Empty or absent: none. */
   cors_allow_origins: z
     .array(
@@ -128,6 +159,8 @@ export interface GatewayConfig {
   /** Origins allowed to call from a browser (CORS); empty: CORS off. */
   corsAllowOrigins: string[];
   logLevel: string;
+  /** Timeouts, connection and body bounds, the failed-credential throttle (docs/gateway.md, Front door). */
+  frontDoor: FrontDoorSettings;
   /** Things the operator should know at start (a short master key). */
   warnings: string[];
 }
@@ -138,6 +171,10 @@ export interface ConfigOverrides {
   port?: number;
   databaseUrl?: string;
   masterKey?: string;
+  requestTimeoutSeconds?: number;
+  headersTimeoutSeconds?: number;
+  maxConnections?: number;
+  maxConnectionsPerClient?: number;
 }
 
 const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -213,10 +250,19 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
           'Make one with `encoder gateway keygen` (32 random bytes, URL-safe).',
       );
     }
-    if (masterKey.length < MIN_MASTER_KEY_LENGTH) {
-      warnings.push(`the master key is ${masterKey.length} characters long; at least ${MIN_MASTER_KEY_LENGTH} are recommended (make one with \`encoder gateway keygen\`)`);
+    checkMasterKey(masterKey);
+    if (masterKey.length < RECOMMENDED_MASTER_KEY_LENGTH) {
+      warnings.push(`the master key is ${masterKey.length} characters long; at least ${RECOMMENDED_MASTER_KEY_LENGTH} are recommended (make one with \`encoder gateway keygen\`)`);
     }
   }
+  const defaults = defaultFrontDoor();
+  const maxConnections = overrides.maxConnections ?? file.max_connections ?? defaults.maxConnections;
+  const requestTimeoutSeconds = overrides.requestTimeoutSeconds ?? file.request_timeout_seconds ?? defaults.requestTimeoutSeconds;
+  const headersTimeoutSeconds = overrides.headersTimeoutSeconds ?? file.headers_timeout_seconds ?? Math.min(defaults.headersTimeoutSeconds, requestTimeoutSeconds);
+  if (headersTimeoutSeconds > requestTimeoutSeconds) {
+    throw new GatewayConfigError(`headers_timeout_seconds (${headersTimeoutSeconds}) must not be longer than request_timeout_seconds (${requestTimeoutSeconds}): the headers are part of the request`);
+  }
+  const throttle = file.auth_throttle;
   return {
     masterKey,
     databaseUrl: overrides.databaseUrl ?? nonEmpty(env.GATEWAY_DATABASE_URL) ?? file.database_url ?? DEFAULT_DATABASE_URL,
@@ -233,6 +279,17 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
     instanceLeaseSeconds: file.instance_lease_seconds ?? 30,
     corsAllowOrigins: file.cors_allow_origins ?? [],
     logLevel: file.log_level ?? 'info',
+    frontDoor: {
+      requestTimeoutSeconds,
+      headersTimeoutSeconds,
+      maxConnections,
+      maxConnectionsPerClient: overrides.maxConnectionsPerClient ?? file.max_connections_per_client ?? Math.max(1, Math.floor(maxConnections / 2)),
+      bodyLimitBytes: file.body_limit_bytes ?? defaults.bodyLimitBytes,
+      managementBodyLimitBytes: file.management_body_limit_bytes ?? defaults.managementBodyLimitBytes,
+      maxJsonDepth: file.max_json_depth ?? defaults.maxJsonDepth,
+      authThrottle: throttle === undefined ? defaults.authThrottle : throttle === false ? null : { maxFailures: throttle.max_failures, windowSeconds: throttle.window_seconds },
+      trustProxy: file.trust_proxy ?? defaults.trustProxy,
+    },
     warnings,
   };
 }
@@ -265,6 +322,16 @@ function routeProblems(file: GatewayConfigFile): string[] {
     });
   }
   return problems;
+}
+
+/** Refuses a master key too short to withstand guessing; `serve` exits with this message (code 2). */
+export function checkMasterKey(masterKey: string): void {
+  if (masterKey.length < MIN_MASTER_KEY_LENGTH) {
+    throw new GatewayConfigError(
+      `the master key is ${masterKey.length} characters long; the gateway needs at least ${MIN_MASTER_KEY_LENGTH} (${RECOMMENDED_MASTER_KEY_LENGTH} or more recommended). ` +
+        'Make one with `encoder gateway keygen` (32 random bytes, URL-safe).',
+    );
+  }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

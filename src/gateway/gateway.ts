@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
 import type { ThreadScript } from '../shared/thread-script.ts';
 import { Authenticator } from './auth.ts';
-import type { GatewayConfig } from './config.ts';
+import { checkMasterKey, type GatewayConfig } from './config.ts';
 import type { DashboardFiles } from './dashboard/files.ts';
 import { createGatewayApp } from './http/app.ts';
 import type { GatewayContext } from './http/context.ts';
@@ -42,6 +42,7 @@ export interface GatewayOptions {
 
 /** Opens the database, applies migrations, and serves the gateway. */
 export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<RunningGateway> {
+  checkMasterKey(config.masterKey);
   const store = openStore(config.databaseUrl, { sqliteReader: options.sqliteReader });
   let interrupted = 0;
   try {
@@ -82,9 +83,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     metrics,
     pricing,
     authenticator,
-    authenticate: (request, authOptions) => authenticator.authenticate(request.headers, authOptions),
   };
-  const app = await createGatewayApp(context, { version: options.version, logger: options.logger, dashboard: options.dashboard, corsAllowOrigins: config.corsAllowOrigins });
+  const app = await createGatewayApp(context, {
+    version: options.version,
+    logger: options.logger,
+    frontDoor: config.frontDoor,
+    dashboard: options.dashboard,
+    corsAllowOrigins: config.corsAllowOrigins,
+  });
   ledger.onWriteError = (error, row) =>
     row
       ? app.log.error(

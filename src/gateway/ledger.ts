@@ -2,23 +2,17 @@ import { randomUUIDv7 } from 'node:crypto';
 import type { Principal } from './auth.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { callNanos, dollars } from './money.ts';
 import { PricingPolicy } from './pricing-policy.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type KeyRecord, type PricingRecord, type UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
-/** Cost in nano-dollars of `tokens` at `perMillion` dollars per million tokens. */
-const nanos = (tokens: number, perMillion: number) => tokens * perMillion * 1000;
-
-/** Cost in nano-dollars of a call's tokens and search units (rerank) at a model's prices. */
-const callNanos = (pricing: PricingRecord, prompt: number, completion: number, searchUnits: number) =>
-  nanos(prompt, pricing.input_cost_per_million) + nanos(completion, pricing.output_cost_per_million) + searchUnits * pricing.search_unit_cost_per_thousand * 1e6;
-
 /**
  * The most one call reserves: the largest budget (MAX_DOLLARS). A client's `max_tokens: 1e300` must not put a
  * number into `reserved` that PostgreSQL's BIGINT refuses (a 500) or SQLite turns into a float.
  */
-const MAX_RESERVATION_NANOS = 1e18;
+const MAX_RESERVATION_NANOS = 1_000_000_000_000_000_000n;
 
 /**
  * Token counts come from the provider; the usage columns are 32-bit integers. A fraction or an absurd count made
@@ -39,7 +33,7 @@ export const ANONYMOUS_REFUSAL_ROWS_PER_MINUTE = 60;
 export interface Refusal {
   requestId: string;
   error: GatewayError;
-  /** The endpoint called (chat.completions, embeddings, …), or the request's path when no route was reached. */
+  /** The endpoint called (chat.completions, embeddings, …). */
   endpoint: string;
   userId?: string | null;
   keyId?: string | null;
@@ -93,7 +87,7 @@ export interface CallTicket {
   attempts: number;
   finished: boolean;
   /** What the call holds on each of its budgets (its estimated cost, nano-dollars); a cost above it is an overshoot. */
-  readonly holdNanos: number;
+  readonly holdNanos: bigint;
   /**
    * The output tokens to send as the provider's limit: the reserved ones, for a call that holds a budget and set no
    * limit of its own (so the provider cannot answer beyond the hold); null otherwise.
@@ -228,11 +222,12 @@ export class CallLedger {
     }
     await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
     // One hold per call, whichever target answers: it is sized for the dearest, so a fallback stays covered.
-    let estimate = 0;
+    let estimate = 0n;
     for (const pricing of prices.values()) {
       if (!pricing) continue;
-      const cost = Math.ceil(callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0));
-      estimate = Math.max(estimate, Math.min(MAX_RESERVATION_NANOS, cost));
+      const cost = callNanos(pricing, start.estimatedPromptTokens, start.maxOutputTokens ?? this.#reserveOutputTokens, start.estimatedSearchUnits ?? 0, 'ceil');
+      const capped = cost < MAX_RESERVATION_NANOS ? cost : MAX_RESERVATION_NANOS;
+      if (capped > estimate) estimate = capped;
     }
     // Write-ahead: the call's row, pending with its holds, is committed before any provider is called; a gateway that
     // dies from here on leaves it to be settled as interrupted (settleInterrupted, or the reap of its instance).
@@ -252,8 +247,7 @@ export class CallLedger {
       prompt_tokens: tokenCount(start.estimatedPromptTokens),
       completion_tokens: tokenCount(start.maxOutputTokens ?? this.#reserveOutputTokens),
       search_units: tokenCount(start.estimatedSearchUnits ?? 0),
-      // (kept readable as a JavaScript number: an absurd hold is recorded, and charged if interrupted, at 2^53 − 1)
-      cost_nanos: Math.min(estimate, Number.MAX_SAFE_INTEGER),
+      cost_nanos: estimate,
       status: 'pending',
       status_code: 0,
       duration_ms: 0,
@@ -290,7 +284,7 @@ export class CallLedger {
           403,
           'permission_error',
           'budget_exceeded',
-          `Budget exceeded: budget ${budget.id} of ${owner} has not enough left for this period to hold what this call may cost ($${Number((estimate / 1e9).toFixed(9))})`,
+          `Budget exceeded: budget ${budget.id} of ${owner} has not enough left for this period to hold what this call may cost ($${dollars(estimate)})`,
         ),
       );
     }
@@ -364,14 +358,14 @@ export class CallLedger {
     outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
     const { start, target } = ticket;
     const pricing = ticket.prices.get(`${target.provider}:${target.model}`) ?? null;
-    const cost = pricing ? Math.round(callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits)) : 0;
+    const cost = pricing ? callNanos(pricing, outcome.promptTokens, outcome.completionTokens, searchUnits) : 0n;
     const labels = { provider: target.provider, model: target.model };
     // Charged in full all the same: the provider answered beyond the limit it was sent (or the prompt beyond its estimate).
-    const overshoot = ticket.reservations.length > 0 ? Math.max(0, cost - ticket.holdNanos) : 0;
-    if (overshoot > 0) this.#metrics.budgetOvershoots.inc(labels);
+    const overshoot = ticket.reservations.length > 0 && cost > ticket.holdNanos ? cost - ticket.holdNanos : 0n;
+    if (overshoot > 0n) this.#metrics.budgetOvershoots.inc(labels);
     if (outcome.promptTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'prompt' }, outcome.promptTokens);
     if (outcome.completionTokens > 0) this.#metrics.tokens.inc({ ...labels, kind: 'completion' }, outcome.completionTokens);
-    if (cost > 0) this.#metrics.cost.inc(labels, cost / 1e9);
+    if (cost > 0n) this.#metrics.cost.inc(labels, dollars(cost));
     this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
     this.#metrics.upstreamCalls.inc({ provider: target.provider, endpoint: start.endpoint, status: outcome.status });
     const row: CallRow = {
@@ -436,7 +430,7 @@ export class CallLedger {
       if (fingerprint === stream.recorded) continue;
       stream.recorded = fingerprint;
       const pricing = ticket.prices.get(`${ticket.target.provider}:${ticket.target.model}`) ?? null;
-      const cost = pricing ? Math.round(callNanos(pricing, prompt, completion, 0)) : 0;
+      const cost = pricing ? callNanos(pricing, prompt, completion, 0) : 0n;
       updates.push({ id: ticket.id, prompt_tokens: prompt, completion_tokens: completion, cost_nanos: cost, duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6 });
     }
     this.#store.usage.progress(updates).catch((error: unknown) => this.onWriteError?.(error, null));
@@ -470,7 +464,7 @@ export class CallLedger {
       prompt_tokens: 0,
       completion_tokens: 0,
       search_units: 0,
-      cost_nanos: 0,
+      cost_nanos: 0n,
       status: 'refused',
       status_code: refusal.error.status,
       duration_ms: Math.max(0, Date.now() - now),

@@ -46,6 +46,12 @@ export class GatewayMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly connectionsRefused = new Counter({
+    name: 'gateway_connections_refused_total',
+    help: 'Client connections closed on arrival: too many open (max_connections) or too many of one client (max_connections_per_client)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly budgetRejections = new Counter({
     name: 'gateway_budget_rejections_total',
     help: 'Model calls refused because a budget was exhausted',

@@ -217,7 +217,8 @@ function validateEdited(text: string, source: string): void {
     // an edit that broke the YAML (an alias whose anchor was in the removed entry): parseToolsConfig reports it
   }
   try {
-    parseToolsConfig(text, source, { ...process.env, ...standIns });
+    // secrets are not read when editing: each stands in like an unset variable
+    parseToolsConfig(text, source, { ...process.env, ...standIns }, () => ({ source: 'the secrets file', get: (name) => standIns[`secret:${name}`] }));
   } catch (error) {
     if (error instanceof ToolsConfigError) throw new ToolsConfigError(`${error.message}\n(${source} not changed)`, { cause: error });
     throw error;
@@ -231,7 +232,7 @@ function standInsForUnset(raw: unknown, env: NodeJS.ProcessEnv): Record<string, 
   const seen = new Set<object>();
   const walk = (value: unknown, key: string) => {
     if (typeof value === 'string') {
-      for (const match of value.matchAll(/\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) {
+      for (const match of value.matchAll(/\$(\$)?\{((?:secret:)?[A-Za-z_][A-Za-z0-9_]*)\}/g)) {
         const name = match[2];
         if (match[1] || env[name] !== undefined || name in standIns) continue;
         standIns[name] = key === 'url' && match.index === 0 ? 'http://0' : DURATION_KEYS.has(key) ? '1s' : '0';

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { unbracket } from '../shared/host-names.ts';
 import { DURATION_PATTERN, parseDuration } from './duration.ts';
+import { headerProblem } from './headers.ts';
+import type { SecretLookup } from './secrets.ts';
 
 /** A configuration that cannot be used: the message names the file, the entry and what is wrong. */
 export class ToolsConfigError extends Error {
@@ -98,6 +101,10 @@ export interface ToolsConfig {
   audit?: AuditConfig;
   /** undefined: no `auth` section, every request is allowed (see startToolServer for where that is permitted). */
   auth?: { keys: ApiKeyConfig[] };
+  /** `allowed_hosts`: Host names accepted beside the listen address and the loopback names (http/browser-guard.ts). */
+  allowedHosts?: string[];
+  /** `cors_allow_origins`: web pages (origins) that may call the API from a browser (http/browser-guard.ts). */
+  corsAllowOrigins?: string[];
 }
 
 const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
@@ -162,6 +169,10 @@ export const TOOLS_CONFIG_SCHEMA = {
         keys: { type: 'object', minProperties: 1, propertyNames: { pattern: NAME_PATTERN }, additionalProperties: apiKeySchema },
       },
     },
+    // a host name or IP address (no port), or "*": every Host (docs/tools.md, "Browsers")
+    allowed_hosts: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^(\\*|[A-Za-z0-9.-]+|\\[?[0-9A-Fa-f:.]+\\]?)$' } },
+    // origins as browsers send them: scheme://host[:port], nothing else
+    cors_allow_origins: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s]+/?$' } },
     servers: {
       type: ['object', 'null'],
       propertyNames: { pattern: NAME_PATTERN },
@@ -190,31 +201,44 @@ export const TOOLS_CONFIG_SCHEMA = {
 
 const validate = new Ajv({ allErrors: true, strict: true, strictRequired: false, verbose: true }).compile(TOOLS_CONFIG_SCHEMA);
 
-/** Reads, substitutes and validates a configuration file. */
-export function loadToolsConfig(file: string, env: NodeJS.ProcessEnv = process.env): ToolsConfig {
+/** Reads, substitutes and validates a configuration file; `secrets` is read only when the file uses `${secret:…}`. */
+export function loadToolsConfig(file: string, env: NodeJS.ProcessEnv = process.env, secrets?: () => SecretLookup): ToolsConfig {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     throw new ToolsConfigError(`cannot read the tools configuration ${file}: ${(error as Error).message}`, { cause: error });
   }
-  return parseToolsConfig(text, file, env);
+  return parseToolsConfig(text, file, env, secrets);
 }
 
 /** Parses configuration text; `source` names it in error messages. */
-export function parseToolsConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): ToolsConfig {
+export function parseToolsConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env, secrets?: () => SecretLookup): ToolsConfig {
   let raw: unknown;
   try {
     raw = parseYaml(text);
   } catch (error) {
     throw new ToolsConfigError(`${source}: not valid YAML: ${(error as Error).message}`, { cause: error });
   }
-  const substituted = substituteEnv(raw, env, source, '');
+  let lookup: SecretLookup | undefined;
+  const secret = (name: string, where: string): string => {
+    if (!secrets) throw new ToolsConfigError(`${source}: ${where || '/'}: \${secret:${name}} needs a secrets file (--secrets)`);
+    lookup ??= secrets();
+    const value = lookup.get(name);
+    if (value === undefined) throw new ToolsConfigError(`${source}: ${where || '/'}: secret ${name} is not in ${lookup.source}`);
+    return value;
+  };
+  const substituted = substituteEnv(raw, env, source, '', secret);
   if (!validate(substituted)) {
     const problems = describeErrors(validate.errors ?? []);
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${problems.map((line) => `  - ${line}`).join('\n')}`);
   }
-  const outOfRange = [...durationRangeProblems(substituted as RawConfig), ...urlProblems(substituted as RawConfig), ...authProblems(substituted as RawConfig)];
+  const outOfRange = [
+    ...durationRangeProblems(substituted as RawConfig),
+    ...urlProblems(substituted as RawConfig, raw as RawConfig),
+    ...headerProblems(substituted as RawConfig, raw as RawConfig),
+    ...authProblems(substituted as RawConfig),
+  ];
   if (outOfRange.length > 0) {
     throw new ToolsConfigError(`${source}: invalid tools configuration:\n${outOfRange.map((line) => `  - ${line}`).join('\n')}`);
   }
@@ -255,6 +279,8 @@ interface RawConfig {
   servers: Record<string, RawServer> | null;
   auth?: { keys: Record<string, RawApiKey> };
   audit?: { file: string; include_arguments?: boolean };
+  allowed_hosts?: string[];
+  cors_allow_origins?: string[];
 }
 
 function resolve(raw: RawConfig, source: string): ToolsConfig {
@@ -277,15 +303,18 @@ function resolve(raw: RawConfig, source: string): ToolsConfig {
     file: raw.audit.file === '-' ? '-' : path.resolve(path.dirname(source), raw.audit.file),
     includeArguments: raw.audit.include_arguments ?? false,
   };
-  const withAudit = audit ? { servers, audit } : { servers };
-  if (!raw.auth) return withAudit;
+  const resolved: ToolsConfig = audit ? { servers, audit } : { servers };
+  // in the spelling requests are compared in: lower case, no brackets; an origin as a browser sends it
+  if (raw.allowed_hosts) resolved.allowedHosts = raw.allowed_hosts.map((host) => unbracket(host.toLowerCase()));
+  if (raw.cors_allow_origins) resolved.corsAllowOrigins = raw.cors_allow_origins.map((origin) => new URL(origin).origin);
+  if (!raw.auth) return resolved;
   const keys = Object.entries(raw.auth.keys).map(([name, key]): ApiKeyConfig => ({
     name,
     sha256: key.sha256,
     servers: serverGrantsOf(key.servers),
     ...(key.requests_per_minute === undefined ? {} : { requestsPerMinute: key.requests_per_minute }),
   }));
-  return { ...withAudit, auth: { keys } };
+  return { ...resolved, auth: { keys } };
 }
 
 function serverGrantsOf(raw: RawApiKey['servers']): ApiKeyConfig['servers'] {
@@ -341,11 +370,38 @@ function durationRangeProblems(raw: RawConfig): string[] {
   return problems;
 }
 
-/** URLs that pass the schema's pattern but not the URL parser (`http://exa mple.com`, `http://`). */
-function urlProblems(raw: RawConfig): string[] {
-  return Object.entries(raw.servers ?? {})
+/**
+ * URLs that pass the schema's pattern but not the URL parser (`http://exa mple.com`, `http://`), and origins in
+ * cors_allow_origins that are not one (a path, a query). A URL is shown as the file writes it, before `${NAME}`
+ * substitution: a token in its query must not reach an error message.
+ */
+function urlProblems(config: RawConfig, written: RawConfig): string[] {
+  const problems = Object.entries(config.servers ?? {})
     .filter(([, entry]) => entry.url !== undefined && !URL.canParse(entry.url))
-    .map(([name, entry]) => `/servers/${name}/url: "${entry.url}" is not a valid URL`);
+    .map(([name]) => `/servers/${name}/url: ${JSON.stringify(written.servers?.[name]?.url)} is not a valid URL`);
+  (config.cors_allow_origins ?? []).forEach((origin, index) => {
+    if (!URL.canParse(origin)) {
+      problems.push(`/cors_allow_origins/${index}: ${JSON.stringify(written.cors_allow_origins?.[index])} is not an origin (scheme://host[:port], as a browser sends it)`);
+    }
+  });
+  return problems;
+}
+
+/**
+ * Headers no HTTP client may send (headers.ts), checked after `${NAME}` substitution: an environment variable whose
+ * value holds a line break would otherwise reach the request, or an error message that quotes it.
+ */
+function headerProblems(config: RawConfig, written: RawConfig): string[] {
+  const problems: string[] = [];
+  for (const [server, entry] of Object.entries(config.servers ?? {})) {
+    for (const [name, value] of Object.entries(entry.headers ?? {})) {
+      const problem = headerProblem(name, value);
+      if (problem === null) continue;
+      const substituted = written.servers?.[server]?.headers?.[name]?.includes('${') ? ' (after ${NAME} substitution)' : '';
+      problems.push(`/servers/${server}/headers: ${problem}${substituted}`);
+    }
+  }
+  return problems;
 }
 
 /** The durations of a restart entry (afterPingTimeouts is a count). */
@@ -366,13 +422,22 @@ function durations(values: Record<string, string | undefined>): Record<string, n
 }
 
 /**
- * Replaces `${NAME}` in every string (keys stay as written) by the environment variable NAME; an unset variable
- * is an error that names it and where it is used. `$${` writes a literal `${`.
+ * Replaces `${NAME}` in every string (keys stay as written) by the environment variable NAME, and `${secret:NAME}` by
+ * the secret NAME; an unset variable or secret is an error that names it and where it is used (never a value).
+ * `$${` writes a literal `${`.
  */
-function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, where: string, inside: object[] = []): unknown {
+function substituteEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  source: string,
+  where: string,
+  secret: (name: string, where: string) => string,
+  inside: object[] = [],
+): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$(\$)?\{([^}]*)\}/g, (whole, escaped: string | undefined, name: string) => {
       if (escaped) return whole.slice(1);
+      if (name.startsWith('secret:') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(name.slice(7))) return secret(name.slice(7), where);
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
         throw new ToolsConfigError(`${source}: ${where || '/'}: "\${${name}}" is not a valid environment variable reference`);
       }
@@ -388,9 +453,9 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, w
     throw new ToolsConfigError(`${source}: ${where || '/'}: a YAML alias that contains itself`);
   }
   const path = typeof value === 'object' && value !== null ? [...inside, value] : inside;
-  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`, path));
+  if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, source, `${where}/${index}`, secret, path));
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`, path)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteEnv(item, env, source, `${where}/${key}`, secret, path)]));
   }
   return value;
 }
@@ -421,6 +486,10 @@ function describeErrors(errors: ErrorObject[]): string[] {
       lines.add(`${at}: must be the SHA-256 of the key in lower-case hex (64 characters; \`encoder tools keygen\` prints it)`);
     } else if (error.keyword === 'propertyNames') {
       continue;
+    } else if (error.keyword === 'pattern' && at.startsWith('/allowed_hosts/')) {
+      lines.add(`${at}: ${JSON.stringify(error.data)} is not a host name or IP address (no scheme, no port), nor "*"`);
+    } else if (error.keyword === 'pattern' && at.startsWith('/cors_allow_origins/')) {
+      lines.add(`${at}: ${JSON.stringify(error.data)} is not an origin (scheme://host[:port], no path, as a browser sends it)`);
     } else if (error.keyword === 'pattern' && (error.params as { pattern: string }).pattern === DURATION_PATTERN) {
       lines.add(`${at}: "${String(error.data)}" is not a duration (write e.g. 500ms, 5s, 1m)`);
     } else {

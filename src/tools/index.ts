@@ -1,18 +1,23 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { closeHttp } from '../shared/close-http.ts';
+import { isLoopbackHost } from '../shared/host-names.ts';
 import { AuditLog } from './audit.ts';
 import { ApiKeys } from './auth.ts';
 import { loadToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
+import { ChildRecords, defaultStateDir } from './child-records.ts';
 import { createToolsApp } from './http/app.ts';
 import type { SwaggerUiFiles } from './http/docs-page.ts';
 import { McpSessions } from './http/mcp-route.ts';
 import { ToolsMetrics } from './metrics.ts';
 import type { ApiOperation } from './operations.ts';
+import { defaultSecretsFile, loadSecrets } from './secrets.ts';
 import { Upstreams, type ReloadSummary } from './upstreams.ts';
 
 export { loadToolsConfig, parseToolsConfig, ToolsConfigError, type ToolsConfig } from './config.ts';
 export { Upstreams, type ReloadSummary } from './upstreams.ts';
+export { exportToolsConfig } from './config-export.ts';
+export { processGroups } from './process-group.ts';
 export { addServerToFile, initToolsConfigFile, listServersOfFile, removeServerFromFile, type ServerEntry, type ServerListing } from './config-file.ts';
 export { createToolsApp } from './http/app.ts';
 export { apiKeyDigest, generateApiKey } from './auth.ts';
@@ -31,6 +36,10 @@ export interface ToolServerOptions {
   /** Lines about servers starting, failing, restarting, and their stderr. */
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** `${secret:NAME}` values (docs/tools.md, "Secrets"); default: defaultSecretsFile, read only when used. */
+  secretsFile?: string;
+  /** Where the stdio servers' process ids are recorded for the next start's sweep; default: defaultStateDir. */
+  stateDir?: string;
   /** Swagger UI's files for /docs (the caller knows where they are: installed package or SEA assets). */
   swaggerUiFiles: SwaggerUiFiles;
 }
@@ -51,12 +60,18 @@ export interface RunningToolServer {
  * tells when every server's first start attempt has ended.
  */
 export async function startToolServer(options: ToolServerOptions): Promise<RunningToolServer> {
-  const config = loadToolsConfig(options.configFile, options.env);
+  const env = options.env ?? process.env;
+  const secrets = () => loadSecrets(options.secretsFile ?? defaultSecretsFile(env));
+  const config = loadToolsConfig(options.configFile, env, secrets);
   const host = options.host ?? (config.auth ? '0.0.0.0' : '127.0.0.1');
   const port = options.port ?? DEFAULT_TOOLS_PORT;
   checkExposure(config, host, port, options);
   const log = options.log ?? (() => {});
-  if (!config.auth && !isLoopback(host)) {
+  // servers a previous run with this configuration left running (it was SIGKILLed) end before new ones start
+  const children = new ChildRecords(options.stateDir ?? defaultStateDir(env), options.configFile, log);
+  await children.sweep();
+  children.track();
+  if (!config.auth && !isLoopbackHost(host)) {
     log(`warning: --no-auth: anyone who can reach ${host}:${port} can list and call every tool, prompt and resource of every configured server, with this process's rights`);
   }
   let keys = config.auth ? new ApiKeys(config.auth.keys) : null;
@@ -70,6 +85,7 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   const upstreams = Upstreams.start(config, {
     log: options.log,
     clientInfo: { name: 'encoder-tools', version: options.version },
+    relay: mcp.relay,
     onSession: (server, restart) => {
       metrics.sessionStarted(server, restart);
       // a server (re)connected: its tools may be new to the clients of /mcp
@@ -78,6 +94,8 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
   });
   metrics.watch(upstreams);
   mcp.watch(upstreams);
+  /** The configuration in force (a reload replaces it). */
+  let current = config;
   let app: FastifyInstance;
   try {
     app = await createToolsApp(upstreams, {
@@ -87,11 +105,14 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       metrics: metrics.registry,
       observe,
       mcp,
+      listenHost: host,
+      browserAccess: () => current,
     });
     await app.listen({ host, port });
   } catch (error) {
     await upstreams.close();
     await audit?.close();
+    children.stop();
     throw error;
   }
   const address = app.server.address();
@@ -100,12 +121,14 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
     url: `http://${host.includes(':') ? `[${host}]` : host}:${listening}`,
     app,
     upstreams,
-    config,
+    get config() {
+      return current;
+    },
     reload() {
-      const next = loadToolsConfig(options.configFile, options.env);
+      const next = loadToolsConfig(options.configFile, env, secrets);
       // a reload may add keys or change them, but not open a reachable server to everyone
       checkExposure(next, host, port, options);
-      running.config = next;
+      current = next;
       if (!next.auth) keys = null;
       else if (keys) keys.replace(next.auth.keys);
       else keys = new ApiKeys(next.auth.keys);
@@ -124,14 +147,10 @@ export async function startToolServer(options: ToolServerOptions): Promise<Runni
       await closeHttp(app);
       await upstreams.close();
       await audit?.close();
+      children.stop();
     },
   };
   return running;
-}
-
-/** Loopback addresses: only this machine can connect. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 /**
@@ -142,7 +161,7 @@ function checkExposure(config: ToolsConfig, host: string, port: number, options:
   if (config.auth && options.noAuth) {
     throw new ToolsConfigError(`${options.configFile}: has auth.keys, and --no-auth asks for no authentication; remove one of the two`);
   }
-  if (!config.auth && !options.noAuth && !isLoopback(host)) {
+  if (!config.auth && !options.noAuth && !isLoopbackHost(host)) {
     throw new ToolsConfigError(
       `refusing to serve ${host}:${port} without authentication: anyone who can reach it could call every tool of every ` +
         `server. Add auth.keys to ${options.configFile} (make a key with \`encoder tools keygen --name NAME\`), listen on ` +

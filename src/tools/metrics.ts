@@ -3,6 +3,8 @@ import type { ApiOperation } from './operations.ts';
 import type { Upstreams } from './upstreams.ts';
 
 const HEALTH_STATUSES = ['ok', 'timeout', 'unreachable', 'unknown'] as const;
+/** The label of a server that is not configured, or of a tool its server did not list. */
+const OTHER = 'other';
 
 /** The tool server's Prometheus metrics (GET /metrics), in a registry of its own. */
 export class ToolsMetrics {
@@ -57,12 +59,21 @@ export class ToolsMetrics {
     this.#upstreams = upstreams;
   }
 
-  /** One answered API request. Requests without a server (lists of all servers, refused ones) count under "". */
+  /**
+   * One answered API request. Requests without a server (lists of all servers, requests refused before
+   * authentication, which the front end records without names) count under "". Labels are bounded: a server is named
+   * only when it is configured, a tool only when its server listed it; any other name the client chose counts under
+   * "other", so that no client can add series at will.
+   */
   record(operation: ApiOperation, status: number, seconds: number): void {
-    const server = operation.server ?? '';
+    const upstream = operation.server === null || !this.#upstreams?.has(operation.server) ? undefined : this.#upstreams.get(operation.server);
+    const server = operation.server === null ? '' : (upstream?.name ?? OTHER);
     this.#requests.inc({ server, operation: operation.operation, status: String(status) });
     this.#latency.observe({ server, operation: operation.operation }, seconds);
-    if (operation.operation === 'call_tool' && operation.name !== null) this.#calls.inc({ server, tool: operation.name, status: String(status) });
+    if (operation.operation === 'call_tool') {
+      const tool = operation.name !== null && upstream?.hasListedTool(operation.name) ? operation.name : OTHER;
+      this.#calls.inc({ server, tool, status: String(status) });
+    }
   }
 
   sessionStarted(server: string, restart: boolean): void {

@@ -9,6 +9,9 @@ export type OperationName =
   | 'list_resources'
   | 'read_resource'
   | 'list_resource_templates'
+  | 'subscribe_resource'
+  | 'unsubscribe_resource'
+  | 'set_logging_level'
   | 'metrics'
   | 'mcp'
   | 'unknown_route';

@@ -1,9 +1,5 @@
-import { StringDecoder } from 'node:string_decoder';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
   ErrorCode,
   McpError,
@@ -13,11 +9,16 @@ import {
   type ListPromptsResult,
   type ListResourcesResult,
   type ListResourceTemplatesResult,
+  type LoggingLevel,
   type ReadResourceResult,
+  type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from './config.ts';
 import { mcpMessageOf, ToolsError, toolsErrorOf } from './errors.ts';
+import { cancelled, collectPages, forwardedMeta, matchesTemplate, ProgressRoutes, textOf, type RequestOptions } from './upstream-requests.ts';
+import { RELAYED_CLIENT_CAPABILITIES, relayFrom, type UpstreamRelay } from './upstream-relay.ts';
+import { createUpstreamTransport, pidOf, sessionRejected, terminateHttpSession } from './upstream-transport.ts';
 
 /** ok: the last ping was answered; timeout: it was not answered in time; unreachable: no session or the ping
  * failed; unknown: not checked yet. */
@@ -37,26 +38,19 @@ export interface Health {
 /** The session's life: connecting (first start or restart), connected, waiting to retry, stopped for good. */
 export type UpstreamState = 'connecting' | 'connected' | 'backoff' | 'stopped';
 
-export interface RequestOptions {
-  /** Aborted when the request's caller no longer wants the answer (an HTTP client that went away). */
-  signal?: AbortSignal;
-}
-
 export interface UpstreamOptions {
   /** Lines about the server's life and its stderr; default: dropped. */
   log?: (line: string) => void;
   clientInfo?: { name: string; version: string };
   /** Called when a session starts; `restart` is true for every session after the server's first. */
   onSession?: (server: string, restart: boolean) => void;
+  /** Where the server's notifications and requests to its client go; without one, the client offers no capability. */
+  relay?: UpstreamRelay;
 }
 
 /** What the SDK client throws (as invalid params, -32602) when a tool's structuredContent breaks its outputSchema. */
 const SDK_OUTPUT_CHECK = /^MCP error -32602: (Structured content does not match the tool's output schema|Failed to validate structured content)/;
-/** Lists of a misbehaving server that never ends its cursor chain stop here. */
-const MAX_PAGES = 1000;
 const STDERR_TAIL_LINES = 20;
-/** Longest stderr line logged at once; a longer one is logged in pieces of this size. */
-const MAX_STDERR_LINE = 64 * 1024;
 
 /**
  * One configured MCP server: its MCP session through @modelcontextprotocol/sdk, restarted with exponential
@@ -64,10 +58,13 @@ const MAX_STDERR_LINE = 64 * 1024;
  * each bounded by the request timeout and each failure turned into a ToolsError.
  */
 export class Upstream {
-  readonly config: ServerConfig;
+  /** Changes only in its allow-list (`allowOnly`); any other change makes a new Upstream. */
+  config: ServerConfig;
   private readonly log: (line: string) => void;
   private readonly clientInfo: { name: string; version: string };
   private readonly onSession: (server: string, restart: boolean) => void;
+  private readonly relay: UpstreamRelay | undefined;
+  private readonly progress = new ProgressRoutes();
   /** Sessions this server has had (the first, then one per restart). */
   private sessions = 0;
   private client: Client | undefined;
@@ -86,7 +83,9 @@ export class Upstream {
   private healthValue: Health;
   private lastError: string | undefined;
   private toolsCache: Tool[] | undefined;
-  private readonly allowed: Set<string> | undefined;
+  /** Every tool name the server has listed (kept across sessions): the tools metrics may name. */
+  private readonly listedToolNames = new Set<string>();
+  private allowed: Set<string> | undefined;
   private stderrTail: string[] = [];
   /** Health pings of this session not answered in a row; restart.afterPingTimeouts of them end it. */
   private pingTimeouts = 0;
@@ -107,6 +106,7 @@ export class Upstream {
     this.log = options.log ?? (() => {});
     this.clientInfo = options.clientInfo ?? { name: 'encoder-tools', version: '0.0.0' };
     this.onSession = options.onSession ?? (() => {});
+    this.relay = options.relay;
     this.allowed = config.tools ? new Set(config.tools) : undefined;
     this.healthValue = { name: config.name, status: 'unknown' };
     this.firstAttempt = new Promise((resolve) => (this.endFirstAttempt = resolve));
@@ -118,6 +118,12 @@ export class Upstream {
 
   get state(): UpstreamState {
     return this.stateValue;
+  }
+
+  /** A new entry that differs from the current one only in its allow-list: applied now, the session (and process) kept. */
+  allowOnly(config: ServerConfig): void {
+    this.config = config;
+    this.allowed = config.tools ? new Set(config.tools) : undefined;
   }
 
   /** Starts connecting in the background; failures are retried, never thrown. */
@@ -151,8 +157,7 @@ export class Upstream {
 
   /** The process id of a stdio server's current process. */
   get pid(): number | undefined {
-    const transport = this.transport ?? this.connecting?.transport;
-    return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+    return pidOf(this.transport ?? this.connecting?.transport);
   }
 
   async close(): Promise<void> {
@@ -189,7 +194,7 @@ export class Upstream {
 
   /** A tool's result as the server gave it, isError included: MCP clients read isError themselves (/mcp). */
   callToolAsIs(name: string, args: Record<string, unknown>, options: RequestOptions = {}): Promise<CallToolResult> {
-    return this.tracked(options, (signal) => this.callToolNow(name, args, signal));
+    return this.tracked(options, (signal) => this.callToolNow(name, args, signal, options));
   }
 
   listPrompts(cursor: string | undefined, options: RequestOptions = {}): Promise<ListPromptsResult> {
@@ -197,7 +202,7 @@ export class Upstream {
   }
 
   getPrompt(name: string, args: Record<string, string>, options: RequestOptions = {}): Promise<GetPromptResult> {
-    return this.tracked(options, (signal) => this.getPromptNow(name, args, signal));
+    return this.tracked(options, (signal) => this.getPromptNow(name, args, signal, options));
   }
 
   listResources(cursor: string | undefined, options: RequestOptions = {}): Promise<ListResourcesResult> {
@@ -209,7 +214,36 @@ export class Upstream {
   }
 
   readResource(uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
-    return this.tracked(options, (signal) => this.readResourceNow(uri, signal));
+    return this.tracked(options, (signal) => this.readResourceNow(uri, signal, options));
+  }
+
+  /** resources/subscribe: the server then sends notifications/resources/updated for `uri` (to the relay). */
+  subscribeResource(uri: string, options: RequestOptions = {}): Promise<void> {
+    return this.tracked(options, async (signal) => {
+      const client = this.session('resources');
+      if (!client.getServerCapabilities()?.resources?.subscribe) throw new ToolsError('not_implemented', `server "${this.name}" does not offer resource subscriptions`);
+      await this.request(`resources/subscribe "${uri}"`, client, () => client.subscribeResource({ uri, ...forwardedMeta(options) }, this.requestOptions(signal)));
+    });
+  }
+
+  unsubscribeResource(uri: string, options: RequestOptions = {}): Promise<void> {
+    return this.tracked(options, async (signal) => {
+      const client = this.session('resources');
+      await this.request(`resources/unsubscribe "${uri}"`, client, () => client.unsubscribeResource({ uri, ...forwardedMeta(options) }, this.requestOptions(signal)));
+    });
+  }
+
+  /** logging/setLevel: the least severe level the server's log messages (to the relay) should have. */
+  setLoggingLevel(level: LoggingLevel, options: RequestOptions = {}): Promise<void> {
+    return this.tracked(options, async (signal) => {
+      const client = this.session('logging');
+      await this.request('logging/setLevel', client, () => client.setLoggingLevel(level, this.requestOptions(signal)));
+    });
+  }
+
+  /** What the server offers (its answer to initialize), while connected. */
+  get capabilities(): ServerCapabilities | undefined {
+    return this.stateValue === 'connected' ? this.client?.getServerCapabilities() : undefined;
   }
 
   /**
@@ -267,12 +301,17 @@ export class Upstream {
     }
   }
 
+  /** Whether the server has listed this tool (and its allow-list allows it): metrics name only such tools. */
+  hasListedTool(name: string): boolean {
+    return (this.allowed?.has(name) ?? true) && this.listedToolNames.has(name);
+  }
+
   private async listToolsNow(signal: AbortSignal | undefined): Promise<Tool[]> {
     const tools = await this.fetchAllTools(signal);
     return this.allowed ? tools.filter((tool) => this.allowed!.has(tool.name)) : tools;
   }
 
-  private async callToolNow(name: string, args: Record<string, unknown>, signal: AbortSignal | undefined): Promise<CallToolResult> {
+  private async callToolNow(name: string, args: Record<string, unknown>, signal: AbortSignal | undefined, forwarded: RequestOptions = {}): Promise<CallToolResult> {
     if (this.allowed && !this.allowed.has(name)) {
       throw new ToolsError('forbidden', `tool "${name}" of server "${this.name}" is not in its allow-list (tools: ${[...this.allowed].join(', ')})`);
     }
@@ -284,7 +323,7 @@ export class Upstream {
     }
     let result: CallToolResult;
     try {
-      result = (await client.callTool({ name, arguments: args }, undefined, this.requestOptions(signal))) as CallToolResult;
+      result = (await this.progress.with(forwarded, (params) => client.callTool({ name, arguments: args, ...params }, undefined, this.requestOptions(signal)))) as CallToolResult;
     } catch (error) {
       if (error instanceof McpError && SDK_OUTPUT_CHECK.test(error.message)) {
         // The SDK client's own check of the result, thrown as invalid params: the server answered wrongly, not the caller.
@@ -300,10 +339,10 @@ export class Upstream {
     return this.request('prompts/list', client, () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)));
   }
 
-  private async getPromptNow(name: string, args: Record<string, string>, signal: AbortSignal | undefined): Promise<GetPromptResult> {
+  private async getPromptNow(name: string, args: Record<string, string>, signal: AbortSignal | undefined, forwarded: RequestOptions): Promise<GetPromptResult> {
     const client = this.session('prompts');
     try {
-      return await client.getPrompt({ name, arguments: args }, this.requestOptions(signal));
+      return await this.progress.with(forwarded, (params) => client.getPrompt({ name, arguments: args, ...params }, this.requestOptions(signal)));
     } catch (error) {
       const failure = this.failureOf(error, client, `prompts/get "${name}"`);
       if (!signal?.aborted && (failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasPrompt(name))) {
@@ -325,10 +364,10 @@ export class Upstream {
     );
   }
 
-  private async readResourceNow(uri: string, signal: AbortSignal | undefined): Promise<ReadResourceResult> {
+  private async readResourceNow(uri: string, signal: AbortSignal | undefined, forwarded: RequestOptions): Promise<ReadResourceResult> {
     const client = this.session('resources');
     try {
-      return await client.readResource({ uri }, this.requestOptions(signal));
+      return await this.progress.with(forwarded, (params) => client.readResource({ uri, ...params }, this.requestOptions(signal)));
     } catch (error) {
       const failure = this.failureOf(error, client, `resources/read "${uri}"`);
       if (!signal?.aborted && (failure.kind === 'upstream' || failure.kind === 'bad_request') && !(await this.hasResource(uri))) {
@@ -374,7 +413,7 @@ export class Upstream {
   }
 
   /** The connected client, when the server offers `capability`. */
-  private session(capability: 'tools' | 'prompts' | 'resources'): Client {
+  private session(capability: 'tools' | 'prompts' | 'resources' | 'logging'): Client {
     const client = this.client;
     if (this.stateValue !== 'connected' || !client) {
       const why = this.lastError ? `; last error: ${this.lastError}` : '';
@@ -388,34 +427,16 @@ export class Upstream {
 
   private async fetchAllTools(signal?: AbortSignal): Promise<Tool[]> {
     const client = this.session('tools');
-    const tools = await this.collect('tools/list', client, (cursor) => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions(signal)), (page) => page.tools);
+    const tools = await collectPages((cursor) => this.request('tools/list', client, () => client.listTools(cursor === undefined ? {} : { cursor }, this.requestOptions(signal))), (page) => page.tools);
     this.toolsCache = tools;
+    for (const tool of tools) this.listedToolNames.add(tool.name);
     return tools;
-  }
-
-  private async collect<Page extends { nextCursor?: string }, Item>(
-    what: string,
-    client: Client,
-    fetchPage: (cursor: string | undefined) => Promise<Page>,
-    itemsOf: (page: Page) => Item[],
-  ): Promise<Item[]> {
-    const items: Item[] = [];
-    const seen = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.request(what, client, () => fetchPage(cursor));
-      items.push(...itemsOf(result));
-      cursor = result.nextCursor;
-      if (cursor === undefined || seen.has(cursor)) break;
-      seen.add(cursor);
-    }
-    return items;
   }
 
   private async hasPrompt(name: string): Promise<boolean> {
     try {
       const client = this.session('prompts');
-      const prompts = await this.collect('prompts/list', client, (cursor) => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.prompts);
+      const prompts = await collectPages((cursor) => this.request('prompts/list', client, () => client.listPrompts(cursor === undefined ? {} : { cursor }, this.requestOptions())), (page) => page.prompts);
       return prompts.some((prompt) => prompt.name === name);
     } catch {
       return true; // cannot tell: keep the server's own error
@@ -425,52 +446,16 @@ export class Upstream {
   private async hasResource(uri: string): Promise<boolean> {
     try {
       const client = this.session('resources');
-      const resources = await this.collect('resources/list', client, (cursor) => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions()), (page) => page.resources);
+      const resources = await collectPages((cursor) => this.request('resources/list', client, () => client.listResources(cursor === undefined ? {} : { cursor }, this.requestOptions())), (page) => page.resources);
       if (resources.some((resource) => resource.uri === uri)) return true;
-      const templates = await this.collect(
-        'resources/templates/list',
-        client,
-        (cursor) => client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions()),
+      const templates = await collectPages(
+        (cursor) => this.request('resources/templates/list', client, () => client.listResourceTemplates(cursor === undefined ? {} : { cursor }, this.requestOptions())),
         (page) => page.resourceTemplates,
       );
-      return templates.some((template) => {
-        try {
-          return new UriTemplate(template.uriTemplate).match(uri) !== null;
-        } catch {
-          return false;
-        }
-      });
+      return templates.some((template) => matchesTemplate(uri, template.uriTemplate));
     } catch {
       return true;
     }
-  }
-
-  private createTransport(): Transport {
-    const config = this.config;
-    if (config.transport === 'http') {
-      return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
-    }
-    const transport = new StdioClientTransport({
-      command: config.command,
-      args: config.args,
-      env: config.env,
-      cwd: config.cwd,
-      stderr: 'pipe',
-    });
-    // Lines as a terminal would show them: a carriage return redraws the line (progress bars), and a line is logged in
-    // MAX_STDERR_LINE pieces; unbounded, a server's endless line grew in memory and was split again on every chunk.
-    let partial = '';
-    const decoder = new StringDecoder('utf8');
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      const lines = (partial + decoder.write(chunk)).split('\n');
-      partial = lastRedraw(lines.pop() ?? '');
-      for (const line of lines) this.stderrLine(lastRedraw(line.replace(/\r$/, '')));
-      while (partial.length > MAX_STDERR_LINE) {
-        this.stderrLine(`${partial.slice(0, MAX_STDERR_LINE)} …`);
-        partial = partial.slice(MAX_STDERR_LINE);
-      }
-    });
-    return transport;
   }
 
   private stderrLine(line: string): void {
@@ -487,10 +472,10 @@ export class Upstream {
     this.nextAttemptAt = undefined;
     this.attemptStartedAt = Date.now();
     this.stderrTail = [];
-    const client = new Client(this.clientInfo, { capabilities: {} });
+    const client = new Client(this.clientInfo, { capabilities: this.relay ? RELAYED_CLIENT_CAPABILITIES : {} });
     let transport: Transport;
     try {
-      transport = this.createTransport();
+      transport = createUpstreamTransport(this.config, (line) => this.stderrLine(line));
     } catch (error) {
       // Nothing may escape: connect runs unawaited, and an unhandled rejection would end the whole tool server.
       this.failed(`start failed: ${(error as Error).message}`);
@@ -511,9 +496,10 @@ export class Upstream {
     client.onclose = () => {
       if (generation === this.generation && this.stateValue === 'connected') this.lost('the connection closed');
     };
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-      if (generation === this.generation) this.toolsCache = undefined;
-    });
+    const current = () => generation === this.generation;
+    this.progress.listen(client);
+    if (this.relay) relayFrom(client, this.name, this.relay, current, () => (this.toolsCache = undefined));
+    else client.setNotificationHandler(ToolListChangedNotificationSchema, () => void (current() && (this.toolsCache = undefined)));
     this.connecting = { client, transport };
     try {
       await client.connect(transport, { timeout: this.config.timeouts.startup });
@@ -541,6 +527,7 @@ export class Upstream {
     this.pingTimeouts = 0;
     this.log(`[${this.name}] connected${this.pid ? ` (pid ${this.pid})` : ''}`);
     this.onSession(this.name, ++this.sessions > 1);
+    this.relay?.connected(this.name);
     this.endFirstAttempt();
     void this.fetchAllTools().catch(() => {});
     void this.checkHealth();
@@ -584,10 +571,7 @@ export class Upstream {
     this.client = undefined;
     this.transport = undefined;
     this.toolsCache = undefined;
-    if (transport instanceof StreamableHTTPClientTransport) {
-      // End the session on the server too, but do not wait long for a server that is gone.
-      await Promise.race([transport.terminateSession().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-    }
+    await terminateHttpSession(transport);
     await client?.close().catch(() => {});
   }
 
@@ -634,32 +618,4 @@ export class Upstream {
     const tail = this.stderrTail.slice(-3).join(' | ');
     return tail ? ` (stderr: ${tail})` : '';
   }
-}
-
-function cancelled(server: string, signal: AbortSignal, cause?: unknown): ToolsError {
-  const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? 'aborted');
-  return new ToolsError('cancelled', `request to server "${server}" cancelled: ${reason}`, { cause: cause ?? signal.reason });
-}
-
-/**
- * The Streamable HTTP server refused the session: 404 is MCP's "session not found" (the client must start a new
- * one); some servers (server-everything among them) answer 400 "No valid session ID" instead.
- */
-function sessionRejected(error: unknown): boolean {
-  if (!(error instanceof StreamableHTTPError)) return false;
-  return error.code === 404 || (error.code === 400 && /session/i.test(error.message));
-}
-
-/** What is left of a line after its carriage returns: the text after the last one that something follows. */
-function lastRedraw(line: string): string {
-  const index = line.lastIndexOf('\r', line.length - 2);
-  return index === -1 ? line : line.slice(index + 1);
-}
-
-/** The text of all text content items, joined with a newline. */
-export function textOf(result: CallToolResult): string {
-  return result.content
-    .filter((item): item is { type: 'text'; text: string } => item.type === 'text')
-    .map((item) => item.text)
-    .join('\n');
 }

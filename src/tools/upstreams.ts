@@ -8,6 +8,8 @@ export interface ReloadSummary {
   added: string[];
   removed: string[];
   restarted: string[];
+  /** Only the allow-list changed: applied to the running session. */
+  updated: string[];
   unchanged: string[];
 }
 
@@ -33,6 +35,10 @@ export class Upstreams {
     return [...this.byName.keys()];
   }
 
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
   all(): Upstream[] {
     return [...this.byName.values()];
   }
@@ -46,10 +52,10 @@ export class Upstreams {
 
   /**
    * Makes the running servers match `config`: starts new entries, stops removed ones, restarts those whose entry
-   * changed and leaves the others (and their sessions) alone.
+   * changed, applies a changed allow-list (`tools`) alone in place, and leaves the others (and their sessions) alone.
    */
   apply(config: ToolsConfig): ReloadSummary {
-    const summary: ReloadSummary = { added: [], removed: [], restarted: [], unchanged: [] };
+    const summary: ReloadSummary = { added: [], removed: [], restarted: [], updated: [], unchanged: [] };
     const wanted = new Set(config.servers.map((server) => server.name));
     for (const [name, upstream] of this.byName) {
       if (!wanted.has(name)) {
@@ -65,13 +71,21 @@ export class Upstreams {
         summary.unchanged.push(server.name);
         continue;
       }
+      if (current && isDeepStrictEqual({ ...current.config, tools: undefined }, { ...server, tools: undefined })) {
+        // a stateful server keeps its state: nothing but the tool server's filter changes
+        current.allowOnly(server);
+        next.set(server.name, current);
+        summary.updated.push(server.name);
+        continue;
+      }
       if (current) {
         this.retire(current);
         summary.restarted.push(server.name);
       } else {
         summary.added.push(server.name);
       }
-      const upstream = new Upstream(server, this.options);
+      // a changed entry's new session is a restart of the server (tools_server_restarts_total), not a first start
+      const upstream = new Upstream(server, current ? { ...this.options, onSession: (name) => this.options.onSession?.(name, true) } : this.options);
       upstream.start();
       next.set(server.name, upstream);
     }

@@ -77,6 +77,26 @@ describe('encoder gateway serve refuses to start without a usable configuration'
     }
   });
 
+  it('a master key of 3 characters is refused at start (exit code 2), from the flag, the environment or the file', async () => {
+    const saved = process.env.GATEWAY_MASTER_KEY;
+    try {
+      delete process.env.GATEWAY_MASTER_KEY;
+      const flag = await runCliCaptured(['gateway', 'serve', '--port', '0', '--database-url', 'sqlite::memory:', '--master-key', 'abc']);
+      const fromFile = await runCliCaptured(['gateway', 'serve', '--config', file('short-key.yaml', 'master_key: abc\ndatabase_url: "sqlite::memory:"\nport: 0\n')]);
+      process.env.GATEWAY_MASTER_KEY = 'abc';
+      const env = await runCliCaptured(['gateway', 'serve', '--port', '0', '--database-url', 'sqlite::memory:']);
+      for (const result of [flag, fromFile, env]) {
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain('the master key is 3 characters long; the gateway needs at least 16');
+        expect(result.stderr).toContain('encoder gateway keygen');
+        expect(result.stderr).not.toContain('listening');
+      }
+    } finally {
+      if (saved === undefined) delete process.env.GATEWAY_MASTER_KEY;
+      else process.env.GATEWAY_MASTER_KEY = saved;
+    }
+  });
+
   it('an unreachable database or an unusable file is exit code 2 with the password masked', async () => {
     const saved = process.env.GATEWAY_MASTER_KEY;
     process.env.GATEWAY_MASTER_KEY = 'k'.repeat(40);
@@ -119,15 +139,57 @@ describe('configuration precedence and substitution', () => {
     expect(parsed).toEqual({ master_key: 'k: {injected: true}', database_url: 'sqlite:/tmp/gw.db', providers: { openai: { api_key: 'sk-1' } } });
   });
 
-  it('flag over GATEWAY_MASTER_KEY over the file; a short key is a warning, not an error', () => {
+  it('flag over GATEWAY_MASTER_KEY over the file; a key under 32 characters is a warning, under 16 an error', () => {
     const config = file('keys.yaml', 'master_key: from-the-file-0123456789-0123456789\npricing:\n  openai:gpt-4o-mini: {input_cost_per_million: 0.15, output_cost_per_million: 0.6}\n');
     expect(loadGatewayConfig({ config }, {}).masterKey).toBe('from-the-file-0123456789-0123456789');
     expect(loadGatewayConfig({ config }, { GATEWAY_MASTER_KEY: 'from-env-0123456789-0123456789-012' }).masterKey).toBe('from-env-0123456789-0123456789-012');
-    const short = loadGatewayConfig({ config, masterKey: 'short' }, { GATEWAY_MASTER_KEY: 'x'.repeat(40) });
-    expect(short.masterKey).toBe('short');
-    expect(short.warnings).toEqual([expect.stringContaining('5 characters long; at least 32 are recommended')]);
+    const short = loadGatewayConfig({ config, masterKey: 'sixteen-chars-ok' }, { GATEWAY_MASTER_KEY: 'x'.repeat(40) });
+    expect(short.masterKey).toBe('sixteen-chars-ok');
+    expect(short.warnings).toEqual([expect.stringContaining('16 characters long; at least 32 are recommended')]);
+    expect(() => loadGatewayConfig({ config, masterKey: 'fifteen-chars-x' }, {})).toThrow('the master key is 15 characters long; the gateway needs at least 16');
     expect(loadGatewayConfig({ config }, {}).pricing).toEqual({ 'openai:gpt-4o-mini': { input_cost_per_million: 0.15, output_cost_per_million: 0.6 } });
     expect(loadGatewayConfig({ config }, {})).toMatchObject({ host: '0.0.0.0', port: 8000, databaseUrl: 'sqlite:gateway.db', warnings: [] });
+  });
+
+  it('front-door settings: defaults, the file, flags over the file; a headers timeout longer than the request timeout is refused', () => {
+    const defaults = loadGatewayConfig({}, { GATEWAY_MASTER_KEY: 'k'.repeat(40) }).frontDoor;
+    expect(defaults).toMatchObject({
+      requestTimeoutSeconds: 60,
+      headersTimeoutSeconds: 10,
+      bodyLimitBytes: 16 * 2 ** 20,
+      managementBodyLimitBytes: 64 * 2 ** 10,
+      maxJsonDepth: 64,
+      authThrottle: { maxFailures: 20, windowSeconds: 60 },
+      trustProxy: false,
+    });
+    expect(defaults.maxConnections).toBeGreaterThanOrEqual(16);
+    expect(defaults.maxConnections).toBeLessThanOrEqual(10_000);
+    expect(defaults.maxConnectionsPerClient).toBe(Math.floor(defaults.maxConnections / 2));
+    const config = file(
+      'front-door.yaml',
+      'master_key: from-the-file-0123456789-0123456789\nrequest_timeout_seconds: 5\nheaders_timeout_seconds: 2\nmax_connections: 300\n' +
+        'body_limit_bytes: 1048576\nmanagement_body_limit_bytes: 4096\nmax_json_depth: 20\nauth_throttle: {max_failures: 3, window_seconds: 10}\ntrust_proxy: [10.0.0.0/8]\n',
+    );
+    expect(loadGatewayConfig({ config }, {}).frontDoor).toEqual({
+      requestTimeoutSeconds: 5,
+      headersTimeoutSeconds: 2,
+      maxConnections: 300,
+      maxConnectionsPerClient: 150,
+      bodyLimitBytes: 1048576,
+      managementBodyLimitBytes: 4096,
+      maxJsonDepth: 20,
+      authThrottle: { maxFailures: 3, windowSeconds: 10 },
+      trustProxy: ['10.0.0.0/8'],
+    });
+    expect(loadGatewayConfig({ config, requestTimeoutSeconds: 9, maxConnections: 40, maxConnectionsPerClient: 7 }, {}).frontDoor).toMatchObject({
+      requestTimeoutSeconds: 9,
+      maxConnections: 40,
+      maxConnectionsPerClient: 7,
+    });
+    const off = file('no-throttle.yaml', 'master_key: from-the-file-0123456789-0123456789\nauth_throttle: false\n');
+    expect(loadGatewayConfig({ config: off }, {}).frontDoor.authThrottle).toBeNull();
+    expect(() => loadGatewayConfig({ config, headersTimeoutSeconds: 6 }, {})).toThrow('headers_timeout_seconds (6) must not be longer than request_timeout_seconds (5)');
+    expect(() => parseConfigText('max_json_depth: 1\n', 'shallow.yaml', {})).toThrow(/max_json_depth/);
   });
 
   it('pricing: a rerank model priced per thousand search units needs no token prices; a price of nothing or a typo is refused', () => {

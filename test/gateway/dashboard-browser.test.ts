@@ -50,7 +50,7 @@ function seededRows(now: number): UsageRecord[] {
     prompt_tokens: 200 + i * 10,
     completion_tokens: 100 + i * 5,
     search_units: 0,
-    cost_nanos: (200 + i * 10) * 1_000_000 + (100 + i * 5) * 2_000_000,
+    cost_nanos: BigInt((200 + i * 10) * 1_000_000 + (100 + i * 5) * 2_000_000),
     status: i < SEEDED_ERRORS ? 'error' : 'success',
     status_code: i < SEEDED_ERRORS ? 502 : 200,
     duration_ms: 300 + i,
@@ -192,6 +192,9 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(tiles.find((text) => text.startsWith('Error rate'))).toContain(`${((SEEDED_ERRORS + KEY_FAILURES) / (SEEDED + KEY_CALLS + KEY_FAILURES)) * 100}`.slice(0, 3));
     const byUser = page.getByRole('img', { name: 'Spend by user (US$)' });
     expect(await byUser.locator('title').allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^alice: \$0\.0\d+ \(4 requests\)$/), expect.stringMatching(/^bob: /)]));
+    // models are labelled provider:model, as the usage table shows them and its model filter takes them
+    const byModel = page.getByRole('img', { name: 'Spend by model (US$)' });
+    expect((await byModel.locator('title').allTextContents()).map((title) => title.split(':').slice(0, 2).join(':')).sort()).toEqual(['openai:fake-model-1', 'openai:fake-model-2']);
     // the key's budget: its spend against $1
     const near = page.locator('table').filter({ hasText: 'alice-app' });
     expect(await near.locator('meter').getAttribute('max')).toBe('1');
@@ -215,6 +218,17 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(lines[0]).toMatch(/^id,request_id,created_at,user_id,key_id,/);
     expect(lines.slice(1)).toHaveLength(KEY_CALLS + KEY_FAILURES);
     expect(lines.slice(1).every((line) => line.includes(',alice,'))).toBe(true);
+
+    // the model filter takes the label the table shows
+    await filter.getByLabel('Key').selectOption({ label: 'any key' });
+    await filter.getByLabel('Model').fill('openai:fake-model-2');
+    await filter.getByRole('button', { name: 'Apply' }).click();
+    const seededOfModel2 = Array.from({ length: SEEDED }, (_, i) => i).filter((i) => i % 3 === 0).length;
+    await expect.poll(() => rows.count()).toBe(seededOfModel2);
+    const models = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelectorAll('td')[3]?.textContent));
+    expect(new Set(models)).toEqual(new Set(['openai:fake-model-2']));
+    await filter.getByLabel('Model').fill('');
+    await filter.getByRole('button', { name: 'Apply' }).click();
   });
 
   it('deactivates the key, after which the gateway refuses its next call', async () => {

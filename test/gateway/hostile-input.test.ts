@@ -130,15 +130,29 @@ describe.each(backends)('hostile input on $name', (backend) => {
     const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
     const post = (path: string, body: string) =>
       fetch(gateway.url + path, { method: 'POST', headers: { 'x-hub-key': `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' }, body });
-    for (const [path, body] of [
-      ['/v1/users', `{"user_id":"deep","alias":"Deep","metadata":${deep(100_000)}}`],
-      ['/v1/keys', `{"key_name":"deep","metadata":${deep(100_000)}}`],
-      ['/v1/budgets', `{"max_budget":1,"metadata":${deep(100_000)}}`],
+    type Refusal = { error: { code: string; param: string | null; message: string } };
+    for (const [path, fields] of [
+      ['/v1/users', '"user_id":"deep","alias":"Deep"'],
+      ['/v1/keys', '"key_name":"deep"'],
+      ['/v1/budgets', '"max_budget":1'],
     ]) {
-      const response = await post(path, body);
+      // 600 KB: over the management body limit (64 KiB), refused before it is parsed
+      const huge = await post(path, `{${fields},"metadata":${deep(100_000)}}`);
+      expect(huge.status, path).toBe(413);
+      expect(((await huge.json()) as Refusal).error).toMatchObject({ code: 'body_too_large', message: expect.stringContaining('65536 bytes') });
+      // small, but nested beyond the JSON depth bound (64): refused by the parser
+      const tooDeep = await post(path, `{${fields},"metadata":${deep(1_000)}}`);
+      expect(tooDeep.status, path).toBe(400);
+      expect(((await tooDeep.json()) as Refusal).error).toMatchObject({ code: 'json_too_deep', param: null });
+      // within the bound, but metadata deeper than 32 levels
+      const response = await post(path, `{${fields},"metadata":${deep(40)}}`);
       expect(response.status, path).toBe(400);
-      expect(((await response.json()) as { error: { param: string } }).error.param).toBe('metadata');
+      expect(((await response.json()) as Refusal).error.param).toBe('metadata');
     }
+    // Model calls keep the 16 MiB limit and the same bound, checked without recursion: a 100,000-deep message is a 400.
+    const chat = await post('/v1/chat/completions', `{"model":"openai:x","user":"u","messages":[{"role":"user","content":${deep(100_000)}}]}`);
+    expect(chat.status).toBe(400);
+    expect(((await chat.json()) as Refusal).error.code).toBe('json_too_deep');
     expect((await gateway.call('GET', '/v1/users')).status).toBe(200);
     expect((await gateway.call('GET', '/v1/keys')).status).toBe(200);
     expect((await gateway.call('GET', '/v1/budgets')).status).toBe(200);

@@ -37,7 +37,7 @@ afterEach(async () => {
 
 const LEASE_MS = 30_000;
 let rows = 0;
-const usageRow = (costNanos: number): UsageRecord => usageRecord(`usage_${++rows}`, { request_id: `request_${rows}`, cost_nanos: costNanos });
+const usageRow = (costNanos: number): UsageRecord => usageRecord(`usage_${++rows}`, { request_id: `request_${rows}`, cost_nanos: BigInt(costNanos) });
 
 /** Makes `paused` look dead to `reaper`: its last heartbeat is older than the lease, the reaper's is fresh. */
 async function pauseLongerThanLease(): Promise<number> {
@@ -95,20 +95,20 @@ async function expectConsistent(): Promise<void> {
 
 /** A hold `store` takes (it must get it). */
 async function hold(store: GatewayStore, budgetId: string, amount: number): Promise<BudgetHold> {
-  const taken = await store.budgets.reserve(budgetId, amount);
-  expect(taken).toMatchObject({ budget_id: budgetId, reserved_nanos: amount });
+  const taken = await store.budgets.reserve(budgetId, BigInt(amount));
+  expect(taken).toMatchObject({ budget_id: budgetId, reserved_nanos: BigInt(amount) });
   return taken!;
 }
 
 /** The usage row of a call that held `taken` and cost `actual`, and its settlement, as the ledger hands them over. */
 function settle(store: GatewayStore, taken: BudgetHold, actual: number): { row: UsageRecord; done: Promise<void> } {
   const row = usageRow(actual);
-  return { row, done: store.usage.record([row], [{ ...taken, actual_nanos: actual }]) };
+  return { row, done: store.usage.record([row], [{ ...taken, actual_nanos: BigInt(actual) }]) };
 }
 
 async function budgetState(budgetId: string): Promise<{ reserved: number; spend: number }> {
   const budget = (await reaper.budgets.get(budgetId))!;
-  return { reserved: budget.reserved_nanos, spend: budget.spend_nanos };
+  return { reserved: Number(budget.reserved_nanos), spend: Number(budget.spend_nanos) };
 }
 
 async function usageRows(ids: string[]): Promise<number> {
@@ -118,7 +118,7 @@ async function usageRows(ids: string[]): Promise<number> {
 
 for (const first of ['reap', 'settlement'] as const) {
   it.skipIf(backend.skipReason)(`a settlement racing the reap of its instance (${first} first at the budget row) gives the hold back once`, async () => {
-    const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
+    const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
     const staleBefore = await pauseLongerThanLease();
     const taken = await hold(paused, budget.budget_id, 100);
     const gate = await lockBudget(budget.budget_id);
@@ -145,7 +145,7 @@ for (const first of ['reap', 'settlement'] as const) {
 }
 
 it.skipIf(backend.skipReason)('a hold a reaped instance takes before its next heartbeat is given back when the instance then dies', async () => {
-  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
+  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
   const staleBefore = await pauseLongerThanLease();
   expect(await reaper.instances.reapDead(staleBefore)).toBe(1);
   // Awake again, the instance takes a hold before its heartbeat has noticed that it was reaped...
@@ -159,17 +159,17 @@ it.skipIf(backend.skipReason)('a hold a reaped instance takes before its next he
 });
 
 it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped is not left without an instance', async () => {
-  const held = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
-  const next = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
+  const held = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
+  const next = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
   const staleBefore = await pauseLongerThanLease();
   await hold(paused, held.budget_id, 100);
   // The instance's next reservation waits for the budget row while another instance reaps it.
   const gate = await lockBudget(next.budget_id);
-  const reserving = paused.budgets.reserve(next.budget_id, 50);
+  const reserving = paused.budgets.reserve(next.budget_id, 50n);
   await lockWaiters(1);
   expect(await reaper.instances.reapDead(staleBefore)).toBe(1);
   await gate.open();
-  expect(await reserving).toMatchObject({ budget_id: next.budget_id, reserved_nanos: 50 });
+  expect(await reserving).toMatchObject({ budget_id: next.budget_id, reserved_nanos: 50n });
   expect(await budgetState(held.budget_id)).toEqual({ reserved: 0, spend: 0 });
   expect(await budgetState(next.budget_id)).toEqual({ reserved: 50, spend: 0 });
   await expectConsistent();
@@ -181,7 +181,7 @@ it.skipIf(backend.skipReason)('a hold taken while its instance is being reaped i
 });
 
 it.skipIf(backend.skipReason)('a call from before the reap settling late does not give back the hold of a call taken after it', async () => {
-  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000 });
+  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
   const staleBefore = await pauseLongerThanLease();
   const before = await hold(paused, budget.budget_id, 100);
   expect(await reaper.instances.reapDead(staleBefore)).toBe(1);
@@ -206,7 +206,7 @@ it.skipIf(backend.skipReason)('a call from before the reap settling late does no
 });
 
 it.skipIf(backend.skipReason)('calls of two instances under load while one is reaped again and again: every hold comes back exactly once', async () => {
-  const budgets = await Promise.all([1, 2, 3].map(() => reaper.budgets.create({ max_budget_nanos: 1e15 })));
+  const budgets = await Promise.all([1, 2, 3].map(() => reaper.budgets.create({ max_budget_nanos: 10n ** 15n })));
   await paused.instances.heartbeat();
   await reaper.instances.heartbeat();
   const recorders = new Map([paused, reaper].map((store) => [store, new UsageRecorder(store)]));
@@ -291,7 +291,7 @@ it.skipIf(backend.skipReason)('upgrading a database the race left holds without 
       expect(await store.migrate()).toEqual(MIGRATIONS.filter((m) => m.version >= 6).map((m) => m.version));
       await store.instances.heartbeat();
       expect(await store.instances.reapDead(Date.now() - LEASE_MS)).toBe(1);
-      expect((await store.budgets.get('b'))!.reserved_nanos).toBe(0);
+      expect((await store.budgets.get('b'))!.reserved_nanos).toBe(0n);
       // From now on the database itself refuses a hold without an instance.
       await expect(old.query(`INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) VALUES ('instance_unknown', 'b', 1)`)).rejects.toMatchObject({
         code: '23503',

@@ -5,7 +5,7 @@ import type { BudgetHold, GatewayStore, KeyRecord } from '../../src/gateway/stor
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 
 it("a database failure while reserving the second budget gives the first budget's hold back", async () => {
-  const released: { budget: string; amount: number }[] = [];
+  const released: { budget: string; amount: bigint }[] = [];
   const store = {
     pricing: {
       async get(model: string) {
@@ -13,7 +13,7 @@ it("a database failure while reserving the second budget gives the first budget'
       },
     },
     budgets: {
-      async reserve(id: string, amount: number) {
+      async reserve(id: string, amount: bigint) {
         if (id === 'user-budget') throw new Error('connection terminated');
         return { budget_id: id, reserved_nanos: amount, holder: null };
       },
@@ -37,7 +37,7 @@ it("a database failure while reserving the second budget gives the first budget'
     maxOutputTokens: null,
   });
   await expect(begun).rejects.toThrow('connection terminated');
-  expect(released).toEqual([{ budget: 'key-budget', amount: (10 + 1000) * 1000 }]);
+  expect(released).toEqual([{ budget: 'key-budget', amount: BigInt((10 + 1000) * 1000) }]);
 });
 
 it('usage rows get time-ordered ids (UUIDv7), so new rows append to the primary-key index', async () => {

@@ -5,7 +5,7 @@ import { GatewayError } from '../../src/gateway/errors.ts';
 import { GatewayMetrics } from '../../src/gateway/metrics.ts';
 import { openStore } from '../../src/gateway/storage/index.ts';
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
-import { TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { TEST_PRICING, eventually, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /** Every refusal leaves a usage row (status refused, the error's status and code), and analytics count them. */
 const backends = await useBackends();
@@ -53,6 +53,14 @@ describe.each(backends)('refusals on $name', (backend) => {
         cost: 0,
       }),
     ]);
+  });
+
+  it.skipIf(backend.skipReason)('a model call with a wrong key: 401 invalid_api_key, a refused row without key or user', async () => {
+    const requestId = `bad-key-${backend.name}`;
+    const response = await gateway.call('POST', '/v1/chat/completions', { key: 'gw-not-a-key', headers: { 'x-request-id': requestId }, body: { model: 'openai:gpt-fake', messages: [] } });
+    expect(response.status).toBe(401);
+    const row = await eventually(async () => ((await gateway.call('GET', '/v1/usage?status=refused&limit=1000')).json.data as { request_id: string }[]).find((r) => r.request_id === requestId), 'the refusal row');
+    expect(row).toMatchObject({ status: 'refused', status_code: 401, reason: 'invalid_api_key', user_id: null, key_id: null, endpoint: 'chat.completions' });
   });
 
   it.skipIf(backend.skipReason)('an exhausted budget: 403 budget_exceeded, a refused row naming the user, nothing charged or held', async () => {
@@ -105,7 +113,7 @@ it('refusals without a key or user (authentication failures) are written up to a
     const rows = await store.usage.page({}, undefined, 1000);
     expect(rows.filter((row) => row.key_id === null)).toHaveLength(ANONYMOUS_REFUSAL_ROWS_PER_MINUTE + 1);
     expect(rows.filter((row) => row.key_id === 'key_1')).toHaveLength(80);
-    expect(rows[0]).toMatchObject({ status: 'refused', status_code: 401, reason: 'invalid_api_key', user_id: null, provider: '', model: '', cost_nanos: 0 });
+    expect(rows[0]).toMatchObject({ status: 'refused', status_code: 401, reason: 'invalid_api_key', user_id: null, provider: '', model: '', cost_nanos: 0n });
   } finally {
     await store.close();
   }

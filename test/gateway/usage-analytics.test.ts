@@ -24,11 +24,11 @@ function row(fields: Partial<UsageRecord> & { created_at: number }): UsageRecord
     key_id: 'key-a',
     endpoint: 'chat.completions',
     provider: 'openai',
-    model: 'openai:gpt-4o',
+    model: 'gpt-4o', // as the ledger records it: the provider has its own column
     prompt_tokens: 10,
     completion_tokens: 5,
     search_units: 0,
-    cost_nanos: 1_000_000, // $0.001
+    cost_nanos: 1_000_000n, // $0.001
     status: 'success',
     status_code: 200,
     duration_ms: 12.5,
@@ -41,8 +41,8 @@ const ROWS: UsageRecord[] = [
   row({ created_at: T0 - 1 }), // before the range
   row({ created_at: T0 + 1_000 }),
   row({ created_at: T0 + 3_600_000 + 5 }),
-  row({ created_at: T0 + DAY + 10, user_id: 'bob', key_id: 'key-b', provider: 'anthropic', model: 'anthropic:claude', cost_nanos: 5_000_000, prompt_tokens: 100, completion_tokens: 50 }),
-  row({ created_at: T0 + DAY + 20, user_id: 'bob', key_id: 'key-b', provider: 'anthropic', model: 'anthropic:claude', status: 'error', status_code: 502, cost_nanos: 0, prompt_tokens: 0, completion_tokens: 0 }),
+  row({ created_at: T0 + DAY + 10, user_id: 'bob', key_id: 'key-b', provider: 'anthropic', model: 'claude', cost_nanos: 5_000_000n, prompt_tokens: 100, completion_tokens: 50 }),
+  row({ created_at: T0 + DAY + 20, user_id: 'bob', key_id: 'key-b', provider: 'anthropic', model: 'claude', status: 'error', status_code: 502, cost_nanos: 0n, prompt_tokens: 0, completion_tokens: 0 }),
   row({ created_at: T0 + 2 * DAY + 30 }),
   row({ created_at: T0 + 3 * DAY }), // at until: excluded
 ];
@@ -159,7 +159,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     const data = lines.slice(1, -1);
     expect(data).toHaveLength(2_500);
     expect(data.map((line) => line.split(',')[0])).toEqual(extra.map((record) => record.id));
-    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,openai:gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,0,`);
+    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,0,`);
     // a formula is defused and the field quoted
     expect(data[7]).toContain(`,"'=HYPERLINK(""x""),""y""",`);
 
@@ -242,10 +242,10 @@ it('the summary of random rows equals totals computed from the rows one grouping
       return row({
         created_at: T0 + random(DAY),
         provider,
-        model: `${provider}:m${random(3)}`,
+        model: `m${random(3)}`,
         user_id: [null, 'u1', 'u2', 'u3'][random(4)],
         key_id: [null, 'k1', 'k2'][random(3)],
-        cost_nanos: [0, 1_000, 2_000][random(3)], // many ties
+        cost_nanos: [0n, 1_000n, 2_000n][random(3)], // many ties
         prompt_tokens: random(50),
         completion_tokens: random(50),
         status: random(10) === 0 ? 'error' : random(10) === 0 ? 'refused' : 'success',
@@ -259,14 +259,16 @@ it('the summary of random rows equals totals computed from the rows one grouping
       refused: of.filter((r) => r.status === 'refused').length,
       prompt_tokens: of.reduce((n, r) => n + r.prompt_tokens, 0),
       completion_tokens: of.reduce((n, r) => n + r.completion_tokens, 0),
-      cost_nanos: of.reduce((n, r) => n + r.cost_nanos, 0),
+      cost_nanos: of.reduce((n, r) => n + r.cost_nanos, 0n),
     });
     expect(totals).toEqual(sum(rows));
     for (const group of ['model', 'user_id', 'key_id', 'provider'] as const) {
-      const values = [...new Set(rows.map((r) => r[group] ?? null))];
+      // models are grouped as provider:model
+      const valueOf = (r: UsageRecord) => (group === 'model' ? `${r.provider}:${r.model}` : (r[group] ?? null));
+      const values = [...new Set(rows.map(valueOf))];
       const expected = values
-        .map((value) => ({ group: value, ...sum(rows.filter((r) => (r[group] ?? null) === value)) }))
-        .sort((a, b) => b.cost_nanos - a.cost_nanos || b.requests - a.requests || (a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1));
+        .map((value) => ({ group: value, ...sum(rows.filter((r) => valueOf(r) === value)) }))
+        .sort((a, b) => Number(b.cost_nanos - a.cost_nanos) || b.requests - a.requests || (a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1));
       expect(groups[group]).toEqual(expected);
     }
   } finally {

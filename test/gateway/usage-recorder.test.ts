@@ -3,7 +3,7 @@ import type { CallRow, GatewayStore } from '../../src/gateway/storage/index.ts';
 import { UsageRecorder } from '../../src/gateway/usage-recorder.ts';
 import { usageRecord } from './helpers/gateway.ts';
 
-const row = (id: string, budget: string): CallRow => ({ ...usageRecord(id, { created_at: 0 }), holds: [{ budget_id: budget, reserved_nanos: 5, holder: null }], instance_id: null });
+const row = (id: string, budget: string): CallRow => ({ ...usageRecord(id, { created_at: 0 }), holds: [{ budget_id: budget, reserved_nanos: 5n, holder: null }], instance_id: null });
 
 it('one row the database refuses does not take the other rows of its group commit (and their settlements) with it', async () => {
   const written: string[] = [];

@@ -43,8 +43,8 @@ function npm(args: string[], cwd: string, userconfig: string): Promise<Run> {
 
 /** A TypeScript file of a project that uses the package: the asynchronous, streaming and synchronous forms, and an error. */
 function consumerSource(apiBase: string): string {
-  return `import { amessages, completion, Hub, MissingApiKeyError } from 'encoder/hub';
-import type { MessagesRequest } from 'encoder/hub';
+  return `import { amessages, completion, Hub, MissingApiKeyError } from '@encoder-sea/hub';
+import type { MessagesRequest } from '@encoder-sea/hub';
 
 const api_base = ${JSON.stringify(apiBase)};
 const request: MessagesRequest = { model: 'openai:fake-model-1', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] };
@@ -138,7 +138,7 @@ describe('the Hub package, installed into a fresh project', () => {
 
   it('installs from the tarball with npm, without the model runtime or the app’s servers', () => {
     expect(install.code, install.stderr).toBe(0);
-    expect(readManifest(path.join(consumer, 'node_modules', 'encoder', 'package.json')).name).toBe('encoder');
+    expect(readManifest(path.join(consumer, 'node_modules', '@encoder-sea', 'hub', 'package.json')).name).toBe('@encoder-sea/hub');
     const installed = Object.keys(JSON.parse(readFileSync(path.join(consumer, 'node_modules', '.package-lock.json'), 'utf8')).packages);
     for (const name of Object.keys(readManifest(path.join(packageDir, 'package.json')).dependencies)) expect(installed).toContain(`node_modules/${name}`);
     for (const name of ['onnxruntime-node', '@huggingface/tokenizers', 'wasmoon', 'fastify', '@grpc/grpc-js', 'pg']) {

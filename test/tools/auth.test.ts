@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installedSwaggerUiFile } from '../../src/cli/installed-files.ts';
 import { ApiKeys, apiKeyDigest, generateApiKey, MAX_AUTHORIZATION_LENGTH } from '../../src/tools/auth.ts';
 import type { ToolsError } from '../../src/tools/errors.ts';
-import { isLoopback, startToolServer, ToolsConfigError } from '../../src/tools/index.ts';
+import { isLoopbackHost as isLoopback } from '../../src/shared/host-names.ts';
+import { startToolServer, ToolsConfigError } from '../../src/tools/index.ts';
 import { EVERYTHING, MEMORY, NODE, OpenApiChecker, startHarness, type ToolsHarness } from './helpers.ts';
 
 // Real MCP servers: @modelcontextprotocol/server-everything and @modelcontextprotocol/server-memory over stdio.
@@ -73,7 +74,7 @@ const ROUTES: [method: 'GET' | 'POST', template: string, url: string][] = [
 describe('authentication', () => {
   it('answers 401 problem details with a Bearer challenge on every route without a key', async () => {
     for (const [method, template, url] of ROUTES) {
-      const response = await harness.app.inject({ method, url, ...(method === 'POST' ? { payload: '{}' } : {}) });
+      const response = await harness.app.inject({ method, url, ...(method === 'POST' ? { payload: '{}', headers: { 'content-type': 'application/json' } } : {}) });
       api.check(method, template, response);
       expect(response.statusCode, url).toBe(401);
       expect(response.headers['www-authenticate']).toBe('Bearer realm="encoder tools"');
@@ -160,7 +161,7 @@ describe('per-key permissions', () => {
       ['GET', '/api/v1/servers/{name}/tools', '/api/v1/servers/nope/tools', 'may not use server "nope"'],
     ];
     for (const [method, template, url, detail] of forbidden) {
-      const response = await harness.app.inject({ method, url, headers: bearer(ECHO_ONLY), ...(method === 'POST' ? { payload: '{"a":1,"b":2}' } : {}) });
+      const response = await harness.app.inject({ method, url, headers: { ...bearer(ECHO_ONLY), 'content-type': 'application/json' }, ...(method === 'POST' ? { payload: '{"a":1,"b":2}' } : {}) });
       api.check(method, template, response);
       expect(response.statusCode, url).toBe(403);
       expect(response.json().detail).toBe(`key "echo-only" ${detail}${detail.startsWith('may not use server') ? '' : ' of server "everything"'}`);
@@ -184,10 +185,11 @@ describe('per-key permissions', () => {
   });
 
   it('links $schema relative to the server whatever Host the client sends', async () => {
-    const response = await harness.app.inject({ url: '/api/v1/health/servers', headers: { ...bearer(ADMIN), host: 'attacker.example', 'x-forwarded-host': 'attacker.example' } });
+    // (a Host that is no name of this server is refused outright: browser.test.ts)
+    const response = await harness.app.inject({ url: '/api/v1/health/servers', headers: { ...bearer(ADMIN), host: '127.0.0.2:9999', 'x-forwarded-host': 'attacker.example' } });
     expect(response.json().$schema).toBe('/schemas/ServersHealthResponse.json');
-    expect(response.body).not.toContain('attacker');
-    const problem = await harness.app.inject({ url: '/api/v1/servers/nope/tools', headers: { ...bearer(ADMIN), host: 'attacker.example' } });
+    expect(response.body).not.toMatch(/attacker|9999/);
+    const problem = await harness.app.inject({ url: '/api/v1/servers/nope/tools', headers: { ...bearer(ADMIN), host: '127.0.0.2:9999' } });
     expect(problem.json().$schema).toBe('/schemas/ErrorModel.json');
   });
 });

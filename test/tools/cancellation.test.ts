@@ -115,7 +115,7 @@ function startPost(url: string, body: string) {
 }
 
 async function seen(server: string): Promise<{ started: number; cancelled: number; reasons: string[] }> {
-  const response = await harness.app.inject({ method: 'POST', url: `/api/v1/servers/${server}/tools/cancellations`, payload: '{}' });
+  const response = await harness.app.inject({ method: 'POST', url: `/api/v1/servers/${server}/tools/cancellations`, headers: { 'content-type': 'application/json' }, payload: '{}' });
   api.check('POST', CALL, response);
   expect(response.statusCode, response.body).toBe(200);
   return JSON.parse(response.json() as string);
@@ -142,7 +142,7 @@ describe('a client that goes away before the answer', () => {
       await eventually(async () => expect((await harness.app.inject(`/api/v1/health/servers/${server}`)).json()).toMatchObject({ status: 'ok' }));
       expect(upstream.health().detail).toBeUndefined();
       // an answered call is not cancelled
-      const answered = await fetch(`${base}/api/v1/servers/${server}/tools/wait`, { method: 'POST', body: '{"seconds": 0}' });
+      const answered = await fetch(`${base}/api/v1/servers/${server}/tools/wait`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"seconds": 0}' });
       expect(await answered.json()).toBe('waited');
       expect((await seen(server)).cancelled).toBe(before.cancelled + 1);
     });
@@ -174,7 +174,7 @@ describe('a client that goes away before the answer', () => {
     expect(upstream.state).toBe('connected');
     expect(upstream.health().status).not.toBe('unreachable');
     // the server goes on answering
-    const echo = await fetch(`${base}/api/v1/servers/everything/tools/echo`, { method: 'POST', body: '{"message": "still here"}' });
+    const echo = await fetch(`${base}/api/v1/servers/everything/tools/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message": "still here"}' });
     expect(await echo.json()).toBe('Echo: still here');
   });
 
@@ -198,7 +198,7 @@ describe('a client that goes away before the answer', () => {
     expect(cancelled.status).toBe(202);
     await eventually(() => expect(upstream.requestsUnderWay).toBe(0));
     expect(upstream.state).toBe('connected');
-    const echo = await fetch(`${base}/api/v1/servers/everything-http/tools/echo`, { method: 'POST', body: '{"message": "still here"}' });
+    const echo = await fetch(`${base}/api/v1/servers/everything-http/tools/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message": "still here"}' });
     expect(await echo.json()).toBe('Echo: still here');
   });
 });

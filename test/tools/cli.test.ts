@@ -46,7 +46,7 @@ afterAll(() => {
 /** The pid of the process behind server `name`, as its echo tool reports it. */
 async function pidOf(name: string): Promise<number> {
   return eventually(async () => {
-    const response = await fetch(`${baseUrl}/api/v1/servers/${name}/tools/echo`, { method: 'POST', body: '{"message": "pid?"}' });
+    const response = await fetch(`${baseUrl}/api/v1/servers/${name}/tools/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message": "pid?"}' });
     expect(response.status).toBe(200);
     return Number(/pid (\d+)/.exec((await response.json()) as string)![1]);
   });
@@ -56,7 +56,7 @@ describe('encoder tools serve', () => {
   it('announces itself once every server has started, listing their states', async () => {
     expect(stderr).toMatch(/MCP server\(s\); API at \/api\/v1.*\n {2}a: connected\n {2}b: connected\n {2}d: connected\n/);
     // No waiting after the banner: the servers answer at once.
-    const response = await fetch(`${baseUrl}/api/v1/servers/a/tools/echo`, { method: 'POST', body: '{"message": "ready?"}' });
+    const response = await fetch(`${baseUrl}/api/v1/servers/a/tools/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message": "ready?"}' });
     expect(response.status).toBe(200);
   });
 
@@ -114,7 +114,7 @@ describe('encoder tools serve while it drains', () => {
         return match![1];
       }, 60_000);
       // a call the server never answers holds the shutdown until its 3 s timeout
-      const call = fetch(`${url}/api/v1/servers/slow/tools/hang`, { method: 'POST', body: '{}' });
+      const call = fetch(`${url}/api/v1/servers/slow/tools/hang`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       await new Promise((resolve) => setTimeout(resolve, 200));
       draining.kill('SIGTERM');
       await eventually(() => expect(output).toContain('SIGTERM: stopping'));

@@ -93,7 +93,7 @@ describe('mistakes: exit code 2, a message, the file unchanged', () => {
     ['add an environment to an HTTP server', ['add', 'b', '--url', 'http://x', '--env', 'A=b'], '--env and --cwd are for stdio servers'],
     ['add a malformed --env', ['add', 'b', '--env', 'NOEQUALS', '--', 'y'], '--env "NOEQUALS": write KEY=VALUE'],
     ['add the same --env twice', ['add', 'b', '--env', 'A=1', '--env', 'A=2', '--', 'y'], '--env: A is given twice'],
-    ['add a malformed --header', ['add', 'b', '--url', 'http://x', '--header', 'No colon'], `--header "No colon": write 'Name: value'`],
+    ['add a malformed --header', ['add', 'b', '--url', 'http://x', '--header', 'No colon'], `--header number 1 has no colon: write 'Name: value'`],
     ['add an empty tool in --tools', ['add', 'b', '--tools', 'a,,b', '--', 'y'], '"a,,b" is not a comma-separated list of tool names'],
     ['add an option of the command without --', ['add', 'b', 'npx', '-y', 'pkg'], "unknown option '-y'"],
   ])('%s', async (_what, args, message) => {
@@ -153,6 +153,7 @@ describe('a running tools serve', () => {
       const created = await eventually(async () => {
         const response = await fetch(`${url}/api/v1/servers/memory/tools/create_entities`, {
           method: 'POST',
+          headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ entities: [{ name: 'config-commands', entityType: 'test', observations: ['added on SIGHUP'] }] }),
         });
         expect(response.status).toBe(200);

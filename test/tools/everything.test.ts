@@ -150,15 +150,22 @@ describe('tools', () => {
     expect(byName.get('get-sum')!.description).toEqual(expect.any(String));
   });
 
-  it('lists tools with minimal (name, title) and summary (plus description) detail, and rejects another detail', async () => {
+  it('lists tools with minimal (name, title) and summary (plus description) detail; another detail is full, as in mcpd', async () => {
     const minimal = (await call('GET', TOOLS, '/api/v1/servers/everything/tools?detail=minimal')).json() as { tools: Json[] };
     expect(minimal.tools.length).toBeGreaterThan(5);
     for (const tool of minimal.tools) expect(Object.keys(tool).sort()).toEqual(['name', 'title']);
     const summary = (await call('GET', TOOLS, '/api/v1/servers/everything/tools?detail=summary')).json() as { tools: Json[] };
     for (const tool of summary.tools) expect(Object.keys(tool).sort()).toEqual(['description', 'name', 'title']);
-    const bad = await call('GET', TOOLS, '/api/v1/servers/everything/tools?detail=everything');
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().detail).toContain('minimal, summary, full');
+    // mcpd reads the level in any case and with spaces around it, and falls back to full for anything else
+    const upper = (await call('GET', TOOLS, '/api/v1/servers/everything/tools?detail=%20MINIMAL%20')).json() as { tools: Json[] };
+    expect(upper.tools).toEqual(minimal.tools);
+    const full = (await call('GET', TOOLS, '/api/v1/servers/everything/tools')).json() as { tools: Json[] };
+    expect(full.tools.every((tool) => typeof tool.inputSchema === 'object')).toBe(true);
+    for (const other of ['everything', '', 'minimal&detail=summary']) {
+      const fallback = await call('GET', TOOLS, `/api/v1/servers/everything/tools?detail=${other}`);
+      expect(fallback.statusCode, other).toBe(200);
+      expect((fallback.json() as { tools: Json[] }).tools, other).toEqual(full.tools);
+    }
   });
 
   it('calls a tool with text output: the text items joined with a newline', async () => {

@@ -45,7 +45,7 @@ export async function startHarness(yaml: string, env: NodeJS.ProcessEnv = proces
   const config = parseToolsConfig(yaml, 'test.yaml', env);
   const upstreams = Upstreams.start(config, { log: (line) => logs.push(line) });
   const keys = config.auth ? new ApiKeys(config.auth.keys) : null;
-  const app = await createToolsApp(upstreams, { version: '0.0.0-test', swaggerUiFiles: installedSwaggerUiFile, keys: () => keys });
+  const app = await createToolsApp(upstreams, { version: '0.0.0-test', swaggerUiFiles: installedSwaggerUiFile, keys: () => keys, browserAccess: () => config });
   return {
     app,
     upstreams,

@@ -60,7 +60,7 @@ afterAll(async () => {
 
 const CALL = '/api/v1/servers/{server}/tools/{tool}';
 async function echo(message: string) {
-  const response = await harness.app.inject({ method: 'POST', url: '/api/v1/servers/remote/tools/echo', payload: JSON.stringify({ message }) });
+  const response = await harness.app.inject({ method: 'POST', url: '/api/v1/servers/remote/tools/echo', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ message }) });
   api.check('POST', CALL, response);
   return response;
 }
@@ -100,6 +100,7 @@ describe('a Streamable HTTP server that restarts', () => {
     const longCall = harness.app.inject({
       method: 'POST',
       url: '/api/v1/servers/remote/tools/trigger-long-running-operation',
+      headers: { 'content-type': 'application/json' },
       payload: '{"duration": 30, "steps": 30}',
     });
     await eventually(() => expect(upstream.requestsUnderWay).toBe(1));
@@ -117,7 +118,7 @@ describe('a Streamable HTTP server that restarts', () => {
 describe('a Streamable HTTP server that forgets the session (MCP: 404 Session not found)', () => {
   it('answers 503 and starts a new session at once', async () => {
     const call = (tool: string, body: string) =>
-      harness.app.inject({ method: 'POST', url: `/api/v1/servers/forgetful/tools/${tool}`, payload: body });
+      harness.app.inject({ method: 'POST', url: `/api/v1/servers/forgetful/tools/${tool}`, headers: { 'content-type': 'application/json' }, payload: body });
     const first = await call('echo', '{"message": "a"}');
     expect(first.statusCode, first.body).toBe(200);
     const session = /session ([\w-]+)/.exec(first.json() as string)![1];

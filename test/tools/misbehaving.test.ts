@@ -130,7 +130,7 @@ servers:
 `);
     try {
       await own.upstreams.get('later').firstAttemptSettled();
-      const response = await own.app.inject({ method: 'POST', url: '/api/v1/servers/later/tools/anything', payload: '{}' });
+      const response = await own.app.inject({ method: 'POST', url: '/api/v1/servers/later/tools/anything', headers: { 'content-type': 'application/json' }, payload: '{}' });
       api.check('POST', CALL, response);
       expect(response.statusCode).toBe(503);
       const seconds = Number(response.headers['retry-after']);

@@ -33,12 +33,13 @@ describe('a reload while calls are under way', () => {
       harness.app.inject({
         method: 'POST',
         url: `/api/v1/servers/${name}/tools/trigger-long-running-operation`,
+        headers: { 'content-type': 'application/json' },
         payload: '{"duration": 5, "steps": 1}',
       }),
     );
     for (const name of ['changed', 'removed']) await eventually(() => expect(harness.upstreams.get(name).requestsUnderWay).toBe(1));
     const summary = harness.upstreams.apply(configOf({ changed: entry('59s') }));
-    expect(summary).toEqual({ added: [], removed: ['removed'], restarted: ['changed'], unchanged: [] });
+    expect(summary).toEqual({ added: [], removed: ['removed'], restarted: ['changed'], updated: [], unchanged: [] });
     for (const response of await Promise.all(calls)) {
       api.check('POST', '/api/v1/servers/{server}/tools/{tool}', response);
       expect(response.statusCode, response.body).toBe(200);

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { AuthThrottle } from '../auth-throttle.ts';
 import { GatewayError } from '../errors.ts';
+import type { FrontDoorSettings } from '../front-door-settings.ts';
 import type { GatewayContext } from './context.ts';
 import { gatewayErrorOf, sendGatewayError } from './errors.ts';
 import type { DashboardFiles } from '../dashboard/files.ts';
+import { clientErrorHandler, limitConnections, registerFrontDoor, routeNotFound } from './front-door.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerManagementRoutes } from './management-routes.ts';
 import { registerUsageRoutes } from './usage-routes.ts';
@@ -14,7 +17,8 @@ import { gatewayOpenApi } from './openapi.ts';
 export interface GatewayAppOptions {
   /** fastify's pino logger (JSON lines on stdout, or on `stream`); false in tests. */
   logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
-  bodyLimitBytes?: number;
+  /** Timeouts, connection and body bounds, the failed-credential throttle. */
+  frontDoor: FrontDoorSettings;
   version: string;
   /** The dashboard's files, served at /dashboard/; absent: no dashboard. */
   dashboard?: DashboardFiles;
@@ -24,12 +28,17 @@ export interface GatewayAppOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** How often node looks for requests past their timeout: a slow body is cut at most this late. */
+const TIMEOUT_CHECK_MS = 1000;
+
 /**
- * The gateway's HTTP front end: authentication per route, OpenAI-shaped errors everywhere, request ids, metrics,
- * health, the OpenAPI document. Returned ready, not listening.
+ * The gateway's HTTP front end: authentication before the body is read (front-door.ts), OpenAI-shaped errors
+ * everywhere, request ids, metrics, health, the OpenAPI document. Returned ready, not listening.
  */
 export async function createGatewayApp(context: GatewayContext, options: GatewayAppOptions): Promise<FastifyInstance> {
-  const bodyLimit = options.bodyLimitBytes ?? 16 * 2 ** 20;
+  const settings = options.frontDoor;
+  const bodyLimit = settings.bodyLimitBytes;
+  const requestTimeout = settings.requestTimeoutSeconds * 1000;
   const app = Fastify({
     logger:
       options.logger === false || options.logger === undefined
@@ -41,6 +50,12 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
             redact: ['req.headers.authorization', 'req.headers["x-hub-key"]', 'req.headers["x-api-key"]'],
           },
     bodyLimit,
+    // The whole request must arrive within requestTimeout, its headers within headersTimeout; no idle timeout on the
+    // socket (connectionTimeout), since an answer may wait for a provider up to upstream_timeout_seconds.
+    requestTimeout,
+    http: { requestTimeout, headersTimeout: settings.headersTimeoutSeconds * 1000, connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, requestTimeout) },
+    clientErrorHandler,
+    trustProxy: settings.trustProxy,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -48,9 +63,10 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
     },
     return503OnClosing: false,
     frameworkErrors: (error, request, reply) => {
-      sendGatewayError(request, reply, gatewayErrorOf(error, bodyLimit));
+      sendGatewayError(request, reply, gatewayErrorOf(error, request.routeOptions.bodyLimit ?? bodyLimit));
     },
   });
+  limitConnections(app.server, settings, context.metrics);
 
   // JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser('text/plain');
@@ -76,6 +92,7 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
     if (request.method === 'DELETE' && headers['transfer-encoding'] === undefined && (headers['content-length'] ?? '0') === '0') delete headers['content-type'];
     done();
   });
+  registerFrontDoor(app, context, settings, settings.authThrottle ? new AuthThrottle(settings.authThrottle) : null);
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     context.metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
@@ -84,8 +101,8 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const failure = gatewayErrorOf(error, bodyLimit);
-    if (failure.status === 401) context.metrics.authFailures.inc({ reason: failure.code });
+    const failure = gatewayErrorOf(error, request.routeOptions.bodyLimit ?? bodyLimit);
+    if (failure.status === 401 || failure.code === 'too_many_auth_failures') context.metrics.authFailures.inc({ reason: failure.code });
     // A GatewayError's message is written for clients (provider keys stripped); its cause may quote a provider's
     // raw answer, so only unexpected errors are logged whole.
     if (error instanceof GatewayError) request.log[failure.status >= 500 ? 'warn' : 'info']({ status: failure.status, code: failure.code }, failure.message);
@@ -94,12 +111,12 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
     return sendGatewayError(request, reply, failure);
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendGatewayError(request, reply, new GatewayError(404, 'not_found_error', 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  // Unknown routes are answered in onRequest (front-door.ts); this serves what reaches the handler all the same.
+  app.setNotFoundHandler((request, reply) => sendGatewayError(request, reply, routeNotFound(request)));
 
-  app.get('/health', async () => ({ status: 'ok' }));
-  app.get('/health/readiness', async (_request, reply) => {
+  const open = { config: { credential: 'none' } } as const;
+  app.get('/health', open, async () => ({ status: 'ok' }));
+  app.get('/health/readiness', open, async (_request, reply) => {
     try {
       await context.store.ping();
       return { status: 'ok', database: context.store.dialect };
@@ -110,15 +127,15 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
         .send(new GatewayError(503, 'api_error', 'database_unavailable', `The database is not reachable: ${(error as Error).message}`).body());
     }
   });
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', open, async (_request, reply) => {
     reply.type(context.metrics.registry.contentType);
     return context.metrics.registry.metrics();
   });
   const openApiJson = JSON.stringify(gatewayOpenApi(options.version));
-  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
+  app.get('/openapi.json', open, async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
 
-  registerManagementRoutes(app, context);
-  registerUsageRoutes(app, context);
+  registerManagementRoutes(app, context, settings.managementBodyLimitBytes);
+  registerUsageRoutes(app, context, settings.managementBodyLimitBytes);
   registerModelRoutes(app, context);
   if (options.dashboard) registerDashboardRoutes(app, options.dashboard);
   await app.ready();

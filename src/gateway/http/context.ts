@@ -1,5 +1,4 @@
-import type { FastifyRequest } from 'fastify';
-import type { Authenticator, Principal } from '../auth.ts';
+import type { Authenticator } from '../auth.ts';
 import type { CallLedger } from '../ledger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRouter } from '../model-router.ts';
@@ -17,6 +16,6 @@ export interface GatewayContext {
   metrics: GatewayMetrics;
   /** Which models need a price, and the bundled prices below the gateway's own. */
   pricing: PricingPolicy;
+  /** Used by the front door (front-door.ts) before a body is read; routes read `principalOf(request)`. */
   authenticator: Authenticator;
-  authenticate(request: FastifyRequest, options?: { allowXApiKey?: boolean }): Promise<Principal>;
 }

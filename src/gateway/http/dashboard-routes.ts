@@ -35,14 +35,15 @@ export function registerDashboardRoutes(app: FastifyInstance, files: DashboardFi
     DASHBOARD_FILES.map((file) => [file, { body: Buffer.from(files[file]), etag: `"${createHash('sha256').update(files[file]).digest('base64url').slice(0, 27)}"` }]),
   );
 
+  const open = { config: { credential: 'none' } } as const;
   const send = (file: DashboardFile) => {
     const { body, etag } = served.get(file)!;
-    return app.get(file === 'index.html' ? '/dashboard/' : `/dashboard/${file}`, async (request, reply) => {
+    return app.get(file === 'index.html' ? '/dashboard/' : `/dashboard/${file}`, open, async (request, reply) => {
       reply.headers({ ...SECURITY_HEADERS, 'cache-control': 'no-cache', etag });
       if (request.headers['if-none-match'] === etag) return reply.code(304).send();
       return reply.type(DASHBOARD_TYPES[file]).send(body);
     });
   };
   for (const file of DASHBOARD_FILES) send(file);
-  app.get('/dashboard', async (_request, reply) => reply.redirect('/dashboard/', 308));
+  app.get('/dashboard', open, async (_request, reply) => reply.redirect('/dashboard/', 308));
 }

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { requireMaster } from '../auth.ts';
 import { GatewayError, invalidRequest, notFound } from '../errors.ts';
 import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
-import { NANOS_PER_DOLLAR } from '../storage/records.ts';
+import { nanosOf } from '../money.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import {
@@ -22,10 +21,11 @@ import { parseWith } from './validation.ts';
 
 type Params = { id: string; '*': string };
 
-const toNanos = (dollars: number) => Math.round(dollars * NANOS_PER_DOLLAR);
-
-/** Users, virtual keys, budgets, pricing and usage: master key only. */
-export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext): void {
+/**
+ * Users, virtual keys, budgets, pricing and usage: master key only (checked before the body is read, front-door.ts),
+ * with a small body limit: none of these bodies needs more than a few KiB.
+ */
+export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext, bodyLimit: number): void {
   const { store, ledger, pricing: pricingPolicy } = context;
 
   /** A list entry without ':' can only be a model route's public name; any other is a typo (the schema allows both). */
@@ -37,13 +37,13 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     });
   }
 
-  const master = async (request: FastifyRequest) => {
-    requireMaster(await context.authenticate(request));
-    // No stored id holds NUL (refused at creation; PostgreSQL text cannot): such a path names nothing.
+  // No stored id holds NUL (refused at creation; PostgreSQL text cannot): such a path names nothing.
+  const noNulInPath = async (request: FastifyRequest) => {
     for (const value of Object.values((request.params ?? {}) as Record<string, string>)) {
       if (value.includes('\u0000')) throw new GatewayError(404, 'not_found_error', 'not_found', 'No record has an id containing a NUL character');
     }
   };
+  const master = { bodyLimit, config: { credential: 'master' }, preHandler: noNulInPath } as const;
 
   const budgetMustExist = async (budgetId: string | null | undefined, param: string) => {
     if (budgetId && !(await store.budgets.get(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
@@ -60,7 +60,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   // Users
 
-  app.post('/v1/users', { preHandler: master }, async (request, reply) => {
+  app.post('/v1/users', master, async (request, reply) => {
     const body = parseWith(CreateUserBody, request.body);
     checkRouteNames(body.allowed_models);
     await budgetMustExist(body.budget_id, 'budget_id');
@@ -68,15 +68,15 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return reply.code(201).send(userResource(user));
   });
 
-  app.get('/v1/users', { preHandler: master }, async () => ({ object: 'list', data: (await store.users.list()).map(userResource) }));
+  app.get('/v1/users', master, async () => ({ object: 'list', data: (await store.users.list()).map(userResource) }));
 
-  app.get<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
+  app.get<{ Params: Params }>('/v1/users/:id', master, async (request) => {
     const user = await store.users.get(request.params.id);
     if (!user) throw notFound('user', request.params.id);
     return userResource(user);
   });
 
-  app.patch<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
+  app.patch<{ Params: Params }>('/v1/users/:id', master, async (request) => {
     const body = parseWith(UpdateUserBody, request.body);
     checkRouteNames(body.allowed_models);
     if (!(await store.users.get(request.params.id))) throw notFound('user', request.params.id);
@@ -84,19 +84,19 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return userResource((await store.users.update(request.params.id, body))!);
   });
 
-  app.delete<{ Params: Params }>('/v1/users/:id', { preHandler: master }, async (request) => {
+  app.delete<{ Params: Params }>('/v1/users/:id', master, async (request) => {
     if (!(await store.users.delete(request.params.id))) throw notFound('user', request.params.id);
     return { object: 'user', user_id: request.params.id, deleted: true };
   });
 
-  app.get<{ Params: Params }>('/v1/users/:id/usage', { preHandler: master }, async (request) => {
+  app.get<{ Params: Params }>('/v1/users/:id/usage', master, async (request) => {
     if (!(await store.users.get(request.params.id))) throw notFound('user', request.params.id);
     return usageListing(context, { user_id: request.params.id }, request.query);
   });
 
   // Virtual keys
 
-  app.post('/v1/keys', { preHandler: master }, async (request, reply) => {
+  app.post('/v1/keys', master, async (request, reply) => {
     const body = parseWith(CreateKeyBody, request.body);
     checkRouteNames(body.allowed_models);
     const now = Date.now();
@@ -120,19 +120,19 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return reply.code(201).send({ ...keyResource(key, now), key: secret });
   });
 
-  app.get('/v1/keys', { preHandler: master }, async (request) => {
+  app.get('/v1/keys', master, async (request) => {
     const query = parseWith(KeyListQuery, request.query, 'query');
     const now = Date.now();
     return { object: 'list', data: (await store.keys.list(query)).map((key) => keyResource(key, now)) };
   });
 
-  app.get<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
+  app.get<{ Params: Params }>('/v1/keys/:id', master, async (request) => {
     const key = await store.keys.get(request.params.id);
     if (!key) throw notFound('virtual key', request.params.id, 'key_not_found');
     return keyResource(key);
   });
 
-  app.patch<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
+  app.patch<{ Params: Params }>('/v1/keys/:id', master, async (request) => {
     const body = parseWith(UpdateKeyBody, request.body);
     checkRouteNames(body.allowed_models);
     const now = Date.now();
@@ -143,7 +143,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return keyResource(key!, now);
   });
 
-  app.post<{ Params: Params }>('/v1/keys/:id/rotate', { preHandler: master }, async (request) => {
+  app.post<{ Params: Params }>('/v1/keys/:id/rotate', master, async (request) => {
     const body = parseWith(RotateKeyBody, request.body ?? {});
     const now = Date.now();
     const graceMs = (body.grace_period_seconds ?? 0) * 1000;
@@ -153,44 +153,44 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return { ...keyResource(key, now), key: secret, previous_key_expires_at: graceMs > 0 ? isoTime(now + graceMs) : null };
   });
 
-  app.delete<{ Params: Params }>('/v1/keys/:id', { preHandler: master }, async (request) => {
+  app.delete<{ Params: Params }>('/v1/keys/:id', master, async (request) => {
     if (!(await store.keys.delete(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     return { object: 'virtual_key', id: request.params.id, deleted: true };
   });
 
-  app.get<{ Params: Params }>('/v1/keys/:id/usage', { preHandler: master }, async (request) => {
+  app.get<{ Params: Params }>('/v1/keys/:id/usage', master, async (request) => {
     if (!(await store.keys.get(request.params.id))) throw notFound('virtual key', request.params.id, 'key_not_found');
     return usageListing(context, { key_id: request.params.id }, request.query);
   });
 
   // Budgets
 
-  app.post('/v1/budgets', { preHandler: master }, async (request, reply) => {
+  app.post('/v1/budgets', master, async (request, reply) => {
     const body = parseWith(CreateBudgetBody, request.body);
-    const budget = await store.budgets.create({ max_budget_nanos: toNanos(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    const budget = await store.budgets.create({ max_budget_nanos: nanosOf(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
     return reply.code(201).send(budgetResource(budget));
   });
 
-  app.get('/v1/budgets', { preHandler: master }, async () => ({ object: 'list', data: (await store.budgets.list()).map(budgetResource) }));
+  app.get('/v1/budgets', master, async () => ({ object: 'list', data: (await store.budgets.list()).map(budgetResource) }));
 
-  app.get<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
+  app.get<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
     const budget = await store.budgets.get(request.params.id);
     if (!budget) throw notFound('budget', request.params.id);
     return budgetResource(budget);
   });
 
-  app.patch<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
+  app.patch<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
     const body = parseWith(UpdateBudgetBody, request.body);
     if (!(await store.budgets.get(request.params.id))) throw notFound('budget', request.params.id);
     const budget = await store.budgets.update(request.params.id, {
-      max_budget_nanos: body.max_budget === undefined ? undefined : toNanos(body.max_budget),
+      max_budget_nanos: body.max_budget === undefined ? undefined : nanosOf(body.max_budget),
       reset_every_seconds: body.reset_every_seconds,
       metadata: body.metadata,
     });
     return budgetResource(budget!);
   });
 
-  app.delete<{ Params: Params }>('/v1/budgets/:id', { preHandler: master }, async (request) => {
+  app.delete<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
     if (!(await store.budgets.delete(request.params.id))) throw notFound('budget', request.params.id);
     return { object: 'budget', budget_id: request.params.id, deleted: true };
   });
@@ -198,16 +198,16 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
   // Pricing (model names contain ':' and may contain '/', hence the wildcard)
 
   // The gateway's own prices (configuration, PUT) and, below them, the bundled ones (source: "bundled").
-  app.get('/v1/pricing', { preHandler: master }, async () => ({ object: 'list', data: pricingPolicy.list(await store.pricing.list()).map(pricingResource) }));
+  app.get('/v1/pricing', master, async () => ({ object: 'list', data: pricingPolicy.list(await store.pricing.list()).map(pricingResource) }));
 
-  app.get<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
+  app.get<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
     const model = modelParam(request.params['*']);
     const pricing = pricingPolicy.resolve(await store.pricing.get(model), model);
     if (!pricing) throw notFound('pricing for model', request.params['*'], 'pricing_not_found');
     return pricingResource(pricing);
   });
 
-  app.put<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
+  app.put<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
     const model = modelParam(request.params['*']);
     const body = parseWith(PricingBody, request.body);
     const pricing = await store.pricing.upsert({ model, ...body });
@@ -215,7 +215,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return pricingResource(pricing);
   });
 
-  app.delete<{ Params: Params }>('/v1/pricing/*', { preHandler: master }, async (request) => {
+  app.delete<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
     const model = modelParam(request.params['*']);
     if (!(await store.pricing.delete(model))) throw notFound('pricing for model', model, 'pricing_not_found');
     ledger.forgetPricing(model);

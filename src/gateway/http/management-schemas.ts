@@ -34,6 +34,8 @@ const Name = z
   .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters')
   .refine((text) => text.isWellFormed(), 'must not contain lone surrogates (malformed UTF-16)');
 const Id = Name;
+/** A user id chosen by the caller becomes a path segment (`/v1/users/{id}`), which browsers and most clients resolve when it is "." or "..". */
+const UserId = Id.refine((id) => id !== '.' && id !== '..', 'must not be "." or ".." (clients read them as directory steps in /v1/users/{user_id})');
 /** The most money the gateway handles: a budget of this in nano-dollars (1e18) still fits PostgreSQL's BIGINT. */
 export const MAX_DOLLARS = 1e9;
 const Dollars = z.number().nonnegative().max(MAX_DOLLARS);
@@ -59,7 +61,7 @@ const AllowedModels = z
   .describe('Models these calls may use: exact provider:model names, provider:* or model route names (null: every model)');
 
 export const CreateUserBody = z.strictObject({
-  user_id: Id.describe('Identifier chosen by the caller'),
+  user_id: UserId.describe('Identifier chosen by the caller'),
   alias: Name.describe('Display name (required)'),
   metadata: Metadata.optional(),
   budget_id: Id.nullable().optional().describe('A budget this user spends from'),
@@ -134,7 +136,7 @@ export const UsageAnalyticsQuery = z.strictObject({
   until: Timestamp.optional().describe('Rows before this time (default: now)'),
   user_id: Id.optional().describe('Only this user'),
   key_id: Id.optional().describe('Only this virtual key'),
-  model: z.string().min(1).optional().describe('Only this model, as stored (provider:model)'),
+  model: z.string().min(1).optional().describe('Only this model: provider:model, or a bare model name (that model of every provider)'),
   provider: z.string().min(1).optional().describe('Only this provider'),
   status: z.enum(['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted']).optional().describe('Only rows of this status'),
 });

@@ -5,6 +5,8 @@ import { modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
 import { callWithFallback, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
+import { checkedEmbeddings, embeddingsReply } from './embeddings-answer.ts';
+import { principalOf } from './front-door.ts';
 import { estimatedSearchUnits, parseRerankBody, rerankReply } from './rerank-body.ts';
 import { objectBody } from './validation.ts';
 
@@ -97,13 +99,15 @@ interface ForwardedCall {
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
+  'cache-control': 'no-store',
   'x-accel-buffering': 'no',
 };
 
 /** /v1/chat/completions, /v1/embeddings, /v1/rerank, /v1/models and the Anthropic-format /v1/messages. */
 export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { ledger, upstream, router } = context;
+  /** Either credential, checked before the body is read (front-door.ts). */
+  const anyKey = { config: { credential: 'any' } } as const;
 
   /**
    * Reserves the call's budget (its first target and route from the plan) and ties it to the client's connection:
@@ -183,8 +187,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     return controller;
   }
 
-  app.post('/v1/chat/completions', async (request, reply) => {
-    const principal = await context.authenticate(request);
+  app.post('/v1/chat/completions', anyKey, async (request, reply) => {
+    const principal = principalOf(request);
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
     checkMessages(body.messages);
@@ -226,8 +230,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     });
   });
 
-  app.post('/v1/embeddings', async (request, reply) => {
-    const principal = await context.authenticate(request);
+  app.post('/v1/embeddings', anyKey, async (request, reply) => {
+    const principal = principalOf(request);
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
     const input = body.input;
@@ -248,25 +252,18 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const { signal } = call.controller;
     const response = await answer(
       call,
-      (target) => upstream.embeddings(target.connection, target.model, inputs as string[], signal, dimensions !== undefined ? { dimensions } : {}),
+      // checked inside the attempt: an answer without one vector per input is a failed call (502, an error row)
+      async (target) =>
+        checkedEmbeddings(await upstream.embeddings(target.connection, target.model, inputs as string[], signal, dimensions !== undefined ? { dimensions } : {}), inputs.length, target.provider),
       (result) => ({ prompt: result.usage?.prompt_tokens ?? call.ticket.start.estimatedPromptTokens, completion: 0 }),
     );
-    if (format === 'base64') {
-      // The openai client asks for base64 by default and decodes little-endian float32.
-      return {
-        ...response,
-        data: response.data.map((item) => ({
-          ...item,
-          embedding: typeof item.embedding === 'string' ? item.embedding : Buffer.from(new Float32Array(item.embedding).buffer).toString('base64'),
-        })),
-      };
-    }
-    return response;
+    // The openai client asks for base64 by default and decodes little-endian float32.
+    return embeddingsReply(response, format);
   });
 
   /** Cohere's rerank; also at /v2/rerank, the path of the Cohere v2 client. Billed by tokens and search units (pricing). */
   const rerank = async (request: FastifyRequest, reply: FastifyReply) => {
-    const principal = await context.authenticate(request);
+    const principal = principalOf(request);
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
     const { user, rerank: query } = parseRerankBody(body);
@@ -288,11 +285,11 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     );
     return rerankReply(result);
   };
-  app.post('/v1/rerank', rerank);
-  app.post('/v2/rerank', rerank);
+  app.post('/v1/rerank', anyKey, rerank);
+  app.post('/v2/rerank', anyKey, rerank);
 
-  app.get<{ Querystring: { provider?: string } }>('/v1/models', async (request) => {
-    const principal = await context.authenticate(request);
+  app.get<{ Querystring: { provider?: string } }>('/v1/models', anyKey, async (request) => {
+    const principal = principalOf(request);
     // a virtual key sees the models it may call (its list and its owner's); the master key sees them all
     const lists = principal.kind === 'virtual' ? [principal.key.allowed_models, principal.ownerAllowedModels] : [];
     const callable = (id: string) => lists.every((allowed) => modelAllowed(id, allowed));
@@ -324,8 +321,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     return { object: 'list', data };
   });
 
-  app.post('/v1/responses', async (request, reply) => {
-    const principal = await context.authenticate(request);
+  app.post('/v1/responses', anyKey, async (request, reply) => {
+    const principal = principalOf(request);
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
     if (typeof body.input !== 'string' && !(Array.isArray(body.input) && body.input.length > 0)) {
@@ -365,8 +362,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     });
   });
 
-  app.post('/v1/messages', async (request, reply) => {
-    const principal = await context.authenticate(request, { allowXApiKey: true });
+  app.post('/v1/messages', { config: { credential: 'any', allowXApiKey: true } }, async (request, reply) => {
+    const principal = principalOf(request);
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
     checkMessages(body.messages);

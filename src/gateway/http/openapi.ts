@@ -32,14 +32,17 @@ const deleted = (object: string, idField: string) => ({
   properties: { object: { const: object }, [idField]: { type: 'string' }, deleted: { const: true } },
 });
 
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } };
+const THROTTLED = 'too many invalid keys came from this client address (too_many_auth_failures; every credential from it is refused until Retry-After)';
 const AUTH_ERRORS = {
   401: err('Missing credential (missing_api_key), malformed header (malformed_api_key), unknown key (invalid_api_key), inactive key (key_inactive) or expired key (key_expired).'),
+  429: { ...err(`The credential was not looked at: ${THROTTLED}.`), headers: RETRY_AFTER },
 };
 const MANAGEMENT_ERRORS = { ...AUTH_ERRORS, 403: err('A virtual key was used on a management endpoint (master_key_required).') };
 const BODY_ERRORS = {
-  400: err('Invalid JSON, or a field missing or of the wrong type (param names it).'),
-  413: err('The body is larger than the limit.'),
-  415: err('The body is not application/json.'),
+  400: err('Invalid JSON (invalid_json), nested deeper than the bound, 64 levels by default (json_too_deep), or a field missing or of the wrong type (param names it).'),
+  413: err("The body is larger than the route's limit (body_too_large): by default 64 KiB for management calls, 16 MiB for model calls."),
+  415: err('The body is not application/json (unsupported_media_type).'),
 };
 const MODEL_CALL_ERRORS = {
   ...BODY_ERRORS,
@@ -51,8 +54,8 @@ const MODEL_CALL_ERRORS = {
   ),
   404: err('The user named with the master key does not exist (user_not_found).'),
   429: {
-    ...err('The provider rate-limited the call (upstream_rate_limited; through a model route: its last target) or the gateway rate limit was hit (rate_limit_exceeded).'),
-    headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+    ...err(`The provider rate-limited the call (upstream_rate_limited; through a model route: its last target), the gateway rate limit was hit (rate_limit_exceeded), or ${THROTTLED}.`),
+    headers: RETRY_AFTER,
   },
   502: err("The provider failed, could not be reached, or refused the gateway's credentials (through a model route: every target failed, or one refused the credentials)."),
   503: {
@@ -74,7 +77,7 @@ const analyticsQuery = [
   { name: 'until', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; rows before (default: now); must be after since' },
   { name: 'user_id', in: 'query', schema: { type: 'string' } },
   { name: 'key_id', in: 'query', schema: { type: 'string' } },
-  { name: 'model', in: 'query', schema: { type: 'string' }, description: 'As stored: provider:model' },
+  { name: 'model', in: 'query', schema: { type: 'string' }, description: 'provider:model as the summary and the dashboard show it, or a bare model name (that model of every provider)' },
   { name: 'provider', in: 'query', schema: { type: 'string' } },
   { name: 'status', in: 'query', schema: { enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'] } },
 ];
@@ -395,7 +398,7 @@ export function gatewayOpenApi(version: string): Schema {
                 since: time,
                 until: time,
                 totals: aggregate(),
-                by_model: { type: 'array', items: aggregate({ model: { type: 'string' } }) },
+                by_model: { type: 'array', items: aggregate({ model: { type: 'string', description: 'provider:model: one entry per provider of a model name' } }) },
                 by_user: { type: 'array', items: aggregate({ user_id: nullable('string') }) },
                 by_key: { type: 'array', items: aggregate({ key_id: nullable('string') }) },
                 by_provider: { type: 'array', items: aggregate({ provider: { type: 'string' } }) },

@@ -1,10 +1,9 @@
 import { keyStatus } from '../auth.ts';
 import type { BudgetRecord, KeyRecord, PricingRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
-import { NANOS_PER_DOLLAR } from '../storage/records.ts';
+import { dollars } from '../money.ts';
 import { isoTime, isoTimeOrNull } from '../time.ts';
 
-/** How records leave the gateway: ISO times without zone designator, money in US dollars. */
-export const dollars = (n: number) => n / NANOS_PER_DOLLAR;
+// How records leave the gateway: ISO times without zone designator, money in US dollars (money.ts).
 
 export function userResource(user: UserRecord) {
   return {
@@ -46,7 +45,7 @@ export function budgetResource(budget: BudgetRecord) {
     max_budget: dollars(budget.max_budget_nanos),
     spend: dollars(budget.spend_nanos),
     reserved: dollars(budget.reserved_nanos),
-    remaining: dollars(Math.max(0, budget.max_budget_nanos - budget.spend_nanos)),
+    remaining: dollars(budget.max_budget_nanos > budget.spend_nanos ? budget.max_budget_nanos - budget.spend_nanos : 0n),
     reset_every_seconds: budget.reset_every_seconds,
     period_started_at: isoTime(budget.period_started_at),
     next_reset_at: isoTimeOrNull(nextReset),
@@ -86,7 +85,7 @@ export function usageResource(row: UsageRecord) {
     total_tokens: row.prompt_tokens + row.completion_tokens,
     search_units: row.search_units,
     cost: dollars(row.cost_nanos),
-    overshoot: dollars(row.overshoot_nanos ?? 0),
+    overshoot: dollars(row.overshoot_nanos ?? 0n),
     status: row.status,
     status_code: row.status_code,
     duration_ms: row.duration_ms,

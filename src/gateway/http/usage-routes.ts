@@ -1,13 +1,12 @@
 import { Readable } from 'node:stream';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { requireMaster } from '../auth.ts';
+import type { FastifyInstance } from 'fastify';
 import { invalidRequest } from '../errors.ts';
 import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/usage.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
 import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
-import { dollars, usageResource, usageTotals } from './resources.ts';
+import { usageResource, usageTotals } from './resources.ts';
 import { parseWith } from './validation.ts';
 
 const HOUR = 3_600_000;
@@ -31,11 +30,11 @@ const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors:
  * Usage analytics for operators: the rows, newest first, a page at a time; totals by model, user, key and provider; a
  * time series; every row as CSV. Master key only.
  */
-export function registerUsageRoutes(app: FastifyInstance, context: GatewayContext): void {
+export function registerUsageRoutes(app: FastifyInstance, context: GatewayContext, bodyLimit: number): void {
   const { store } = context;
-  const master = async (request: FastifyRequest) => requireMaster(await context.authenticate(request));
+  const master = { bodyLimit, config: { credential: 'master' } } as const;
 
-  app.get('/v1/usage', { preHandler: master }, async (request) => {
+  app.get('/v1/usage', master, async (request) => {
     const query = parseWith(UsageListQuery, request.query ?? {}, 'query');
     const filter = filterOf(query, undefined);
     const limit = query.limit ?? 100;
@@ -46,7 +45,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     return { object: 'list', data: page.map(usageResource), has_more: rows.length > limit, next_cursor: rows.length > limit && last ? `${last.created_at}.${last.id}` : null };
   });
 
-  app.get('/v1/usage/summary', { preHandler: master }, async (request) => {
+  app.get('/v1/usage/summary', master, async (request) => {
     const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), DEFAULT_SPAN);
     const { totals, groups } = await store.usage.summarize(filter);
     return {
@@ -58,7 +57,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     };
   });
 
-  app.get('/v1/usage/series', { preHandler: master }, async (request) => {
+  app.get('/v1/usage/series', master, async (request) => {
     const query = parseWith(UsageSeriesQuery, request.query ?? {}, 'query');
     const interval = query.interval ?? 'day';
     const size = interval === 'hour' ? HOUR : DAY;
@@ -83,7 +82,7 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     };
   });
 
-  app.get('/v1/usage.csv', { preHandler: master }, async (request, reply) => {
+  app.get('/v1/usage.csv', master, async (request, reply) => {
     const filter = filterOf(parseWith(UsageAnalyticsQuery, request.query ?? {}, 'query'), undefined);
     async function* lines(): AsyncGenerator<string> {
       yield `${CSV_COLUMNS.join(',')}\r\n`;
@@ -127,7 +126,7 @@ const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'end
 
 function csvRow(row: Parameters<typeof usageResource>[0]): string {
   const resource = usageResource(row);
-  return CSV_COLUMNS.map((column) => csvField(column === 'cost' ? dollars(row.cost_nanos) : (resource as Record<string, unknown>)[column])).join(',');
+  return CSV_COLUMNS.map((column) => csvField(resource[column])).join(',');
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Row, SqlDriver, Statement } from './driver.ts';
 import type { InstanceRegistration } from './instances.ts';
 import type { BudgetHold, BudgetRecord, BudgetSettlement, Metadata } from './records.ts';
-import { assignments, isForeignKeyViolation, json, newId, num, parseJson } from './rows.ts';
+import { assignments, bigintJson, isForeignKeyViolation, json, nanos, newId, num, parseJson } from './rows.ts';
 
 /** The condition "this budget's period is over": spend starts again from 0 in the same statement. */
 const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at + reset_every_seconds * 1000)`;
@@ -22,7 +22,7 @@ export class Budgets {
     this.#registration = registration;
   }
 
-  async create(budget: { max_budget_nanos: number; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord> {
+  async create(budget: { max_budget_nanos: bigint; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord> {
     const id = newId('budget');
     await this.#driver.run(
       'INSERT INTO budgets (budget_id, max_budget_nanos, reset_every_seconds, period_started_at, spend_nanos, reserved_nanos, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)',
@@ -41,7 +41,7 @@ export class Budgets {
     return (await this.#driver.all('SELECT * FROM budgets ORDER BY created_at, budget_id')).map((row) => budgetOf(row, now));
   }
 
-  async update(id: string, patch: { max_budget_nanos?: number; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord | null> {
+  async update(id: string, patch: { max_budget_nanos?: bigint; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord | null> {
     const { sets, params } = assignments({
       max_budget_nanos: patch.max_budget_nanos,
       reset_every_seconds: patch.reset_every_seconds,
@@ -76,7 +76,7 @@ export class Budgets {
    * `also` (PostgreSQL only, see holdsCarryWrites): a write done in the hold's statement exactly when the hold is
    * taken, made from the hold (its holder is known only then); it may select from the CTE `hold`.
    */
-  async reserve(id: string, amount: number, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
+  async reserve(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
     const hold = `UPDATE budgets SET
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
@@ -110,7 +110,7 @@ export class Budgets {
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
   async release(hold: BudgetHold): Promise<void> {
-    await this.settle([{ ...hold, actual_nanos: 0 }]);
+    await this.settle([{ ...hold, actual_nanos: 0n }]);
   }
 
   /**
@@ -119,11 +119,11 @@ export class Budgets {
    */
   async settle(settlements: BudgetSettlement[], writes: Statement[] = []): Promise<void> {
     const statements = [...writes];
-    const sums = new Map<string, { budget_id: string; holder: string | null; reserved: number; actual: number }>();
+    const sums = new Map<string, { budget_id: string; holder: string | null; reserved: bigint; actual: bigint }>();
     for (const s of settlements) {
       const holder = this.#shared ? s.holder : null;
       const key = `${s.budget_id}\u0000${holder ?? ''}`;
-      const sum = sums.get(key) ?? { budget_id: s.budget_id, holder, reserved: 0, actual: 0 };
+      const sum = sums.get(key) ?? { budget_id: s.budget_id, holder, reserved: 0n, actual: 0n };
       sum.reserved += s.reserved_nanos;
       sum.actual += s.actual_nanos;
       sums.set(key, sum);
@@ -135,7 +135,8 @@ export class Budgets {
       const inserts = statements.map(({ sql }, i) => `u${i} AS (${sql})`);
       await this.#driver.run(`${inserts.length > 0 ? `WITH ${inserts.join(', ')} ` : ''}SELECT gateway_settle_holds(CAST(? AS TEXT))`, [
         ...statements.flatMap(({ params }) => params),
-        JSON.stringify([...sums.values()]),
+        // bigints as JSON strings: json_to_recordset reads a string into a BIGINT column exactly
+        bigintJson([...sums.values()]),
       ]);
       return;
     }
@@ -157,11 +158,11 @@ function budgetOf(row: Row, now: number): BudgetRecord {
   const over = reset !== null && now >= started + reset * 1000;
   return {
     budget_id: String(row.budget_id),
-    max_budget_nanos: Number(row.max_budget_nanos),
+    max_budget_nanos: nanos(row.max_budget_nanos),
     reset_every_seconds: reset,
     period_started_at: over ? now : started,
-    spend_nanos: over ? 0 : Number(row.spend_nanos),
-    reserved_nanos: Number(row.reserved_nanos),
+    spend_nanos: over ? 0n : nanos(row.spend_nanos),
+    reserved_nanos: nanos(row.reserved_nanos),
     metadata: parseJson(row.metadata),
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),

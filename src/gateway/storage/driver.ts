@@ -4,8 +4,25 @@ export interface Statement {
   params: SqlValue[];
 }
 
-export type SqlValue = string | number | null;
+export type SqlValue = string | number | bigint | null;
+/**
+ * A row as both drivers return it: an integer is a number while it is safe (|n| < 2^53) and a bigint beyond, so a
+ * BIGINT of nano-dollars up to 2^63 reads back exactly (rows.ts `nanos` takes either).
+ */
 export type Row = Record<string, unknown>;
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** Rows read with every integer as a bigint (node:sqlite's readBigInts) turned into Rows: safe integers as numbers. */
+export function narrowIntegers(rows: Row[]): Row[] {
+  for (const row of rows) {
+    for (const column in row) {
+      const value = row[column];
+      if (typeof value === 'bigint' && value <= MAX_SAFE && value >= -MAX_SAFE) row[column] = Number(value);
+    }
+  }
+  return rows;
+}
 
 /** Statements run one at a time inside a synchronous transaction (SQLite): a step may read and decide the next. */
 export interface SyncSql {

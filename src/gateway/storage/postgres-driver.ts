@@ -4,8 +4,12 @@ import type { Row, SqlDriver, SqlValue, Statement } from './driver.ts';
 /** Any number of gateway instances share one PostgreSQL database; migrations take this advisory lock. */
 const MIGRATION_LOCK_ID = 0x67617465; // "gate"
 
-// BIGINT (int8) columns hold epoch milliseconds and counts, all well inside a double.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+// BIGINT (int8) columns hold epoch milliseconds and counts, and money in nano-dollars, which may pass 2^53: a number
+// while it is safe, a bigint beyond (the Row contract, as on SQLite).
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : BigInt(value);
+});
 
 const DML = /^\s*(INSERT|UPDATE|DELETE)\b/i;
 

@@ -1,4 +1,4 @@
-/** What the store keeps, as the store returns it: times in epoch milliseconds, money in nano-dollars. */
+/** What the store keeps, as the store returns it: times in epoch milliseconds, money in nano-dollars (BigInt: see money.ts). */
 export type Metadata = Record<string, unknown>;
 
 export interface UserRecord {
@@ -32,11 +32,11 @@ export interface KeyRecord {
 
 export interface BudgetRecord {
   budget_id: string;
-  max_budget_nanos: number;
+  max_budget_nanos: bigint;
   reset_every_seconds: number | null;
   period_started_at: number;
-  spend_nanos: number;
-  reserved_nanos: number;
+  spend_nanos: bigint;
+  reserved_nanos: bigint;
   metadata: Metadata;
   created_at: number;
   updated_at: number;
@@ -72,9 +72,9 @@ export interface UsageRecord {
   completion_tokens: number;
   /** Search units the provider billed (rerank; Cohere counts one per query and 100 documents); 0 for other calls. */
   search_units: number;
-  cost_nanos: number;
-  /** What the call cost beyond its budget hold (the provider ignored the output limit), charged all the same; 0 or absent: none. */
-  overshoot_nanos?: number;
+  cost_nanos: bigint;
+  /** What the call cost beyond its budget hold (the provider ignored the output limit), charged all the same; 0n or absent: none. */
+  overshoot_nanos?: bigint;
   /**
    * `success`, `error`, `cancelled` (the client went away), `refused` (before any provider: budget, allowed models,
    * rate limit, …), `pending` (written before the provider is called, until the call finishes) or `interrupted` (a
@@ -101,7 +101,7 @@ export interface CallProgress {
   id: string;
   prompt_tokens: number;
   completion_tokens: number;
-  cost_nanos: number;
+  cost_nanos: bigint;
   duration_ms: number;
 }
 
@@ -109,13 +109,13 @@ export interface UsageTotals {
   requests: number;
   prompt_tokens: number;
   completion_tokens: number;
-  cost_nanos: number;
+  cost_nanos: bigint;
 }
 
 /** A reservation taken on a budget before a call. */
 export interface BudgetHold {
   budget_id: string;
-  reserved_nanos: number;
+  reserved_nanos: bigint;
   /**
    * PostgreSQL: the registration of the gateway instance whose share of the holds counts it (an instance that was
    * taken for dead registers again under a new id, so calls from before and after the reap are told apart); null on
@@ -126,7 +126,5 @@ export interface BudgetHold {
 
 /** A hold settled with the call's actual cost after the call. */
 export interface BudgetSettlement extends BudgetHold {
-  actual_nanos: number;
+  actual_nanos: bigint;
 }
-
-export const NANOS_PER_DOLLAR = 1e9;

@@ -1,6 +1,6 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { ThreadScript } from '../../shared/thread-script.ts';
-import type { Row, SqlDriver, SqlValue, Statement, SyncSql } from './driver.ts';
+import { narrowIntegers, type Row, type SqlDriver, type SqlValue, type Statement, type SyncSql } from './driver.ts';
 import { SqliteReaderThread } from './sqlite-reader-thread.ts';
 
 /**
@@ -28,13 +28,16 @@ export class SqliteDriver implements SqlDriver {
     let statement = this.#statements.get(sql);
     if (!statement) {
       statement = this.#db.prepare(sql);
+      // Every integer as a bigint, then narrowed (see Row): without it an integer beyond 2^53 (a $1e9 budget in
+      // nano-dollars) throws ERR_OUT_OF_RANGE on every read of its row.
+      statement.setReadBigInts(true);
       this.#statements.set(sql, statement);
     }
     return statement;
   }
 
   async all(sql: string, params: SqlValue[] = []): Promise<Row[]> {
-    return this.#prepare(sql).all(...params) as Row[];
+    return narrowIntegers(this.#prepare(sql).all(...params) as Row[]);
   }
 
   /** On the reader thread when there is one; a thread that failed fails the query (no quiet fallback to hide it). */
@@ -55,7 +58,7 @@ export class SqliteDriver implements SqlDriver {
   }
 
   readonly #sync: SyncSql = {
-    all: (sql, params = []) => this.#prepare(sql).all(...params) as Row[],
+    all: (sql, params = []) => narrowIntegers(this.#prepare(sql).all(...params) as Row[]),
     run: (sql, params = []) => Number(this.#prepare(sql).run(...params).changes),
   };
 

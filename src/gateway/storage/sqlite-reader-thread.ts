@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { ThreadScript } from '../../shared/thread-script.ts';
-import type { Row, SqlValue } from './driver.ts';
+import { narrowIntegers, type Row, type SqlValue } from './driver.ts';
 
 /** What the reader thread is started with (its workerData). */
 export interface ReaderStart {
@@ -36,7 +36,7 @@ export class SqliteReaderThread {
       this.#pending.delete(reply.id);
       if (this.#pending.size === 0) this.#worker.unref();
       if ('error' in reply) pending.reject(Object.assign(new Error(reply.error.message), reply.error));
-      else pending.resolve(reply.rows);
+      else pending.resolve(narrowIntegers(reply.rows));
     });
     this.#worker.on('error', (error) => this.#fail(error instanceof Error ? error : new Error(String(error))));
     this.#exited = new Promise((resolve) =>

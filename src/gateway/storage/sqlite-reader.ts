@@ -15,7 +15,11 @@ parentPort!.on('message', ({ id, sql, params }: ReaderRequest) => {
   let reply: ReaderReply;
   try {
     let statement = statements.get(sql);
-    if (!statement) statements.set(sql, (statement = database.prepare(sql)));
+    if (!statement) {
+      statements.set(sql, (statement = database.prepare(sql)));
+      // integers beyond 2^53 (nano-dollars) read exactly; the main thread narrows the rest to numbers (narrowIntegers)
+      statement.setReadBigInts(true);
+    }
     reply = { id, rows: statement.all(...params) as Record<string, unknown>[] };
   } catch (error) {
     const e = error as { message?: unknown; code?: unknown; errcode?: unknown };

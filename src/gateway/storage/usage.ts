@@ -1,6 +1,7 @@
 import type { Budgets } from './budgets.ts';
 import type { Row, SqlDriver, SqlValue, Statement, SyncSql } from './driver.ts';
 import type { BudgetSettlement, CallProgress, CallRow, UsageRecord, UsageStatus, UsageTotals } from './records.ts';
+import { bigintJson, nanos } from './rows.ts';
 
 /** Which usage rows an analytics query covers; every field narrows it (epoch ms: since inclusive, until exclusive). */
 export interface UsageFilter {
@@ -8,6 +9,7 @@ export interface UsageFilter {
   until?: number;
   user_id?: string;
   key_id?: string;
+  /** `provider:model`, or a bare model name (that model of any provider). */
   model?: string;
   provider?: string;
   status?: UsageStatus;
@@ -30,7 +32,7 @@ export interface UsageAggregate extends UsageTotals {
   refused: number;
 }
 
-/** The totals of one value of a grouping (a model, user, key or provider; null: rows without one). */
+/** The totals of one value of a grouping (a `provider:model`, user, key or provider; null: rows without one). */
 export interface UsageGroupTotals extends UsageAggregate {
   group: string | null;
 }
@@ -84,7 +86,7 @@ function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[numbe
     case 'instance_id':
       return 'instance_id' in row ? row.instance_id : null;
     case 'holds':
-      return 'holds' in row && row.holds.length > 0 ? JSON.stringify(row.holds) : null;
+      return 'holds' in row && row.holds.length > 0 ? bigintJson(row.holds) : null;
     default:
       return row[column];
   }
@@ -175,11 +177,11 @@ export class UsageLog {
   async complete(calls: CallRow[]): Promise<void> {
     if (calls.length === 0) return;
     if (!this.#driver.atomically) {
-      await this.#driver.run('SELECT gateway_complete_calls(CAST(? AS TEXT))', [JSON.stringify(calls)]);
+      await this.#driver.run('SELECT gateway_complete_calls(CAST(? AS TEXT))', [bigintJson(calls)]);
       return;
     }
     this.#driver.atomically((sql) => {
-      const sums = new Map<string, { reserved: number; actual: number }>();
+      const sums = new Map<string, { reserved: bigint; actual: bigint }>();
       for (const call of calls) {
         const [prior] = sql.all('SELECT status, cost_nanos FROM usage WHERE id = ?', [call.id]);
         let extra = call.cost_nanos;
@@ -205,13 +207,13 @@ export class UsageLog {
               call.id,
             ],
           );
-          if (prior.status === 'interrupted') extra -= Number(prior.cost_nanos);
+          if (prior.status === 'interrupted') extra -= nanos(prior.cost_nanos);
         } else continue;
         // An interrupted row's holds were cleared by the recovery: nothing left to give back.
         const giveBack = prior?.status !== 'interrupted';
         for (const hold of call.holds) {
-          const sum = sums.get(hold.budget_id) ?? { reserved: 0, actual: 0 };
-          sum.reserved += giveBack ? hold.reserved_nanos : 0;
+          const sum = sums.get(hold.budget_id) ?? { reserved: 0n, actual: 0n };
+          sum.reserved += giveBack ? hold.reserved_nanos : 0n;
           sum.actual += extra;
           sums.set(hold.budget_id, sum);
         }
@@ -229,7 +231,7 @@ export class UsageLog {
         `WITH v AS (SELECT * FROM json_to_recordset(CAST(? AS json)) AS x (id TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_nanos BIGINT, duration_ms DOUBLE PRECISION))
          UPDATE usage u SET prompt_tokens = v.prompt_tokens, completion_tokens = v.completion_tokens, cost_nanos = v.cost_nanos, duration_ms = v.duration_ms
          FROM v WHERE u.id = ANY (ARRAY(SELECT id FROM v)) AND u.id = v.id AND u.status = 'pending'`,
-        [JSON.stringify(updates)],
+        [bigintJson(updates)],
       );
       return;
     }
@@ -247,11 +249,11 @@ export class UsageLog {
     if (!this.#driver.atomically) throw new Error('settleInterrupted is for SQLite; PostgreSQL settles a dead instance when it is reaped');
     return this.#driver.atomically((sql) => {
       const rows = sql.all("SELECT id, holds, cost_nanos FROM usage WHERE status = 'pending'");
-      const charges = new Map<string, number>();
+      const charges = new Map<string, bigint>();
       for (const row of rows) {
-        for (const hold of holdsOf(row.holds)) charges.set(hold.budget_id, (charges.get(hold.budget_id) ?? 0) + Number(row.cost_nanos));
+        for (const hold of holdsOf(row.holds)) charges.set(hold.budget_id, (charges.get(hold.budget_id) ?? 0n) + nanos(row.cost_nanos));
       }
-      for (const [budget, charge] of charges) settleOne(sql, budget, 0, charge);
+      for (const [budget, charge] of charges) settleOne(sql, budget, 0n, charge);
       sql.run("UPDATE usage SET status = 'interrupted', reason = 'gateway_restarted' WHERE status = 'pending'");
       sql.run('UPDATE budgets SET reserved_nanos = 0 WHERE reserved_nanos <> 0');
       return rows.length;
@@ -274,7 +276,7 @@ export class UsageLog {
     const data = (await this.#driver.scan(`SELECT * FROM usage ${clause} ORDER BY created_at DESC, id LIMIT ?`, [...params, query.limit])).map(usageOf);
     const [totals] = await this.#driver.scan(
       `SELECT COUNT(*) AS requests, CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens,
-        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos
+        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, ${COST_SUM}
        FROM usage ${clause}`,
       params,
     );
@@ -284,14 +286,14 @@ export class UsageLog {
         requests: Number(totals.requests),
         prompt_tokens: Number(totals.prompt_tokens),
         completion_tokens: Number(totals.completion_tokens),
-        cost_nanos: Number(totals.cost_nanos),
+        cost_nanos: costSumOf(totals),
       },
     };
   }
 
   /**
-   * Totals of the rows a filter covers, overall and by model, user, key and provider (each most cost first, then most
-   * calls, then by name with none first). One scan grouped by all four columns, rolled up here: a key belongs to one
+   * Totals of the rows a filter covers, overall and by `provider:model`, user, key and provider (each most cost first,
+   * then most calls, then by name with none first). One scan grouped by all four columns, rolled up here: a key belongs to one
    * user and a model to one provider, so there are about as many groups as keys × models, while a scan per grouping
    * read the range five times.
    */
@@ -304,7 +306,8 @@ export class UsageLog {
       const aggregate = aggregateOf(row);
       addAggregate(totals, aggregate);
       for (const group of USAGE_GROUPS) {
-        const value = (row[group] as string | null) ?? null;
+        // a model is told apart by its provider (openai:fake-1 and vllm:fake-1 are two models at two prices)
+        const value = group === 'model' ? `${String(row.provider)}:${String(row.model)}` : ((row[group] as string | null) ?? null);
         const byValue = sums.get(group)!;
         let sum = byValue.get(value);
         if (!sum) byValue.set(value, (sum = emptyAggregate()));
@@ -347,20 +350,28 @@ export class UsageLog {
 }
 
 /** SQLite: gives back `reserved` (never below zero, see Budgets.settle) and adds `actual` to spend. */
-function settleOne(sql: SyncSql, budget: string, reserved: number, actual: number): void {
+function settleOne(sql: SyncSql, budget: string, reserved: bigint, actual: bigint): void {
   sql.run('UPDATE budgets SET reserved_nanos = MAX(0, reserved_nanos - ?), spend_nanos = spend_nanos + ? WHERE budget_id = ?', [reserved, actual, budget]);
 }
 
 const holdsOf = (text: unknown): { budget_id: string }[] => (typeof text === 'string' ? (JSON.parse(text) as { budget_id: string }[]) : []);
 
+/**
+ * The sum of cost_nanos in two BIGINT parts, whole dollars and the nano-dollars below them, added up exactly here
+ * (costSumOf): one SUM could pass 2^63 (SQLite's SUM then fails with "integer overflow"), since a row alone may hold up
+ * to 6.4e18 (docs/gateway.md, "Money"). The parts stay under 2^63 for over a billion rows of that size.
+ */
+const COST_SUM = `CAST(COALESCE(SUM(cost_nanos / 1000000000), 0) AS BIGINT) AS cost_dollars, CAST(COALESCE(SUM(cost_nanos % 1000000000), 0) AS BIGINT) AS cost_rest`;
+const costSumOf = (row: Row): bigint => nanos(row.cost_dollars) * 1_000_000_000n + nanos(row.cost_rest);
+
 // errors: every call that did not succeed, refusals included (refused counts those apart); a pending call has not ended
 const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status IN ('success', 'pending') THEN 0 ELSE 1 END), 0) AS BIGINT) AS errors,
   CAST(COALESCE(SUM(CASE WHEN status = 'refused' THEN 1 ELSE 0 END), 0) AS BIGINT) AS refused,
   CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens,
-  CAST(COALESCE(SUM(cost_nanos), 0) AS BIGINT) AS cost_nanos`;
+  ${COST_SUM}`;
 
 /** Totals of no rows. */
-export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, refused: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
+export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, refused: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0n });
 
 function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
   sum.requests += add.requests;
@@ -372,7 +383,7 @@ function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
 }
 
 function mostCostFirst(a: UsageGroupTotals, b: UsageGroupTotals): number {
-  if (a.cost_nanos !== b.cost_nanos) return b.cost_nanos - a.cost_nanos;
+  if (a.cost_nanos !== b.cost_nanos) return b.cost_nanos > a.cost_nanos ? 1 : -1;
   if (a.requests !== b.requests) return b.requests - a.requests;
   if (a.group === b.group) return 0;
   if (a.group === null) return -1;
@@ -387,7 +398,7 @@ function aggregateOf(row: Row): UsageAggregate {
     refused: Number(row.refused),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
-    cost_nanos: Number(row.cost_nanos),
+    cost_nanos: costSumOf(row),
   };
 }
 
@@ -404,7 +415,15 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   add('created_at < ?', filter.until);
   add('user_id = ?', filter.user_id);
   add('key_id = ?', filter.key_id);
-  add('model = ?', filter.model);
+  if (filter.model !== undefined) {
+    // `provider:model` as the dashboard shows it (split at the first ':', providers have none), or a bare model name,
+    // which matches that model of every provider (a model's own name may hold ':' too: `ollama:llama3:8b`)
+    const colon = filter.model.indexOf(':');
+    if (colon > 0) {
+      where.push('(model = ? OR (provider = ? AND model = ?))');
+      params.push(filter.model, filter.model.slice(0, colon), filter.model.slice(colon + 1));
+    } else add('model = ?', filter.model);
+  }
   add('provider = ?', filter.provider);
   add('status = ?', filter.status);
   if (extra) {
@@ -430,8 +449,8 @@ function usageOf(row: Row): UsageRecord {
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),
-    cost_nanos: Number(row.cost_nanos),
-    overshoot_nanos: Number(row.overshoot_nanos ?? 0),
+    cost_nanos: nanos(row.cost_nanos),
+    overshoot_nanos: nanos(row.overshoot_nanos ?? 0),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),
     duration_ms: Number(row.duration_ms),

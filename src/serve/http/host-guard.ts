@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { hostNameOf, isLoopbackHost, normalizeOrigin, unbracket } from '../../shared/host-names.ts';
 import { sendFailure } from './errors.ts';
 
 /**
@@ -28,35 +29,6 @@ export interface HostGuardOptions {
 
 /** The refusal of a request, or null when the guard lets it through. */
 export type HostGuardRefusal = { header: 'host' | 'origin'; message: string } | null;
-
-/** True for the names and literals of loopback addresses: localhost, 127.0.0.0/8, ::1 (with or without brackets), ::ffff:127.x. */
-export function isLoopbackHost(host: string): boolean {
-  const name = unbracket(host.toLowerCase());
-  return name === 'localhost' || name === '::1' || isIpv4Loopback(name) || (name.startsWith('::ffff:') && isIpv4Loopback(name.slice(7)));
-}
-
-function isIpv4Loopback(name: string): boolean {
-  const parts = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(name);
-  return parts !== null && parts.slice(1).every((part) => Number(part) <= 255);
-}
-
-function unbracket(host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-
-/** The host name of a Host header value (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercased, brackets removed; null when malformed. */
-export function hostNameOf(header: string): string | null {
-  const value = header.trim().toLowerCase();
-  if (value.startsWith('[')) {
-    const end = value.indexOf(']');
-    if (end === -1 || !/^(:\d*)?$/.test(value.slice(end + 1))) return null;
-    return value.slice(1, end);
-  }
-  const colon = value.indexOf(':');
-  if (colon !== -1 && (value.indexOf(':', colon + 1) !== -1 || !/^\d*$/.test(value.slice(colon + 1)))) return null;
-  const name = colon === -1 ? value : value.slice(0, colon);
-  return name === '' ? null : name;
-}
 
 /** How many accepted Host header values a guard remembers. */
 const ACCEPTED_HOSTS_KEPT = 64;
@@ -130,9 +102,4 @@ export class HostGuard {
       sendFailure(request, reply, { status: 403, message: refusal.message, code: 'forbidden' });
     });
   }
-}
-
-function normalizeOrigin(origin: string): string {
-  const trimmed = origin.trim().toLowerCase();
-  return trimmed.endsWith('/') ? trimmed.slice(0, -1) : trimmed;
 }

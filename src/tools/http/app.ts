@@ -5,7 +5,8 @@ import { ToolsError } from '../errors.ts';
 import type { ApiOperation, OperationName } from '../operations.ts';
 import type { Upstreams } from '../upstreams.ts';
 import type { McpSessions } from './mcp-route.ts';
-import { DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFile, type SwaggerUiFiles } from './docs-page.ts';
+import { BrowserGuard, type BrowserAccess } from './browser-guard.ts';
+import { DOCS_HEADERS, DOCS_PAGE, isSwaggerUiFile, SWAGGER_UI_FILES, SWAGGER_UI_TYPES, type SwaggerUiFile, type SwaggerUiFiles } from './docs-page.ts';
 import { toolsOpenApiDocument } from './openapi.ts';
 import { problemOf, schemaUrl, sendProblem } from './problem.ts';
 import { COMPONENT_SCHEMAS, standaloneSchema } from './schemas.ts';
@@ -39,6 +40,10 @@ export interface ToolsAppOptions {
   metrics?: Registry;
   /** The sessions of /mcp, one MCP endpoint for every server; absent: no /mcp. */
   mcp?: McpSessions;
+  /** The address the server listens on, a Host it answers (browser-guard.ts); absent: the loopback names only. */
+  listenHost?: string;
+  /** allowed_hosts and cors_allow_origins, read at every request (a reload may change them); absent: none. */
+  browserAccess?: () => BrowserAccess;
 }
 
 /** Routes anyone may reach: liveness, the API's description and the page that renders it (docs/tools.md). */
@@ -60,15 +65,18 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     return503OnClosing: false,
     // Names in paths are MCP's: tool names up to 128 characters (more, percent-encoded); find-my-way's default of
     // 100 answered 414 for valid names. The URL as a whole stays bounded by Node's header size limit.
-    routerOptions: { maxParamLength: 8192 },
+    // A trailing slash names the same route (`/api/v1/servers/`), as mcpd's router does.
+    routerOptions: { maxParamLength: 8192, ignoreTrailingSlash: true },
     frameworkErrors: (error, request, reply) => {
       sendProblem(request, reply, problemOf(error));
     },
   });
 
-  // Bodies are JSON whatever their Content-Type says (curl -d sends form encoding); empty means none.
+  // Bodies are JSON, said so by their Content-Type; any other type is a 415 (problem.ts), so that a web page's
+  // "simple" request (text/plain, a form), which a browser sends without asking the server first, never reaches a
+  // tool. An empty body means none.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = (body as string).trim();
     if (text === '') return done(null, undefined);
     try {
@@ -87,12 +95,14 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     sendProblem(request, reply, { status: 404, detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
-  // Authentication before anything else: an unknown route answers 401 too, so routes are not probed without a key.
+  // Host and Origin first, on every route (browser-guard.ts); then authentication before anything else: an unknown
+  // route answers 401 too, so routes are not probed without a key.
+  await new BrowserGuard({ listenHost: options.listenHost, access: options.browserAccess ?? (() => ({})) }).register(app);
   const accessOf = new WeakMap<FastifyRequest, Access>();
   app.addHook('onRequest', async (request) => {
+    if (OPEN_ROUTES.has(request.routeOptions.url ?? '')) return;
     const keys = options.keys?.();
-    if (!keys || OPEN_ROUTES.has(request.routeOptions.url ?? '')) return;
-    accessOf.set(request, keys.authenticate(request.headers.authorization, request.query as Record<string, unknown>));
+    accessOf.set(request, keys ? keys.authenticate(request.headers.authorization, request.query as Record<string, unknown>) : FULL_ACCESS);
   });
   const access = (request: FastifyRequest): Access => accessOf.get(request) ?? FULL_ACCESS;
   /** The server of a request, when its key may use it: 403 (before "no such server") otherwise. */
@@ -102,8 +112,13 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     return upstreams.get(name);
   };
   app.addHook('onResponse', async (request, reply) => {
-    if (!options.observe || OPEN_ROUTES.has(request.routeOptions.url ?? '')) return;
-    options.observe(operationOf(request), accessOf.get(request)?.keyName ?? null, reply.statusCode, reply.elapsedTime);
+    // a preflight is the browser's question, not an API request
+    if (!options.observe || OPEN_ROUTES.has(request.routeOptions.url ?? '') || isPreflight(request)) return;
+    const given = accessOf.get(request);
+    const operation = operationOf(request);
+    // Names in the path of a request that was refused before authentication (Host, Origin, key) are the client's
+    // choice, not a server or tool of this configuration: recorded without them (bounded metrics, see metrics.ts).
+    options.observe(given ? operation : { operation: operation.operation, server: null, name: null }, given?.keyName ?? null, reply.statusCode, reply.elapsedTime);
   });
   const forbid = (request: FastifyRequest, what: string, server: string): never => {
     throw new ToolsError('forbidden', `key "${access(request).keyName}" may not use ${what} of server "${server}"`);
@@ -118,7 +133,7 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
   // liveness of the tool server itself (each MCP server's health is under /api/v1/health)
   app.get('/health', (_request, reply) => sendJson(reply, 'OK'));
   app.get('/openapi.json', (_request, reply) => reply.type(JSON_TYPE).send(openApiJson));
-  app.get('/docs', (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
+  app.get('/docs', (_request, reply) => reply.headers(DOCS_HEADERS).type('text/html; charset=utf-8').send(DOCS_PAGE));
   // read once (1.7 MB from a file or the SEA blob), then served from memory
   const swaggerUi = new Map<SwaggerUiFile, Buffer>();
   app.get<{ Params: { file: string } }>('/docs/:file', (request, reply) => {
@@ -168,14 +183,11 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
   );
   app.get('/api/v1/servers', (request, reply) => sendJson(reply, upstreams.names().filter((name) => access(request).allowsServer(name))));
 
-  app.get<NameParams & { Querystring: { detail?: string } }>('/api/v1/servers/:name/tools', async (request, reply) => {
-    const detail = request.query.detail ?? 'full';
-    if (!(TOOL_DETAILS as readonly string[]).includes(detail)) {
-      throw new ToolsError('bad_request', `detail must be one of ${TOOL_DETAILS.join(', ')}, not "${detail}"`);
-    }
+  app.get<NameParams & { Querystring: { detail?: string | string[] } }>('/api/v1/servers/:name/tools', async (request, reply) => {
+    const detail = toolDetailOf(request.query.detail);
     const { name } = request.params;
     const tools = (await permittedServer(request, name).listTools(clientGone(reply))).filter((tool) => access(request).allowsTool(name, tool.name));
-    return sendObject(request, reply, 'ToolsResponse', { tools: tools.map((tool) => toolOf(tool, detail as ToolDetail)) });
+    return sendObject(request, reply, 'ToolsResponse', { tools: tools.map((tool) => toolOf(tool, detail)) });
   });
 
   app.post<{ Params: { name: string; tool: string }; Body: unknown }>('/api/v1/servers/:name/tools/:tool', async (request, reply) => {
@@ -278,6 +290,19 @@ function clientGone(reply: FastifyReply): { signal: AbortSignal } {
     if (!reply.sent && !reply.raw.writableFinished) controller.abort(new Error('the client closed the connection before the answer'));
   });
   return { signal: controller.signal };
+}
+
+/**
+ * `?detail=` as mcpd reads it: case and surrounding spaces do not matter, and a value that is none of minimal,
+ * summary, full (or a repeated one) means full — the safe default — rather than an error.
+ */
+function toolDetailOf(given: unknown): ToolDetail {
+  const detail = typeof given === 'string' ? given.trim().toLowerCase() : '';
+  return (TOOL_DETAILS as readonly string[]).includes(detail) ? (detail as ToolDetail) : 'full';
+}
+
+function isPreflight(request: FastifyRequest): boolean {
+  return request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined;
 }
 
 /** The one `cursor` of a list request; repeated (`?cursor=a&cursor=b`) it is no cursor at all. */

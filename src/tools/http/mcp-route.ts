@@ -5,8 +5,10 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Access } from '../auth.ts';
 import { createAggregateServer } from '../mcp/aggregate-server.ts';
+import { SessionRelay } from '../mcp/session-relay.ts';
 import type { ApiOperation } from '../operations.ts';
 import type { Upstreams } from '../upstreams.ts';
+import { hijackWithHeaders } from './browser-guard.ts';
 
 export const MCP_PATH = '/mcp';
 
@@ -38,6 +40,8 @@ export class McpSessions {
   readonly #sessions = new Map<string, Session>();
   readonly #options: McpSessionsOptions;
   #upstreams: Upstreams | undefined;
+  /** Where the servers' notifications and requests to their client go: give it to the Upstreams. */
+  readonly relay = new SessionRelay();
 
   constructor(options: McpSessionsOptions) {
     this.#options = options;
@@ -46,6 +50,7 @@ export class McpSessions {
   /** The servers the sessions are in front of (set once they exist: their start reports to `listsChanged`). */
   watch(upstreams: Upstreams): void {
     this.#upstreams = upstreams;
+    this.relay.watch(upstreams);
   }
 
   get size(): number {
@@ -73,8 +78,7 @@ export class McpSessions {
   }
 
   async #handle(request: FastifyRequest, reply: FastifyReply, access: Access): Promise<void> {
-    // MCP asks servers to check Origin against DNS rebinding; no web page uses this endpoint (no CORS, no pages)
-    if (request.headers.origin !== undefined) return jsonRpcError(reply, 403, `requests from web pages (Origin ${request.headers.origin}) are not accepted`);
+    // MCP asks servers to check Origin and Host against DNS rebinding: browser-guard.ts does, for every route, before this
     const id = request.headers['mcp-session-id'];
     if (typeof id === 'string') {
       const session = this.#sessions.get(id);
@@ -82,7 +86,7 @@ export class McpSessions {
       if (session.keyName !== access.keyName) return jsonRpcError(reply, 403, 'this session belongs to another API key');
       session.access = access;
       session.lastSeen = Date.now();
-      reply.hijack();
+      hijackWithHeaders(reply);
       await session.transport.handleRequest(request.raw, reply.raw, request.body);
       return;
     }
@@ -94,18 +98,18 @@ export class McpSessions {
     const session: Partial<Session> = { keyName: access.keyName, access, lastSeen: Date.now() };
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      // answers as plain JSON: a POST's answer needs no stream of its own (nothing is sent before it; notifications
-      // go on the session's GET stream), and SSE framing cost a quarter of the calls per second
-      enableJsonResponse: true,
+      // each POST answers with an event stream (the SDK's default): what a server sends while answering a request
+      // (progress, log messages, sampling and elicitation requests) goes on that request's stream, before its answer,
+      // as it would from the server itself; plain JSON answers would have no room for it
       onsessioninitialized: (sessionId) => void this.#sessions.set(sessionId, session as Session),
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) this.#sessions.delete(transport.sessionId);
     };
-    const server = createAggregateServer(this.#upstreams, { version: this.#options.version, access: () => session.access!, observe: this.#options.observe });
+    const server = createAggregateServer(this.#upstreams, { version: this.#options.version, access: () => session.access!, observe: this.#options.observe, relay: this.relay });
     Object.assign(session, { transport, server });
     await server.connect(transport);
-    reply.hijack();
+    hijackWithHeaders(reply);
     await transport.handleRequest(request.raw, reply.raw, request.body);
   }
 

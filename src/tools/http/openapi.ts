@@ -11,10 +11,14 @@ const ok = (description: string, schema: Json): Json => ({ 200: { description, c
 
 const PROBLEM_WHEN: Record<number, string> = {
   401: 'The tool server has API keys (auth.keys) and the request has none in `Authorization: Bearer <key>`, a malformed or unknown one, or a key-like query parameter (keys are never accepted in the URL).',
-  400: 'Bad request: a path that is not valid percent-encoding, a bad `detail`, a missing `uri` or repeated query parameter, a body that is not JSON or not an object, or parameters the MCP server rejected as invalid (-32602: missing or invalid arguments, a bad cursor).',
-  403: 'The caller\'s key may not use this server, tool, prompt or resource; or the tool is not in the server\'s allow-list.',
+  400: 'Bad request: a path that is not valid percent-encoding, a missing `uri` or repeated query parameter, a body that is not JSON or not an object, or parameters the MCP server rejected as invalid (-32602: missing or invalid arguments, a bad cursor).',
+  403:
+    'The caller\'s key may not use this server, tool, prompt or resource; or the tool is not in the server\'s allow-list; or, on every route, ' +
+    'the browser guard refused the request (`code`: host_not_allowed, a Host that is not a name of this server — DNS rebinding; ' +
+    'origin_not_allowed, an Origin of another web page that cors_allow_origins does not list).',
   404: 'No such server, tool, prompt or resource.',
   413: 'The request body is larger than the limit.',
+  415: 'The request has a body that is not `Content-Type: application/json` (`code`: unsupported_media_type): a web page\'s form or text/plain request never reaches a tool.',
   429: 'The caller\'s key is over its `requests_per_minute`.',
   501: 'The MCP server does not implement this kind of request.',
   502: 'The MCP server answered with an error (or the tool result has isError); `detail` carries its message.',
@@ -67,6 +71,8 @@ const cursorParameter: Json = {
 const AUTH_FAILURES = [401, 403, 429];
 /** Every request to an MCP server can meet these. */
 const UPSTREAM_FAILURES = [400, ...AUTH_FAILURES, 404, 501, 502, 503, 504];
+/** Every request with a body can meet these. */
+const BODY_FAILURES = [413, 415];
 /** Routes anyone may reach, with or without API keys. */
 const OPEN: Json = { security: [] };
 
@@ -80,7 +86,9 @@ export function toolsOpenApiDocument(version: string): Json {
       description:
         'An HTTP API in front of MCP servers: health, tools, prompts, resources and resource templates of each configured ' +
         'server. Errors are RFC 9457 problem details (application/problem+json). Every object response carries `$schema`, ' +
-        'the address of its JSON Schema (served under /schemas/).',
+        'the address of its JSON Schema (served under /schemas/). Safe from web pages by default: every route refuses a Host ' +
+        'that is not a name of this server and an Origin not listed in cors_allow_origins, and request bodies must be ' +
+        'application/json (docs/tools.md, "Browsers").',
     },
     paths: {
       '/api/v1/health/servers': {
@@ -119,7 +127,9 @@ export function toolsOpenApiDocument(version: string): Json {
               name: 'detail',
               in: 'query',
               required: false,
-              description: 'minimal: name and title; summary: plus description; full: every field including the schemas.',
+              description:
+                'minimal: name and title; summary: plus description; full: every field including the schemas. Read as mcpd reads it: ' +
+                'in any case, spaces around it ignored, and any other value (or a repeated one) means full.',
               schema: { type: 'string', enum: [...TOOL_DETAILS], default: 'full' },
             },
           ],
@@ -140,7 +150,7 @@ export function toolsOpenApiDocument(version: string): Json {
             required: false,
             content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
           },
-          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(413, ...UPSTREAM_FAILURES) },
+          responses: { ...ok('The tool\'s answer.', { type: 'string' }), ...problems(...BODY_FAILURES, ...UPSTREAM_FAILURES) },
         },
       },
       '/api/v1/servers/{name}/prompts': {
@@ -159,7 +169,7 @@ export function toolsOpenApiDocument(version: string): Json {
           tags: ['prompts'],
           parameters: [serverParameter(), nameParameter('promptName', 'The prompt\'s name.')],
           requestBody: { required: false, content: { 'application/json': { schema: ref('GeneratePromptRequest') } } },
-          responses: { ...ok('The rendered messages.', ref('GeneratePromptResponse')), ...problems(413, ...UPSTREAM_FAILURES) },
+          responses: { ...ok('The rendered messages.', ref('GeneratePromptResponse')), ...problems(...BODY_FAILURES, ...UPSTREAM_FAILURES) },
         },
       },
       '/api/v1/servers/{name}/resources': {
@@ -201,7 +211,7 @@ export function toolsOpenApiDocument(version: string): Json {
           summary: 'Liveness of the tool server itself (each MCP server\'s health is under /api/v1/health)',
           tags: ['meta'],
           ...OPEN,
-          responses: { ...ok('The tool server is up.', { const: 'OK' }) },
+          responses: { ...ok('The tool server is up.', { const: 'OK' }), ...problems(403) },
         },
       },
       '/mcp': {
@@ -215,7 +225,7 @@ export function toolsOpenApiDocument(version: string): Json {
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
           responses: {
             200: { description: 'A JSON-RPC response, as JSON or as an SSE stream.', content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } } },
-            ...problems(...AUTH_FAILURES),
+            ...problems(...AUTH_FAILURES, ...BODY_FAILURES),
           },
         },
       },
@@ -237,7 +247,7 @@ export function toolsOpenApiDocument(version: string): Json {
           ...OPEN,
           summary: 'This document',
           tags: ['meta'],
-          responses: { ...ok('OpenAPI 3.1 document.', { type: 'object' }) },
+          responses: { ...ok('OpenAPI 3.1 document.', { type: 'object' }), ...problems(403) },
         },
       },
       '/docs': {
@@ -246,7 +256,13 @@ export function toolsOpenApiDocument(version: string): Json {
           ...OPEN,
           summary: 'This document, rendered by Swagger UI (served from here: nothing is fetched from elsewhere)',
           tags: ['meta'],
-          responses: { 200: { description: 'HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+          responses: {
+            200: {
+              description: 'HTML page, with a Content-Security-Policy (only this server\'s scripts, styles and requests; no framing) and X-Frame-Options: DENY.',
+              content: { 'text/html': { schema: { type: 'string' } } },
+            },
+            ...problems(403),
+          },
         },
       },
       '/docs/{file}': {
@@ -261,7 +277,7 @@ export function toolsOpenApiDocument(version: string): Json {
               description: 'The file.',
               content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
             },
-            ...problems(400, 404),
+            ...problems(400, 403, 404),
           },
         },
       },
@@ -282,7 +298,7 @@ export function toolsOpenApiDocument(version: string): Json {
           ],
           responses: {
             200: { description: 'JSON Schema 2020-12.', content: { 'application/schema+json': { schema: { type: 'object' } } } },
-            ...problems(400, 404),
+            ...problems(400, 403, 404),
           },
         },
       },

@@ -4,12 +4,13 @@ import { STATUS_OF_KIND, ToolsError } from '../errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
-
 export interface Problem {
   status: number;
   detail: string;
   /** Sent as Retry-After (503: when the server's next start attempt is due; 429: when the key may go on). */
   retryAfterSeconds?: number;
+  /** An extension member saying which rule refused the request, where the status alone does not (browser-guard.ts, 415). */
+  code?: string;
 }
 
 /** RFC 6750's challenge, sent with every 401. */
@@ -25,6 +26,10 @@ export function problemOf(error: unknown): Problem {
   if (error instanceof ToolsError) {
     const status = STATUS_OF_KIND[error.kind];
     return status === 503 || status === 429 ? { status, detail: error.message, retryAfterSeconds: retryAfterSecondsOf(error.retryAfterMs) } : { status, detail: error.message };
+  }
+  if ((error as { code?: unknown } | null)?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    // bodies are JSON only: a web page's "simple" request (text/plain, a form) can never reach a tool
+    return { status: 415, detail: 'a request body must be JSON: send "Content-Type: application/json"', code: 'unsupported_media_type' };
   }
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
   const message = error instanceof Error ? error.message : String(error);
@@ -50,6 +55,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
     status: problem.status,
     detail: problem.detail,
     instance: path,
+    ...(problem.code === undefined ? {} : { code: problem.code }),
   };
   if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
   if (problem.status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE);

@@ -205,6 +205,13 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       status: { type: 'integer', description: 'The HTTP status code.' },
       detail: { type: 'string', description: 'What went wrong, e.g. the MCP server\'s own error message.' },
       instance: { type: 'string', format: 'uri-reference', description: 'The path of the request.' },
+      code: {
+        type: 'string',
+        enum: ['host_not_allowed', 'origin_not_allowed', 'unsupported_media_type'],
+        description:
+          'Which browser-safety rule refused the request: a Host that is not a name of this server (DNS rebinding), an Origin ' +
+          'not in cors_allow_origins (a web page), a body that is not application/json. Absent on other problems.',
+      },
     },
   },
 };

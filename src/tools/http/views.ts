@@ -9,7 +9,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import { formatDuration } from '../duration.ts';
 import type { Health } from '../upstream.ts';
-import { textOf } from '../upstream.ts';
+import { textOf } from '../upstream-requests.ts';
 
 /** The API's objects (spec 3 Area A) made from MCP results: only the fields the spec names, none undefined. */
 

@@ -9,6 +9,10 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type Progress,
   type Prompt,
   type Resource,
   type ResourceTemplate,
@@ -17,10 +21,11 @@ import type { Access } from '../auth.ts';
 import { mcpMessageOf, RESOURCE_NOT_FOUND, STATUS_OF_KIND, ToolsError } from '../errors.ts';
 import type { ApiOperation } from '../operations.ts';
 import type { Upstream } from '../upstream.ts';
+import type { RequestOptions } from '../upstream-requests.ts';
 import type { Upstreams } from '../upstreams.ts';
+import { NAMESPACE_SEPARATOR, type Extra, type SessionRelay } from './session-relay.ts';
 
-/** Between a server's name and one of its tools or prompts: `memory__read_graph`. */
-export const NAMESPACE_SEPARATOR = '__';
+export { NAMESPACE_SEPARATOR } from './session-relay.ts';
 /** Pages of one server's list read for one aggregated list, at most (a server whose cursors never end stops here). */
 const MAX_PAGES = 100;
 
@@ -30,6 +35,8 @@ export interface AggregateServerOptions {
   access: () => Access;
   /** Told of every request, as the HTTP API's are (metrics, audit log). */
   observe?: (operation: ApiOperation, key: string | null, status: number, ms: number) => void;
+  /** What the servers send of their own accord, to and from this session. */
+  relay: SessionRelay;
 }
 
 /** A JSON-RPC error as the SDK's Protocol sends it (code and message as they are; McpError would prefix the message). */
@@ -64,7 +71,7 @@ function jsonRpcErrorOf(error: unknown): JsonRpcError {
 export function createAggregateServer(upstreams: Upstreams, options: AggregateServerOptions): Server {
   const server = new Server(
     { name: 'encoder-tools', version: options.version },
-    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } } },
+    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, logging: {} } },
   );
   // every request reads the key's current permissions: `access` below is a view of them
   const access: Access = {
@@ -82,6 +89,26 @@ export function createAggregateServer(upstreams: Upstreams, options: AggregateSe
   };
   /** Which server listed a resource URI, from the session's last resources/list. */
   const owners = new Map<string, string>();
+  // MCP SDK clients ignore a cancellation of request id 0 (`if (!requestId) return` in Protocol._oncancel): this
+  // server's requests to its client (relayed sampling, elicitation, roots) start at 1, so that each can be cancelled
+  const ids = server as unknown as { _requestMessageId?: number };
+  if (ids._requestMessageId === 0) ids._requestMessageId = 1;
+  const { relay } = options;
+  const session = relay.attach(server, access);
+  server.onclose = () => relay.detach(session);
+  /**
+   * What a request to one server carries of the client's: its cancellation, its `_meta`, and its progress token
+   * (the server's progress notifications are sent on to the client under the client's token). The request is known
+   * to the relay while under way, so that what the server sends meanwhile reaches this session.
+   */
+  const forward = <T>(upstream: Upstream, extra: Extra, run: (options: RequestOptions) => Promise<T>): Promise<T> => {
+    const progressToken = extra._meta?.progressToken;
+    const onprogress =
+      progressToken === undefined
+        ? undefined
+        : (progress: Progress) => void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken } }).catch(() => {});
+    return relay.underway(session, upstream.name, extra, () => run({ signal: extra.signal, meta: extra._meta, onprogress }));
+  };
 
   const permitted = () => upstreams.all().filter((upstream) => access.allowsServer(upstream.name) && upstream.state === 'connected');
   /** `server__name` → the server and the name, the longest configured server name first (names may contain "__"). */
@@ -148,7 +175,7 @@ export function createAggregateServer(upstreams: Upstreams, options: AggregateSe
     })();
     return observed({ operation: 'call_tool', server: upstream.name, name: tool, arguments: request.params.arguments }, async () => {
       if (!access.allowsTool(upstream.name, tool)) throw new ToolsError('forbidden', `key "${access.keyName}" may not use tool "${tool}" of server "${upstream.name}"`);
-      return upstream.callToolAsIs(tool, request.params.arguments ?? {}, { signal: extra.signal });
+      return forward(upstream, extra, (forwarded) => upstream.callToolAsIs(tool, request.params.arguments ?? {}, forwarded));
     });
   });
 
@@ -175,7 +202,7 @@ export function createAggregateServer(upstreams: Upstreams, options: AggregateSe
     })();
     return observed({ operation: 'get_prompt', server: upstream.name, name: prompt, arguments: request.params.arguments }, async () => {
       if (!access.allowsPrompt(upstream.name, prompt)) throw new ToolsError('forbidden', `key "${access.keyName}" may not use prompt "${prompt}" of server "${upstream.name}"`);
-      return upstream.getPrompt(prompt, request.params.arguments ?? {}, { signal: extra.signal });
+      return forward(upstream, extra, (forwarded) => upstream.getPrompt(prompt, request.params.arguments ?? {}, forwarded));
     });
   });
 
@@ -220,7 +247,7 @@ export function createAggregateServer(upstreams: Upstreams, options: AggregateSe
       for (const upstream of candidates) {
         if (!access.allowsResource(upstream.name, uri)) continue;
         try {
-          return await upstream.readResource(uri, { signal: extra.signal });
+          return await forward(upstream, extra, (forwarded) => upstream.readResource(uri, forwarded));
         } catch (error) {
           if (owner !== undefined || !(error instanceof ToolsError) || (error.kind !== 'not_found' && error.kind !== 'not_implemented')) throw error;
         }
@@ -228,6 +255,43 @@ export function createAggregateServer(upstreams: Upstreams, options: AggregateSe
       throw new ToolsError('not_found', `no server this key may use has resource "${uri}"`, { cause: new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`) });
     });
   });
+
+  server.setRequestHandler(SubscribeRequestSchema, (request, extra) => {
+    const { uri } = request.params;
+    return observed({ operation: 'subscribe_resource', server: owners.get(uri) ?? null, name: uri }, async () => {
+      await relay.subscribe(session, subscriptionServer(uri), uri, extra);
+      return {};
+    });
+  });
+
+  server.setRequestHandler(UnsubscribeRequestSchema, (request, extra) =>
+    observed({ operation: 'unsubscribe_resource', server: owners.get(request.params.uri) ?? null, name: request.params.uri }, async () => {
+      if (!(await relay.unsubscribe(session, request.params.uri, extra))) throw new ToolsError('bad_request', `this session has no subscription to "${request.params.uri}"`);
+      return {};
+    }),
+  );
+
+  server.setRequestHandler(SetLevelRequestSchema, (request) =>
+    observed({ operation: 'set_logging_level', server: null, name: request.params.level }, async () => {
+      await relay.setLevel(session, request.params.level, permitted());
+      return {};
+    }),
+  );
+
+  /** The server that serves `uri`: the one that listed it, else the only one that may serve any URI and offers subscriptions. */
+  const subscriptionServer = (uri: string): Upstream => {
+    const owner = owners.get(uri);
+    const candidates = permitted().filter((upstream) =>
+      owner !== undefined ? upstream.name === owner : access.allowsEveryResource(upstream.name) && upstream.capabilities?.resources?.subscribe,
+    );
+    if (candidates.length !== 1 || !access.allowsResource(candidates[0].name, uri)) {
+      throw new ToolsError(
+        candidates.length > 1 ? 'bad_request' : 'not_found',
+        candidates.length > 1 ? `several servers may serve "${uri}": list resources (resources/list) first, so that its server is known` : `no server this key may use offers a subscription to "${uri}"`,
+      );
+    }
+    return candidates[0];
+  };
 
   return server;
 }

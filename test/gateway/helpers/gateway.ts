@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { GatewayConfig } from '../../../src/gateway/config.ts';
+import { defaultFrontDoor } from '../../../src/gateway/front-door-settings.ts';
 import type { DashboardFiles } from '../../../src/gateway/dashboard/files.ts';
 import { startGateway, type RunningGateway } from '../../../src/gateway/gateway.ts';
 import type { UsageRecord } from '../../../src/gateway/storage/records.ts';
@@ -49,6 +50,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<GatewayConfig
     instanceLeaseSeconds: 30,
     corsAllowOrigins: [],
     logLevel: 'silent',
+    frontDoor: defaultFrontDoor(),
     warnings: [],
     ...overrides,
   };
@@ -134,7 +136,7 @@ export function usageRecord(id: string, fields: Partial<UsageRecord> = {}): Usag
     prompt_tokens: 1,
     completion_tokens: 1,
     search_units: 0,
-    cost_nanos: 1,
+    cost_nanos: 1n,
     status: 'success',
     status_code: 200,
     duration_ms: 1,

@@ -35,6 +35,21 @@ export function withQuery(path: string, query: Query = {}): string {
   return text ? `${path}?${text}` : path;
 }
 
+/**
+ * The path of one record, `/v1/users/<id>` and below: every id is one encoded path segment, so an id holding `/`, `?`,
+ * `#` or `%` names that record and nothing else. ("." and ".." stay as they are: see `dotSegment`.)
+ */
+export function recordPath(collection: 'users' | 'keys' | 'budgets', id: string, ...rest: string[]): string {
+  return [`/v1/${collection}`, id, ...rest].map((segment, i) => (i === 0 ? segment : encodeURIComponent(segment))).join('/');
+}
+
+/**
+ * A path segment a browser resolves as a directory step before the request leaves, whatever its encoding (`..`, `.%2E`,
+ * `%2e%2e`): `/v1/users/..` would reach `/v1/`. The API refuses such ids at creation; one stored before that cannot be
+ * addressed from a page, so the call is refused here instead of being sent elsewhere.
+ */
+const dotSegment = (path: string) => path.split(/[?#]/)[0].split('/').some((segment) => /^(\.|%2e){1,2}$/i.test(segment));
+
 async function errorOf(response: Response): Promise<ApiError> {
   const requestId = response.headers.get('x-request-id');
   const text = await response.text().catch(() => '');
@@ -71,6 +86,9 @@ export class Api {
   }
 
   private async send(method: string, path: string, body?: unknown): Promise<Response> {
+    if (dotSegment(path)) {
+      throw new ApiError(0, `${path} cannot be sent: a browser reads "." and ".." in an address as directory steps (use curl --path-as-is for such an id)`, 'unaddressable_path', null);
+    }
     const headers: Record<string, string> = { 'x-hub-key': `Bearer ${this.key}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
@@ -160,6 +178,7 @@ export interface UsageSummary {
   since: string;
   until: string;
   totals: Totals;
+  /** `model` is provider:model, as the usage table shows it and the model filter takes it. */
   by_model: (Totals & { model: string })[];
   by_user: (Totals & { user_id: string | null })[];
   by_key: (Totals & { key_id: string | null })[];

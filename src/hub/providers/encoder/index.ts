@@ -10,7 +10,7 @@
 
 import { InvalidRequestError, mapProviderFailure, ModelNotFoundError, ProviderError, UnsupportedParameterError, type HubError } from '../../errors.ts';
 import type { EmbeddingResponse, Model, Provider, ProviderDefinition, ProviderOptions, RerankResponse } from '../../provider.ts';
-import { embeddingList, embeddingsOnly } from '../shared/embeddings.ts';
+import { embeddingList, embeddingsOnly, float32sOfBase64 } from '../shared/embeddings.ts';
 import { providerMetadata } from '../shared/metadata.ts';
 import { isAbortError, isNetworkError, networkFailure } from '../shared/error-body.ts';
 import { joinUrl, requestJson, VendorHttpError } from '../shared/http-json.ts';
@@ -62,10 +62,8 @@ function errorBodyOf(error: VendorHttpError): OpenAIErrorBody | null {
 
 /** A base64 vector of little-endian float32s as numbers: each the float32 value itself, read without any rounding. */
 function floatsOf(base64: string): number[] {
-  const bytes = Buffer.from(base64, 'base64');
-  if (bytes.length % 4 !== 0) throw new ProviderError(`The encoder server answered a vector of ${bytes.length} bytes, not float32s`, null, PROVIDER);
-  const floats = new Array<number>(bytes.length / 4);
-  for (let i = 0; i < floats.length; i++) floats[i] = bytes.readFloatLE(i * 4);
+  const floats = float32sOfBase64(base64);
+  if (floats === null) throw new ProviderError(`The encoder server answered a vector of ${Buffer.from(base64, 'base64').length} bytes, not float32s`, null, PROVIDER);
   return floats;
 }
 

@@ -7,6 +7,8 @@ import { messagesToChatRequest } from '../../openai-chat/request-to-chat.ts';
 import type { ChatDialect } from '../../openai-chat/request-to-chat.ts';
 import type { CallOptions, CompletionParams, MessagesParams, Model, Provider, ProviderOptions } from '../../provider.ts';
 import { incompleteStreamError } from '../../message-format/stream-builder.ts';
+import { ProviderError } from '../../errors.ts';
+import { float32sOfBase64 } from '../shared/embeddings.ts';
 import { openAIBatches } from './batches.ts';
 import { openAIErrorToHub } from './errors.ts';
 import { createJsonPost } from './json-post.ts';
@@ -33,9 +35,10 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
   const client = createClient(service, options);
   const dialect: ChatDialect = { provider_name: name, ...service.dialect };
   const streamOptions = service.stream_usage ? { stream_options: { include_usage: true } } : {};
-  // Unless told, the SDK asks for base64 and decodes any answer as base64: a compatible server that ignores
-  // encoding_format answers float arrays, which would become garbage vectors without an error. Ask for floats there.
-  const embeddingFormat = name === 'openai' || name === 'azureopenai' ? {} : { encoding_format: 'float' as const };
+  // Always an explicit encoding_format, so that the SDK hands the answer over as it came (unless told, it asks for
+  // base64 and decodes every vector as base64): OpenAI's compact base64 for OpenAI and Azure, floats elsewhere (what
+  // embedding servers that ignore the field answer anyway). Either way the vectors are read by what arrived.
+  const embeddingFormat = { encoding_format: name === 'openai' || name === 'azureopenai' ? ('base64' as const) : ('float' as const) };
   const quirks = service.quirks;
   // The caller's extra fields come last: they may replace anything, stream_options included.
   const chatRequest = (params: MessagesParams, call: CallOptions, stream = false) =>
@@ -84,10 +87,13 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
       : {}),
     ...(service.metadata.embedding
       ? {
-          embedding: ({ model, inputs, dimensions }, call) =>
-            client.embeddings.create(
-              { model, input: inputs, ...embeddingFormat, ...call.extra, ...(dimensions !== undefined ? { dimensions } : {}) },
-              { signal: call.signal },
+          embedding: async ({ model, inputs, dimensions }, call) =>
+            embeddingsAsFloats(
+              name,
+              await client.embeddings.create(
+                { model, input: inputs, ...embeddingFormat, ...call.extra, ...(dimensions !== undefined ? { dimensions } : {}) },
+                { signal: call.signal },
+              ),
             ),
         }
       : {}),
@@ -108,4 +114,21 @@ export function createOpenAICompatible(service: OpenAICompatibleService, options
     ...(service.metadata.batch ? { batches: service.batch_api === 'otari' ? otariBatches(client, name) : openAIBatches(client, name) } : {}),
     toHubError: (error) => openAIErrorToHub(error, name),
   };
+}
+
+/**
+ * An embeddings answer with every vector as numbers, by what arrived: a string is base64 of little-endian float32s
+ * (what OpenAI sends for `encoding_format: "base64"`), an array is kept. Given an `encoding_format`, the SDK returns
+ * the answer as it came (left to itself it asks for base64 and decodes every vector as base64, so a server that
+ * ignores the field and answers arrays gave empty vectors).
+ */
+function embeddingsAsFloats(provider: string, response: OpenAI.CreateEmbeddingResponse): OpenAI.CreateEmbeddingResponse {
+  for (const item of Array.isArray(response?.data) ? response.data : []) {
+    const embedding = item?.embedding as unknown;
+    if (typeof embedding !== 'string') continue;
+    const floats = float32sOfBase64(embedding);
+    if (floats === null) throw new ProviderError(`${provider} answered a base64 embedding that is not whole float32s`, null, provider);
+    item.embedding = floats;
+  }
+  return response;
 }

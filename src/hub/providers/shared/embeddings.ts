@@ -1,5 +1,5 @@
-// Pieces the embedding providers share: the OpenAI-shaped answer, input chunking, the output dimension under the
-// vendor's field, and the refusal of `messages` by services that serve embeddings only.
+// Pieces the embedding providers share: the OpenAI-shaped answer, base64 float32 vectors, input chunking, the output
+// dimension under the vendor's field, and the refusal of `messages` by services that serve embeddings only.
 
 import { InvalidRequestError, UnsupportedParameterError } from '../../errors.ts';
 import type { EmbeddingParams, EmbeddingResponse, Provider } from '../../provider.ts';
@@ -32,6 +32,18 @@ export function embeddingList(model: string, vectors: readonly number[][], token
     data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   };
+}
+
+/**
+ * A base64 vector of little-endian float32s (OpenAI's `encoding_format: "base64"`) as numbers, each the float32 value
+ * itself, read without rounding; null when its length is not whole float32s.
+ */
+export function float32sOfBase64(base64: string): number[] | null {
+  const bytes = Buffer.from(base64, 'base64');
+  if (bytes.length % 4 !== 0) return null;
+  const floats = new Array<number>(bytes.length / 4);
+  for (let i = 0; i < floats.length; i++) floats[i] = bytes.readFloatLE(i * 4);
+  return floats;
 }
 
 /** Splits embedding inputs into the vendor's largest request (Cohere: 96 texts, Gemini: 100 requests). */

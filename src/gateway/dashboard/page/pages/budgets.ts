@@ -1,4 +1,4 @@
-import type { Budget, List } from '../api.ts';
+import { recordPath, type Budget, type List } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
 import { money, percent, period, utc } from '../format.ts';
 import { action, budgetMeter, deleteButton, heading, type Page, type PageContext } from '../page.ts';
@@ -53,7 +53,7 @@ export const budgetsPage: Page = {
 };
 
 function budgetActions(context: PageContext, budget: Budget): HTMLElement {
-  const path = `/v1/budgets/${encodeURIComponent(budget.budget_id)}`;
+  const path = recordPath('budgets', budget.budget_id);
   const edit: HTMLFormElement = h(
     'form',
     { class: 'stack', onSubmit: action(context, () => context.api.call('PATCH', path, { max_budget: Number(formValues(edit).max_budget) })) },

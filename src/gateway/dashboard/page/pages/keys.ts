@@ -1,4 +1,4 @@
-import type { Budget, CreatedKey, List, User, VirtualKey } from '../api.ts';
+import { recordPath, type Budget, type CreatedKey, type List, type User, type VirtualKey } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
 import { modelList, parseModelList, utc } from '../format.ts';
 import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
@@ -112,7 +112,7 @@ function secretPanel(title: string, key: CreatedKey): HTMLElement {
 }
 
 function keyActions(context: PageContext, key: VirtualKey, budgetChoices: { value: string; label: string }[]): HTMLElement {
-  const path = `/v1/keys/${encodeURIComponent(key.id)}`;
+  const path = recordPath('keys', key.id);
   const toggle = h(
     'button',
     { type: 'button', onClick: action(context, () => context.api.call('PATCH', path, { is_active: !key.is_active })) },

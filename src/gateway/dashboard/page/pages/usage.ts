@@ -63,7 +63,7 @@ export const usagePage: Page = {
       field('Until (UTC)', h('input', { name: 'until', type: 'datetime-local', value: filters.until ?? '' })),
       field('User', idSelect('user_id', users.data.map((user) => ({ value: user.user_id, label: user.user_id })), 'any user', filters.user_id || null)),
       field('Key', idSelect('key_id', keys.data.map((key) => ({ value: key.id, label: key.key_name })), 'any key', filters.key_id || null)),
-      field('Model', h('input', { name: 'model', value: filters.model ?? '', placeholder: 'e.g. gpt-4o-mini' }), 'as recorded, without provider'),
+      field('Model', h('input', { name: 'model', value: filters.model ?? '', placeholder: 'e.g. openai:gpt-4o-mini' }), 'provider:model as in the table, or a bare name for every provider'),
       field('Provider', h('input', { name: 'provider', value: filters.provider ?? '', size: 10 })),
       field('Status', idSelect('status', STATUSES.map((status) => ({ value: status, label: status })), 'any status', filters.status || null)),
       h('button', { type: 'submit' }, 'Apply'),

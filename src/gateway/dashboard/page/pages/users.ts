@@ -1,4 +1,4 @@
-import type { Budget, List, User } from '../api.ts';
+import { recordPath, type Budget, type List, type User } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
 import { modelList, parseModelList, utc } from '../format.ts';
 import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
@@ -45,7 +45,7 @@ export const usersPage: Page = {
 };
 
 function userActions(context: PageContext, user: User, budgetChoices: { value: string; label: string }[]): HTMLElement {
-  const path = `/v1/users/${encodeURIComponent(user.user_id)}`;
+  const path = recordPath('users', user.user_id);
   const edit: HTMLFormElement = h(
     'form',
     {
