@@ -1,15 +1,18 @@
 /**
- * npm run soak [-- --duration 10m --concurrency 16 --rate 50 --kill-mcp-every 30s --built]
+ * npm run soak [-- --duration 10m --concurrency 16 --rate 50 --kill-mcp-every 30s --kill-gateway-every 60s --built]
  *
  * Runs the model server (a generated tiny sentence-embedding model), the gateway (SQLite) and the tool server
  * (server-everything over stdio), each its own process, for a bounded time under mixed load on 127.0.0.1 with
- * injected faults: the tool server's MCP server killed now and then, provider 500s and stalls (the gateway forwards
- * to the repository's fake OpenAI server), client aborts (plain calls and streams). Then it prints the requests, the
+ * injected faults: the tool server's MCP server killed now and then, the gateway killed (SIGKILL) and started again on
+ * its database, provider 500s and stalls (the gateway forwards to the repository's fake OpenAI server), client aborts
+ * (plain calls and streams). Then it prints the requests, the
  * errors by kind (injected apart from unexpected), each process's RSS at start, middle and end, and the gateway's
  * usage rows audited against the calls made, and whether each aim holds (exit code 1 if one does not):
  *   - no 5xx (or other wrong answer) for valid requests beyond the injected faults;
  *   - the median RSS of the last third within 10% of the middle third's, for each process (runs of 5m or more);
- *   - no usage row missing, duplicated or unaccounted for, and the budget's spend equal to its rows' cost.
+ *   - no usage row missing, duplicated or unaccounted for, and the budget's spend equal to its rows' cost: every call
+ *     the provider received has exactly one row, also when the gateway was killed with it in flight (interrupted), none
+ *     is left pending and nothing reserved.
  * Not part of `npm test`: it takes minutes and loads the machine.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,7 +26,7 @@ import { formatDuration, parseDuration } from '../../src/tools/duration.ts';
 import { grpcClient } from '../../test/helpers/served-model.ts';
 import { repoRoot } from '../../test/helpers/shared-fixtures.ts';
 import { median, printTable } from '../measure.ts';
-import { McpKills, MODEL_NAME, OPERATIONS, type Billing, type Operation, type Outcome, type SoakTargets } from './operations.ts';
+import { GATEWAY_KILLED, Kills, MODEL_NAME, OPERATIONS, requestIdIn, type Billing, type Operation, type Outcome, type SoakTargets } from './operations.ts';
 import { childrenOf, commandLineOf, launcher, NODE, residentMiB, startProcess, type SoakProcess } from './processes.ts';
 import { startProvider } from './provider.ts';
 import { auditUsage, type UsageAudit } from './usage-audit.ts';
@@ -45,6 +48,7 @@ interface Options {
   concurrency: number;
   rate: number;
   killMcpEvery: number;
+  killGatewayEvery: number;
   built?: boolean;
 }
 
@@ -54,6 +58,7 @@ const options = new Command('soak')
   .option('--concurrency <n>', 'requests in flight at most', parsePositiveInteger, 16)
   .option('--rate <n>', 'requests started per second at most', parsePositiveInteger, 50)
   .option('--kill-mcp-every <duration>', "how often the tool server's MCP server is killed (SIGKILL)", durationArgument, 30_000)
+  .option('--kill-gateway-every <duration>', 'how often the gateway is killed (SIGKILL) and started again on its database', durationArgument, 60_000)
   .option('--built', 'run the built base runtime (dist/runtime/<host>/encoder) instead of the sources')
   .parse()
   .opts<Options>();
@@ -69,11 +74,14 @@ async function main(options: Options): Promise<void> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'soak-'));
   const cacheDir = path.join(work, 'cache');
   const started: SoakProcess[] = [];
-  const provider = await startProvider();
+  const provider = await startProvider((text) => {
+    const n = requestIdIn(text);
+    return n === undefined ? undefined : `soak-${n}`;
+  });
   let keepWork = false;
   try {
     console.log(
-      `soak: ${formatDuration(options.duration)} at most ${options.rate} requests/s, ${options.concurrency} in flight, MCP server killed every ${formatDuration(options.killMcpEvery)}; ` +
+      `soak: ${formatDuration(options.duration)} at most ${options.rate} requests/s, ${options.concurrency} in flight, MCP server killed every ${formatDuration(options.killMcpEvery)}, gateway every ${formatDuration(options.killGatewayEvery)}; ` +
         `processes from ${run.describe}; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
     );
 
@@ -100,7 +108,7 @@ async function main(options: Options): Promise<void> {
         'log_level: warn',
         `upstream_timeout_seconds: ${UPSTREAM_TIMEOUT_SECONDS}`,
         'providers:',
-        `  openai: {api_key: sk-soak, api_base: ${JSON.stringify(provider.baseURL)}}`,
+        `  openai: {api_key: sk-soak, api_base: ${JSON.stringify(provider.fake.baseURL)}}`,
         `  encoder: {api_base: ${JSON.stringify(modelUrl)}}`,
         'pricing:',
         '  openai:gpt-fake: {input_cost_per_million: 150, output_cost_per_million: 600}',
@@ -110,13 +118,17 @@ async function main(options: Options): Promise<void> {
       ].join('\n'),
     );
     const databaseFile = path.join(work, 'gateway.db');
-    const gateway = await startProcess(
-      'gateway',
-      run,
-      ['gateway', 'serve', '--config', gatewayConfig, '--host', '127.0.0.1', '--port', '0', '--database-url', `sqlite:${databaseFile}`],
-      { cacheDir, env: { GATEWAY_MASTER_KEY: MASTER_KEY } },
-      /listening on (http:\/\/\S+)/,
-    );
+    // After a kill the gateway comes back on the same port (the clients keep their address) and database.
+    const startGateway = (port: string) =>
+      startProcess(
+        'gateway',
+        run,
+        ['gateway', 'serve', '--config', gatewayConfig, '--host', '127.0.0.1', '--port', port, '--database-url', `sqlite:${databaseFile}`],
+        { cacheDir, env: { GATEWAY_MASTER_KEY: MASTER_KEY } },
+        /listening on (http:\/\/\S+)/,
+      );
+    let gateway = await startGateway('0');
+    const gatewayPort = new URL(gateway.address).port;
     started.push(gateway);
     const budget = await management(gateway.address, 'POST', '/v1/budgets', { max_budget: 1_000_000 });
     const key = await management(gateway.address, 'POST', '/v1/keys', { key_name: 'soak', budget_id: budget.budget_id });
@@ -130,26 +142,42 @@ async function main(options: Options): Promise<void> {
     started.push(tools);
     await waitUntil(async () => (await fetch(`${tools.address}/api/v1/health/servers/everything`)).ok, 60_000, 'the MCP server of the tool server is not up');
 
-    const mcpKills = new McpKills();
+    const mcpKills = new Kills();
+    const gatewayKills = new Kills();
     const targets: SoakTargets = {
       modelUrl,
       grpc: grpcClient(grpcAddress, 'sentence_embedding'),
       gateway: new OpenAI({ baseURL: `${gateway.address}/v1`, apiKey: String(key.key), maxRetries: 0, timeout: 60_000 }),
       toolsUrl: tools.address,
       mcpKills,
+      gatewayKills,
     };
 
     // ---- load, faults, samples ----------------------------------------------------------------------------------------
-    const samples = new Map<SoakProcess, number[]>(started.map((p) => [p, [residentMiB(p.child.pid!)]]));
+    // by name: the gateway is a new process after each kill
+    const samples = new Map<string, number[]>(started.map((p) => [p.name, [residentMiB(p.child.pid!)]]));
     const sampler = setInterval(() => {
-      for (const [p, values] of samples) values.push(residentMiB(p.child.pid!));
+      for (const p of started) samples.get(p.name)!.push(residentMiB(p.child.pid!));
     }, 1000);
     const killer = setInterval(() => {
       const everything = childrenOf(tools.child.pid!).filter((pid) => commandLineOf(pid).includes('server-everything'));
       for (const pid of everything) process.kill(pid, 'SIGKILL');
       if (everything.length > 0) mcpKills.killed();
     }, options.killMcpEvery);
-
+    let gatewayRestarts = 0;
+    let stopKilling = false;
+    const gatewayKiller = (async () => {
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, options.killGatewayEvery));
+        if (stopKilling) return;
+        // noted first: calls cut from this instant on are explained by it
+        gatewayKills.killed();
+        await gateway.kill();
+        gateway = await startGateway(gatewayPort);
+        started[started.findIndex((p) => p.name === 'gateway')] = gateway;
+        gatewayRestarts++;
+      }
+    })();
     const stats = new Map<Operation, OperationStats>(OPERATIONS.map((operation) => [operation, { operation, requests: 0, outcomes: new Map() }]));
     const billings: Billing[] = [];
     const deck = OPERATIONS.flatMap((operation) => Array.from({ length: operation.weight }, () => operation));
@@ -161,7 +189,9 @@ async function main(options: Options): Promise<void> {
     const unexpectedSoFar = () => [...stats.values()].reduce((n, s) => n + [...s.outcomes.values()].filter((o) => o.verdict === 'unexpected').reduce((m, o) => m + o.count, 0), 0);
     const progress = setInterval(() => {
       const rss = started.map((p) => `${p.name} ${residentMiB(p.child.pid!).toFixed(0)}`).join(', ');
-      console.log(`  ${formatDuration(Math.round((performance.now() - startedAt) / 1000) * 1000)}: ${sent} requests, ${unexpectedSoFar()} unexpected, ${mcpKills.count} MCP kills; RSS MiB: ${rss}`);
+      console.log(
+        `  ${formatDuration(Math.round((performance.now() - startedAt) / 1000) * 1000)}: ${sent} requests, ${unexpectedSoFar()} unexpected, ${mcpKills.count} MCP kills, ${gatewayKills.count} gateway kills; RSS MiB: ${rss}`,
+      );
     }, 30_000);
 
     const worker = async () => {
@@ -191,8 +221,13 @@ async function main(options: Options): Promise<void> {
     const seconds = (performance.now() - startedAt) / 1000;
     clearInterval(progress);
     clearInterval(killer);
+    stopKilling = true;
+    // a restart under way finishes before the stop (a kill waits for the next period, which no longer comes)
+    await Promise.race([gatewayKiller, new Promise((resolve) => setTimeout(resolve, 1000))]);
     clearInterval(sampler);
     targets.grpc.close();
+    // A call cut by a kill of the gateway must have its row if the provider received it (pending, then interrupted).
+    for (const billing of billings) if (billing.outcome === GATEWAY_KILLED) billing.rows = provider.served.has(billing.requestId) ? 'one' : 'at-most-one';
 
     // ---- stop, then audit -----------------------------------------------------------------------------------------
     const crashes = started.filter((p) => p.crashed !== null).map((p) => `${p.name} ${p.crashed}`);
@@ -200,7 +235,7 @@ async function main(options: Options): Promise<void> {
     for (const p of [tools, gateway, model]) exits.set(p, await p.stop());
     const audit = auditUsage(databaseFile, billings, String(key.id), String(budget.budget_id));
 
-    console.log(`\nsoak: ${sent} requests in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(1)}/s), ${mcpKills.count} MCP server kills; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    console.log(`\nsoak: ${sent} requests in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(1)}/s), ${mcpKills.count} MCP server kills, ${gatewayRestarts} gateway kills and restarts; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     printRequests(stats);
     printErrors(stats);
     const rssHolds = printMemory(samples);
@@ -208,14 +243,20 @@ async function main(options: Options): Promise<void> {
 
     const unexpected = unexpectedSoFar();
     const usageHolds =
-      audit.missing.length + audit.duplicated.length + audit.unbillable.length + audit.unknown.length === 0 && audit.spendNanos === audit.rowsCostNanos && audit.reservedNanos === 0n;
+      audit.missing.length + audit.duplicated.length + audit.unbillable.length + audit.unknown.length + audit.pending === 0 &&
+      audit.spendNanos === audit.rowsCostNanos &&
+      audit.reservedNanos === 0n;
     // In a short run the thirds fall in the processes' first minutes, while their heaps still grow to their working
     // size (the gateway's takes ~2 minutes under this load): that is sizing, not a leak, so it is not judged.
     const judgeRss = options.duration >= MIN_DURATION_TO_JUDGE_RSS;
     const aims: [string, boolean | null, string][] = [
       ['no 5xx or other wrong answer beyond the injected faults', unexpected === 0, `${unexpected} unexpected`],
       ['RSS of the last third within 10% of the middle third (medians), every process', judgeRss ? rssHolds : null, judgeRss ? '' : `not judged: runs of ${formatDuration(MIN_DURATION_TO_JUDGE_RSS)} or more`],
-      ['no usage row lost, duplicated or unaccounted for; spend = sum of the rows; nothing left reserved', usageHolds, `${audit.missing.length} missing, ${audit.duplicated.length} duplicated`],
+      [
+        'no usage row lost, duplicated or unaccounted for (calls cut by a gateway kill included); spend = sum of the rows; nothing pending or reserved',
+        usageHolds,
+        `${audit.missing.length} missing, ${audit.duplicated.length} duplicated, ${audit.pending} pending`,
+      ],
       ['every process up to the end and stopped with exit code 0', crashes.length === 0 && [...exits.values()].every((code) => code === 0), [...crashes, ...[...exits].map(([p, code]) => `${p.name} exit ${code}`)].join('; ')],
     ];
     printTable('Aims', ['aim', 'holds', 'detail'], aims.map(([aim, holds, detail]) => [aim, holds === null ? '-' : holds ? 'yes' : 'NO', detail]));
@@ -227,7 +268,7 @@ async function main(options: Options): Promise<void> {
     }
   } finally {
     for (const p of started) await p.stop();
-    await provider.close();
+    await provider.fake.close();
     if (!keepWork) rmSync(work, { recursive: true, force: true });
   }
 }
@@ -271,16 +312,16 @@ function printErrors(stats: Map<Operation, OperationStats>): void {
 }
 
 /** RSS at start, middle and end, and the medians of the thirds; whether each last third is within 10% of its middle. */
-function printMemory(samples: Map<SoakProcess, number[]>): boolean {
+function printMemory(samples: Map<string, number[]>): boolean {
   let holds = true;
-  const rows = [...samples].map(([p, values]) => {
+  const rows = [...samples].map(([name, values]) => {
     const alive = values.filter((v) => Number.isFinite(v));
     const third = Math.floor(alive.length / 3);
     const [middle, last] = [median(alive.slice(third, 2 * third)), median(alive.slice(2 * third))];
     const growth = (last - middle) / middle;
     if (!(growth <= 0.1)) holds = false;
     const at = (fraction: number) => alive[Math.min(alive.length - 1, Math.floor(fraction * alive.length))].toFixed(0);
-    return [p.name, at(0), at(0.5), at(1), middle.toFixed(0), last.toFixed(0), `${(growth * 100).toFixed(1)}%`, Math.max(...alive).toFixed(0)];
+    return [name, at(0), at(0.5), at(1), middle.toFixed(0), last.toFixed(0), `${(growth * 100).toFixed(1)}%`, Math.max(...alive).toFixed(0)];
   });
   printTable('RSS (MiB, sampled every second)', ['process', 'start', 'middle', 'end', 'median, middle third', 'median, last third', 'last vs middle', 'peak'], rows);
   return holds;
@@ -297,6 +338,9 @@ function printUsage(audit: UsageAudit, billings: Billing[]): void {
       ['gateway calls that must have one row', count('one')],
       ['calls aborted by the client (one row or none, by when the abort came) / with their row', `${count('at-most-one')} / ${audit.abortedWithRow}`],
       ['calls refused before the provider (no row)', count('none')],
+      ['calls cut by a gateway kill (one row if the provider got them, else at most one)', billings.filter((b) => b.outcome === GATEWAY_KILLED).length],
+      ['rows settled as interrupted by the restarted gateway', audit.interrupted],
+      ['rows left pending', audit.pending],
       ['usage rows', audit.rows],
       ['missing', list(audit.missing)],
       ['duplicated', list(audit.duplicated)],

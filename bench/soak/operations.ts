@@ -29,7 +29,8 @@ export interface SoakTargets {
   grpc: ReturnType<typeof grpcClient>;
   gateway: OpenAI;
   toolsUrl: string;
-  mcpKills: McpKills;
+  mcpKills: Kills;
+  gatewayKills: Kills;
 }
 
 export interface Operation {
@@ -45,10 +46,11 @@ const injected = (label: string): Outcome => ({ verdict: 'injected', label });
 const unexpected = (label: string): Outcome => ({ verdict: 'unexpected', label });
 
 /**
- * When the soak killed the tool server's MCP server: a 503 of a call to it is injected if a kill happened before
- * the answer and no call started after that kill had succeeded before this call started (the session was down).
+ * When the soak killed a process (the tool server's MCP server, the gateway): a failure of a call to it is injected if
+ * a kill happened before the answer and no call started after that kill had succeeded before this call started (the
+ * process was down, or coming back).
  */
-export class McpKills {
+export class Kills {
   readonly #kills: { at: number; recoveredAt: number | null }[] = [];
 
   killed(at = performance.now()): void {
@@ -75,6 +77,9 @@ export const MODEL_NAME = 'soak';
 const CHAT_MODEL = 'openai:gpt-fake';
 const EMBEDDING_MODEL = 'openai:fake-embedder';
 
+/** The outcome of a gateway call that a kill of the gateway explains (a cut connection, refused while it restarts). */
+export const GATEWAY_KILLED = 'gateway killed';
+
 /** Outcome of a gateway call that threw: its status, or what the client saw. */
 function gatewayFailure(error: unknown): string {
   if (error instanceof OpenAI.APIUserAbortError) return 'client abort';
@@ -95,18 +100,26 @@ function gatewayOperation(
     name,
     service: 'gateway',
     weight,
-    async run(n, { gateway }) {
+    async run(n, { gateway, gatewayKills }) {
       const requestId = `soak-${n}`;
+      const startedAt = performance.now();
       let outcome: Outcome;
       try {
         outcome = await call(gateway, { headers: { 'x-request-id': requestId } }, n);
+        if (outcome.verdict === 'ok') gatewayKills.succeeded(startedAt);
       } catch (error) {
         outcome = onFailure(gatewayFailure(error));
       }
+      // A call that did not succeed while the gateway was killed may have been cut by the kill (its row interrupted);
+      // whether it must have a row depends on whether the provider got it (main.ts decides).
+      if (outcome.verdict !== 'ok' && gatewayKills.explains(startedAt, performance.now())) outcome = injected(GATEWAY_KILLED);
       return { outcome, billing: { requestId, rows, outcome: outcome.label } };
     },
   };
 }
+
+/** The request id a provider request belongs to: the soak puts `soak <n>` in every prompt. */
+export const requestIdIn = (text: string) => /soak (?:request )?(\d+)/.exec(text)?.[1];
 
 const chatOf = (n: number, fault?: ProviderFault) => ({
   model: CHAT_MODEL,

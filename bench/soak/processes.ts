@@ -27,8 +27,10 @@ export function launcher(built: boolean): Launcher {
 
 export interface SoakProcess extends ListeningExecutable {
   name: string;
-  /** Set when the process exited before the soak stopped it (a crash). */
+  /** Set when the process exited before the soak stopped or killed it (a crash). */
   crashed: string | null;
+  /** SIGKILL (an injected crash, not counted as one); resolves once the process is gone. */
+  kill(): Promise<void>;
 }
 
 /** Starts `encoder <args>` and resolves once stderr matches `listening` (whose first group is the address). */
@@ -41,8 +43,14 @@ export async function startProcess(
 ): Promise<SoakProcess> {
   const { file, args: fullArgs } = run.command(args);
   const started = await startListening(file, fullArgs, options, listening);
-  const soakProcess: SoakProcess = { ...started, name, crashed: null };
   let stopping = false;
+  const exited = new Promise<void>((resolve) => started.child.once('exit', () => resolve()));
+  const kill = async () => {
+    stopping = true;
+    if (started.child.exitCode === null && started.child.signalCode === null) started.child.kill('SIGKILL');
+    await exited;
+  };
+  const soakProcess: SoakProcess = { ...started, name, crashed: null, kill };
   const stop = started.stop;
   soakProcess.stop = () => {
     stopping = true;

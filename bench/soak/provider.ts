@@ -2,7 +2,16 @@
  * The gateway's provider during the soak: the repository's fake OpenAI server (test/fakes), told per request which
  * fault to play by a marker in the last message, so that every failure the soak sees is known to be injected or not.
  */
-import { chatChunks, chatCompletionBody, FakeOpenAIServer, errorBody, type RecordedRequest, type ScriptedReply } from '../../test/fakes/openai-compatible.ts';
+import {
+  chatChunks,
+  chatCompletionBody,
+  EMBEDDING_TOKENS_PER_INPUT,
+  errorBody,
+  FakeOpenAIServer,
+  fakeEmbedding,
+  type RecordedRequest,
+  type ScriptedReply,
+} from '../../test/fakes/openai-compatible.ts';
 
 /** What the provider does with a chat call whose last message contains `[fault:<name>]`. */
 export type ProviderFault = 'error-500' | 'stall' | 'stall-stream' | 'slow' | 'slow-stream';
@@ -40,9 +49,37 @@ function chatReply(request: RecordedRequest): ScriptedReply {
   }
 }
 
-/** The fake on 127.0.0.1, keeping no requests (the soak sends tens of thousands). */
-export async function startProvider(): Promise<FakeOpenAIServer> {
+/** The default embeddings answer (float arrays; the SDK's base64 when asked). */
+function embeddingsReply(request: RecordedRequest): ScriptedReply {
+  const body = request.body as { model?: string; input?: string | string[]; encoding_format?: string };
+  const inputs = Array.isArray(body.input) ? body.input : [String(body.input)];
+  const vector = (text: string) => (body.encoding_format === 'base64' ? Buffer.from(new Float32Array(fakeEmbedding(text)).buffer).toString('base64') : fakeEmbedding(text));
+  return {
+    json: {
+      object: 'list',
+      model: body.model,
+      data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: vector(text) })),
+      usage: { prompt_tokens: inputs.length * EMBEDDING_TOKENS_PER_INPUT, total_tokens: inputs.length * EMBEDDING_TOKENS_PER_INPUT },
+    },
+  };
+}
+
+export interface SoakProvider {
+  fake: FakeOpenAIServer;
+  /** The soak's numbers (`soak <n>` in the prompt) of every chat and embeddings call the provider received. */
+  served: Set<string>;
+}
+
+/** The fake on 127.0.0.1, keeping no requests (the soak sends tens of thousands), only which calls it received. */
+export async function startProvider(requestIdIn: (text: string) => string | undefined): Promise<SoakProvider> {
   const fake = await FakeOpenAIServer.start({ record: false });
-  fake.handle('POST /v1/chat/completions', chatReply);
-  return fake;
+  const served = new Set<string>();
+  const noting = (reply: (request: RecordedRequest) => ScriptedReply) => (request: RecordedRequest) => {
+    const n = requestIdIn(JSON.stringify(request.body));
+    if (n !== undefined) served.add(n);
+    return reply(request);
+  };
+  fake.handle('POST /v1/chat/completions', noting(chatReply));
+  fake.handle('POST /v1/embeddings', noting(embeddingsReply));
+  return { fake, served };
 }

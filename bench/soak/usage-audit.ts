@@ -4,7 +4,7 @@
  * soak did not make, and the budget's spend is the sum of its key's rows with nothing left reserved.
  */
 import { DatabaseSync } from 'node:sqlite';
-import type { Billing } from './operations.ts';
+import { GATEWAY_KILLED, type Billing } from './operations.ts';
 
 export interface UsageAudit {
   rows: number;
@@ -23,11 +23,16 @@ export interface UsageAudit {
   spendNanos: bigint;
   rowsCostNanos: bigint;
   reservedNanos: bigint;
+  /** Rows still pending after the gateway stopped (none: a call's row is finished, or settled as interrupted). */
+  pending: number;
+  /** Rows settled as interrupted (calls in flight when the gateway was killed). */
+  interrupted: number;
 }
 
 /** The row status a call's outcome must have been recorded with; undefined when either would be right. */
 function rowStatusOf(outcome: string): string | undefined {
-  if (outcome.startsWith('200 (before the abort)')) return undefined;
+  // a call cut by a kill of the gateway: interrupted, or whatever it ended as if it finished before the kill
+  if (outcome.startsWith('200 (before the abort)') || outcome === GATEWAY_KILLED) return undefined;
   if (outcome.startsWith('200')) return 'success';
   if (outcome === 'client abort') return 'cancelled';
   return 'error';
@@ -51,6 +56,8 @@ export function auditUsage(databaseFile: string, calls: Billing[], keyId: string
       spendNanos: BigInt(budget.spend_nanos),
       rowsCostNanos: rows.filter((row) => row.key_id === keyId).reduce((sum, row) => sum + BigInt(row.cost_nanos), 0n),
       reservedNanos: BigInt(budget.reserved_nanos),
+      pending: rows.filter((row) => row.status === 'pending').length,
+      interrupted: rows.filter((row) => row.status === 'interrupted').length,
     };
     const sent = new Set<string>();
     for (const call of calls) {

@@ -44,11 +44,13 @@ export interface GatewayOptions {
 export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<RunningGateway> {
   checkMasterKey(config.masterKey);
   const store = openStore(config.databaseUrl, { sqliteReader: options.sqliteReader });
+  let interrupted = 0;
   try {
     await store.migrate();
-    // With SQLite this process is the only gateway on the file: reservations left by a killed process are void.
-    // With PostgreSQL, instances that stopped heartbeating get their holds given back (see GatewayStore).
-    if (store.dialect === 'sqlite') await store.budgets.clearReservations();
+    // With SQLite this process is the only gateway on the file: the pending calls of a killed process are settled as
+    // interrupted and its holds cleared. With PostgreSQL, instances that stopped heartbeating get the same (see
+    // GatewayStore) when they are reaped.
+    if (store.dialect === 'sqlite') interrupted = await store.usage.settleInterrupted();
     else {
       await store.instances.heartbeat();
       await store.instances.reapDead(Date.now() - config.instanceLeaseSeconds * 1000);
@@ -90,7 +92,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     corsAllowOrigins: config.corsAllowOrigins,
   });
   ledger.onWriteError = (error, row) =>
-    app.log.error({ err: error, reqId: row.request_id, usage: { ...row } }, 'usage row could not be written; the call was answered');
+    row
+      ? app.log.error(
+          { err: error, reqId: row.request_id, usage: { ...row } },
+          row.status === 'pending' ? 'usage row could not be written; the call was refused before reaching the provider' : 'usage row could not be written; the call was answered',
+        )
+      : app.log.error({ err: error }, 'could not record what streams have delivered so far');
+  if (interrupted > 0) app.log.warn({ interrupted }, 'settled the calls a previous gateway process left pending (status interrupted, charged at their holds)');
   let url = '';
   if (options.listen !== false) {
     try {

@@ -5,7 +5,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { callNanos, dollars } from './money.ts';
 import { PricingPolicy } from './pricing-policy.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { BudgetHold, GatewayStore, KeyRecord, PricingRecord, UsageRecord } from './storage/index.ts';
+import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type KeyRecord, type PricingRecord, type UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
 /**
@@ -19,6 +19,32 @@ const MAX_RESERVATION_NANOS = 1_000_000_000_000_000_000n;
  * PostgreSQL refuse the row (and with it its whole group commit); it is rounded and capped instead.
  */
 const tokenCount = (n: number) => (Number.isFinite(n) && n > 0 ? Math.min(2 ** 31 - 1, Math.round(n)) : 0);
+
+/** How often what open streams have delivered is recorded on their pending rows (what an interrupted stream is charged). */
+const PROGRESS_INTERVAL_MS = 1000;
+
+/**
+ * Refusals of callers without a key or user (authentication failures) written as rows per instance and minute; the
+ * rest are only counted (gateway_auth_failures_total), so an unauthenticated flood cannot fill the database.
+ */
+export const ANONYMOUS_REFUSAL_ROWS_PER_MINUTE = 60;
+
+/** A call refused before any provider was contacted (its row: status `refused`, the error's status and code). */
+export interface Refusal {
+  requestId: string;
+  error: GatewayError;
+  /** The endpoint called (chat.completions, embeddings, …). */
+  endpoint: string;
+  userId?: string | null;
+  keyId?: string | null;
+  /** The model asked for, when known. */
+  provider?: string;
+  model?: string;
+  route?: string | null;
+}
+
+/** Errors that refuse a call before it reaches a provider, recorded as `refused` rows: 401, 402, 403, 429. */
+const isRefusal = (error: unknown): error is GatewayError => error instanceof GatewayError && [401, 402, 403, 429].includes(error.status);
 
 export interface CallStart {
   principal: Principal;
@@ -46,6 +72,8 @@ export interface ModelRef {
 /** A model call between its budget reservation and its usage row. */
 export interface CallTicket {
   readonly start: CallStart;
+  /** The id of the call's usage row, written `pending` before the provider is called. */
+  readonly id: string;
   readonly userId: string | null;
   readonly keyId: string | null;
   readonly reservations: BudgetHold[];
@@ -74,6 +102,8 @@ export interface CallOutcome {
   completionTokens: number;
   /** Search units the provider billed (rerank). */
   searchUnits?: number;
+  /** The error code of a failed or cancelled call. */
+  reason?: string;
 }
 
 /**
@@ -92,6 +122,13 @@ export class CallLedger {
   /** Calls between `begin` and `finish`; a stop waits for them so that their rows are written. */
   readonly #open = new Set<CallTicket>();
   #idle: (() => void) | null = null;
+  /** Streams in flight: what each has delivered so far, and the last value written to its row. */
+  readonly #streams = new Map<CallTicket, { delivered: () => { promptTokens: number; completionTokens: number }; recorded: string }>();
+  #progressTimer: NodeJS.Timeout | null = null;
+  /** Who a refusal thrown by #refuse would have charged, for its row. */
+  readonly #payers = new WeakMap<GatewayError, { userId: string | null; keyId: string | null }>();
+  /** Rows of refusals without a key or user written in the current minute. */
+  #anonymous = { minute: 0, rows: 0 };
 
   constructor(options: {
     store: GatewayStore;
@@ -127,8 +164,22 @@ export class CallLedger {
     return record;
   }
 
+  /** Every refusal of `begin` is recorded as a refused row (recordRefusal) before it is thrown on. */
   async begin(start: CallStart): Promise<CallTicket> {
     const now = Date.now();
+    try {
+      return await this.#begin(start, now);
+    } catch (error) {
+      if (isRefusal(error)) {
+        // #refuse names who would have paid; otherwise (the rate limit, after the user was found) the principal does
+        const payer = this.#payers.get(error) ?? (start.principal.kind === 'virtual' ? { userId: start.principal.key.user_id, keyId: start.principal.key.id } : { userId: String(start.user), keyId: null });
+        await this.recordRefusal({ requestId: start.requestId, error, endpoint: start.endpoint, ...payer, provider: start.provider, model: start.model, route: start.route?.name ?? null }, now);
+      }
+      throw error;
+    }
+  }
+
+  async #begin(start: CallStart, now: number): Promise<CallTicket> {
     let userId: string | null = null;
     let keyId: string | null = null;
     const budgets: { id: string; scope: 'user' | 'key' }[] = [];
@@ -178,14 +229,42 @@ export class CallLedger {
       const capped = cost < MAX_RESERVATION_NANOS ? cost : MAX_RESERVATION_NANOS;
       if (capped > estimate) estimate = capped;
     }
+    // Write-ahead: the call's row, pending with its holds, is committed before any provider is called; a gateway that
+    // dies from here on leaves it to be settled as interrupted (settleInterrupted, or the reap of its instance).
+    const id = newUsageId();
     const reservations: BudgetHold[] = [];
+    const pending = (holds: BudgetHold[]): CallRow => ({
+      id,
+      request_id: start.requestId,
+      created_at: now,
+      user_id: userId,
+      key_id: keyId,
+      endpoint: start.endpoint,
+      provider: start.provider,
+      model: start.model,
+      route: start.route?.name ?? null,
+      attempts: 1,
+      prompt_tokens: tokenCount(start.estimatedPromptTokens),
+      completion_tokens: tokenCount(start.maxOutputTokens ?? this.#reserveOutputTokens),
+      search_units: tokenCount(start.estimatedSearchUnits ?? 0),
+      cost_nanos: estimate,
+      status: 'pending',
+      status_code: 0,
+      duration_ms: 0,
+      reason: null,
+      holds,
+      instance_id: holds.at(-1)?.holder ?? this.#store.instanceId,
+    });
     const releaseTaken = async () => {
       for (const taken of reservations) await this.#store.budgets.release(taken);
     };
-    for (const budget of budgets) {
+    // PostgreSQL: the pending row rides in the statement of the call's last hold (no round trip of its own).
+    const carried = budgets.length > 0 && this.#store.budgets.holdsCarryWrites;
+    for (const [i, budget] of budgets.entries()) {
       let reserved: BudgetHold | null;
+      const withRow = carried && i === budgets.length - 1 ? (hold: BudgetHold) => pendingRowWithHold(pending([...reservations, hold])) : undefined;
       try {
-        reserved = await this.#store.budgets.reserve(budget.id, estimate, now);
+        reserved = await this.#store.budgets.reserve(budget.id, estimate, now, withRow);
       } catch (error) {
         // A hold already taken would otherwise stay reserved for good (on PostgreSQL, as long as this instance lives).
         await releaseTaken().catch(() => {});
@@ -209,8 +288,21 @@ export class CallLedger {
         ),
       );
     }
+    if (!carried) {
+      const row = pending(reservations);
+      try {
+        await this.#recorder.open(row);
+      } catch (error) {
+        await releaseTaken().catch(() => {});
+        // No provider is called without its row: the call is refused, not served unbilled.
+        this.#metrics.usageWriteFailures.inc();
+        this.onWriteError?.(error, row);
+        throw new GatewayError(503, 'api_error', 'usage_unavailable', 'The call was not sent to the provider: its usage row could not be written; retry shortly', { retryAfter: 1, cause: error });
+      }
+    }
     const ticket: CallTicket = {
       start,
+      id,
       userId,
       keyId,
       reservations,
@@ -229,9 +321,10 @@ export class CallLedger {
 
   /**
    * Refuses a call before any provider is contacted: every refusal of `begin` (402 pricing_missing, 403
-   * user_mismatch, model_not_allowed, budget_exceeded) passes here, the one place to record refused calls.
+   * user_mismatch, model_not_allowed, budget_exceeded) passes here; `begin` records it with its payer.
    */
-  #refuse(_start: CallStart, _payer: { userId: string | null; keyId: string | null }, error: GatewayError): never {
+  #refuse(_start: CallStart, payer: { userId: string | null; keyId: string | null }, error: GatewayError): never {
+    this.#payers.set(error, payer);
     throw error;
   }
 
@@ -248,8 +341,8 @@ export class CallLedger {
     this.#idle = null;
   }
 
-  /** Told about usage rows that could not be written (the gateway logs them). */
-  onWriteError: ((error: unknown, row: UsageRecord) => void) | null = null;
+  /** Told about usage rows that could not be written (the gateway logs them; null: a stream's progress). */
+  onWriteError: ((error: unknown, row: UsageRecord | null) => void) | null = null;
 
   /**
    * Records the call's usage row and settles its reservations; resolves once both are committed (or the write
@@ -260,6 +353,7 @@ export class CallLedger {
     if (ticket.finished) return;
     ticket.finished = true;
     this.#open.delete(ticket);
+    this.#streams.delete(ticket);
     const searchUnits = tokenCount(outcome.searchUnits ?? 0);
     outcome = { ...outcome, promptTokens: tokenCount(outcome.promptTokens), completionTokens: tokenCount(outcome.completionTokens) };
     const { start, target } = ticket;
@@ -274,8 +368,8 @@ export class CallLedger {
     if (cost > 0n) this.#metrics.cost.inc(labels, dollars(cost));
     this.#rateLimiter?.spend(ticket.keyId ?? `user:${ticket.userId}`, ticket.startedAt, outcome.promptTokens + outcome.completionTokens);
     this.#metrics.upstreamCalls.inc({ provider: target.provider, endpoint: start.endpoint, status: outcome.status });
-    const row: UsageRecord = {
-      id: newUsageId(),
+    const row: CallRow = {
+      id: ticket.id,
       request_id: start.requestId,
       created_at: ticket.startedAt,
       user_id: ticket.userId,
@@ -293,18 +387,94 @@ export class CallLedger {
       status: outcome.status,
       status_code: outcome.statusCode,
       duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6,
+      reason: outcome.reason ?? null,
+      holds: ticket.reservations,
+      instance_id: ticket.reservations.at(-1)?.holder ?? this.#store.instanceId,
     };
     // The row is queued synchronously here, so a stop that waits for idle and then drains the recorder writes it.
-    const recorded = this.#recorder.record(
-      row,
-      ticket.reservations.map((hold) => ({ ...hold, actual_nanos: cost })),
-    );
+    const recorded = this.#recorder.complete(row);
     if (this.#open.size === 0) this.#idle?.();
     try {
       await recorded;
     } catch (error) {
       // The provider has answered (and been paid); the client still gets the answer. The failure is visible in
       // the logs and metrics.
+      this.#metrics.usageWriteFailures.inc();
+      this.onWriteError?.(error, row);
+    }
+  }
+
+  /**
+   * A stream has begun: what it has delivered (`delivered`, the counts its row would get now) is written to its
+   * pending row every PROGRESS_INTERVAL_MS while it runs, so that a stream whose gateway dies is charged what it
+   * delivered up to then rather than its whole hold.
+   */
+  streaming(ticket: CallTicket, delivered: () => { promptTokens: number; completionTokens: number }): void {
+    if (ticket.finished) return;
+    this.#streams.set(ticket, { delivered, recorded: '' });
+    this.#progressTimer ??= setInterval(() => this.#recordProgress(), PROGRESS_INTERVAL_MS).unref();
+  }
+
+  #recordProgress(): void {
+    if (this.#streams.size === 0) {
+      clearInterval(this.#progressTimer!);
+      this.#progressTimer = null;
+      return;
+    }
+    const updates: CallProgress[] = [];
+    for (const [ticket, stream] of this.#streams) {
+      const delivered = stream.delivered();
+      const prompt = tokenCount(delivered.promptTokens);
+      const completion = tokenCount(delivered.completionTokens);
+      const fingerprint = `${prompt}/${completion}`;
+      if (fingerprint === stream.recorded) continue;
+      stream.recorded = fingerprint;
+      const pricing = ticket.prices.get(`${ticket.target.provider}:${ticket.target.model}`) ?? null;
+      const cost = pricing ? callNanos(pricing, prompt, completion, 0) : 0n;
+      updates.push({ id: ticket.id, prompt_tokens: prompt, completion_tokens: completion, cost_nanos: cost, duration_ms: Number(process.hrtime.bigint() - ticket.startedHr) / 1e6 });
+    }
+    this.#store.usage.progress(updates).catch((error: unknown) => this.onWriteError?.(error, null));
+  }
+
+  /**
+   * Records a call refused before any provider was contacted: a usage row with status `refused`, the error's status
+   * code and its code as the reason, no tokens and no cost. Refusals without a key or user (authentication failures)
+   * are written up to ANONYMOUS_REFUSAL_ROWS_PER_MINUTE per instance and minute. Never throws: a row that cannot be
+   * written is reported to onWriteError and the refusal is answered all the same.
+   */
+  async recordRefusal(refusal: Refusal, now = Date.now()): Promise<void> {
+    const userId = refusal.userId ?? null;
+    const keyId = refusal.keyId ?? null;
+    if (userId === null && keyId === null) {
+      const minute = Math.floor(now / 60_000);
+      if (this.#anonymous.minute !== minute) this.#anonymous = { minute, rows: 0 };
+      if (++this.#anonymous.rows > ANONYMOUS_REFUSAL_ROWS_PER_MINUTE) return;
+    }
+    const row: CallRow = {
+      id: newUsageId(),
+      request_id: refusal.requestId,
+      created_at: now,
+      user_id: userId,
+      key_id: keyId,
+      endpoint: refusal.endpoint,
+      provider: refusal.provider ?? '',
+      model: refusal.model ?? '',
+      route: refusal.route ?? null,
+      attempts: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      search_units: 0,
+      cost_nanos: 0n,
+      status: 'refused',
+      status_code: refusal.error.status,
+      duration_ms: Math.max(0, Date.now() - now),
+      reason: refusal.error.code,
+      holds: [],
+      instance_id: this.#store.instanceId,
+    };
+    try {
+      await this.#recorder.complete(row);
+    } catch (error) {
       this.#metrics.usageWriteFailures.inc();
       this.onWriteError?.(error, row);
     }

@@ -1,35 +1,32 @@
-import type { BudgetSettlement, GatewayStore, UsageRecord } from './storage/index.ts';
+import type { CallRow, GatewayStore } from './storage/index.ts';
 
-interface Pending {
-  row: UsageRecord;
-  settlements: BudgetSettlement[];
+interface Queued<T> {
+  item: T;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
 /**
- * Group commit for usage rows: rows that arrive while a write is in progress (or in the same turn of the event
- * loop) go to the database together in one transaction, and each caller's promise resolves when its row is
- * committed. The HTTP layer answers only after that, so a response that was sent always has its row on disk
- * even if the process is killed the next instant, while the write cost is shared by all concurrent requests.
+ * Group commit: items that arrive while a write is in progress (or in the same turn of the event loop) go to the
+ * database together in one write, and each caller's promise resolves when its item is committed. If the database
+ * refuses a batch, its items are written again one by one, so one bad item cannot take the others with it.
  */
-export class UsageRecorder {
-  readonly #store: GatewayStore;
+class GroupCommit<T> {
+  readonly #write: (items: T[]) => Promise<void>;
   readonly #maxBatch: number;
-  #queue: Pending[] = [];
+  #queue: Queued<T>[] = [];
   #flushing: Promise<void> | null = null;
   #scheduled = false;
-  /** Rows per committed batch, for metrics. */
-  onBatch: ((rows: number) => void) | null = null;
+  onBatch: ((items: number) => void) | null = null;
 
-  constructor(store: GatewayStore, options: { maxBatch?: number } = {}) {
-    this.#store = store;
-    this.#maxBatch = options.maxBatch ?? 500;
+  constructor(write: (items: T[]) => Promise<void>, maxBatch: number) {
+    this.#write = write;
+    this.#maxBatch = maxBatch;
   }
 
-  record(row: UsageRecord, settlements: BudgetSettlement[]): Promise<void> {
+  add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ row, settlements, resolve, reject });
+      this.#queue.push({ item, resolve, reject });
       this.#schedule();
     });
   }
@@ -50,24 +47,59 @@ export class UsageRecorder {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#maxBatch);
       try {
-        await this.#store.usage.record(
-          batch.map((p) => p.row),
-          batch.flatMap((p) => p.settlements),
-        );
+        await this.#write(batch.map((q) => q.item));
         this.onBatch?.(batch.length);
-        for (const p of batch) p.resolve();
+        for (const q of batch) q.resolve();
       } catch (error) {
         if (batch.length === 1) batch[0].reject(error);
-        // One row the database refuses must not lose the others' rows and settlements: write them one by one.
-        else for (const p of batch) await this.#store.usage.record([p.row], p.settlements).then(p.resolve, p.reject);
+        else for (const q of batch) await this.#write([q.item]).then(q.resolve, q.reject);
       }
     }
   }
 
-  /** Waits until every row handed in so far is written. */
   async drain(): Promise<void> {
     while (this.#queue.length > 0 || this.#flushing || this.#scheduled) {
       await (this.#flushing ?? new Promise((resolve) => setImmediate(resolve)));
     }
+  }
+}
+
+/**
+ * The usage rows of model calls, written in group commits: the `pending` row of each call before its provider is
+ * called (`open`), and its outcome with the settlement of its budget holds when it finishes (`complete`; refusals
+ * too, as rows that were never opened). The HTTP layer calls the provider only once the pending row is committed and
+ * answers only once the outcome is, so a call the provider served always has its row, even if the process is killed
+ * the next instant, while the write cost is shared by all concurrent requests.
+ */
+export class UsageRecorder {
+  readonly #opened: GroupCommit<CallRow>;
+  readonly #completed: GroupCommit<CallRow>;
+
+  constructor(store: GatewayStore, options: { maxBatch?: number } = {}) {
+    // One INSERT statement holds at most 500 rows (UsageLog.open).
+    const maxBatch = Math.min(500, options.maxBatch ?? 500);
+    this.#opened = new GroupCommit((rows) => store.usage.open(rows), maxBatch);
+    this.#completed = new GroupCommit((rows) => store.usage.complete(rows), maxBatch);
+  }
+
+  /** Rows per committed batch of outcomes, for metrics. */
+  set onBatch(observe: ((rows: number) => void) | null) {
+    this.#completed.onBatch = observe;
+  }
+
+  /** Writes a call's pending row; resolves once it is committed. */
+  open(row: CallRow): Promise<void> {
+    return this.#opened.add(row);
+  }
+
+  /** Writes a call's outcome (or a refusal) and settles its holds; resolves once both are committed. */
+  complete(row: CallRow): Promise<void> {
+    return this.#completed.add(row);
+  }
+
+  /** Waits until every row handed in so far is written. */
+  async drain(): Promise<void> {
+    await this.#opened.drain();
+    await this.#completed.drain();
   }
 }

@@ -186,7 +186,7 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(columnTotals.reduce((a, b) => a + b, 0)).toBe(SEEDED + KEY_CALLS + KEY_FAILURES);
     // the live calls are in the last column (the current hour), with the failure counted as such
     expect(columnTotals.at(-1)).toBe(KEY_CALLS + KEY_FAILURES);
-    expect(await requests.locator('g.column title').last().textContent()).toContain(`Succeeded: ${KEY_CALLS}, Failed or cancelled: ${KEY_FAILURES}`);
+    expect(await requests.locator('g.column title').last().textContent()).toContain(`Succeeded: ${KEY_CALLS}, Failed, cancelled or refused: ${KEY_FAILURES}`);
     const tiles = await page.locator('.tile').allTextContents();
     expect(tiles.find((text) => text.startsWith('Requests'))).toContain(String(SEEDED + KEY_CALLS + KEY_FAILURES));
     expect(tiles.find((text) => text.startsWith('Error rate'))).toContain(`${((SEEDED_ERRORS + KEY_FAILURES) / (SEEDED + KEY_CALLS + KEY_FAILURES)) * 100}`.slice(0, 3));

@@ -1,13 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/gateway/storage/index.ts';
-import { repoRoot } from '../helpers/shared-fixtures.ts';
 import { CHAT_USAGE, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { CHAT_COST, MASTER_KEY, TEST_PRICING, postgresBackend, sqliteBackend, startTestGateway, type Backend } from './helpers/gateway.ts';
+import { spawnGateway as spawnChild } from './helpers/gateway-process.ts';
 
 const backends: Backend[] = [sqliteBackend(), await postgresBackend()];
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-crash-'));
@@ -25,46 +25,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** `encoder gateway serve` as its own process, as users run it; resolves with its URL once it listens. */
 async function spawnGateway(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
-  const config = path.join(dir, `gateway-${children.size}.yaml`);
-  writeFileSync(
-    config,
-    [
-      'master_key: ${TEST_MASTER_KEY}',
-      'log_level: warn',
-      'instance_lease_seconds: 1',
-      'providers:',
-      '  openai:',
-      '    api_key: sk-test',
-      '    api_base: ${FAKE_PROVIDER_URL}',
-      'pricing:',
-      `  openai:gpt-fake: ${JSON.stringify(TEST_PRICING)}`,
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(
-    path.join(repoRoot, 'node_modules', '.bin', 'node'),
-    [path.join(repoRoot, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl],
-    { env: { PATH: process.env.PATH, TEST_MASTER_KEY: MASTER_KEY, FAKE_PROVIDER_URL: fake.baseURL }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const { child, url } = await spawnChild({ databaseUrl, dir, providerUrl: fake.baseURL });
   children.add(child);
-  let stderr = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start in 60 s: ${stderr}`)), 60_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /listening on (http:\/\/[^\s]+)/.exec(stderr);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`gateway exited with ${code}: ${stderr}`));
-    });
-  });
   return { child, url };
 }
 
@@ -161,8 +124,9 @@ describe.each(backends)('durability on $name', (backend) => {
       const [fromA, fromB] = await Promise.all([a.call('GET', `/v1/budgets/${budget.budget_id}`), b.call('GET', `/v1/budgets/${budget.budget_id}`)]);
       expect(fromA.json.spend).toBe(fromB.json.spend);
       expect(fromA.json.reserved).toBe(0);
-      const usage = (await b.call('GET', `/v1/keys/${key.id}/usage`)).json;
-      expect(usage.totals.requests).toBe(ok);
+      const usage = (await b.call('GET', `/v1/keys/${key.id}/usage?limit=1000`)).json;
+      expect(usage.data.filter((row: { status: string }) => row.status === 'success')).toHaveLength(ok);
+      expect(usage.data.filter((row: { reason: string }) => row.reason === 'budget_exceeded')).toHaveLength(120 - ok);
       expect(fromA.json.spend).toBeCloseTo(usage.totals.cost, 10);
       expect(fromA.json.spend).toBeLessThanOrEqual(21 * CHAT_COST + 1e-12);
       // Deactivated on B, refused on A.

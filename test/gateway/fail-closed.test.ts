@@ -74,7 +74,10 @@ describe.each(backends)('fail-closed defaults on $name', (backend) => {
     expect(route.status).toBe(402);
     expect(route.json.error.message).toContain('Model "openai:unpriced-fallback" (a target of model route "mixed")');
     expect(fake.requests.length).toBe(sent);
-    expect((await strict.call('GET', `/v1/users/${user}/usage`)).json.data).toEqual([]);
+    // each refusal is a row: refused, 402, pricing_missing, nothing charged
+    const refusedRows = (await strict.call('GET', `/v1/users/${user}/usage`)).json.data;
+    expect(refusedRows.length).toBeGreaterThan(0);
+    for (const row of refusedRows) expect(row).toMatchObject({ status: 'refused', status_code: 402, reason: 'pricing_missing', cost: 0 });
     // priced through the API, the model is served
     await strict.call('PUT', '/v1/pricing/openai:gpt-unpriced', { body: { input_cost_per_million: 0 } });
     await expect(client(strict).chat.completions.create({ model: 'openai:gpt-unpriced', user, ...ask() })).resolves.toBeDefined();
@@ -99,9 +102,10 @@ describe.each(backends)('fail-closed defaults on $name', (backend) => {
     const other = await client(exempting).chat.completions.create({ model: 'openai:not-exempt', user, ...ask() }).catch((e) => e);
     expect(other).toMatchObject({ status: 402, code: 'pricing_missing' });
     const rows = (await exempting.call('GET', `/v1/users/${user}/usage`)).json.data;
-    expect(rows.map((row: { model: string; cost: number }) => [row.model, row.cost]).sort()).toEqual([
-      ['any-model', 0],
-      ['self-hosted', 0],
+    expect(rows.map((row: { model: string; cost: number; status: string }) => [row.model, row.cost, row.status]).sort()).toEqual([
+      ['any-model', 0, 'success'],
+      ['not-exempt', 0, 'refused'],
+      ['self-hosted', 0, 'success'],
     ]);
 
     const anyone = await withUser(open, 'anyone');

@@ -378,7 +378,12 @@ describe.each(backends)('forwarding on $name', (backend) => {
     expect(after.reserved).toBe(0);
     expect(after.spend).toBeCloseTo(ok * CHAT_COST, 10);
     expect(after.spend).toBeLessThanOrEqual(10 * CHAT_COST + 1e-12);
-    expect((await gateway.call('GET', `/v1/keys/${key.id}/usage`)).json.totals.requests).toBe(ok);
+    // Every refusal has its row too (status refused, reason budget_exceeded, nothing charged).
+    const { data: rows } = (await gateway.call('GET', `/v1/keys/${key.id}/usage?limit=1000`)).json;
+    expect(rows.filter((row: { status: string }) => row.status === 'success')).toHaveLength(ok);
+    const refusedRows = rows.filter((row: { status: string }) => row.status === 'refused');
+    expect(refusedRows).toHaveLength(100 - ok);
+    expect(refusedRows.every((row: { reason: string; status_code: number; cost: number }) => row.reason === 'budget_exceeded' && row.status_code === 403 && row.cost === 0)).toBe(true);
     const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
     expect(metrics).toMatch(/gateway_budget_rejections_total\{scope="key"\} (\d+)/);
   });

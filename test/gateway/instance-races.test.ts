@@ -229,7 +229,8 @@ it.skipIf(backend.skipReason)('calls of two instances under load while one is re
     spent += actual * holds.length;
     const row = usageRow(actual);
     ids.push(row.id);
-    await recorders.get(store)!.record(row, holds.map((taken) => ({ ...taken, actual_nanos: BigInt(actual) })));
+    // Never opened (no pending row): completing it inserts the row and settles its holds.
+    await recorders.get(store)!.complete({ ...row, holds, instance_id: null });
   };
   let calling = true;
   let pausedHolds = 0;

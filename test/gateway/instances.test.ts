@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { openStore, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
+import { openStore, pendingRowWithHold, type BudgetHold, type CallRow, type GatewayStore, type UsageRecord } from '../../src/gateway/storage/index.ts';
 import { postgresBackend, sqliteBackend, usageRecord, type Backend } from './helpers/gateway.ts';
 
 /** Several instances on one PostgreSQL: holds of an instance taken for dead must not be given back twice. */
@@ -54,11 +54,62 @@ it('SQLite: a gateway started on the file while the previous one still finishes 
   expect(hold).toEqual({ budget_id: budget.budget_id, reserved_nanos: 100n, holder: null });
   // The next process starts (clearing holds it takes for a killed process's) before the previous one has settled.
   const next = openStore(url);
-  await next.budgets.clearReservations();
+  await next.usage.settleInterrupted();
   await previous.usage.record([usageRow('late')], [{ ...hold!, actual_nanos: 40n }]);
   const after = (await next.budgets.get(budget.budget_id))!;
   expect(after.reserved_nanos).toBe(0n);
   expect(after.spend_nanos).toBe(40n);
+  await previous.close();
+  await next.close();
+});
+
+/** A pending call with one hold of 100, as the ledger writes it before the provider is called. */
+async function openCall(store: GatewayStore, budgetId: string, id: string): Promise<CallRow> {
+  const row = (hold: BudgetHold): CallRow => ({ ...usageRecord(id, { status: 'pending', cost_nanos: 100n, status_code: 0 }), holds: [hold], instance_id: hold.holder ?? store.instanceId });
+  if (store.budgets.holdsCarryWrites) {
+    let opened: CallRow | null = null;
+    await store.budgets.reserve(budgetId, 100n, Date.now(), (hold) => pendingRowWithHold((opened = row(hold))));
+    return opened!;
+  }
+  const opened = row((await store.budgets.reserve(budgetId, 100n))!);
+  await store.usage.open([opened]);
+  return opened;
+}
+
+const finished = (call: CallRow): CallRow => ({ ...call, status: 'success', status_code: 200, cost_nanos: 40n });
+
+it.skipIf(backend.skipReason)('a pending call of an instance reaped while paused is settled once: interrupted at its hold, then corrected by its late finish', async () => {
+  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
+  const start = Date.now();
+  await paused.instances.heartbeat(start - 60_000);
+  const call = await openCall(paused, budget.budget_id, 'usage_paused_call');
+  await reaper.instances.heartbeat(start);
+  expect(await reaper.instances.reapDead(start - 30_000)).toBe(1);
+  expect((await reaper.budgets.get(budget.budget_id))!).toMatchObject({ reserved_nanos: 0n, spend_nanos: 100n });
+  expect((await reaper.usage.page({}, undefined, 10)).find((row) => row.id === call.id)).toMatchObject({ status: 'interrupted', reason: 'instance_reaped', cost_nanos: 100n });
+  // The paused instance wakes up and finishes the call: its true cost replaces the charge, nothing is given back twice.
+  await paused.usage.complete([finished(call)]);
+  expect((await reaper.budgets.get(budget.budget_id))!).toMatchObject({ reserved_nanos: 0n, spend_nanos: 40n });
+  expect((await reaper.usage.page({}, undefined, 10)).find((row) => row.id === call.id)).toMatchObject({ status: 'success', cost_nanos: 40n });
+  // Finishing it again changes nothing.
+  await paused.usage.complete([finished(call)]);
+  expect((await reaper.budgets.get(budget.budget_id))!.spend_nanos).toBe(40n);
+});
+
+it('SQLite: a pending call settled as interrupted by a restart that overlapped its process is corrected by its late finish', async () => {
+  const url = await sqlite.newDatabaseUrl();
+  const previous = openStore(url);
+  await previous.migrate();
+  const budget = await previous.budgets.create({ max_budget_nanos: 1_000_000n });
+  const call = await openCall(previous, budget.budget_id, 'usage_overlap_call');
+  const next = openStore(url);
+  expect(await next.usage.settleInterrupted()).toBe(1);
+  expect((await next.budgets.get(budget.budget_id))!).toMatchObject({ reserved_nanos: 0n, spend_nanos: 100n });
+  // A hold the next process takes is not eaten by the late settlement of the previous one.
+  const fresh = await next.budgets.reserve(budget.budget_id, 50n);
+  await previous.usage.complete([finished(call)]);
+  expect((await next.budgets.get(budget.budget_id))!).toMatchObject({ reserved_nanos: 50n, spend_nanos: 40n });
+  await next.budgets.release(fresh!);
   await previous.close();
   await next.close();
 });

@@ -21,6 +21,7 @@ it("a database failure while reserving the second budget gives the first budget'
         released.push({ budget: hold.budget_id, amount: hold.reserved_nanos });
       },
     },
+    usage: { async open() {}, async complete() {} },
   } as unknown as GatewayStore;
   const metrics = new GatewayMetrics({ processMetrics: false });
   const ledger = new CallLedger({ store, recorder: new UsageRecorder(store), metrics, reserveOutputTokens: 1000 });
@@ -47,8 +48,10 @@ it('usage rows get time-ordered ids (UUIDv7), so new rows append to the primary-
         return { model, input_cost_per_million: 1, output_cost_per_million: 1, search_unit_cost_per_thousand: 0, updated_at: 0 };
       },
     },
+    instanceId: 'instance_test',
     usage: {
-      async record(rows: { id: string }[]) {
+      async open() {},
+      async complete(rows: { id: string }[]) {
         recorded.push(...rows.map((row) => row.id));
       },
     },

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
+import { chatCompletionBody, DEFAULT_COMPLETION_TEXT, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { KEY_IN_PROVIDER_ERROR, MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 const backend = sqliteBackend();
@@ -47,17 +47,33 @@ it('logs are JSON lines with a request id, and no master key, virtual key or pro
   for (const secret of [MASTER_KEY, key.key, key.key.slice(3), PROVIDER_KEY, KEY_IN_PROVIDER_ERROR]) expect(all).not.toContain(secret);
 });
 
-it('a usage row that cannot be written is logged and counted; the answered call still gets its answer', async () => {
+it('a usage row that cannot be written is logged and counted: before the provider the call is refused (503), after it the answer still goes out', async () => {
   const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'broken-db' } })).json;
-  await gateway.store.driver.run('ALTER TABLE usage RENAME TO usage_moved');
-  try {
-    const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
-    expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
-  } finally {
-    await gateway.store.driver.run('ALTER TABLE usage_moved RENAME TO usage');
-  }
+  const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  const ask = () => client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+  const unwritable = async <T>(during: () => Promise<T>) => {
+    await gateway.store.driver.run('ALTER TABLE usage RENAME TO usage_moved');
+    try {
+      return await during();
+    } finally {
+      await gateway.store.driver.run('ALTER TABLE usage_moved RENAME TO usage');
+    }
+  };
+  // The write-ahead row fails: no provider call without it.
+  const sent = fake.requestsTo(PROVIDER_CHAT_ROUTE).length;
+  await unwritable(() => expect(ask()).rejects.toMatchObject({ status: 503, code: 'usage_unavailable' }));
+  expect(fake.requestsTo(PROVIDER_CHAT_ROUTE)).toHaveLength(sent);
+  // The row of an answered call fails: the provider has been paid, the client gets the answer.
+  fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 300, then: { json: chatCompletionBody('gpt-fake') } });
+  const answered = ask();
+  while (fake.requestsTo(PROVIDER_CHAT_ROUTE).length === sent) await new Promise((resolve) => setTimeout(resolve, 10));
+  const completion = await unwritable(() => answered);
+  expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
   const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
-  expect(metrics).toMatch(/gateway_usage_write_failures_total 1\b/);
-  expect(lines.some((line) => line.includes('usage row could not be written'))).toBe(true);
+  expect(metrics).toMatch(/gateway_usage_write_failures_total 2\b/);
+  const messages = lines.map((line) => String((JSON.parse(line) as { msg?: unknown }).msg));
+  expect(messages.filter((msg) => msg.startsWith('usage row could not be written'))).toEqual([
+    'usage row could not be written; the call was refused before reaching the provider',
+    'usage row could not be written; the call was answered',
+  ]);
 });

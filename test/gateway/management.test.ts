@@ -235,6 +235,6 @@ describe.each(backends)('management API on $name', (backend) => {
     for (const path of ['/v1/users', '/v1/keys/{key_id}', '/v1/chat/completions', '/v1/embeddings', '/v1/models', '/v1/messages', '/v1/budgets', '/v1/pricing/{model}']) {
       expect(document.paths).toHaveProperty([path]);
     }
-    expect(Object.keys(document.paths['/v1/chat/completions'].post.responses).sort()).toEqual(['200', '400', '401', '402', '403', '404', '413', '415', '429', '502', '504']);
+    expect(Object.keys(document.paths['/v1/chat/completions'].post.responses).sort()).toEqual(['200', '400', '401', '402', '403', '404', '413', '415', '429', '502', '503', '504']);
   });
 });

@@ -53,7 +53,7 @@ describe.each(backends)('rerank on $name', (backend) => {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- usage rows are checked field by field
   const rows = async (): Promise<any[]> => (await gateway.call('GET', `/v1/keys/${key.id}/usage?limit=1000`)).json.data;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const rowOf = (requestId: string): Promise<any> => eventually(async () => (await rows()).find((row) => row.request_id === requestId), `the usage row of ${requestId}`);
+  const rowOf = (requestId: string): Promise<any> => eventually(async () => (await rows()).find((row) => row.request_id === requestId && row.status !== 'pending'), `the usage row of ${requestId}`);
   const rerank = (body: unknown, requestId: string, options: { key?: string | null; path?: string } = {}) =>
     gateway.call('POST', options.path ?? '/v1/rerank', { key: options.key === undefined ? key.key : options.key, body, headers: { 'x-request-id': requestId } });
 

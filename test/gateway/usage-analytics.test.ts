@@ -60,10 +60,10 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     const summary = await gateway.call('GET', `/v1/usage/summary?${RANGE}`);
     expect(summary.status).toBe(200);
     expect(summary.json).toMatchObject({ object: 'usage_summary', since: '2026-11-01T00:00:00.000', until: '2026-11-04T00:00:00.000' });
-    expect(summary.json.totals).toEqual({ requests: 5, errors: 1, prompt_tokens: 130, completion_tokens: 65, total_tokens: 195, cost: 0.008 });
+    expect(summary.json.totals).toEqual({ requests: 5, errors: 1, refused: 0, prompt_tokens: 130, completion_tokens: 65, total_tokens: 195, cost: 0.008 });
     expect(summary.json.by_model).toEqual([
-      { model: 'anthropic:claude', requests: 2, errors: 1, prompt_tokens: 100, completion_tokens: 50, total_tokens: 150, cost: 0.005 },
-      { model: 'openai:gpt-4o', requests: 3, errors: 0, prompt_tokens: 30, completion_tokens: 15, total_tokens: 45, cost: 0.003 },
+      { model: 'anthropic:claude', requests: 2, errors: 1, refused: 0, prompt_tokens: 100, completion_tokens: 50, total_tokens: 150, cost: 0.005 },
+      { model: 'openai:gpt-4o', requests: 3, errors: 0, refused: 0, prompt_tokens: 30, completion_tokens: 15, total_tokens: 45, cost: 0.003 },
     ]);
     expect(summary.json.by_user.map((entry: { user_id: string; requests: number }) => [entry.user_id, entry.requests])).toEqual([
       ['bob', 2],
@@ -76,7 +76,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     expect(alice.json.totals).toMatchObject({ requests: 3, cost: 0.003 });
     expect(alice.json.by_user).toHaveLength(1);
     const nobody = await gateway.call('GET', `/v1/usage/summary?${RANGE}&provider=mistral`);
-    expect(nobody.json.totals).toEqual({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    expect(nobody.json.totals).toEqual({ requests: 0, errors: 0, refused: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
     expect(nobody.json.by_model).toEqual([]);
   });
 
@@ -91,7 +91,7 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     const hours = await gateway.call('GET', `/v1/usage/series?since=2026-11-01T00:00:00Z&until=2026-11-01T03:00:00Z&interval=hour`);
     expect(hours.json).toMatchObject({ object: 'usage_series', interval: 'hour' });
     expect(hours.json.data.map((bucket: { requests: number }) => bucket.requests)).toEqual([1, 1, 0]);
-    expect(hours.json.data[2]).toEqual({ start: '2026-11-01T02:00:00.000', requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    expect(hours.json.data[2]).toEqual({ start: '2026-11-01T02:00:00.000', requests: 0, errors: 0, refused: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
   });
 
   it.skipIf(backend.skipReason)('lists rows newest first, filtered, a page at a time until the cursor runs out', async () => {
@@ -155,11 +155,11 @@ describe.each(backends)('usage analytics on $name', (backend) => {
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="usage.csv"');
     const lines = text.split('\r\n');
     expect(lines.at(-1)).toBe('');
-    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts,overshoot');
+    expect(lines[0]).toBe('id,request_id,created_at,user_id,key_id,endpoint,provider,model,prompt_tokens,completion_tokens,total_tokens,search_units,cost,status,status_code,duration_ms,route,attempts,overshoot,reason');
     const data = lines.slice(1, -1);
     expect(data).toHaveLength(2_500);
     expect(data.map((line) => line.split(',')[0])).toEqual(extra.map((record) => record.id));
-    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,0`);
+    expect(data[0]).toBe(`${extra[0].id},${extra[0].request_id},2026-11-11T00:00:00.000,carol,,chat.completions,openai,gpt-4o,10,5,15,0,0.001,success,200,12.5,,1,0,`);
     // a formula is defused and the field quoted
     expect(data[7]).toContain(`,"'=HYPERLINK(""x""),""y""",`);
 
@@ -248,7 +248,7 @@ it('the summary of random rows equals totals computed from the rows one grouping
         cost_nanos: [0n, 1_000n, 2_000n][random(3)], // many ties
         prompt_tokens: random(50),
         completion_tokens: random(50),
-        status: random(10) === 0 ? 'error' : 'success',
+        status: random(10) === 0 ? 'error' : random(10) === 0 ? 'refused' : 'success',
       });
     });
     await store.usage.record(rows, []);
@@ -256,6 +256,7 @@ it('the summary of random rows equals totals computed from the rows one grouping
     const sum = (of: UsageRecord[]) => ({
       requests: of.length,
       errors: of.filter((r) => r.status !== 'success').length,
+      refused: of.filter((r) => r.status === 'refused').length,
       prompt_tokens: of.reduce((n, r) => n + r.prompt_tokens, 0),
       completion_tokens: of.reduce((n, r) => n + r.completion_tokens, 0),
       cost_nanos: of.reduce((n, r) => n + r.cost_nanos, 0n),

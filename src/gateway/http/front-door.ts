@@ -109,15 +109,20 @@ export function registerFrontDoor(app: FastifyInstance, context: GatewayContext,
   // Callback style: it runs on every request, and an async hook costs a promise each time.
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(API_HEADERS);
+    const config = request.routeOptions.config;
+    // CORS preflights (OPTIONS) carry no credential by design.
+    const credential = config.credential ?? (request.method === 'OPTIONS' ? 'none' : 'master');
     const refuse = (error: GatewayError) => {
       discardBody(request.raw, request.routeOptions.bodyLimit ?? settings.bodyLimitBytes);
+      // A model call refused for its credential is a refused usage row (capped per minute: no key, no user).
+      if (credential === 'any' && request.method === 'POST' && (error.status === 401 || error.code === 'too_many_auth_failures')) {
+        // the endpoint as usage rows name it: /v1/chat/completions → chat.completions, /v2/rerank → rerank
+        void context.ledger.recordRefusal({ requestId: request.id, error, endpoint: request.url.split('?')[0].replace(/^\/v\d\//, '').replaceAll('/', '.') });
+      }
       done(error);
     };
     // Answered here: fastify would read and parse the body of an unknown route before its not-found handler runs.
     if (request.is404) return refuse(routeNotFound(request));
-    const config = request.routeOptions.config;
-    // CORS preflights (OPTIONS) carry no credential by design.
-    const credential = config.credential ?? (request.method === 'OPTIONS' ? 'none' : 'master');
     if (credential === 'none') return done();
     const wait = throttle?.retryAfter(request.ip) ?? 0;
     if (wait > 0) return refuse(tooManyFailures(wait));

@@ -138,6 +138,7 @@ export const UsageAnalyticsQuery = z.strictObject({
   key_id: Id.optional().describe('Only this virtual key'),
   model: z.string().min(1).optional().describe('Only this model: provider:model, or a bare model name (that model of every provider)'),
   provider: z.string().min(1).optional().describe('Only this provider'),
+  status: z.enum(['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted']).optional().describe('Only rows of this status'),
 });
 
 export const UsageSeriesQuery = UsageAnalyticsQuery.extend({

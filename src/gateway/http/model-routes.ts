@@ -147,6 +147,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       promptTokens: cancelled ? ticket.start.estimatedPromptTokens : 0,
       completionTokens: 0,
       searchUnits: cancelled ? (ticket.start.estimatedSearchUnits ?? 0) : 0,
+      reason: cancelled ? 'client_closed_request' : failure.code,
     });
     return failure;
   }
@@ -412,7 +413,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     readable.on('close', () => {
       if (ticket.finished) return;
       controller.abort();
-      void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens: ticket.start.estimatedPromptTokens, completionTokens: 0 });
+      void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens: ticket.start.estimatedPromptTokens, completionTokens: 0, reason: 'client_closed_request' });
     });
     return reply.code(200).headers(SSE_HEADERS).send(readable);
   }
@@ -434,6 +435,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const chat = dialect === 'chat';
     const format = (event: T) => (chat ? `data: ${JSON.stringify(event)}\n\n` : `event: ${(event as { type?: string }).type}\ndata: ${JSON.stringify(event)}\n\n`);
     let held: T | null = null;
+    ledger.streaming(ticket, tokens);
     try {
       for await (const event of stream) {
         if (!observe(event, counts)) continue;
@@ -452,7 +454,13 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       const failure = upstreamErrorOf(error, ticket.target.provider);
       const { promptTokens, completionTokens } = tokens();
       const cancelled = controller.signal.aborted;
-      await ledger.finish(ticket, { status: cancelled ? 'cancelled' : 'error', statusCode: cancelled ? 499 : failure.status, promptTokens, completionTokens });
+      await ledger.finish(ticket, {
+        status: cancelled ? 'cancelled' : 'error',
+        statusCode: cancelled ? 499 : failure.status,
+        promptTokens,
+        completionTokens,
+        reason: cancelled ? 'client_closed_request' : failure.code,
+      });
       if (!cancelled) {
         if (chat) yield `data: ${JSON.stringify(failure.body())}\n\n`;
         else if (dialect === 'responses') yield `event: error\ndata: ${JSON.stringify({ type: 'error', code: failure.code, message: failure.message, param: null })}\n\n`;
@@ -462,7 +470,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       if (!ticket.finished) {
         controller.abort();
         const { promptTokens, completionTokens } = tokens();
-        void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens, completionTokens });
+        void ledger.finish(ticket, { status: 'cancelled', statusCode: 499, promptTokens, completionTokens, reason: 'client_closed_request' });
       }
     }
   }

@@ -58,6 +58,10 @@ const MODEL_CALL_ERRORS = {
     headers: RETRY_AFTER,
   },
   502: err("The provider failed, could not be reached, or refused the gateway's credentials (through a model route: every target failed, or one refused the credentials)."),
+  503: {
+    ...err('The call\'s usage row could not be written before the provider was called (usage_unavailable): nothing was sent to the provider.'),
+    headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+  },
   504: err('The provider did not answer in time (through a model route: the last target).'),
 };
 
@@ -75,10 +79,12 @@ const analyticsQuery = [
   { name: 'key_id', in: 'query', schema: { type: 'string' } },
   { name: 'model', in: 'query', schema: { type: 'string' }, description: 'provider:model as the summary and the dashboard show it, or a bare model name (that model of every provider)' },
   { name: 'provider', in: 'query', schema: { type: 'string' } },
+  { name: 'status', in: 'query', schema: { enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'] } },
 ];
 const aggregateProperties = {
   requests: { type: 'integer' },
-  errors: { type: 'integer', description: 'Calls that did not succeed (error or cancelled)' },
+  errors: { type: 'integer', description: 'Calls that did not succeed (error, cancelled, interrupted or refused); pending calls are not counted' },
+  refused: { type: 'integer', description: 'Calls refused before any provider (budget, allowed models, rate limit, …); counted in errors too' },
   prompt_tokens: { type: 'integer' },
   completion_tokens: { type: 'integer' },
   total_tokens: { type: 'integer' },
@@ -196,7 +202,7 @@ export function gatewayOpenApi(version: string): Schema {
         },
         Usage: {
           type: 'object',
-          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'overshoot', 'status', 'status_code', 'duration_ms'],
+          required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'overshoot', 'status', 'status_code', 'duration_ms', 'reason'],
           properties: {
             object: { const: 'usage' },
             id: { type: 'string' },
@@ -208,16 +214,20 @@ export function gatewayOpenApi(version: string): Schema {
             provider: { type: 'string', description: 'The provider of the target that answered (or failed last)' },
             model: { type: 'string', description: 'The model of the target that answered (or failed last), without provider' },
             route: nullable('string', { description: 'The model route the client called (its public name); null for a provider:model call' }),
-            attempts: { type: 'integer', minimum: 1, description: 'Targets tried: 1 unless a model route fell back' },
+            attempts: { type: 'integer', minimum: 0, description: 'Targets tried: 1 unless a model route fell back; 0 for a refusal' },
             prompt_tokens: { type: 'integer' },
             completion_tokens: { type: 'integer' },
             total_tokens: { type: 'integer' },
             search_units: { type: 'integer', description: 'Search units the provider billed (rerank); 0 otherwise' },
             cost: { type: 'number' },
             overshoot: { type: 'number', description: 'US dollars the call cost beyond its budget hold (the provider ignored the output limit it was sent), charged all the same; 0: none' },
-            status: { enum: ['success', 'error', 'cancelled'] },
-            status_code: { type: 'integer' },
+            status: {
+              enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'],
+              description: 'refused: before any provider; pending: written before the provider is called, until the call ends; interrupted: its gateway died, settled at its hold or what its stream had delivered',
+            },
+            status_code: { type: 'integer', description: 'The status answered; 0 while pending or when interrupted' },
             duration_ms: { type: 'number' },
+            reason: nullable('string', { description: 'Why the call was refused, failed or interrupted (an error code, e.g. budget_exceeded, upstream_timeout, gateway_restarted); null on success' }),
           },
         },
         ChatCompletion: {

@@ -89,6 +89,7 @@ export function usageResource(row: UsageRecord) {
     status: row.status,
     status_code: row.status_code,
     duration_ms: row.duration_ms,
+    reason: row.reason ?? null,
   };
 }
 

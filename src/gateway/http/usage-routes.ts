@@ -24,7 +24,7 @@ const GROUPS: [UsageGroup, string][] = [
   ['provider', 'by_provider'],
 ];
 
-const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors });
+const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors, refused: totals.refused });
 
 /**
  * Usage analytics for operators: the rows, newest first, a page at a time; totals by model, user, key and provider; a
@@ -105,11 +105,14 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
 }
 
 /** The filter of a query: times parsed and checked (since before until); `defaultSpan` fills a missing since. */
-function filterOf(query: { since?: string; until?: string; user_id?: string; key_id?: string; model?: string; provider?: string }, defaultSpan: number | undefined): UsageFilter {
+function filterOf(
+  query: { since?: string; until?: string; user_id?: string; key_id?: string; model?: string; provider?: string; status?: UsageFilter['status'] },
+  defaultSpan: number | undefined,
+): UsageFilter {
   const until = query.until === undefined ? Date.now() : parseTimestamp(query.until, 'until');
   const since = query.since === undefined ? (defaultSpan === undefined ? undefined : until - defaultSpan) : parseTimestamp(query.since, 'since');
   if (since !== undefined && since >= until) throw invalidRequest(`since (${isoTime(since)}) must be before until (${isoTime(until)})`, 'since', 'invalid_range');
-  return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider };
+  return { since, until, user_id: query.user_id, key_id: query.key_id, model: query.model, provider: query.provider, status: query.status };
 }
 
 /** A cursor is `<created_at ms>.<row id>` of the last row of a page: opaque to clients, checked here. */
@@ -119,7 +122,7 @@ function parseCursor(cursor: string): UsageCursor {
   return { created_at: Number(match[1]), id: match[2] };
 }
 
-const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts', 'overshoot'] as const;
+const CSV_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'status', 'status_code', 'duration_ms', 'route', 'attempts', 'overshoot', 'reason'] as const;
 
 function csvRow(row: Parameters<typeof usageResource>[0]): string {
   const resource = usageResource(row);

@@ -1,7 +1,7 @@
 import type { Row, SqlDriver, Statement } from './driver.ts';
 import type { InstanceRegistration } from './instances.ts';
 import type { BudgetHold, BudgetRecord, BudgetSettlement, Metadata } from './records.ts';
-import { assignments, isForeignKeyViolation, json, nanos, newId, num, parseJson } from './rows.ts';
+import { assignments, bigintJson, isForeignKeyViolation, json, nanos, newId, num, parseJson } from './rows.ts';
 
 /** The condition "this budget's period is over": spend starts again from 0 in the same statement. */
 const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at + reset_every_seconds * 1000)`;
@@ -67,7 +67,16 @@ export class Budgets {
    * it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock makes a concurrent UPDATE
    * re-check the condition on the new row). Null when the budget cannot hold it.
    */
-  async reserve(id: string, amount: bigint, now = Date.now()): Promise<BudgetHold | null> {
+  /** PostgreSQL: a hold's statement can carry another write (`also` of reserve), a call's pending usage row. */
+  get holdsCarryWrites(): boolean {
+    return this.#shared;
+  }
+
+  /**
+   * `also` (PostgreSQL only, see holdsCarryWrites): a write done in the hold's statement exactly when the hold is
+   * taken, made from the hold (its holder is known only then); it may select from the CTE `hold`.
+   */
+  async reserve(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
     const hold = `UPDATE budgets SET
         spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
         period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
@@ -79,14 +88,16 @@ export class Budgets {
     for (let attempt = 1; ; attempt++) {
       const seen = this.#registration.count;
       const holder = this.#registration.id;
+      const taken: BudgetHold = { budget_id: id, reserved_nanos: amount, holder };
+      const carried = also?.(taken);
       try {
         const changed = await this.#driver.runRelaxed(
-          `WITH hold AS (${hold} RETURNING budget_id)
+          `WITH hold AS (${hold} RETURNING budget_id)${carried ? `, carried AS (${carried.sql})` : ''}
            INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
            ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos`,
-          [...params, holder, amount],
+          [...params, ...(carried?.params ?? []), holder, amount],
         );
-        return changed > 0 ? { budget_id: id, reserved_nanos: amount, holder } : null;
+        return changed > 0 ? taken : null;
       } catch (error) {
         // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was
         // undone. Register (again) and hold under the registration that now exists (a few times: a reaper may take
@@ -125,7 +136,7 @@ export class Budgets {
       await this.#driver.run(`${inserts.length > 0 ? `WITH ${inserts.join(', ')} ` : ''}SELECT gateway_settle_holds(CAST(? AS TEXT))`, [
         ...statements.flatMap(({ params }) => params),
         // bigints as JSON strings: json_to_recordset reads a string into a BIGINT column exactly
-        JSON.stringify([...sums.values()], (_, value: unknown) => (typeof value === 'bigint' ? String(value) : value)),
+        bigintJson([...sums.values()]),
       ]);
       return;
     }
@@ -138,14 +149,6 @@ export class Budgets {
       });
     }
     if (statements.length > 0) await this.#driver.transaction(statements);
-  }
-
-  /**
-   * Clears every reservation: in-flight calls of a process that was killed never settle. Only safe when no other
-   * gateway shares the database (SQLite at start).
-   */
-  async clearReservations(): Promise<void> {
-    await this.#driver.run('UPDATE budgets SET reserved_nanos = 0 WHERE reserved_nanos <> 0');
   }
 }
 

@@ -24,6 +24,12 @@ export function narrowIntegers(rows: Row[]): Row[] {
   return rows;
 }
 
+/** Statements run one at a time inside a synchronous transaction (SQLite): a step may read and decide the next. */
+export interface SyncSql {
+  all(sql: string, params?: SqlValue[]): Row[];
+  run(sql: string, params?: SqlValue[]): number;
+}
+
 /**
  * The little a store needs from a database: run one statement, or several in one transaction. Statements in a
  * transaction are fixed up front (no reads in between), which keeps SQLite's synchronous transactions from
@@ -48,6 +54,11 @@ export interface SqlDriver {
   runRelaxed(sql: string, params?: SqlValue[]): Promise<number>;
   /** Runs statements in one transaction; the rows changed by each. */
   transaction(statements: Statement[]): Promise<number[]>;
+  /**
+   * SQLite only (null on PostgreSQL, whose multi-step writes run in PL/pgSQL functions): runs `fn` in one transaction,
+   * synchronously, so no other request's statement can land in between and `fn` may read before it writes.
+   */
+  readonly atomically: (<T>(fn: (sql: SyncSql) => T) => T) | null;
   /** Runs `fn` while holding the database-wide migration lock (a no-op on SQLite, whose writers are serialised). */
   withMigrationLock<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;

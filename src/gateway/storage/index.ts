@@ -6,6 +6,7 @@ import { GatewayStore } from './store.ts';
 
 export { GatewayStore } from './store.ts';
 export { newId } from './rows.ts';
+export { pendingRowWithHold } from './usage.ts';
 export type * from './records.ts';
 
 export const DEFAULT_DATABASE_URL = 'sqlite:gateway.db';

@@ -9,6 +9,8 @@ export interface Migration {
   statements: string[];
   /** Applied (its statements run) only on this database; elsewhere it is just recorded. */
   onlyOn?: 'postgres';
+  /** Run after `statements`, on PostgreSQL only (its PL/pgSQL functions). */
+  postgresStatements?: string[];
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -169,6 +171,64 @@ export const MIGRATIONS: Migration[] = [
     version: 9,
     name: 'model routes: the public name a usage row was called by, and the targets it tried',
     statements: ['ALTER TABLE usage ADD COLUMN route TEXT', 'ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1'],
+  },
+  {
+    version: 10,
+    name: 'write-ahead usage: a pending row (its holds, its instance) before the provider is called; refusal reasons',
+    statements: [
+      'ALTER TABLE usage ADD COLUMN instance_id TEXT',
+      // JSON [{budget_id, reserved_nanos, holder}]: what an interrupted call's charge goes to
+      'ALTER TABLE usage ADD COLUMN holds TEXT',
+      'ALTER TABLE usage ADD COLUMN reason TEXT',
+      "CREATE INDEX usage_pending ON usage (instance_id, id) WHERE status = 'pending'",
+    ],
+    postgresStatements: [
+      // Finishing calls (a JSON array of usage rows, each with its holds): the usage rows locked first, in id order (as a
+      // reap locks them, before any budget), then the rows are written — updated while pending, corrected if a reap
+      // interrupted one meanwhile (charged the difference), inserted if never written (refusals) — and only then
+      // the holds are settled by gateway_settle_holds (migration 6, which locks the budget rows in budget_id order),
+      // summed per budget and holder: the budget rows, which every reservation needs, are locked for the settlement
+      // alone (locked first, they were held through the row writes and reservations queued behind them).
+      // (overshoot_nanos comes with migration 11; PL/pgSQL resolves columns when the function runs, after every migration.)
+      `CREATE FUNCTION gateway_complete_calls(calls TEXT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
+       DECLARE
+         settled TEXT;
+       BEGIN
+         -- = ANY (ARRAY(...)): an index scan whatever the planner guesses of a JSON function's rows (IN (SELECT …) read
+         -- the whole usage table). Set-based: a statement per row cost the server as much again as the writes.
+         WITH input AS (
+           SELECT * FROM json_to_recordset(calls::json) AS x (
+             id TEXT, request_id TEXT, created_at BIGINT, user_id TEXT, key_id TEXT, endpoint TEXT, provider TEXT, model TEXT, route TEXT,
+             attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, search_units INTEGER, cost_nanos BIGINT, overshoot_nanos BIGINT,
+             status TEXT, status_code INTEGER, duration_ms DOUBLE PRECISION, reason TEXT, instance_id TEXT, holds JSON)),
+         prior AS (SELECT u.id, u.status, u.cost_nanos FROM usage u WHERE u.id = ANY (ARRAY(SELECT id FROM input)) ORDER BY u.id FOR UPDATE),
+         updated AS (
+           UPDATE usage u SET provider = i.provider, model = i.model, attempts = COALESCE(i.attempts, 1), prompt_tokens = i.prompt_tokens,
+               completion_tokens = i.completion_tokens, search_units = i.search_units, cost_nanos = i.cost_nanos,
+               overshoot_nanos = COALESCE(i.overshoot_nanos, 0), status = i.status, status_code = i.status_code, duration_ms = i.duration_ms,
+               reason = i.reason
+             FROM input i JOIN prior p ON p.id = i.id
+             -- the ANY: an index scan of usage, not a join the planner may turn into a scan of the whole table
+             WHERE u.id = ANY (ARRAY(SELECT id FROM input)) AND u.id = i.id AND p.status IN ('pending', 'interrupted')),
+         inserted AS (
+           INSERT INTO usage (id, request_id, created_at, user_id, key_id, endpoint, provider, model, route, attempts, prompt_tokens,
+               completion_tokens, search_units, cost_nanos, overshoot_nanos, status, status_code, duration_ms, reason, instance_id, holds)
+             SELECT i.id, i.request_id, i.created_at, i.user_id, i.key_id, i.endpoint, i.provider, i.model, i.route, COALESCE(i.attempts, 1),
+               i.prompt_tokens, i.completion_tokens, i.search_units, i.cost_nanos, COALESCE(i.overshoot_nanos, 0), i.status, i.status_code,
+               i.duration_ms, i.reason, i.instance_id, i.holds::text
+             FROM input i WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.id)),
+         -- what each call adds to spend: its cost, less the charge a reap already settled it at
+         charged AS (
+           SELECT i.holds, i.cost_nanos - CASE WHEN p.status = 'interrupted' THEN p.cost_nanos ELSE 0 END AS extra
+             FROM input i LEFT JOIN prior p ON p.id = i.id WHERE p.id IS NULL OR p.status IN ('pending', 'interrupted'))
+         SELECT json_agg(sums)::text INTO settled FROM (
+           SELECT hs.budget_id, hs.holder, SUM(hs.reserved_nanos) AS reserved, SUM(c.extra) AS actual
+             FROM charged c, json_to_recordset(COALESCE(c.holds, '[]'::json)) AS hs (budget_id TEXT, holder TEXT, reserved_nanos BIGINT)
+             GROUP BY 1, 2) AS sums;
+         IF settled IS NOT NULL THEN PERFORM gateway_settle_holds(settled); END IF;
+       END
+       $$`,
+    ],
   },
   {
     version: 11,

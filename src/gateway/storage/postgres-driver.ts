@@ -16,6 +16,7 @@ const DML = /^\s*(INSERT|UPDATE|DELETE)\b/i;
 /** PostgreSQL through a `pg` pool. */
 export class PostgresDriver implements SqlDriver {
   readonly dialect = 'postgres';
+  readonly atomically = null;
   readonly #pool: pg.Pool;
   /** Connections with synchronous_commit off, for `runRelaxed`. */
   readonly #relaxedPool: pg.Pool;

@@ -75,9 +75,33 @@ export interface UsageRecord {
   cost_nanos: bigint;
   /** What the call cost beyond its budget hold (the provider ignored the output limit), charged all the same; 0n or absent: none. */
   overshoot_nanos?: bigint;
-  /** `success`, `error` or `cancelled` (the client went away mid-stream). */
-  status: 'success' | 'error' | 'cancelled';
+  /**
+   * `success`, `error`, `cancelled` (the client went away), `refused` (before any provider: budget, allowed models,
+   * rate limit, …), `pending` (written before the provider is called, until the call finishes) or `interrupted` (a
+   * pending call whose gateway died, settled by the next one).
+   */
+  status: UsageStatus;
   status_code: number;
+  duration_ms: number;
+  /** Why a call was refused or failed: the error code answered (budget_exceeded, upstream_timeout, …); null otherwise. */
+  reason?: string | null;
+}
+
+export type UsageStatus = 'success' | 'error' | 'cancelled' | 'refused' | 'pending' | 'interrupted';
+
+/** A usage row as a model call writes it: with the budget holds its charge goes to and the instance that made it. */
+export interface CallRow extends UsageRecord {
+  holds: BudgetHold[];
+  /** The gateway instance registration that made the call (PostgreSQL: whose reap interrupts it while pending). */
+  instance_id: string | null;
+}
+
+/** What a stream has delivered so far, recorded now and then so that an interrupted stream is charged for it. */
+export interface CallProgress {
+  id: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_nanos: bigint;
   duration_ms: number;
 }
 

@@ -5,6 +5,8 @@ import type { Metadata } from './records.ts';
 // Helpers shared by the store's aggregates: values to and from their SQL columns, and database errors.
 
 export const json = (value: unknown) => JSON.stringify(value ?? {});
+/** JSON with bigints (money) as strings, which PostgreSQL's json_to_recordset reads into BIGINT columns. */
+export const bigintJson = (value: unknown) => JSON.stringify(value, (_, item: unknown) => (typeof item === 'bigint' ? String(item) : item));
 export const parseJson = (text: unknown): Metadata => (typeof text === 'string' ? (JSON.parse(text) as Metadata) : {});
 export const num = (value: unknown) => (value === null || value === undefined ? null : Number(value));
 /** A money column (nano-dollars) as read: a number or a bigint (see Row); a REAL stored by an old version is rounded. */

@@ -1,6 +1,6 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { ThreadScript } from '../../shared/thread-script.ts';
-import { narrowIntegers, type Row, type SqlDriver, type SqlValue, type Statement } from './driver.ts';
+import { narrowIntegers, type Row, type SqlDriver, type SqlValue, type Statement, type SyncSql } from './driver.ts';
 import { SqliteReaderThread } from './sqlite-reader-thread.ts';
 
 /**
@@ -54,17 +54,26 @@ export class SqliteDriver implements SqlDriver {
   }
 
   async transaction(statements: Statement[]): Promise<number[]> {
+    return this.atomically((sql) => statements.map(({ sql: text, params }) => sql.run(text, params)));
+  }
+
+  readonly #sync: SyncSql = {
+    all: (sql, params = []) => narrowIntegers(this.#prepare(sql).all(...params) as Row[]),
+    run: (sql, params = []) => Number(this.#prepare(sql).run(...params).changes),
+  };
+
+  readonly atomically = <T>(fn: (sql: SyncSql) => T): T => {
     // Synchronous from BEGIN to COMMIT: no other request's statement can land inside this transaction.
     this.#prepare('BEGIN IMMEDIATE').run();
     try {
-      const changes = statements.map(({ sql, params }) => Number(this.#prepare(sql).run(...params).changes));
+      const result = fn(this.#sync);
       this.#prepare('COMMIT').run();
-      return changes;
+      return result;
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
       throw error;
     }
-  }
+  };
 
   async withMigrationLock<T>(fn: () => Promise<T>): Promise<T> {
     return fn();

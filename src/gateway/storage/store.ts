@@ -64,7 +64,10 @@ export class GatewayStore {
       const done: number[] = [];
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
-        const statements = migration.onlyOn === undefined || migration.onlyOn === this.dialect ? migration.statements : [];
+        const statements = [
+          ...(migration.onlyOn === undefined || migration.onlyOn === this.dialect ? migration.statements : []),
+          ...(this.dialect === 'postgres' ? (migration.postgresStatements ?? []) : []),
+        ];
         await this.driver.transaction([
           ...statements.map((sql) => ({ sql, params: [] })),
           { sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', params: [migration.version, migration.name, now] },

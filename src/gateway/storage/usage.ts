@@ -1,7 +1,7 @@
 import type { Budgets } from './budgets.ts';
-import type { Row, SqlDriver, SqlValue, Statement } from './driver.ts';
-import type { BudgetSettlement, UsageRecord, UsageTotals } from './records.ts';
-import { nanos } from './rows.ts';
+import type { Row, SqlDriver, SqlValue, Statement, SyncSql } from './driver.ts';
+import type { BudgetSettlement, CallProgress, CallRow, UsageRecord, UsageStatus, UsageTotals } from './records.ts';
+import { bigintJson, nanos } from './rows.ts';
 
 /** Which usage rows an analytics query covers; every field narrows it (epoch ms: since inclusive, until exclusive). */
 export interface UsageFilter {
@@ -12,6 +12,7 @@ export interface UsageFilter {
   /** `provider:model`, or a bare model name (that model of any provider). */
   model?: string;
   provider?: string;
+  status?: UsageStatus;
 }
 
 /** Where a page of usage rows continues: the last row of the previous page. */
@@ -27,6 +28,8 @@ export type UsageGroup = (typeof USAGE_GROUPS)[number];
 /** Totals of a group of usage rows, with the calls that did not succeed. */
 export interface UsageAggregate extends UsageTotals {
   errors: number;
+  /** Calls refused before any provider (budget, allowed models, rate limit, …); counted in errors too. */
+  refused: number;
 }
 
 /** The totals of one value of a grouping (a `provider:model`, user, key or provider; null: rows without one). */
@@ -63,9 +66,79 @@ const USAGE_COLUMNS = [
   'status',
   'status_code',
   'duration_ms',
+  'reason',
 ] as const satisfies readonly (keyof UsageRecord)[];
-const USAGE_PLACEHOLDERS = `(${USAGE_COLUMNS.map(() => '?').join(', ')})`;
+/** What a call writes besides: its instance and its holds (JSON). */
+const CALL_COLUMNS = [...USAGE_COLUMNS, 'instance_id', 'holds'] as const;
 const USAGE_ROWS_PER_INSERT = 500;
+
+/** A row's value of a column, as bound. */
+function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[number]): SqlValue {
+  switch (column) {
+    case 'route':
+      return row.route ?? null;
+    case 'attempts':
+      return row.attempts ?? 1;
+    case 'overshoot_nanos':
+      return row.overshoot_nanos ?? 0;
+    case 'reason':
+      return row.reason ?? null;
+    case 'instance_id':
+      return 'instance_id' in row ? row.instance_id : null;
+    case 'holds':
+      return 'holds' in row && row.holds.length > 0 ? bigintJson(row.holds) : null;
+    default:
+      return row[column];
+  }
+}
+
+/** PostgreSQL's type of each column (a parameter in a SELECT list has none of its own). */
+const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
+  id: 'TEXT',
+  request_id: 'TEXT',
+  created_at: 'BIGINT',
+  user_id: 'TEXT',
+  key_id: 'TEXT',
+  endpoint: 'TEXT',
+  provider: 'TEXT',
+  model: 'TEXT',
+  route: 'TEXT',
+  attempts: 'INTEGER',
+  prompt_tokens: 'INTEGER',
+  completion_tokens: 'INTEGER',
+  search_units: 'INTEGER',
+  cost_nanos: 'BIGINT',
+  overshoot_nanos: 'BIGINT',
+  status: 'TEXT',
+  status_code: 'INTEGER',
+  duration_ms: 'DOUBLE PRECISION',
+  reason: 'TEXT',
+  instance_id: 'TEXT',
+  holds: 'TEXT',
+};
+
+/**
+ * The INSERT of a call's pending row as part of the statement that takes its (last) budget hold on PostgreSQL: it
+ * selects from the CTE `hold`, so the row is written exactly when the hold is taken, in the same round trip.
+ */
+export function pendingRowWithHold(row: CallRow): Statement {
+  return { sql: PENDING_ROW_WITH_HOLD, params: CALL_COLUMNS.map((column) => valueOf(row, column)) };
+}
+const PENDING_ROW_WITH_HOLD = `INSERT INTO usage (${CALL_COLUMNS.join(', ')}) SELECT ${CALL_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`;
+
+/** Multi-row INSERTs of `rows` (one per 500 rows) into `columns`. */
+function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][]): Statement[] {
+  const placeholders = `(${columns.map(() => '?').join(', ')})`;
+  const statements: Statement[] = [];
+  for (let start = 0; start < rows.length; start += USAGE_ROWS_PER_INSERT) {
+    const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
+    statements.push({
+      sql: `INSERT INTO usage (${columns.join(', ')}) VALUES ${chunk.map(() => placeholders).join(', ')}`,
+      params: chunk.flatMap((row) => columns.map((column) => valueOf(row, column))),
+    });
+  }
+  return statements;
+}
 
 /** One row per model call (table usage): written with the settlement of the call's budget holds, read by analytics. */
 export class UsageLog {
@@ -82,15 +155,109 @@ export class UsageLog {
    * and one UPDATE per budget (Budgets.settle), so a group-commit batch costs a handful of statements whatever its size.
    */
   async record(rows: UsageRecord[], settlements: BudgetSettlement[]): Promise<void> {
-    const inserts: Statement[] = [];
-    for (let start = 0; start < rows.length; start += USAGE_ROWS_PER_INSERT) {
-      const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
-      inserts.push({
-        sql: `INSERT INTO usage (${USAGE_COLUMNS.join(', ')}) VALUES ${chunk.map(() => USAGE_PLACEHOLDERS).join(', ')}`,
-        params: chunk.flatMap((row) => USAGE_COLUMNS.map((column) => usageValue(row, column))),
-      });
+    await this.#budgets.settle(settlements, inserts(rows, USAGE_COLUMNS));
+  }
+
+  /**
+   * Write-ahead: the `pending` rows of calls about to reach a provider (their holds already taken), one multi-row
+   * INSERT for a group-commit batch. Committed like the holds (PostgreSQL: without waiting for the WAL flush): a row
+   * lost with its holds in a database crash is written again when its call finishes.
+   */
+  async open(rows: CallRow[]): Promise<void> {
+    for (const { sql, params } of inserts(rows, CALL_COLUMNS)) await this.#driver.runRelaxed(sql, params);
+  }
+
+  /**
+   * Finishes calls in one transaction: each row is written with its outcome and its holds settled (what they reserved
+   * given back, what the call cost added to spend). A row still `pending` is updated; a row never written (a refusal)
+   * is inserted; a row a recovery already settled as `interrupted` (its instance was taken for dead while the call
+   * ran) gets its true outcome and only the difference to the charge it was settled at; any other row is left alone.
+   * So a call is counted once, whoever settles it first.
+   */
+  async complete(calls: CallRow[]): Promise<void> {
+    if (calls.length === 0) return;
+    if (!this.#driver.atomically) {
+      await this.#driver.run('SELECT gateway_complete_calls(CAST(? AS TEXT))', [bigintJson(calls)]);
+      return;
     }
-    await this.#budgets.settle(settlements, inserts);
+    this.#driver.atomically((sql) => {
+      const sums = new Map<string, { reserved: bigint; actual: bigint }>();
+      for (const call of calls) {
+        const [prior] = sql.all('SELECT status, cost_nanos FROM usage WHERE id = ?', [call.id]);
+        let extra = call.cost_nanos;
+        if (!prior) {
+          for (const { sql: text, params } of inserts([call], CALL_COLUMNS)) sql.run(text, params);
+        } else if (prior.status === 'pending' || prior.status === 'interrupted') {
+          sql.run(
+            `UPDATE usage SET provider = ?, model = ?, attempts = ?, prompt_tokens = ?, completion_tokens = ?, search_units = ?, cost_nanos = ?,
+               overshoot_nanos = ?, status = ?, status_code = ?, duration_ms = ?, reason = ? WHERE id = ?`,
+            [
+              call.provider,
+              call.model,
+              call.attempts ?? 1,
+              call.prompt_tokens,
+              call.completion_tokens,
+              call.search_units,
+              call.cost_nanos,
+              call.overshoot_nanos ?? 0,
+              call.status,
+              call.status_code,
+              call.duration_ms,
+              call.reason ?? null,
+              call.id,
+            ],
+          );
+          if (prior.status === 'interrupted') extra -= nanos(prior.cost_nanos);
+        } else continue;
+        // An interrupted row's holds were cleared by the recovery: nothing left to give back.
+        const giveBack = prior?.status !== 'interrupted';
+        for (const hold of call.holds) {
+          const sum = sums.get(hold.budget_id) ?? { reserved: 0n, actual: 0n };
+          sum.reserved += giveBack ? hold.reserved_nanos : 0n;
+          sum.actual += extra;
+          sums.set(hold.budget_id, sum);
+        }
+      }
+      for (const [budget, { reserved, actual }] of sums) settleOne(sql, budget, reserved, actual);
+    });
+  }
+
+  /** Records what streams have delivered so far on their pending rows (an interrupted stream is charged that). */
+  async progress(updates: CallProgress[]): Promise<void> {
+    if (updates.length === 0) return;
+    const set = 'prompt_tokens = ?, completion_tokens = ?, cost_nanos = ?, duration_ms = ?';
+    if (!this.#driver.atomically) {
+      await this.#driver.runRelaxed(
+        `WITH v AS (SELECT * FROM json_to_recordset(CAST(? AS json)) AS x (id TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_nanos BIGINT, duration_ms DOUBLE PRECISION))
+         UPDATE usage u SET prompt_tokens = v.prompt_tokens, completion_tokens = v.completion_tokens, cost_nanos = v.cost_nanos, duration_ms = v.duration_ms
+         FROM v WHERE u.id = ANY (ARRAY(SELECT id FROM v)) AND u.id = v.id AND u.status = 'pending'`,
+        [bigintJson(updates)],
+      );
+      return;
+    }
+    this.#driver.atomically((sql) => {
+      for (const u of updates) sql.run(`UPDATE usage SET ${set} WHERE id = ? AND status = 'pending'`, [u.prompt_tokens, u.completion_tokens, u.cost_nanos, u.duration_ms, u.id]);
+    });
+  }
+
+  /**
+   * SQLite at start (one gateway per file): every `pending` row is a call of a process that died. Each becomes
+   * `interrupted`, charged what it was last recorded at (its hold, or what its stream had delivered) on the budgets it
+   * held, and every hold is cleared, in one transaction. The number of calls settled.
+   */
+  async settleInterrupted(): Promise<number> {
+    if (!this.#driver.atomically) throw new Error('settleInterrupted is for SQLite; PostgreSQL settles a dead instance when it is reaped');
+    return this.#driver.atomically((sql) => {
+      const rows = sql.all("SELECT id, holds, cost_nanos FROM usage WHERE status = 'pending'");
+      const charges = new Map<string, bigint>();
+      for (const row of rows) {
+        for (const hold of holdsOf(row.holds)) charges.set(hold.budget_id, (charges.get(hold.budget_id) ?? 0n) + nanos(row.cost_nanos));
+      }
+      for (const [budget, charge] of charges) settleOne(sql, budget, 0n, charge);
+      sql.run("UPDATE usage SET status = 'interrupted', reason = 'gateway_restarted' WHERE status = 'pending'");
+      sql.run('UPDATE budgets SET reserved_nanos = 0 WHERE reserved_nanos <> 0');
+      return rows.length;
+    });
   }
 
   async list(query: UsageQuery): Promise<{ data: UsageRecord[]; totals: UsageTotals }> {
@@ -182,6 +349,13 @@ export class UsageLog {
   }
 }
 
+/** SQLite: gives back `reserved` (never below zero, see Budgets.settle) and adds `actual` to spend. */
+function settleOne(sql: SyncSql, budget: string, reserved: bigint, actual: bigint): void {
+  sql.run('UPDATE budgets SET reserved_nanos = MAX(0, reserved_nanos - ?), spend_nanos = spend_nanos + ? WHERE budget_id = ?', [reserved, actual, budget]);
+}
+
+const holdsOf = (text: unknown): { budget_id: string }[] => (typeof text === 'string' ? (JSON.parse(text) as { budget_id: string }[]) : []);
+
 /**
  * The sum of cost_nanos in two BIGINT parts, whole dollars and the nano-dollars below them, added up exactly here
  * (costSumOf): one SUM could pass 2^63 (SQLite's SUM then fails with "integer overflow"), since a row alone may hold up
@@ -190,16 +364,19 @@ export class UsageLog {
 const COST_SUM = `CAST(COALESCE(SUM(cost_nanos / 1000000000), 0) AS BIGINT) AS cost_dollars, CAST(COALESCE(SUM(cost_nanos % 1000000000), 0) AS BIGINT) AS cost_rest`;
 const costSumOf = (row: Row): bigint => nanos(row.cost_dollars) * 1_000_000_000n + nanos(row.cost_rest);
 
-const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status = 'success' THEN 0 ELSE 1 END), 0) AS BIGINT) AS errors,
+// errors: every call that did not succeed, refusals included (refused counts those apart); a pending call has not ended
+const AGGREGATES = `COUNT(*) AS requests, CAST(COALESCE(SUM(CASE WHEN status IN ('success', 'pending') THEN 0 ELSE 1 END), 0) AS BIGINT) AS errors,
+  CAST(COALESCE(SUM(CASE WHEN status = 'refused' THEN 1 ELSE 0 END), 0) AS BIGINT) AS refused,
   CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens,
   ${COST_SUM}`;
 
 /** Totals of no rows. */
-export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0n });
+export const emptyAggregate = (): UsageAggregate => ({ requests: 0, errors: 0, refused: 0, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0n });
 
 function addAggregate(sum: UsageAggregate, add: UsageAggregate): void {
   sum.requests += add.requests;
   sum.errors += add.errors;
+  sum.refused += add.refused;
   sum.prompt_tokens += add.prompt_tokens;
   sum.completion_tokens += add.completion_tokens;
   sum.cost_nanos += add.cost_nanos;
@@ -218,6 +395,7 @@ function aggregateOf(row: Row): UsageAggregate {
   return {
     requests: Number(row.requests),
     errors: Number(row.errors),
+    refused: Number(row.refused),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     cost_nanos: costSumOf(row),
@@ -247,6 +425,7 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
     } else add('model = ?', filter.model);
   }
   add('provider = ?', filter.provider);
+  add('status = ?', filter.status);
   if (extra) {
     where.push(extra[0]);
     params.push(...extra[1]);
@@ -255,13 +434,6 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
 }
 
 /** A row's value for a column; the optional columns have their defaults. */
-function usageValue(row: UsageRecord, column: (typeof USAGE_COLUMNS)[number]): SqlValue {
-  if (column === 'route') return row.route ?? null;
-  if (column === 'attempts') return row.attempts ?? 1;
-  if (column === 'overshoot_nanos') return row.overshoot_nanos ?? 0;
-  return row[column];
-}
-
 function usageOf(row: Row): UsageRecord {
   return {
     id: String(row.id),
@@ -282,5 +454,6 @@ function usageOf(row: Row): UsageRecord {
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),
     duration_ms: Number(row.duration_ms),
+    reason: (row.reason as string | null) ?? null,
   };
 }

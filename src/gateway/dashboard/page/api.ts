@@ -164,7 +164,10 @@ export interface Budget {
 
 export interface Totals {
   requests: number;
+  /** Calls that did not succeed, refusals included. */
   errors: number;
+  /** Calls refused before any provider (budget, allowed models, rate limit, …). */
+  refused: number;
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
@@ -201,6 +204,8 @@ export interface UsageRow {
   status: string;
   status_code: number | null;
   duration_ms: number | null;
+  /** Why the call was refused, failed or interrupted (an error code). */
+  reason: string | null;
 }
 
 export interface UsagePage extends List<UsageRow> {

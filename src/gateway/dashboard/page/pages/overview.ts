@@ -64,7 +64,7 @@ export const overviewPage: Page = {
         { class: 'tiles' },
         tile('Spend', money(totals.cost), 'US dollars'),
         tile('Requests', count(totals.requests), `${count(totals.total_tokens)} tokens`),
-        tile('Error rate', percent(errorRate), `${count(totals.errors)} failed or cancelled`, errorRate > 0.05 ? 'bad' : undefined),
+        tile('Error rate', percent(errorRate), `${count(totals.errors)} failed, cancelled or refused (${count(totals.refused)} refused)`, errorRate > 0.05 ? 'bad' : undefined),
       ),
       h(
         'div',
@@ -77,7 +77,7 @@ export const overviewPage: Page = {
           format: count,
           series: [
             { name: 'Succeeded', className: 'series-a', values: series.data.map((bucket) => bucket.requests - bucket.errors) },
-            { name: 'Failed or cancelled', className: 'series-error', values: series.data.map((bucket) => bucket.errors) },
+            { name: 'Failed, cancelled or refused', className: 'series-error', values: series.data.map((bucket) => bucket.errors) },
           ],
         }),
         barList(

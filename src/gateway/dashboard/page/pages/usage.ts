@@ -7,7 +7,8 @@ import { action, heading, idSelect, type Page, type PageContext } from '../page.
 let filters: Record<string, string> = {};
 
 const PAGE_ROWS = 100;
-const FILTERS = ['since', 'until', 'user_id', 'key_id', 'model', 'provider'] as const;
+const FILTERS = ['since', 'until', 'user_id', 'key_id', 'model', 'provider', 'status'] as const;
+const STATUSES = ['success', 'error', 'cancelled', 'refused', 'interrupted', 'pending'];
 
 /** The API's query of the filters: a datetime-local value ("2026-05-18T12:00") is read as UTC. */
 function query(): Record<string, string> {
@@ -64,6 +65,7 @@ export const usagePage: Page = {
       field('Key', idSelect('key_id', keys.data.map((key) => ({ value: key.id, label: key.key_name })), 'any key', filters.key_id || null)),
       field('Model', h('input', { name: 'model', value: filters.model ?? '', placeholder: 'e.g. openai:gpt-4o-mini' }), 'provider:model as in the table, or a bare name for every provider'),
       field('Provider', h('input', { name: 'provider', value: filters.provider ?? '', size: 10 })),
+      field('Status', idSelect('status', STATUSES.map((status) => ({ value: status, label: status })), 'any status', filters.status || null)),
       h('button', { type: 'submit' }, 'Apply'),
       h(
         'button',
@@ -84,7 +86,7 @@ export const usagePage: Page = {
         'Download CSV',
       ),
     );
-    const headers = ['Time', 'User', 'Key', 'Model', 'Endpoint', 'Prompt tokens', 'Completion tokens', 'Cost', 'Status', 'Duration'];
+    const headers = ['Time', 'User', 'Key', 'Model', 'Endpoint', 'Prompt tokens', 'Completion tokens', 'Cost', 'Status', 'Reason', 'Duration'];
     return h(
       'div',
       { class: 'page' },
@@ -108,7 +110,8 @@ function usageRow(row: UsageRow, keyNames: Map<string, string>): HTMLTableRowEle
     count(row.prompt_tokens),
     count(row.completion_tokens),
     money(row.cost),
-    h('span', { class: `status ${row.status}` }, row.status_code === null ? row.status : `${row.status} (${row.status_code})`),
+    h('span', { class: `status ${row.status}` }, row.status_code === null || row.status_code === 0 ? row.status : `${row.status} (${row.status_code})`),
+    row.reason ?? '—',
     row.duration_ms === null ? '—' : `${count(row.duration_ms)} ms`,
   ];
   return h('tr', {}, ...cells.map((cell) => h('td', {}, cell)));
