@@ -342,11 +342,6 @@ export class UsageLog {
     const { clause, params } = usageWhere(filter, after ? [`(created_at, id) ${cmp} (?, ?)`, [after.created_at, after.id]] : undefined);
     return (await this.#driver.scan(`SELECT * FROM usage ${clause} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`, [...params, limit])).map(usageOf);
   }
-
-  async count(): Promise<number> {
-    const [row] = await this.#driver.all('SELECT COUNT(*) AS n FROM usage');
-    return Number(row.n);
-  }
 }
 
 /** SQLite: gives back `reserved` (never below zero, see Budgets.settle) and adds `actual` to spend. */
