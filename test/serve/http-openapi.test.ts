@@ -48,6 +48,9 @@ function metadataOnlyPredictor(metadata: ModelMetadata): Predictor {
     },
     embed: () => Promise.reject(new Error('not a model')),
     rerank: () => Promise.reject(new Error('not a model')),
+    tokenize: () => Promise.reject(new Error('not a model')),
+    decode: () => Promise.reject(new Error('not a model')),
+    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
   };
 }
 
