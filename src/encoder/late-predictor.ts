@@ -3,7 +3,7 @@ import type { ModelType } from './config.ts';
 import { InternalError } from './errors.ts';
 import { parseJsonBytes } from '../shared/json-bytes.ts';
 import type { BatchingPredictor } from './predict-pipeline.ts';
-import type { EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankRequest, RerankResult } from './schemas.ts';
+import type { DecodeRequest, EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankRequest, RerankResult, ServingLimits, TokenizeRequest, TokenSpan } from './schemas.ts';
 
 /**
  * Stands in for a pipeline that is still loading, so that `serve` builds its front ends meanwhile: until a request
@@ -46,6 +46,18 @@ export class LatePredictor implements BatchingPredictor {
 
   async rerank(request: RerankRequest): Promise<RerankResult> {
     return this.#bound().rerank(request);
+  }
+
+  async tokenize(request: TokenizeRequest): Promise<TokenSpan[][]> {
+    return this.#bound().tokenize(request);
+  }
+
+  async decode(request: DecodeRequest): Promise<string[]> {
+    return this.#bound().decode(request);
+  }
+
+  servingLimits(): ServingLimits {
+    return this.#bound().servingLimits();
   }
 
   batchingStats(): BatchStats {

@@ -33,9 +33,13 @@ import type {
   ModelMetadata,
   PredictRequest,
   PredictResponse,
+  DecodeRequest,
   RerankRequest,
   RerankResult,
   SentenceEmbeddingRequest,
+  ServingLimits,
+  TokenizeRequest,
+  TokenSpan,
   TextOrPair,
 } from './schemas.ts';
 import { parseJsonBytes } from '../shared/json-bytes.ts';
@@ -59,6 +63,12 @@ const SLICE_MS = 4;
 export const DEFAULT_INLINE_TOKENIZE_UNITS = 1024;
 
 /** A request this long (UTF-16 units) is handed to the tokenizer thread in an event-loop turn of its own. */
+
+/**
+ * An untruncated text (tokenize) may hold this many code points per token of the model's length: text-embeddings-
+ * inference's bound (MAX_CHAR_MULTIPLIER), which keeps the tokenizing of one text short.
+ */
+const MAX_CHARS_PER_TOKEN = 250;
 
 /** OpenAI's limits per embeddings request, the defaults here: 2,048 inputs and 300,000 tokens. */
 export const DEFAULT_MAX_REQUEST_INPUTS = 2048;
@@ -160,6 +170,12 @@ export interface Predictor {
   embed(request: EmbedRequest): Promise<EmbedResult>;
   /** Cross-encoder scores of documents against a query; sequence_classification models only (else InputError). */
   rerank(request: RerankRequest): Promise<RerankResult>;
+  /** Each text's tokens as the model's tokenizer gives them, not truncated; any model type. */
+  tokenize(request: TokenizeRequest): Promise<TokenSpan[][]>;
+  /** Token ids back to texts; any model type. InputError for an id outside the vocabulary. */
+  decode(request: DecodeRequest): Promise<string[]>;
+  /** The limits requests are held to and how runs are formed. */
+  servingLimits(): ServingLimits;
   /**
    * JSON.parse of a large request body's UTF-8 bytes (their buffer is handed over), on a thread when the predictor
    * has one: parsing MiBs held the event loop for ~100 ms on a busy machine. A SyntaxError as JSON.parse gives it.
@@ -425,6 +441,7 @@ export class PredictPipeline implements BatchingPredictor {
       throw new InputError(`this server serves a ${this.modelType} model, which gives no embeddings`);
     }
     const { dimensions, inputs } = request;
+    const unitLength = request.normalize ?? (dimensions !== undefined || this.#normalize);
     if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions >= 1)) {
       throw new InputError(`dimensions must be a positive integer, got ${String(dimensions)}`, { field: 'dimensions' });
     }
@@ -451,10 +468,9 @@ export class PredictPipeline implements BatchingPredictor {
               : poolRow(output, row, Math.min(encoding.ids.length, output.dims[1]), this.#pooling);
           if (dimensions !== undefined) {
             if (dimensions > vector.length) throw tooManyDimensions(dimensions, vector.length);
-            vector = normalizeInPlace(vector.slice(0, dimensions));
-          } else if (this.#normalize) {
-            normalizeInPlace(vector);
+            vector = vector.slice(0, dimensions);
           }
+          if (unitLength) normalizeInPlace(vector);
           return requireFinite(vector);
         }),
     );
@@ -488,6 +504,55 @@ export class PredictPipeline implements BatchingPredictor {
         }),
     );
     return { model_id: this.modelId, scores, promptTokens: tokens };
+  }
+
+  /**
+   * Each text's tokens, not truncated (what the tokenizer makes of the whole text), with or without the special
+   * tokens; tokenized here in slices. A text is refused beyond MAX_CHARS_PER_TOKEN code points per token of the
+   * model's length (TEI's bound on untruncated tokenizing), a request beyond the limits of inputs and tokens.
+   */
+  async tokenize(request: TokenizeRequest): Promise<TokenSpan[][]> {
+    const { inputs, addSpecialTokens } = request;
+    if (inputs.length > this.#limits.inputs) {
+      throw new InputError(`the request holds ${inputs.length} inputs, more than the limit of ${this.#limits.inputs} inputs per request; send fewer inputs per request`, { field: 'inputs' });
+    }
+    const maxChars = this.tokenizer.maxLength * MAX_CHARS_PER_TOKEN;
+    inputs.forEach((text, index) => {
+      const chars = text.length > maxChars ? [...text].length : 0;
+      if (chars > maxChars) throw new InputError(`inputs[${index}] holds ${chars} characters, more than ${maxChars}`, { field: 'inputs' });
+    });
+    let tokens = 0;
+    return mapInSlices(inputs, (text) => {
+      const encoding = this.tokenizer.encodeWith(text, { truncation: null, padding: null });
+      tokens += encoding.ids.length;
+      if (tokens > this.#limits.tokens) throw tooManyTokens(`more than ${this.#limits.tokens} tokens`, 'inputs', this.#limits.tokens);
+      const spans: TokenSpan[] = [];
+      encoding.ids.forEach((id, k) => {
+        const special = encoding.specialTokensMask[k] === 1;
+        if (special && !addSpecialTokens) return;
+        const [start, end] = encoding.offsets[k];
+        spans.push({ id, token: encoding.tokens[k], special, start: special ? null : start, end: special ? null : end });
+      });
+      return spans;
+    });
+  }
+
+  async decode(request: DecodeRequest): Promise<string[]> {
+    if (request.ids.length > this.#limits.inputs) {
+      throw new InputError(`the request holds ${request.ids.length} inputs, more than the limit of ${this.#limits.inputs} inputs per request; send fewer inputs per request`, { field: 'ids' });
+    }
+    return mapInSlices(request.ids, (ids) => this.tokenizer.decode(ids, request.skipSpecialTokens));
+  }
+
+  servingLimits(): ServingLimits {
+    const { maxBatchTokens, maxBatchSequences } = this.#scheduler.settings;
+    return {
+      maxInputLength: this.tokenizer.maxLength,
+      maxRequestInputs: Number.isFinite(this.#limits.inputs) ? this.#limits.inputs : Number.MAX_SAFE_INTEGER,
+      maxBatchTokens,
+      maxBatchSequences: Number.isFinite(maxBatchSequences) ? maxBatchSequences : null,
+      tokenizerThreads: this.#tokenizerThreads?.size ?? 0,
+    };
   }
 
   /**

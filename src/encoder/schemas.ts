@@ -302,6 +302,11 @@ export interface EmbedRequest {
   inputs: (string | readonly number[])[];
   /** Keep the first n components, then scale to unit length (Matryoshka). */
   dimensions?: number;
+  /**
+   * Scale each vector to unit length (true) or leave it as pooled (false); default: what the model does (and always
+   * with `dimensions`). A graph that normalises itself (some sentence_embedding exports) is not undone by false.
+   */
+  normalize?: boolean;
 }
 
 export interface EmbedResult {
@@ -321,4 +326,41 @@ export interface RerankResult {
   model_id: string;
   scores: number[];
   promptTokens: number;
+}
+
+/** Texts to tokenize as the model's tokenizer does (TEI's `/tokenize`), not truncated. */
+export interface TokenizeRequest {
+  inputs: string[];
+  /** With the special tokens the post-processor adds ([CLS], [SEP], ...); false: the text's own tokens only. */
+  addSpecialTokens: boolean;
+}
+
+/** One token of a tokenized text; start and end are code-point offsets into the text (none for special tokens). */
+export interface TokenSpan {
+  id: number;
+  token: string;
+  special: boolean;
+  start: number | null;
+  end: number | null;
+}
+
+/** Token ids back to text (TEI's `/decode`). */
+export interface DecodeRequest {
+  ids: (readonly number[])[];
+  /** Leave out special tokens ([CLS], [PAD], ...). */
+  skipSpecialTokens: boolean;
+}
+
+/** The limits a request is held to and how runs are formed, as a server reports them (TEI's `/info`). */
+export interface ServingLimits {
+  /** The model's maximum length in tokens, special tokens included; longer inputs are truncated. */
+  maxInputLength: number;
+  /** Most inputs one request may hold. */
+  maxRequestInputs: number;
+  /** Largest padded size of one onnxruntime run, in tokens. */
+  maxBatchTokens: number;
+  /** Most sequences in one run; null: only maxBatchTokens bounds a run. */
+  maxBatchSequences: number | null;
+  /** Threads that tokenize large requests (0: on the event loop, in slices). */
+  tokenizerThreads: number;
 }

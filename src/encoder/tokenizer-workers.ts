@@ -138,6 +138,11 @@ export class TokenizerWorkers {
   readonly #threads: Promise<TokenizerThread>[];
   #closing = false;
 
+  /** How many threads tokenize. */
+  get size(): number {
+    return this.#threads.length;
+  }
+
   /** Starts `size` threads; they load the tokenizer in the background (a job waits for its thread to be ready). */
   constructor(script: InferenceWorkerScript, source: TokenizerSource, size = 1) {
     this.#script = script;

@@ -22,6 +22,9 @@ function pipeline(modelId: string, modelType: BatchingPredictor['modelType']): S
     predict: (body) => Promise.resolve({ results: [], model_id: `${modelId}:${JSON.stringify(body)}` }),
     embed: () => Promise.reject(new InternalError('not pooled')),
     rerank: (request) => Promise.resolve({ model_id: modelId, scores: request.documents.map((_, index) => index), promptTokens: 1 }),
+    tokenize: () => Promise.reject(new Error('unused')),
+    decode: () => Promise.reject(new Error('unused')),
+    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
   };
 }
 

@@ -42,6 +42,15 @@ class HeldPredictor implements BatchingPredictor {
   rerank(): never {
     throw new Error('unused');
   }
+  tokenize(): never {
+    throw new Error('unused');
+  }
+  decode(): never {
+    throw new Error('unused');
+  }
+  servingLimits() {
+    return { maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 };
+  }
   batchingStats() {
     return { requests: 0, runs: 0, failedRuns: 0, isolatedRuns: 0, sequences: 0, tokens: 0, paddedTokens: 0, largestBatchTokens: 0, oversizeRuns: 0, queuedSequences: 0, runsInFlight: 0 };
   }

@@ -22,6 +22,9 @@ const predictor: BatchingPredictor = {
   predict: () => Promise.resolve({ results: [], model_id: 'm' }),
   embed: () => Promise.resolve({ model_id: 'm', vectors: [], promptTokens: 0 }),
   rerank: () => Promise.reject(new Error('not a cross-encoder')),
+  tokenize: () => Promise.reject(new Error('unused')),
+  decode: () => Promise.reject(new Error('unused')),
+  servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
 };
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
 

@@ -130,6 +130,16 @@ class StubPredictor implements Predictor {
     return predictResponseOf(this.#answer(body));
   }
 
+  tokenize(): never {
+    throw new Error('unused');
+  }
+  decode(): never {
+    throw new Error('unused');
+  }
+  servingLimits() {
+    return { maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 };
+  }
+
   embed(): Promise<never> {
     return Promise.reject(new InputError('not served by this stub'));
   }

@@ -197,6 +197,9 @@ describe('options', () => {
       predict: () => Promise.resolve({ results: [], model_id: 'm' }),
       embed: () => Promise.reject(new Error('unused')),
       rerank: () => Promise.reject(new Error('unused')),
+      tokenize: () => Promise.reject(new Error('unused')),
+      decode: () => Promise.reject(new Error('unused')),
+      servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
     };
     const app = await createHttpApp(stub, { bodyLimitBytes: 1024, serverInfo: serverInfo({ target: 't' }), hostGuard: { listenHost: '0.0.0.0' } });
     apps.push(app);

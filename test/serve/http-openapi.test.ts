@@ -48,6 +48,9 @@ function metadataOnlyPredictor(metadata: ModelMetadata): Predictor {
     },
     embed: () => Promise.reject(new Error('not a model')),
     rerank: () => Promise.reject(new Error('not a model')),
+    tokenize: () => Promise.reject(new Error('not a model')),
+    decode: () => Promise.reject(new Error('not a model')),
+    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
   };
 }
 
@@ -202,7 +205,24 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       sequence_classification: ['/v1/rerank', '/v2/rerank'],
       token_classification: [],
     }[metadata.model_type];
-    expect(Object.keys(paths).sort()).toEqual(['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis].sort());
+    const teiRoutes: string[] = {
+      embedding: ['/embed', '/embed_all'],
+      sentence_embedding: ['/embed'],
+      sequence_classification: ['/rerank'],
+      token_classification: [],
+    }[metadata.model_type];
+    expect(Object.keys(paths).sort()).toEqual(
+      ['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis, '/info', '/tokenize', '/decode', ...teiRoutes].sort(),
+    );
+    // TEI's routes: TEI's statuses, every error in TEI's body
+    expect(statuses('/info', 'get')).toEqual(['200']);
+    for (const path of ['/tokenize', '/decode', ...teiRoutes]) {
+      const errors = teiRoutes.includes(path) ? ['400', '413', '415', '422', '424'] : ['400', '413', '415', '422'];
+      expect(statuses(path, 'post'), path).toEqual(['200', ...errors]);
+      for (const status of errors) {
+        expect(((paths[path].post.responses[status] as Json).content as Json)['application/json']).toMatchObject({ schema: { $ref: '#/components/schemas/TeiError' } });
+      }
+    }
     expect(statuses('/v1/models', 'get')).toEqual(['200']);
     // any model name is this model (no --strict-model-name): no 404 for a name (strict servers: below)
     expect(statuses('/v1/models/{model}', 'get')).toEqual(['200']);
@@ -296,6 +316,29 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     const models = await app.inject({ method: 'GET', url: '/v1/models/nope' });
     expect(models.statusCode).toBe(200);
     expect(JSON.parse(models.body)).toMatchObject({ id: metadata.model_id, object: 'model' });
+  });
+
+  it("gives the TEI-shaped errors TEI's routes really answer", async () => {
+    const app = apps.get(metadata.model_id)!;
+    const paths = documentOf().paths as Record<string, Record<string, { responses: Record<string, Json> }>>;
+    const examplesOf = (route: string, status: string) =>
+      Object.values((((paths[route].post.responses[status].content as Json)['application/json'] as Json).examples as Json)) as { value: unknown }[];
+    // /decode's `ids: []` is one empty list (as in TEI), not an empty batch
+    const routes: [string, object][] = [['/tokenize', { inputs: [] }]];
+    if ('/embed' in paths) routes.push(['/embed', { inputs: [] }]);
+    if ('/embed_all' in paths) routes.push(['/embed_all', { inputs: [] }]);
+    if ('/rerank' in paths) routes.push(['/rerank', { query: 'q', texts: [] }]);
+    for (const [route, emptyBatch] of routes) {
+      const badJson = await app.inject({ method: 'POST', url: route, payload: '{"inputs": ["hello",]}', headers: { 'content-type': 'application/json' } });
+      expect(badJson.statusCode, route).toBe(400);
+      expect(examplesOf(route, '400').map((example) => example.value)).toContainEqual(JSON.parse(badJson.body));
+      const empty = await app.inject({ method: 'POST', url: route, payload: JSON.stringify(emptyBatch), headers: { 'content-type': 'application/json' } });
+      expect(empty.statusCode, route).toBe(400);
+      expect(examplesOf(route, '400').map((example) => example.value)).toContainEqual(JSON.parse(empty.body));
+      const wrongMediaType = await app.inject({ method: 'POST', url: route, payload: '{}', headers: { 'content-type': 'text/plain' } });
+      expect(wrongMediaType.statusCode).toBe(415);
+      expect(JSON.parse(wrongMediaType.body)).toEqual(examplesOf(route, '415')[0].value);
+    }
   });
 
   it('gives the error messages the server really answers', async () => {

@@ -52,6 +52,9 @@ function failingPredictor(error: unknown): Predictor {
     predict: () => Promise.reject(error),
     embed: () => Promise.reject(error),
     rerank: () => Promise.reject(error),
+    tokenize: () => Promise.reject(error),
+    decode: () => Promise.reject(error),
+    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
   };
 }
 

@@ -59,6 +59,9 @@ function failingPredictor(error: unknown): Predictor {
     metadata: () => ({ model_id: 'stub', model_type: 'sequence_classification', id2label: {} }),
     embed: () => Promise.reject(error),
     rerank: () => Promise.reject(error),
+    tokenize: () => Promise.reject(error),
+    decode: () => Promise.reject(error),
+    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
     // validates like the pipeline, then fails while "running"
     predict: async (body) => {
       parsePredictRequest('sequence_classification', body);

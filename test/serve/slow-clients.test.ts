@@ -28,6 +28,9 @@ const predictor: Predictor = {
   },
   embed: () => Promise.resolve({ model_id: 'm', vectors: [new Float32Array([1, 0])], promptTokens: 1 }),
   rerank: () => Promise.reject(new Error('unused')),
+  tokenize: () => Promise.reject(new Error('unused')),
+  decode: () => Promise.reject(new Error('unused')),
+  servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
 };
 
 let app: FastifyInstance;

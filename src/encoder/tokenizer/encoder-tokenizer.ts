@@ -33,6 +33,7 @@ import { type PreTokenizer, createPreTokenizer } from './pre-tokenizers.ts';
 import { type TextCuts, lastCut, modelPieceStarts, prefixesAreFinal, textCutsOf } from './text-cuts.ts';
 import { type ContentEncoding, FILE_STRATEGIES, type TruncationStrategy, tokenizeLimit, truncateEncodings } from './truncation.ts';
 import type { WordTokens } from './models.ts';
+import { library } from './library.ts';
 
 export type { TruncationStrategy } from './truncation.ts';
 
@@ -149,8 +150,14 @@ export class EncoderTokenizer {
   private readonly filePadding: PaddingSettings | null = null;
   /** Why the truncation / padding of tokenizer.json cannot be reproduced (they are not used by `encode`). */
   private readonly fileSettingsProblem: string | null = null;
+  private readonly sourceJson: Json;
+  private readonly sourceConfig: Json | null;
+  /** @huggingface/tokenizers' own tokenizer, made at the first `decode` (its decoders are what decoding needs). */
+  private decoder: InstanceType<typeof library.Tokenizer> | null = null;
 
   private constructor(json: Json, config: Json | null, options: TokenizerOptions) {
+    this.sourceJson = json;
+    this.sourceConfig = config;
     const eos = config && typeof config.eos_token === 'string' ? config.eos_token : undefined;
     this.model = createModel(json.model, eos, hasByteLevel(json.pre_tokenizer));
     this.normalizer = createNormalizer(json.normalizer);
@@ -234,6 +241,19 @@ export class EncoderTokenizer {
   fileSettings(): EncodeSettings {
     if (this.fileSettingsProblem !== null) throw new ConfigError(this.fileSettingsProblem);
     return { truncation: this.fileTruncation, padding: this.filePadding };
+  }
+
+  /**
+   * Token ids back to text through tokenizer.json's decoder (@huggingface/tokenizers), special tokens left out when
+   * `skipSpecialTokens`. InputError for an id that is not in the vocabulary.
+   */
+  decode(ids: readonly number[], skipSpecialTokens: boolean): string {
+    ids.forEach((id, position) => {
+      if (!Number.isSafeInteger(id) || this.idToToken(id) === undefined) throw new InputError(`ids[${position}]: token id ${String(id)} is not in the vocabulary`, { field: 'ids' });
+    });
+    if (ids.length === 0) return '';
+    this.decoder ??= new library.Tokenizer(this.sourceJson, this.sourceConfig ?? {});
+    return this.decoder.decode([...ids], { skip_special_tokens: skipSpecialTokens });
   }
 
   /** With special tokens, truncated to maxLength (content first, then the specials), no padding. */

@@ -22,6 +22,7 @@ interface LibraryExports {
   SplitPreTokenizer: new (config: object) => { pattern: RegExp | null };
   Tokenizer: new (tokenizerJson: object, tokenizerConfig: object) => {
     encode(text: string): { ids: number[]; tokens: string[] };
+    decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
   };
 }
 

@@ -16,6 +16,7 @@ import type { McpServerFactory } from './mcp-server.ts';
 import { DEFAULT_BODY_BUFFER_FACTOR, DEFAULT_REQUEST_TIMEOUT_MS, httpTimeoutOptions } from './network-limits.ts';
 import { registerOpenAiRoutes } from './openai-embeddings.ts';
 import { registerRerankRoutes } from './rerank.ts';
+import { registerTeiRoutes } from './tei.ts';
 import { registerResponseHeaders, RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './response-headers.ts';
 import { registerModelRoutes } from './routes.ts';
 
@@ -45,7 +46,8 @@ export interface HttpAppOptions {
 
 /**
  * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict, MCP at /mcp, the field's APIs
- * (/v1/embeddings, /v1/models, /v1/embed, /v2/embed, /v1/rerank, /v2/rerank) and, given metrics, /metrics. Returned
+ * (/v1/embeddings, /v1/models, /v1/embed, /v2/embed, /v1/rerank, /v2/rerank), text-embeddings-inference's routes
+ * (/embed, /embed_all, /rerank, /tokenize, /decode, /info) and, given metrics, /metrics. Returned
  * ready but not listening; the caller calls `listen` and `close`.
  * Every error leaves as text/plain (JSON-RPC on /mcp, OpenAI's error body under /v1 and /v2), never as fastify's
  * JSON error bodies.
@@ -121,6 +123,7 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   registerOpenAiRoutes(app, predictor, modelNames);
   registerCohereEmbedRoutes(app, predictor, modelNames);
   registerRerankRoutes(app, predictor, modelNames);
+  registerTeiRoutes(app, predictor, modelNames, options.serverInfo);
   registerMcpRoute(app, mcp);
   if (options.metrics) registerMetrics(app, options.metrics);
   await app.ready();

@@ -79,6 +79,24 @@ export function isOpenAiPath(path: string): boolean {
   return path.startsWith('/v1/') || path.startsWith('/v2/');
 }
 
+/** text-embeddings-inference's own routes: their errors are TEI's body (tei.ts). */
+export const TEI_PATHS: ReadonlySet<string> = new Set(['/embed', '/embed_all', '/rerank', '/tokenize', '/decode', '/info']);
+
+const TEI_TYPES = new Set(['Unhealthy', 'Backend', 'Overloaded', 'Validation', 'Tokenizer', 'Empty']);
+
+/**
+ * TEI's error body, `{error, error_type}`, with TEI's statuses: an input error is its 422 Validation ("Input
+ * validation error: …"), a failure of the model its 424 Backend, a shutdown its 503 Unhealthy; a route's own TEI
+ * type (HttpError's code) is kept as it is.
+ */
+export function teiError(failure: HttpFailure): { status: number; body: string } {
+  const typed = failure.code !== null && failure.code !== undefined && TEI_TYPES.has(failure.code) ? failure.code : null;
+  const status = typed === null && failure.status >= 500 && failure.status !== 503 ? 424 : failure.status;
+  const type = typed ?? (status === 424 ? 'Backend' : status === 503 ? 'Unhealthy' : status === 429 ? 'Overloaded' : 'Validation');
+  const message = failure.message.replace(/^Invalid input: /, 'Input validation error: ');
+  return { status, body: JSON.stringify({ error: message, error_type: type }) };
+}
+
 /**
  * OpenAI's error body, `{error: {message, type, param, code}}`, which OpenAI-compatible clients read and show. An input
  * error is a 400 there (OpenAI's status for a request it refuses), not spec 2's 422.
@@ -92,6 +110,7 @@ function openAiError(failure: HttpFailure): { status: number; body: string } {
 
 /**
  * Sends a failure in the dialect of the path: a JSON-RPC error object on /mcp, OpenAI's error body under /v1 and /v2,
+ * TEI's on TEI's routes (TEI_PATHS),
  * spec 2's text/plain elsewhere.
  */
 export function sendFailure(request: FastifyRequest, reply: FastifyReply, failure: HttpFailure): FastifyReply {
@@ -100,8 +119,8 @@ export function sendFailure(request: FastifyRequest, reply: FastifyReply, failur
     const body = { jsonrpc: '2.0', error: { code: jsonRpcCodeOf(failure.status), message: failure.message, data: null }, id: null };
     return reply.code(failure.status).type(JSON_TYPE).send(JSON.stringify(body));
   }
-  if (isOpenAiPath(path)) {
-    const { status, body } = openAiError(failure);
+  if (isOpenAiPath(path) || TEI_PATHS.has(path)) {
+    const { status, body } = TEI_PATHS.has(path) ? teiError(failure) : openAiError(failure);
     return reply.code(status).type(JSON_TYPE).send(body);
   }
   return reply.code(failure.status).type(PLAIN_TEXT).send(failure.message);

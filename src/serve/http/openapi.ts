@@ -5,11 +5,12 @@ import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES } from '../api-key.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { DRAINING_MESSAGE } from './drain.ts';
-import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, unsupportedMediaTypeMessage } from './errors.ts';
+import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, TEI_PATHS, teiError, unsupportedMediaTypeMessage } from './errors.ts';
 import { predictExamples, type Example } from './examples.ts';
 import { HostGuard } from './host-guard.ts';
 import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
 import { fieldApiPaths, fieldApiSchemas } from './openapi-field-apis.ts';
+import { teiPaths, teiSchemas } from './openapi-tei.ts';
 import { toOpenApiSchema, type OpenApiSchema } from './openapi-schema.ts';
 
 export type OpenApiDocument = { openapi: '3.0.3' } & Record<string, unknown>;
@@ -172,6 +173,7 @@ export function openApiDocument(options: {
         delete: mcpNotAllowed('delete', 'No sessions to end: the endpoint is stateless.', mcpError),
       },
       ...fieldApiPaths(metadata, bodyLimitBytes, badJson, options.modelNames),
+      ...teiPaths(metadata, bodyLimitBytes, badJson),
     },
     components: {
       schemas: {
@@ -179,6 +181,7 @@ export function openApiDocument(options: {
         [response]: toOpenApiSchema(RESPONSE_SCHEMAS[modelType]),
         ModelMetadata: toOpenApiSchema(MODEL_METADATA_SCHEMA),
         ...Object.fromEntries(Object.entries(fieldApiSchemas(metadata)).map(([name, schema]) => [name, toOpenApiSchema(schema)])),
+        ...Object.fromEntries(Object.entries(teiSchemas(metadata)).map(([name, schema]) => [name, toOpenApiSchema(schema)])),
         ...JSON_RPC_SCHEMAS,
       },
     },
@@ -200,6 +203,13 @@ function requireBearer(paths: Record<string, object>, components: Record<string,
     if (isOpenAiPath(path)) {
       const body = (message: string) => ({ error: { message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
       return json(description, ref('OpenAiError'), {
+        missing: { summary: 'No key', value: body(API_KEY_MESSAGES.missing) },
+        invalid: { summary: 'Another key', value: body(API_KEY_MESSAGES.invalid) },
+      });
+    }
+    if (TEI_PATHS.has(path)) {
+      const body = (message: string) => JSON.parse(teiError({ status: 401, message }).body) as object;
+      return json(description, ref('TeiError'), {
         missing: { summary: 'No key', value: body(API_KEY_MESSAGES.missing) },
         invalid: { summary: 'Another key', value: body(API_KEY_MESSAGES.invalid) },
       });

@@ -1,0 +1,239 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
+import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { TokenSpan } from '../../encoder/schemas.ts';
+import type { ServedModelNames } from '../model-names.ts';
+import type { ServerInfo } from '../server-info.ts';
+import { HttpError, JSON_TYPE } from './errors.ts';
+import { fieldApiBodyParser, orNull } from './field-api-body.ts';
+import { sendJson } from './json-reply.ts';
+
+/**
+ * text-embeddings-inference's own routes (design decision 11: a thin front end over the one pipeline): POST /embed,
+ * /embed_all, /rerank, /tokenize, /decode and GET /info, with TEI's bodies, answers and error statuses. Their errors
+ * leave as TEI's `{"error": "...", "error_type": "Validation"}` (errors.ts, TEI_PATHS): a body TEI cannot read is a
+ * 422 Validation, an empty batch a 400 Empty, a route the model type does not serve a 424 Backend, as TEI answers.
+ */
+
+/** TEI's error types (its ErrorType enum, serialised by name) and the status TEI gives each. */
+export const TEI_ERROR_STATUS = { Unhealthy: 503, Backend: 424, Overloaded: 429, Validation: 422, Tokenizer: 422, Empty: 400 } as const;
+export type TeiErrorType = keyof typeof TEI_ERROR_STATUS;
+
+function teiRefusal(type: TeiErrorType, message: string): HttpError {
+  return new HttpError(TEI_ERROR_STATUS[type], message, { code: type });
+}
+
+const text = { type: 'string' } as const;
+const texts = { type: 'array', items: text } as const;
+const tokenIds = { type: 'array', items: { type: 'integer', minimum: 0 } } as const;
+const truncate = orNull({ type: 'boolean', description: "Accepted; inputs longer than the model are always truncated at their end (false does not make them an error)." });
+const truncationDirection = orNull({ type: 'string', enum: ['Right', 'right'], description: 'Right (TEI\'s default) only: inputs are truncated at their end.' });
+const promptName = orNull({ type: 'string', enum: [] as string[], description: 'null only: this server has no prompts.' });
+
+export const TEI_EMBED_REQUEST_SCHEMA = {
+  type: 'object',
+  required: ['inputs'],
+  additionalProperties: false,
+  properties: {
+    inputs: { description: 'A text or a list of texts (or token ids, or lists of them).', anyOf: [text, texts, tokenIds, { type: 'array', items: tokenIds }] },
+    normalize: orNull({ type: 'boolean', description: 'Scale each vector to unit length; default true.' }),
+    truncate,
+    truncation_direction: truncationDirection,
+    prompt_name: promptName,
+    dimensions: orNull({ type: 'integer', minimum: 1, description: 'Keep the first n components (then normalise when normalize).' }),
+  },
+} as const;
+
+export const TEI_EMBED_ALL_REQUEST_SCHEMA = {
+  type: 'object',
+  required: ['inputs'],
+  additionalProperties: false,
+  properties: {
+    inputs: { description: 'A text or a list of texts.', anyOf: [text, texts] },
+    truncate,
+    truncation_direction: truncationDirection,
+    prompt_name: promptName,
+  },
+} as const;
+
+export const TEI_RERANK_REQUEST_SCHEMA = {
+  type: 'object',
+  required: ['query', 'texts'],
+  additionalProperties: false,
+  properties: {
+    query: text,
+    texts,
+    truncate,
+    truncation_direction: truncationDirection,
+    raw_scores: orNull({ type: 'boolean', enum: [false], description: 'false (TEI\'s default) only: scores are probabilities (sigmoid, or softmax of the rerank label).' }),
+    return_text: orNull({ type: 'boolean', description: 'Include each text in its result; default false.' }),
+  },
+} as const;
+
+export const TEI_TOKENIZE_REQUEST_SCHEMA = {
+  type: 'object',
+  required: ['inputs'],
+  additionalProperties: false,
+  properties: {
+    inputs: { description: 'A text or a list of texts.', anyOf: [text, texts] },
+    add_special_tokens: orNull({ type: 'boolean', description: 'Include the special tokens ([CLS], [SEP], ...); default true.' }),
+    prompt_name: promptName,
+  },
+} as const;
+
+export const TEI_DECODE_REQUEST_SCHEMA = {
+  type: 'object',
+  required: ['ids'],
+  additionalProperties: false,
+  properties: {
+    ids: { description: 'Token ids, or a list of lists of them.', anyOf: [tokenIds, { type: 'array', items: tokenIds }] },
+    skip_special_tokens: orNull({ type: 'boolean', description: 'Leave special tokens out of the text; default true.' }),
+  },
+} as const;
+
+const common = {
+  truncation_direction: (value: unknown) => `\`truncation_direction\` ${JSON.stringify(value)} is not supported: inputs are truncated at their end ('Right')`,
+  prompt_name: (value: unknown) => `\`prompt_name\` is set to ${JSON.stringify(value)} but this server has no prompts`,
+};
+
+/** A field parser whose refusals are TEI's 422 Validation, not the field APIs' 400. */
+function teiParser<T>(schema: object, messages: Parameters<typeof fieldApiBodyParser>[1] = {}): (body: unknown) => T {
+  const parse = fieldApiBodyParser<T>(schema, { ...common, ...messages });
+  return (body) => {
+    try {
+      return parse(body);
+    } catch (error) {
+      if (error instanceof HttpError && error.statusCode === 400) throw teiRefusal('Validation', error.message);
+      throw error;
+    }
+  };
+}
+
+type Input = string | number[];
+const parseEmbed = teiParser<{ inputs: Input | Input[]; normalize?: boolean; dimensions?: number }>(TEI_EMBED_REQUEST_SCHEMA);
+const parseEmbedAll = teiParser<{ inputs: string | string[] }>(TEI_EMBED_ALL_REQUEST_SCHEMA);
+const parseRerank = teiParser<{ query: string; texts: string[]; return_text?: boolean }>(TEI_RERANK_REQUEST_SCHEMA, {
+  raw_scores: () => '`raw_scores` true is not supported: scores are probabilities (the logits are on POST /predict)',
+});
+const parseTokenize = teiParser<{ inputs: string | string[]; add_special_tokens?: boolean }>(TEI_TOKENIZE_REQUEST_SCHEMA);
+const parseDecode = teiParser<{ ids: number[] | number[][]; skip_special_tokens?: boolean }>(TEI_DECODE_REQUEST_SCHEMA);
+
+/** TEI's checks of a batch: not empty (400 Empty), not more than max_client_batch_size (422 Validation). */
+function checkBatch(count: number, field: string, predictor: Predictor): void {
+  if (count === 0) throw teiRefusal('Empty', `\`${field}\` cannot be empty`);
+  const limit = predictor.servingLimits().maxRequestInputs;
+  if (count > limit) throw teiRefusal('Validation', `batch size ${count} > maximum allowed batch size ${limit}`);
+}
+
+/** A text or a list of texts (ids: a list of ids or a list of lists), as the list TEI makes of it. */
+function listOf<T>(inputs: T | T[], single: (value: T | T[]) => boolean): T[] {
+  return single(inputs) ? [inputs as T] : (inputs as T[]);
+}
+const isText = (value: unknown) => typeof value === 'string';
+const isIds = (value: unknown) => Array.isArray(value) && value.length > 0 && typeof value[0] === 'number';
+
+/** TEI's /info: the model and the limits requests are held to, in TEI's fields. */
+export function teiInfo(predictor: Predictor, names: ServedModelNames, serverInfo: ServerInfo): Record<string, unknown> {
+  const metadata = predictor.metadata();
+  const limits = predictor.servingLimits();
+  const id2label = metadata.id2label ?? {};
+  const labels = { id2label, label2id: Object.fromEntries(Object.entries(id2label).map(([index, label]) => [label, Number(index)])) };
+  const modelType = metadata.pooling !== undefined
+    ? { embedding: { pooling: metadata.pooling } }
+    : predictor.modelType === 'sequence_classification' && Object.keys(id2label).length === 1
+      ? { reranker: labels }
+      : { classifier: labels };
+  return {
+    model_id: predictor.modelId,
+    model_sha: null,
+    model_dtype: metadata.quantization ?? 'float32',
+    served_model_name: names.served,
+    model_type: modelType,
+    max_concurrent_requests: null,
+    max_input_length: limits.maxInputLength,
+    max_batch_tokens: limits.maxBatchTokens,
+    max_batch_requests: limits.maxBatchSequences,
+    max_client_batch_size: limits.maxRequestInputs,
+    auto_truncate: true,
+    tokenization_workers: limits.tokenizerThreads,
+    version: serverInfo.version,
+    sha: null,
+    docker_label: null,
+  };
+}
+
+/** TEI's token: UTF-8 byte offsets into the text (ours are code points), the text's own piece; none for a special token. */
+function teiToken(span: TokenSpan, byteOffsets: (codePoint: number) => number, codePoints: string[]) {
+  if (span.special || span.start === null || span.end === null) return { id: span.id, text: span.token, special: true, start: null, stop: null };
+  return { id: span.id, text: codePoints.slice(span.start, span.end).join(''), special: false, start: byteOffsets(span.start), stop: byteOffsets(span.end) };
+}
+
+/** code point index -> UTF-8 byte offset, for one text. */
+function byteOffsetsOf(codePoints: string[]): (codePoint: number) => number {
+  const offsets = new Uint32Array(codePoints.length + 1);
+  for (let i = 0; i < codePoints.length; i++) {
+    const c = codePoints[i].codePointAt(0)!;
+    offsets[i + 1] = offsets[i] + (c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4);
+  }
+  return (codePoint) => offsets[Math.min(codePoint, codePoints.length)];
+}
+
+export function registerTeiRoutes(app: FastifyInstance, predictor: Predictor, names: ServedModelNames, serverInfo: ServerInfo): void {
+  const pooled = POOLED_MODEL_TYPES.includes(predictor.modelType);
+  app.get('/info', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(teiInfo(predictor, names, serverInfo))));
+
+  app.post('/embed', async (request: FastifyRequest, reply) => {
+    const body = parseEmbed(request.body);
+    if (!pooled) throw teiRefusal('Backend', 'Model is not an embedding model');
+    const inputs = listOf<Input>(body.inputs, (value) => isText(value) || isIds(value));
+    checkBatch(inputs.length, 'inputs', predictor);
+    const result = await predictor.embed({ inputs, dimensions: body.dimensions, normalize: body.normalize ?? true });
+    return sendJson(reply, result.vectors);
+  });
+
+  app.post('/embed_all', async (request: FastifyRequest, reply) => {
+    const body = parseEmbedAll(request.body);
+    if (predictor.modelType !== 'embedding') {
+      throw teiRefusal('Backend', `Model is not an embedding model with one vector per token (this server serves a ${predictor.modelType} model)`);
+    }
+    const inputs = listOf(body.inputs, isText);
+    checkBatch(inputs.length, 'inputs', predictor);
+    const response = await predictor.predict({ inputs, normalize: false });
+    const results = response.results as { embeddings: { embedding: Float32Array | number[] }[] }[];
+    return sendJson(reply, results.map((result) => result.embeddings.map((token) => token.embedding)));
+  });
+
+  app.post('/rerank', async (request: FastifyRequest, reply) => {
+    const body = parseRerank(request.body);
+    checkBatch(body.texts.length, 'texts', predictor);
+    if (predictor.modelType !== 'sequence_classification') throw teiRefusal('Backend', 'model is not a re-ranker model');
+    const { scores } = await predictor.rerank({ query: body.query, documents: body.texts });
+    const ranked = scores
+      .map((score, index) => (body.return_text === true ? { index, text: body.texts[index], score } : { index, score }))
+      .sort((a, b) => b.score - a.score || a.index - b.index);
+    return reply.type(JSON_TYPE).send(JSON.stringify(ranked));
+  });
+
+  app.post('/tokenize', async (request: FastifyRequest, reply) => {
+    const body = parseTokenize(request.body);
+    const inputs = listOf(body.inputs, isText);
+    checkBatch(inputs.length, 'inputs', predictor);
+    const tokenized = await predictor.tokenize({ inputs, addSpecialTokens: body.add_special_tokens ?? true });
+    const answer = tokenized.map((spans, index) => {
+      const codePoints = [...inputs[index]];
+      const byteOffsets = byteOffsetsOf(codePoints);
+      return spans.map((span) => teiToken(span, byteOffsets, codePoints));
+    });
+    return reply.type(JSON_TYPE).send(JSON.stringify(answer));
+  });
+
+  app.post('/decode', async (request: FastifyRequest, reply) => {
+    const body = parseDecode(request.body);
+    // a list of ids (TEI: `[]` too, one empty text) or a list of lists
+    const single = body.ids.length === 0 || typeof body.ids[0] === 'number';
+    const ids = single ? [body.ids as number[]] : (body.ids as number[][]);
+    if (!single) checkBatch(ids.length, 'ids', predictor);
+    const texts = await predictor.decode({ ids, skipSpecialTokens: body.skip_special_tokens ?? true });
+    return reply.type(JSON_TYPE).send(JSON.stringify(texts));
+  });
+}
