@@ -47,7 +47,7 @@ const BODY_ERRORS = {
 const MODEL_CALL_ERRORS = {
   ...BODY_ERRORS,
   ...AUTH_ERRORS,
-  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); model neither a model route nor provider:model of a configured provider (unknown_provider); the provider refused the request as invalid.'),
+  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); model neither a model route nor provider:model (or provider/model) of a configured provider (unknown_provider); the provider refused the request as invalid.'),
   402: err('The model (or a target of the model route) has no price and require_pricing is on: the call could not be billed (pricing_missing, param "model"). Nothing was sent to the provider.'),
   403: err(
     'A budget of the key or the user cannot hold what the call may cost — it is exhausted, or what is left is less than the hold (budget_exceeded); the model (route name or provider:model) is not in an allowed_models list (model_not_allowed); a virtual key named another "user" than its owner, or a user that does not exist, without allow_user_override (user_mismatch, param "user").',
@@ -100,14 +100,14 @@ const passThrough = (description: string, required: string[]) => ({
 
 /** The OpenAPI 3.1 document of the gateway: every path, every status it answers and the body of each. */
 export function gatewayOpenApi(version: string): Schema {
-  const managed = (summary: string, extra: Schema) => ({ summary, security: [{ hubKey: [] }, { bearer: [] }], ...extra });
+  const managed = (summary: string, extra: Schema) => ({ summary, security: [{ hubKey: [] }, { bearer: [] }, { anthropicKey: [] }], ...extra });
   return {
     openapi: '3.1.0',
     info: {
       title: 'encoder gateway',
       version,
       description:
-        'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins) or Authorization: Bearer <key>; ' +
+        'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins), Authorization: Bearer <key>, or x-api-key: <key> (as Anthropic clients send it; last); ' +
         'the master key for everything, virtual keys for model calls. Errors are {"error":{"message","type","code","param"}} ' +
         '(on /v1/messages with "type":"error" added for Anthropic clients). Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
         'Deprecated: the gateway bundled with the client library is scheduled for removal on 2026-05-18.',
@@ -116,7 +116,7 @@ export function gatewayOpenApi(version: string): Schema {
       securitySchemes: {
         hubKey: { type: 'apiKey', in: 'header', name: 'X-Hub-Key', description: 'Bearer <key>' },
         bearer: { type: 'http', scheme: 'bearer' },
-        anthropicKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The raw key; only on /v1/messages' },
+        anthropicKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The raw key (no Bearer), as Anthropic clients send it; used when neither X-Hub-Key nor Authorization is present' },
       },
       schemas: {
         Error: {
@@ -499,9 +499,22 @@ export function gatewayOpenApi(version: string): Schema {
           responses: { 200: ok('An OpenAI model list', ref('ModelList')), 400: err('Unknown provider.'), ...AUTH_ERRORS, 429: MODEL_CALL_ERRORS[429], 502: MODEL_CALL_ERRORS[502], 504: MODEL_CALL_ERRORS[504] },
         }),
       },
+      '/v1/models/{model}': {
+        parameters: [id('model', 'A model route name, or provider:model or provider/model (the separator and any / in the model may be sent unencoded or percent-encoded)')],
+        get: managed('One model as GET /v1/models lists it (OpenAI\'s models.retrieve); provider/model is answered with the id provider:model', {
+          responses: {
+            200: ok('An OpenAI model object', { type: 'object', required: ['id', 'object'], properties: { id: { type: 'string' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } }, additionalProperties: true }),
+            ...AUTH_ERRORS,
+            404: err('No such model route or provider model, the provider is not configured, or the key may not call it (model_not_found, param "model").'),
+            429: MODEL_CALL_ERRORS[429],
+            502: MODEL_CALL_ERRORS[502],
+            504: MODEL_CALL_ERRORS[504],
+          },
+        }),
+      },
       '/v1/messages': {
         post: {
-          summary: 'Anthropic Messages format; x-api-key accepted; user from user or metadata.user_id with the master key',
+          summary: 'Anthropic Messages format; user from user or metadata.user_id with the master key',
           security: [{ hubKey: [] }, { bearer: [] }, { anthropicKey: [] }],
           requestBody: passThrough('An Anthropic Messages request; model is a model route name or provider:model.', ['model', 'messages', 'max_tokens']),
           responses: {

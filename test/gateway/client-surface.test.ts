@@ -1,0 +1,152 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, describe, expect, it } from 'vitest';
+import { defaultFrontDoor } from '../../src/gateway/front-door-settings.ts';
+import { splitModel } from '../../src/gateway/model-router.ts';
+import { startAnthropicFake } from '../fakes/anthropic.ts';
+import { DEFAULT_COMPLETION_TEXT, FAKE_MODEL_IDS } from '../fakes/openai-compatible.ts';
+import { MASTER_KEY, PROVIDER_CHAT_ROUTE, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
+
+// Issue 35, "client surface": calls the unchanged openai and @anthropic-ai/sdk clients make that the gateway must answer.
+
+const backends = await useBackends();
+const fake = await useFakeProvider();
+const anthropicFake = await startAnthropicFake();
+afterAll(() => anthropicFake.close());
+
+describe('provider/model names (splitModel)', () => {
+  const providers = ['openai', 'openrouter', 'anthropic'];
+  it.each([
+    ['openai:gpt-4o', 'openai', 'gpt-4o'],
+    ['openai/gpt-4o', 'openai', 'gpt-4o'],
+    // the first ':' splits when its prefix is a provider: the model keeps its '/'
+    ['openrouter:meta-llama/llama-3', 'openrouter', 'meta-llama/llama-3'],
+    // else the first '/' splits when its prefix is one: the model keeps its ':'
+    ['openrouter/meta-llama/llama-3:free', 'openrouter', 'meta-llama/llama-3:free'],
+    ['openai/gpt-4o:2024-08-06', 'openai', 'gpt-4o:2024-08-06'],
+  ])('%s → %s + %s', (value, provider, model) => {
+    expect(splitModel(value, providers)).toEqual({ provider, model });
+  });
+  it.each([
+    ['meta-llama/llama-3', 'unknown_provider'],
+    ['nope:gpt', 'unknown_provider'],
+    ['gpt-4o', 'invalid_request'],
+    ['openai/', 'invalid_request'],
+    ['/gpt-4o', 'invalid_request'],
+  ])('%s is refused (%s)', (value, code) => {
+    expect(() => splitModel(value, providers)).toThrow(expect.objectContaining({ status: 400, code }));
+  });
+});
+
+describe.each(backends)('client surface on $name', (backend) => {
+  let gateway: TestGateway;
+  let virtualKey: { id: string; key: string };
+  let narrowKey: { id: string; key: string };
+  let viaKey: OpenAI;
+
+  useTestGateway(
+    backend,
+    () => ({
+      providers: {
+        openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL },
+        anthropic: { api_key: 'sk-ant-secret', api_base: anthropicFake.server.url },
+      },
+      pricing: { 'openai:gpt-fake': TEST_PRICING },
+      models: { 'team/fast': { targets: [{ model: 'openai:gpt-fake' }] } },
+    }),
+    async (started) => {
+      gateway = started;
+      virtualKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'app' } })).json;
+      narrowKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'narrow', allowed_models: ['openai:fake-model-1'] } })).json;
+      viaKey = new OpenAI({ apiKey: virtualKey.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    },
+  );
+
+  it.skipIf(backend.skipReason)('openai models.retrieve: provider:model, provider/model, a route name, as the list shows them', async () => {
+    const listed = new Map<string, unknown>();
+    for await (const model of viaKey.models.list()) listed.set(model.id, model);
+    for (const id of ['openai:fake-model-1', 'openai/fake-model-1']) {
+      const model = await viaKey.models.retrieve(id);
+      expect(model).toEqual(listed.get('openai:fake-model-1'));
+    }
+    expect(await viaKey.models.retrieve('anthropic:claude-haiku-4-5')).toEqual(listed.get('anthropic:claude-haiku-4-5'));
+    expect(await viaKey.models.retrieve('team/fast')).toEqual(listed.get('team/fast'));
+    // the master key sees the route's targets, as in the list
+    const master = new OpenAI({ apiKey: MASTER_KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    expect(await master.models.retrieve('team/fast')).toMatchObject({ id: 'team/fast', owned_by: 'gateway', targets: [{ model: 'openai:gpt-fake' }] });
+    // unencoded '/' and ':' in the path work too
+    const raw = await gateway.call('GET', '/v1/models/openai/fake-model-2', { key: virtualKey.key });
+    expect(raw.json).toMatchObject({ id: 'openai:fake-model-2', object: 'model' });
+    expect(FAKE_MODEL_IDS).toContain('fake-model-2');
+  });
+
+  it.skipIf(backend.skipReason)('models.retrieve of an unknown or forbidden model: 404 model_not_found in OpenAI\'s shape', async () => {
+    for (const id of ['openai:no-such-model', 'nope:gpt', 'gpt-4o', 'team/slow']) {
+      const failure = await viaKey.models.retrieve(id).catch((e: unknown) => e);
+      expect(failure).toBeInstanceOf(OpenAI.NotFoundError);
+      expect((failure as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
+    }
+    const narrow = new OpenAI({ apiKey: narrowKey.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    expect(await narrow.models.retrieve('openai:fake-model-1')).toMatchObject({ id: 'openai:fake-model-1' });
+    await expect(narrow.models.retrieve('openai:fake-model-2')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(narrow.models.retrieve('team/fast')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    const unauthenticated = await gateway.call('GET', '/v1/models/openai:fake-model-1', { key: null });
+    expect(unauthenticated.status).toBe(401);
+  });
+
+  it.skipIf(backend.skipReason)('x-api-key is a credential on every route, after X-Hub-Key and Authorization', async () => {
+    const chat = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'x-api-key': virtualKey.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(chat.status).toBe(200);
+    // a management route with the master key in x-api-key; a virtual key there is still refused
+    expect((await fetch(`${gateway.url}/v1/keys`, { headers: { 'x-api-key': MASTER_KEY } })).status).toBe(200);
+    const refused = await fetch(`${gateway.url}/v1/keys`, { headers: { 'x-api-key': virtualKey.key } });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('master_key_required');
+    // Authorization wins over x-api-key
+    const both = await fetch(`${gateway.url}/v1/keys`, { headers: { 'x-api-key': MASTER_KEY, authorization: `Bearer ${virtualKey.key}` } });
+    expect(both.status).toBe(403);
+    const wrong = await fetch(`${gateway.url}/v1/models`, { headers: { 'x-api-key': 'gw-wrong' } });
+    expect(wrong.status).toBe(401);
+    expect(((await wrong.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
+    // the Anthropic client (x-api-key) on the models list and the OpenAI-format routes' neighbours
+    const anthropic = new Anthropic({ apiKey: virtualKey.key, baseURL: gateway.url, maxRetries: 0 });
+    const message = await anthropic.messages.create({ model: 'anthropic/claude-haiku-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'ping' }] });
+    expect(message.content[0]).toMatchObject({ type: 'text', text: 'echo: ping' });
+  });
+
+  it.skipIf(backend.skipReason)('provider/model names are called like provider:model', async () => {
+    const completion = await viaKey.chat.completions.create({ model: 'openai/gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
+    expect(fake.requestsTo(PROVIDER_CHAT_ROUTE).at(-1)!.body).toMatchObject({ model: 'gpt-fake' });
+    const usage = (await gateway.call('GET', `/v1/keys/${virtualKey.id}/usage?limit=1`)).json;
+    expect(usage.data[0]).toMatchObject({ provider: 'openai', model: 'gpt-fake', status: 'success' });
+    // a route name with '/' is the route, not a provider
+    expect((await viaKey.chat.completions.create({ model: 'team/fast', messages: [{ role: 'user', content: 'Hi' }] })).choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
+    const unknown = await viaKey.chat.completions.create({ model: 'meta-llama/llama-3', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((unknown as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ code: 'unknown_provider' });
+  });
+});
+
+describe.each(backends)('x-api-key and the failed-key throttle on $name', (backend) => {
+  let gateway: TestGateway;
+  useTestGateway(
+    backend,
+    () => ({ frontDoor: { ...defaultFrontDoor(), authThrottle: { maxFailures: 3, windowSeconds: 60 } } }),
+    (started) => {
+      gateway = started;
+    },
+  );
+
+  it.skipIf(backend.skipReason)('invalid keys in x-api-key count, then every credential is refused with 429', async () => {
+    for (let i = 0; i < 3; i++) expect((await fetch(`${gateway.url}/v1/models`, { headers: { 'x-api-key': `gw-wrong-${i}` } })).status).toBe(401);
+    const throttled = await fetch(`${gateway.url}/v1/keys`, { headers: { 'x-api-key': MASTER_KEY } });
+    expect(throttled.status).toBe(429);
+    expect(throttled.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(((await throttled.json()) as { error: { code: string } }).error.code).toBe('too_many_auth_failures');
+  });
+});
