@@ -1,11 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { defaultFrontDoor } from '../../src/gateway/front-door-settings.ts';
 import { splitModel } from '../../src/gateway/model-router.ts';
 import { startAnthropicFake } from '../fakes/anthropic.ts';
 import { DEFAULT_COMPLETION_TEXT, FAKE_MODEL_IDS } from '../fakes/openai-compatible.ts';
-import { MASTER_KEY, PROVIDER_CHAT_ROUTE, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { MASTER_KEY, PROVIDER_CHAT_ROUTE, startTestGateway, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
+import { startPostgres } from './helpers/postgres.ts';
 
 // Issue 35, "client surface": calls the unchanged openai and @anthropic-ai/sdk clients make that the gateway must answer.
 
@@ -148,5 +149,52 @@ describe.each(backends)('x-api-key and the failed-key throttle on $name', (backe
     expect(throttled.status).toBe(429);
     expect(throttled.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(((await throttled.json()) as { error: { code: string } }).error.code).toBe('too_many_auth_failures');
+  });
+});
+
+describe.each(backends)('health routes on $name', (backend) => {
+  it.skipIf(backend.skipReason)('liveness is 200 while the process runs; readiness is 503 while the gateway shuts down', async () => {
+    const gateway = await startTestGateway(await backend.newDatabaseUrl(), {}, { shutdownDelayMs: 600 });
+    expect(await gateway.call('GET', '/health/liveness', { key: null })).toMatchObject({ status: 200, json: { status: 'ok' } });
+    expect(await gateway.call('GET', '/health/readiness', { key: null })).toMatchObject({ status: 200, json: { status: 'ok', database: backend.name } });
+    expect(await gateway.call('GET', '/health', { key: null })).toMatchObject({ status: 200, json: { status: 'ok' } });
+    const closed = gateway.close();
+    // during the shutdown delay requests are still served, and readiness says not to send more
+    const readiness = await gateway.call('GET', '/health/readiness', { key: null });
+    expect(readiness).toMatchObject({ status: 503, json: { error: { code: 'shutting_down', type: 'api_error' } } });
+    expect(readiness.headers.get('retry-after')).toBe('5');
+    expect((await gateway.call('GET', '/health/liveness', { key: null })).status).toBe(200);
+    expect((await gateway.call('GET', '/v1/keys')).status).toBe(200);
+    await closed;
+  });
+
+  it.skipIf(backend.skipReason)('readiness is 503 database_unavailable when the database does not answer', async () => {
+    const gateway = await startTestGateway(await backend.newDatabaseUrl());
+    const ping = vi.spyOn(gateway.store, 'ping').mockRejectedValue(new Error('disk I/O error'));
+    const readiness = await gateway.call('GET', '/health/readiness', { key: null });
+    expect(readiness).toMatchObject({ status: 503, json: { error: { code: 'database_unavailable' } } });
+    expect(readiness.headers.get('retry-after')).toBe('5');
+    expect((await gateway.call('GET', '/health/liveness', { key: null })).status).toBe(200);
+    ping.mockRestore();
+    expect((await gateway.call('GET', '/health/readiness', { key: null })).status).toBe(200);
+    await gateway.close();
+  });
+});
+
+describe('readiness when the PostgreSQL server is gone', async () => {
+  const started = await startPostgres();
+  it.skipIf(!started.server)('503 database_unavailable once the server stops; liveness stays 200', async () => {
+    const server = started.server!;
+    const gateway = await startTestGateway(await server.createDatabase());
+    try {
+      expect((await gateway.call('GET', '/health/readiness', { key: null })).status).toBe(200);
+      await server.stop();
+      const readiness = await gateway.call('GET', '/health/readiness', { key: null });
+      expect(readiness).toMatchObject({ status: 503, json: { error: { code: 'database_unavailable' } } });
+      expect((await gateway.call('GET', '/health/liveness', { key: null })).status).toBe(200);
+    } finally {
+      await gateway.close();
+      await server.stop();
+    }
   });
 });

@@ -305,11 +305,12 @@ export function gatewayOpenApi(version: string): Schema {
       },
     },
     paths: {
-      '/health': { get: { summary: 'Liveness', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
+      '/health': { get: { summary: 'Liveness (the same as /health/liveness)', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
+      '/health/liveness': { get: { summary: 'Liveness: 200 while the process runs (no database query)', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
       '/health/readiness': {
         get: {
-          summary: 'Readiness: the database answers',
-          responses: { 200: ok('Ready', { type: 'object', properties: { status: { const: 'ok' }, database: { enum: ['sqlite', 'postgres'] } } }), 503: err('The database is not reachable (database_unavailable); Retry-After: 5.') },
+          summary: 'Readiness: the database answers and the gateway is not shutting down',
+          responses: { 200: ok('Ready', { type: 'object', properties: { status: { const: 'ok' }, database: { enum: ['sqlite', 'postgres'] } } }), 503: { ...err('The database did not answer SELECT 1 within 2 s (database_unavailable), or the gateway is shutting down (shutting_down).'), headers: RETRY_AFTER } },
         },
       },
       '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
