@@ -1,9 +1,10 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { defaultFrontDoor } from '../../src/gateway/front-door-settings.ts';
 import { splitModel } from '../../src/gateway/model-router.ts';
-import { startAnthropicFake } from '../fakes/anthropic.ts';
+import { fakeInputTokens, startAnthropicFake } from '../fakes/anthropic.ts';
 import { DEFAULT_COMPLETION_TEXT, FAKE_MODEL_IDS } from '../fakes/openai-compatible.ts';
 import { MASTER_KEY, PROVIDER_CHAT_ROUTE, startTestGateway, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 import { startPostgres } from './helpers/postgres.ts';
@@ -130,6 +131,51 @@ describe.each(backends)('client surface on $name', (backend) => {
     const unknown = await viaKey.chat.completions.create({ model: 'meta-llama/llama-3', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
     expect((unknown as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ code: 'unknown_provider' });
+  });
+  it.skipIf(backend.skipReason)('Anthropic messages.countTokens: counted by Anthropic, estimated (and flagged) elsewhere, never billed', async () => {
+    const anthropic = new Anthropic({ apiKey: virtualKey.key, baseURL: gateway.url, maxRetries: 0 });
+    const rowsBefore = (await gateway.call('GET', `/v1/keys/${virtualKey.id}/usage`)).json.totals.requests;
+    const params = {
+      model: 'anthropic:claude-haiku-4-5',
+      system: 'Be brief.',
+      messages: [{ role: 'user' as const, content: 'how many tokens is this?' }],
+      tools: [{ name: 'get_time', description: 'The time', input_schema: { type: 'object' as const, properties: {} } }],
+    };
+    const { data, response } = await anthropic.messages.countTokens(params).withResponse();
+    expect(data).toEqual({ input_tokens: fakeInputTokens(params) });
+    expect(response.headers.get('x-token-count-estimate')).toBeNull();
+    const sent = anthropicFake.server.requests.filter((r) => r.path === '/v1/messages/count_tokens').at(-1)!;
+    expect(sent.json).toEqual({ ...params, model: 'claude-haiku-4-5' });
+    // provider/model and the master key in Authorization work the same
+    const master = new Anthropic({ authToken: MASTER_KEY, apiKey: null, baseURL: gateway.url, maxRetries: 0 });
+    expect((await master.messages.countTokens({ ...params, model: 'anthropic/claude-haiku-4-5' })).input_tokens).toBe(fakeInputTokens(params));
+    // a provider without count_tokens (and a route to one): an estimate, flagged
+    for (const model of ['openai:gpt-fake', 'team/fast']) {
+      const estimated = await anthropic.messages.countTokens({ ...params, model }).withResponse();
+      expect(estimated.data.input_tokens).toBeGreaterThan(0);
+      expect(estimated.response.headers.get('x-token-count-estimate')).toBe('true');
+    }
+    expect((await gateway.call('GET', `/v1/keys/${virtualKey.id}/usage`)).json.totals.requests).toBe(rowsBefore);
+  });
+
+  it.skipIf(backend.skipReason)('countTokens refusals: credential, allowed models, body, unknown provider — in Anthropic\'s error shape', async () => {
+    const params = { model: 'anthropic:claude-haiku-4-5', messages: [{ role: 'user' as const, content: 'x' }] };
+    const wrong = new Anthropic({ apiKey: 'gw-wrong', baseURL: gateway.url, maxRetries: 0 });
+    await expect(wrong.messages.countTokens(params)).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    const narrow = new Anthropic({ apiKey: narrowKey.key, baseURL: gateway.url, maxRetries: 0 });
+    const refused = await narrow.messages.countTokens(params).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Anthropic.PermissionDeniedError);
+    expect((refused as InstanceType<typeof Anthropic.PermissionDeniedError>).error).toMatchObject({ type: 'error', error: { code: 'model_not_allowed' } });
+    const anthropic = new Anthropic({ apiKey: virtualKey.key, baseURL: gateway.url, maxRetries: 0 });
+    await expect(anthropic.messages.countTokens({ ...params, model: 'nope:model' })).rejects.toBeInstanceOf(Anthropic.BadRequestError);
+    await expect(anthropic.messages.countTokens({ ...params, messages: [] })).rejects.toBeInstanceOf(Anthropic.BadRequestError);
+  });
+  it.skipIf(backend.skipReason)('the OpenAPI document is valid and has the new routes', async () => {
+    const document = (await gateway.call('GET', '/openapi.json', { key: null })).json;
+    const result = await new Validator().validate(document);
+    expect(result.errors ?? []).toEqual([]);
+    for (const path of ['/v1/models/{model}', '/v1/messages/count_tokens', '/health/liveness', '/health/readiness']) expect(document.paths).toHaveProperty([path]);
+    expect(document.components.securitySchemes.anthropicKey).toMatchObject({ in: 'header', name: 'x-api-key' });
   });
 });
 

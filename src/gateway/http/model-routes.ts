@@ -53,6 +53,9 @@ function withOutputLimit(body: Body, ticket: CallTicket, field: string, fields: 
 
 const CHAT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'];
 
+/** The fields of an Anthropic count_tokens request (besides model). */
+const COUNT_TOKENS_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers', 'output_config', 'context_management'];
+
 /**
  * All prompt tokens of an Anthropic-format usage: `input_tokens` counts only those after the last cache breakpoint,
  * cache reads and writes come apart. Recorded like OpenAI's `prompt_tokens` (which includes cached tokens) and priced
@@ -445,6 +448,35 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') counts.streamedChars += event.delta.text.length;
       return true;
     });
+  });
+
+  /**
+   * Anthropic's count_tokens (`client.messages.countTokens`; Claude Code calls it): authenticated and held to the key's
+   * allowed_models like a call, but not billed, not rate-limited and without a usage row. The model route's first
+   * target (or the provider:model) counts where Hub has count_tokens (Anthropic); any other provider gets an estimate
+   * (a token per 4 characters of the system prompt, messages and tools' JSON), flagged `x-token-count-estimate: true`.
+   */
+  app.post('/v1/messages/count_tokens', anyKey, async (request, reply) => {
+    const principal = principalOf(request);
+    const body = objectBody(request.body);
+    const plan = router.plan(body.model);
+    checkMessages(body.messages);
+    checkNoCallOptions(body);
+    const [target] = plan.targets;
+    const name = plan.route ?? `${target.provider}:${target.model}`;
+    if (!callableBy(principal)(name)) throw new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${name}" is not allowed for this key (allowed_models)`, { param: 'model' });
+    // what count_tokens reads; max_tokens, stream, metadata… of a Messages body copied as it is are left out
+    const forwarded = Object.fromEntries(Object.entries(body).filter(([field]) => COUNT_TOKENS_FIELDS.includes(field)));
+    const signal = AbortSignal.any([clientSignal(reply).signal, AbortSignal.timeout(30_000)]);
+    let counted: { input_tokens: number } | null;
+    try {
+      counted = await upstream.countTokens(target.connection, target.model, forwarded, signal);
+    } catch (error) {
+      throw upstreamErrorOf(error, target.provider);
+    }
+    if (counted) return { input_tokens: counted.input_tokens };
+    reply.header('x-token-count-estimate', 'true');
+    return { input_tokens: estimateTokens([body.system, body.messages, body.tools]) };
   });
 
   /**

@@ -513,6 +513,25 @@ export function gatewayOpenApi(version: string): Schema {
           },
         }),
       },
+      '/v1/messages/count_tokens': {
+        post: managed("Anthropic's count_tokens: the input tokens of a Messages request; not billed, no usage row; held to allowed_models", {
+          requestBody: passThrough('model (a model route name, provider:model or provider/model), messages, and optionally system, tools, tool_choice, thinking; other fields are not sent.', ['model', 'messages']),
+          responses: {
+            200: {
+              ...ok('Counted by the provider (Anthropic), or estimated (a token per 4 characters) for providers that cannot count', { type: 'object', required: ['input_tokens'], properties: { input_tokens: { type: 'integer' } } }),
+              headers: { 'x-token-count-estimate': { description: '"true" when input_tokens is the gateway\'s estimate, absent when the provider counted', schema: { const: 'true' } } },
+            },
+            400: MODEL_CALL_ERRORS[400],
+            ...AUTH_ERRORS,
+            403: err('The model (route name or provider:model) is not in an allowed_models list of the key or its owner (model_not_allowed).'),
+            413: BODY_ERRORS[413],
+            415: BODY_ERRORS[415],
+            429: MODEL_CALL_ERRORS[429],
+            502: MODEL_CALL_ERRORS[502],
+            504: MODEL_CALL_ERRORS[504],
+          },
+        }),
+      },
       '/v1/messages': {
         post: {
           summary: 'Anthropic Messages format; user from user or metadata.user_id with the master key',
