@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { defaultFrontDoor } from '../../src/gateway/front-door-settings.ts';
 import { splitModel } from '../../src/gateway/model-router.ts';
 import { fakeInputTokens, startAnthropicFake } from '../fakes/anthropic.ts';
-import { DEFAULT_COMPLETION_TEXT, FAKE_MODEL_IDS } from '../fakes/openai-compatible.ts';
+import { CHAT_USAGE, DEFAULT_COMPLETION_TEXT, FAKE_MODEL_IDS } from '../fakes/openai-compatible.ts';
 import { MASTER_KEY, PROVIDER_CHAT_ROUTE, startTestGateway, TEST_PRICING, useBackends, useFakeProvider, useTestGateway, type TestGateway } from './helpers/gateway.ts';
 import { startPostgres } from './helpers/postgres.ts';
 
@@ -241,6 +241,67 @@ describe('readiness when the PostgreSQL server is gone', async () => {
     } finally {
       await gateway.close();
       await server.stop();
+    }
+  });
+});
+
+describe.each(backends)('X-RateLimit headers on $name', (backend) => {
+  let gateway: TestGateway;
+  let key: string;
+  useTestGateway(
+    backend,
+    () => ({
+      providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL } },
+      pricing: { 'openai:gpt-fake': TEST_PRICING },
+      rateLimits: { requests_per_minute: 3, tokens_per_minute: 1000 },
+    }),
+    async (started) => {
+      gateway = started;
+      key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'limited' } })).json.key;
+    },
+  );
+
+  it.skipIf(backend.skipReason)('every answer of a rate-limited key: limits, what is left (decreasing) and the reset; the 429 too', async () => {
+    const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const seen: { requests: number; tokens: number; reset: number }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { response } = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      expect(response.headers.get('x-ratelimit-limit-requests')).toBe('3');
+      expect(response.headers.get('x-ratelimit-limit-tokens')).toBe('1000');
+      const reset = response.headers.get('x-ratelimit-reset-requests')!;
+      expect(reset).toMatch(/^\d+s$/);
+      expect(response.headers.get('x-ratelimit-reset-tokens')).toBe(reset);
+      seen.push({ requests: Number(response.headers.get('x-ratelimit-remaining-requests')), tokens: Number(response.headers.get('x-ratelimit-remaining-tokens')), reset: parseInt(reset, 10) });
+      // PostgreSQL adds a finished call's tokens to the shared window in the background
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(seen.map((s) => s.requests)).toEqual([2, 1, 0]);
+    expect(seen[0].tokens).toBe(1000);
+    const perCall = CHAT_USAGE.prompt_tokens + CHAT_USAGE.completion_tokens;
+    expect(seen.map((s) => s.tokens)).toEqual([1000, 1000 - perCall, 1000 - 2 * perCall]);
+    for (const { reset } of seen) {
+      expect(reset).toBeGreaterThanOrEqual(0);
+      expect(reset).toBeLessThanOrEqual(60);
+    }
+    const refused = await client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    const { headers, error } = refused as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(error).toMatchObject({ code: 'rate_limit_exceeded' });
+    expect(headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    expect(headers.get('x-ratelimit-limit-requests')).toBe('3');
+    expect(headers.get('x-ratelimit-reset-requests')).toMatch(/^\d+s$/);
+    expect(headers.get('retry-after')).toMatch(/^\d+$/);
+  });
+
+  it.skipIf(backend.skipReason)('no X-RateLimit headers without rate limits', async () => {
+    const other = await startTestGateway(await backend.newDatabaseUrl(), { providers: { openai: { api_key: 'sk-provider-secret', api_base: fake.baseURL } }, pricing: { 'openai:gpt-fake': TEST_PRICING } });
+    try {
+      const free = (await other.call('POST', '/v1/keys', { body: { key_name: 'free' } })).json.key as string;
+      const answer = await other.call('POST', '/v1/chat/completions', { key: free, body: { model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'hi' }] } });
+      expect(answer.status).toBe(200);
+      expect([...answer.headers.keys()].filter((name) => name.startsWith('x-ratelimit'))).toEqual([]);
+    } finally {
+      await other.close();
     }
   });
 });

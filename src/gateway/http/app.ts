@@ -83,7 +83,12 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
     await app.register(cors, {
       origin: origins.includes('*') ? '*' : origins,
       methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-      exposedHeaders: ['x-request-id', 'retry-after'],
+      exposedHeaders: [
+        'x-request-id',
+        'retry-after',
+        'x-token-count-estimate',
+        ...['limit', 'remaining', 'reset'].flatMap((part) => [`x-ratelimit-${part}-requests`, `x-ratelimit-${part}-tokens`]),
+      ],
       maxAge: 600,
     });
   }

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth.ts';
 import { GatewayError, invalidRequest } from '../errors.ts';
 import { modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
+import { rateLimitHeaders } from '../rate-limit.ts';
 import { callWithFallback, splitModel, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
@@ -133,6 +134,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
    */
   async function beginCall(request: FastifyRequest, reply: FastifyReply, plan: CallPlan, start: Omit<CallStart, 'provider' | 'model' | 'route' | 'requestId'>): Promise<ForwardedCall> {
     const ticket = await ledger.begin({ ...start, ...targetsOf(plan), requestId: request.id });
+    // a rate-limited key's window, on the answer whatever it is (a refusal's 429 carries them in its error)
+    if (ticket.rateLimit) reply.headers(rateLimitHeaders(ticket.rateLimit, Date.now()));
     return { request, reply, plan, ticket, controller: clientSignal(reply) };
   }
 

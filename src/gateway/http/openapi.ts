@@ -55,7 +55,10 @@ const MODEL_CALL_ERRORS = {
   404: err('The user named with the master key does not exist (user_not_found).'),
   429: {
     ...err(`The provider rate-limited the call (upstream_rate_limited; through a model route: its last target), the gateway rate limit was hit (rate_limit_exceeded), or ${THROTTLED}.`),
-    headers: RETRY_AFTER,
+    headers: {
+      ...RETRY_AFTER,
+      'x-ratelimit-remaining-requests': { description: 'With rate_limit_exceeded (and on every model call of a rate-limited key): what is left of the window; also x-ratelimit-limit-*, x-ratelimit-reset-* (e.g. "37s") and the -tokens set', schema: { type: 'string' } },
+    },
   },
   502: err("The provider failed, could not be reached, or refused the gateway's credentials (through a model route: every target failed, or one refused the credentials)."),
   503: {
@@ -109,7 +112,7 @@ export function gatewayOpenApi(version: string): Schema {
       description:
         'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins), Authorization: Bearer <key>, or x-api-key: <key> (as Anthropic clients send it; last); ' +
         'the master key for everything, virtual keys for model calls. Errors are {"error":{"message","type","code","param"}} ' +
-        '(on /v1/messages with "type":"error" added for Anthropic clients). Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
+        '(on /v1/messages with "type":"error" added for Anthropic clients). With rate_limits configured, model calls answer OpenAI\'s x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers. Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
         'Deprecated: the gateway bundled with the client library is scheduled for removal on 2026-05-18.',
     },
     components: {
