@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../encoder/errors.ts';
 import type { GatewayConfig } from '../gateway/index.ts';
-import { parsePort, parsePositiveInteger, parsePositiveNumber } from './arguments.ts';
+import { parseNonNegativeNumber, parsePort, parsePositiveInteger, parsePositiveNumber } from './arguments.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 import { waitForStopSignal } from './stop-signal.ts';
 
@@ -15,6 +15,7 @@ interface ServeOptions {
   headersTimeoutSeconds?: number;
   maxConnections?: number;
   maxConnectionsPerClient?: number;
+  shutdownDelaySeconds?: number;
 }
 
 /**
@@ -49,6 +50,11 @@ export function registerGatewayCommand(program: Command, io: CliIo, context: Pic
     .option('--request-timeout-seconds <seconds>', 'a request, headers and body, must arrive within this (default 60)', parsePositiveNumber)
     .option('--headers-timeout-seconds <seconds>', 'request headers must arrive within this (default 10)', parsePositiveNumber)
     .option('--max-connections <n>', 'open client connections at most (default: what the open-file limit allows, at most 10000)', parsePositiveInteger)
+    .option(
+      '--shutdown-delay-seconds <seconds>',
+      'after SIGTERM/SIGINT: /health/readiness answers 503 at once and requests are still accepted this long, then in-flight ones finish (default 0)',
+      parseNonNegativeNumber,
+    )
     .option('--max-connections-per-client <n>', 'open connections of one client address at most (default: half of --max-connections)', parsePositiveInteger)
     .action(async (options: ServeOptions) => {
       const { GatewayConfigError, redactUrl, startGateway } = await loadGateway();
@@ -61,6 +67,7 @@ export function registerGatewayCommand(program: Command, io: CliIo, context: Pic
           logger: { level: config.logLevel },
           dashboard: await context.dashboardFiles(),
           sqliteReader: context.sqliteReader(),
+          shutdownDelayMs: (options.shutdownDelaySeconds ?? 0) * 1000,
         });
       } catch (error) {
         if (error instanceof GatewayConfigError) throw new ConfigError(error.message);

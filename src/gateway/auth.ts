@@ -14,8 +14,11 @@ const BEARER = /^Bearer +(\S+)$/i;
 
 const unauthorized = (code: string, message: string) => new GatewayError(401, 'authentication_error', code, message);
 
-/** The token a request presents: X-Hub-Key wins over Authorization; `x-api-key` (raw) only where allowed. */
-export function presentedToken(headers: Headers, options: { allowXApiKey?: boolean } = {}): string {
+/**
+ * The token a request presents: X-Hub-Key wins over Authorization, which wins over `x-api-key` (the raw key, as
+ * Anthropic's SDK sends it; accepted on every route).
+ */
+export function presentedToken(headers: Headers): string {
   for (const [header, name] of [
     ['x-hub-key', 'X-Hub-Key'],
     ['authorization', 'Authorization'],
@@ -27,14 +30,12 @@ export function presentedToken(headers: Headers, options: { allowXApiKey?: boole
     if (!match) throw unauthorized('malformed_api_key', `Malformed ${name} header: expected "Bearer <key>"`);
     return match[1];
   }
-  if (options.allowXApiKey) {
-    const value = headers['x-api-key'];
-    const text = (Array.isArray(value) ? value[0] : value)?.trim();
-    if (text) return text;
-  }
+  const value = headers['x-api-key'];
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (text) return text;
   throw unauthorized(
     'missing_api_key',
-    `Missing credential: send "X-Hub-Key: Bearer <key>" or "Authorization: Bearer <key>"${options.allowXApiKey ? ' or "x-api-key: <key>"' : ''} with the master key or a virtual key`,
+    'Missing credential: send "X-Hub-Key: Bearer <key>", "Authorization: Bearer <key>" or "x-api-key: <key>" with the master key or a virtual key',
   );
 }
 
@@ -55,8 +56,8 @@ export class Authenticator {
     this.#store = store;
   }
 
-  async authenticate(headers: Headers, options: { allowXApiKey?: boolean; now?: number } = {}): Promise<Principal> {
-    const token = presentedToken(headers, options);
+  async authenticate(headers: Headers, options: { now?: number } = {}): Promise<Principal> {
+    const token = presentedToken(headers);
     // One digest serves both: the constant-time comparison with the master key and the stored hash (hashSecret).
     const digest = secretDigest(token);
     if (sameDigest(digest, this.#masterDigest)) return { kind: 'master' };

@@ -21,12 +21,14 @@ export class GatewayError extends Error {
   readonly param: string | null;
   /** Seconds, sent as Retry-After (429 and 503). */
   readonly retryAfter: number | null;
+  /** More response headers (the X-RateLimit-* of a rate-limited key's 429). */
+  readonly headers: Record<string, string>;
   constructor(
     status: number,
     type: GatewayErrorType,
     code: string,
     message: string,
-    options: { param?: string | null; retryAfter?: number | null; cause?: unknown } = {},
+    options: { param?: string | null; retryAfter?: number | null; cause?: unknown; headers?: Record<string, string> } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = 'GatewayError';
@@ -35,6 +37,7 @@ export class GatewayError extends Error {
     this.code = code;
     this.param = options.param ?? null;
     this.retryAfter = options.retryAfter ?? null;
+    this.headers = options.headers ?? {};
   }
 
   body(): { error: { message: string; type: string; code: string; param: string | null } } {

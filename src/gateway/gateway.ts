@@ -34,6 +34,11 @@ export interface GatewayOptions {
   listen?: boolean;
   /** The dashboard's files (src/gateway/dashboard/files.ts), served at /dashboard/; absent: no dashboard. */
   dashboard?: DashboardFiles;
+  /**
+   * How long `close` goes on accepting requests after /health/readiness turned 503 (default 0): the time a load
+   * balancer or Kubernetes needs to stop sending new ones.
+   */
+  shutdownDelayMs?: number;
   /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
   closeGraceMs?: number;
   /** The SQLite reader thread's program (storage/sqlite-reader.ts): usage analytics off the event loop. */
@@ -84,12 +89,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     pricing,
     authenticator,
   };
+  const lifecycle = { shuttingDown: false };
   const app = await createGatewayApp(context, {
     version: options.version,
     logger: options.logger,
     frontDoor: config.frontDoor,
     dashboard: options.dashboard,
     corsAllowOrigins: config.corsAllowOrigins,
+    lifecycle,
   });
   ledger.onWriteError = (error, row) =>
     row
@@ -136,6 +143,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     store,
     url,
     async close() {
+      // readiness answers 503 from here; requests are still served for the shutdown delay, then in-flight ones finish
+      lifecycle.shuttingDown = true;
+      if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
       if (heartbeat) clearInterval(heartbeat);
       rateLimiter?.close();
       // Requests in flight may finish; a stream that does not end within the grace period is cut (its usage row is

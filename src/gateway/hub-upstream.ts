@@ -104,6 +104,12 @@ export class HubUpstream implements Upstream {
     return call(this.#providerOf(provider), () => this.#hub(provider).alist_models({ signal }));
   }
 
+  async countTokens(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<{ input_tokens: number } | null> {
+    const hub = this.#hub(provider);
+    if (!hub.get_provider_metadata().count_tokens) return null;
+    return call(this.#providerOf(provider), () => hub.acount_tokens({ ...body, model, signal } as Parameters<Hub['acount_tokens']>[0]));
+  }
+
   async messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage> {
     return call(this.#providerOf(provider), () => this.#hub(provider).amessages({ ...body, model, signal, stream: false } as Parameters<Hub['amessages']>[0] & { stream: false }) as Promise<AnthropicMessage>);
   }

@@ -4,7 +4,7 @@ import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { callNanos, dollars } from './money.ts';
 import { PricingPolicy } from './pricing-policy.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import type { RateLimiter, RateLimitState } from './rate-limit.ts';
 import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type KeyRecord, type PricingRecord, type UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
@@ -93,6 +93,8 @@ export interface CallTicket {
    * limit of its own (so the provider cannot answer beyond the hold); null otherwise.
    */
   readonly outputLimit: number | null;
+  /** The key's (or named user's) rate-limit window after this call was counted; null without rate limits. */
+  readonly rateLimit: RateLimitState | null;
 }
 
 export interface CallOutcome {
@@ -220,7 +222,7 @@ export class CallLedger {
       prices.set(model, pricing);
       if (!pricing && this.#pricingPolicy.required(model)) this.#refuse(start, { userId, keyId }, pricingMissing(model, start.route?.name));
     }
-    await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now);
+    const rateLimit = (await this.#rateLimiter?.take(keyId ?? `user:${userId}`, now)) ?? null;
     // One hold per call, whichever target answers: it is sized for the dearest, so a fallback stays covered.
     let estimate = 0n;
     for (const pricing of prices.values()) {
@@ -314,6 +316,7 @@ export class CallLedger {
       finished: false,
       holdNanos: estimate,
       outputLimit: start.maxOutputTokens === null && reservations.length > 0 ? this.#reserveOutputTokens : null,
+      rateLimit,
     };
     this.#open.add(ticket);
     return ticket;

@@ -41,17 +41,29 @@ interface PriorityGroup {
   total: number;
 }
 
-/** `provider:model` → its parts; the model part may itself contain ':' or '/'. */
+/**
+ * `provider:model` or `provider/model` → its parts; the model part may itself contain ':' or '/'. The separator is
+ * the first ':' when the text before it is a configured provider (so `openrouter:meta-llama/llama-3` is openrouter's
+ * `meta-llama/llama-3`), else the first '/' when the text before that is one (`openai/gpt-4o:free` is openai's
+ * `gpt-4o:free`); `meta-llama/llama-3` alone, with no provider `meta-llama`, is refused like any unknown provider.
+ */
 export function splitModel(value: unknown, providers: readonly string[]): { provider: string; model: string } {
   if (typeof value !== 'string' || value === '') throw invalidRequest('"model" is required: a string of the form provider:model, e.g. openai:gpt-4o-mini', 'model');
-  const colon = value.indexOf(':');
   if (value.includes('\u0000')) throw invalidRequest('"model" must not contain NUL characters', 'model');
-  if (colon <= 0 || colon === value.length - 1) throw invalidRequest(`"model" must be provider:model (e.g. openai:gpt-4o-mini) or a configured model name, got "${value}"`, 'model');
-  const provider = value.slice(0, colon);
+  const colon = value.indexOf(':');
+  const slash = value.indexOf('/');
+  const colonProvider = colon > 0 ? value.slice(0, colon) : null;
+  const slashProvider = slash > 0 ? value.slice(0, slash) : null;
+  const separator =
+    colonProvider !== null && providers.includes(colonProvider) ? colon : slashProvider !== null && providers.includes(slashProvider) ? slash : colon > 0 ? colon : slash;
+  if (separator <= 0 || separator === value.length - 1) {
+    throw invalidRequest(`"model" must be provider:model or provider/model (e.g. openai:gpt-4o-mini) or a configured model name, got "${value}"`, 'model');
+  }
+  const provider = value.slice(0, separator);
   if (!providers.includes(provider)) {
     throw invalidRequest(`Provider "${provider}" is not configured on this gateway (configured: ${providers.join(', ') || 'none'})`, 'model', 'unknown_provider');
   }
-  return { provider, model: value.slice(colon + 1) };
+  return { provider, model: value.slice(separator + 1) };
 }
 
 /**

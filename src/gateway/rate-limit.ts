@@ -10,15 +10,47 @@ export interface RateLimits {
   tokens_per_minute?: number;
 }
 
+/** A subject's window after a call was counted (or refused): what the X-RateLimit-* headers report. */
+export interface RateLimitState {
+  limits: RateLimits;
+  /** Calls counted in the window, this one included. */
+  requests: number;
+  /** Tokens of the window's finished calls. */
+  tokens: number;
+  /** When the window ends (ms since the epoch). */
+  resetAt: number;
+}
+
 /**
- * Per subject (a virtual key, or `user:<id>` with the master key) and minute: `take` counts a call, or refuses it
- * with 429 when the subject's window has its requests, or has used its tokens; `spend` adds a finished call's
- * tokens to the window the call was counted in.
+ * Per subject (a virtual key, or `user:<id>` with the master key) and minute: `take` counts a call and answers the
+ * window's state, or refuses it with 429 when the subject's window has its requests, or has used its tokens;
+ * `spend` adds a finished call's tokens to the window the call was counted in.
  */
 export interface RateLimiter {
-  take(subject: string, now: number): Promise<void>;
+  take(subject: string, now: number): Promise<RateLimitState>;
   spend(subject: string, startedAt: number, tokens: number): void;
   close(): void;
+}
+
+/**
+ * OpenAI's rate-limit headers for a window: limit, remaining and reset (a duration such as `37s`, as OpenAI writes
+ * it) for requests and for tokens, each pair only when that limit is configured.
+ */
+export function rateLimitHeaders(state: RateLimitState, now: number): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const reset = `${Math.max(0, Math.ceil((state.resetAt - now) / 1000))}s`;
+  const { requests_per_minute: requests, tokens_per_minute: tokens } = state.limits;
+  if (requests !== undefined) {
+    headers['x-ratelimit-limit-requests'] = String(requests);
+    headers['x-ratelimit-remaining-requests'] = String(Math.max(0, requests - state.requests));
+    headers['x-ratelimit-reset-requests'] = reset;
+  }
+  if (tokens !== undefined) {
+    headers['x-ratelimit-limit-tokens'] = String(tokens);
+    headers['x-ratelimit-remaining-tokens'] = String(Math.max(0, tokens - state.tokens));
+    headers['x-ratelimit-reset-tokens'] = reset;
+  }
+  return headers;
 }
 
 function describe(limits: RateLimits): string {
@@ -28,10 +60,13 @@ function describe(limits: RateLimits): string {
   return `${parts.join(' or ')} per minute`;
 }
 
-function limited(limits: RateLimits, windowEnd: number, now: number, metrics: GatewayMetrics): GatewayError {
+function limited(state: RateLimitState, now: number, metrics: GatewayMetrics): GatewayError {
   metrics.rateLimited.inc();
-  const retryAfter = Math.max(1, Math.ceil((windowEnd - now) / 1000));
-  return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Rate limit exceeded: ${describe(limits)}; retry in ${retryAfter} s`, { retryAfter });
+  const retryAfter = Math.max(1, Math.ceil((state.resetAt - now) / 1000));
+  return new GatewayError(429, 'rate_limit_error', 'rate_limit_exceeded', `Rate limit exceeded: ${describe(state.limits)}; retry in ${retryAfter} s`, {
+    retryAfter,
+    headers: rateLimitHeaders(state, now),
+  });
 }
 
 /** One instance's own count (SQLite: one process owns the database): a window per subject from its first call. */
@@ -45,7 +80,7 @@ export class LocalRateLimiter implements RateLimiter {
     this.#metrics = metrics;
   }
 
-  async take(subject: string, now: number): Promise<void> {
+  async take(subject: string, now: number): Promise<RateLimitState> {
     let window = this.#windows.get(subject);
     if (!window || now - window.start >= MINUTE) {
       window = { start: now, requests: 0, tokens: 0 };
@@ -53,8 +88,10 @@ export class LocalRateLimiter implements RateLimiter {
       if (this.#windows.size > 100_000) this.#windows.clear();
     }
     const { requests_per_minute: requests = Infinity, tokens_per_minute: tokens = Infinity } = this.#limits;
-    if (window.requests >= requests || window.tokens >= tokens) throw limited(this.#limits, window.start + MINUTE, now, this.#metrics);
+    const state = () => ({ limits: this.#limits, requests: window.requests, tokens: window.tokens, resetAt: window.start + MINUTE });
+    if (window.requests >= requests || window.tokens >= tokens) throw limited(state(), now, this.#metrics);
     window.requests++;
+    return state();
   }
 
   spend(subject: string, startedAt: number, tokens: number): void {
@@ -87,12 +124,13 @@ export class SharedRateLimiter implements RateLimiter {
     this.#sweeper.unref();
   }
 
-  async take(subject: string, now: number): Promise<void> {
+  async take(subject: string, now: number): Promise<RateLimitState> {
     const windowStart = Math.floor(now / MINUTE) * MINUTE;
     const { requests_per_minute: requests = Number.MAX_SAFE_INTEGER, tokens_per_minute: tokens = Number.MAX_SAFE_INTEGER } = this.#limits;
-    if (!(await this.#store.rateWindows.count(subject, windowStart, { requests, tokens }))) {
-      throw limited(this.#limits, windowStart + MINUTE, now, this.#metrics);
-    }
+    const window = await this.#store.rateWindows.count(subject, windowStart, { requests, tokens });
+    const state = { limits: this.#limits, requests: window.requests, tokens: window.tokens, resetAt: windowStart + MINUTE };
+    if (!window.counted) throw limited(state, now, this.#metrics);
+    return state;
   }
 
   spend(subject: string, startedAt: number, tokens: number): void {

@@ -60,6 +60,8 @@ export interface Upstream {
   messages(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AnthropicMessage>;
   messagesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<AnthropicStreamEvent>>;
   responses(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<ResponsesResult>;
+  /** The input tokens of an Anthropic-format request, counted by the provider; null when it has no such API. */
+  countTokens(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<{ input_tokens: number } | null>;
   responsesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ResponsesStreamEvent>>;
   /** Providers named in the configuration (listed by GET /v1/models). */
   readonly providers: string[];

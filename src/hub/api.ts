@@ -29,6 +29,8 @@ import type {
   MessagesResponse,
   MessagesStreamEvent,
   Model,
+  CountTokensParams,
+  CountTokensResponse,
   RerankParams,
   RerankResponse,
   ResponsesParams,
@@ -87,6 +89,12 @@ export type RerankRequest = HubCallOptions & {
   provider?: ProviderKey;
   [extra: string]: unknown;
 };
+export type CountTokensRequest = Omit<CountTokensParams, 'model'> &
+  HubCallOptions & {
+    model: string;
+    provider?: ProviderKey;
+    [extra: string]: unknown;
+  };
 export type ListModelsRequest = HubCallOptions & { provider: ProviderKey; [extra: string]: unknown };
 export type CreateBatchRequest = HubCallOptions & {
   provider: ProviderKey;
@@ -388,6 +396,26 @@ function rankedResponse(response: RerankResponse, params: RerankParams, returnDo
     .map(({ index, relevance_score }) => ({ index, relevance_score, ...(returnDocuments ? { document: { text: params.documents[index] } } : {}) }));
   // Voyage's answer has no id
   return { ...response, id: response.id || `rerank-${randomUUID()}`, results };
+}
+
+const COUNT_TOKENS_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers', 'output_config', 'context_management']);
+
+/**
+ * The input tokens a Messages request would use, counted by the provider without running the model (Anthropic's
+ * count_tokens). Providers without such an API raise UnsupportedParameterError('count_tokens'); no estimate is made
+ * here, since a guess passed off as the vendor's count would mislead.
+ */
+export async function acount_tokens(request: CountTokensRequest): Promise<CountTokensResponse> {
+  const { options, params, extra } = split(request, COUNT_TOKENS_FIELDS);
+  const selected = selectProvider(options.provider, String(params.model ?? ''));
+  if (!Array.isArray(params.messages)) {
+    throw new InvalidRequestError('messages is required (a list of messages)', null, selected.provider, { param: 'messages' });
+  }
+  params.model = selected.model;
+  const handle = handleFor(request as Bound, selected.provider, options);
+  const provider = handle.provider;
+  if (!provider.countTokens) throw unsupported(handle, 'count_tokens');
+  return invoke(settingsFor(handle, options, extra), (call) => provider.countTokens!(params as unknown as CountTokensParams, call));
 }
 
 export async function alist_models(request: ListModelsRequest): Promise<Model[]> {

@@ -6,6 +6,7 @@ import * as api from './api.ts';
 import type {
   BatchRequest,
   CompletionRequest,
+  CountTokensRequest,
   CreateBatchRequest,
   EmbeddingRequest,
   HubCallOptions,
@@ -24,6 +25,7 @@ import type {
   BatchResultItem,
   CompletionChunk,
   CompletionResponse,
+  CountTokensResponse,
   EmbeddingResponse,
   MessagesResponse,
   MessagesStreamEvent,
@@ -170,6 +172,11 @@ export class Hub {
 
   rerank(request: Bound<RerankRequest>): RerankResponse {
     return sync.rerank(this.#sync(request as RerankRequest));
+  }
+
+  /** The input tokens of a Messages request, counted by the provider (those with metadata.count_tokens); async only. */
+  acount_tokens(request: Bound<CountTokensRequest>): Promise<CountTokensResponse> {
+    return api.acount_tokens(this.#async(request as CountTokensRequest));
   }
 
   alist_models(request: Bound<ListModelsRequest> = {}): Promise<Model[]> {

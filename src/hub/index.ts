@@ -4,6 +4,7 @@
 export {
   acancel_batch,
   acompletion,
+  acount_tokens,
   acreate_batch,
   aembedding,
   alist_batches,
@@ -17,6 +18,7 @@ export {
 export type {
   BatchRequest,
   CompletionRequest,
+  CountTokensRequest,
   CreateBatchRequest,
   EmbeddingRequest,
   HubCallOptions,

@@ -7,6 +7,8 @@
 //   2026-11-22  EmbeddingParams.dimensions (optional): the output vector length; send it under the vendor's own
 //               field, or raise UnsupportedParameterError('dimensions') when the vendor cannot shorten vectors.
 //   2026-11-29  ProviderMetadata.rerank (optional) and Provider.rerank (optional): reranking documents by relevance.
+//   2026-11-29  ProviderMetadata.count_tokens (optional) and Provider.countTokens (optional): the input tokens a
+//               Messages request would use, counted by the vendor (Anthropic's /v1/messages/count_tokens).
 //
 // Division of labour: the core (src/hub/hub.ts and friends) resolves credentials, validates parameters, applies the
 // timeout/abort signal, retries, converts errors to the unified exceptions and gives completion/completionStream to
@@ -40,6 +42,8 @@ export interface ProviderMetadata {
   image: boolean;
   /** Reranks documents against a query (Cohere, Voyage, this project's cross-encoder servers). */
   rerank?: boolean;
+  /** Counts the input tokens of a Messages request without running it (Anthropic's count_tokens). */
+  count_tokens?: boolean;
 }
 
 /** Given to a provider's `create`. The core has already resolved the key (api_key option, else env var). */
@@ -72,6 +76,9 @@ export type MessagesParams = Omit<Anthropic.MessageCreateParamsNonStreaming, 'st
   top_k?: number;
 };
 export type MessagesResponse = Anthropic.Message;
+/** A count_tokens request: the Messages request's model, messages, system, tools, tool_choice, thinking. */
+export type CountTokensParams = Anthropic.MessageCountTokensParams;
+export type CountTokensResponse = Anthropic.MessageTokensCount;
 export type MessagesStreamEvent = Anthropic.RawMessageStreamEvent;
 
 /** OpenAI chat completions request, without `stream`. */
@@ -177,6 +184,8 @@ export interface Provider {
   embedding?(params: EmbeddingParams, call: CallOptions): Promise<EmbeddingResponse>;
   /** Present exactly when metadata.rerank is true. Results may come in any order; the core sorts and cuts them. */
   rerank?(params: RerankParams, call: CallOptions): Promise<RerankResponse>;
+  /** Present exactly when metadata.count_tokens is true. */
+  countTokens?(params: CountTokensParams, call: CallOptions): Promise<CountTokensResponse>;
   listModels?(call: CallOptions): Promise<Model[]>;
   batches?: BatchOperations;
   /**

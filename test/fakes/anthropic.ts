@@ -1,4 +1,5 @@
-// A fake of the Anthropic API on loopback: /v1/messages (JSON and SSE), /v1/models (paged), /v1/messages/batches.
+// A fake of the Anthropic API on loopback: /v1/messages (JSON and SSE), /v1/messages/count_tokens, /v1/models (paged),
+// /v1/messages/batches.
 // Shapes follow the API reference: error bodies are {type: "error", error: {type, message}}.
 
 import { VendorServer, type RecordedRequest, type Reply, type Route } from './vendor-server.ts';
@@ -29,6 +30,9 @@ function lastUserText(body: Record<string, unknown>): string {
   if (typeof last.content === 'string') return last.content;
   return ((last.content as { type: string; text?: string }[]).find((b) => b.type === 'text')?.text ?? '').toString();
 }
+
+/** What the fake count_tokens answers: 7 plus one token per character of the last user text (no estimate gives that). */
+export const fakeInputTokens = (body: Record<string, unknown>) => 7 + lastUserText(body).length;
 
 /** The reply of the fake model: "echo: <last user text>". */
 export function fakeMessage(body: Record<string, unknown>) {
@@ -115,6 +119,17 @@ export async function startAnthropicFake(): Promise<AnthropicFake> {
         const body = request.json as Record<string, unknown>;
         if (!body || typeof body.max_tokens !== 'number') return anthropicError(400, 'invalid_request_error', 'max_tokens: Field required');
         return body.stream ? { sse: fakeMessageEvents(body) } : { json: fakeMessage(body) };
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/v1\/messages\/count_tokens$/,
+      handle(request) {
+        const denied = authorised(request);
+        if (denied) return denied;
+        const body = request.json as Record<string, unknown>;
+        if (!body || typeof body.model !== 'string' || !Array.isArray(body.messages)) return anthropicError(400, 'invalid_request_error', 'messages: Field required');
+        return { json: { input_tokens: fakeInputTokens(body) } };
       },
     },
     {

@@ -56,10 +56,10 @@ describe.skipIf(backend.skipReason)('a rate limit shared across instances (Postg
 
   it('keeps windows in one row per key and minute, and forgets old ones', async () => {
     const store = first.store;
-    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toBe(true);
-    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toBe(true);
-    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toBe(false);
-    expect(await store.rateWindows.count('k', 60_000, { requests: 2, tokens: 100 })).toBe(true);
+    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toEqual({ counted: true, requests: 1, tokens: 0 });
+    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toEqual({ counted: true, requests: 2, tokens: 0 });
+    expect(await store.rateWindows.count('k', 0, { requests: 2, tokens: 100 })).toEqual({ counted: false, requests: 2, tokens: 0 });
+    expect((await store.rateWindows.count('k', 60_000, { requests: 2, tokens: 100 })).counted).toBe(true);
     expect((await store.driver.all("SELECT requests FROM rate_limit_windows WHERE subject = 'k' ORDER BY window_start")).map((row) => Number(row.requests))).toEqual([2, 1]);
     await store.rateWindows.forget(60_000);
     expect((await store.driver.all("SELECT window_start FROM rate_limit_windows WHERE subject = 'k'")).map((row) => Number(row.window_start))).toEqual([60_000]);

@@ -93,7 +93,7 @@ describe('importing src/hub in a fresh process', () => {
   });
 });
 
-const OPTIONAL_MEMBERS = ['completion', 'completionStream', 'responses', 'responsesStream', 'embedding', 'rerank', 'listModels', 'batches'] as const;
+const OPTIONAL_MEMBERS = ['completion', 'completionStream', 'responses', 'responsesStream', 'embedding', 'rerank', 'countTokens', 'listModels', 'batches'] as const;
 const offered = (provider: Provider) => OPTIONAL_MEMBERS.filter((member) => provider[member] !== undefined);
 
 const realFactories: Record<string, (options: ProviderOptions) => Provider> = {

@@ -90,11 +90,13 @@ describe('registry and metadata', () => {
     expect(all.map((m) => m.name)).toEqual([...all.map((m) => m.name)].sort((a, b) => a.localeCompare(b)));
     expect(all.map((m) => m.name)).toEqual(Hub.get_supported_providers());
     for (const metadata of all) {
-      for (const flag of ['streaming', 'embedding', 'responses', 'list_models', 'messages', 'batch', 'completion', 'rerank'] as const) {
+      for (const flag of ['streaming', 'embedding', 'responses', 'list_models', 'messages', 'batch', 'completion', 'rerank', 'count_tokens'] as const) {
         expect(typeof metadata[flag], `${metadata.name}.${flag}`).toBe('boolean');
       }
       // rerank: the vendors with a rerank API and this project's cross-encoder servers, no one else
       expect(metadata.rerank, metadata.name).toBe(['cohere', 'encoder', 'voyage'].includes(metadata.name));
+      // count_tokens: Anthropic's own API only (Foundry and Vertex serve no count_tokens of their own through Hub yet)
+      expect(metadata.count_tokens, metadata.name).toBe(metadata.name === 'anthropic');
       // every provider speaks Messages except the embeddings-only services
       expect(metadata.messages, metadata.name).toBe(!['encoder', 'voyage'].includes(metadata.name));
     }

@@ -24,9 +24,14 @@ export interface GatewayAppOptions {
   dashboard?: DashboardFiles;
   /** Origins whose pages may call the API from a browser ("*": any); empty or absent: no CORS headers at all. */
   corsAllowOrigins?: string[];
+  /** Set by the gateway's `close` when shutdown begins: /health/readiness answers 503 from then on. */
+  lifecycle?: { shuttingDown: boolean };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** How long readiness waits for the database's answer to `SELECT 1` before it says not ready. */
+const READINESS_TIMEOUT_MS = 2000;
 
 /** How often node looks for requests past their timeout: a slow body is cut at most this late. */
 const TIMEOUT_CHECK_MS = 1000;
@@ -78,7 +83,12 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
     await app.register(cors, {
       origin: origins.includes('*') ? '*' : origins,
       methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-      exposedHeaders: ['x-request-id', 'retry-after'],
+      exposedHeaders: [
+        'x-request-id',
+        'retry-after',
+        'x-token-count-estimate',
+        ...['limit', 'remaining', 'reset'].flatMap((part) => [`x-ratelimit-${part}-requests`, `x-ratelimit-${part}-tokens`]),
+      ],
       maxAge: 600,
     });
   }
@@ -115,17 +125,36 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
   app.setNotFoundHandler((request, reply) => sendGatewayError(request, reply, routeNotFound(request)));
 
   const open = { config: { credential: 'none' } } as const;
+  // /health and /health/liveness: the process answers. /health/readiness: it should be sent traffic — the database
+  // answers a cheap query within READINESS_TIMEOUT_MS, and the gateway is not shutting down.
+  const lifecycle = options.lifecycle ?? { shuttingDown: false };
+  app.addHook('preClose', (done) => {
+    lifecycle.shuttingDown = true;
+    done();
+  });
   app.get('/health', open, async () => ({ status: 'ok' }));
+  app.get('/health/liveness', open, async () => ({ status: 'ok' }));
   app.get('/health/readiness', open, async (_request, reply) => {
-    try {
-      await context.store.ping();
-      return { status: 'ok', database: context.store.dialect };
-    } catch (error) {
+    const unready = (code: string, message: string) => {
       reply.header('retry-after', '5');
-      return reply
-        .code(503)
-        .send(new GatewayError(503, 'api_error', 'database_unavailable', `The database is not reachable: ${(error as Error).message}`).body());
+      return reply.code(503).send(new GatewayError(503, 'api_error', code, message).body());
+    };
+    if (lifecycle.shuttingDown) return unready('shutting_down', 'The gateway is shutting down');
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        context.store.ping(),
+        new Promise((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (error) {
+      return unready('database_unavailable', `The database is not reachable: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
     }
+    if (lifecycle.shuttingDown) return unready('shutting_down', 'The gateway is shutting down');
+    return { status: 'ok', database: context.store.dialect };
   });
   app.get('/metrics', open, async (_request, reply) => {
     reply.type(context.metrics.registry.contentType);

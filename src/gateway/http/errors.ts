@@ -31,6 +31,7 @@ const ANTHROPIC_PATH = '/v1/messages';
 
 export function sendGatewayError(request: FastifyRequest, reply: FastifyReply, error: GatewayError): FastifyReply {
   if (error.retryAfter !== null) reply.header('retry-after', String(error.retryAfter));
+  reply.headers(error.headers);
   const body = request.url.startsWith(ANTHROPIC_PATH) ? { type: 'error', ...error.body() } : error.body();
   return reply.code(error.status).type('application/json; charset=utf-8').send(body);
 }

@@ -10,14 +10,13 @@ import type { GatewayContext } from './context.ts';
 
 /**
  * Who may call a route: anyone (`none`), the master key holder (`master`, the default, so a route that forgets to say
- * is closed), or either credential (`any`); `allowXApiKey` also takes Anthropic's raw `x-api-key` header.
+ * is closed), or either credential (`any`). Every route takes the key in X-Hub-Key, Authorization or x-api-key (auth.ts).
  */
 type Credential = 'none' | 'master' | 'any';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     credential?: Credential;
-    allowXApiKey?: boolean;
   }
   interface FastifyRequest {
     /** Who sent the request, set before its body is read; null on routes without a credential. */
@@ -126,7 +125,7 @@ export function registerFrontDoor(app: FastifyInstance, context: GatewayContext,
     if (credential === 'none') return done();
     const wait = throttle?.retryAfter(request.ip) ?? 0;
     if (wait > 0) return refuse(tooManyFailures(wait));
-    context.authenticator.authenticate(request.headers, { allowXApiKey: config.allowXApiKey }).then(
+    context.authenticator.authenticate(request.headers).then(
       (principal) => {
         if (credential === 'master' && principal.kind !== 'master') return refuse(masterKeyRequired());
         request.principal = principal;

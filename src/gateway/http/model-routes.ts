@@ -1,8 +1,10 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { invalidRequest, type GatewayError } from '../errors.ts';
+import type { Principal } from '../auth.ts';
+import { GatewayError, invalidRequest } from '../errors.ts';
 import { modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
-import { callWithFallback, type CallPlan, type CallTarget } from '../model-router.ts';
+import { rateLimitHeaders } from '../rate-limit.ts';
+import { callWithFallback, splitModel, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
 import type { GatewayContext } from './context.ts';
 import { checkedEmbeddings, embeddingsReply } from './embeddings-answer.ts';
@@ -51,6 +53,9 @@ function withOutputLimit(body: Body, ticket: CallTicket, field: string, fields: 
 }
 
 const CHAT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'];
+
+/** The fields of an Anthropic count_tokens request (besides model). */
+const COUNT_TOKENS_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers', 'output_config', 'context_management'];
 
 /**
  * All prompt tokens of an Anthropic-format usage: `input_tokens` counts only those after the last cache breakpoint,
@@ -103,11 +108,25 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** Which model names a principal may call: a virtual key those of its list and its owner's, the master key all. */
+function callableBy(principal: Principal): (id: string) => boolean {
+  const lists = principal.kind === 'virtual' ? [principal.key.allowed_models, principal.ownerAllowedModels] : [];
+  return (id) => lists.every((allowed) => modelAllowed(id, allowed));
+}
+
 /** /v1/chat/completions, /v1/embeddings, /v1/rerank, /v1/models and the Anthropic-format /v1/messages. */
 export function registerModelRoutes(app: FastifyInstance, context: GatewayContext): void {
   const { ledger, upstream, router } = context;
   /** Either credential, checked before the body is read (front-door.ts). */
   const anyKey = { config: { credential: 'any' } } as const;
+  /** A model route as /v1/models shows it; the master key (operators, the dashboard) also sees where it goes. */
+  const routeModel = (id: string, principal: Principal) => ({
+    id,
+    object: 'model',
+    created: 0,
+    owned_by: 'gateway',
+    ...(principal.kind === 'master' ? { targets: router.targetsOf(id) } : {}),
+  });
 
   /**
    * Reserves the call's budget (its first target and route from the plan) and ties it to the client's connection:
@@ -115,6 +134,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
    */
   async function beginCall(request: FastifyRequest, reply: FastifyReply, plan: CallPlan, start: Omit<CallStart, 'provider' | 'model' | 'route' | 'requestId'>): Promise<ForwardedCall> {
     const ticket = await ledger.begin({ ...start, ...targetsOf(plan), requestId: request.id });
+    // a rate-limited key's window, on the answer whatever it is (a refusal's 429 carries them in its error)
+    if (ticket.rateLimit) reply.headers(rateLimitHeaders(ticket.rateLimit, Date.now()));
     return { request, reply, plan, ticket, controller: clientSignal(reply) };
   }
 
@@ -290,9 +311,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
 
   app.get<{ Querystring: { provider?: string } }>('/v1/models', anyKey, async (request) => {
     const principal = principalOf(request);
-    // a virtual key sees the models it may call (its list and its owner's); the master key sees them all
-    const lists = principal.kind === 'virtual' ? [principal.key.allowed_models, principal.ownerAllowedModels] : [];
-    const callable = (id: string) => lists.every((allowed) => modelAllowed(id, allowed));
+    const callable = callableBy(principal);
     const wanted = request.query.provider;
     const providers = wanted ? [wanted] : upstream.providers;
     if (wanted && !upstream.providers.includes(wanted)) throw invalidRequest(`Provider "${wanted}" is not configured on this gateway`, 'provider', 'unknown_provider');
@@ -302,9 +321,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     // same name is the route's, as a call to that name is.
     const routes = wanted ? [] : router.names;
     // the master key (operators, the dashboard) also sees where each route goes; a virtual key only its names
-    const data: Record<string, unknown>[] = routes
-      .filter(callable)
-      .map((id) => ({ id, object: 'model', created: 0, owned_by: 'gateway', ...(principal.kind === 'master' ? { targets: router.targetsOf(id) } : {}) }));
+    const data: Record<string, unknown>[] = routes.filter(callable).map((id) => routeModel(id, principal));
     const failures: GatewayError[] = [];
     results.forEach((result, i) => {
       if (result.status === 'rejected') failures.push(upstreamErrorOf(result.reason, providers[i]));
@@ -319,6 +336,39 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     if (data.length === 0 && failures.length > 0) throw failures[0];
     for (const failure of failures) request.log.warn({ code: failure.code }, failure.message);
     return { object: 'list', data };
+  });
+
+  /**
+   * One model, as the list shows it (openai's `models.retrieve`): a model route's name, or a provider's model as
+   * `provider:model` or `provider/model` (the wildcard takes ids with '/' whether the client encodes it or not). An
+   * unknown id, an unconfigured provider or a model the key may not call is 404 model_not_found, as OpenAI answers.
+   */
+  app.get<{ Params: { '*': string } }>('/v1/models/*', anyKey, async (request) => {
+    const principal = principalOf(request);
+    const callable = callableBy(principal);
+    const id = request.params['*'];
+    const notFound = () => new GatewayError(404, 'invalid_request_error', 'model_not_found', `The model "${id}" does not exist or this key may not use it`, { param: 'model' });
+    if (router.names.includes(id)) {
+      if (!callable(id)) throw notFound();
+      return routeModel(id, principal);
+    }
+    let target: { provider: string; model: string };
+    try {
+      target = splitModel(id, upstream.providers);
+    } catch {
+      throw notFound();
+    }
+    const canonical = `${target.provider}:${target.model}`;
+    if (!callable(canonical)) throw notFound();
+    let models: Awaited<ReturnType<typeof upstream.models>>;
+    try {
+      models = await upstream.models(target.provider, AbortSignal.timeout(30_000));
+    } catch (error) {
+      throw upstreamErrorOf(error, target.provider);
+    }
+    const model = models.find((candidate) => candidate.id === target.model);
+    if (!model) throw notFound();
+    return { ...model, id: canonical };
   });
 
   app.post('/v1/responses', anyKey, async (request, reply) => {
@@ -362,7 +412,7 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     });
   });
 
-  app.post('/v1/messages', { config: { credential: 'any', allowXApiKey: true } }, async (request, reply) => {
+  app.post('/v1/messages', anyKey, async (request, reply) => {
     const principal = principalOf(request);
     const body = objectBody(request.body);
     const plan = router.plan(body.model);
@@ -401,6 +451,35 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
       if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') counts.streamedChars += event.delta.text.length;
       return true;
     });
+  });
+
+  /**
+   * Anthropic's count_tokens (`client.messages.countTokens`; Claude Code calls it): authenticated and held to the key's
+   * allowed_models like a call, but not billed, not rate-limited and without a usage row. The model route's first
+   * target (or the provider:model) counts where Hub has count_tokens (Anthropic); any other provider gets an estimate
+   * (a token per 4 characters of the system prompt, messages and tools' JSON), flagged `x-token-count-estimate: true`.
+   */
+  app.post('/v1/messages/count_tokens', anyKey, async (request, reply) => {
+    const principal = principalOf(request);
+    const body = objectBody(request.body);
+    const plan = router.plan(body.model);
+    checkMessages(body.messages);
+    checkNoCallOptions(body);
+    const [target] = plan.targets;
+    const name = plan.route ?? `${target.provider}:${target.model}`;
+    if (!callableBy(principal)(name)) throw new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${name}" is not allowed for this key (allowed_models)`, { param: 'model' });
+    // what count_tokens reads; max_tokens, stream, metadata… of a Messages body copied as it is are left out
+    const forwarded = Object.fromEntries(Object.entries(body).filter(([field]) => COUNT_TOKENS_FIELDS.includes(field)));
+    const signal = AbortSignal.any([clientSignal(reply).signal, AbortSignal.timeout(30_000)]);
+    let counted: { input_tokens: number } | null;
+    try {
+      counted = await upstream.countTokens(target.connection, target.model, forwarded, signal);
+    } catch (error) {
+      throw upstreamErrorOf(error, target.provider);
+    }
+    if (counted) return { input_tokens: counted.input_tokens };
+    reply.header('x-token-count-estimate', 'true');
+    return { input_tokens: estimateTokens([body.system, body.messages, body.tools]) };
   });
 
   /**

@@ -47,7 +47,7 @@ const BODY_ERRORS = {
 const MODEL_CALL_ERRORS = {
   ...BODY_ERRORS,
   ...AUTH_ERRORS,
-  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); model neither a model route nor provider:model of a configured provider (unknown_provider); the provider refused the request as invalid.'),
+  400: err('Invalid body (param names the field); `user` missing with the master key (missing_user); model neither a model route nor provider:model (or provider/model) of a configured provider (unknown_provider); the provider refused the request as invalid.'),
   402: err('The model (or a target of the model route) has no price and require_pricing is on: the call could not be billed (pricing_missing, param "model"). Nothing was sent to the provider.'),
   403: err(
     'A budget of the key or the user cannot hold what the call may cost — it is exhausted, or what is left is less than the hold (budget_exceeded); the model (route name or provider:model) is not in an allowed_models list (model_not_allowed); a virtual key named another "user" than its owner, or a user that does not exist, without allow_user_override (user_mismatch, param "user").',
@@ -55,7 +55,10 @@ const MODEL_CALL_ERRORS = {
   404: err('The user named with the master key does not exist (user_not_found).'),
   429: {
     ...err(`The provider rate-limited the call (upstream_rate_limited; through a model route: its last target), the gateway rate limit was hit (rate_limit_exceeded), or ${THROTTLED}.`),
-    headers: RETRY_AFTER,
+    headers: {
+      ...RETRY_AFTER,
+      'x-ratelimit-remaining-requests': { description: 'With rate_limit_exceeded (and on every model call of a rate-limited key): what is left of the window; also x-ratelimit-limit-*, x-ratelimit-reset-* (e.g. "37s") and the -tokens set', schema: { type: 'string' } },
+    },
   },
   502: err("The provider failed, could not be reached, or refused the gateway's credentials (through a model route: every target failed, or one refused the credentials)."),
   503: {
@@ -100,23 +103,23 @@ const passThrough = (description: string, required: string[]) => ({
 
 /** The OpenAPI 3.1 document of the gateway: every path, every status it answers and the body of each. */
 export function gatewayOpenApi(version: string): Schema {
-  const managed = (summary: string, extra: Schema) => ({ summary, security: [{ hubKey: [] }, { bearer: [] }], ...extra });
+  const managed = (summary: string, extra: Schema) => ({ summary, security: [{ hubKey: [] }, { bearer: [] }, { anthropicKey: [] }], ...extra });
   return {
     openapi: '3.1.0',
     info: {
       title: 'encoder gateway',
       version,
       description:
-        'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins) or Authorization: Bearer <key>; ' +
+        'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins), Authorization: Bearer <key>, or x-api-key: <key> (as Anthropic clients send it; last); ' +
         'the master key for everything, virtual keys for model calls. Errors are {"error":{"message","type","code","param"}} ' +
-        '(on /v1/messages with "type":"error" added for Anthropic clients). Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
+        '(on /v1/messages with "type":"error" added for Anthropic clients). With rate_limits configured, model calls answer OpenAI\'s x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers. Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
         'Deprecated: the gateway bundled with the client library is scheduled for removal on 2026-05-18.',
     },
     components: {
       securitySchemes: {
         hubKey: { type: 'apiKey', in: 'header', name: 'X-Hub-Key', description: 'Bearer <key>' },
         bearer: { type: 'http', scheme: 'bearer' },
-        anthropicKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The raw key; only on /v1/messages' },
+        anthropicKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The raw key (no Bearer), as Anthropic clients send it; used when neither X-Hub-Key nor Authorization is present' },
       },
       schemas: {
         Error: {
@@ -305,11 +308,12 @@ export function gatewayOpenApi(version: string): Schema {
       },
     },
     paths: {
-      '/health': { get: { summary: 'Liveness', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
+      '/health': { get: { summary: 'Liveness (the same as /health/liveness)', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
+      '/health/liveness': { get: { summary: 'Liveness: 200 while the process runs (no database query)', responses: { 200: ok('Up', { type: 'object', properties: { status: { const: 'ok' } } }) } } },
       '/health/readiness': {
         get: {
-          summary: 'Readiness: the database answers',
-          responses: { 200: ok('Ready', { type: 'object', properties: { status: { const: 'ok' }, database: { enum: ['sqlite', 'postgres'] } } }), 503: err('The database is not reachable (database_unavailable); Retry-After: 5.') },
+          summary: 'Readiness: the database answers and the gateway is not shutting down',
+          responses: { 200: ok('Ready', { type: 'object', properties: { status: { const: 'ok' }, database: { enum: ['sqlite', 'postgres'] } } }), 503: { ...err('The database did not answer SELECT 1 within 2 s (database_unavailable), or the gateway is shutting down (shutting_down).'), headers: RETRY_AFTER } },
         },
       },
       '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
@@ -499,9 +503,41 @@ export function gatewayOpenApi(version: string): Schema {
           responses: { 200: ok('An OpenAI model list', ref('ModelList')), 400: err('Unknown provider.'), ...AUTH_ERRORS, 429: MODEL_CALL_ERRORS[429], 502: MODEL_CALL_ERRORS[502], 504: MODEL_CALL_ERRORS[504] },
         }),
       },
+      '/v1/models/{model}': {
+        parameters: [id('model', 'A model route name, or provider:model or provider/model (the separator and any / in the model may be sent unencoded or percent-encoded)')],
+        get: managed('One model as GET /v1/models lists it (OpenAI\'s models.retrieve); provider/model is answered with the id provider:model', {
+          responses: {
+            200: ok('An OpenAI model object', { type: 'object', required: ['id', 'object'], properties: { id: { type: 'string' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } }, additionalProperties: true }),
+            ...AUTH_ERRORS,
+            404: err('No such model route or provider model, the provider is not configured, or the key may not call it (model_not_found, param "model").'),
+            429: MODEL_CALL_ERRORS[429],
+            502: MODEL_CALL_ERRORS[502],
+            504: MODEL_CALL_ERRORS[504],
+          },
+        }),
+      },
+      '/v1/messages/count_tokens': {
+        post: managed("Anthropic's count_tokens: the input tokens of a Messages request; not billed, no usage row; held to allowed_models", {
+          requestBody: passThrough('model (a model route name, provider:model or provider/model), messages, and optionally system, tools, tool_choice, thinking; other fields are not sent.', ['model', 'messages']),
+          responses: {
+            200: {
+              ...ok('Counted by the provider (Anthropic), or estimated (a token per 4 characters) for providers that cannot count', { type: 'object', required: ['input_tokens'], properties: { input_tokens: { type: 'integer' } } }),
+              headers: { 'x-token-count-estimate': { description: '"true" when input_tokens is the gateway\'s estimate, absent when the provider counted', schema: { const: 'true' } } },
+            },
+            400: MODEL_CALL_ERRORS[400],
+            ...AUTH_ERRORS,
+            403: err('The model (route name or provider:model) is not in an allowed_models list of the key or its owner (model_not_allowed).'),
+            413: BODY_ERRORS[413],
+            415: BODY_ERRORS[415],
+            429: MODEL_CALL_ERRORS[429],
+            502: MODEL_CALL_ERRORS[502],
+            504: MODEL_CALL_ERRORS[504],
+          },
+        }),
+      },
       '/v1/messages': {
         post: {
-          summary: 'Anthropic Messages format; x-api-key accepted; user from user or metadata.user_id with the master key',
+          summary: 'Anthropic Messages format; user from user or metadata.user_id with the master key',
           security: [{ hubKey: [] }, { bearer: [] }, { anthropicKey: [] }],
           requestBody: passThrough('An Anthropic Messages request; model is a model route name or provider:model.', ['model', 'messages', 'max_tokens']),
           responses: {

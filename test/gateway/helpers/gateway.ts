@@ -163,13 +163,14 @@ export interface TestGateway extends RunningGateway {
 export async function startTestGateway(
   databaseUrl: string,
   overrides: Partial<GatewayConfig> = {},
-  options: { logStream?: NodeJS.WritableStream; dashboard?: DashboardFiles; sqliteReader?: ThreadScript } = {},
+  options: { logStream?: NodeJS.WritableStream; dashboard?: DashboardFiles; sqliteReader?: ThreadScript; shutdownDelayMs?: number } = {},
 ): Promise<TestGateway> {
   const running = await startGateway(testConfig(databaseUrl, overrides), {
     version: '0.0.0-test',
     logger: options.logStream ? { level: 'info', stream: options.logStream } : false,
     dashboard: options.dashboard,
     sqliteReader: options.sqliteReader,
+    shutdownDelayMs: options.shutdownDelayMs,
   });
   return {
     ...running,

@@ -19,7 +19,7 @@ import {
 } from '../../../src/hub/errors.ts';
 import type { MessagesParams, Provider } from '../../../src/hub/provider.ts';
 import { anthropicProvider } from '../../../src/hub/providers/anthropic/index.ts';
-import { anthropicError, fakeMessage, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
+import { anthropicError, fakeInputTokens, fakeMessage, fakeMessageEvents, startAnthropicFake, type AnthropicFake } from '../../fakes/anthropic.ts';
 import { bodyOf } from '../../fakes/vendor-server.ts';
 import { collect, failureOf, useVendorFake } from '../helpers.ts';
 
@@ -237,5 +237,22 @@ describe('anthropic batches', () => {
       expect((failure as Error).message).toMatch(message);
     }
     await expect(create(path.join(dir, 'missing.jsonl'))).rejects.toBeInstanceOf(InvalidRequestError);
+  });
+});
+
+describe('anthropic count_tokens', () => {
+  it('POST /v1/messages/count_tokens through Hub: the count as Anthropic gives it; no other provider offers it', async () => {
+    const { Hub, acount_tokens } = await import('../../../src/hub/index.ts');
+    const hub = Hub.create('anthropic', { api_key: 'sk-ant-test', api_base: fake.server.url, max_retries: 0 });
+    const request = { model: 'claude-sonnet-4-6', system: 'be brief', messages: [{ role: 'user' as const, content: 'count me' }] };
+    expect(await hub.acount_tokens(request)).toEqual({ input_tokens: fakeInputTokens(request) });
+    expect(fake.server.lastRequest.path).toBe('/v1/messages/count_tokens');
+    expect(bodyOf(fake.server.lastRequest)).toEqual(request);
+    expect(hub.get_provider_metadata().count_tokens).toBe(true);
+    // the function form takes provider:model
+    expect(await acount_tokens({ ...request, model: 'anthropic:claude-sonnet-4-6', api_key: 'sk-ant-test', api_base: fake.server.url })).toEqual({ input_tokens: fakeInputTokens(request) });
+    const openai = Hub.create('openai', { api_key: 'sk-test', api_base: 'http://127.0.0.1:9' });
+    await expect(openai.acount_tokens({ ...request, model: 'gpt-4o' })).rejects.toBeInstanceOf(UnsupportedParameterError);
+    await expect(hub.acount_tokens({ model: 'claude-sonnet-4-6' } as unknown as typeof request)).rejects.toBeInstanceOf(InvalidRequestError);
   });
 });

@@ -9,5 +9,5 @@ export const metadata = providerMetadata({
   env_key: 'ANTHROPIC_API_KEY',
   doc_url: 'https://docs.anthropic.com/en/api/messages',
   default_api_base: ANTHROPIC_DEFAULT_API_BASE,
-  streaming: true, messages: true, list_models: true, batch: true, reasoning: true, image: true,
+  streaming: true, messages: true, list_models: true, batch: true, reasoning: true, image: true, count_tokens: true,
 });

@@ -25,6 +25,9 @@ export function createAnthropic(options: ProviderOptions): Provider {
       return models;
     },
     batches: anthropicBatches(client),
+    async countTokens(params, call) {
+      return client.messages.countTokens({ ...params, ...call.extra } as Anthropic.MessageCountTokensParams, { signal: call.signal });
+    },
   };
 }
 

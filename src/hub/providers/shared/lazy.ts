@@ -40,7 +40,7 @@ export function whenLoaded(provider: Provider): Promise<unknown> | undefined {
 /**
  * A Provider that loads and creates the real one on its first call. The optional members exist exactly when the
  * metadata flag says so (completion/completionStream ← completion, responses/responsesStream ← responses,
- * embedding ← embedding, rerank ← rerank, listModels ← list_models, batches ← batch), because the core decides what a provider can
+ * embedding ← embedding, rerank ← rerank, countTokens ← count_tokens, listModels ← list_models, batches ← batch), because the core decides what a provider can
  * do by their presence before anything is loaded; test/hub/lazy-providers.test.ts checks that every real
  * implementation agrees. toHubError delegates to the real provider once it exists; before that nothing vendor-
  * specific can have been raised (only a failed import or constructor), so it maps nothing.
@@ -91,6 +91,7 @@ export function lazyProvider(metadata: ProviderMetadata, createReal: () => Promi
       : {}),
     ...(metadata.embedding ? { embedding: async (params, call) => (await provider()).embedding!(params, call) } : {}),
     ...(metadata.rerank ? { rerank: async (params, call) => (await provider()).rerank!(params, call) } : {}),
+    ...(metadata.count_tokens ? { countTokens: async (params, call) => (await provider()).countTokens!(params, call) } : {}),
     ...(metadata.list_models ? { listModels: async (call) => (await provider()).listModels!(call) } : {}),
     ...(metadata.batch ? { batches } : {}),
     toHubError: (error) => real?.toHubError(error),

@@ -26,5 +26,6 @@ export function providerMetadata(spec: MetadataSpec): ProviderMetadata {
     reasoning: spec.reasoning ?? false,
     image: spec.image ?? false,
     rerank: spec.rerank ?? false,
+    count_tokens: spec.count_tokens ?? false,
   };
 }
