@@ -194,7 +194,7 @@ export class CallLedger {
       const user = start.user.includes('\u0000') ? null : await this.#store.users.get(start.user);
       if (!user) throw notFound('user', start.user);
       userId = user.user_id;
-      const refused = modelRefusal(start, user.allowed_models, `user "${user.user_id}"`);
+      const refused = modelRefusal(callName(start), user.allowed_models, `user "${user.user_id}"`);
       if (refused) this.#refuse(start, { userId, keyId }, refused);
       if (user.budget_id) budgets.push({ id: user.budget_id, scope: 'user' });
     } else {
@@ -202,9 +202,7 @@ export class CallLedger {
       keyId = key.id;
       const mismatch = userMismatch(key, start.user);
       if (mismatch) this.#refuse(start, { userId: key.user_id, keyId }, mismatch);
-      const refused =
-        modelRefusal(start, key.allowed_models, `virtual key ${key.id}`) ??
-        (key.user_id ? modelRefusal(start, start.principal.ownerAllowedModels, `user "${key.user_id}" (the key's owner)`) : null);
+      const refused = keyModelRefusal(start.principal, callName(start));
       if (refused) this.#refuse(start, { userId: key.user_id, keyId }, refused);
       if (key.budget_id) budgets.push({ id: key.budget_id, scope: 'key' });
       if (key.user_id) {
@@ -534,10 +532,20 @@ function pricingMissing(model: string, route: string | undefined): GatewayError 
   );
 }
 
-/** 403 model_not_allowed (null: allowed), before any provider is contacted or any budget held. */
-function modelRefusal(start: CallStart, allowed: string[] | null, whose: string): GatewayError | null {
-  // A route is allowed by its public name (what the client called), not by its targets.
-  const model = start.route?.name ?? `${start.provider}:${start.model}`;
+/** A route is allowed by its public name (what the client called), not by its targets. */
+const callName = (start: CallStart) => start.route?.name ?? `${start.provider}:${start.model}`;
+
+/**
+ * 403 model_not_allowed for a virtual key whose allowed_models, or whose owner's, leave `model` out (null: allowed,
+ * and always for the master key): before any provider is contacted or any budget held.
+ */
+export function keyModelRefusal(principal: Principal, model: string): GatewayError | null {
+  if (principal.kind !== 'virtual') return null;
+  const { key } = principal;
+  return modelRefusal(model, key.allowed_models, `virtual key ${key.id}`) ?? (key.user_id ? modelRefusal(model, principal.ownerAllowedModels, `user "${key.user_id}" (the key's owner)`) : null);
+}
+
+function modelRefusal(model: string, allowed: string[] | null, whose: string): GatewayError | null {
   if (modelAllowed(model, allowed)) return null;
   return new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${model}" is not allowed for ${whose} (allowed_models: ${allowed!.join(', ') || 'none'})`);
 }

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth.ts';
 import { GatewayError, invalidRequest } from '../errors.ts';
-import { modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
+import { keyModelRefusal, modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
 import { rateLimitHeaders } from '../rate-limit.ts';
 import { callWithFallback, splitModel, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
@@ -467,7 +467,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     checkNoCallOptions(body);
     const [target] = plan.targets;
     const name = plan.route ?? `${target.provider}:${target.model}`;
-    if (!callableBy(principal)(name)) throw new GatewayError(403, 'permission_error', 'model_not_allowed', `Model "${name}" is not allowed for this key (allowed_models)`, { param: 'model' });
+    const refused = keyModelRefusal(principal, name);
+    if (refused) throw refused;
     // what count_tokens reads; max_tokens, stream, metadata… of a Messages body copied as it is are left out
     const forwarded = Object.fromEntries(Object.entries(body).filter(([field]) => COUNT_TOKENS_FIELDS.includes(field)));
     const signal = AbortSignal.any([clientSignal(reply).signal, AbortSignal.timeout(30_000)]);
