@@ -4,6 +4,7 @@ import { InternalError } from '../../src/encoder/errors.ts';
 import { LatePredictor } from '../../src/encoder/late-predictor.ts';
 import type { BatchRun, BatchRunListener } from '../../src/encoder/batch-scheduler.ts';
 import type { BatchingPredictor } from '../../src/encoder/predict-pipeline.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 type StubPipeline = BatchingPredictor & { listeners: Set<BatchRunListener> };
 
@@ -24,7 +25,7 @@ function pipeline(modelId: string, modelType: BatchingPredictor['modelType']): S
     rerank: (request) => Promise.resolve({ model_id: modelId, scores: request.documents.map((_, index) => index), promptTokens: 1 }),
     tokenize: () => Promise.reject(new Error('unused')),
     decode: () => Promise.reject(new Error('unused')),
-    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+    servingLimits: stubServingLimits,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { PredictResponse } from '../../src/encoder/schemas.ts';
+import type { PredictResponse, ServingLimits } from '../../src/encoder/schemas.ts';
 import type { JsonOf } from '../../src/shared/float32-json.ts';
 
 const FLOAT_FIELDS = new Set(['embedding', 'logits', 'scores']);
@@ -14,4 +14,9 @@ function withFloat32Arrays(value: unknown, key: string): unknown {
     return Object.fromEntries(Object.entries(value).map(([name, member]) => [name, withFloat32Arrays(member, name)]));
   }
   return value;
+}
+
+/** What a stub predictor says of its limits (GET /info, the TEI routes): a 512-token model served with the defaults. */
+export function stubServingLimits(): ServingLimits {
+  return { maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 };
 }

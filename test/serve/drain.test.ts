@@ -16,6 +16,7 @@ import type { PredictResponse } from '../../src/encoder/schemas.ts';
 import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
 import { sample } from '../helpers/prometheus-text.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
 
@@ -49,7 +50,7 @@ class HeldPredictor implements BatchingPredictor {
     throw new Error('unused');
   }
   servingLimits() {
-    return { maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 };
+    return stubServingLimits();
   }
   batchingStats() {
     return { requests: 0, runs: 0, failedRuns: 0, isolatedRuns: 0, sequences: 0, tokens: 0, paddedTokens: 0, largestBatchTokens: 0, oversizeRuns: 0, queuedSequences: 0, runsInFlight: 0 };

@@ -12,6 +12,7 @@ import type { BatchingPredictor } from '../../src/encoder/predict-pipeline.ts';
 import { LatePredictor } from '../../src/encoder/late-predictor.ts';
 import { prepareEncoderServer, startEncoderServer } from '../../src/serve/encoder-server.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 const predictor: BatchingPredictor = {
   batchingStats: () => ({ requests: 0, runs: 0, failedRuns: 0, isolatedRuns: 0, sequences: 0, tokens: 0, paddedTokens: 0, largestBatchTokens: 0, oversizeRuns: 0, queuedSequences: 0, runsInFlight: 0 }),
@@ -24,7 +25,7 @@ const predictor: BatchingPredictor = {
   rerank: () => Promise.reject(new Error('not a cross-encoder')),
   tokenize: () => Promise.reject(new Error('unused')),
   decode: () => Promise.reject(new Error('unused')),
-  servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+  servingLimits: stubServingLimits,
 };
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
 

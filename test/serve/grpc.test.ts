@@ -14,7 +14,7 @@ import type { ModelMetadata, PredictResponse } from '../../src/encoder/schemas.t
 import { createGrpcServer, type GrpcFrontEnd } from '../../src/serve/grpc/index.ts';
 import type { JsonOf } from '../../src/shared/float32-json.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
-import { predictResponseOf } from '../helpers/predict-responses.ts';
+import { predictResponseOf, stubServingLimits } from '../helpers/predict-responses.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 const protoText = readFileSync(path.join(repoRoot, 'proto', 'encoder.proto'), 'utf8');
@@ -137,7 +137,7 @@ class StubPredictor implements Predictor {
     throw new Error('unused');
   }
   servingLimits() {
-    return { maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 };
+    return stubServingLimits();
   }
 
   embed(): Promise<never> {

@@ -13,6 +13,7 @@ import { hostNameOf, isLoopbackHost } from '../../src/shared/host-names.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 const KEY = 'sk-host-guard_1';
 const MCP_ACCEPT = 'application/json, text/event-stream';
@@ -199,7 +200,7 @@ describe('options', () => {
       rerank: () => Promise.reject(new Error('unused')),
       tokenize: () => Promise.reject(new Error('unused')),
       decode: () => Promise.reject(new Error('unused')),
-      servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+      servingLimits: stubServingLimits,
     };
     const app = await createHttpApp(stub, { bodyLimitBytes: 1024, serverInfo: serverInfo({ target: 't' }), hostGuard: { listenHost: '0.0.0.0' } });
     apps.push(app);

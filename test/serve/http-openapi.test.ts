@@ -24,6 +24,7 @@ import { toOpenApiSchema } from '../../src/serve/http/openapi-schema.ts';
 import { RERANK_REQUEST_SCHEMA } from '../../src/serve/http/rerank.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 type Json = Record<string, unknown>;
 
@@ -50,7 +51,7 @@ function metadataOnlyPredictor(metadata: ModelMetadata): Predictor {
     rerank: () => Promise.reject(new Error('not a model')),
     tokenize: () => Promise.reject(new Error('not a model')),
     decode: () => Promise.reject(new Error('not a model')),
-    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+    servingLimits: stubServingLimits,
   };
 }
 

@@ -17,6 +17,7 @@ import { createHttpApp } from '../../src/serve/http/index.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { stringifyJson, type JsonOf } from '../../src/shared/float32-json.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 const MODEL_TYPES = ['embedding', 'sequence_classification', 'token_classification'] as const;
 const LABELS: Record<ModelType, string[] | undefined> = {
@@ -54,7 +55,7 @@ function failingPredictor(error: unknown): Predictor {
     rerank: () => Promise.reject(error),
     tokenize: () => Promise.reject(error),
     decode: () => Promise.reject(error),
-    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+    servingLimits: stubServingLimits,
   };
 }
 

@@ -14,6 +14,7 @@ import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS } from '../../src/encoder/schemas.ts'
 import { createHttpApp } from '../../src/serve/http/index.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 const MODEL_TYPES = ['embedding', 'sentence_embedding', 'sequence_classification', 'token_classification'] as const;
 const LABELS: Partial<Record<ModelType, string[]>> = {
@@ -61,7 +62,7 @@ function failingPredictor(error: unknown): Predictor {
     rerank: () => Promise.reject(error),
     tokenize: () => Promise.reject(error),
     decode: () => Promise.reject(error),
-    servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+    servingLimits: stubServingLimits,
     // validates like the pipeline, then fails while "running"
     predict: async (body) => {
       parsePredictRequest('sequence_classification', body);

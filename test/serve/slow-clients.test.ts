@@ -11,6 +11,7 @@ import type { Predictor } from '../../src/encoder/predict-pipeline.ts';
 import { createHttpApp } from '../../src/serve/http/app.ts';
 import { BodyBudget } from '../../src/serve/http/body-budget.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
+import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 const REQUEST_TIMEOUT_MS = 600;
 const BODY_LIMIT = 48 * 1024;
@@ -30,7 +31,7 @@ const predictor: Predictor = {
   rerank: () => Promise.reject(new Error('unused')),
   tokenize: () => Promise.reject(new Error('unused')),
   decode: () => Promise.reject(new Error('unused')),
-  servingLimits: () => ({ maxInputLength: 512, maxRequestInputs: 2048, maxBatchTokens: 4096, maxBatchSequences: null, tokenizerThreads: 0 }),
+  servingLimits: stubServingLimits,
 };
 
 let app: FastifyInstance;
