@@ -1,0 +1,53 @@
+/**
+ * The WebAssembly decoders of PNG, JPEG and WebP (@jsquash: the Rust png crate, MozJPEG's libjpeg-turbo decoder,
+ * libwebp), compiled once per thread. The same three .wasm files serve every target (docs/decisions.md, "Image
+ * decoding"): a codec fault is a WebAssembly trap, which is an error here and never a crash of the process.
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import jpegDecode, { init as initJpeg } from '@jsquash/jpeg/decode.js';
+import { decode as pngDecode, init as initPng } from '@jsquash/png/decode.js';
+import webpDecode, { init as initWebp } from '@jsquash/webp/decode.js';
+
+export type WasmCodec = 'jpeg' | 'png' | 'webp';
+
+/** Each codec's .wasm file in its npm package; the executable carries the same files as assets. */
+export const WASM_CODEC_FILES: Record<WasmCodec, string> = {
+  jpeg: '@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm',
+  png: '@jsquash/png/codec/pkg/squoosh_png_bg.wasm',
+  webp: '@jsquash/webp/codec/dec/webp_dec.wasm',
+};
+
+/** Where the .wasm bytes come from: node_modules by default; the single executable passes its assets instead. */
+export type WasmSource = (codec: WasmCodec) => Promise<Uint8Array>;
+
+const require = createRequire(import.meta.url);
+export const wasmFromNodeModules: WasmSource = (codec) => readFile(require.resolve(WASM_CODEC_FILES[codec]));
+
+/** Decoded 8-bit RGBA, as each codec gives it. */
+export interface RgbaPixels {
+  width: number;
+  height: number;
+  data: Uint8Array | Uint8ClampedArray;
+}
+
+export type WasmDecoders = Record<WasmCodec, (bytes: Uint8Array) => Promise<RgbaPixels>>;
+
+let loading: Promise<WasmDecoders> | null = null;
+
+/** The decoders, compiled at the first call of this thread (~10 ms) from `source`. */
+export function wasmDecoders(source: WasmSource = wasmFromNodeModules): Promise<WasmDecoders> {
+  loading ??= (async () => {
+    const [jpeg, png, webp] = await Promise.all((['jpeg', 'png', 'webp'] as const).map(source));
+    // emscripten's modules take the bytes as `wasmBinary` (else they would fetch the file); wasm-bindgen's as they are
+    const binary = (bytes: Uint8Array) => ({ wasmBinary: bytes }) as Parameters<typeof initJpeg>[0];
+    await Promise.all([initJpeg(binary(jpeg)), initPng(png), initWebp(binary(webp))]);
+    return {
+      jpeg: (bytes) => jpegDecode(bytes as unknown as ArrayBuffer) as Promise<RgbaPixels>,
+      png: (bytes) => pngDecode(bytes as unknown as ArrayBuffer) as Promise<RgbaPixels>,
+      webp: (bytes) => webpDecode(bytes as unknown as ArrayBuffer) as Promise<RgbaPixels>,
+    };
+  })();
+  loading.catch(() => (loading = null));
+  return loading;
+}
