@@ -35,17 +35,43 @@ export type WasmDecoders = Record<WasmCodec, (bytes: Uint8Array) => Promise<Rgba
 
 let loading: Promise<WasmDecoders> | null = null;
 
+/**
+ * What libjpeg and libwebp printed during the current decode (warnings such as "Corrupt JPEG data: bad Huffman code",
+ * or the fatal error before a failure): kept off stderr, where every bad upload would land, and put into the error.
+ */
+let codecMessages: string[] = [];
+/** Decodes one at a time (a thread runs one WebAssembly call at a time anyway), so that messages stay with theirs. */
+let previous: Promise<unknown> = Promise.resolve();
+
+function decodeQuietly(decode: () => Promise<RgbaPixels | null | undefined>): Promise<RgbaPixels> {
+  const run = async () => {
+    codecMessages = [];
+    try {
+      const result = await decode();
+      if (!result) throw new Error('the decoder gave no image');
+      return result;
+    } catch (error) {
+      const printed = codecMessages.join('; ');
+      throw new Error(printed || (error instanceof Error ? error.message : String(error)), { cause: error });
+    }
+  };
+  const result = previous.then(run, run);
+  previous = result.catch(() => undefined);
+  return result;
+}
+
 /** The decoders, compiled at the first call of this thread (~10 ms) from `source`. */
 export function wasmDecoders(source: WasmSource = wasmFromNodeModules): Promise<WasmDecoders> {
   loading ??= (async () => {
     const [jpeg, png, webp] = await Promise.all((['jpeg', 'png', 'webp'] as const).map(source));
     // emscripten's modules take the bytes as `wasmBinary` (else they would fetch the file); wasm-bindgen's as they are
-    const binary = (bytes: Uint8Array) => ({ wasmBinary: bytes }) as Parameters<typeof initJpeg>[0];
+    const collect = (text: string) => void codecMessages.push(text);
+    const binary = (bytes: Uint8Array) => ({ wasmBinary: bytes, print: collect, printErr: collect }) as Parameters<typeof initJpeg>[0];
     await Promise.all([initJpeg(binary(jpeg)), initPng(png), initWebp(binary(webp))]);
     return {
-      jpeg: (bytes) => jpegDecode(bytes as unknown as ArrayBuffer) as Promise<RgbaPixels>,
-      png: (bytes) => pngDecode(bytes as unknown as ArrayBuffer) as Promise<RgbaPixels>,
-      webp: (bytes) => webpDecode(bytes as unknown as ArrayBuffer) as Promise<RgbaPixels>,
+      jpeg: (bytes) => decodeQuietly(() => jpegDecode(bytes as unknown as ArrayBuffer)),
+      png: (bytes) => decodeQuietly(() => pngDecode(bytes as unknown as ArrayBuffer)),
+      webp: (bytes) => decodeQuietly(() => webpDecode(bytes as unknown as ArrayBuffer)),
     };
   })();
   loading.catch(() => (loading = null));
