@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Command } from 'commander';
 import sharp from 'sharp';
+import { installedWasmCodecs } from '../src/encoder/image/installed-codecs.ts';
 import { wasmDecoders } from '../src/encoder/image/wasm-codecs.ts';
 import { median, ms, printTable } from './measure.ts';
 
@@ -70,7 +71,7 @@ const sharpCandidate: Candidate = {
 };
 
 /** The chosen decoders as src/encoder/image uses them (WebAssembly compiled from node_modules). */
-const wasm = await wasmDecoders();
+const wasm = await wasmDecoders(installedWasmCodecs);
 const jsquashCandidate: Candidate = {
   name: '@jsquash jpeg 1.6 / png 3.1 / webp 1.5 (wasm)',
   decoders: { png: (bytes) => wasm.png(bytes), jpeg: (bytes) => wasm.jpeg(bytes), webp: (bytes) => wasm.webp(bytes) },

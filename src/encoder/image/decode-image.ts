@@ -25,7 +25,8 @@ export interface DecodeImageOptions {
   /** The request field the input came from (`inputs`, `input`, a multipart part name …). */
   field?: string;
   limits?: ImageLimits;
-  wasm?: WasmSource;
+  /** Where the WebAssembly codecs come from (installed-codecs.ts from source, SEA assets in the executable). */
+  wasm: WasmSource;
 }
 
 export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions): Promise<RgbImage> {
@@ -54,7 +55,7 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
   return applyOrientation(decoded, header.orientation);
 }
 
-async function decodePixels(bytes: Uint8Array, format: ImageFormat, wasm: WasmSource | undefined): Promise<RgbImage> {
+async function decodePixels(bytes: Uint8Array, format: ImageFormat, wasm: WasmSource): Promise<RgbImage> {
   if (format === 'gif') return decodeGifFirstFrame(bytes);
   if (format === 'jpeg' && !jpegHasEnd(bytes)) throw new Error('no end-of-image marker');
   const decoders = await wasmDecoders(wasm);

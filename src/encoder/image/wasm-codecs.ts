@@ -3,8 +3,6 @@
  * libwebp), compiled once per thread. The same three .wasm files serve every target (docs/decisions.md, "Image
  * decoding"): a codec fault is a WebAssembly trap, which is an error here and never a crash of the process.
  */
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import jpegDecode, { init as initJpeg } from '@jsquash/jpeg/decode.js';
 import { decode as pngDecode, init as initPng } from '@jsquash/png/decode.js';
 import webpDecode, { init as initWebp } from '@jsquash/webp/decode.js';
@@ -18,11 +16,11 @@ export const WASM_CODEC_FILES: Record<WasmCodec, string> = {
   webp: '@jsquash/webp/codec/dec/webp_dec.wasm',
 };
 
-/** Where the .wasm bytes come from: node_modules by default; the single executable passes its assets instead. */
-export type WasmSource = (codec: WasmCodec) => Promise<Uint8Array>;
-
-const require = createRequire(import.meta.url);
-export const wasmFromNodeModules: WasmSource = (codec) => readFile(require.resolve(WASM_CODEC_FILES[codec]));
+/**
+ * Where the .wasm bytes come from: node_modules when running from source (installed-codecs.ts), the SEA assets in the
+ * single executable.
+ */
+export type WasmSource = (codec: WasmCodec) => Promise<Uint8Array> | Uint8Array;
 
 /** Decoded 8-bit RGBA, as each codec gives it. */
 export interface RgbaPixels {
@@ -60,10 +58,10 @@ function decodeQuietly(decode: () => Promise<RgbaPixels | null | undefined>): Pr
   return result;
 }
 
-/** The decoders, compiled at the first call of this thread (~10 ms) from `source`. */
-export function wasmDecoders(source: WasmSource = wasmFromNodeModules): Promise<WasmDecoders> {
+/** The decoders, compiled at the first call of this thread (~10 ms) from `source`; later calls share them. */
+export function wasmDecoders(source: WasmSource): Promise<WasmDecoders> {
   loading ??= (async () => {
-    const [jpeg, png, webp] = await Promise.all((['jpeg', 'png', 'webp'] as const).map(source));
+    const [jpeg, png, webp] = await Promise.all((['jpeg', 'png', 'webp'] as const).map(async (codec) => source(codec)));
     // emscripten's modules take the bytes as `wasmBinary` (else they would fetch the file); wasm-bindgen's as they are
     const collect = (text: string) => void codecMessages.push(text);
     const binary = (bytes: Uint8Array) => ({ wasmBinary: bytes, print: collect, printErr: collect }) as Parameters<typeof initJpeg>[0];

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import { InputError } from '../../../src/encoder/errors.ts';
+import { installedWasmCodecs } from '../../../src/encoder/image/installed-codecs.ts';
 import { decodeImage, DEFAULT_IMAGE_LIMITS, type DecodeImageOptions } from '../../../src/encoder/image/decode-image.ts';
 import { decodeGifFirstFrame } from '../../../src/encoder/image/gif-decoder.ts';
 
@@ -30,7 +31,7 @@ const SAMPLES = {
 };
 
 async function refusal(bytes: Uint8Array, options: Partial<DecodeImageOptions> = {}): Promise<InputError> {
-  const error = await decodeImage(bytes, { index: 4, ...options }).then(
+  const error = await decodeImage(bytes, { index: 4, wasm: installedWasmCodecs, ...options }).then(
     () => null,
     (caught: unknown) => caught,
   );
@@ -58,7 +59,7 @@ function jpegStartOfFrame(bytes: Uint8Array): number {
 describe('decodeImage', () => {
   it('decodes every sample format at its size', async () => {
     for (const [name, bytes] of Object.entries(SAMPLES)) {
-      const image = await decodeImage(bytes, { index: 0 });
+      const image = await decodeImage(bytes, { index: 0, wasm: installedWasmCodecs });
       expect([name, image.width, image.height, image.pixels.length]).toEqual([name, WIDTH, HEIGHT, WIDTH * HEIGHT * 3]);
     }
   });
@@ -138,7 +139,7 @@ describe('decodeImage', () => {
     const dht = SAMPLES.jpeg.indexOf(Buffer.from([0xff, 0xc4]));
     const bogus = new Uint8Array(SAMPLES.jpeg);
     bogus.fill(0xff, dht + 5, dht + 21); // every code-length count 255: more codes than a Huffman table can hold
-    const results = await Promise.allSettled([SAMPLES.jpeg, bogus, SAMPLES.png, bogus].map((bytes, index) => decodeImage(bytes, { index })));
+    const results = await Promise.allSettled([SAMPLES.jpeg, bogus, SAMPLES.png, bogus].map((bytes, index) => decodeImage(bytes, { index, wasm: installedWasmCodecs })));
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected']);
     for (const index of [1, 3]) {
       expect(((results[index] as PromiseRejectedResult).reason as InputError).reason).toBe(`inputs[${index}]: the JPEG data is corrupt or truncated (Bogus Huffman table definition)`);
@@ -158,7 +159,7 @@ describe('decodeImage', () => {
       for (let trial = 0; trial < 40; trial++) {
         const damaged = new Uint8Array(bytes);
         for (let flips = 1 + Math.floor(next() * 8); flips > 0; flips--) damaged[Math.floor(next() * damaged.length)] = Math.floor(next() * 256);
-        const result = await decodeImage(damaged, { index: trial }).then(
+        const result = await decodeImage(damaged, { index: trial, wasm: installedWasmCodecs }).then(
           (image) => image,
           (error: unknown) => error,
         );
@@ -169,7 +170,7 @@ describe('decodeImage', () => {
         }
       }
       // a trap in a codec must not leave it unusable for the next request
-      expect((await decodeImage(bytes, { index: 0 })).width).toBe(WIDTH);
+      expect((await decodeImage(bytes, { index: 0, wasm: installedWasmCodecs })).width).toBe(WIDTH);
     }
     expect(outcomes.refused).toBeGreaterThan(0);
   });
@@ -179,14 +180,14 @@ describe('decodeImage', () => {
       .jpeg({ quality: 90 })
       .withMetadata({ orientation: 6 })
       .toBuffer();
-    const image = await decodeImage(turned, { index: 0 });
+    const image = await decodeImage(turned, { index: 0, wasm: installedWasmCodecs });
     expect([image.width, image.height]).toEqual([HEIGHT, WIDTH]);
   });
 
   it('ignores an EXIF block it cannot read (orientation is advisory)', async () => {
     const app1 = new Uint8Array([0xff, 0xe1, 0, 12, ...new TextEncoder().encode('Exif\0\0'), 0x4d, 0x4d, 0, 0x2a]);
     const withBadExif = Buffer.concat([SAMPLES.jpeg.subarray(0, 2), app1, SAMPLES.jpeg.subarray(2)]);
-    const image = await decodeImage(withBadExif, { index: 0 });
+    const image = await decodeImage(withBadExif, { index: 0, wasm: installedWasmCodecs });
     expect([image.width, image.height]).toEqual([WIDTH, HEIGHT]);
   });
 });

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installedWasmCodecs } from '../../../src/encoder/image/installed-codecs.ts';
 import { decodeImage } from '../../../src/encoder/image/decode-image.ts';
 import type { RgbImage } from '../../../src/encoder/image/exif.ts';
 import { pilResize, type PilResample } from '../../../src/encoder/image/pil-resample.ts';
@@ -184,7 +185,7 @@ describe.skipIf(!python)('PIL parity', () => {
 
   it('decodes PNG, WebP and GIF to the RGB bytes PIL gives, EXIF orientation applied', async () => {
     for (const spec of IMAGES.filter((image) => image.format !== 'jpeg')) {
-      const decoded = await decodeImage(file(spec.name), { index: 0 });
+      const decoded = await decodeImage(file(spec.name), { index: 0, wasm: installedWasmCodecs });
       const expected = pilRgb(spec.name);
       expect([spec.name, decoded.width, decoded.height]).toEqual([spec.name, expected.width, expected.height]);
       expect([spec.name, maxByteDifference(decoded.pixels, expected.pixels)]).toEqual([spec.name, 0]);
@@ -194,7 +195,7 @@ describe.skipIf(!python)('PIL parity', () => {
   it('decodes JPEG (baseline, progressive, grey, every orientation) within 1 of libjpeg, and prints the difference', async () => {
     const differences: Record<string, number> = {};
     for (const spec of IMAGES.filter((image) => image.format === 'jpeg')) {
-      const decoded = await decodeImage(file(spec.name), { index: 0 });
+      const decoded = await decodeImage(file(spec.name), { index: 0, wasm: installedWasmCodecs });
       const expected = pilRgb(spec.name);
       expect([spec.name, decoded.width, decoded.height]).toEqual([spec.name, expected.width, expected.height]);
       differences[spec.name] = maxByteDifference(decoded.pixels, expected.pixels);
@@ -220,7 +221,7 @@ describe.skipIf(!python)('PIL parity', () => {
 
   it('makes the same pixel_values from the files end to end (PNG, WebP, GIF; JPEG too where the decoders agree)', async () => {
     for (const spec of IMAGES) {
-      const decoded = await decodeImage(file(spec.name), { index: 0 });
+      const decoded = await decodeImage(file(spec.name), { index: 0, wasm: installedWasmCodecs });
       if (maxByteDifference(decoded.pixels, pilRgb(spec.name).pixels) > 0) continue; // JPEG differences are reported above
       for (const [configName, json] of Object.entries(CONFIGS)) {
         const tensor = pixelValues([decoded], parseImageProcessorConfig(json));
