@@ -71,54 +71,46 @@ const IMAGES: ImageSpec[] = [
 ];
 
 const RESCALE = 0.00392156862745098; // 1/255 as HuggingFace writes it
+/** The steps after the resize that most configurations share. */
+const RESCALED_AND_NORMALISED = { do_resize: true, do_rescale: true, rescale_factor: RESCALE, do_normalize: true };
 const CONFIGS = {
   vit: {
+    ...RESCALED_AND_NORMALISED,
     image_processor_type: 'ViTImageProcessor',
-    do_resize: true,
     size: { height: 224, width: 224 },
     resample: 2,
-    do_rescale: true,
-    rescale_factor: RESCALE,
-    do_normalize: true,
     image_mean: [0.5, 0.5, 0.5],
     image_std: [0.5, 0.5, 0.5],
   },
   clip: {
+    ...RESCALED_AND_NORMALISED,
     image_processor_type: 'CLIPImageProcessor',
-    do_resize: true,
     size: { shortest_edge: 224 },
     resample: 3,
     do_center_crop: true,
     crop_size: { height: 224, width: 224 },
-    do_rescale: true,
-    rescale_factor: RESCALE,
-    do_normalize: true,
     image_mean: [0.48145466, 0.4578275, 0.40821073],
     image_std: [0.26862954, 0.26130258, 0.27577711],
     do_convert_rgb: true,
   },
   // a crop larger than the resized image (zero padding), lanczos
   clipPadded: {
+    ...RESCALED_AND_NORMALISED,
     image_processor_type: 'CLIPImageProcessor',
-    do_resize: true,
     size: { shortest_edge: 30 },
     resample: 1,
     do_center_crop: true,
     crop_size: { height: 40, width: 36 },
-    do_rescale: true,
-    rescale_factor: RESCALE,
-    do_normalize: true,
     image_mean: [0.485, 0.456, 0.406],
     image_std: [0.229, 0.224, 0.225],
   },
   // no rescale before normalising: normalize works on the uint8 values as float32
   hammingNoRescale: {
+    ...RESCALED_AND_NORMALISED,
     image_processor_type: 'ViTImageProcessor',
-    do_resize: true,
     size: { height: 19, width: 53 },
     resample: 5,
     do_rescale: false,
-    do_normalize: true,
     image_mean: [127.5, 120.25, 99],
     image_std: [64, 57.3, 70.1],
   },
