@@ -7,7 +7,7 @@
 import { InputError } from '../errors.ts';
 import { applyOrientation, type RgbImage } from './exif.ts';
 import { decodeGifFirstFrame } from './gif-decoder.ts';
-import { ImageHeaderError, jpegHasEnd, readImageHeader, type ImageFormat } from './image-header.ts';
+import { ImageHeaderError, jpegHasEnd, readImageHeader, type ImageHeader } from './image-header.ts';
 import { wasmDecoders, type RgbaPixels, type WasmSource } from './wasm-codecs.ts';
 
 export interface ImageLimits {
@@ -46,7 +46,7 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
   if (width * height > limits.maxPixels) {
     throw refuse(`the ${format.toUpperCase()} image is ${width}×${height} (${width * height} pixels), more than the limit of ${limits.maxPixels} pixels`);
   }
-  const decoded = await decodePixels(bytes, format, options.wasm).catch((error: unknown) => {
+  const decoded = await decodePixels(bytes, header, options.wasm).catch((error: unknown) => {
     throw refuse(`the ${format.toUpperCase()} data is corrupt or truncated (${error instanceof Error ? error.message : String(error)})`);
   });
   if (decoded.width !== width || decoded.height !== height) {
@@ -55,21 +55,23 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
   return applyOrientation(decoded, header.orientation);
 }
 
-async function decodePixels(bytes: Uint8Array, format: ImageFormat, wasm: WasmSource): Promise<RgbImage> {
+async function decodePixels(bytes: Uint8Array, header: ImageHeader, wasm: WasmSource): Promise<RgbImage> {
+  const { format } = header;
   if (format === 'gif') return decodeGifFirstFrame(bytes);
   if (format === 'jpeg' && !jpegHasEnd(bytes)) throw new Error('no end-of-image marker');
   const decoders = await wasmDecoders(wasm);
-  return dropAlpha(await decoders[format](bytes));
+  return toRgb(await decoders[header.sixteenBitGrey ? 'png16' : format](bytes));
 }
 
-function dropAlpha(rgba: RgbaPixels): RgbImage {
+/** Alpha dropped (PIL's convert("RGB") does not composite); 16-bit samples clipped to 255 as PIL clips its "I" mode. */
+function toRgb(rgba: RgbaPixels): RgbImage {
   const count = rgba.width * rgba.height;
   if (rgba.data.length !== count * 4) throw new Error(`the decoder gave ${rgba.data.length} bytes for ${rgba.width}×${rgba.height} RGBA`);
   const pixels = new Uint8Array(count * 3);
   for (let i = 0, j = 0; i < count; i++, j += 4) {
-    pixels[i * 3] = rgba.data[j];
-    pixels[i * 3 + 1] = rgba.data[j + 1];
-    pixels[i * 3 + 2] = rgba.data[j + 2];
+    pixels[i * 3] = Math.min(255, rgba.data[j]);
+    pixels[i * 3 + 1] = Math.min(255, rgba.data[j + 1]);
+    pixels[i * 3 + 2] = Math.min(255, rgba.data[j + 2]);
   }
   return { width: rgba.width, height: rgba.height, pixels };
 }

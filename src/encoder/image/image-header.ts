@@ -13,6 +13,11 @@ export interface ImageHeader {
   height: number;
   /** EXIF orientation (1 = as stored), applied after decoding as PIL's ImageOps.exif_transpose does. */
   orientation: Orientation;
+  /**
+   * A PNG of 16-bit grey samples: PIL opens it as 32-bit integers and clips them to 0–255 when converting to RGB,
+   * where every other 16-bit PNG keeps the high byte of each sample.
+   */
+  sixteenBitGrey?: boolean;
 }
 
 /** Why a header cannot be read; the caller turns it into an InputError naming the input. */
@@ -62,7 +67,8 @@ function pngHeader(bytes: Uint8Array): ImageHeader {
     if (type === 'eXIf' && at + 8 + length <= bytes.length) orientation = exifOrientation(bytes.subarray(at + 8, at + 8 + length));
     at += 12 + length;
   }
-  return { format: 'png', width: data.getUint32(16), height: data.getUint32(20), orientation };
+  const sixteenBitGrey = bytes[24] === 16 && bytes[25] === 0;
+  return { format: 'png', width: data.getUint32(16), height: data.getUint32(20), orientation, ...(sixteenBitGrey ? { sixteenBitGrey } : {}) };
 }
 
 interface JpegSegment {
@@ -100,7 +106,9 @@ function jpegHeader(bytes: Uint8Array): ImageHeader {
   for (const { marker, data: at, length } of jpegSegments(bytes)) {
     const isStartOfFrame = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
     if (isStartOfFrame) {
-      if (at + 5 > bytes.length) throw truncated('JPEG');
+      if (at + 6 > bytes.length) throw truncated('JPEG');
+      // libjpeg converts no CMYK or YCCK to RGB (PIL does, with Adobe's inversion): refused plainly rather than as corrupt
+      if (bytes[at + 5] === 4) throw new ImageHeaderError('a CMYK JPEG (4 colour components), which is not supported: convert it to RGB');
       return { format: 'jpeg', width: data.getUint16(at + 3), height: data.getUint16(at + 1), orientation };
     }
     if (marker === 0xe1 && orientation === 1 && at + 6 <= bytes.length && ascii(bytes, at, 6) === 'Exif\0\0') {

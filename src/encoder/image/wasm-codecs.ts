@@ -22,14 +22,15 @@ export const WASM_CODEC_FILES: Record<WasmCodec, string> = {
  */
 export type WasmSource = (codec: WasmCodec) => Promise<Uint8Array> | Uint8Array;
 
-/** Decoded 8-bit RGBA, as each codec gives it. */
+/** Decoded RGBA, as each codec gives it: 8-bit, or 16-bit from `png16`. */
 export interface RgbaPixels {
   width: number;
   height: number;
-  data: Uint8Array | Uint8ClampedArray;
+  data: Uint8Array | Uint8ClampedArray | Uint16Array;
 }
 
-export type WasmDecoders = Record<WasmCodec, (bytes: Uint8Array) => Promise<RgbaPixels>>;
+/** One decoder per codec, and `png16`, which keeps 16-bit samples. */
+export type WasmDecoders = Record<WasmCodec | 'png16', (bytes: Uint8Array) => Promise<RgbaPixels>>;
 
 let loading: Promise<WasmDecoders> | null = null;
 
@@ -69,6 +70,7 @@ export function wasmDecoders(source: WasmSource): Promise<WasmDecoders> {
     return {
       jpeg: (bytes) => decodeQuietly(() => jpegDecode(bytes as unknown as ArrayBuffer)),
       png: (bytes) => decodeQuietly(() => pngDecode(bytes as unknown as ArrayBuffer)),
+      png16: (bytes) => decodeQuietly(() => pngDecode(bytes as unknown as ArrayBuffer, { bitDepth: 16 })),
       webp: (bytes) => decodeQuietly(() => webpDecode(bytes as unknown as ArrayBuffer)),
     };
   })();

@@ -146,6 +146,11 @@ describe('decodeImage', () => {
     }
   });
 
+  it('refuses a CMYK JPEG plainly, before decoding', async () => {
+    const cmyk = await source().toColourspace('cmyk').jpeg().toBuffer();
+    expect((await refusal(cmyk)).reason).toBe('inputs[4]: a CMYK JPEG (4 colour components), which is not supported: convert it to RGB');
+  });
+
   it('refuses a PNG whose data does not match its header', async () => {
     const error = await refusal(patched(SAMPLES.png, [[16, 32, WIDTH + 1]]));
     expect(error.reason).toMatch(/^inputs\[4\]: the PNG data is corrupt/);

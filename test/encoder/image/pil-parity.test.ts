@@ -2,7 +2,7 @@
  * Parity with what HuggingFace's PIL-based ViTImageProcessor and CLIPImageProcessor compute, the reference computed in
  * this run by pil_reference.py with Debian's python3-pil and python3-numpy (installed by .ci/run):
  * - PIL's Image.resize, byte for byte, for all six filters, up and down, odd sizes;
- * - decoding (PIL: open, exif_transpose, convert("RGB")) of PNG (RGB, RGBA, grey, palette), JPEG (baseline,
+ * - decoding (PIL: open, exif_transpose, convert("RGB")) of PNG (RGB, RGBA, grey, 16-bit grey, palette), JPEG (baseline,
  *   progressive, grey, all eight EXIF orientations), WebP (lossless, lossy, alpha, EXIF) and GIF (first frame,
  *   interlaced, transparent, animated). JPEG decoders may differ from libjpeg in IDCT and upsampling, so JPEG pixels
  *   are compared on their own and the maximum difference printed;
@@ -44,7 +44,7 @@ interface ImageSpec {
   format: 'png' | 'jpeg' | 'webp' | 'gif';
   width: number;
   height: number;
-  mode?: 'RGB' | 'RGBA' | 'L' | 'LA' | 'P';
+  mode?: 'RGB' | 'RGBA' | 'L' | 'LA' | 'P' | 'I;16';
   orientation?: number;
   frames?: number;
   options?: Record<string, unknown>;
@@ -56,6 +56,7 @@ const IMAGES: ImageSpec[] = [
   { name: 'grey.png', format: 'png', width: 64, height: 48, mode: 'L' },
   { name: 'grey-alpha.png', format: 'png', width: 33, height: 21, mode: 'LA' },
   { name: 'palette.png', format: 'png', width: 50, height: 41, mode: 'P' },
+  { name: 'grey16.png', format: 'png', width: 29, height: 31, mode: 'I;16' },
   { name: 'exif6.png', format: 'png', width: 37, height: 91, orientation: 6 },
   { name: 'baseline.jpg', format: 'jpeg', width: 37, height: 91, options: { quality: 90 } },
   { name: 'progressive.jpg', format: 'jpeg', width: 300, height: 17, options: { quality: 85, progressive: true } },

@@ -37,6 +37,9 @@ def make_image(spec, path):
         image.putalpha(Image.fromarray(alpha))
     elif mode in ("L", "LA"):
         image = image.convert(mode)
+    elif mode == "I;16":
+        # 16-bit grey, spanning values below and above 255
+        image = Image.fromarray((rgb[:, :, 0].astype(np.uint16) * 3).astype(np.uint16))
     elif mode == "P":
         image = image.convert("P", palette=Image.Palette.ADAPTIVE, colors=spec.get("colors", 256))
     options = dict(spec.get("options", {}))
