@@ -147,6 +147,8 @@ function webpHeader(bytes: Uint8Array): ImageHeader {
     return { format: 'webp', width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1, orientation: 1 };
   }
   if (chunk === 'VP8X') {
+    // libwebp's still-image decoder reads no animation (PIL composites the first frame): refused plainly
+    if (bytes[payload] & 0x02) throw new ImageHeaderError('an animated WebP, which is not supported: send a still image or its first frame');
     const width = (bytes[payload + 4] | (bytes[payload + 5] << 8) | (bytes[payload + 6] << 16)) + 1;
     const height = (bytes[payload + 7] | (bytes[payload + 8] << 8) | (bytes[payload + 9] << 16)) + 1;
     let orientation: Orientation = 1;

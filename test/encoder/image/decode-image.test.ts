@@ -47,6 +47,15 @@ function patched(bytes: Uint8Array, writes: [at: number, bits: 16 | 32, value: n
   return copy;
 }
 
+/** The start of an extended WebP: the VP8X chunk with `flags` and the canvas size (24-bit fields of size − 1). */
+function vp8x(flags: number, width: number, height: number): Uint8Array {
+  const bytes = new Uint8Array(40);
+  bytes.set(new TextEncoder().encode('RIFF\0\0\0\0WEBPVP8X'));
+  bytes.set([10, 0, 0, 0, flags, 0, 0, 0], 16);
+  for (const [at, value] of [[24, width - 1], [27, height - 1]]) bytes.set([value & 255, (value >> 8) & 255, value >> 16], at);
+  return bytes;
+}
+
 function jpegStartOfFrame(bytes: Uint8Array): number {
   for (let at = 2; at < bytes.length; ) {
     const marker = bytes[at + 1];
@@ -84,9 +93,6 @@ describe('decodeImage', () => {
 
   it('refuses headers that declare a huge image (decompression bombs) before decoding, quickly', async () => {
     const sof = jpegStartOfFrame(SAMPLES.jpeg);
-    const vp8x = new Uint8Array(40);
-    vp8x.set(new TextEncoder().encode('RIFF\0\0\0\0WEBPVP8X'));
-    vp8x.set([10, 0, 0, 0, 0, 0, 0, 0, 0xff, 0x3f, 0, 0xff, 0x3f, 0], 16); // canvas 16384 × 16384
     const bombs = {
       png: patched(SAMPLES.png, [
         [16, 32, 100_000],
@@ -96,7 +102,7 @@ describe('decodeImage', () => {
         [sof + 1, 16, 65_000],
         [sof + 3, 16, 65_000],
       ]),
-      webp: vp8x,
+      webp: vp8x(0, 16_384, 16_384),
       gif: patched(SAMPLES.gif, [
         [6, 16, 65_535, true],
         [8, 16, 65_535, true],
@@ -149,6 +155,11 @@ describe('decodeImage', () => {
   it('refuses a CMYK JPEG plainly, before decoding', async () => {
     const cmyk = await source().toColourspace('cmyk').jpeg().toBuffer();
     expect((await refusal(cmyk)).reason).toBe('inputs[4]: a CMYK JPEG (4 colour components), which is not supported: convert it to RGB');
+  });
+
+  it('refuses an animated WebP plainly, before decoding', async () => {
+    const animated = vp8x(0x02, WIDTH, HEIGHT); // an ANIM and ANMF chunks would follow
+    expect((await refusal(animated)).reason).toBe('inputs[4]: an animated WebP, which is not supported: send a still image or its first frame');
   });
 
   it('refuses a PNG whose data does not match its header', async () => {
