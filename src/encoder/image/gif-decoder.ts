@@ -1,7 +1,7 @@
 /**
- * The first frame of a GIF as RGB, as PIL shows it after `convert("RGB")`: the logical screen filled with the
- * frame's transparent index (else index 0), the frame's indices drawn at its position, and every index looked up in
- * the frame's palette (local, else global). No codec library decodes GIF among the WebAssembly ones chosen
+ * The first frame of a GIF as RGB, as PIL shows it after `convert("RGB")`: the logical screen (enlarged to hold the
+ * frame where it reaches beyond) filled with the frame's transparent index (else index 0), the frame's indices drawn
+ * at its position, and every index looked up in the frame's palette (local, else global). No codec library decodes GIF among the WebAssembly ones chosen
  * (docs/decisions.md, "Image decoding"), and LZW with its block framing is this small.
  */
 import type { RgbImage } from './exif.ts';
@@ -13,8 +13,8 @@ const MAX_CODES = 4096;
 export function decodeGifFirstFrame(bytes: Uint8Array): RgbImage {
   const reader = new ByteReader(bytes);
   reader.skip(6);
-  const width = reader.u16();
-  const height = reader.u16();
+  const screenWidth = reader.u16();
+  const screenHeight = reader.u16();
   const flags = reader.u8();
   reader.skip(2); // background colour index, aspect ratio: PIL's first frame uses neither
   let palette = flags & 0x80 ? reader.bytes(3 << ((flags & 7) + 1)) : null;
@@ -37,15 +37,12 @@ export function decodeGifFirstFrame(bytes: Uint8Array): RgbImage {
     const frameFlags = reader.u8();
     if (frameFlags & 0x80) palette = reader.bytes(3 << ((frameFlags & 7) + 1));
     const minCodeSize = reader.u8();
+    const width = Math.max(screenWidth, left + frameWidth);
+    const height = Math.max(screenHeight, top + frameHeight);
     const indices = decodeLzw(reader.subBlocks(), minCodeSize, frameWidth * frameHeight);
     const screen = new Uint8Array(width * height).fill(transparent ?? 0);
     const rows = frameFlags & 0x40 ? interlacedRows(frameHeight) : Array.from({ length: frameHeight }, (_, row) => row);
-    rows.forEach((row, i) => {
-      const y = top + row;
-      if (y >= height) return;
-      const visible = Math.max(0, Math.min(frameWidth, width - left));
-      screen.set(indices.subarray(i * frameWidth, i * frameWidth + visible), y * width + left);
-    });
+    rows.forEach((row, i) => screen.set(indices.subarray(i * frameWidth, (i + 1) * frameWidth), (top + row) * width + left));
     const pixels = new Uint8Array(width * height * 3);
     for (let i = 0; i < screen.length; i++) {
       const entry = screen[i] * 3;

@@ -167,9 +167,26 @@ function webpHeader(bytes: Uint8Array): ImageHeader {
   throw new ImageHeaderError(`the WebP file starts with an unknown chunk "${chunk}"`);
 }
 
-/** The logical screen: PIL's size of a GIF (the decoder clips a frame that reaches beyond it). */
+/**
+ * PIL's size of a GIF: the logical screen, enlarged to hold the first frame where that frame reaches beyond it (as
+ * Pillow's GifImagePlugin does), so that the pixel limit applies to what the decoder allocates.
+ */
 function gifHeader(bytes: Uint8Array): ImageHeader {
   if (bytes.length < 13) throw truncated('GIF');
   const data = view(bytes);
-  return { format: 'gif', width: data.getUint16(6, true), height: data.getUint16(8, true), orientation: 1 };
+  let width = data.getUint16(6, true);
+  let height = data.getUint16(8, true);
+  let at = 13 + (bytes[10] & 0x80 ? 3 << ((bytes[10] & 7) + 1) : 0);
+  while (at + 10 <= bytes.length) {
+    if (bytes[at] === 0x2c) {
+      width = Math.max(width, data.getUint16(at + 1, true) + data.getUint16(at + 5, true));
+      height = Math.max(height, data.getUint16(at + 3, true) + data.getUint16(at + 7, true));
+      break;
+    }
+    if (bytes[at] !== 0x21) break; // the decoder says what is wrong
+    at += 2;
+    while (at < bytes.length && bytes[at] !== 0) at += bytes[at] + 1;
+    at++;
+  }
+  return { format: 'gif', width, height, orientation: 1 };
 }

@@ -123,7 +123,8 @@ describe('decodeImage', () => {
 
   it('refuses a header that declares a zero width or height', async () => {
     expect((await refusal(patched(SAMPLES.png, [[16, 32, 0]]))).reason).toBe(`inputs[4]: the PNG header declares a 0×${HEIGHT} image`);
-    expect((await refusal(patched(SAMPLES.gif, [[8, 16, 0, true]]))).reason).toBe(`inputs[4]: the GIF header declares a ${WIDTH}×0 image`);
+    const sof = jpegStartOfFrame(SAMPLES.jpeg);
+    expect((await refusal(patched(SAMPLES.jpeg, [[sof + 1, 16, 0]]))).reason).toBe(`inputs[4]: the JPEG header declares a ${WIDTH}×0 image`);
   });
 
   it('refuses truncated images of every format, cut anywhere', async () => {
@@ -220,6 +221,20 @@ describe('decodeGifFirstFrame', () => {
   it('decodes a hand-made frame through the palette', () => {
     const image = decodeGifFirstFrame(gif);
     expect([image.width, image.height, [...image.pixels]]).toEqual([2, 2, [0, 0, 0, 255, 255, 255, 255, 255, 255, 0, 0, 0]]);
+  });
+
+  it('enlarges the screen to hold a frame that reaches beyond it, as PIL does', () => {
+    const shifted = new Uint8Array(gif);
+    shifted.set([1, 0, 1, 0], 20); // the frame at (1, 1): PIL opens this as 3×3
+    const image = decodeGifFirstFrame(shifted);
+    expect([image.width, image.height, [...image.pixels].filter((_, i) => i % 3 === 0)]).toEqual([3, 3, [0, 0, 0, 0, 0, 255, 0, 255, 0]]);
+  });
+
+  it('refuses, before decoding, a small screen whose first frame declares a huge size', async () => {
+    const huge = new Uint8Array(gif);
+    huge.set([0xff, 0xff, 0xff, 0xff], 24); // frame 65535 × 65535
+    const error = await decodeImage(huge, { index: 1, wasm: installedWasmCodecs }).catch((caught: unknown) => caught);
+    expect((error as InputError).reason).toBe('inputs[1]: the GIF image is 65535×65535 (4294836225 pixels), more than the limit of 40000000 pixels');
   });
 
   it('refuses a GIF with no image, or cut inside its data', () => {
