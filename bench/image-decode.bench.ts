@@ -4,19 +4,23 @@
  * edges and noise, so the codecs work as on photos). Each decoder's output is 8-bit RGB(A) pixels in memory.
  *
  * - sharp (libvips: libjpeg-turbo, libspng, libwebp; native, per-platform npm packages), limited to one libvips
- *   thread so that it is compared per core; it is in node_modules (a dependency of @huggingface/transformers);
+ *   thread so that it is compared per core (a devDependency: the tests encode their sample images with it);
  * - @jsquash/jpeg, /png, /webp (MozJPEG, the Rust png crate and libwebp compiled to WebAssembly), the chosen ones,
  *   through src/encoder/image/wasm-codecs.ts;
  * - jpeg-js + pngjs (pure JavaScript; no WebP decoder exists in pure JS, so WebP has no row).
  *
  * jpeg-js and pngjs are not dependencies: they are read from --candidates, a scratch folder where they were installed
- * (`npm install jpeg-js@0.4.4 pngjs@7.0.0`); without it their column is left out with a note. The decoders take turns on each input, round by round; medians.
+ * (`npm install jpeg-js@0.4.4 pngjs@7.0.0`); without it their column is left out with a note. The decoders take
+ * turns on each input, round by round; medians. A second table times the ViT and CLIP preprocessing of the decoded
+ * pictures (PIL's resampling in TypeScript, then rescale and normalise).
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Command } from 'commander';
 import sharp from 'sharp';
 import { installedWasmCodecs } from '../src/encoder/image/installed-codecs.ts';
+import { parseImageProcessorConfig } from '../src/encoder/image/preprocessor-config.ts';
+import { pixelValues } from '../src/encoder/image/preprocess.ts';
 import { wasmDecoders } from '../src/encoder/image/wasm-codecs.ts';
 import { median, ms, printTable } from './measure.ts';
 
@@ -130,3 +134,17 @@ for (const [width, height] of SIZES) {
   }
 }
 printTable(`Decode to RGB(A) pixels, median wall / CPU ms (Node ${process.version})`, ['input', ...candidates.map((c) => c.name)], rows);
+
+// What follows decoding for a model: the ViT and CLIP processors' steps on the decoded picture (src/encoder/image)
+const PROCESSORS = {
+  'ViT (224×224 bilinear)': parseImageProcessorConfig({ image_processor_type: 'ViTImageProcessor' }),
+  'CLIP (shortest edge 224 bicubic, crop 224)': parseImageProcessorConfig({ image_processor_type: 'CLIPImageProcessor' }),
+};
+const preprocessRows: string[][] = [];
+for (const [width, height] of SIZES) {
+  const image = { width, height, pixels: new Uint8Array(picture(width, height)) };
+  const steps = Object.values(PROCESSORS).map((config) => () => pixelValues([image], config));
+  const medians = await interleaved(steps, Buffer.alloc(0), width * height > 1e6 ? 10 : 40);
+  preprocessRows.push([`${width}×${height}`, ...medians.map((measured) => `${ms(measured.wall)} / ${ms(measured.cpu)}`)]);
+}
+printTable('Preprocess decoded RGB to pixel_values, median wall / CPU ms', ['picture', ...Object.keys(PROCESSORS)], preprocessRows);

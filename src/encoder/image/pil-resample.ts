@@ -148,7 +148,12 @@ function nearest(image: RgbImage, width: number, height: number): RgbImage {
   const output = new Uint8Array(width * height * 3);
   for (let y = 0, position = yStep * 0.5; y < height; y++, position += yStep) {
     const row = Math.min(image.height - 1, Math.trunc(position)) * image.width;
-    for (let x = 0; x < width; x++) output.set(image.pixels.subarray((row + columns[x]) * 3, (row + columns[x]) * 3 + 3), (y * width + x) * 3);
+    for (let x = 0, out = y * width * 3; x < width; x++, out += 3) {
+      const from = (row + columns[x]) * 3;
+      output[out] = image.pixels[from];
+      output[out + 1] = image.pixels[from + 1];
+      output[out + 2] = image.pixels[from + 2];
+    }
   }
   return { width, height, pixels: output };
 }

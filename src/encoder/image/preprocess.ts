@@ -34,15 +34,14 @@ export function centerCrop(image: RgbImage, crop: { width: number; height: numbe
   const left = Math.floor((image.width - width) / 2) + padLeft;
   const top = Math.floor((image.height - height) / 2) + padTop;
   const pixels = new Uint8Array(width * height * 3);
+  // the columns of the crop that fall on the image (the rest is padding, left 0)
+  const firstX = Math.max(0, padLeft - left);
+  const endX = Math.min(width, image.width + padLeft - left);
   for (let y = 0; y < height; y++) {
     const sourceY = top + y - padTop;
-    if (sourceY < 0 || sourceY >= image.height) continue;
-    for (let x = 0; x < width; x++) {
-      const sourceX = left + x - padLeft;
-      if (sourceX < 0 || sourceX >= image.width) continue;
-      const from = (sourceY * image.width + sourceX) * 3;
-      pixels.set(image.pixels.subarray(from, from + 3), (y * width + x) * 3);
-    }
+    if (sourceY < 0 || sourceY >= image.height || endX <= firstX) continue;
+    const from = (sourceY * image.width + left + firstX - padLeft) * 3;
+    pixels.set(image.pixels.subarray(from, from + (endX - firstX) * 3), (y * width + firstX) * 3);
   }
   return { width, height, pixels };
 }

@@ -1,10 +1,14 @@
 /**
  * preprocessor_config.json as HuggingFace reads it: each processor class's defaults for missing fields, the older
  * size forms, and a ConfigError naming the field for a value the processors would not accept. Plus the geometry
- * helpers' edge cases (HF's rounding of shortest-edge sizes, Python's floor division in the center crop).
+ * helpers' edge cases (HF's rounding of shortest-edge sizes, Python's floor division in the center crop) and a
+ * request's images to one tensor.
  */
+import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InputError } from '../../../src/encoder/errors.ts';
+import { preprocessImages } from '../../../src/encoder/image/index.ts';
+import { installedWasmCodecs } from '../../../src/encoder/image/installed-codecs.ts';
 import { parseImageProcessorConfig } from '../../../src/encoder/image/preprocessor-config.ts';
 import { centerCrop, pixelValues, resizeOutputSize } from '../../../src/encoder/image/preprocess.ts';
 
@@ -86,6 +90,19 @@ describe('centerCrop', () => {
     expect(firstChannel(centerCrop(image(1, 1), { width: 4, height: 3 }))).toEqual([0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
     // cropped in width, padded in height: top pad ceil(1/2) = 1
     expect(firstChannel(centerCrop(image(4, 1), { width: 2, height: 2 }))).toEqual([0, 0, 2, 3]);
+  });
+});
+
+describe('preprocessImages', () => {
+  it('decodes a request\'s images in order into one tensor, and names the input that fails', async () => {
+    const png = (shade: number) => sharp({ create: { width: 9, height: 7, channels: 3, background: { r: shade, g: 0, b: 255 - shade } } }).png().toBuffer();
+    const config = parseImageProcessorConfig({ size: { height: 4, width: 4 }, do_normalize: false });
+    const tensor = await preprocessImages([await png(0), await png(255)], config, { wasm: installedWasmCodecs, field: 'input' });
+    expect(tensor.dims).toEqual([2, 3, 4, 4]);
+    expect([tensor.data[0], tensor.data[2 * 16], tensor.data[48], tensor.data[48 + 2 * 16]]).toEqual([0, 1, 1, 0]);
+    await expect(preprocessImages([await png(0), new Uint8Array([1, 2, 3])], config, { wasm: installedWasmCodecs, field: 'input' })).rejects.toThrow(
+      'Invalid input: input[1]: not a PNG, JPEG, WebP or GIF image',
+    );
   });
 });
 
