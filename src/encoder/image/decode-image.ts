@@ -7,7 +7,7 @@
 import { InputError } from '../errors.ts';
 import { applyOrientation, type RgbImage } from './exif.ts';
 import { decodeGifFirstFrame } from './gif-decoder.ts';
-import { ImageHeaderError, jpegHasEnd, readImageHeader, type ImageHeader } from './image-header.ts';
+import { ImageHeaderError, jpegScans, readImageHeader, type ImageHeader } from './image-header.ts';
 import { wasmDecoders, type RgbaPixels, type WasmSource } from './wasm-codecs.ts';
 
 export interface ImageLimits {
@@ -18,6 +18,12 @@ export interface ImageLimits {
 }
 
 export const DEFAULT_IMAGE_LIMITS: ImageLimits = { maxPixels: 40_000_000, maxBytes: 32 * 2 ** 20 };
+
+/**
+ * Scans of one progressive JPEG. Each scan is a pass over the whole picture, so a small file of thousands of tiny
+ * scans takes minutes to decode (libjpeg-turbo's tools guard with -maxscans for this reason); encoders write ~10.
+ */
+export const MAX_JPEG_SCANS = 500;
 
 export interface DecodeImageOptions {
   /** The input's position in its request, named by every error. */
@@ -46,6 +52,11 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
   if (width * height > limits.maxPixels) {
     throw refuse(`the ${format.toUpperCase()} image is ${width}×${height} (${width * height} pixels), more than the limit of ${limits.maxPixels} pixels`);
   }
+  if (format === 'jpeg') {
+    const { scans, ended } = jpegScans(bytes);
+    if (scans > MAX_JPEG_SCANS) throw refuse(`the JPEG data has ${scans} scans, more than the limit of ${MAX_JPEG_SCANS}`);
+    if (!ended) throw refuse('the JPEG data is corrupt or truncated (no end-of-image marker)');
+  }
   const decoded = await decodePixels(bytes, header, options.wasm).catch((error: unknown) => {
     throw refuse(`the ${format.toUpperCase()} data is corrupt or truncated (${error instanceof Error ? error.message : String(error)})`);
   });
@@ -58,7 +69,6 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
 async function decodePixels(bytes: Uint8Array, header: ImageHeader, wasm: WasmSource): Promise<RgbImage> {
   const { format } = header;
   if (format === 'gif') return decodeGifFirstFrame(bytes);
-  if (format === 'jpeg' && !jpegHasEnd(bytes)) throw new Error('no end-of-image marker');
   const decoders = await wasmDecoders(wasm);
   return toRgb(await decoders[header.sixteenBitGrey ? 'png16' : format](bytes));
 }

@@ -119,16 +119,22 @@ function jpegHeader(bytes: Uint8Array): ImageHeader {
 }
 
 /**
- * Whether the JPEG data ends: an end-of-image marker after the first start of scan (entropy-coded data escapes every
- * 0xFF, so FF D9 there is the marker; one inside an EXIF thumbnail comes before). libjpeg fills a cut scan with grey
- * and only warns; PIL refuses such a file ("image file is truncated").
+ * The JPEG's scans after the frame header: how many (a progressive JPEG has one per refinement) and whether the data
+ * ends with its end-of-image marker. Entropy-coded data escapes every 0xFF, so FF DA and FF D9 after the first start
+ * of scan are markers (one inside an EXIF thumbnail comes before it). libjpeg fills a cut scan with grey and only
+ * warns; PIL refuses such a file ("image file is truncated").
  */
-export function jpegHasEnd(bytes: Uint8Array): boolean {
+export function jpegScans(bytes: Uint8Array): { scans: number; ended: boolean } {
   let scan = -1;
   for (const segment of jpegSegments(bytes)) if (segment.marker === 0xda) scan = segment.data + segment.length;
-  if (scan < 0) return false;
-  for (let at = scan; at + 1 < bytes.length; at++) if (bytes[at] === 0xff && bytes[at + 1] === 0xd9) return true;
-  return false;
+  if (scan < 0) return { scans: 0, ended: false };
+  let scans = 1;
+  for (let at = scan; at + 1 < bytes.length; at++) {
+    if (bytes[at] !== 0xff) continue;
+    if (bytes[at + 1] === 0xd9) return { scans, ended: true };
+    if (bytes[at + 1] === 0xda) scans++;
+  }
+  return { scans, ended: false };
 }
 
 /** Lossy (VP8), lossless (VP8L) or extended (VP8X, whose EXIF chunk carries the orientation). */

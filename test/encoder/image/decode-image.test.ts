@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import { InputError } from '../../../src/encoder/errors.ts';
 import { installedWasmCodecs } from '../../../src/encoder/image/installed-codecs.ts';
-import { decodeImage, DEFAULT_IMAGE_LIMITS, type DecodeImageOptions } from '../../../src/encoder/image/decode-image.ts';
+import { decodeImage, DEFAULT_IMAGE_LIMITS, MAX_JPEG_SCANS, type DecodeImageOptions } from '../../../src/encoder/image/decode-image.ts';
 import { decodeGifFirstFrame } from '../../../src/encoder/image/gif-decoder.ts';
 
 const WIDTH = 61;
@@ -151,6 +151,16 @@ describe('decodeImage', () => {
     for (const index of [1, 3]) {
       expect(((results[index] as PromiseRejectedResult).reason as InputError).reason).toBe(`inputs[${index}]: the JPEG data is corrupt or truncated (Bogus Huffman table definition)`);
     }
+  });
+
+  it('refuses a JPEG of more scans than the limit (each scan is a pass over the picture), before decoding', async () => {
+    const scan = [0xff, 0xda, 0, 8, 1, 1, 0, 0, 0x3f, 0, 0x12, 0x34]; // a start of scan and two bytes of its data
+    const end = SAMPLES.progressiveJpeg.length - 2;
+    const many = (count: number) => Buffer.concat([SAMPLES.progressiveJpeg.subarray(0, end), Buffer.from(Array.from({ length: count }, () => scan).flat()), SAMPLES.progressiveJpeg.subarray(end)]);
+    const bytes = SAMPLES.progressiveJpeg;
+    const progressiveScans = bytes.filter((byte, at) => byte === 0xff && bytes[at + 1] === 0xda).length; // FF DA: start of scan
+    expect(progressiveScans).toBeGreaterThan(1);
+    expect((await refusal(many(MAX_JPEG_SCANS + 1 - progressiveScans))).reason).toBe(`inputs[4]: the JPEG data has ${MAX_JPEG_SCANS + 1} scans, more than the limit of ${MAX_JPEG_SCANS}`);
   });
 
   it('refuses a CMYK JPEG plainly, before decoding', async () => {
