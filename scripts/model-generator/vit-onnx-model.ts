@@ -7,7 +7,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/encoder/errors.ts';
-import { IR_VERSION, OPSET_VERSION, PRODUCER_NAME } from './bert-onnx-model.ts';
+import { IR_VERSION, OPSET_VERSION, PRODUCER_NAME, transpose } from './bert-onnx-model.ts';
 import { formatJson, type JsonObject } from './json-format.ts';
 import { OnnxGraphBuilder } from './onnx-graph-builder.ts';
 import { TensorDataType, encodeOnnxModel } from './onnx-proto.ts';
@@ -93,9 +93,7 @@ export function buildVitOnnxModel(options: VitOptions, weights: Map<string, Weig
   const linear = (x: string, prefix: string): string => {
     const w = tensor(`${prefix}.weight`);
     const [out, inFeatures] = w.dims;
-    const transposed = new Float32Array(w.data.length);
-    for (let r = 0; r < out; r++) for (let c = 0; c < inFeatures; c++) transposed[c * out + r] = w.data[r * inFeatures + c];
-    const wT = g.floatTensor(`${prefix}.weight.T`, [inFeatures, out], transposed);
+    const wT = g.floatTensor(`${prefix}.weight.T`, [inFeatures, out], transpose(w.data, out, inFeatures));
     return g.node('Add', [g.node('MatMul', [x, wT], prefix), weight(`${prefix}.bias`)], prefix);
   };
   const layerNorm = (x: string, prefix: string) =>
