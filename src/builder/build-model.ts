@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable, type AssetSource } from '../../runtime/asset-section.ts';
 import { cacheDirFromEnvironment } from '../encoder/cache/cache-dir.ts';
@@ -25,6 +25,14 @@ export interface BuildModelOptions {
   hostBase?: HostBaseRuntime;
   /** Overrides the configuration's output_path. */
   outputPath?: string;
+  /** `--output-dir`: the output file goes to this folder (its name as output_path or the default gives it). */
+  outputDir?: string;
+  /** `--cache-dir`: overrides the configuration's cache_dir and ENCODER_CACHE_DIR. */
+  cacheDir?: string;
+  /** false (`--no-download`): a base runtime must be local or cached. */
+  download?: boolean;
+  /** false (`--no-build`): every check runs (base runtime, configuration, files, ONNX, max length), nothing is written. */
+  write?: boolean;
   /** Overrides the configuration's quantize (`encoder build --quantize`). */
   quantize?: Quantization;
   runtimeVersion: string;
@@ -43,6 +51,8 @@ export interface BuiltModel {
   outputPath: string;
   target: Target;
   bytes: number;
+  /** false for `--no-build`: checked, not written. */
+  written: boolean;
 }
 
 export const BUILD_STEPS = [
@@ -66,10 +76,11 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const base = await resolveBaseRuntime({
     target,
     version: options.runtimeVersion,
-    cacheDir: 'config' in loaded ? loaded.config.cacheDir : cacheDirFromEnvironment(env),
+    cacheDir: options.cacheDir ?? ('config' in loaded ? loaded.config.cacheDir : cacheDirFromEnvironment(env)),
     baseBinaryPath: options.baseBinaryPath,
     hostBase: options.hostBase,
     env,
+    download: options.download,
     onProgress: (event) => reporter.progress('download', event.doneBytes, event.totalBytes),
   });
   reporter.step(1, BUILD_STEPS[0], `${target}, ${describeBase(base)}${base.note ? ` (${base.note})` : ''}`);
@@ -111,9 +122,17 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
       `${describeMaxLength(pkg.maxLength)}, run once at that length${quantized ? `; ${quantized.detail}` : ''}; graph optimized`,
   );
 
-  const outputPath = options.outputPath !== undefined
+  let outputPath = options.outputPath !== undefined
     ? path.resolve(cwd, options.outputPath)
     : (config.outputPath ?? defaultOutputPath(config.name, cwd, executableExtension(target)));
+  if (options.outputDir !== undefined) outputPath = path.resolve(cwd, options.outputDir, path.basename(outputPath));
+  // a folder named by --output-dir is made, as encoderfile makes it; an output_path or -o must name an existing one
+  if (options.outputDir !== undefined && options.write !== false) mkdirSync(path.dirname(outputPath), { recursive: true });
+  if (options.write === false) {
+    reporter.step(5, BUILD_STEPS[4], 'skipped (--no-build)');
+    reporter.step(6, BUILD_STEPS[5], `skipped (--no-build): would be ${outputPath}`);
+    return { outputPath, target, bytes: 0, written: false };
+  }
   const manifest = await writeModelExecutable({
     baseBinaryPath: base.path,
     outputPath,
@@ -125,7 +144,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
 
   const bytes = statSync(outputPath).size;
   reporter.step(6, BUILD_STEPS[5], `${outputPath} (${formatBytes(bytes)})`);
-  return { outputPath, target, bytes };
+  return { outputPath, target, bytes, written: true };
 }
 
 
