@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResetSchedule } from '../../src/gateway/budget-periods.ts';
-import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from '../../src/gateway/storage/migrations.ts';
 import { openStore, type BudgetHold, type GatewayStore } from '../../src/gateway/storage/index.ts';
 import { useBackends } from './helpers/gateway.ts';
 
@@ -123,14 +122,7 @@ describe.each(backends)('calendar budget resets on $name', (backend) => {
     const url = await backend.newDatabaseUrl();
     const old = openStore(url);
     try {
-      await old.driver.run(SCHEMA_MIGRATIONS_TABLE);
-      for (const migration of MIGRATIONS.filter((m) => m.version <= 11)) {
-        const statements = [...(migration.onlyOn === undefined || migration.onlyOn === old.dialect ? migration.statements : []), ...(old.dialect === 'postgres' ? (migration.postgresStatements ?? []) : [])];
-        await old.driver.transaction([
-          ...statements.map((sql) => ({ sql, params: [] })),
-          { sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)', params: [migration.version, migration.name] },
-        ]);
-      }
+      await old.migrate(Date.now(), 11);
       await old.driver.run(
         "INSERT INTO budgets (budget_id, max_budget_nanos, reset_every_seconds, period_started_at, spend_nanos, reserved_nanos, metadata, created_at, updated_at) VALUES ('budget_old', 1000, 60, ?, 900, 0, '{}', 0, 0)",
         [at('2027-06-01T00:00:00Z')],
