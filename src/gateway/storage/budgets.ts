@@ -24,7 +24,7 @@ const HOLD = `UPDATE budgets SET reserved_nanos = reserved_nanos + ?
     AND spend_nanos + reserved_nanos < max_budget_nanos AND spend_nanos + reserved_nanos + ? <= max_budget_nanos`;
 const HELD = 'spend_nanos, soft_budget_nanos, max_budget_nanos';
 
-/** Rounds of "hold, else start the next period": a period ends once, so a hold is retried at most once per instance racing it. */
+/** Rounds of "hold, else start the next period": after a reset the period ends in the future, so two suffice (more if a PATCH moves it meanwhile). */
 const HOLD_ROUNDS = 4;
 
 /**
