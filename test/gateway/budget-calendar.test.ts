@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResetSchedule } from '../../src/gateway/budget-periods.ts';
-import { openStore, type BudgetHold, type GatewayStore } from '../../src/gateway/storage/index.ts';
+import type { SqlValue } from '../../src/gateway/storage/driver.ts';
+import { GatewayStore, openStore, type BudgetHold } from '../../src/gateway/storage/index.ts';
 import { useBackends } from './helpers/gateway.ts';
 
 /**
@@ -15,12 +16,13 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 describe.each(backends)('calendar budget resets on $name', (backend) => {
   let first: GatewayStore;
   let second: GatewayStore;
+  let databaseUrl: string;
   beforeAll(async () => {
     if (backend.skipReason) return;
-    const url = await backend.newDatabaseUrl();
-    first = openStore(url);
+    databaseUrl = await backend.newDatabaseUrl();
+    first = openStore(databaseUrl);
     await first.migrate();
-    second = openStore(url);
+    second = openStore(databaseUrl);
   });
   afterAll(async () => {
     await first?.close();
@@ -70,6 +72,47 @@ describe.each(backends)('calendar budget resets on $name', (backend) => {
     expect({ spend: state.spend_nanos, reserved: state.reserved_nanos }).toEqual({ spend: 0n, reserved: 900n });
     expect([iso(state.period_started_at), iso(state.period_ends_at)]).toEqual(['2027-03-01T00:00:00.000Z', '2027-03-02T00:00:00.000Z']);
     for (const hold of holds) if (hold) await first.budgets.release(hold);
+  });
+
+  it.skipIf(backend.skipReason)('an instance that saw the old period end resets nothing once another instance started the next period and spent in it', async () => {
+    const id = await budget({ alignment: 'daily', time_zone: 'UTC' }, '2027-06-01T08:00:00Z');
+    await spend(first, id, 1000n, '2027-06-01T09:00:00Z');
+    // a third instance whose read of the period's end is held back until the first has reset, held and settled
+    let reading!: () => void;
+    const readDone = new Promise<void>((resolve) => (reading = resolve));
+    let resume!: () => void;
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    const driver = openStore(databaseUrl).driver;
+    const slow = new GatewayStore(
+      new Proxy(driver, {
+        get(target, property) {
+          if (property !== 'all') {
+            const value: unknown = Reflect.get(target, property, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          }
+          return async (sql: string, params?: SqlValue[]) => {
+            const rows = await target.all(sql, params);
+            if (sql.startsWith('SELECT reset_every_seconds')) {
+              reading();
+              await resumed;
+            }
+            return rows;
+          };
+        },
+      }),
+    );
+    try {
+      const late = slow.budgets.reserve(id, 100n, at('2027-06-02T00:00:01Z'));
+      await readDone;
+      await spend(second, id, 300n, '2027-06-02T00:00:00.500Z');
+      resume();
+      expect(await late).not.toBeNull();
+      const state = (await first.budgets.get(id, at('2027-06-02T00:00:02Z')))!;
+      expect({ spend: state.spend_nanos, reserved: state.reserved_nanos }).toEqual({ spend: 300n, reserved: 100n });
+      await first.budgets.release((await late)!);
+    } finally {
+      await slow.close();
+    }
   });
 
   it.skipIf(backend.skipReason)('daily in America/New_York across the March DST change: the 23-hour day ends at 04:00 UTC', async () => {
