@@ -3,6 +3,7 @@ import { GatewayError, invalidRequest, notFound } from '../errors.ts';
 import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
 import { nanosOf } from '../money.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
+import { budgetChanges } from './budget-body.ts';
 import type { GatewayContext } from './context.ts';
 import {
   CreateBudgetBody,
@@ -167,7 +168,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/budgets', master, async (request, reply) => {
     const body = parseWith(CreateBudgetBody, request.body);
-    const budget = await store.budgets.create({ max_budget_nanos: nanosOf(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    const budget = await store.budgets.create({ ...budgetChanges(body, null), max_budget_nanos: nanosOf(body.max_budget) });
     return reply.code(201).send(budgetResource(budget));
   });
 
@@ -181,13 +182,11 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.patch<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
     const body = parseWith(UpdateBudgetBody, request.body);
-    if (!(await store.budgets.get(request.params.id))) throw notFound('budget', request.params.id);
-    const budget = await store.budgets.update(request.params.id, {
-      max_budget_nanos: body.max_budget === undefined ? undefined : nanosOf(body.max_budget),
-      reset_every_seconds: body.reset_every_seconds,
-      metadata: body.metadata,
-    });
-    return budgetResource(budget!);
+    const stored = await store.budgets.get(request.params.id);
+    if (!stored) throw notFound('budget', request.params.id);
+    const budget = await store.budgets.update(request.params.id, budgetChanges(body, stored));
+    if (!budget) throw notFound('budget', request.params.id);
+    return budgetResource(budget);
   });
 
   app.delete<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RESET_ALIGNMENTS } from '../budget-periods.ts';
 
 /** Request bodies of the management endpoints; also the source of their OpenAPI schemas. */
 /** How deep metadata may nest: far beyond any real use, far below what JSON.stringify survives when answering. */
@@ -100,15 +101,33 @@ export const UpdateKeyBody = z.strictObject({
   allow_user_override: AllowUserOverride.optional(),
 });
 
+const BudgetName = Name.nullable().describe('A label for people (not unique); null: none');
+const SoftBudget = Dollars.nullable().describe('Spend in US dollars from which calls are answered with an x-budget-warning header (still served); below max_budget; null: none');
+const ResetAlignmentField = z
+  .enum(RESET_ALIGNMENTS)
+  .nullable()
+  .describe('Spend starts again from 0 at the start of each day, ISO week (Monday) or month in reset_time_zone; exclusive with reset_every_seconds; null: none');
+/** Checked and made canonical (Intl's spelling) by the route; any IANA zone name Node knows, or a fixed offset such as +01:00. */
+const TimeZone = z.string().min(1).max(64).nullable().describe('IANA time zone of reset_alignment, e.g. Europe/Berlin (default UTC)');
+
 export const CreateBudgetBody = z.strictObject({
+  name: BudgetName.optional(),
   max_budget: Dollars.describe('Spend limit in US dollars per period'),
-  reset_every_seconds: ResetSeconds.nullable().optional().describe('Spend starts again from 0 every N seconds; null: never'),
+  soft_budget: SoftBudget.optional(),
+  reset_every_seconds: ResetSeconds.nullable().optional().describe('Spend starts again from 0 every N seconds after the last reset; exclusive with reset_alignment; null: never'),
+  reset_alignment: ResetAlignmentField.optional(),
+  reset_time_zone: TimeZone.optional(),
   metadata: Metadata.optional(),
 });
 
+/** Fields left out keep their value; the schedule that results (stored fields and given ones) must hold together. */
 export const UpdateBudgetBody = z.strictObject({
+  name: BudgetName.optional(),
   max_budget: Dollars.optional(),
+  soft_budget: SoftBudget.optional(),
   reset_every_seconds: ResetSeconds.nullable().optional(),
+  reset_alignment: ResetAlignmentField.optional(),
+  reset_time_zone: TimeZone.optional(),
   metadata: Metadata.optional(),
 });
 

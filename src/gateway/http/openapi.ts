@@ -112,7 +112,7 @@ export function gatewayOpenApi(version: string): Schema {
       description:
         'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins), Authorization: Bearer <key>, or x-api-key: <key> (as Anthropic clients send it; last); ' +
         'the master key for everything, virtual keys for model calls. Errors are {"error":{"message","type","code","param"}} ' +
-        '(on /v1/messages with "type":"error" added for Anthropic clients). With rate_limits configured, model calls answer OpenAI\'s x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers. Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
+        '(on /v1/messages with "type":"error" added for Anthropic clients). With rate_limits configured, model calls answer OpenAI\'s x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers; a call whose budget has reached its soft_budget answers x-budget-warning. Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
         'Deprecated: the gateway bundled with the client library is scheduled for removal on 2026-05-18.',
     },
     components: {
@@ -174,15 +174,23 @@ export function gatewayOpenApi(version: string): Schema {
         CreatedVirtualKey: { allOf: [ref('VirtualKey'), { type: 'object', required: ['key'], properties: { key: { type: 'string', description: 'The secret (gw-…); returned only here' } } }] },
         Budget: {
           type: 'object',
-          required: ['object', 'budget_id', 'max_budget', 'spend', 'reserved', 'remaining', 'reset_every_seconds', 'period_started_at', 'next_reset_at', 'metadata', 'created_at', 'updated_at'],
+          required: [
+            'object', 'budget_id', 'name', 'max_budget', 'soft_budget', 'soft_budget_exceeded', 'spend', 'reserved', 'remaining', 'reset_every_seconds',
+            'reset_alignment', 'reset_time_zone', 'period_started_at', 'next_reset_at', 'metadata', 'created_at', 'updated_at',
+          ],
           properties: {
             object: { const: 'budget' },
             budget_id: { type: 'string' },
+            name: nullable('string', { description: 'A label for people (not unique)' }),
             max_budget: { type: 'number' },
+            soft_budget: nullable('number', { description: 'Spend from which model calls carry an x-budget-warning header' }),
+            soft_budget_exceeded: { type: 'boolean', description: 'spend ≥ soft_budget in this period' },
             spend: { type: 'number', description: 'Settled spend in this period' },
             reserved: { type: 'number', description: 'Held by calls in flight' },
             remaining: { type: 'number' },
             reset_every_seconds: nullable('integer'),
+            reset_alignment: { enum: ['daily', 'weekly', 'monthly', null], description: 'Calendar periods in reset_time_zone (weeks start on Monday)' },
+            reset_time_zone: nullable('string', { description: 'IANA time zone of reset_alignment (null without one)' }),
             period_started_at: time,
             next_reset_at: nullable('string'),
             metadata: { type: 'object' },

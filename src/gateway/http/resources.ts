@@ -38,17 +38,21 @@ export function keyResource(key: KeyRecord, now = Date.now()) {
 }
 
 export function budgetResource(budget: BudgetRecord) {
-  const nextReset = budget.reset_every_seconds === null ? null : budget.period_started_at + budget.reset_every_seconds * 1000;
   return {
     object: 'budget' as const,
     budget_id: budget.budget_id,
+    name: budget.name,
     max_budget: dollars(budget.max_budget_nanos),
+    soft_budget: budget.soft_budget_nanos === null ? null : dollars(budget.soft_budget_nanos),
+    soft_budget_exceeded: budget.soft_budget_nanos !== null && budget.spend_nanos >= budget.soft_budget_nanos,
     spend: dollars(budget.spend_nanos),
     reserved: dollars(budget.reserved_nanos),
     remaining: dollars(budget.max_budget_nanos > budget.spend_nanos ? budget.max_budget_nanos - budget.spend_nanos : 0n),
     reset_every_seconds: budget.reset_every_seconds,
+    reset_alignment: budget.reset_alignment,
+    reset_time_zone: budget.reset_time_zone,
     period_started_at: isoTime(budget.period_started_at),
-    next_reset_at: isoTimeOrNull(nextReset),
+    next_reset_at: isoTimeOrNull(budget.period_ends_at),
     metadata: budget.metadata,
     created_at: isoTime(budget.created_at),
     updated_at: isoTime(budget.updated_at),

@@ -238,6 +238,20 @@ export const MIGRATIONS: Migration[] = [
       'ALTER TABLE virtual_keys ADD COLUMN allow_user_override INTEGER NOT NULL DEFAULT 0',
     ],
   },
+  {
+    version: 13,
+    name: 'budgets: names, calendar resets (the end of the current period, stored), soft budgets',
+    statements: [
+      'ALTER TABLE budgets ADD COLUMN name TEXT',
+      // daily | weekly | monthly (NULL: none), and the IANA zone whose calendar it follows
+      'ALTER TABLE budgets ADD COLUMN reset_alignment TEXT',
+      'ALTER TABLE budgets ADD COLUMN reset_time_zone TEXT',
+      // When the current period ends (NULL: never): a reservation at or after it starts the next period first.
+      'ALTER TABLE budgets ADD COLUMN period_ends_at BIGINT',
+      'UPDATE budgets SET period_ends_at = period_started_at + reset_every_seconds * 1000 WHERE reset_every_seconds IS NOT NULL',
+      'ALTER TABLE budgets ADD COLUMN soft_budget_nanos BIGINT',
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -1,3 +1,5 @@
+import type { ResetAlignment } from '../budget-periods.ts';
+
 /** What the store keeps, as the store returns it: times in epoch milliseconds, money in nano-dollars (BigInt: see money.ts). */
 export type Metadata = Record<string, unknown>;
 
@@ -32,9 +34,19 @@ export interface KeyRecord {
 
 export interface BudgetRecord {
   budget_id: string;
+  /** A label for people (dashboards, listings); not unique, null: none. */
+  name: string | null;
   max_budget_nanos: bigint;
+  /** Spend at or above which calls are answered with a warning (still admitted); below max_budget; null: none. */
+  soft_budget_nanos: bigint | null;
+  /** Rolling periods; exclusive with reset_alignment. */
   reset_every_seconds: number | null;
+  /** Calendar periods (daily, weekly, monthly) in reset_time_zone; exclusive with reset_every_seconds. */
+  reset_alignment: ResetAlignment | null;
+  reset_time_zone: string | null;
   period_started_at: number;
+  /** When the current period ends and spend starts again from 0; null: never. */
+  period_ends_at: number | null;
   spend_nanos: bigint;
   reserved_nanos: bigint;
   metadata: Metadata;
@@ -122,6 +134,15 @@ export interface BudgetHold {
    * SQLite.
    */
   holder: string | null;
+}
+
+/** A hold just taken, with its budget as the hold left it (what soft budget warnings are made of). */
+export interface BudgetAdmission {
+  hold: BudgetHold;
+  /** The budget's spend this period, before this call. */
+  spend_nanos: bigint;
+  soft_budget_nanos: bigint | null;
+  max_budget_nanos: bigint;
 }
 
 /** A hold settled with the call's actual cost after the call. */

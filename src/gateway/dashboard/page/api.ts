@@ -154,11 +154,16 @@ export interface CreatedKey extends VirtualKey {
 
 export interface Budget {
   budget_id: string;
+  name: string | null;
   max_budget: number;
+  soft_budget: number | null;
+  soft_budget_exceeded: boolean;
   spend: number;
   reserved: number;
   remaining: number;
   reset_every_seconds: number | null;
+  reset_alignment: 'daily' | 'weekly' | 'monthly' | null;
+  reset_time_zone: string | null;
   next_reset_at: string | null;
 }
 
