@@ -1,6 +1,6 @@
 import { PROVIDERS } from '../hub/index.ts';
 import { routeProblems } from './config.ts';
-import { conflict, invalidRequest, notFound } from './errors.ts';
+import { conflict, invalidRequest } from './errors.ts';
 import type { CallLedger } from './ledger.ts';
 import type { ModelRouter } from './model-router.ts';
 import type {
@@ -43,6 +43,18 @@ export function publicRoute(name: string, definition: RouteDefinition, source: C
     targets: definition.targets.map(({ api_key, ...target }) => ({ ...target, api_key_set: api_key !== undefined })),
     timeout_seconds: definition.timeout_seconds ?? null,
     source,
+  };
+}
+
+/** A model's prices as stored: those left out are 0. */
+export function pricingRecord(model: string, prices: PricingPrices, source: ConfigSource, now: number): PricingRecord {
+  return {
+    model,
+    input_cost_per_million: prices.input_cost_per_million ?? 0,
+    output_cost_per_million: prices.output_cost_per_million ?? 0,
+    search_unit_cost_per_thousand: prices.search_unit_cost_per_thousand ?? 0,
+    source,
+    updated_at: now,
   };
 }
 
@@ -144,23 +156,16 @@ export class RuntimeConfig {
 
   // Prices
 
-  async putPricing(model: string, prices: PricingPrices, author: ChangeAuthor, now = Date.now()): Promise<{ pricing: PricingRecord; created: boolean }> {
+  async putPricing(model: string, prices: PricingPrices, author: ChangeAuthor, now = Date.now()): Promise<PricingRecord> {
     const before = await this.#store.pricing.get(model);
-    const record: PricingRecord = {
-      model,
-      input_cost_per_million: prices.input_cost_per_million ?? 0,
-      output_cost_per_million: prices.output_cost_per_million ?? 0,
-      search_unit_cost_per_thousand: prices.search_unit_cost_per_thousand ?? 0,
-      source: 'api',
-      updated_at: now,
-    };
+    const record = pricingRecord(model, prices, 'api', now);
     await this.#commit(
       [this.#store.pricing.putStatement(record, 'api', now)],
       { kind: 'pricing', name: model, action: before ? 'update' : 'create', before: before && publicPricing(before), after: publicPricing(record) },
       author,
       now,
     );
-    return { pricing: (await this.#store.pricing.get(model))!, created: !before };
+    return (await this.#store.pricing.get(model))!;
   }
 
   /** False when the model has no price of the gateway's own. */
@@ -179,7 +184,7 @@ export class RuntimeConfig {
     patch: { api_key?: string | null; api_base?: string | null },
     author: ChangeAuthor,
     now = Date.now(),
-  ): Promise<{ provider: ProviderRecord; created: boolean }> {
+  ): Promise<ProviderRecord> {
     if (!Object.hasOwn(PROVIDERS, name)) throw invalidRequest(`Unknown provider "${name}" (known: ${Object.keys(PROVIDERS).join(', ')})`, 'name', 'unknown_provider');
     const before = await this.#store.providers.get(name);
     const after = {
@@ -194,7 +199,7 @@ export class RuntimeConfig {
       author,
       now,
     );
-    return { provider: (await this.#store.providers.get(name))!, created: !before };
+    return (await this.#store.providers.get(name))!;
   }
 
   /** Refused (409 provider_in_use) while a route sends calls to it with its settings. False when there is no such provider. */
@@ -212,7 +217,7 @@ export class RuntimeConfig {
   // Model routes
 
   /** Creates or replaces a route, checked as the configuration file's routes are (400 naming the field). */
-  async putRoute(name: string, input: RouteInput, author: ChangeAuthor, now = Date.now()): Promise<{ route: RouteRecord; created: boolean }> {
+  async putRoute(name: string, input: RouteInput, author: ChangeAuthor, now = Date.now()): Promise<RouteRecord> {
     const before = await this.#store.routes.get(name);
     const definition: RouteDefinition = {
       targets: input.targets.map((target, i) => keepKey(target, i, before)),
@@ -233,7 +238,7 @@ export class RuntimeConfig {
       author,
       now,
     );
-    return { route: (await this.#store.routes.get(name))!, created: !before };
+    return (await this.#store.routes.get(name))!;
   }
 
   async deleteRoute(name: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { GatewayConfig } from './config.ts';
-import { publicPricing, publicProvider, publicRoute, type ChangeAuthor } from './runtime-config.ts';
+import { pricingRecord, publicPricing, publicProvider, publicRoute, type ChangeAuthor } from './runtime-config.ts';
 import type { ConfigChange, ConfigKind, GatewayStore } from './storage/index.ts';
 import type { Statement } from './storage/driver.ts';
 
@@ -49,15 +49,7 @@ export async function seedRuntimeConfig(store: GatewayStore, config: Pick<Gatewa
         return row && { view: publicPricing(row), fromFile: row.source === 'config' };
       },
       put(name, value, at) {
-        const prices = value as GatewayConfig['pricing'][string];
-        const record = {
-          model: name,
-          input_cost_per_million: prices.input_cost_per_million ?? 0,
-          output_cost_per_million: prices.output_cost_per_million ?? 0,
-          search_unit_cost_per_thousand: prices.search_unit_cost_per_thousand ?? 0,
-          source: 'config' as const,
-          updated_at: at,
-        };
+        const record = pricingRecord(name, value as GatewayConfig['pricing'][string], 'config', at);
         return { statement: store.pricing.putStatement(record, 'config', at), view: publicPricing(record) };
       },
       remove: (name) => store.pricing.deleteStatement(name),

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayConfig } from '../../src/gateway/config.ts';
 import { CHAT_USAGE } from '../fakes/openai-compatible.ts';
 import {
   eventually,
@@ -17,7 +18,7 @@ const backends = await useBackends();
 const fake = await useFakeProvider();
 
 const PROVIDER_KEY = 'sk-provider-secret-0001';
-const fileConfig = () => ({
+const fileConfig = (): Pick<GatewayConfig, 'providers' | 'pricing' | 'models'> => ({
   providers: { openai: { api_key: PROVIDER_KEY, api_base: fake.baseURL } },
   pricing: { 'openai:gpt-fake': TEST_PRICING },
   models: { smart: { targets: [{ model: 'openai:gpt-fake' }] } },
@@ -312,7 +313,7 @@ describe('the configuration file seeds the database entry by entry (SQLite, rest
 
     // the file changes smart and gpt-cheap and drops gone: the file's entries win, gone is deleted (it was the file's)
     const changed = fileConfig();
-    changed.models = { smart: { targets: [{ model: 'openai:gpt-fake' }, { model: 'openai:gpt-second' }] }, fast: config.models.fast } as typeof changed.models;
+    changed.models = { smart: { targets: [{ model: 'openai:gpt-fake' }, { model: 'openai:gpt-second' }] }, fast: config.models.fast };
     changed.pricing = { ...changed.pricing, 'openai:gpt-cheap': { input_cost_per_million: 2, output_cost_per_million: 2 } };
     seen = await restart(changed);
     gateway = seen.gateway;

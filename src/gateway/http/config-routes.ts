@@ -33,8 +33,7 @@ export function registerConfigRoutes(app: FastifyInstance, context: GatewayConte
   app.put<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
     const model = modelParam(request.params['*']);
     const body = parseWith(PricingBody, request.body);
-    const { pricing } = await runtimeConfig.putPricing(model, body, author(request));
-    return pricingResource(pricingPolicy.resolve(pricing, model)!);
+    return pricingResource(pricingPolicy.resolve(await runtimeConfig.putPricing(model, body, author(request)), model)!);
   });
 
   app.delete<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
@@ -55,7 +54,7 @@ export function registerConfigRoutes(app: FastifyInstance, context: GatewayConte
 
   app.put<{ Params: Params }>('/v1/providers/:name', master, async (request) => {
     const body = parseWith(ProviderBody, request.body);
-    return providerResource((await runtimeConfig.putProvider(request.params.name, body, author(request))).provider);
+    return providerResource(await runtimeConfig.putProvider(request.params.name, body, author(request)));
   });
 
   app.delete<{ Params: Params }>('/v1/providers/:name', master, async (request) => {
@@ -75,7 +74,7 @@ export function registerConfigRoutes(app: FastifyInstance, context: GatewayConte
 
   app.put<{ Params: Params }>('/v1/routes/*', master, async (request) => {
     const body = parseWith(RouteBody, request.body);
-    return routeResource((await runtimeConfig.putRoute(request.params['*'], body, author(request))).route);
+    return routeResource(await runtimeConfig.putRoute(request.params['*'], body, author(request)));
   });
 
   app.delete<{ Params: Params }>('/v1/routes/*', master, async (request) => {

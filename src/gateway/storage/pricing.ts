@@ -1,4 +1,5 @@
 import type { Row, SqlDriver, Statement } from './driver.ts';
+import { sourceOf } from './rows.ts';
 import type { ConfigSource, PricingPrices, PricingRecord } from './records.ts';
 
 /**
@@ -43,7 +44,7 @@ function pricingOf(row: Row): PricingRecord {
     input_cost_per_million: Number(row.input_cost_per_million),
     output_cost_per_million: Number(row.output_cost_per_million),
     search_unit_cost_per_thousand: Number(row.search_unit_cost_per_thousand),
-    source: row.source === 'config' ? 'config' : 'api',
+    source: sourceOf(row.source),
     updated_at: Number(row.updated_at),
   };
 }

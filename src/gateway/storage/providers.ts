@@ -1,4 +1,5 @@
 import type { Row, SqlDriver, Statement } from './driver.ts';
+import { sourceOf } from './rows.ts';
 import type { ConfigSource, ProviderRecord } from './records.ts';
 
 /** Providers' connection settings (table gateway_providers): the `providers:` section, editable at run time. */
@@ -37,7 +38,7 @@ function providerOf(row: Row): ProviderRecord {
     name: String(row.name),
     api_key: text(row.api_key),
     api_base: text(row.api_base),
-    source: row.source === 'config' ? 'config' : 'api',
+    source: sourceOf(row.source),
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
   };

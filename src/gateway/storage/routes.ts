@@ -1,4 +1,5 @@
 import type { Row, SqlDriver, Statement } from './driver.ts';
+import { sourceOf } from './rows.ts';
 import type { ConfigSource, RouteDefinition, RouteRecord } from './records.ts';
 
 /** Model routes (table model_routes): public model names and their targets, the `models:` section editable at run time. */
@@ -36,7 +37,7 @@ function routeOf(row: Row): RouteRecord {
   return {
     name: String(row.name),
     definition: JSON.parse(String(row.definition)) as RouteDefinition,
-    source: row.source === 'config' ? 'config' : 'api',
+    source: sourceOf(row.source),
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
   };
