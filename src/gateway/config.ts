@@ -53,7 +53,10 @@ const TrustProxy = z.union([z.boolean(), z.array(z.string().min(1)).max(256)]);
 
 /** The fields of a model route's target (PUT /v1/routes adds one). */
 export const RouteTargetFields = z.strictObject({
-  model: z.string().regex(PROVIDER_MODEL, 'a target is provider:model'),
+  model: z
+    .string()
+    .regex(PROVIDER_MODEL, 'a target is provider:model')
+    .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters'),
   /** Share of the calls among the targets of equal priority (default 1). */
   weight: z.number().int().positive().max(1_000_000).optional(),
   /** Lower is tried first; targets of equal priority share the load by weight. Given on all targets of a route or none. */

@@ -171,7 +171,14 @@ export const KeyListQuery = z.strictObject({ user_id: Id.optional() });
 
 /** PUT /v1/providers/{name}: fields left out keep their value (none when the provider is new), null clears one. */
 export const ProviderBody = z.strictObject({
-  api_key: z.string().min(1).max(4096).nullable().optional().describe('The provider API key; write-only (answers say only api_key_set)'),
+  api_key: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters')
+    .nullable()
+    .optional()
+    .describe('The provider API key; write-only (answers say only api_key_set)'),
   api_base: z.string().url().max(2048).nullable().optional().describe("The provider's base address, e.g. https://eu.example.com/v1 (null: the provider's default)"),
 });
 
