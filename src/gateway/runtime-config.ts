@@ -15,6 +15,7 @@ import type {
   RouteTargetDefinition,
 } from './storage/index.ts';
 import type { Statement } from './storage/driver.ts';
+import { isUniqueViolation } from './storage/rows.ts';
 import type { ProviderSettings, Upstream } from './upstream.ts';
 
 /** How often an instance asks the database whether the runtime configuration changed (one indexed one-row read). */
@@ -148,20 +149,25 @@ export class RuntimeConfig {
     this.#timer = null;
   }
 
-  /** Writes a change with its audit row and the counter's raise, then reloads this instance. */
-  async #commit(writes: Statement[], change: Omit<ConfigChange, keyof ChangeAuthor>, author: ChangeAuthor, now: number): Promise<void> {
-    await this.#store.driver.transaction([...writes, ...this.#store.audit.changeStatements({ ...change, ...author }, now)]);
+  /** Makes a change (see `commitChange`), then reloads this instance; false when `prepare` found nothing to change. */
+  async #change(prepare: () => Promise<PreparedChange | null>, author: ChangeAuthor, now: number): Promise<boolean> {
+    if (!(await commitChange(this.#store, prepare, author, now))) return false;
     await this.refresh();
+    return true;
   }
 
   // Prices
 
   async putPricing(model: string, prices: PricingPrices, author: ChangeAuthor, now = Date.now()): Promise<PricingRecord> {
-    const before = await this.#store.pricing.get(model);
     const record = pricingRecord(model, prices, 'api', now);
-    await this.#commit(
-      [this.#store.pricing.putStatement(record, 'api', now)],
-      { kind: 'pricing', name: model, action: before ? 'update' : 'create', before: before && publicPricing(before), after: publicPricing(record) },
+    await this.#change(
+      async () => {
+        const before = await this.#store.pricing.get(model);
+        return {
+          writes: [this.#store.pricing.putStatement(record, 'api', now)],
+          change: { kind: 'pricing', name: model, action: before ? 'update' : 'create', before: before && publicPricing(before), after: publicPricing(record) },
+        };
+      },
       author,
       now,
     );
@@ -169,33 +175,36 @@ export class RuntimeConfig {
   }
 
   /** False when the model has no price of the gateway's own. */
-  async deletePricing(model: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {
-    const before = await this.#store.pricing.get(model);
-    if (!before) return false;
-    await this.#commit([this.#store.pricing.deleteStatement(model)], { kind: 'pricing', name: model, action: 'delete', before: publicPricing(before), after: null }, author, now);
-    return true;
+  deletePricing(model: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {
+    return this.#change(
+      async () => {
+        const before = await this.#store.pricing.get(model);
+        return before && { writes: [this.#store.pricing.deleteStatement(model)], change: { kind: 'pricing', name: model, action: 'delete', before: publicPricing(before), after: null } };
+      },
+      author,
+      now,
+    );
   }
 
   // Providers
 
   /** Creates or changes a provider: fields left out keep their value (none at creation), null clears one. */
-  async putProvider(
-    name: string,
-    patch: { api_key?: string | null; api_base?: string | null },
-    author: ChangeAuthor,
-    now = Date.now(),
-  ): Promise<ProviderRecord> {
+  async putProvider(name: string, patch: { api_key?: string | null; api_base?: string | null }, author: ChangeAuthor, now = Date.now()): Promise<ProviderRecord> {
     if (!Object.hasOwn(PROVIDERS, name)) throw invalidRequest(`Unknown provider "${name}" (known: ${Object.keys(PROVIDERS).join(', ')})`, 'name', 'unknown_provider');
-    const before = await this.#store.providers.get(name);
-    const after = {
-      name,
-      api_key: patch.api_key === undefined ? (before?.api_key ?? null) : patch.api_key,
-      api_base: patch.api_base === undefined ? (before?.api_base ?? null) : patch.api_base,
-      source: 'api' as const,
-    };
-    await this.#commit(
-      [this.#store.providers.putStatement(after, 'api', now)],
-      { kind: 'provider', name, action: before ? 'update' : 'create', before: before && publicProvider(before), after: publicProvider(after) },
+    await this.#change(
+      async () => {
+        const before = await this.#store.providers.get(name);
+        const after = {
+          name,
+          api_key: patch.api_key === undefined ? (before?.api_key ?? null) : patch.api_key,
+          api_base: patch.api_base === undefined ? (before?.api_base ?? null) : patch.api_base,
+          source: 'api' as const,
+        };
+        return {
+          writes: [this.#store.providers.putStatement(after, 'api', now)],
+          change: { kind: 'provider', name, action: before ? 'update' : 'create', before: before && publicProvider(before), after: publicProvider(after) },
+        };
+      },
       author,
       now,
     );
@@ -203,37 +212,46 @@ export class RuntimeConfig {
   }
 
   /** Refused (409 provider_in_use) while a route sends calls to it with its settings. False when there is no such provider. */
-  async deleteProvider(name: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {
-    const before = await this.#store.providers.get(name);
-    if (!before) return false;
-    const users = (await this.#store.routes.list()).filter((route) => route.definition.targets.some((target) => providerOf(target) === name && !ownSettings(target)));
-    if (users.length > 0) {
-      throw conflict(`Provider "${name}" is used by the model route(s) ${users.map((route) => `"${route.name}"`).join(', ')}; change or delete them first`, 'provider_in_use');
-    }
-    await this.#commit([this.#store.providers.deleteStatement(name)], { kind: 'provider', name, action: 'delete', before: publicProvider(before), after: null }, author, now);
-    return true;
+  deleteProvider(name: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {
+    return this.#change(
+      async () => {
+        const before = await this.#store.providers.get(name);
+        if (!before) return null;
+        const users = (await this.#store.routes.list()).filter((route) => route.definition.targets.some((target) => providerOf(target) === name && !ownSettings(target)));
+        if (users.length > 0) {
+          throw conflict(`Provider "${name}" is used by the model route(s) ${users.map((route) => `"${route.name}"`).join(', ')}; change or delete them first`, 'provider_in_use');
+        }
+        return { writes: [this.#store.providers.deleteStatement(name)], change: { kind: 'provider', name, action: 'delete', before: publicProvider(before), after: null } };
+      },
+      author,
+      now,
+    );
   }
 
   // Model routes
 
   /** Creates or replaces a route, checked as the configuration file's routes are (400 naming the field). */
   async putRoute(name: string, input: RouteInput, author: ChangeAuthor, now = Date.now()): Promise<RouteRecord> {
-    const before = await this.#store.routes.get(name);
-    const definition: RouteDefinition = {
-      targets: input.targets.map((target, i) => keepKey(target, i, before)),
-      ...(input.timeout_seconds !== undefined ? { timeout_seconds: input.timeout_seconds } : {}),
-    };
-    const providers = new Set((await this.#store.providers.list()).map((provider) => provider.name));
-    const problem = routeProblems(name, definition, providers)[0];
-    if (problem) throw invalidRequest(`${problem.path || 'name'}: ${problem.message}`, problem.path || 'name', problem.code);
-    await this.#commit(
-      [this.#store.routes.putStatement(name, definition, 'api', now)],
-      {
-        kind: 'route',
-        name,
-        action: before ? 'update' : 'create',
-        before: before && publicRoute(name, before.definition, before.source),
-        after: publicRoute(name, definition, 'api'),
+    await this.#change(
+      async () => {
+        const before = await this.#store.routes.get(name);
+        const definition: RouteDefinition = {
+          targets: input.targets.map((target, i) => keepKey(target, i, before)),
+          ...(input.timeout_seconds !== undefined ? { timeout_seconds: input.timeout_seconds } : {}),
+        };
+        const providers = new Set((await this.#store.providers.list()).map((provider) => provider.name));
+        const problem = routeProblems(name, definition, providers)[0];
+        if (problem) throw invalidRequest(`${problem.path || 'name'}: ${problem.message}`, problem.path || 'name', problem.code);
+        return {
+          writes: [this.#store.routes.putStatement(name, definition, 'api', now)],
+          change: {
+            kind: 'route',
+            name,
+            action: before ? 'update' : 'create',
+            before: before && publicRoute(name, before.definition, before.source),
+            after: publicRoute(name, definition, 'api'),
+          },
+        };
       },
       author,
       now,
@@ -241,16 +259,50 @@ export class RuntimeConfig {
     return (await this.#store.routes.get(name))!;
   }
 
-  async deleteRoute(name: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {
-    const before = await this.#store.routes.get(name);
-    if (!before) return false;
-    await this.#commit(
-      [this.#store.routes.deleteStatement(name)],
-      { kind: 'route', name, action: 'delete', before: publicRoute(name, before.definition, before.source), after: null },
+  deleteRoute(name: string, author: ChangeAuthor, now = Date.now()): Promise<boolean> {
+    return this.#change(
+      async () => {
+        const before = await this.#store.routes.get(name);
+        return before && { writes: [this.#store.routes.deleteStatement(name)], change: { kind: 'route', name, action: 'delete', before: publicRoute(name, before.definition, before.source), after: null } };
+      },
       author,
       now,
     );
-    return true;
+  }
+}
+
+/** What one change writes, and how the audit describes it (without its author). */
+export interface PreparedChange {
+  writes: Statement[];
+  change: Omit<ConfigChange, keyof ChangeAuthor>;
+}
+
+/**
+ * Attempts of a change whose reads another change overtook, before it is refused (409 concurrent_change): each round
+ * of competing changes lets at least one through, so this many edits at once all land.
+ */
+const CHANGE_ATTEMPTS = 32;
+
+/**
+ * Reads what a change needs (`prepare`: null when there is nothing to change) and writes it with its audit row in one
+ * transaction that holds only if no other change landed since the reads (ConfigAudit.changeTransaction); otherwise
+ * reads and tries again. So `before` in the audit is what the change replaced, and a provider PUT that keeps a field
+ * keeps its latest value, even with edits on several instances at once. False when there was nothing to change.
+ */
+export async function commitChange(store: GatewayStore, prepare: () => Promise<PreparedChange | null>, author: ChangeAuthor, now: number): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const seen = await store.audit.version();
+    const prepared = await prepare();
+    if (!prepared) return false;
+    try {
+      await store.driver.transaction(store.audit.changeTransaction(prepared.writes, { ...prepared.change, ...author }, seen, now));
+      return true;
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      if (attempt === CHANGE_ATTEMPTS) throw conflict('The configuration kept changing while this change was being made; send it again', 'concurrent_change');
+      // a little apart, so that the competitors of this round do not meet again in the next
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+    }
   }
 }
 

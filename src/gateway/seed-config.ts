@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { GatewayConfig } from './config.ts';
-import { pricingRecord, publicPricing, publicProvider, publicRoute, type ChangeAuthor } from './runtime-config.ts';
-import type { ConfigChange, ConfigKind, GatewayStore } from './storage/index.ts';
+import { commitChange, pricingRecord, publicPricing, publicProvider, publicRoute, type ChangeAuthor } from './runtime-config.ts';
+import type { ConfigKind, GatewayStore } from './storage/index.ts';
 import type { Statement } from './storage/driver.ts';
 
 const FILE: ChangeAuthor = { actor: 'config_file', client: null, request_id: null };
@@ -71,30 +71,40 @@ export async function seedRuntimeConfig(store: GatewayStore, config: Pick<Gatewa
   return store.driver.withMigrationLock(async () => {
     const seeds = await store.seeds.all();
     let changes = 0;
-    const commit = (writes: Statement[], change: Omit<ConfigChange, keyof ChangeAuthor>) =>
-      store.driver.transaction([...writes, ...store.audit.changeStatements({ ...change, ...FILE }, now)]);
     for (const kind of kinds) {
       const seeded = seeds.get(kind.kind) ?? new Map<string, string>();
       // Providers before the routes that use them; the file's order kept in created_at (routes list in it).
       let order = 0;
       for (const [name, value] of Object.entries(kind.entries)) {
         const digest = digestOf(value);
-        order++;
+        const at = now + ++order;
         if (seeded.get(name) === digest) continue;
-        const before = await kind.current(name);
-        const { statement, view } = kind.put(name, value, now + order);
-        await commit([statement, store.seeds.setStatement(kind.kind, name, digest)], { kind: kind.kind, name, action: before ? 'update' : 'create', before: before?.view ?? null, after: view });
+        await commitChange(
+          store,
+          async () => {
+            const before = await kind.current(name);
+            const { statement, view } = kind.put(name, value, at);
+            return { writes: [statement, store.seeds.setStatement(kind.kind, name, digest)], change: { kind: kind.kind, name, action: before ? 'update' : 'create', before: before?.view ?? null, after: view } };
+          },
+          FILE,
+          now,
+        );
         changes++;
       }
       for (const name of seeded.keys()) {
         if (Object.hasOwn(kind.entries, name)) continue;
-        const before = await kind.current(name);
-        if (before?.fromFile) {
-          await commit([kind.remove(name), store.seeds.forgetStatement(kind.kind, name)], { kind: kind.kind, name, action: 'delete', before: before.view, after: null });
-          changes++;
-        } else {
-          await store.driver.transaction([store.seeds.forgetStatement(kind.kind, name)]);
-        }
+        const deleted = await commitChange(
+          store,
+          async () => {
+            const before = await kind.current(name);
+            return before?.fromFile ? { writes: [kind.remove(name), store.seeds.forgetStatement(kind.kind, name)], change: { kind: kind.kind, name, action: 'delete', before: before.view, after: null } } : null;
+          },
+          FILE,
+          now,
+        );
+        if (deleted) changes++;
+        // An entry the API changed since stays; the file no longer speaks for it.
+        else await store.driver.transaction([store.seeds.forgetStatement(kind.kind, name)]);
       }
     }
     return changes;

@@ -278,6 +278,19 @@ describe.each(backends)('the change check on $name', (backend) => {
       const call = await mean(20, ask);
       console.info(`${backend.name}: change check ${(check * 1000).toFixed(0)} µs, model call ${(call * 1000).toFixed(0)} µs, propagation ${lag.toFixed(0)} ms`);
       expect(check).toBeLessThan(call / 2);
+
+      // Edits of one provider on both gateways at once: each lands once, and each audit row's before is the state it
+      // replaced (no two edits replaced the same state, none was lost)
+      const bases = Array.from({ length: 10 }, (_, i) => `https://h${i}.example.com/v1`);
+      const answers = await Promise.all(bases.map((base, i) => (i % 2 === 0 ? editor : other).call('PUT', '/v1/providers/openai', { body: { api_base: base } })));
+      expect(answers.map((answer) => answer.status)).toEqual(bases.map(() => 200));
+      const changes = (await other.call('GET', '/v1/audit?kind=provider&name=openai&limit=1000')).json.data as { action: string; before: { api_base: string }; after: { api_base: string } }[];
+      const edits = changes.filter((change) => bases.includes(change.after.api_base));
+      expect(edits).toHaveLength(bases.length);
+      const replaced = edits.map((change) => change.before.api_base);
+      expect(new Set(replaced).size).toBe(bases.length);
+      const final = (await editor.call('GET', '/v1/providers/openai')).json.api_base as string;
+      expect(new Set([...replaced, final])).toEqual(new Set([fake.baseURL, ...bases]));
     } finally {
       await other.close();
       await editor.close();

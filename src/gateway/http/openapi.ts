@@ -524,7 +524,13 @@ export function gatewayOpenApi(version: string): Schema {
         get: managed('Get a provider', { responses: { 200: ok('The provider', ref('Provider')), ...MANAGEMENT_ERRORS, 404: err('No such provider (provider_not_found).') } }),
         put: managed('Create or change a provider (fields left out keep their value, null clears one); every instance uses it within a second', {
           requestBody: json(ProviderBody),
-          responses: { 200: ok('The provider', ref('Provider')), ...BODY_ERRORS, 400: err('A provider Hub does not know (unknown_provider, param "name"), or a bad field (param names it).'), ...MANAGEMENT_ERRORS },
+          responses: {
+            200: ok('The provider', ref('Provider')),
+            ...BODY_ERRORS,
+            400: err('A provider Hub does not know (unknown_provider, param "name"), or a bad field (param names it).'),
+            ...MANAGEMENT_ERRORS,
+            409: err('Other changes kept landing while this one was retried (concurrent_change); send it again.'),
+          },
         }),
         delete: managed('Delete a provider', {
           responses: {
@@ -546,6 +552,7 @@ export function gatewayOpenApi(version: string): Schema {
             ...BODY_ERRORS,
             400: err('A target of a provider that is not configured and has no api_key/api_base of its own, or that Hub does not know (unknown_provider, param targets.N.model); a weight or priority out of range, a weight without priorities, priority on some targets only, api_key_set with no stored key to keep (param names the field).'),
             ...MANAGEMENT_ERRORS,
+            409: err('Other changes kept landing while this one was retried (concurrent_change); send it again.'),
           },
         }),
         delete: managed('Delete a model route', { responses: { 200: ok('Deleted', deleted('model_route', 'name')), ...MANAGEMENT_ERRORS, 404: err('No such route (route_not_found).') } }),

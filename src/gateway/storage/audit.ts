@@ -15,7 +15,7 @@ export interface AuditQuery {
 
 /**
  * The audit of runtime configuration changes (table config_audit) and the change counter every instance polls
- * (config_version). A change is written in the same transaction as the rows it changes (`changeStatements`), so
+ * (config_version). A change is written in the same transaction as the rows it changes (`changeTransaction`), so
  * neither the audit nor the counter can miss one.
  */
 export class ConfigAudit {
@@ -25,9 +25,19 @@ export class ConfigAudit {
     this.#driver = driver;
   }
 
-  /** The statements that record `change` and raise the change counter; run them with the change's own writes. */
-  changeStatements(change: ConfigChange, now = Date.now()): Statement[] {
+  /**
+   * One change as one transaction: `writes`, the audit row of `change` and a raise of the change counter. `seen` is the
+   * counter the caller read before reading what it changes: if it moved since (another change landed, on any
+   * instance), the transaction fails with a unique violation (`isUniqueViolation`) and writes nothing, so the caller
+   * reads again instead of auditing a stale `before` or merging into a stale row. On PostgreSQL the counter's row is
+   * locked first, so that a change committing meanwhile is seen by the check.
+   */
+  changeTransaction(writes: Statement[], change: ConfigChange, seen: number, now = Date.now()): Statement[] {
     return [
+      ...(this.#driver.dialect === 'postgres' ? [{ sql: 'SELECT version FROM config_version WHERE id = 1 FOR UPDATE', params: [] }] : []),
+      // Inserts the counter's row again, which its primary key refuses, exactly when the counter is no longer `seen`.
+      { sql: 'INSERT INTO config_version (id, version) SELECT 1, 0 WHERE (SELECT version FROM config_version WHERE id = 1) <> ?', params: [seen] },
+      ...writes,
       {
         sql: `INSERT INTO config_audit (id, created_at, actor, client, request_id, action, kind, name, before_value, after_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         params: [
@@ -43,7 +53,7 @@ export class ConfigAudit {
           change.after === null ? null : JSON.stringify(change.after),
         ],
       },
-      VERSION_BUMP,
+      { sql: 'UPDATE config_version SET version = version + 1 WHERE id = 1', params: [] },
     ];
   }
 
@@ -75,9 +85,6 @@ export class ConfigAudit {
     return { data, next_cursor: rows.length > query.limit && last ? { created_at: last.created_at, id: last.id } : null };
   }
 }
-
-/** Raises the change counter (also the lock that orders concurrent changes on PostgreSQL: one row). */
-export const VERSION_BUMP: Statement = { sql: 'UPDATE config_version SET version = version + 1 WHERE id = 1', params: [] };
 
 function changeOf(row: Row): ConfigChangeRecord {
   const parsed = (value: unknown) => (typeof value === 'string' ? (JSON.parse(value) as unknown) : null);
