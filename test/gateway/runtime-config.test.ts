@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/gateway/config.ts';
+import type { CallLedger } from '../../src/gateway/ledger.ts';
+import { ModelRouter } from '../../src/gateway/model-router.ts';
+import { RuntimeConfig } from '../../src/gateway/runtime-config.ts';
+import type { GatewayStore } from '../../src/gateway/storage/index.ts';
+import type { Upstream } from '../../src/gateway/upstream.ts';
 import { CHAT_USAGE } from '../fakes/openai-compatible.ts';
 import {
   eventually,
@@ -350,5 +355,55 @@ describe('the configuration file seeds the database entry by entry (SQLite, rest
     seen = await restart(dropped);
     expect(seen.routes.map((route) => `${route.name} ${route.source}`)).toEqual(['smart config', 'fast api']);
     await seen.gateway.close();
+  });
+});
+
+describe('the change poll when the database fails', () => {
+  it('keeps serving the configuration loaded last, says so once, and loads the change once the database answers', async () => {
+    let down = false;
+    let version = 1;
+    let target = 'openai:gpt-first';
+    const store = {
+      audit: {
+        version: async () => {
+          if (down) throw new Error('connection refused');
+          return version;
+        },
+      },
+      providers: { list: async () => [{ name: 'openai', api_key: 'sk-k', api_base: null, source: 'config', created_at: 0, updated_at: 0 }] },
+      routes: { list: async () => [{ name: 'smart', definition: { targets: [{ model: target }] }, source: 'config', created_at: 0, updated_at: 0 }] },
+    } as unknown as GatewayStore;
+    const router = new ModelRouter({}, {});
+    const reconfigured: string[][] = [];
+    const upstream = { reconfigure: (settings: Record<string, unknown>) => reconfigured.push(Object.keys(settings)) } as unknown as Upstream;
+    let forgotten = 0;
+    const ledger = { forgetPricing: () => forgotten++ } as unknown as CallLedger;
+    const runtime = new RuntimeConfig({ store, router, upstream, ledger });
+    const failures: unknown[] = [];
+    let recoveries = 0;
+    runtime.onPollError = (error) => failures.push(error);
+    runtime.onPollRecovered = () => recoveries++;
+
+    expect(await runtime.refresh()).toBe(true);
+    expect(router.plan('smart').targets.map((t) => t.model)).toEqual(['gpt-first']);
+    expect(reconfigured).toEqual([['openai']]);
+    expect(await runtime.refresh()).toBe(false);
+    runtime.start(10);
+    try {
+      down = true;
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      // several polls failed: reported once, and calls still plan with what was loaded
+      expect(failures).toHaveLength(1);
+      expect(router.plan('smart').targets.map((t) => t.model)).toEqual(['gpt-first']);
+      target = 'openai:gpt-second';
+      version = 2;
+      down = false;
+      await eventually(() => (recoveries === 1 ? true : undefined), 'the poll to recover');
+      await eventually(() => (router.plan('smart').targets[0].model === 'gpt-second' ? true : undefined), 'the change to load');
+      expect(failures).toHaveLength(1);
+      expect(forgotten).toBe(2);
+    } finally {
+      runtime.stop();
+    }
   });
 });
