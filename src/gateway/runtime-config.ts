@@ -33,7 +33,7 @@ export type RouteTargetInput = RouteTargetDefinition & { api_key_set?: boolean }
 export type RouteInput = { targets: RouteTargetInput[]; timeout_seconds?: number };
 
 /** A provider without its secret: what the API answers and the audit keeps. */
-export function publicProvider(provider: ProviderRecord | { name: string; api_key: string | null; api_base: string | null; source: ConfigSource }) {
+export function publicProvider(provider: Pick<ProviderRecord, 'name' | 'api_key' | 'api_base' | 'source'>) {
   return { name: provider.name, api_base: provider.api_base, api_key_set: provider.api_key !== null, source: provider.source };
 }
 

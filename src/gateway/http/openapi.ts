@@ -527,7 +527,7 @@ export function gatewayOpenApi(version: string): Schema {
           responses: {
             200: ok('The provider', ref('Provider')),
             ...BODY_ERRORS,
-            400: err('A provider Hub does not know (unknown_provider, param "name"), or a bad field (param names it).'),
+            400: err('Invalid JSON (invalid_json), a provider Hub does not know (unknown_provider, param "name"), or a bad field (param names it).'),
             ...MANAGEMENT_ERRORS,
             409: err('Other changes kept landing while this one was retried (concurrent_change); send it again.'),
           },
@@ -550,7 +550,7 @@ export function gatewayOpenApi(version: string): Schema {
           responses: {
             200: ok('The route', ref('ModelRoute')),
             ...BODY_ERRORS,
-            400: err('A target of a provider that is not configured and has no api_key/api_base of its own, or that Hub does not know (unknown_provider, param targets.N.model); a weight or priority out of range, a weight without priorities, priority on some targets only, api_key_set with no stored key to keep (param names the field).'),
+            400: err('Invalid JSON (invalid_json); a target of a provider that is not configured and has no api_key/api_base of its own, or that Hub does not know (unknown_provider, param targets.N.model); a weight or priority out of range, a weight without priorities, priority on some targets only, api_key_set with no stored key to keep (param names the field).'),
             ...MANAGEMENT_ERRORS,
             409: err('Other changes kept landing while this one was retried (concurrent_change); send it again.'),
           },
