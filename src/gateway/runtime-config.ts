@@ -30,7 +30,7 @@ export interface ChangeAuthor {
 
 /** A route target as PUT /v1/routes takes it: `api_key_set: true` without `api_key` keeps the stored target's key. */
 export type RouteTargetInput = RouteTargetDefinition & { api_key_set?: boolean };
-export type RouteInput = { targets: RouteTargetInput[]; timeout_seconds?: number };
+export type RouteInput = { targets: RouteTargetInput[]; timeout_seconds?: number | null };
 
 /** A provider without its secret: what the API answers and the audit keeps. */
 export function publicProvider(provider: Pick<ProviderRecord, 'name' | 'api_key' | 'api_base' | 'source'>) {
@@ -237,7 +237,7 @@ export class RuntimeConfig {
         const before = await this.#store.routes.get(name);
         const definition: RouteDefinition = {
           targets: input.targets.map((target, i) => keepKey(target, i, before)),
-          ...(input.timeout_seconds !== undefined ? { timeout_seconds: input.timeout_seconds } : {}),
+          ...(input.timeout_seconds !== undefined && input.timeout_seconds !== null ? { timeout_seconds: input.timeout_seconds } : {}),
         };
         const providers = new Set((await this.#store.providers.list()).map((provider) => provider.name));
         const problem = routeProblems(name, definition, providers)[0];

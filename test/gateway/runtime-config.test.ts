@@ -175,6 +175,10 @@ describe.each(backends)('runtime configuration on $name', (backend) => {
     const got = (await gateway.call('GET', '/v1/routes/own')).json;
     expect((await gateway.call('PUT', '/v1/routes/own', { body: { targets: got.targets, timeout_seconds: 20 } })).status).toBe(200);
     expect((await callAndSee('own', `own-kept-${backend.name}`)).authorization).toBe(`Bearer ${target.api_key}`);
+    // GET's targets sent back as they are keep them (keys included); timeout_seconds null clears the route's timeout
+    const again = (await gateway.call('GET', '/v1/routes/own')).json;
+    const roundTrip = await gateway.call('PUT', '/v1/routes/own', { body: { targets: again.targets, timeout_seconds: null } });
+    expect(roundTrip.json).toMatchObject({ targets: again.targets, timeout_seconds: null });
     expect(JSON.stringify(await auditOf('?kind=route&name=own'))).not.toContain(target.api_key);
     // api_key_set for a target the route never had: nothing to keep
     const refused = await gateway.call('PUT', '/v1/routes/own', { body: { targets: [{ model: 'openai:gpt-new', api_base: fake.baseURL, api_key_set: true }] } });

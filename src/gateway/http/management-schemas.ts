@@ -194,7 +194,10 @@ const RouteTargetBody = z.preprocess(
 );
 
 /** PUT /v1/routes/{name}: the whole route, as the configuration file's `models.<name>` (the targets in trial order). */
-export const RouteBody = ModelRouteFields.extend({ targets: z.array(RouteTargetBody).min(1).max(32) });
+export const RouteBody = ModelRouteFields.extend({
+  targets: z.array(RouteTargetBody).min(1).max(32),
+  timeout_seconds: z.number().positive().nullable().optional().describe("Default of the targets' timeout_seconds (null or absent: none)"),
+});
 
 export const AuditQuery = z.strictObject({
   kind: z.enum(['pricing', 'provider', 'route']).optional().describe('Only changes of this kind of entry'),
