@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RESET_ALIGNMENTS } from '../budget-periods.ts';
+import { ModelRouteFields, RouteTargetFields, targetShorthand } from '../config.ts';
 
 /** Request bodies of the management endpoints; also the source of their OpenAPI schemas. */
 /** How deep metadata may nest: far beyond any real use, far below what JSON.stringify survives when answering. */
@@ -186,3 +187,42 @@ export const RotateKeyBody = z.strictObject({
 });
 
 export const KeyListQuery = z.strictObject({ user_id: Id.optional() });
+
+/** PUT /v1/providers/{name}: fields left out keep their value (none when the provider is new), null clears one. */
+export const ProviderBody = z.strictObject({
+  api_key: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters')
+    .nullable()
+    .optional()
+    .describe('The provider API key; write-only (answers say only api_key_set)'),
+  api_base: z.string().url().max(2048).nullable().optional().describe("The provider's base address, e.g. https://eu.example.com/v1 (null: the provider's default)"),
+});
+
+/** A target of PUT /v1/routes/{name}: the configuration file's fields, and api_key_set to keep a stored key. */
+const RouteTargetBody = z.preprocess(
+  targetShorthand,
+  RouteTargetFields.extend({
+    api_key_set: z
+      .boolean()
+      .optional()
+      .describe('true without api_key: keep the key of the stored target with the same model and api_base (what GET answers, sent back unchanged)'),
+  }),
+);
+
+/** PUT /v1/routes/{name}: the whole route, as the configuration file's `models.<name>` (the targets in trial order). */
+export const RouteBody = ModelRouteFields.extend({
+  targets: z.array(RouteTargetBody).min(1).max(32),
+  timeout_seconds: z.number().positive().nullable().optional().describe("Default of the targets' timeout_seconds (null or absent: none)"),
+});
+
+export const AuditQuery = z.strictObject({
+  kind: z.enum(['pricing', 'provider', 'route']).optional().describe('Only changes of this kind of entry'),
+  name: z.string().min(1).max(512).optional().describe('Only changes of this entry (a provider:model for pricing)'),
+  since: Timestamp.optional().describe('Changes at or after this time'),
+  until: Timestamp.optional().describe('Changes before this time'),
+  limit: z.coerce.number().int().min(1).max(1000).optional().describe('Changes per page (default 100)'),
+  cursor: z.string().min(1).max(600).optional().describe('next_cursor of the previous page: the changes before it, newest first'),
+});

@@ -1,5 +1,7 @@
 import { keyStatus } from '../auth.ts';
-import type { BudgetRecord, KeyRecord, PricingRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
+import type { PricedModel } from '../pricing-policy.ts';
+import { publicPricing, publicProvider, publicRoute } from '../runtime-config.ts';
+import type { BudgetRecord, ConfigChangeRecord, KeyRecord, ProviderRecord, RouteRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
 import { dollars } from '../money.ts';
 import { isoTime, isoTimeOrNull } from '../time.ts';
 
@@ -59,15 +61,33 @@ export function budgetResource(budget: BudgetRecord) {
   };
 }
 
-export function pricingResource(pricing: PricingRecord & { source?: 'configured' | 'bundled' }) {
+export function pricingResource(pricing: PricedModel) {
+  return { object: 'model_pricing' as const, ...publicPricing(pricing), source: pricing.source, updated_at: isoTime(pricing.updated_at) };
+}
+
+/** A provider as the API shows it: its key only as `api_key_set`. */
+export function providerResource(provider: ProviderRecord) {
+  return { object: 'provider' as const, ...publicProvider(provider), created_at: isoTime(provider.created_at), updated_at: isoTime(provider.updated_at) };
+}
+
+/** A model route as the API shows it: each target's key only as `api_key_set`. */
+export function routeResource(route: RouteRecord) {
+  return { object: 'model_route' as const, ...publicRoute(route.name, route.definition, route.source), created_at: isoTime(route.created_at), updated_at: isoTime(route.updated_at) };
+}
+
+export function configChangeResource(change: ConfigChangeRecord) {
   return {
-    object: 'model_pricing' as const,
-    model: pricing.model,
-    input_cost_per_million: pricing.input_cost_per_million,
-    output_cost_per_million: pricing.output_cost_per_million,
-    search_unit_cost_per_thousand: pricing.search_unit_cost_per_thousand,
-    source: pricing.source ?? 'configured',
-    updated_at: isoTime(pricing.updated_at),
+    object: 'config_change' as const,
+    id: change.id,
+    created_at: isoTime(change.created_at),
+    actor: change.actor,
+    client: change.client,
+    request_id: change.request_id,
+    action: change.action,
+    kind: change.kind,
+    name: change.name,
+    before: change.before,
+    after: change.after,
   };
 }
 

@@ -252,6 +252,54 @@ export const MIGRATIONS: Migration[] = [
       'ALTER TABLE budgets ADD COLUMN soft_budget_nanos BIGINT',
     ],
   },
+  {
+    version: 14,
+    name: 'runtime configuration: providers and model routes in the database, where each entry came from, the file entries seeded, an audit of changes, a change counter',
+    statements: [
+      // 'config': written from the configuration file; 'api': written (or last edited) through the API
+      "ALTER TABLE model_pricing ADD COLUMN source TEXT NOT NULL DEFAULT 'api'",
+      `CREATE TABLE gateway_providers (
+        name TEXT PRIMARY KEY,
+        api_key TEXT,
+        api_base TEXT,
+        source TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      // definition: JSON {targets: [{model, weight?, priority?, api_key?, api_base?, timeout_seconds?}], timeout_seconds?}
+      `CREATE TABLE model_routes (
+        name TEXT PRIMARY KEY,
+        definition TEXT NOT NULL,
+        source TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      // What the configuration file said of each entry when it was last written from it (a SHA-256 of the entry)
+      `CREATE TABLE config_seeds (
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        PRIMARY KEY (kind, name)
+      )`,
+      // before_value, after_value: JSON of the entry without its secrets (api_key: only whether one is set)
+      `CREATE TABLE config_audit (
+        id TEXT PRIMARY KEY,
+        created_at BIGINT NOT NULL,
+        actor TEXT NOT NULL,
+        client TEXT,
+        request_id TEXT,
+        action TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        before_value TEXT,
+        after_value TEXT
+      )`,
+      'CREATE INDEX config_audit_created ON config_audit (created_at, id)',
+      // One row, raised by every change of providers, routes or pricing: what instances poll to reload
+      'CREATE TABLE config_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)',
+      'INSERT INTO config_version (id, version) VALUES (1, 0)',
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

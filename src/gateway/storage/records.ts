@@ -60,6 +60,11 @@ export interface PricingRecord {
   output_cost_per_million: number;
   /** Rerank models billed per search unit (Cohere): US dollars per thousand search units; 0 otherwise. */
   search_unit_cost_per_thousand: number;
+  /**
+   * Written from the configuration file, or through the API; `bundled`: from the table that ships with the gateway
+   * (pricing-policy.ts), never stored.
+   */
+  source?: ConfigSource | 'bundled';
   updated_at: number;
 }
 
@@ -148,4 +153,62 @@ export interface BudgetAdmission {
 /** A hold settled with the call's actual cost after the call. */
 export interface BudgetSettlement extends BudgetHold {
   actual_nanos: bigint;
+}
+
+/** Where a runtime configuration entry (price, provider, model route) was last written from. */
+export type ConfigSource = 'config' | 'api';
+
+/** A provider's connection settings (table gateway_providers); `api_key` never leaves the gateway. */
+export interface ProviderRecord {
+  name: string;
+  api_key: string | null;
+  api_base: string | null;
+  source: ConfigSource;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One target of a model route, as the configuration file and PUT /v1/routes give it. */
+export interface RouteTargetDefinition {
+  model: string;
+  weight?: number;
+  priority?: number;
+  api_key?: string;
+  api_base?: string;
+  timeout_seconds?: number;
+}
+
+export interface RouteDefinition {
+  targets: RouteTargetDefinition[];
+  timeout_seconds?: number;
+}
+
+/** A model route (table model_routes): a public model name and its targets. */
+export interface RouteRecord {
+  name: string;
+  definition: RouteDefinition;
+  source: ConfigSource;
+  created_at: number;
+  updated_at: number;
+}
+
+export type ConfigKind = 'pricing' | 'provider' | 'route';
+
+/** One change of the runtime configuration, as the audit keeps it: `before`/`after` without secrets (null: none). */
+export interface ConfigChange {
+  kind: ConfigKind;
+  name: string;
+  action: 'create' | 'update' | 'delete';
+  /** Who: `master_key` (an API call) or `config_file` (written at start from the configuration file). */
+  actor: string;
+  /** The client address of an API call. */
+  client: string | null;
+  request_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export interface ConfigChangeRecord extends ConfigChange {
+  id: string;
+  created_at: number;
 }

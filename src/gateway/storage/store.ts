@@ -1,10 +1,14 @@
+import { ConfigAudit } from './audit.ts';
 import { Budgets } from './budgets.ts';
+import { ConfigSeeds } from './config-seeds.ts';
 import type { SqlDriver } from './driver.ts';
 import { InstanceRegistration, Instances } from './instances.ts';
 import { VirtualKeys } from './keys.ts';
 import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from './migrations.ts';
 import { Pricing } from './pricing.ts';
+import { Providers } from './providers.ts';
 import { RateWindows } from './rate-windows.ts';
+import { Routes } from './routes.ts';
 import { UsageLog } from './usage.ts';
 import { Users } from './users.ts';
 
@@ -30,6 +34,10 @@ export class GatewayStore {
   readonly budgets: Budgets;
   readonly instances: Instances;
   readonly pricing: Pricing;
+  readonly providers: Providers;
+  readonly routes: Routes;
+  readonly audit: ConfigAudit;
+  readonly seeds: ConfigSeeds;
   readonly usage: UsageLog;
   readonly rateWindows: RateWindows;
 
@@ -43,6 +51,10 @@ export class GatewayStore {
     this.budgets = new Budgets(driver, shared, this.#registration);
     this.instances = new Instances(driver, shared, this.#registration);
     this.pricing = new Pricing(driver);
+    this.providers = new Providers(driver);
+    this.routes = new Routes(driver);
+    this.audit = new ConfigAudit(driver);
+    this.seeds = new ConfigSeeds(driver);
     this.usage = new UsageLog(driver, this.budgets);
     this.rateWindows = new RateWindows(driver);
   }

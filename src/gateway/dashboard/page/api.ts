@@ -222,7 +222,8 @@ export interface Pricing {
   model: string;
   input_cost_per_million: number;
   output_cost_per_million: number;
-  source: 'configured' | 'bundled';
+  /** config: from the configuration file; api: set through PUT /v1/pricing; bundled: the table shipped with the gateway. */
+  source: 'config' | 'api' | 'bundled';
 }
 
 /** An entry of GET /v1/models; `targets` is what a model route would add (see pages/models.ts). */
