@@ -29,7 +29,7 @@ const GRPC_MODEL_TYPES = {
   token_classification: 'TOKEN_CLASSIFICATION',
 } as const satisfies Record<ModelType, GrpcModelType>;
 
-/** The Predict requests as decoded (defaults filled in, except proto3 `optional` fields, which stay absent when unset). */
+/** The Predict requests as decoded (defaults filled in, except proto3 `optional` fields, which stay absent when unset); encoderfile's too. */
 export interface GrpcPredictRequest {
   inputs: string[];
   /** EmbeddingRequest (a plain bool) and SentenceEmbeddingRequest (optional). */
