@@ -699,7 +699,7 @@ export class PredictPipeline implements BatchingPredictor {
   #shape(request: PredictRequest, output: Tensor, row: number, encoding: Encoding): PredictResponse['results'][number] {
     switch (this.modelType) {
       case 'embedding':
-        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize);
+        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize ?? false);
       case 'sentence_embedding':
         return sentenceEmbeddingResult(output, row, (request as SentenceEmbeddingRequest).normalize ?? this.#normalize);
       case 'sequence_classification':

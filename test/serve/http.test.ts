@@ -150,7 +150,6 @@ describe.each(MODEL_TYPES)('HTTP routes of a %s model', (modelType) => {
       [null, 'Invalid input: request body must be a JSON object, got null'],
       ...((modelType === 'embedding'
         ? [
-            [{ inputs: ['hello'] }, 'Invalid input: missing required field "normalize"'],
             [{ inputs: ['hello'], normalize: 'yes' }, 'Invalid input: normalize must be a boolean, got string'],
           ]
         : [[{ inputs: ['hello'], normalize: true }, 'Invalid input: unknown field "normalize"']]) as [unknown, string][]),

@@ -181,12 +181,17 @@ describe('/predict', () => {
     expect(response.json).not.toHaveProperty('metadata');
   });
 
-  it('embedding: normalize is required there, so null is refused as spec 2 refuses a wrong type (422)', async () => {
-    const response = await post(tokens, '/predict', { inputs: ['hello world'], normalize: null });
-    expect(response.status).toBe(422);
-    expect(response.text).toBe('Invalid input: normalize must be a boolean, got null');
-    const metadata = await post(tokens, '/predict', { inputs: ['hello world'], normalize: true, metadata: null });
-    expect(metadata.status, metadata.text).toBe(200);
+  it('embedding: normalize absent or null is false, as encoderfile answers (its request has no normalize): the vectors as the model gives them', async () => {
+    const raw = await post(tokens, '/predict', { inputs: ['hello world'], normalize: false });
+    const unit = await post(tokens, '/predict', { inputs: ['hello world'], normalize: true });
+    expect(raw.json).not.toEqual(unit.json);
+    for (const body of [{ inputs: ['hello world'] }, { inputs: ['hello world'], normalize: null }, { inputs: ['hello world'], metadata: null }]) {
+      const response = await post(tokens, '/predict', body);
+      expect(response.status, response.text).toBe(200);
+      expect(response.json, JSON.stringify(body)).toEqual(raw.json);
+    }
+    const norms = (unit.json.results as { embeddings: { embedding: number[] }[] }[])[0].embeddings.map((t) => Math.hypot(...t.embedding));
+    for (const norm of norms) expect(norm).toBeCloseTo(1, 5);
   });
 
   it("a text-embeddings-inference /embed body: its options are accepted where they ask for what happens anyway", async () => {

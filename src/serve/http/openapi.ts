@@ -235,7 +235,7 @@ const PREDICT_LENIENCY =
 function predictDescription(metadata: ModelMetadata): string {
   switch (metadata.model_type) {
     case 'embedding':
-      return 'One vector per token of each text, with its token and span; normalize (required) scales each to unit length.';
+      return 'One vector per token of each text, with its token and span; normalize: true scales each to unit length (default false, as encoderfile).';
     case 'sentence_embedding':
       return (
         `One vector per text: its token vectors ${metadata.pooling ?? 'mean'}-pooled (as sentence-transformers pools them). ` +
