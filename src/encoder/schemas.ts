@@ -324,6 +324,8 @@ export interface EmbedResult {
 export interface RerankRequest {
   query: string;
   documents: string[];
+  /** The model's logit of the rerank label instead of its probability (Infinity's and TEI's raw_scores); default false. */
+  raw?: boolean;
 }
 
 export interface RerankResult {

@@ -525,7 +525,7 @@ describe('the field APIs’ examples are what a real model answers', () => {
       no_documents: { query: 'capital of france', documents: [] },
       empty_document: { query: 'capital of france', documents: ['paris', ''] },
       top_n: { query: 'capital of france', documents: ['paris'], top_n: 0 },
-      raw_scores: { query: 'capital of france', documents: ['paris'], raw_scores: true },
+      raw_scores: { query: 'capital of france', documents: ['paris'], raw_scores: 'yes' },
     };
     const documented = examplesAt(document, route, 'post', '400');
     expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());

@@ -159,7 +159,7 @@ describe('/v1/rerank and /v2/rerank', () => {
   });
 
   it.each([
-    ['raw_scores: true (another score than a probability)', { raw_scores: true }, 'raw_scores', /'raw_scores' true is not supported: relevance_score is the model's probability/],
+    ['raw_scores not a boolean', { raw_scores: 'yes' }, 'raw_scores', /'raw_scores' must be true or false/],
     ["TEI's truncation_direction Left", { truncation_direction: 'Left' }, 'truncation_direction', /'truncation_direction' "Left" is not supported: documents are truncated at their end/],
     ['rank_fields naming a field a document lacks', { documents: [{ title: 'x' }], rank_fields: ['title', 'body'] }, 'documents', /'documents\[0\]' has no text field 'body', which rank_fields names/],
     ['an object document without text, without rank_fields', { documents: [{ title: 'x' }] }, 'documents', /'documents\[0\]' must be a non-empty text or an object with a non-empty text field/],

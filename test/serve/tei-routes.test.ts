@@ -110,9 +110,17 @@ describe('POST /rerank', () => {
     for (const rank of withText) expect(rank.text).toBe(example.texts[rank.index]);
   });
 
-  it('refuses an empty batch (400 Empty), raw_scores true (422), and answers 424 on a model that is not a re-ranker', async () => {
+  it('raw_scores: true scores with the logit, whose sigmoid is the probability (a one-logit cross-encoder), same order', async () => {
+    const probabilities = (await post(reranker, '/rerank', example)).body as { index: number; score: number }[];
+    const raw = (await post(reranker, '/rerank', { ...example, raw_scores: true })).body as { index: number; score: number }[];
+    expect(raw.map((rank) => rank.index)).toEqual(probabilities.map((rank) => rank.index));
+    raw.forEach((rank, i) => expect(1 / (1 + Math.exp(-rank.score))).toBeCloseTo(probabilities[i].score, 6));
+    expect(raw.map((rank) => rank.score)).not.toEqual(probabilities.map((rank) => rank.score));
+  });
+
+  it('refuses an empty batch (400 Empty), a raw_scores that is not a boolean (422), and answers 424 on a model that is not a re-ranker', async () => {
     expect(await post(reranker, '/rerank', { query: 'q', texts: [] })).toMatchObject({ status: 400, body: { error: '`texts` cannot be empty', error_type: 'Empty' } });
-    expect(await post(reranker, '/rerank', { ...example, raw_scores: true })).toMatchObject({ status: 422, body: { error_type: 'Validation' } });
+    expect(await post(reranker, '/rerank', { ...example, raw_scores: 'yes' })).toMatchObject({ status: 422, body: { error_type: 'Validation' } });
     expect(await post(sentences, '/rerank', example)).toMatchObject({ status: 424, body: { error: 'model is not a re-ranker model', error_type: 'Backend' } });
   });
 });
