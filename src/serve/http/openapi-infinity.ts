@@ -7,6 +7,7 @@
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { ModelMetadata } from '../../encoder/schemas.ts';
 import { bodyTooLargeMessage, infinityError, unsupportedMediaTypeMessage, type HttpFailure } from './errors.ts';
+import { EMBEDDINGS_RESPONSE_SCHEMA } from './openapi-field-apis.ts';
 import { INFINITY_CLASSIFY_REQUEST_SCHEMA, INFINITY_EMBEDDINGS_REQUEST_SCHEMA, INFINITY_RERANK_REQUEST_SCHEMA } from './infinity.ts';
 
 const usage = { type: 'object', required: ['prompt_tokens', 'total_tokens'], properties: { prompt_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } } as const;
@@ -96,21 +97,11 @@ export function infinitySchemas(metadata: ModelMetadata): Record<string, object>
   if (POOLED_MODEL_TYPES.includes(metadata.model_type)) {
     Object.assign(schemas, {
       InfinityEmbeddingsRequest: INFINITY_EMBEDDINGS_REQUEST_SCHEMA,
+      // OpenAI's answer, with Infinity's id and created
       InfinityEmbeddingsResponse: {
-        type: 'object',
-        required: ['object', 'data', 'model', 'usage', 'id', 'created'],
-        properties: {
-          object: { type: 'string', enum: ['list'] },
-          data: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['object', 'embedding', 'index'],
-              properties: { object: { type: 'string', enum: ['embedding'] }, embedding: { oneOf: [{ type: 'array', items: { type: 'number' } }, { type: 'string' }] }, index: { type: 'integer' } },
-            },
-          },
-          ...envelope,
-        },
+        ...EMBEDDINGS_RESPONSE_SCHEMA,
+        required: [...EMBEDDINGS_RESPONSE_SCHEMA.required, 'id', 'created'],
+        properties: { ...EMBEDDINGS_RESPONSE_SCHEMA.properties, id: envelope.id, created: envelope.created },
       },
     });
   }
