@@ -135,6 +135,13 @@ describe('/v1/rerank and /v2/rerank', () => {
     expect(response.json.model).toBe('cross');
   });
 
+  it("Infinity's and TEI's raw_scores: true scores with the logit, whose sigmoid is the default score (one-logit cross-encoder)", async () => {
+    const probabilities = (await post(cross, '/v2/rerank', { query, documents })).json.results as { index: number; relevance_score: number }[];
+    const raw = (await post(cross, '/v2/rerank', { query, documents, raw_scores: true })).json.results as { index: number; relevance_score: number }[];
+    expect(raw.map((result) => result.index)).toEqual(probabilities.map((result) => result.index));
+    raw.forEach((result, i) => expect(1 / (1 + Math.exp(-result.relevance_score))).toBeCloseTo(probabilities[i].relevance_score, 6));
+  });
+
   it("TEI's return_text: true returns the documents, as return_documents does", async () => {
     const response = await post(cross, '/v1/rerank', { query, documents, return_text: true, top_n: 2 });
     const results = response.json.results as { index: number; document: { text: string } }[];
