@@ -196,6 +196,11 @@ describe('POST /classify', () => {
     for (const entry of raw[0]) expect(entry.score).toBeCloseTo(logits[labels.indexOf(entry.label)], 5);
     const plain = (await post(unlabelled, '/classify', example)).body.data as { label: string }[][];
     expect(plain[0].map((entry) => entry.label).sort()).toEqual(['LABEL_0', 'LABEL_1']);
+    // a one-logit model scores with the sigmoid (a softmax of one logit would always be 1), as Infinity's pipeline does
+    const [single] = (await post(cross, '/classify', example)).body.data as { score: number; label: string }[][];
+    const logit = ((await post(cross, '/predict', { inputs: example.input })).body.results as { logits: number[] }[])[0].logits[0];
+    expect(single).toHaveLength(1);
+    expect(single[0].score).toBeCloseTo(1 / (1 + Math.exp(-logit)), 6);
   });
 
   it('refuses as Infinity does: a text instead of a list, an empty list (422); an embedding or token classification model (400)', async () => {

@@ -4,7 +4,7 @@ import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { BatchingPredictor, Predictor } from '../../encoder/predict-pipeline.ts';
 import type { SequenceClassificationResult } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
-import { labelledScores } from './class-scores.ts';
+import { classScoresOf, labelledScores } from './class-scores.ts';
 import { HttpError } from './errors.ts';
 import { fieldApiBodyParser, orNull } from './field-api-body.ts';
 import { sendJson } from './json-reply.ts';
@@ -156,7 +156,7 @@ export function registerInfinityRoutes(app: FastifyInstance, predictor: Predicto
     // usage counts the texts' own tokens, as Infinity does (special tokens left out)
     const [response, tokens] = await Promise.all([predictor.predict({ inputs: body.input }), predictor.tokenize({ inputs: body.input, addSpecialTokens: false })]);
     const id2label = predictor.metadata().id2label;
-    const data = (response.results as SequenceClassificationResult[]).map((result) => labelledScores(body.raw_scores === true ? result.logits : result.scores, id2label));
+    const data = (response.results as SequenceClassificationResult[]).map((result) => labelledScores(classScoresOf(result, body.raw_scores === true), id2label));
     const promptTokens = tokens.reduce((sum, spans) => sum + spans.length, 0);
     return sendJson(reply, { object: 'classify', data, model: names.served, ...envelope(promptTokens) });
   });

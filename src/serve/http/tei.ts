@@ -4,7 +4,7 @@ import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { SequenceClassificationResult, TokenSpan } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
-import { labelledScores } from './class-scores.ts';
+import { classScoresOf, labelledScores } from './class-scores.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
 import { fieldApiBodyParser, orNull } from './field-api-body.ts';
 import { sendJson } from './json-reply.ts';
@@ -221,7 +221,7 @@ export async function teiPredict(body: unknown, predictor: Predictor): Promise<u
   if (!single) checkBatch(items.length, 'inputs', predictor);
   const response = await predictor.predict({ inputs: items });
   const id2label = predictor.metadata().id2label;
-  const answers = (response.results as SequenceClassificationResult[]).map((result) => labelledScores(request.raw_scores === true ? result.logits : result.scores, id2label));
+  const answers = (response.results as SequenceClassificationResult[]).map((result) => labelledScores(classScoresOf(result, request.raw_scores === true), id2label));
   return single ? answers[0] : answers;
 }
 
