@@ -50,6 +50,7 @@ import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/i
 import { startsOf, unpackEncoding } from './tokenizer/packed-encodings.ts';
 import { TokenizerWorkers, type TokenizeJob } from './tokenizer-workers.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
+import { textOf, unitsOfText } from './large-texts.ts';
 import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
 
 /** Longest the tokenizing or the shaping of one request's results holds the event loop at a time (mapInSlices). */
@@ -421,7 +422,7 @@ export class PredictPipeline implements BatchingPredictor {
         }),
         encodeHere: (index) => {
           const input = inputs[index];
-          return typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]);
+          return typeof input === 'string' ? this.tokenizer.encode(textOf(input)) : this.tokenizer.encodePair(textOf(input[0]), textOf(input[1]));
         },
         maxTokens: perToken ? this.#limits.tokenResults : this.#limits.tokens,
       },
@@ -456,7 +457,7 @@ export class PredictPipeline implements BatchingPredictor {
         job: texts ? () => ({ texts, pairs: null, tokens: false }) : null,
         encodeHere: (index) => {
           const input = inputs[index];
-          return typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index);
+          return typeof input === 'string' ? this.tokenizer.encode(textOf(input)) : this.#encodeIds(input, index);
         },
         maxTokens: this.#limits.tokens,
       },
@@ -490,9 +491,9 @@ export class PredictPipeline implements BatchingPredictor {
       {
         field: 'documents',
         count: documents.length,
-        units: query.length * documents.length + unitsOf(documents),
+        units: unitsOf([query]) * documents.length + unitsOf(documents),
         job: () => ({ texts: documents.map(() => query), pairs: documents, tokens: false }),
-        encodeHere: (index) => this.tokenizer.encodePair(query, documents[index]),
+        encodeHere: (index) => this.tokenizer.encodePair(textOf(query), textOf(documents[index])),
         maxTokens: this.#limits.tokens,
       },
       ({ output, row }, _encoding, index) =>
@@ -518,13 +519,15 @@ export class PredictPipeline implements BatchingPredictor {
       throw new InputError(`the request holds ${inputs.length} inputs, more than the limit of ${this.#limits.inputs} inputs per request; send fewer inputs per request`, { field: 'inputs' });
     }
     const maxChars = this.tokenizer.maxLength * MAX_CHARS_PER_TOKEN;
+    // a code point is one or two UTF-16 units: a text of more than twice the bound is refused without reading it
     inputs.forEach((text, index) => {
-      const chars = text.length > maxChars ? [...text].length : 0;
-      if (chars > maxChars) throw new InputError(`inputs[${index}] holds ${chars} characters, more than ${maxChars}`, { field: 'inputs' });
+      const units = unitsOfText(text);
+      const chars = units > 2 * maxChars ? Math.ceil(units / 2) : units > maxChars ? [...textOf(text)].length : 0;
+      if (chars > maxChars) throw new InputError(`inputs[${index}] holds ${units > 2 * maxChars ? 'more than ' : ''}${chars} characters, more than ${maxChars}`, { field: 'inputs' });
     });
     let tokens = 0;
     return mapInSlices(inputs, (text) => {
-      const encoding = this.tokenizer.encodeWith(text, { truncation: null, padding: null });
+      const encoding = this.tokenizer.encodeWith(textOf(text), { truncation: null, padding: null });
       tokens += encoding.ids.length;
       if (tokens > this.#limits.tokens) throw tooManyTokens(`more than ${this.#limits.tokens} tokens`, 'inputs', this.#limits.tokens);
       const spans: TokenSpan[] = [];
@@ -585,7 +588,9 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
-      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon();
+      // a large request's texts were held apart or tokenized on a thread (which collects after it); those tokenized
+      // here, on a predictor without tokenizer threads, left their strings on this heap
+      if (work.units > LARGE_WORK_UNITS && this.#tokenizerThreads === null) releaseMemorySoon();
     }
   }
 

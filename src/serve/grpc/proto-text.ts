@@ -1,6 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { ConfigError } from '../../encoder/errors.ts';
+import { adoptHeldTexts, LARGE_TEXT_UNITS, resolveHeldTexts } from '../../encoder/large-texts.ts';
+import { HoldingReader } from './holding-reader.ts';
 
 /**
  * The text of a .proto file, parsed without touching the file system: the single executable carries the text (a SEA
@@ -61,11 +63,19 @@ export function grpcServiceDefinition(
 function serializer(type: protobuf.Type): (value: object) => Buffer {
   return (value) => {
     if (Array.isArray(value)) throw new Error(`cannot serialize an array as ${type.name}`);
-    const bytes = type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+    // an answer that quotes a request's large text (its metadata) gets the text, not its stand-in
+    const bytes = type.encode(type.fromObject(resolveHeldTexts(value as Record<string, unknown>))).finish();
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   };
 }
 
+/** A message of at least LARGE_TEXT_UNITS bytes is decoded with its large strings held apart (holding-reader.ts). */
 function deserializer(type: protobuf.Type, shape: protobuf.IConversionOptions): (bytes: Buffer) => object {
-  return (bytes) => type.toObject(type.decode(bytes), shape);
+  return (bytes) => {
+    if (bytes.length < LARGE_TEXT_UNITS) return type.toObject(type.decode(bytes), shape);
+    const reader = new HoldingReader(bytes);
+    const message = type.toObject(type.decode(reader), shape);
+    adoptHeldTexts(message, reader.held);
+    return message;
+  };
 }

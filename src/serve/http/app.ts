@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { resolveHeldTextsInJson } from '../../encoder/large-texts.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
@@ -94,6 +95,9 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   // Below every route, in this order: the headers of every response, readiness and requests in flight, Host and
   // Origin (403), then the API key (401).
   registerResponseHeaders(app);
+  // an answer that quotes a request's large text (return_documents, texts, metadata, a message) gets the text, not
+  // its stand-in (large-texts.ts); free when no text is held
+  app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? resolveHeldTextsInJson(payload) : payload));
   (options.drain ?? new HttpDrain()).register(app);
   new HostGuard({ ...options.hostGuard, apiKey: options.apiKey !== undefined }).register(app);
   if (options.apiKey) requireApiKey(app, options.apiKey);
