@@ -480,13 +480,13 @@ export class PredictPipeline implements BatchingPredictor {
 
   /**
    * Each document tokenized as the pair (query, document); its score is the sigmoid of a one-logit model's logit, or
-   * the softmax probability of the rerank label (default: the last label).
+   * the softmax probability of the rerank label (default: the last label); with `raw`, that logit itself.
    */
   async rerank(request: RerankRequest): Promise<RerankResult> {
     if (this.modelType !== 'sequence_classification') {
       throw new InputError(`this server serves a ${this.modelType} model; rerank needs a sequence_classification (cross-encoder) model`);
     }
-    const { query, documents } = request;
+    const { query, documents, raw = false } = request;
     const { shaped: scores, tokens } = await this.#request(
       {
         field: 'documents',
@@ -500,7 +500,8 @@ export class PredictPipeline implements BatchingPredictor {
         this.#finite(index, () => {
           const width = output.dims[1];
           const logits = output.data.subarray(row * width, (row + 1) * width);
-          const score = width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + (this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex)];
+          const label = width === 1 ? 0 : this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex;
+          const score = raw ? logits[label] : width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + label];
           return requireFinite(Float32Array.of(score))[0];
         }),
     );
@@ -704,7 +705,7 @@ export class PredictPipeline implements BatchingPredictor {
   #shape(request: PredictRequest, output: Tensor, row: number, encoding: Encoding): PredictResponse['results'][number] {
     switch (this.modelType) {
       case 'embedding':
-        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize);
+        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize ?? false);
       case 'sentence_embedding':
         return sentenceEmbeddingResult(output, row, (request as SentenceEmbeddingRequest).normalize ?? this.#normalize);
       case 'sequence_classification':

@@ -6,13 +6,15 @@ import { HoldingReader } from './holding-reader.ts';
 
 /**
  * The text of a .proto file, parsed without touching the file system: the single executable carries the text (a SEA
- * asset or a constant), never a path to read. `keepCase` keeps the field names as written (else camelCase); it is
- * decided at parse time, since the parsed names are what messages and descriptors carry. `label` names the text in
- * errors: one that does not parse or names an unknown type is a ConfigError.
+ * asset or a constant), never a path to read. Several texts (one per package, as separate files would hold them) are
+ * parsed into one root, where their references to each other's types resolve. `keepCase` keeps the field names as
+ * written (else camelCase); it is decided at parse time, since the parsed names are what messages and descriptors
+ * carry. `label` names the text in errors: one that does not parse or names an unknown type is a ConfigError.
  */
-export function parseProtoText(protoText: string, label: string, keepCase = true): protobuf.Root {
+export function parseProtoText(protoText: string | readonly string[], label: string, keepCase = true): protobuf.Root {
   try {
-    const { root } = protobuf.parse(protoText, { keepCase });
+    const root = new protobuf.Root();
+    for (const text of [protoText].flat()) protobuf.parse(text, root, { keepCase });
     root.resolveAll();
     return root;
   } catch (error) {
