@@ -7,7 +7,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { parseJsonBytes } from '../shared/json-bytes.ts';
 import { releaseMemorySoon } from '../shared/release-memory.ts';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
-import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
+import { EncoderTokenizer, type Encoding, type TextTruncation } from './tokenizer/index.ts';
 import { packEncodings, transferablesOf, type PackedEncodings } from './tokenizer/packed-encodings.ts';
 import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
 
@@ -16,6 +16,8 @@ export interface TokenizerSource {
   tokenizerConfig: unknown | null;
   /** The length the model runs (model-package.ts maxLength), when known. */
   maxLength?: number;
+  /** How texts are cut (model-package.ts truncation); absent: right, longest_first, stride 0. */
+  truncation?: TextTruncation;
 }
 
 export type TokenizerRequest =
@@ -47,7 +49,7 @@ export function serveTokenizer(port: MessagePort): void {
     switch (request.kind) {
       case 'load':
         try {
-          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig, { maxLength: request.source.maxLength });
+          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig, { maxLength: request.source.maxLength, truncation: request.source.truncation });
           port.postMessage({ kind: 'loaded' } satisfies TokenizerReply);
         } catch (error) {
           port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies TokenizerReply);

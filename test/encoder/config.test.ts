@@ -41,6 +41,11 @@ describe('build configuration', () => {
       rerankLabel: null,
       quantize: 'none',
       quantizeGate: { checkTexts: null, minCosine: 0.99, minLabelAgreement: 0.98 },
+      tokenizer: { padStrategy: null, truncationSide: null, truncationStrategy: null, maxLength: null, stride: null },
+      format: 'encoder',
+      target: null,
+      baseBinaryPath: null,
+      notes: [],
     });
   });
 
@@ -98,11 +103,11 @@ describe('build configuration', () => {
 
   it('names an unknown key and the allowed keys', () => {
     expect(configError(`${minimal}  modle_type: x\n`)).toBe(
-      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs, pooling, normalize, rerank_label, quantize, quantize_check_texts, quantize_min_cosine, quantize_min_label_agreement',
+      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs, pooling, normalize, rerank_label, quantize, quantize_check_texts, quantize_min_cosine, quantize_min_label_agreement, tokenizer',
     );
     expect(configError(`${minimal}extra: 1\n`)).toBe('configuration: unknown key "extra"; allowed keys: encoder');
     expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, model_weights_path: b, tokenizer_path: c, vocab: d}\n')).toBe(
-      'configuration: unknown key "encoder.path.vocab"; allowed keys: model_config_path, model_weights_path, tokenizer_path',
+      'configuration: unknown key "encoder.path.vocab"; allowed keys: model_config_path, model_weights_path, tokenizer_path, tokenizer_config_path',
     );
   });
 
@@ -135,7 +140,7 @@ describe('build configuration', () => {
     expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, tokenizer_path: c}\n')).toBe(
       'configuration: missing required key "encoder.path.model_weights_path"',
     );
-    expect(configError('name: m\n')).toBe('configuration: missing required key "encoder"');
+    expect(configError('name: m\n')).toBe('configuration: missing required key "encoder" (this program\'s format) or "encoderfile" (mozilla-ai/encoderfile\'s)');
   });
 
   it('rejects names that cannot be a file name, duplicates and broken YAML', () => {
