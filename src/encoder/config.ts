@@ -115,6 +115,21 @@ const TOKENIZER_BLOCK_SCHEMA = {
   },
 } as const;
 
+/** `path`: a model directory, or its files one by one (an encoderfile file may name `extra` ones too). */
+function modelPathSchema<E extends Record<string, typeof stringField>>(extra: E) {
+  return {
+    oneOf: [
+      stringField,
+      {
+        type: 'object',
+        required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
+        additionalProperties: false,
+        properties: { model_config_path: stringField, model_weights_path: stringField, tokenizer_path: stringField, tokenizer_config_path: stringField, ...extra },
+      },
+    ],
+  } as const;
+}
+
 /** JSON schema of the YAML file; messages are rewritten by `describeSchemaError`. */
 export const CONFIG_SCHEMA = {
   type: 'object',
@@ -129,22 +144,7 @@ export const CONFIG_SCHEMA = {
         // Not "." or "..": the name is the default output file, which would then be a directory.
         name: { type: 'string', minLength: 1, pattern: '^(?!\\.{1,2}$)[A-Za-z0-9._-]+$' },
         version: stringField,
-        path: {
-          oneOf: [
-            stringField,
-            {
-              type: 'object',
-              required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
-              additionalProperties: false,
-              properties: {
-                model_config_path: stringField,
-                model_weights_path: stringField,
-                tokenizer_path: stringField,
-                tokenizer_config_path: stringField,
-              },
-            },
-          ],
-        },
+        path: modelPathSchema({}),
         model_type: { type: 'string', enum: MODEL_TYPES },
         output_path: stringField,
         cache_dir: stringField,
@@ -183,17 +183,7 @@ export const ENCODERFILE_SCHEMA = {
       required: ['name', 'path', 'model_type'],
       properties: {
         ...ENCODER_PROPERTIES,
-        path: {
-          oneOf: [
-            stringField,
-            {
-              type: 'object',
-              required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
-              additionalProperties: false,
-              properties: { ...ENCODER_PROPERTIES.path.oneOf[1].properties, preprocessor_config_path: stringField },
-            },
-          ],
-        },
+        path: modelPathSchema({ preprocessor_config_path: stringField }),
         model_type: { type: 'string', enum: ENCODERFILE_MODEL_TYPES },
         lua_libs: { type: 'array', items: { type: 'string', enum: [...LUA_LIBRARIES, 'debug'] } },
         base_binary_path: stringField,

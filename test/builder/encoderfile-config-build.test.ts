@@ -15,6 +15,7 @@ import { ConfigError } from '../../src/encoder/errors.ts';
 import { readPackagedModel } from '../../src/encoder/packaged-model.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import type { EmbeddingResponse, SentenceEmbeddingResponse, SequenceClassificationResponse, TokenClassificationResponse } from '../../src/encoder/schemas.ts';
+import { writeFakeBaseRuntime } from '../helpers/fake-base-runtime.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
 
 warnIfSharedMissing('encoderfile configurations built unchanged');
@@ -25,14 +26,8 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** An x86_64 Linux ELF header: all `build` checks of a base runtime before appending to it. */
 function fakeBaseRuntime(name: string): string {
-  const file = path.join(work, name);
-  const header = Buffer.alloc(64);
-  header.set([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1], 0);
-  header.writeUInt16LE(62, 18);
-  writeFileSync(file, header);
-  return file;
+  return writeFakeBaseRuntime(path.join(work, name));
 }
 
 /** Builds `yaml` from `cwd` with no flags at all; the step lines and the result or error. */
@@ -54,6 +49,17 @@ async function packaged(file: string) {
     return { manifest: section.manifest, pkg: await readPackagedModel(section) };
   } finally {
     await section.close();
+  }
+}
+
+/** The built file's manifest, its pipeline's answer to `body`, and its tokenizer. */
+async function predictBuilt(file: string, body: unknown) {
+  const { manifest, pkg } = await packaged(file);
+  const pipeline = await PredictPipeline.load(pkg);
+  try {
+    return { manifest, response: await pipeline.predict(body), tokenizer: pipeline.tokenizer };
+  } finally {
+    await pipeline.close();
   }
 }
 
@@ -112,21 +118,15 @@ describe.skipIf(!hasShared)('encoderfile configurations build as they are', () =
     const output = path.join(cwd, 'out', 'my-ner.encoderfile');
     expect((result as { outputPath: string }).outputPath).toBe(output);
 
-    const { manifest, pkg } = await packaged(output);
+    const { manifest, response, tokenizer } = await predictBuilt(output, { inputs: [LONG] });
     expect(manifest.model).toMatchObject({ name: 'my-ner', version: '1.2.3', lua_libs: ['table', 'math'], max_length: 24, truncation: { side: 'left', strategy: 'longest_first', stride: 4 } });
-    const pipeline = await PredictPipeline.load(pkg);
-    try {
-      const response = (await pipeline.predict({ inputs: [LONG] })) as TokenClassificationResponse;
-      const tokens = response.results[0].tokens.map((t) => t.token_info.token);
-      // left: the last 22 content tokens of the text, which ends with "word79"
-      expect(tokens).toHaveLength(22);
-      expect(response.results[0].tokens.at(-1)!.token_info.end).toBe(LONG.length);
-      expect(response.results[0].tokens[0].token_info.start).toBeGreaterThan(0);
-      const all = pipeline.tokenizer.encodeWith(LONG, { truncation: null, padding: null }).ids.slice(1, -1);
-      expect(response.results[0].tokens.map((t) => t.token_info.token_id)).toEqual(all.slice(-22));
-    } finally {
-      await pipeline.close();
-    }
+    // left: the last 22 content tokens of the text (24 less [CLS] and [SEP]), up to its very end
+    const tokens = (response as TokenClassificationResponse).results[0].tokens;
+    expect(tokens).toHaveLength(22);
+    expect(tokens.at(-1)!.token_info.end).toBe(LONG.length);
+    expect(tokens[0].token_info.start).toBeGreaterThan(0);
+    const all = tokenizer.encodeWith(LONG, { truncation: null, padding: null }).ids.slice(1, -1);
+    expect(tokens.map((t) => t.token_info.token_id)).toEqual(all.slice(-22));
   });
 
   it('a model directory, a transform file, defaults: version 0.2.0, ./<name>.encoderfile, paths from the working directory', async () => {
@@ -159,19 +159,13 @@ describe.skipIf(!hasShared)('encoderfile configurations build as they are', () =
     expect(lines[1]).toBe('[2] load and validate the configuration: nomic-like 0.2.0 (sentence_embedding), a mozilla-ai/encoderfile configuration');
     const output = path.join(cwd, 'nomic-like.encoderfile');
     expect(existsSync(output)).toBe(true);
-    const { manifest, pkg } = await packaged(output);
+    const { manifest, response } = await predictBuilt(output, { inputs: ['hello world', 'a second text'] });
     expect(manifest.model.version).toBe('0.2.0');
     expect(manifest.model.truncation).toBeUndefined();
     expect(manifest.model.lua_libs).toEqual(['table', 'string', 'math']);
-    const pipeline = await PredictPipeline.load(pkg);
-    try {
-      const response = (await pipeline.predict({ inputs: ['hello world', 'a second text'] })) as SentenceEmbeddingResponse;
-      for (const { embedding } of response.results) {
-        expect(embedding).toHaveLength(8);
-        expect(Math.hypot(...embedding)).toBeCloseTo(1, 5);
-      }
-    } finally {
-      await pipeline.close();
+    for (const { embedding } of (response as SentenceEmbeddingResponse).results) {
+      expect(embedding).toHaveLength(8);
+      expect(Math.hypot(...embedding)).toBeCloseTo(1, 5);
     }
   });
 
@@ -196,16 +190,10 @@ describe.skipIf(!hasShared)('encoderfile configurations build as they are', () =
     );
     expect(emb.result).not.toBeInstanceOf(Error);
     expect(emb.lines[1]).toBe('[2/6] load and validate the configuration: emb 0.2.0 (embedding), a mozilla-ai/encoderfile configuration');
-    const built = await packaged(path.join(cwd, 'emb.encoderfile'));
+    const built = await predictBuilt(path.join(cwd, 'emb.encoderfile'), { inputs: [LONG], normalize: false });
     expect(built.manifest.model).toMatchObject({ max_length: 10, normalize: false, truncation: { side: 'right', strategy: 'only_first', stride: 0 } });
-    const pipeline = await PredictPipeline.load(built.pkg);
-    try {
-      const response = (await pipeline.predict({ inputs: [LONG], normalize: false })) as EmbeddingResponse;
-      const tokens = response.results[0].embeddings.map((e) => e.token_info!.token);
-      expect(tokens).toEqual(pipeline.tokenizer.encodeWith(LONG, { truncation: null, padding: null }).tokens.slice(1, 9));
-    } finally {
-      await pipeline.close();
-    }
+    const tokens = (built.response as EmbeddingResponse).results[0].embeddings.map((e) => e.token_info!.token);
+    expect(tokens).toEqual(built.tokenizer.encodeWith(LONG, { truncation: null, padding: null }).tokens.slice(1, 9));
 
     const cls = await build(
       `encoderfile:
@@ -225,14 +213,10 @@ other_top_level: true
       '[2/6] load and validate the configuration: cls 0.2.0 (sequence_classification), a mozilla-ai/encoderfile configuration; accepted without effect here: ' +
         'other_top_level, encoderfile.extra_setting: ignored, as encoderfile ignores keys it does not know',
     );
-    const clsBuilt = await packaged(path.join(cwd, 'cls.encoderfile'));
-    const clsPipeline = await PredictPipeline.load(clsBuilt.pkg);
-    try {
-      const response = (await clsPipeline.predict({ inputs: ['good', 'bad'] })) as SequenceClassificationResponse;
-      expect(response.results).toHaveLength(2);
-    } finally {
-      await clsPipeline.close();
-    }
+    const classified = (await predictBuilt(path.join(cwd, 'cls.encoderfile'), { inputs: ['good', 'bad'] })).response as SequenceClassificationResponse;
+    // the transform's softmax, then the server's: probabilities of probabilities, still summing to 1
+    expect(classified.results).toHaveLength(2);
+    for (const result of classified.results) expect(result.scores[0] + result.scores[1]).toBeCloseTo(1, 5);
   });
 
   it('refuses what cannot be built, naming the key', async () => {
