@@ -13,7 +13,8 @@ import { AssetSection } from '../../runtime/asset-section.ts';
 import { buildModel, BUILD_STEPS } from '../../src/builder/build-model.ts';
 import { ConfigError } from '../../src/encoder/errors.ts';
 import { readPackagedModel } from '../../src/encoder/packaged-model.ts';
-import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
+import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import type { EmbeddingResponse, SentenceEmbeddingResponse, SequenceClassificationResponse, TokenClassificationResponse } from '../../src/encoder/schemas.ts';
 import { writeFakeBaseRuntime } from '../helpers/fake-base-runtime.ts';
 import { hasShared, sharedModel, warnIfSharedMissing } from '../helpers/shared-fixtures.ts';
@@ -53,9 +54,9 @@ async function packaged(file: string) {
 }
 
 /** The built file's manifest, its pipeline's answer to `body`, and its tokenizer. */
-async function predictBuilt(file: string, body: unknown) {
+async function predictBuilt(file: string, body: unknown, options?: PipelineOptions) {
   const { manifest, pkg } = await packaged(file);
-  const pipeline = await PredictPipeline.load(pkg);
+  const pipeline = await PredictPipeline.load(pkg, options);
   try {
     return { manifest, response: await pipeline.predict(body), tokenizer: pipeline.tokenizer };
   } finally {
@@ -127,6 +128,9 @@ describe.skipIf(!hasShared)('encoderfile configurations build as they are', () =
     expect(tokens[0].token_info.start).toBeGreaterThan(0);
     const all = tokenizer.encodeWith(LONG, { truncation: null, padding: null }).ids.slice(1, -1);
     expect(tokens.map((t) => t.token_info.token_id)).toEqual(all.slice(-22));
+    // served with a worker, the text tokenized on a tokenizer thread: cut the same way
+    const threaded = await predictBuilt(output, { inputs: [LONG] }, { workers: 1, inferenceWorker: sourceInferenceWorker(), inlineTokenizeUnits: 100 });
+    expect((threaded.response as TokenClassificationResponse).results[0].tokens.map((t) => t.token_info.token_id)).toEqual(all.slice(-22));
   });
 
   it('a model directory, a transform file, defaults: version 0.2.0, ./<name>.encoderfile, paths from the working directory', async () => {
