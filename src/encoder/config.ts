@@ -183,6 +183,9 @@ export const ENCODERFILE_SCHEMA = {
       required: ['name', 'path', 'model_type'],
       properties: {
         ...ENCODER_PROPERTIES,
+        // encoderfile takes any name (a Hugging Face id such as org/model too); the default output file is then
+        // ./org/model.encoderfile, as encoderfile writes it
+        name: { type: 'string', minLength: 1, pattern: '^[^\\u0000-\\u001f]+$' },
         path: modelPathSchema({ preprocessor_config_path: stringField }),
         model_type: { type: 'string', enum: ENCODERFILE_MODEL_TYPES },
         lua_libs: { type: 'array', items: { type: 'string', enum: [...LUA_LIBRARIES, 'debug'] } },
@@ -401,6 +404,7 @@ function describeSchemaError(errors: ErrorObject[], raw: unknown): string {
     case 'maximum':
       return `"${key}" must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${(error.params as { limit: number }).limit}, got ${JSON.stringify(error.data)}`;
     case 'pattern':
+      if (key === 'encoderfile.name') return `"${key}" must not hold control characters, got ${JSON.stringify(error.data)}`;
       return `"${key}" may only contain letters, digits, ".", "_" and "-", and may not be "." or ".." (it names the output file), got ${JSON.stringify(error.data)}`;
     case 'uniqueItems':
       return `"${key}" lists a value twice`;

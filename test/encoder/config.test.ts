@@ -247,6 +247,13 @@ describe('an encoderfile: configuration', () => {
     );
   });
 
+  it("takes any name, as encoderfile does (a Hugging Face id too), the default output following it", () => {
+    const config = parseBuildConfig('encoderfile:\n  name: org/model v1\n  path: d\n  model_type: embedding\n', base);
+    expect(config.name).toBe('org/model v1');
+    expect(config.outputPath).toBe('/work/org/model v1.encoderfile');
+    expect(configError('encoderfile:\n  name: "a\\tb"\n  path: d\n  model_type: embedding\n')).toBe('configuration: "encoderfile.name" must not hold control characters, got "a\\tb"');
+  });
+
   it('names the key of a bad value', () => {
     const head = 'encoderfile:\n  name: m\n  path: d\n';
     expect(configError(`${head}`)).toBe('configuration: missing required key "encoderfile.model_type"');
