@@ -152,10 +152,10 @@ async function quantizeChecked(pkg: ModelPackage, fp32: PredictPipeline, config:
   }
 }
 
-/** An encoderfile configuration says so, with the keys it has that do nothing here and why (one line). */
+/** An encoderfile configuration says so; the keys that do nothing here follow, each with why (one line). */
 function describeFormat(config: BuildConfig): string {
-  if (config.format !== 'encoderfile') return '';
-  return `, a mozilla-ai/encoderfile configuration${config.notes.length > 0 ? `; accepted without effect here: ${config.notes.join('; ')}` : ''}`;
+  const format = config.format === 'encoderfile' ? ', a mozilla-ai/encoderfile configuration' : '';
+  return `${format}${config.notes.length > 0 ? `; accepted without effect here: ${config.notes.join('; ')}` : ''}`;
 }
 
 /** An encoderfile configuration's `target`, as `--platform` takes it. */

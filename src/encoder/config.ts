@@ -235,7 +235,14 @@ export function parseBuildConfig(
       throw new ConfigError(`${source}: ${describeSchemaError(validateEncoderfileDocument.errors ?? [], raw)}`);
     }
     const translated = fromEncoderfileSection(raw as Record<string, unknown>, source);
-    return { ...fromEncoderSection(translated.encoder, source, cwd, cwd, options.env), ...translated.extras, baseBinaryPath: translated.extras.baseBinaryPath === null ? null : path.resolve(cwd, expandHome(translated.extras.baseBinaryPath)) };
+    const config = fromEncoderSection(translated.encoder, source, cwd, cwd, options.env);
+    const { baseBinaryPath, notes } = translated.extras;
+    return {
+      ...config,
+      ...translated.extras,
+      baseBinaryPath: baseBinaryPath === null ? null : path.resolve(cwd, expandHome(baseBinaryPath)),
+      notes: [...notes, ...config.notes],
+    };
   }
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw) && !('encoder' in raw)) {
     throw new ConfigError(`${source}: missing required key "encoder" (this program's format) or "encoderfile" (mozilla-ai/encoderfile's)`);
@@ -278,8 +285,15 @@ function fromEncoderSection(encoder: RawEncoderSection, source: string, baseDir:
     format: 'encoder',
     target: null,
     baseBinaryPath: null,
-    notes: [],
+    notes: tokenizerNotes(encoder.tokenizer),
   };
+}
+
+/** The keys of the tokenizer block that cannot act here, with why. */
+function tokenizerNotes(raw: RawTokenizerBlock | undefined): string[] {
+  const pad = raw?.pad_strategy;
+  if (pad === undefined || pad === null || pad === 'batch_longest') return [];
+  return [`tokenizer.pad_strategy fixed ${pad.fixed}: no effect on results, batches are padded to their longest input (padding is masked, so every output is the same)`];
 }
 
 function tokenizerBlockOf(raw: RawTokenizerBlock | undefined): TokenizerBlock {

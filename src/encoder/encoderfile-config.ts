@@ -81,10 +81,6 @@ export function fromEncoderfileSection(document: Record<string, unknown>, source
   if (validateTransform === false) {
     notes.push('validate_transform false: no effect, the transform is run once on a sample of the output whenever the model loads (at build and at start), so one that fails that run cannot be served');
   }
-  const pad = section.tokenizer?.pad_strategy;
-  if (pad !== undefined && pad !== null && pad !== 'batch_longest') {
-    notes.push(`tokenizer.pad_strategy fixed ${pad.fixed}: no effect on results, batches are padded to their longest input (padding is masked, so every output is the same)`);
-  }
 
   const encoder: RawEncoderSection = {
     ...pick(section, [...ENCODERFILE_KEYS, ...OWN_KEYS]),

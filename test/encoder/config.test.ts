@@ -242,6 +242,7 @@ describe('an encoderfile: configuration', () => {
     const config = parseBuildConfig('encoder:\n  name: e\n  path: d\n  model_type: embedding\n  tokenizer:\n    truncation_side: left\n    pad_strategy: {fixed: 8}\n', base);
     expect(config.format).toBe('encoder');
     expect(config.tokenizer).toEqual({ padStrategy: { fixed: 8 }, truncationSide: 'left', truncationStrategy: null, maxLength: null, stride: null });
+    expect(config.notes).toEqual(['tokenizer.pad_strategy fixed 8: no effect on results, batches are padded to their longest input (padding is masked, so every output is the same)']);
     expect(configError('encoder:\n  name: e\n  path: d\n  model_type: embedding\nencoderfile:\n  name: x\n')).toBe(
       'configuration: unknown key "encoderfile"; allowed keys: encoder',
     );
