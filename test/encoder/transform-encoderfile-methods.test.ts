@@ -237,6 +237,15 @@ describe('bad arguments of the five methods are Lua errors, never a crash', () =
     expect(failure('return Tensor.new({ output.std(3) })')).toBe('transform line 1: std: bad argument #1 (tensor: tensor expected, got number)');
   });
 
+  it('a nested table where a tensor argument goes, as encoderfile converts it', () => {
+    const plain = NESTED.map((m) => m.map((row) => row.map((v, h) => v + [1, 2, 3, 4][h])));
+    expectClose(nested(run('return output + {1, 2, 3, 4}')), plain);
+    expectClose(nested(run('return {1, 2, 3, 4} + output')), plain);
+    const pooled = NESTED.map((m) => [0, 1, 2, 3].map((h) => (m[0][h] + m[1][h]) / 2));
+    expectClose(nested(run('return output:mean_pool({{1, 1, 0}, {1, 1, 0}})')), pooled);
+    expect(failure('return output + {1, {2}}')).toBe('transform line 1: add: ragged table: a table at level 1 where numbers were expected');
+  });
+
   it('truncate_axis beyond the axis keeps it whole, as encoderfile does', () => {
     expectClose(nested(run('return output:truncate_axis(3, 512)')), NESTED);
   });

@@ -286,8 +286,9 @@ export class TensorApi {
     }
   }
 
+  /** A tensor argument; past the first (the tensor a method is called on), a nested table too, as encoderfile takes it. */
   #checkTensor(L: LuaState, index: number, what = 'tensor'): Tensor {
-    const tensor = this.#module.toTensor(L, index);
+    const tensor = this.#module.toTensor(L, index) ?? (index > 1 && this.#module.lua.lua_type(L, index) === LUA_TTABLE ? this.#fromLua(L, index) : undefined);
     if (tensor === undefined) {
       throw new Error(`bad argument #${index} (${what}: tensor expected, got ${this.#module.typeName(L, index)})`);
     }
@@ -296,7 +297,7 @@ export class TensorApi {
 
   #operand(L: LuaState, index: number): Operand {
     if (this.#module.lua.lua_type(L, index) === LUA_TNUMBER) return this.#module.lua.lua_tonumberx(L, index, null);
-    const tensor = this.#module.toTensor(L, index);
+    const tensor = this.#module.toTensor(L, index) ?? (this.#module.lua.lua_type(L, index) === LUA_TTABLE ? this.#fromLua(L, index) : undefined);
     if (tensor === undefined) throw new Error(`tensor or number expected, got ${this.#module.typeName(L, index)}`);
     return tensor;
   }
