@@ -15,6 +15,7 @@ import { readModelDirectory } from './model-directory.ts';
 import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
 import { quantizeInt8 } from './quantize/quantize-int8.ts';
 import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
+import { ConfigError } from '../encoder/errors.ts';
 
 export interface BuildModelOptions {
   configFile: string;
@@ -69,25 +70,30 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
 
-  const target = options.platform ? parseTarget(options.platform) : hostTarget();
-  requireBuildableTarget(target);
   // Read once; a broken configuration is reported in its own step, after the base runtime.
   const loaded = tryLoadBuildConfig(options.configFile, cwd, env);
+  const configured = 'config' in loaded ? loaded.config : null;
+  // the flags win over an encoderfile configuration's target and base_binary_path
+  const target = options.platform ? parseTarget(options.platform) : configured?.target ? configuredTarget(configured.target) : hostTarget();
+  requireBuildableTarget(target);
   const base = await resolveBaseRuntime({
     target,
     version: options.runtimeVersion,
-    cacheDir: options.cacheDir ?? ('config' in loaded ? loaded.config.cacheDir : cacheDirFromEnvironment(env)),
-    baseBinaryPath: options.baseBinaryPath,
+    cacheDir: options.cacheDir ?? configured?.cacheDir ?? cacheDirFromEnvironment(env),
+    baseBinaryPath: options.baseBinaryPath ?? configured?.baseBinaryPath ?? undefined,
     hostBase: options.hostBase,
     env,
     download: options.download,
     onProgress: (event) => reporter.progress('download', event.doneBytes, event.totalBytes),
+  }).catch((error: unknown) => {
+    // a broken configuration may be why (its target or base_binary_path unread): it is the first thing to fix
+    throw 'error' in loaded ? loaded.error : error;
   });
   reporter.step(1, BUILD_STEPS[0], `${target}, ${describeBase(base)}${base.note ? ` (${base.note})` : ''}`);
 
   if ('error' in loaded) throw loaded.error;
   const { config } = loaded;
-  reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})`);
+  reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})${describeFormat(config)}`);
 
   const pkg = readModelDirectory(config);
   reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
@@ -137,7 +143,7 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
     baseBinaryPath: base.path,
     outputPath,
     assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weightAssets : [asset])),
-    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength) },
+    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength, pkg.truncation) },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });
   reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));
@@ -162,6 +168,21 @@ async function quantizeChecked(pkg: ModelPackage, fp32: PredictPipeline, config:
     return { weights: model, detail: `${rewritten}, ${formatBytes(report.bytesBefore)} → ${formatBytes(report.bytesAfter)}; ${describeGate(result)}` };
   } finally {
     await int8.close();
+  }
+}
+
+/** An encoderfile configuration says so; the keys that do nothing here follow, each with why (one line). */
+function describeFormat(config: BuildConfig): string {
+  const format = config.format === 'encoderfile' ? ', a mozilla-ai/encoderfile configuration' : '';
+  return `${format}${config.notes.length > 0 ? `; accepted without effect here: ${config.notes.join('; ')}` : ''}`;
+}
+
+/** An encoderfile configuration's `target`, as `--platform` takes it. */
+function configuredTarget(value: string): Target {
+  try {
+    return parseTarget(value);
+  } catch (error) {
+    throw new ConfigError(`"encoderfile.target" ${(error as Error).message.replace(/^unknown platform/, 'names an unknown target')}`, { cause: error });
   }
 }
 

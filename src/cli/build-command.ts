@@ -26,7 +26,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
   program
     .command('build')
     .description('Pack a model directory into one executable that serves it or runs it (spec 2 build steps)')
-    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder)')
+    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder, or encoderfile: a mozilla-ai/encoderfile configuration as it is)')
     .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
     .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)

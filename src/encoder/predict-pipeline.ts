@@ -303,10 +303,10 @@ export class PredictPipeline implements BatchingPredictor {
         ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
         : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, soloThreads: options.soloThreads, worker: worker!, postprocess });
     // started beside the model's workers; they load the tokenizer while this thread does the same
-    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig, maxLength: pkg.maxLength?.tokens }, tokenizerThreadCount) : null;
+    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig, maxLength: pkg.maxLength?.tokens, truncation: pkg.truncation }, tokenizerThreadCount) : null;
     let tokenizer: EncoderTokenizer;
     try {
-      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig, { maxLength: pkg.maxLength?.tokens });
+      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig, { maxLength: pkg.maxLength?.tokens, truncation: pkg.truncation });
       traceStartup('tokenizer ready');
     } catch (error) {
       await Promise.all([loading.then((model) => model.close(), () => {}), tokenizerThreads?.close()]);

@@ -10,7 +10,7 @@ import { parseJsonBytes } from '../shared/json-bytes.ts';
 import { releaseMemorySoon } from '../shared/release-memory.ts';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
 import { holdLargeStrings, utf8Text, type HeldText } from './large-texts.ts';
-import { EncoderTokenizer, type Encoding } from './tokenizer/index.ts';
+import { EncoderTokenizer, type Encoding, type TextTruncation } from './tokenizer/index.ts';
 import { packEncodings, transferablesOf, type PackedEncodings } from './tokenizer/packed-encodings.ts';
 import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
 
@@ -19,6 +19,8 @@ export interface TokenizerSource {
   tokenizerConfig: unknown | null;
   /** The length the model runs (model-package.ts maxLength), when known. */
   maxLength?: number;
+  /** How texts are cut (model-package.ts truncation); absent: right, longest_first, stride 0. */
+  truncation?: TextTruncation;
 }
 
 /** A text, or a held text's UTF-8 bytes (large-texts.ts; shared memory, read here without a copy). */
@@ -77,7 +79,7 @@ export function serveTokenizer(port: MessagePort): void {
     switch (request.kind) {
       case 'load':
         try {
-          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig, { maxLength: request.source.maxLength });
+          tokenizer = EncoderTokenizer.fromJson(request.source.tokenizerJson, request.source.tokenizerConfig, { maxLength: request.source.maxLength, truncation: request.source.truncation });
           port.postMessage({ kind: 'loaded' } satisfies TokenizerReply);
         } catch (error) {
           port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies TokenizerReply);
