@@ -4,11 +4,11 @@
  * can be wrong — empty, too large, not an image, a header declaring too many pixels, corrupt or truncated data — is an
  * InputError naming the input, raised before the decoder allocates for a picture that the limits refuse.
  */
-import { InputError } from '../errors.ts';
+import { InputError, InternalError } from '../errors.ts';
 import { applyOrientation, type RgbImage } from './exif.ts';
 import { decodeGifFirstFrame } from './gif-decoder.ts';
 import { ImageHeaderError, jpegScans, readImageHeader, type ImageHeader } from './image-header.ts';
-import { wasmDecoders, type RgbaPixels, type WasmSource } from './wasm-codecs.ts';
+import { wasmDecoders, type RgbaPixels, type WasmDecoders, type WasmSource } from './wasm-codecs.ts';
 
 export interface ImageLimits {
   /** Width × height that a header may declare (PIL warns from 89 M pixels; a 24 MP camera photo is 6000×4000). */
@@ -57,7 +57,11 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
     if (scans > MAX_JPEG_SCANS) throw refuse(`the JPEG data has ${scans} scans, more than the limit of ${MAX_JPEG_SCANS}`);
     if (!ended) throw refuse('the JPEG data is corrupt or truncated (no end-of-image marker)');
   }
-  const decoded = await decodePixels(bytes, header, options.wasm).catch((error: unknown) => {
+  // a codec that cannot be loaded is this program's fault, not the input's
+  const decoders = await wasmDecoders(options.wasm).catch((error: unknown) => {
+    throw new InternalError(`the image codecs could not be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  });
+  const decoded = await decodePixels(bytes, header, decoders).catch((error: unknown) => {
     throw refuse(`the ${format.toUpperCase()} data is corrupt or truncated (${error instanceof Error ? error.message : String(error)})`);
   });
   if (decoded.width !== width || decoded.height !== height) {
@@ -66,11 +70,9 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
   return applyOrientation(decoded, header.orientation);
 }
 
-async function decodePixels(bytes: Uint8Array, header: ImageHeader, wasm: WasmSource): Promise<RgbImage> {
-  const { format } = header;
-  if (format === 'gif') return decodeGifFirstFrame(bytes);
-  const decoders = await wasmDecoders(wasm);
-  return toRgb(await decoders[header.sixteenBitGrey ? 'png16' : format](bytes));
+async function decodePixels(bytes: Uint8Array, header: ImageHeader, decoders: WasmDecoders): Promise<RgbImage> {
+  if (header.format === 'gif') return decodeGifFirstFrame(bytes);
+  return toRgb(await decoders[header.sixteenBitGrey ? 'png16' : header.format](bytes));
 }
 
 /** Alpha dropped (PIL's convert("RGB") does not composite); 16-bit samples clipped to 255 as PIL clips its "I" mode. */

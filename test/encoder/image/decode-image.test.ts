@@ -4,9 +4,9 @@
  * decoders for the inputs after it. Sample images are made by sharp (a devDependency; the product decodes with
  * the WebAssembly codecs).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import sharp from 'sharp';
-import { InputError } from '../../../src/encoder/errors.ts';
+import { InputError, type EncoderError } from '../../../src/encoder/errors.ts';
 import { installedWasmCodecs } from '../../../src/encoder/image/installed-codecs.ts';
 import { decodeImage, DEFAULT_IMAGE_LIMITS, MAX_JPEG_SCANS, type DecodeImageOptions } from '../../../src/encoder/image/decode-image.ts';
 import { decodeGifFirstFrame } from '../../../src/encoder/image/gif-decoder.ts';
@@ -171,6 +171,16 @@ describe('decodeImage', () => {
   it('refuses an animated WebP plainly, before decoding', async () => {
     const animated = vp8x(0x02, WIDTH, HEIGHT); // an ANIM and ANMF chunks would follow
     expect((await refusal(animated)).reason).toBe('inputs[4]: an animated WebP, which is not supported: send a still image or its first frame');
+  });
+
+  it('fails with an InternalError, not a refusal of the input, when the codecs cannot be loaded', async () => {
+    vi.resetModules(); // fresh module state: the codecs this file already loaded are not reused
+    const fresh = await import('../../../src/encoder/image/decode-image.ts');
+    const missing = () => Promise.reject(new Error('ENOENT: no such file, mozjpeg_dec.wasm'));
+    const error = (await fresh.decodeImage(SAMPLES.jpeg, { index: 0, wasm: missing }).catch((caught: unknown) => caught)) as EncoderError;
+    expect([error.kind, error.message]).toEqual(['internal', 'the image codecs could not be loaded: ENOENT: no such file, mozjpeg_dec.wasm']);
+    // input faults are still found first, without the codecs
+    await expect(fresh.decodeImage(new Uint8Array(0), { index: 0, wasm: missing })).rejects.toThrow('the image is empty');
   });
 
   it('refuses a PNG whose data does not match its header', async () => {
