@@ -588,9 +588,9 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
-      // a large request's texts were held apart or tokenized on a thread (which collects after it); those tokenized
-      // here, on a predictor without tokenizer threads, left their strings on this heap
-      if (work.units > LARGE_WORK_UNITS && this.#tokenizerThreads === null) releaseMemorySoon();
+      // what a large request left here (its texts, or their held bytes, which the tokenizer thread shares) goes back
+      // to the system once the large work has settled: this heap no longer holds the texts, so the collection is short
+      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon();
     }
   }
 
