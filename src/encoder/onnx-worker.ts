@@ -11,7 +11,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { attentionMaskOf, createPostprocessSteps, needsAttentionMask, postprocessBatch, type PostprocessSettings, type PostprocessSteps } from './batch-postprocess.ts';
 import type { ModelType } from './config.ts';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
-import { OnnxModel, type OnnxModelOptions, warmUpOnnxruntime } from './onnx-model.ts';
+import { OnnxModel, type OnnxModelOptions, type SessionSettings, warmUpOnnxruntime } from './onnx-model.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 import { serveTokenizer, type WorkerRoleData } from './tokenizer-worker.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -38,7 +38,7 @@ export type WorkerRequest =
   | { kind: 'close' };
 
 export type WorkerReply =
-  | { kind: 'loaded'; signature: OnnxModel['signature'] }
+  | { kind: 'loaded'; signature: OnnxModel['signature']; settings: SessionSettings }
   | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' }
@@ -91,7 +91,7 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
               }
               if (postprocess.transform) traceStartup('transform ready');
             }
-            port.postMessage({ kind: 'loaded', signature: model.signature } satisfies WorkerReply);
+            port.postMessage({ kind: 'loaded', signature: model.signature, settings: model.settings } satisfies WorkerReply);
           } catch (error) {
             port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies WorkerReply);
           }

@@ -15,7 +15,7 @@ import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { InferenceWorkers, type InferenceWorkerScript } from './inference-workers.ts';
-import { OnnxModel, type ModelSignature } from './onnx-model.ts';
+import { OnnxModel, type ModelSignature, type SessionSettings } from './onnx-model.ts';
 import { normalizeInPlace, poolRow } from './pooling.ts';
 import { parsePredictRequest } from './requests.ts';
 import {
@@ -152,6 +152,7 @@ interface RequestLimits {
 /** What runs the model: a session on this thread, or sessions in worker threads. */
 interface ModelRunner {
   readonly signature: ModelSignature;
+  readonly settings: SessionSettings;
   run(batch: PaddedBatch): Promise<Tensor>;
   close(): Promise<void>;
 }
@@ -390,6 +391,11 @@ export class PredictPipeline implements BatchingPredictor {
   /** How the model was bound: inputs, and the output read. */
   get signature(): ModelSignature {
     return this.#model.signature;
+  }
+
+  /** The onnxruntime options the (first) session was created with: provider, graph optimisations, threads. */
+  get sessionSettings(): SessionSettings {
+    return this.#model.settings;
   }
 
   metadata(): ModelMetadata {

@@ -40,6 +40,8 @@ export interface HttpAppOptions {
   hostGuard?: Omit<HostGuardOptions, 'apiKey'>;
   /** Readiness and requests in flight, for a graceful shutdown; one is made when not given. */
   drain?: HttpDrain;
+  /** Serve HTTPS with this certificate and key (`serve --cert-file --key-file`); the caller swaps them on a reload (setSecureContext). */
+  tls?: { cert: Buffer; key: Buffer };
   /** The model's names on the field's APIs (`serve --served-model-name`, `--strict-model-name`); default: any name, answered as its id. */
   modelNames?: ServedModelNames;
 }
@@ -56,7 +58,9 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   const { bodyLimitBytes } = options;
   const bodyBudget = options.bodyBudget ?? new BodyBudget(options.bodyBufferLimitBytes ?? DEFAULT_BODY_BUFFER_FACTOR * bodyLimitBytes);
   const modelNames = options.modelNames ?? new ServedModelNames(predictor.modelId);
+  // fastify types an HTTPS app apart; it is the same app with an https.Server
   const app = Fastify({
+    ...(options.tls ? { https: options.tls } : {}),
     logger: options.logger ?? false,
     bodyLimit: bodyLimitBytes,
     ...httpTimeoutOptions(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
