@@ -47,14 +47,18 @@ export class TlsCertificates {
     return () => this.#listeners.delete(listener);
   }
 
-  /** The pair as grpc-js's certificate-provider credentials take it: the current one at once, then each reload's. */
+  /** The pair as grpc-js's certificate-provider credentials take it: the current one, then each reload's. */
   grpcIdentityProvider(): experimental.CertificateProvider {
     const stops = new Map<experimental.IdentityCertificateUpdateListener, () => void>();
     return {
       addCaCertificateListener: () => {},
       removeCaCertificateListener: () => {},
       addIdentityCertificateListener: (listener) => {
-        listener({ certificate: this.#current.cert, privateKey: this.#current.key });
+        // not in this call: grpc-js adds its server's watcher after adding this listener, and a pair delivered before
+        // then would never reach the server (its connections would be dropped as having no credentials)
+        queueMicrotask(() => {
+          if (stops.has(listener)) listener({ certificate: this.#current.cert, privateKey: this.#current.key });
+        });
         stops.set(listener, this.onReload((pair) => listener({ certificate: pair.cert, privateKey: pair.key })));
       },
       removeIdentityCertificateListener: (listener) => {
