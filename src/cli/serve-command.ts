@@ -5,17 +5,17 @@ import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
-import type { TlsCertificates } from '../serve/tls-certificates.ts';
 import { modelNamesProblem } from '../serve/model-names.ts';
 import { parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import type { ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
-import type { CliContext, CliIo } from './program.ts';
+import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions } from './serve-network.ts';
 import { addSessionOptions, sessionLine, sessionSettingsOf, type SessionCommandOptions } from './serve-session.ts';
 import { serveUntilStopped } from './serve-shutdown.ts';
+import { addTracingOptions, tracerOf, type TracingCommandOptions } from './serve-tracing.ts';
 
-interface ServeCommandOptions extends ServeNetworkOptions, SessionCommandOptions {
+interface ServeCommandOptions extends ServeNetworkOptions, SessionCommandOptions, TracingCommandOptions {
   config?: string;
   httpPort: number;
   httpHostname: string;
@@ -113,9 +113,14 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
       // model has loaded.
       const predictor = new LatePredictor(pkg.name, pkg.modelType);
+      const notes: string[] = [];
+      // the OpenTelemetry SDK loads (when asked for) beside the front ends
+      const tracing = tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes);
+      const stopTracing = () => tracing.then((tracer) => tracer?.shutdown(), () => {}); // exports the spans still buffered
       const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
         const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
-        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames, tls });
+        const tracer = (await tracing) ?? undefined;
+        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames, tls, tracer });
         traceStartup('front ends ready');
         return prepared;
       });
@@ -125,6 +130,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         pipeline = await loading;
       } catch (error) {
         await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
+        await stopTracing();
         throw error;
       }
       predictor.bind(pipeline);
@@ -133,20 +139,29 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         server = await (await preparing).listen();
       } catch (error) {
         await pipeline.close();
+        await stopTracing();
         throw error;
       }
       // signals are handled from before the banner, which scripts and tests take as "ready"
       const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
       const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
-      for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-      io.stderr(banner(pipeline, server, apiKey !== undefined, options, tls));
+      for (const note of [...pipeline.notes, ...notes]) io.stderr(`note: ${note}\n`);
+      const tracer = await tracing;
+      const extras = [
+        ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
+        ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),
+      ];
+      io.stderr(banner(pipeline, server, apiKey !== undefined, options, extras));
       await stopped;
       await pipeline.close();
+      await stopTracing();
       io.stderr('stopped\n');
     });
-  // timeouts, body memory, Host and Origin, shutdown (serve-network.ts); onnxruntime's session (serve-session.ts)
+  // timeouts, body memory, Host and Origin, shutdown, TLS (serve-network.ts); onnxruntime's session
+  // (serve-session.ts); OpenTelemetry (serve-tracing.ts)
   addServeNetworkOptions(command);
   addSessionOptions(command);
+  addTracingOptions(command);
 }
 
 function httpExtras(modelType: ModelType): string {
@@ -174,14 +189,15 @@ function banner(
   server: RunningServer,
   apiKey: boolean,
   options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>,
-  tls: TlsCertificates | undefined,
+  /** Lines on TLS and tracing, before the limits. */
+  extras: string[],
 ): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.httpUrl) lines.push(modelNamesLine(modelId, options));
-  if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}${tls ? ' (TLS)' : ''}`);
-  if (tls) lines.push(`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`);
+  if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
+  lines.push(...extras);
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestInputs} inputs and ${pipeline.maxRequestTokens} tokens per request`);
   lines.push(sessionLine(pipeline.sessionSettings));

@@ -18,6 +18,7 @@ import type { ModelType } from './config.ts';
 import type { PostprocessSettings } from './batch-postprocess.ts';
 import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
 import type { ModelSignature, OnnxModelOptions, SessionSettings } from './onnx-model.ts';
+import { epochMs, setRunTiming } from './request-phases.ts';
 import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
 import type { WorkerReply, WorkerRequest } from './onnx-worker.ts';
 import { Tensor } from './tensor.ts';
@@ -98,6 +99,10 @@ export function soloSessionThreads(workers: number, threads: number | undefined,
 interface PendingRun {
   resolve(output: Tensor): void;
   reject(error: unknown): void;
+  /** When the batch was handed to the worker (epochMs), and its shape, for the run's timing. */
+  dispatchedMs: number;
+  rows: number;
+  sequenceLength: number;
 }
 
 /** One worker thread and its session. */
@@ -183,7 +188,7 @@ class InferenceWorker {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     const { promise, resolve, reject } = Promise.withResolvers<Tensor>();
-    this.#pending.set(id, { resolve, reject });
+    this.#pending.set(id, { resolve, reject, dispatchedMs: epochMs(), rows: batch.batchSize, sequenceLength: batch.sequenceLength });
     const message: WorkerRequest = { kind: 'run', id, batch, solo: solo && this.#hasSolo };
     try {
       // The padded inputs were made for this run alone: handing their buffers over saves copying them.
@@ -221,8 +226,12 @@ class InferenceWorker {
       const run = reply.id === null ? undefined : this.#pending.get(reply.id);
       if (!run || reply.id === null) return;
       this.#pending.delete(reply.id);
-      if (reply.kind === 'ran') run.resolve(new Tensor(reply.data, reply.dims));
-      else run.reject(errorFromMessage(reply.error));
+      if (reply.kind === 'ran') {
+        const output = new Tensor(reply.data, reply.dims);
+        const { dispatchedMs, rows, sequenceLength } = run;
+        setRunTiming(output, { dispatchedMs, ranFromMs: reply.ranMs[0], ranToMs: reply.ranMs[1], rows, sequenceLength });
+        run.resolve(output);
+      } else run.reject(errorFromMessage(reply.error));
     });
     const die = (error: Error) => {
       if (this.#dead) return;

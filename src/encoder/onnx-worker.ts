@@ -12,6 +12,7 @@ import { attentionMaskOf, createPostprocessSteps, needsAttentionMask, postproces
 import type { ModelType } from './config.ts';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
 import { OnnxModel, type OnnxModelOptions, type SessionSettings, warmUpOnnxruntime } from './onnx-model.ts';
+import { epochMs } from './request-phases.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 import { serveTokenizer, type WorkerRoleData } from './tokenizer-worker.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -39,7 +40,8 @@ export type WorkerRequest =
 
 export type WorkerReply =
   | { kind: 'loaded'; signature: OnnxModel['signature']; settings: SessionSettings }
-  | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
+  /** ranMs: when onnxruntime started and ended the run, epochMs on this thread (request-phases.ts). */
+  | { kind: 'ran'; id: number; data: Float32Array; dims: number[]; ranMs: [number, number] }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' }
   /** The solo session loaded (error: null), or did not (the worker goes on with its one session). */
@@ -109,13 +111,15 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
           try {
             // made before the run, from the batch this worker was handed
             const mask = postprocess && needsAttentionMask(postprocess) ? attentionMaskOf(request.batch) : null;
+            const ranFrom = epochMs();
             let output = await (request.solo && solo ? solo : model!).run(request.batch);
+            const ranMs: [number, number] = [ranFrom, epochMs()];
             if (postprocess) output = postprocessBatch(output, mask, postprocess);
             // Handed over rather than copied: onnxruntime allocates a fresh output per run, and pooling a fresh vector per
             // row. What a transform returned may also be held by its Lua state (a global that keeps the last batch), which
             // a transfer would leave empty: that is copied first, on this thread.
             const data = postprocess?.transform ? output.data.slice() : output.data;
-            port.postMessage({ kind: 'ran', id: request.id, data, dims: [...output.dims] } satisfies WorkerReply, [data.buffer as ArrayBuffer]);
+            port.postMessage({ kind: 'ran', id: request.id, data, dims: [...output.dims], ranMs } satisfies WorkerReply, [data.buffer as ArrayBuffer]);
           } catch (error) {
             port.postMessage({ kind: 'failed', id: request.id, error: errorMessageOf(error) } satisfies WorkerReply);
           }

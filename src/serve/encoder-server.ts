@@ -6,6 +6,7 @@ import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { ApiKey } from './api-key.ts';
+import type { RequestTracer } from './request-tracer.ts';
 import type { TlsCertificates } from './tls-certificates.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
 import { HttpDrain } from './http/drain.ts';
@@ -33,6 +34,8 @@ export interface EncoderServerOptions {
   target: string;
   /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
   apiKey?: ApiKey;
+  /** Traces requests of both front ends (`serve --enable-otel`); its owner shuts it down. */
+  tracer?: RequestTracer;
   /** HTTPS and gRPC over TLS with this certificate, which reloads for new connections (`serve --cert-file --key-file`). */
   tls?: TlsCertificates;
   /** The names the model answers to on the HTTP field APIs (`serve --served-model-name`, `--strict-model-name`). */
@@ -100,7 +103,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
     : null;
   const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {}, stopReloads: [] };
   try {
-    const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey };
+    const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey, tracer: options.tracer };
     const modelNames = new ServedModelNames(predictor.modelId, options.modelNames);
     if (options.http) {
       const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;

@@ -2,12 +2,14 @@ import * as grpc from '@grpc/grpc-js';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
+import type { RequestTracer } from '../request-tracer.ts';
 import { apiKeyInterceptor } from './api-key-interceptor.ts';
 import { addEncoderServices } from './encoder-services.ts';
 import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';
 import { ENCODER_SERVICE_NAMES } from './messages.ts';
 import { parseProtoText } from './proto-text.ts';
 import { addReflection, REFLECTION_SERVICE_NAMES } from './reflection.ts';
+import { tracingInterceptor } from './tracing-interceptor.ts';
 
 export { ENCODER_SERVICE_NAMES } from './messages.ts';
 
@@ -20,6 +22,8 @@ export interface GrpcServerOptions {
   apiKey?: ApiKey;
   /** The largest request message; larger ones are RESOURCE_EXHAUSTED. None: grpc-js's default (4 MiB). */
   maxMessageBytes?: number;
+  /** Traces every call but health's and reflection's (`serve --enable-otel`). */
+  tracer?: RequestTracer;
 }
 
 /** The gRPC front end: a server not yet bound (the caller binds it), and its health status. */
@@ -46,7 +50,8 @@ export function createGrpcServer(predictor: Predictor, options: GrpcServerOption
   const services = [encoderService, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
   const server = new grpc.Server({
-    interceptors: options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [],
+    // traced first, so that a call refused for its key is traced too
+    interceptors: [...(options.tracer ? [tracingInterceptor(options.tracer)] : []), ...(options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [])],
     ...(options.maxMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxMessageBytes } : {}),
   });
   addEncoderServices(server, predictor, encoderProto, 'encoder.proto', options.metrics);

@@ -19,6 +19,8 @@ import { registerRerankRoutes } from './rerank.ts';
 import { registerTeiRoutes } from './tei.ts';
 import { registerResponseHeaders, RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './response-headers.ts';
 import { registerModelRoutes } from './routes.ts';
+import { registerTracing } from './tracing-hooks.ts';
+import type { RequestTracer } from '../request-tracer.ts';
 
 export interface HttpAppOptions {
   /** Largest request body accepted; a larger one gets 413. */
@@ -40,6 +42,8 @@ export interface HttpAppOptions {
   hostGuard?: Omit<HostGuardOptions, 'apiKey'>;
   /** Readiness and requests in flight, for a graceful shutdown; one is made when not given. */
   drain?: HttpDrain;
+  /** Traces every request but /health and /metrics (`serve --enable-otel`). */
+  tracer?: RequestTracer;
   /** Serve HTTPS with this certificate and key (`serve --cert-file --key-file`); the caller swaps them on a reload (setSecureContext). */
   tls?: { cert: Buffer; key: Buffer };
   /** The model's names on the field's APIs (`serve --served-model-name`, `--strict-model-name`); default: any name, answered as its id. */
@@ -93,8 +97,9 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     return sendFailure(request, reply, failure);
   });
 
-  // Below every route, in this order: the headers of every response, readiness and requests in flight, Host and
-  // Origin (403), then the API key (401).
+  // Below every route, in this order: the trace of the request, the headers of every response, readiness and
+  // requests in flight, Host and Origin (403), then the API key (401).
+  if (options.tracer) registerTracing(app, options.tracer);
   registerResponseHeaders(app);
   (options.drain ?? new HttpDrain()).register(app);
   new HostGuard({ ...options.hostGuard, apiKey: options.apiKey !== undefined }).register(app);

@@ -1,0 +1,170 @@
+/**
+ * `serve --enable-otel --otel-exporter-url`: traces reach a local OTLP/HTTP receiver (a node:http server in this
+ * test that decodes the exporter's OTLP JSON bodies): one SERVER span per HTTP request and gRPC call, child of the
+ * caller's W3C `traceparent` (header, metadata) in the caller's trace, with tokenize, queue wait and onnxruntime run
+ * spans under it whose times nest in the request's. `serve` runs from the sources in a child process.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { runCliCaptured } from '../helpers/run-cli.ts';
+import { grpcClient, serveFromSource, type ServedModel } from '../helpers/served-model.ts';
+
+/** A span as OTLP/JSON carries it (ids in hex, times in nanoseconds as strings). */
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  attributes?: { key: string; value: Record<string, unknown> }[];
+  status?: { code?: number; message?: string };
+}
+interface ExportRequest {
+  resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
+}
+
+const SPAN_KIND_INTERNAL = 1;
+const SPAN_KIND_SERVER = 2;
+const STATUS_CODE_ERROR = 2;
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'serve-otel-'));
+const received: { path: string; contentType: string; body: ExportRequest }[] = [];
+let receiver: http.Server;
+let served: ServedModel;
+let config: string;
+
+const spans = () => received.flatMap((request) => request.body.resourceSpans.flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans)));
+const inTrace = (traceId: string) => spans().filter((span) => span.traceId === traceId);
+const attribute = (span: OtlpSpan, key: string) => span.attributes?.find((a) => a.key === key)?.value;
+const randomHex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('hex');
+
+/** The spans of `traceId` once `count` have arrived (the exporter sends every 50 ms here). */
+async function trace(traceId: string, count: number): Promise<OtlpSpan[]> {
+  await expect.poll(() => inTrace(traceId).length, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(count);
+  return inTrace(traceId);
+}
+
+/** The request's span, child of the caller's, and its phases under it, each within the request's time. */
+function expectRequestTree(found: OtlpSpan[], callerSpanId: string, name: string): OtlpSpan {
+  const server = found.find((span) => span.kind === SPAN_KIND_SERVER)!;
+  expect(server, 'the SERVER span').toBeDefined();
+  expect(server.name).toBe(name);
+  expect(server.parentSpanId).toBe(callerSpanId);
+  const children = found.filter((span) => span.parentSpanId === server.spanId);
+  expect(children.map((span) => span.name).sort()).toEqual(['onnxruntime run', 'queue wait', 'tokenize']);
+  const [start, end] = [BigInt(server.startTimeUnixNano), BigInt(server.endTimeUnixNano)];
+  for (const child of children) {
+    expect(child.kind, child.name).toBe(SPAN_KIND_INTERNAL);
+    expect(BigInt(child.startTimeUnixNano) >= start, `${child.name} starts within the request`).toBe(true);
+    expect(BigInt(child.endTimeUnixNano) <= end, `${child.name} ends within the request`).toBe(true);
+    expect(BigInt(child.endTimeUnixNano) >= BigInt(child.startTimeUnixNano), `${child.name} ends after it starts`).toBe(true);
+  }
+  const byName = Object.fromEntries(children.map((span) => [span.name, span]));
+  // in the order they happened: tokenized, then queued, then run
+  expect(BigInt(byName['queue wait'].startTimeUnixNano) >= BigInt(byName.tokenize.endTimeUnixNano)).toBe(true);
+  expect(BigInt(byName['onnxruntime run'].startTimeUnixNano) >= BigInt(byName['queue wait'].startTimeUnixNano)).toBe(true);
+  expect(attribute(byName.tokenize, 'inputs')).toEqual({ intValue: 2 });
+  expect(Number(attribute(byName['onnxruntime run'], 'batch.rows')?.intValue)).toBeGreaterThanOrEqual(2);
+  return server;
+}
+
+beforeAll(async () => {
+  receiver = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push({ path: request.url ?? '', contentType: request.headers['content-type'] ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest });
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const model = await generateTinyModel({ modelType: 'embedding' });
+  config = path.join(work, 'otel.yaml');
+  writeFileSync(config, `encoder:\n  name: otel-model\n  path: ${model}\n  model_type: embedding\n`);
+  const collector = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  served = await serveFromSource(config, {
+    cacheDir: path.join(work, 'cache'),
+    args: ['--enable-otel', '--otel-exporter-url', collector],
+    env: { OTEL_BSP_SCHEDULE_DELAY: '50' },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await served?.stop();
+  receiver?.closeAllConnections();
+  await new Promise((resolve) => receiver?.close(resolve));
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('OpenTelemetry traces', () => {
+  it('an HTTP request: its span in the caller traceparent, with tokenize, queue wait and onnxruntime run', async () => {
+    expect(served.stderr()).toMatch(/OpenTelemetry: traces of requests to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/);
+    const [traceId, callerSpanId] = [randomHex(16), randomHex(8)];
+    const response = await fetch(`${served.httpUrl}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${callerSpanId}-01` },
+      body: JSON.stringify({ inputs: ['a traced text', 'and another one'], normalize: true }),
+    });
+    expect(response.status).toBe(200);
+    const server = expectRequestTree(await trace(traceId, 4), callerSpanId, 'POST /predict');
+    expect(attribute(server, 'http.response.status_code')).toEqual({ intValue: 200 });
+    expect(server.status?.code ?? 0).not.toBe(STATUS_CODE_ERROR);
+    const request = received.find((r) => r.body.resourceSpans.some((rs) => rs.scopeSpans.some((s) => s.spans.some((span) => span.traceId === traceId))))!;
+    expect(request.path).toBe('/v1/traces');
+    expect(request.contentType).toMatch(/^application\/json/);
+    expect(request.body.resourceSpans[0].resource.attributes).toEqual(expect.arrayContaining([{ key: 'service.name', value: { stringValue: 'otel-model' } }]));
+  });
+
+  it('a gRPC call: its span in the traceparent of its metadata; a failed call is an error span', async () => {
+    const client = grpcClient(served.grpcAddress, 'embedding');
+    try {
+      const [traceId, callerSpanId] = [randomHex(16), randomHex(8)];
+      const metadata = new grpc.Metadata();
+      metadata.set('traceparent', `00-${traceId}-${callerSpanId}-01`);
+      await client.predict({ inputs: ['over grpc', 'twice over grpc'], normalize: true }, metadata);
+      const server = expectRequestTree(await trace(traceId, 4), callerSpanId, 'encoder.Embedding/Predict');
+      expect(attribute(server, 'rpc.grpc.status_code')).toEqual({ intValue: 0 });
+
+      const [failedTrace, failedCaller] = [randomHex(16), randomHex(8)];
+      const failing = new grpc.Metadata();
+      failing.set('traceparent', `00-${failedTrace}-${failedCaller}-01`);
+      const error = (await client.predict({ inputs: [''], normalize: true }, failing).catch((e: unknown) => e)) as grpc.ServiceError;
+      expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
+      const [failed] = await trace(failedTrace, 1);
+      expect(failed).toMatchObject({ name: 'encoder.Embedding/Predict', parentSpanId: failedCaller, status: { code: STATUS_CODE_ERROR } });
+      expect(failed.status?.message).toMatch(/^INVALID_ARGUMENT: /);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('a request without traceparent starts a trace of its own; health probes are not traced', async () => {
+    const before = new Set(spans().map((span) => span.traceId));
+    await fetch(`${served.httpUrl}/health`);
+    const response = await fetch(`${served.httpUrl}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: ['untraced caller'] }) });
+    expect(response.status).toBe(200);
+    await expect.poll(() => spans().filter((span) => !before.has(span.traceId) && span.kind === SPAN_KIND_SERVER).length, { timeout: 15_000 }).toBe(1);
+    const root = spans().find((span) => !before.has(span.traceId) && span.kind === SPAN_KIND_SERVER)!;
+    expect(root.name).toBe('POST /v1/embeddings');
+    expect(root.parentSpanId ?? '').toBe('');
+    expect(spans().some((span) => span.name.includes('/health'))).toBe(false);
+  });
+});
+
+describe('OpenTelemetry options', () => {
+  it('refuses an exporter URL that is not an http(s) URL (exit 2)', async () => {
+    for (const url of ['not a url', 'grpc://collector:4317']) {
+      const { code, stderr } = await runCliCaptured(['serve', '--config', config, '--enable-otel', '--otel-exporter-url', url]);
+      expect(code, stderr).toBe(2);
+      expect(stderr).toMatch(/--otel-exporter-url .*(is not a URL|is not an http:\/\/ or https:\/\/ URL)/);
+    }
+  });
+});
