@@ -18,10 +18,15 @@ export interface ServedModel extends ListeningExecutable {
  * come last, so a test of the shutdown gives its own.
  */
 export async function serveModel(executable: string, options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
-  const args = ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', '--shutdown-grace', '0', ...(options.args ?? [])];
-  const served = await startListening(executable, args, options, /batching: .*\n/);
+  return startServe(executable, ['serve'], options);
+}
+
+/** `file ...command serve` on loopback ports 0, no shutdown grace, `options.args` last; resolves once the banner is out. */
+async function startServe(file: string, command: string[], options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
+  const args = [...command, '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', '--shutdown-grace', '0', ...(options.args ?? [])];
+  const served = await startListening(file, args, options, /batching: .*\n/);
   const banner = served.stderr();
-  return { ...served, httpUrl: /HTTP +(http:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };
+  return { ...served, httpUrl: /HTTP +(https?:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };
 }
 
 /**
@@ -29,11 +34,7 @@ export async function serveModel(executable: string, options: { cacheDir: string
  * the server that need no built runtime. The banner's URL is https:// with --cert-file.
  */
 export async function serveFromSource(config: string, options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
-  const main = path.join(repoRoot, 'src', 'cli', 'main.ts');
-  const args = [main, 'serve', '--config', config, '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--shutdown-grace', '0', ...(options.args ?? [])];
-  const served = await startListening(process.execPath, args, options, /batching: .*\n/);
-  const banner = served.stderr();
-  return { ...served, httpUrl: /HTTP +(https?:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };
+  return startServe(process.execPath, [path.join(repoRoot, 'src', 'cli', 'main.ts'), 'serve', '--config', config], options);
 }
 
 const packageDefinition = protoLoader.loadSync(path.join(repoRoot, 'proto', 'encoder.proto'), {

@@ -5,46 +5,23 @@
  * spans under it whose times nest in the request's. `serve` runs from the sources in a child process.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { callerContext, SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, STATUS_CODE_ERROR, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlp-receiver.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { grpcClient, serveFromSource, type ServedModel } from '../helpers/served-model.ts';
 
-/** A span as OTLP/JSON carries it (ids in hex, times in nanoseconds as strings). */
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  startTimeUnixNano: string;
-  endTimeUnixNano: string;
-  attributes?: { key: string; value: Record<string, unknown> }[];
-  status?: { code?: number; message?: string };
-}
-interface ExportRequest {
-  resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
-}
-
-const SPAN_KIND_INTERNAL = 1;
-const SPAN_KIND_SERVER = 2;
-const STATUS_CODE_ERROR = 2;
-
 const work = mkdtempSync(path.join(os.tmpdir(), 'serve-otel-'));
-const received: { path: string; contentType: string; body: ExportRequest }[] = [];
-let receiver: http.Server;
+let receiver: OtlpReceiver;
 let served: ServedModel;
 let config: string;
 
-const spans = () => received.flatMap((request) => request.body.resourceSpans.flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans)));
+const spans = () => receiver.spans();
 const inTrace = (traceId: string) => spans().filter((span) => span.traceId === traceId);
 const attribute = (span: OtlpSpan, key: string) => span.attributes?.find((a) => a.key === key)?.value;
-const randomHex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('hex');
 
 /** The spans of `traceId` once `count` have arrived (the exporter sends every 50 ms here). */
 async function trace(traceId: string, count: number): Promise<OtlpSpan[]> {
@@ -77,19 +54,11 @@ function expectRequestTree(found: OtlpSpan[], callerSpanId: string, name: string
 }
 
 beforeAll(async () => {
-  receiver = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push({ path: request.url ?? '', contentType: request.headers['content-type'] ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest });
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiver = await startOtlpReceiver();
   const model = await generateTinyModel({ modelType: 'embedding' });
   config = path.join(work, 'otel.yaml');
   writeFileSync(config, `encoder:\n  name: otel-model\n  path: ${model}\n  model_type: embedding\n`);
-  const collector = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  const collector = receiver.url;
   served = await serveFromSource(config, {
     cacheDir: path.join(work, 'cache'),
     args: ['--enable-otel', '--otel-exporter-url', collector],
@@ -99,25 +68,24 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await served?.stop();
-  receiver?.closeAllConnections();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
   rmSync(work, { recursive: true, force: true });
 });
 
 describe('OpenTelemetry traces', () => {
   it('an HTTP request: its span in the caller traceparent, with tokenize, queue wait and onnxruntime run', async () => {
     expect(served.stderr()).toMatch(/OpenTelemetry: traces of requests to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/);
-    const [traceId, callerSpanId] = [randomHex(16), randomHex(8)];
+    const { traceId, spanId: callerSpanId, traceparent } = callerContext();
     const response = await fetch(`${served.httpUrl}/predict`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${callerSpanId}-01` },
+      headers: { 'content-type': 'application/json', traceparent },
       body: JSON.stringify({ inputs: ['a traced text', 'and another one'], normalize: true }),
     });
     expect(response.status).toBe(200);
     const server = expectRequestTree(await trace(traceId, 4), callerSpanId, 'POST /predict');
     expect(attribute(server, 'http.response.status_code')).toEqual({ intValue: 200 });
     expect(server.status?.code ?? 0).not.toBe(STATUS_CODE_ERROR);
-    const request = received.find((r) => r.body.resourceSpans.some((rs) => rs.scopeSpans.some((s) => s.spans.some((span) => span.traceId === traceId))))!;
+    const request = receiver.received.find((r) => r.body.resourceSpans.some((rs) => rs.scopeSpans.some((s) => s.spans.some((span) => span.traceId === traceId))))!;
     expect(request.path).toBe('/v1/traces');
     expect(request.contentType).toMatch(/^application\/json/);
     expect(request.body.resourceSpans[0].resource.attributes).toEqual(expect.arrayContaining([{ key: 'service.name', value: { stringValue: 'otel-model' } }]));
@@ -126,16 +94,16 @@ describe('OpenTelemetry traces', () => {
   it('a gRPC call: its span in the traceparent of its metadata; a failed call is an error span', async () => {
     const client = grpcClient(served.grpcAddress, 'embedding');
     try {
-      const [traceId, callerSpanId] = [randomHex(16), randomHex(8)];
+      const { traceId, spanId: callerSpanId, traceparent } = callerContext();
       const metadata = new grpc.Metadata();
-      metadata.set('traceparent', `00-${traceId}-${callerSpanId}-01`);
+      metadata.set('traceparent', traceparent);
       await client.predict({ inputs: ['over grpc', 'twice over grpc'], normalize: true }, metadata);
       const server = expectRequestTree(await trace(traceId, 4), callerSpanId, 'encoder.Embedding/Predict');
       expect(attribute(server, 'rpc.grpc.status_code')).toEqual({ intValue: 0 });
 
-      const [failedTrace, failedCaller] = [randomHex(16), randomHex(8)];
+      const { traceId: failedTrace, spanId: failedCaller, traceparent: failedParent } = callerContext();
       const failing = new grpc.Metadata();
-      failing.set('traceparent', `00-${failedTrace}-${failedCaller}-01`);
+      failing.set('traceparent', failedParent);
       const error = (await client.predict({ inputs: [''], normalize: true }, failing).catch((e: unknown) => e)) as grpc.ServiceError;
       expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
       const [failed] = await trace(failedTrace, 1);
