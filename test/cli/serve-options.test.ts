@@ -70,6 +70,7 @@ describe('timeouts, limits, hosts and origins', () => {
       grpcHostname: '::',
       http: { requestTimeoutMs: 30_000, bodyBufferLimitBytes: 16 * 8 * 2 ** 20, allowedHosts: [], allowedOrigins: [] },
       shutdown: { graceMs: DEFAULT_SHUTDOWN_GRACE_MS, timeoutMs: DEFAULT_SHUTDOWN_TIMEOUT_MS },
+      tls: null,
     });
     expect(DEFAULT_SHUTDOWN_GRACE_MS).toBe(5000);
     expect(DEFAULT_SHUTDOWN_TIMEOUT_MS).toBe(25_000);
@@ -84,11 +85,14 @@ describe('timeouts, limits, hosts and origins', () => {
       '--allowed-hosts', 'model.internal, [fd00::1]',
       '--allowed-hosts', '10.0.0.5',
       '--allowed-origins', 'HTTPS://App.Example:443/,http://localhost:3000',
+      '--cert-file', 'server.pem',
+      '--key-file', 'server.key',
     ]);
     expect(settings).toEqual({
       grpcHostname: '::',
       http: { requestTimeoutMs: 2000, bodyBufferLimitBytes: 16_000, allowedHosts: ['model.internal', '[fd00::1]', '10.0.0.5'], allowedOrigins: ['https://app.example', 'http://localhost:3000'] },
       shutdown: { graceMs: 0, timeoutMs: 1 },
+      tls: { certFile: 'server.pem', keyFile: 'server.key' },
     });
     expect((await settingsOf(['--body-buffer-limit', '9000000'])).http.bodyBufferLimitBytes).toBe(9_000_000);
   });
