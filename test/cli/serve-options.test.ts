@@ -85,16 +85,20 @@ describe('timeouts, limits, hosts and origins', () => {
       '--allowed-hosts', 'model.internal, [fd00::1]',
       '--allowed-hosts', '10.0.0.5',
       '--allowed-origins', 'HTTPS://App.Example:443/,http://localhost:3000',
-      '--cert-file', 'server.pem',
-      '--key-file', 'server.key',
     ]);
     expect(settings).toEqual({
       grpcHostname: '::',
       http: { requestTimeoutMs: 2000, bodyBufferLimitBytes: 16_000, allowedHosts: ['model.internal', '[fd00::1]', '10.0.0.5'], allowedOrigins: ['https://app.example', 'http://localhost:3000'] },
       shutdown: { graceMs: 0, timeoutMs: 1 },
-      tls: { certFile: 'server.pem', keyFile: 'server.key' },
+      tls: null,
     });
     expect((await settingsOf(['--body-buffer-limit', '9000000'])).http.bodyBufferLimitBytes).toBe(9_000_000);
+  });
+
+  it('carry --cert-file and --key-file together (test/serve/tls.test.ts serves with them)', () => {
+    const options = { httpHostname: '0.0.0.0', grpcHostname: '::', bodyLimit: 1000, requestTimeout: 1, shutdownGrace: 0, shutdownTimeout: 1 };
+    expect(serveNetworkSettings({ ...options, certFile: 'server.pem', keyFile: 'server.key' }, () => 'default').tls).toEqual({ certFile: 'server.pem', keyFile: 'server.key' });
+    expect(() => serveNetworkSettings({ ...options, keyFile: 'server.key' }, () => 'default')).toThrow(/^--key-file needs --cert-file: /);
   });
 
   it('refuse a grace that leaves no time before the timeout, and a body buffer smaller than one body', async () => {
