@@ -46,7 +46,18 @@ export function addSessionOptions(command: Command): Command {
       parsePositiveInteger,
     )
     .option('--graph-optimization-level <level>', 'onnxruntime graph optimisations: disable, 1 (basic), 2 (extended), 3 (all, the default); or basic, extended, layout, all', parseGraphOptimizationLevel)
-    .option('--execution-provider <name>', 'onnxruntime execution provider: cpu (the only one this executable carries)', parseExecutionProvider);
+    .option('--execution-provider <name>', 'onnxruntime execution provider: cpu (the only one this executable carries)', parseExecutionProvider)
+    // encoderfile's other session flags: two that hold here as they are, two that tune providers this build lacks
+    .option('--disable-cpu-fallback', 'accepted for encoderfile: with the CPU provider there is nothing to fall back from')
+    .option('--with-arena-allocator', "accepted for encoderfile: onnxruntime's CPU memory arena is always on here (measured faster)")
+    .option('--device-id <n>', 'encoderfile: the GPU of cuda or tensorrt; refused, this executable has no GPU provider', refuseGpuOption('--device-id', 'cuda and tensorrt'))
+    .option('--compute-units <units>', 'encoderfile: CoreML compute units; refused, this executable has no CoreML provider', refuseGpuOption('--compute-units', 'coreml'));
+}
+
+function refuseGpuOption(flag: string, providers: string): (value: string) => never {
+  return () => {
+    throw new InvalidArgumentError(`${flag} tunes the ${providers} execution providers, which this executable does not carry (it has onnxruntime's CPU provider only)`);
+  };
 }
 
 function parseGraphOptimizationLevel(value: string): GraphOptimizationLevel {

@@ -96,6 +96,14 @@ describe('session options refused (exit 2)', () => {
     expect(await refusal(['--execution-provider', 'quantum'])).toMatch(/"quantum" is not an execution provider; available: cpu/);
   });
 
+  it("encoderfile's GPU tuning flags, which cannot apply here; its CPU ones are taken", async () => {
+    expect(await refusal(['--device-id', '0'])).toMatch(/--device-id tunes the cuda and tensorrt execution providers, which this executable does not carry/);
+    expect(await refusal(['--compute-units', 'all'])).toMatch(/--compute-units tunes the coreml execution providers/);
+    // taken (no usage error): the run goes on to the TLS check, whose refusal is the one reported
+    const taken = await refusal(['--disable-cpu-fallback', '--with-arena-allocator', '--cert-file', path.join(work, 'absent.pem'), '--key-file', path.join(work, 'absent.key')]);
+    expect(taken).toMatch(/TLS: cannot read the certificate/);
+  });
+
   it('a graph optimization level that does not exist', async () => {
     expect(await refusal(['--graph-optimization-level', '4'])).toMatch(/"4" is not a graph optimization level; use disable, 1, 2 or 3/);
   });
