@@ -12,7 +12,7 @@ import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { OnnxModel } from '../../src/encoder/onnx-model.ts';
 import { InferenceWorkers } from '../../src/encoder/inference-workers.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
-import { runCliCaptured } from '../helpers/run-cli.ts';
+import { serveRefusal } from '../helpers/run-cli.ts';
 import { serveFromSource } from '../helpers/served-model.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'serve-session-'));
@@ -84,11 +84,7 @@ describe('session options', () => {
 });
 
 describe('session options refused (exit 2)', () => {
-  const refusal = async (args: string[]) => {
-    const { code, stderr } = await runCliCaptured(['serve', '--config', config, '--http-port', '0', '--grpc-port', '0', ...args]);
-    expect(code, stderr).toBe(2);
-    return stderr;
-  };
+  const refusal = (args: string[]) => serveRefusal(config, args);
 
   it('an execution provider this executable does not carry, or one that does not exist', async () => {
     expect(await refusal(['--execution-provider', 'cuda'])).toMatch(/--execution-provider.*"cuda" is not available: this executable carries onnxruntime's CPU execution provider only/);

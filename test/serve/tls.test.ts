@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../helpers/certificates.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
-import { runCliCaptured } from '../helpers/run-cli.ts';
+import { serveRefusal } from '../helpers/run-cli.ts';
 import { grpcClient, serveFromSource, type ServedModel } from '../helpers/served-model.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'serve-tls-'));
@@ -162,11 +162,7 @@ describe('serve over TLS', () => {
 });
 
 describe('TLS options refused at start (exit 2)', () => {
-  const refusal = async (args: string[]) => {
-    const { code, stderr } = await runCliCaptured(['serve', '--config', config, '--http-port', '0', '--grpc-port', '0', ...args]);
-    expect(code, stderr).toBe(2);
-    return stderr;
-  };
+  const refusal = (args: string[]) => serveRefusal(config, args);
 
   it('only one of --cert-file and --key-file', async () => {
     expect(await refusal(['--cert-file', first.certFile])).toMatch(/--cert-file needs --key-file: TLS takes a certificate and its private key/);
