@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { RequestTracer } from '../serve/request-tracer.ts';
+import type { RequestTracer } from '../serve/tracing/index.ts';
 
 export interface TracingCommandOptions {
   enableOtel?: boolean;
@@ -38,7 +38,7 @@ export async function tracerOf(options: TracingCommandOptions, service: { name: 
     if (options.otelExporterUrl !== undefined) notes.push('--otel-exporter-url has no effect without --enable-otel: no traces are exported');
     return null;
   }
-  const { createRequestTracer, tracesUrlOf } = await import('../serve/request-tracer.ts');
+  const { createRequestTracer, tracesUrlOf } = await import('../serve/tracing/index.ts');
   return createRequestTracer({
     exporterUrl: options.otelExporterUrl === undefined ? undefined : tracesUrlOf(options.otelExporterUrl),
     serviceName: service.name,

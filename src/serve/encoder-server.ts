@@ -6,7 +6,7 @@ import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { ApiKey } from './api-key.ts';
-import type { RequestTracer } from './request-tracer.ts';
+import type { RequestTracer } from './tracing/index.ts';
 import type { TlsCertificates } from './tls-certificates.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
 import { HttpDrain } from './http/drain.ts';

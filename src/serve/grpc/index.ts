@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
-import type { RequestTracer } from '../request-tracer.ts';
+import type { RequestTracer } from '../tracing/index.ts';
 import { apiKeyInterceptor } from './api-key-interceptor.ts';
 import { addEncoderServices } from './encoder-services.ts';
 import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { requestPhases } from '../../encoder/request-phases.ts';
-import type { RequestTracer, ServerSpan } from '../request-tracer.ts';
+import type { RequestTracer, ServerSpan } from '../tracing/index.ts';
 import { HEALTH_SERVICE_NAME } from './health.ts';
 import { REFLECTION_SERVICE_NAMES } from './reflection.ts';
 

@@ -20,7 +20,7 @@ import { registerTeiRoutes } from './tei.ts';
 import { registerResponseHeaders, RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './response-headers.ts';
 import { registerModelRoutes } from './routes.ts';
 import { registerTracing } from './tracing-hooks.ts';
-import type { RequestTracer } from '../request-tracer.ts';
+import type { RequestTracer } from '../tracing/index.ts';
 
 export interface HttpAppOptions {
   /** Largest request body accepted; a larger one gets 413. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requestPhases } from '../../encoder/request-phases.ts';
-import type { RequestTracer, ServerSpan } from '../request-tracer.ts';
+import type { RequestTracer, ServerSpan } from '../tracing/index.ts';
 import { pathOf } from './errors.ts';
 
 /** Probes and scrapes, every few seconds from every load balancer and Prometheus: not traced, they would drown the rest. */

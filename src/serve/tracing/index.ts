@@ -8,7 +8,7 @@
  * The phases ran partly on other threads (tokenizer and inference workers); they are recorded after the fact with
  * the start and end times those threads measured, so no context needs to cross a thread.
  */
-import type { PhaseRecorder } from '../encoder/request-phases.ts';
+import type { PhaseRecorder } from '../../encoder/request-phases.ts';
 
 export interface RequestTracerOptions {
   /** `--otel-exporter-url`; undefined: the SDK's (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318/v1/traces). */
