@@ -11,6 +11,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { callerContext, SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, STATUS_CODE_ERROR, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlp-receiver.ts';
+import { tracerOf } from '../../src/cli/serve-tracing.ts';
+import { tracesUrlOf } from '../../src/serve/tracing/index.ts';
 import { serveRefusal } from '../helpers/run-cli.ts';
 import { grpcClient, serveFromSource, type ServedModel } from '../helpers/served-model.ts';
 
@@ -128,6 +130,20 @@ describe('OpenTelemetry traces', () => {
 });
 
 describe('OpenTelemetry options', () => {
+  it('export nothing without --enable-otel, and say that a given --otel-exporter-url has no effect', async () => {
+    const notes: string[] = [];
+    expect(await tracerOf({ otelExporterUrl: 'http://collector:4318' }, { name: 'm', version: '1', modelId: 'm' }, notes)).toBeNull();
+    expect(notes).toEqual(['--otel-exporter-url has no effect without --enable-otel: no traces are exported']);
+    expect(await tracerOf({}, { name: 'm', version: '1', modelId: 'm' }, notes)).toBeNull();
+    expect(notes).toHaveLength(1);
+  });
+
+  it('take a collector base URL or a full traces URL', () => {
+    expect(tracesUrlOf('http://collector:4318')).toBe('http://collector:4318/v1/traces');
+    expect(tracesUrlOf('https://collector.example/')).toBe('https://collector.example/v1/traces');
+    expect(tracesUrlOf('https://collector.example/custom/traces')).toBe('https://collector.example/custom/traces');
+  });
+
   it('refuses an exporter URL that is not an http(s) URL (exit 2)', async () => {
     for (const url of ['not a url', 'grpc://collector:4317']) {
       expect(await serveRefusal(config, ['--enable-otel', '--otel-exporter-url', url])).toMatch(/--otel-exporter-url .*(is not a URL|is not an http:\/\/ or https:\/\/ URL)/);
