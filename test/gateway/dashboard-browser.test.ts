@@ -132,6 +132,7 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
   it('creates a budget, a user (its name shown as text, not markup) and a key whose secret shows once', async () => {
     await go('Budgets');
     const budgetForm = page.getByRole('form', { name: 'Create a budget' });
+    await budgetForm.getByLabel('Name').fill('Team budget');
     await budgetForm.getByLabel('Limit (US$)').fill('1');
     await budgetForm.getByLabel('Starts again').selectOption({ label: 'every day' });
     await budgetForm.getByRole('button', { name: 'Create budget' }).click();
@@ -163,6 +164,8 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(await page.evaluate(() => (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText())).toBe(secret);
     const stored = (await gateway.call('GET', '/v1/keys')).json.data[0];
     expect(stored).toMatchObject({ key_name: 'alice-app', user_id: 'alice', budget_id: budgetId, status: 'active', allow_user_override: false });
+    // the key's budget by its name, not its id
+    expect(await page.getByRole('row').filter({ hasText: 'alice-app' }).getByRole('cell', { name: 'Team budget', exact: true }).count()).toBe(1);
     await shoot('keys');
 
     await panel.getByRole('button', { name: 'Done' }).click();
@@ -257,8 +260,12 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await go('Users');
     await page.getByRole('cell', { name: 'alice', exact: true }).waitFor();
     await shoot('users');
+    // a soft limit the key's calls have passed: a badge beside the meter
+    const [budget] = (await gateway.call('GET', '/v1/budgets')).json.data;
+    await gateway.call('PATCH', `/v1/budgets/${budget.budget_id}`, { body: { soft_budget: 0.000001 } });
     await go('Budgets');
     expect(await page.locator('meter').count()).toBe(1);
+    await page.getByRole('row').filter({ hasText: 'Team budget' }).getByText('past soft limit').waitFor();
     await shoot('budgets');
     await go('Models');
     const row = page.getByRole('row').filter({ hasText: 'openai:fake-model-1' });

@@ -24,6 +24,20 @@ export function utc(value: string | number | null): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
+/** How a budget is shown: its name, or its id when it has none. */
+export const budgetLabel = (budget: { budget_id: string; name: string | null }): string => budget.name ?? budget.budget_id;
+
+/** A budget id as its label among `budgets` ("—" for none; the id itself for one not listed). */
+export function budgetLabelOf(budgets: readonly { budget_id: string; name: string | null }[]): (id: string | null) => string {
+  const labels = new Map(budgets.map((budget) => [budget.budget_id, budgetLabel(budget)]));
+  return (id) => (id === null ? '—' : (labels.get(id) ?? id));
+}
+
+/** When a budget starts again, in words: its calendar alignment (and zone) or its period. */
+export function resetSchedule(budget: { reset_every_seconds: number | null; reset_alignment: string | null; reset_time_zone: string | null }): string {
+  return budget.reset_alignment === null ? period(budget.reset_every_seconds) : `${budget.reset_alignment} (${budget.reset_time_zone ?? 'UTC'})`;
+}
+
 /** A reset period in words. */
 export function period(seconds: number | null): string {
   if (seconds === null) return 'never';

@@ -1,15 +1,27 @@
 import { recordPath, type Budget, type List } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
-import { money, percent, period, utc } from '../format.ts';
+import { budgetLabel, money, percent, resetSchedule, utc } from '../format.ts';
 import { action, budgetMeter, deleteButton, heading, type Page, type PageContext } from '../page.ts';
 
+/** Rolling periods (seconds) and calendar ones in UTC (the API also takes a time zone). */
 const PERIODS: [string, string][] = [
   ['', 'never'],
   ['3600', 'every hour'],
   ['86400', 'every day'],
   ['604800', 'every week'],
   ['2592000', 'every 30 days'],
+  ['daily', 'daily at 00:00 UTC'],
+  ['weekly', 'weekly, Monday 00:00 UTC'],
+  ['monthly', 'monthly, on the 1st, 00:00 UTC'],
 ];
+
+/** The create form's period choice as the API's fields. */
+function schedule(value: string | undefined): { reset_every_seconds: number | null; reset_alignment?: string } {
+  if (!value) return { reset_every_seconds: null };
+  return /^\d+$/.test(value) ? { reset_every_seconds: Number(value) } : { reset_every_seconds: null, reset_alignment: value };
+}
+
+const dollarsOrNull = (value: string | undefined): number | null => (value ? Number(value) : null);
 
 export const budgetsPage: Page = {
   path: 'budgets',
@@ -23,26 +35,38 @@ export const budgetsPage: Page = {
         'aria-label': 'Create a budget',
         onSubmit: action(context, () => {
           const values = formValues(create);
-          return context.api.call('POST', '/v1/budgets', { max_budget: Number(values.max_budget), reset_every_seconds: values.reset_every_seconds ? Number(values.reset_every_seconds) : null });
+          return context.api.call('POST', '/v1/budgets', {
+            name: values.name || null,
+            max_budget: Number(values.max_budget),
+            soft_budget: dollarsOrNull(values.soft_budget),
+            ...schedule(values.reset_every_seconds),
+          });
         }),
       },
+      field('Name', h('input', { name: 'name', maxlength: 256 })),
       field('Limit (US$)', h('input', { name: 'max_budget', type: 'number', min: 0, step: 'any', required: true })),
+      field('Warn at (US$)', h('input', { name: 'soft_budget', type: 'number', min: 0, step: 'any' }), 'optional soft limit, below the limit'),
       field('Starts again', h('select', { name: 'reset_every_seconds' }, ...PERIODS.map(([value, label]) => h('option', { value }, label)))),
       h('button', { type: 'submit' }, 'Create budget'),
     );
     return h(
       'div',
       { class: 'page' },
-      heading('Budgets', 'Spend limits in US dollars, attached to users and keys. A call is refused (403 budget_exceeded) once its budget is spent.'),
+      heading('Budgets', 'Spend limits in US dollars, attached to users and keys. A call is refused (403 budget_exceeded) once its budget is spent; past the soft limit calls carry an x-budget-warning header.'),
       create,
       table(
         ['Budget', 'Used', 'Reserved', 'Remaining', 'Resets', 'Next reset', ''],
         budgets.data.map((budget) => [
-          budget.budget_id,
-          budgetMeter(budget.spend, budget.max_budget, `${money(budget.spend)} of ${money(budget.max_budget)} (${percent(budget.max_budget === 0 ? 1 : budget.spend / budget.max_budget)})`),
+          h('span', { title: budget.budget_id }, budgetLabel(budget)),
+          h(
+            'span',
+            {},
+            budgetMeter(budget.spend, budget.max_budget, `${money(budget.spend)} of ${money(budget.max_budget)} (${percent(budget.max_budget === 0 ? 1 : budget.spend / budget.max_budget)})`),
+            budget.soft_budget_exceeded ? h('span', { class: 'status warning', title: `soft limit ${money(budget.soft_budget ?? 0)}` }, ' past soft limit') : null,
+          ),
           money(budget.reserved),
           money(budget.remaining),
-          period(budget.reset_every_seconds),
+          resetSchedule(budget),
           utc(budget.next_reset_at),
           budgetActions(context, budget),
         ]),
@@ -56,10 +80,18 @@ function budgetActions(context: PageContext, budget: Budget): HTMLElement {
   const path = recordPath('budgets', budget.budget_id);
   const edit: HTMLFormElement = h(
     'form',
-    { class: 'stack', onSubmit: action(context, () => context.api.call('PATCH', path, { max_budget: Number(formValues(edit).max_budget) })) },
+    {
+      class: 'stack',
+      onSubmit: action(context, () => {
+        const values = formValues(edit);
+        return context.api.call('PATCH', path, { name: values.name || null, max_budget: Number(values.max_budget), soft_budget: dollarsOrNull(values.soft_budget) });
+      }),
+    },
+    field('Name', h('input', { name: 'name', maxlength: 256, value: budget.name ?? '' })),
     field('Limit (US$)', h('input', { name: 'max_budget', type: 'number', min: 0, step: 'any', value: budget.max_budget, required: true })),
+    field('Warn at (US$)', h('input', { name: 'soft_budget', type: 'number', min: 0, step: 'any', value: budget.soft_budget ?? '' })),
     h('button', { type: 'submit' }, 'Save'),
   );
-  const remove = deleteButton(context, path, `Delete budget ${budget.budget_id}? Users and keys using it are no longer limited by it.`);
-  return h('div', { class: 'actions', 'aria-label': `Actions for ${budget.budget_id}` }, h('details', {}, h('summary', {}, 'Edit'), edit), remove);
+  const remove = deleteButton(context, path, `Delete budget ${budgetLabel(budget)}? Users and keys using it are no longer limited by it.`);
+  return h('div', { class: 'actions', 'aria-label': `Actions for ${budgetLabel(budget)}` }, h('details', {}, h('summary', {}, 'Edit'), edit), remove);
 }

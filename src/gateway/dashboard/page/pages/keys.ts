@@ -1,6 +1,6 @@
 import { recordPath, type Budget, type CreatedKey, type List, type User, type VirtualKey } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
-import { modelList, parseModelList, utc } from '../format.ts';
+import { budgetLabel, budgetLabelOf, modelList, parseModelList, utc } from '../format.ts';
 import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
 
 /**
@@ -26,7 +26,8 @@ export const keysPage: Page = {
       context.api.call<List<Budget>>('GET', '/v1/budgets'),
     ]);
     const userChoices = users.data.map((user) => ({ value: user.user_id, label: `${user.alias} (${user.user_id})` }));
-    const budgetChoices = budgets.data.map((budget) => ({ value: budget.budget_id, label: `${budget.budget_id} ($${budget.max_budget})` }));
+    const budgetChoices = budgets.data.map((budget) => ({ value: budget.budget_id, label: `${budgetLabel(budget)} ($${budget.max_budget})` }));
+    const budgetName = budgetLabelOf(budgets.data);
     const secret = freshSecret;
     freshSecret = null;
 
@@ -69,7 +70,7 @@ export const keysPage: Page = {
           key.key_name,
           h('code', {}, `${key.key_prefix}…`),
           key.user_id ?? '—',
-          key.budget_id ?? '—',
+          budgetName(key.budget_id),
           h('span', { class: `status ${key.status}` }, key.status),
           modelList(key.allowed_models),
           utc(key.created_at),

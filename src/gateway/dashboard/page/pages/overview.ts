@@ -1,7 +1,7 @@
 import { withQuery, type Budget, type List, type UsageSeries, type UsageSummary, type VirtualKey } from '../api.ts';
 import { barList, columnChart } from '../chart.ts';
 import { h, table } from '../dom.ts';
-import { apiTime, count, money, percent } from '../format.ts';
+import { apiTime, budgetLabel, count, money, percent } from '../format.ts';
 import { budgetMeter, heading, type Page, type PageContext } from '../page.ts';
 
 const HOUR = 3_600_000;
@@ -114,7 +114,7 @@ function nearBudget(keys: VirtualKey[], budgets: Budget[], keyNames: Map<string,
     ['Key', 'Budget', 'Used'],
     rows.map(({ key, budget, used }) => [
       keyNames.get(key.id) ?? key.id,
-      budget.budget_id,
+      budgetLabel(budget),
       budgetMeter(budget.spend, budget.max_budget, `${money(budget.spend)} of ${money(budget.max_budget)} (${percent(used)})`),
     ]),
     'No active key has a budget.',

@@ -1,6 +1,6 @@
 import { recordPath, type Budget, type List, type User } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
-import { modelList, parseModelList, utc } from '../format.ts';
+import { budgetLabel, budgetLabelOf, modelList, parseModelList, utc } from '../format.ts';
 import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
 
 export const usersPage: Page = {
@@ -8,7 +8,8 @@ export const usersPage: Page = {
   title: 'Users',
   async render(context: PageContext) {
     const [users, budgets] = await Promise.all([context.api.call<List<User>>('GET', '/v1/users'), context.api.call<List<Budget>>('GET', '/v1/budgets')]);
-    const budgetChoices = budgets.data.map((budget) => ({ value: budget.budget_id, label: `${budget.budget_id} ($${budget.max_budget})` }));
+    const budgetChoices = budgets.data.map((budget) => ({ value: budget.budget_id, label: `${budgetLabel(budget)} ($${budget.max_budget})` }));
+    const budgetName = budgetLabelOf(budgets.data);
     const create: HTMLFormElement = h(
       'form',
       {
@@ -37,7 +38,7 @@ export const usersPage: Page = {
       create,
       table(
         ['User id', 'Name', 'Budget', 'Allowed models', 'Created', ''],
-        users.data.map((user) => [user.user_id, user.alias, user.budget_id ?? '—', modelList(user.allowed_models), utc(user.created_at), userActions(context, user, budgetChoices)]),
+        users.data.map((user) => [user.user_id, user.alias, budgetName(user.budget_id), modelList(user.allowed_models), utc(user.created_at), userActions(context, user, budgetChoices)]),
         'No users yet.',
       ),
     );
