@@ -116,6 +116,7 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       const notes: string[] = [];
       // the OpenTelemetry SDK loads (when asked for) beside the front ends
       const tracing = tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes);
+      tracing.catch(() => {}); // reported where preparing awaits it
       const stopTracing = () => tracing.then((tracer) => tracer?.shutdown(), () => {}); // exports the spans still buffered
       const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
         const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
