@@ -1,7 +1,7 @@
 /**
  * The deployment flags in the single executable (what the bundle carries, not the sources): a model built with the
  * runtime serves HTTPS and gRPC over TLS (--cert-file, --key-file), exports OpenTelemetry traces to a local OTLP/HTTP
- * receiver (--enable-otel, --otel-exporter-url) and creates its session with the options given
+ * receiver (--enable-otel, OTEL_EXPORTER_OTLP_ENDPOINT) and creates its session with the options given
  * (--graph-optimization-level, --execution-provider, --inter-op-threads).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,10 +35,10 @@ describe.skipIf(!hasBaseRuntime())('serve deployment flags in the executable', (
       cacheDir,
       args: [
         ...['--cert-file', certificate.certFile, '--key-file', certificate.certFile.replace(/\.pem$/, '.key')],
-        ...['--enable-otel', '--otel-exporter-url', receiver.url],
+        '--enable-otel', // where to: the standard variable (test/serve/otel.test.ts gives --otel-exporter-url)
         ...['--graph-optimization-level', '2', '--execution-provider', 'cpu', '--inter-op-threads', '2'],
       ],
-      env: { OTEL_BSP_SCHEDULE_DELAY: '50' },
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' },
     });
   }, 180_000);
 
@@ -51,6 +51,7 @@ describe.skipIf(!hasBaseRuntime())('serve deployment flags in the executable', (
   it('serves HTTPS and gRPC over TLS, traced, with the session options given', async () => {
     expect(served.stderr()).toContain('onnxruntime: execution provider cpu, graph optimization extended');
     expect(served.stderr()).toContain('inter-op threads 2 (parallel)');
+    expect(served.stderr()).toContain(`OpenTelemetry: traces of requests to ${receiver.url}/v1/traces (OTLP/HTTP)`);
     const { traceId, spanId, traceparent } = callerContext();
     const https = await import('node:https');
     const status = await new Promise<number>((resolve, reject) => {

@@ -45,6 +45,13 @@ export function tracesUrlOf(url: string): string {
   return parsed.toString();
 }
 
+/** Where the exporter sends without a URL of ours, as it reads the standard variables (for the banner). */
+function endpointFromEnvironment(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT) return `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces`;
+  return 'http://localhost:4318/v1/traces';
+}
+
 export async function createRequestTracer(options: RequestTracerOptions): Promise<RequestTracer> {
   const [api, { TracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { W3CTraceContextPropagator, getNumberFromEnv }, { resourceFromAttributes }] = await Promise.all([
     import('@opentelemetry/api'),
@@ -80,7 +87,7 @@ export async function createRequestTracer(options: RequestTracerOptions): Promis
   };
 
   return {
-    endpoint: options.exporterUrl ?? 'the OTEL_EXPORTER_OTLP_* variables, else http://localhost:4318/v1/traces',
+    endpoint: options.exporterUrl ?? endpointFromEnvironment(),
     startRequest(name, carrier, attributes) {
       const parent = propagator.extract(api.ROOT_CONTEXT, carrier, getter);
       const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
