@@ -63,8 +63,9 @@ describe('session options', () => {
     };
     await threadsOf({ intraOpThreads: 1 }); // onnxruntime's own environment threads, once per process
     const base = await threadsOf({ intraOpThreads: 1, interOpThreads: 1 });
-    // intra-op: n threads, the calling one among them; inter-op (parallel): a pool of n more
-    expect(await threadsOf({ intraOpThreads: 3, interOpThreads: 1 })).toBe(base + 2);
+    // intra-op: n threads, the calling one among them; inter-op (parallel): a pool of n more (at least: a lazily
+    // started libuv thread would only add to the count)
+    expect(await threadsOf({ intraOpThreads: 3, interOpThreads: 1 })).toBeGreaterThanOrEqual(base + 2);
     expect(await threadsOf({ intraOpThreads: 1, interOpThreads: 3 })).toBeGreaterThanOrEqual(base + 2);
   }, 60_000);
 
