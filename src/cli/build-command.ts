@@ -7,6 +7,7 @@ import { DEFAULT_RELEASE_URL, RELEASE_URL_ENV } from '../builder/release.ts';
 import type { BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
 import { parseFileName } from './arguments.ts';
+import { CONFIG_FILE_HELP } from './model-source.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 
 interface BuildCommandOptions {
@@ -26,7 +27,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
   program
     .command('build')
     .description('Pack a model directory into one executable that serves it or runs it (spec 2 build steps)')
-    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder, or encoderfile: a mozilla-ai/encoderfile configuration as it is)')
+    .requiredOption('-f, --file <config>', CONFIG_FILE_HELP)
     .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
     .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)

@@ -7,7 +7,7 @@ import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import { parseFileName, parsePositiveInteger } from './arguments.ts';
-import type { ModelSource } from './model-source.ts';
+import { addConfigOption, type ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
 
 export interface InferOptions {
@@ -23,7 +23,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     .command('infer')
     .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
     .argument('<texts...>', 'texts to run; `-` alone reads them from standard input: a JSON array, else one per line');
-  if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
+  addConfigOption(command, source);
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
     // encoderfile's flag; JSON is its only format too

@@ -5,22 +5,18 @@ import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
+import { MCP_PATH } from '../serve/http/errors.ts';
 import { modelNamesProblem } from '../serve/model-names.ts';
 import { parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
-import type { ModelSource } from './model-source.ts';
+import { addConfigOption, type ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { CliContext, CliIo } from './program.ts';
-import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions } from './serve-network.ts';
+import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions, type ServeNetworkSettings } from './serve-network.ts';
 import { serveUntilStopped } from './serve-shutdown.ts';
 
-interface ServeCommandOptions extends ServeNetworkOptions {
+/** The options `serve` and `mcp` share: the model, its limits and batching, its names and key (then serve-network.ts's). */
+export interface ModelServingOptions extends ServeNetworkOptions {
   config?: string;
-  httpPort: number;
-  httpHostname: string;
-  grpcPort: number;
-  grpcHostname: string;
-  disableHttp?: boolean;
-  disableGrpc?: boolean;
   bodyLimit: number;
   maxBatchTokens?: number;
   maxWaitMs?: number;
@@ -35,6 +31,15 @@ interface ServeCommandOptions extends ServeNetworkOptions {
   strictModelName?: boolean;
 }
 
+interface ServeCommandOptions extends ModelServingOptions {
+  httpPort: number;
+  httpHostname: string;
+  grpcPort: number;
+  grpcHostname: string;
+  disableHttp?: boolean;
+  disableGrpc?: boolean;
+}
+
 /**
  * Most tokens a request may hold when its response carries a result per token (`/predict` of embedding and
  * token_classification models). 16,384 is 32 inputs of 512 tokens (what text-embeddings-inference allows by default)
@@ -47,14 +52,32 @@ const DEFAULT_MAX_TOKEN_RESULTS = 16_384;
 /** `serve`: HTTP (REST + MCP) and gRPC front ends over one predict pipeline, until SIGTERM or SIGINT. */
 export function registerServeCommand(program: Command, io: CliIo, source: ModelSource, context: CliContext): void {
   const command = program.command('serve').description('Serve the model over HTTP (REST and MCP at /mcp) and gRPC');
-  if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
+  addConfigOption(command, source);
   command
     .option('--http-port <port>', 'HTTP port', parsePort, 8080)
     .option('--http-hostname <host>', 'HTTP address to listen on', '0.0.0.0')
     .option('--grpc-port <port>', 'gRPC port', parsePort, 50051)
     .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').default('::', '--http-hostname when that is given, else "::"'))
     .option('--disable-http', 'do not serve HTTP (REST and MCP)')
-    .option('--disable-grpc', 'do not serve gRPC')
+    .option('--disable-grpc', 'do not serve gRPC');
+  addModelServingOptions(command)
+    .action(async (options: ServeCommandOptions) => {
+      if (options.disableHttp && options.disableGrpc) {
+        throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
+      }
+      const network = serveNetworkSettings(options, (key) => command.getOptionValueSource(key));
+      await serveModel({ io, source, context }, options, network, {
+        http: options.disableHttp ? null : { host: options.httpHostname, port: options.httpPort, flags: '--http-port, --http-hostname' },
+        grpc: options.disableGrpc ? null : { host: network.grpcHostname, port: options.grpcPort },
+      });
+    });
+  // timeouts, body memory, Host and Origin, shutdown (serve-network.ts)
+  addServeNetworkOptions(command);
+}
+
+/** Adds the options `serve` and `mcp` share but serve-network.ts's (ModelServingOptions). */
+export function addModelServingOptions(command: Command): Command {
+  return command
     .option('--body-limit <bytes>', 'largest request: HTTP body (larger: 413) and gRPC message (larger: RESOURCE_EXHAUSTED)', parsePositiveInteger, 8 * 2 ** 20)
     .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
@@ -79,66 +102,79 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       ),
     )
     .option('--served-model-name <names>', 'names of the model on /v1 and /v2 (comma-separated): the first is answered and listed by /v1/models, all are accepted', parseModelNames)
-    .option('--strict-model-name', 'refuse (404 model_not_found) a "model" other than the served names (default: any name is taken as this model)')
-    .action(async (options: ServeCommandOptions) => {
-      if (options.disableHttp && options.disableGrpc) {
-        throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
-      }
-      const network = serveNetworkSettings(options, (key) => command.getOptionValueSource(key));
-      // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
-      const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
-      const pkg = await source.load(options);
-      traceStartup('model package read');
-      const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
-      const grpc = !options.disableGrpc ? { host: network.grpcHostname, port: options.grpcPort, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
-      const loading = PredictPipeline.load(pkg, {
-        ...source.pipelineOptions,
-        threads: options.threads,
-        soloThreads: options.soloThreads,
-        workers: options.workers,
-        inferenceWorker: context.inferenceWorker?.(),
-        maxBatchTokens: options.maxBatchTokens,
-        maxWaitMs: options.maxWaitMs,
-        maxRequestTokens: options.maxRequestTokens,
-        maxRequestInputs: options.maxRequestInputs,
-        maxTokenResults: options.maxTokenResults,
-      });
-      // The front ends (fastify, gRPC) load only when serving (`infer` and `inspect` start without them), and are
-      // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
-      // model has loaded.
-      const predictor = new LatePredictor(pkg.name, pkg.modelType);
-      const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
-        const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
-        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames });
-        traceStartup('front ends ready');
-        return prepared;
-      });
-      preparing.catch(() => {}); // reported where it is awaited, unless the model fails to load first
-      let pipeline: PredictPipeline;
-      try {
-        pipeline = await loading;
-      } catch (error) {
-        await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
-        throw error;
-      }
-      predictor.bind(pipeline);
-      let server: RunningServer;
-      try {
-        server = await (await preparing).listen();
-      } catch (error) {
-        await pipeline.close();
-        throw error;
-      }
-      // signals are handled from before the banner, which scripts and tests take as "ready"
-      const stopped = serveUntilStopped(server, network.shutdown, io);
-      for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-      io.stderr(banner(pipeline, server, apiKey !== undefined, options));
-      await stopped;
-      await pipeline.close();
-      io.stderr('stopped\n');
-    });
-  // timeouts, body memory, Host and Origin, shutdown (serve-network.ts)
-  addServeNetworkOptions(command);
+    .option('--strict-model-name', 'refuse (404 model_not_found) a "model" other than the served names (default: any name is taken as this model)');
+}
+
+/** Where the model is served: HTTP (REST and MCP) and gRPC, either absent. */
+export interface ServedFrontEnds {
+  /** `flags`: the options that set this address, named when it cannot be listened on. */
+  http: { host: string; port: number; flags: string } | null;
+  grpc: { host: string; port: number } | null;
+  /** `mcp`: the banner leads with the MCP endpoint. */
+  mcpFirst?: boolean;
+}
+
+/**
+ * Loads the model and serves it on `frontEnds` until SIGTERM or SIGINT (serve-shutdown.ts), for `serve` and `mcp`:
+ * the banner on stderr says when it is ready.
+ */
+export async function serveModel(
+  { io, source, context }: { io: CliIo; source: ModelSource; context: CliContext },
+  options: ModelServingOptions,
+  network: ServeNetworkSettings,
+  frontEnds: ServedFrontEnds,
+): Promise<void> {
+  // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
+  const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
+  const pkg = await source.load(options);
+  traceStartup('model package read');
+  const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
+  const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
+  const loading = PredictPipeline.load(pkg, {
+    ...source.pipelineOptions,
+    threads: options.threads,
+    soloThreads: options.soloThreads,
+    workers: options.workers,
+    inferenceWorker: context.inferenceWorker?.(),
+    maxBatchTokens: options.maxBatchTokens,
+    maxWaitMs: options.maxWaitMs,
+    maxRequestTokens: options.maxRequestTokens,
+    maxRequestInputs: options.maxRequestInputs,
+    maxTokenResults: options.maxTokenResults,
+  });
+  // The front ends (fastify, gRPC) load only when serving (`infer` and `inspect` start without them), and are
+  // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
+  // model has loaded.
+  const predictor = new LatePredictor(pkg.name, pkg.modelType);
+  const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
+    const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
+    const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames });
+    traceStartup('front ends ready');
+    return prepared;
+  });
+  preparing.catch(() => {}); // reported where it is awaited, unless the model fails to load first
+  let pipeline: PredictPipeline;
+  try {
+    pipeline = await loading;
+  } catch (error) {
+    await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
+    throw error;
+  }
+  predictor.bind(pipeline);
+  let server: RunningServer;
+  try {
+    server = await (await preparing).listen();
+  } catch (error) {
+    await pipeline.close();
+    throw error;
+  }
+  // signals are handled from before the banner, which scripts and tests take as "ready"
+  const stopped = serveUntilStopped(server, network.shutdown, io);
+  for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
+  io.stderr(banner(pipeline, server, apiKey !== undefined, options, frontEnds.mcpFirst === true));
+  await stopped;
+  await pipeline.close();
+  io.stderr('stopped\n');
 }
 
 function httpExtras(modelType: ModelType): string {
@@ -155,15 +191,16 @@ function parseModelNames(value: string): string[] {
 }
 
 /** How `model` in /v1 and /v2 bodies is read, for the banner. */
-function modelNamesLine(modelId: string, options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>): string {
+function modelNamesLine(modelId: string, options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>): string {
   const [served, ...others] = options.servedModelName ?? [modelId];
   const also = others.length > 0 ? ` (also ${others.join(', ')})` : '';
   return options.strictModelName ? `  model name: ${served}${also}; any other name gets 404` : `  model name: ${served}${also}; any other name is taken as this model`;
 }
 
-function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean, options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>): string {
+function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean, options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>, mcpFirst: boolean): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
+  if (mcpFirst && server.httpUrl) lines.push(`  MCP   ${server.httpUrl}${MCP_PATH}  the model\'s one tool, run_encoder (Streamable HTTP)`);
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.httpUrl) lines.push(modelNamesLine(modelId, options));
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
