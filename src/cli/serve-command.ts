@@ -200,7 +200,7 @@ function modelNamesLine(modelId: string, options: Pick<ModelServingOptions, 'ser
 function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean, options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>, mcpFirst: boolean): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
-  if (mcpFirst && server.httpUrl) lines.push(`  MCP   ${server.httpUrl}${MCP_PATH}  the model\'s one tool, run_encoder (Streamable HTTP)`);
+  if (mcpFirst && server.httpUrl) lines.push(`  MCP   ${server.httpUrl}${MCP_PATH}  the model's one tool, run_encoder (Streamable HTTP)`);
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.httpUrl) lines.push(modelNamesLine(modelId, options));
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
