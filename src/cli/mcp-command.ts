@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parsePort } from './arguments.ts';
+import { parseHostname, parsePort } from './arguments.ts';
 import { addConfigOption, type ModelSource } from './model-source.ts';
 import type { CliContext, CliIo } from './program.ts';
 import { addModelServingOptions, serveModel, type ModelServingOptions } from './serve-command.ts';
@@ -18,7 +18,7 @@ interface McpCommandOptions extends Omit<ModelServingOptions, 'httpHostname' | '
 export function registerMcpCommand(program: Command, io: CliIo, source: ModelSource, context: CliContext): void {
   const command = program.command('mcp').description("Serve the model's MCP tool (run_encoder) over Streamable HTTP at /mcp, as encoderfile's mcp command; no gRPC");
   addConfigOption(command, source);
-  command.option('--hostname <host>', 'address to listen on', '0.0.0.0').option('--port <port>', 'port', parsePort, 9100);
+  command.option('--hostname <host>', 'address to listen on', parseHostname, '0.0.0.0').option('--port <port>', 'port', parsePort, 9100);
   addModelServingOptions(command).action(async (options: McpCommandOptions) => {
     // one address, the HTTP one: the network settings' gRPC host is unused
     const addressed = { ...options, httpHostname: options.hostname, grpcHostname: options.hostname };

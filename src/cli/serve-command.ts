@@ -7,7 +7,7 @@ import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline
 import type { RunningServer } from '../serve/encoder-server.ts';
 import { MCP_PATH } from '../serve/http/errors.ts';
 import { modelNamesProblem } from '../serve/model-names.ts';
-import { parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
+import { parseHostname, parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import { addConfigOption, type ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { CliContext, CliIo } from './program.ts';
@@ -55,9 +55,9 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
   addConfigOption(command, source);
   command
     .option('--http-port <port>', 'HTTP port', parsePort, 8080)
-    .option('--http-hostname <host>', 'HTTP address to listen on', '0.0.0.0')
+    .option('--http-hostname <host>', 'HTTP address to listen on', parseHostname, '0.0.0.0')
     .option('--grpc-port <port>', 'gRPC port', parsePort, 50051)
-    .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').default('::', '--http-hostname when that is given, else "::"'))
+    .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').argParser(parseHostname).default('::', '--http-hostname when that is given, else "::"'))
     .option('--disable-http', 'do not serve HTTP (REST and MCP)')
     .option('--disable-grpc', 'do not serve gRPC');
   addModelServingOptions(command)
