@@ -14,6 +14,8 @@ export const SPLIT_BUNDLES = {
   tools: 'src/tools/index.ts',
   // prom-client, for serve's /metrics: loaded after the server listens, so kept out of the script every start compiles
   metrics: 'src/serve/metrics/prometheus/index.ts',
+  // the OpenTelemetry SDK and its OTLP exporter, for serve --enable-otel only
+  tracing: 'src/serve/tracing/index.ts',
 } as const;
 
 export type SplitBundleName = keyof typeof SPLIT_BUNDLES;

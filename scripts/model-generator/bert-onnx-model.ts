@@ -147,7 +147,8 @@ export function buildOnnxModel(options: GeneratorOptions, weights: BertWeights):
   });
 }
 
-function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
+/** A row-major [rows, cols] matrix as [cols, rows]. */
+export function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(data.length);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];

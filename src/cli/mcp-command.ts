@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { parseHostname, parsePort } from './arguments.ts';
 import { addConfigOption, type ModelSource } from './model-source.ts';
 import type { CliContext, CliIo } from './program.ts';
-import { addModelServingOptions, serveModel, type ModelServingOptions } from './serve-command.ts';
-import { addServeNetworkOptions, serveNetworkSettings } from './serve-network.ts';
+import { addDeploymentOptions, addModelServingOptions, serveModel, type ModelServingOptions } from './serve-command.ts';
+import { serveNetworkSettings } from './serve-network.ts';
 
 interface McpCommandOptions extends Omit<ModelServingOptions, 'httpHostname' | 'grpcHostname'> {
   hostname: string;
@@ -28,6 +28,6 @@ export function registerMcpCommand(program: Command, io: CliIo, source: ModelSou
       mcpFirst: true,
     });
   });
-  // timeouts, body memory, Host and Origin, shutdown (serve-network.ts)
-  addServeNetworkOptions(command);
+  // timeouts, body memory, Host and Origin, shutdown, TLS, onnxruntime's session, OpenTelemetry
+  addDeploymentOptions(command);
 }

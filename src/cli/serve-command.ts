@@ -10,12 +10,17 @@ import { modelNamesProblem } from '../serve/model-names.ts';
 import { parseHostname, parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
 import { addConfigOption, type ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
-import type { CliContext, CliIo } from './program.ts';
+import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions, type ServeNetworkSettings } from './serve-network.ts';
+import { addSessionOptions, sessionLine, sessionSettingsOf, type SessionCommandOptions } from './serve-session.ts';
 import { serveUntilStopped } from './serve-shutdown.ts';
+import { addTracingOptions, tracerOf, type TracingCommandOptions } from './serve-tracing.ts';
 
-/** The options `serve` and `mcp` share: the model, its limits and batching, its names and key (then serve-network.ts's). */
-export interface ModelServingOptions extends ServeNetworkOptions {
+/**
+ * The options `serve` and `mcp` share: the model, its limits and batching, its names and key; the network, TLS,
+ * session and tracing ones (addDeploymentOptions).
+ */
+export interface ModelServingOptions extends ServeNetworkOptions, SessionCommandOptions, TracingCommandOptions {
   config?: string;
   bodyLimit: number;
   maxBatchTokens?: number;
@@ -71,8 +76,17 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
         grpc: options.disableGrpc ? null : { host: network.grpcHostname, port: options.grpcPort },
       });
     });
-  // timeouts, body memory, Host and Origin, shutdown (serve-network.ts)
+  addDeploymentOptions(command);
+}
+
+/**
+ * Adds the options `serve` and `mcp` share after their own: timeouts, body memory, Host and Origin, shutdown, TLS
+ * (serve-network.ts); onnxruntime's session (serve-session.ts); OpenTelemetry (serve-tracing.ts).
+ */
+export function addDeploymentOptions(command: Command): Command {
   addServeNetworkOptions(command);
+  addSessionOptions(command);
+  return addTracingOptions(command);
 }
 
 /** Adds the options `serve` and `mcp` share but serve-network.ts's (ModelServingOptions). */
@@ -124,15 +138,19 @@ export async function serveModel(
   network: ServeNetworkSettings,
   frontEnds: ServedFrontEnds,
 ): Promise<void> {
+  const session = sessionSettingsOf(options);
   // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
   const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
+  // read (and checked) before the model loads: a wrong path fails at once
+  const tls = network.tls ? await (await import('../serve/tls-certificates.ts')).TlsCertificates.load(network.tls.certFile, network.tls.keyFile) : undefined;
   const pkg = await source.load(options);
   traceStartup('model package read');
   const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
   const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
   const loading = PredictPipeline.load(pkg, {
     ...source.pipelineOptions,
-    threads: options.threads,
+    threads: session.threads,
+    sessionOptions: session.sessionOptions,
     soloThreads: options.soloThreads,
     workers: options.workers,
     inferenceWorker: context.inferenceWorker?.(),
@@ -146,9 +164,15 @@ export async function serveModel(
   // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
   // model has loaded.
   const predictor = new LatePredictor(pkg.name, pkg.modelType);
+  const notes: string[] = [];
+  // the OpenTelemetry SDK loads (when asked for) beside the front ends
+  const tracing = tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes);
+  tracing.catch(() => {}); // reported where preparing awaits it
+  const stopTracing = () => tracing.then((tracer) => tracer?.shutdown(), () => {}); // exports the spans still buffered
   const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
     const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
-    const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames });
+    const tracer = (await tracing) ?? undefined;
+    const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames, tls, tracer });
     traceStartup('front ends ready');
     return prepared;
   });
@@ -158,6 +182,7 @@ export async function serveModel(
     pipeline = await loading;
   } catch (error) {
     await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
+    await stopTracing();
     throw error;
   }
   predictor.bind(pipeline);
@@ -166,14 +191,22 @@ export async function serveModel(
     server = await (await preparing).listen();
   } catch (error) {
     await pipeline.close();
+    await stopTracing();
     throw error;
   }
   // signals are handled from before the banner, which scripts and tests take as "ready"
-  const stopped = serveUntilStopped(server, network.shutdown, io);
-  for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-  io.stderr(banner(pipeline, server, apiKey !== undefined, options, frontEnds.mcpFirst === true));
+  const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
+  const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
+  for (const note of [...pipeline.notes, ...notes]) io.stderr(`note: ${note}\n`);
+  const tracer = await tracing;
+  const extras = [
+    ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
+    ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),
+  ];
+  io.stderr(banner(pipeline, server, apiKey !== undefined, options, extras, frontEnds.mcpFirst === true));
   await stopped;
   await pipeline.close();
+  await stopTracing();
   io.stderr('stopped\n');
 }
 
@@ -197,15 +230,25 @@ function modelNamesLine(modelId: string, options: Pick<ModelServingOptions, 'ser
   return options.strictModelName ? `  model name: ${served}${also}; any other name gets 404` : `  model name: ${served}${also}; any other name is taken as this model`;
 }
 
-function banner(pipeline: PredictPipeline, server: RunningServer, apiKey: boolean, options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>, mcpFirst: boolean): string {
+function banner(
+  pipeline: PredictPipeline,
+  server: RunningServer,
+  apiKey: boolean,
+  options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>,
+  /** Lines on TLS and tracing, before the limits. */
+  extras: string[],
+  mcpFirst: boolean,
+): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
   if (mcpFirst && server.httpUrl) lines.push(`  MCP   ${server.httpUrl}${MCP_PATH}  the model's one tool, run_encoder (Streamable HTTP)`);
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.httpUrl) lines.push(modelNamesLine(modelId, options));
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);
+  lines.push(...extras);
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestInputs} inputs and ${pipeline.maxRequestTokens} tokens per request`);
+  lines.push(sessionLine(pipeline.sessionSettings));
   lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
   if (apiKey) lines.push('  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health');
   return `${lines.join('\n')}\n`;

@@ -29,6 +29,8 @@ export interface ServeNetworkOptions {
   allowedOrigins?: string[];
   shutdownGrace: number;
   shutdownTimeout: number;
+  certFile?: string;
+  keyFile?: string;
 }
 
 export interface ServeNetworkSettings {
@@ -36,6 +38,8 @@ export interface ServeNetworkSettings {
   grpcHostname: string;
   http: { requestTimeoutMs: number; bodyBufferLimitBytes: number; allowedHosts: string[]; allowedOrigins: string[] };
   shutdown: { graceMs: number; timeoutMs: number };
+  /** `--cert-file` and `--key-file`: HTTPS and gRPC over TLS; null: plain. */
+  tls: { certFile: string; keyFile: string } | null;
 }
 
 /** Adds serve's timeout, body-memory, Host/Origin and shutdown options. */
@@ -51,7 +55,9 @@ export function addServeNetworkOptions(command: Command): Command {
     .option('--allowed-hosts <names>', 'comma-separated Host names accepted besides localhost, 127.0.0.1 and [::1] when listening on loopback without --api-key ("*": any)', parseList('host'))
     .option('--allowed-origins <origins>', 'comma-separated Origins (scheme://host[:port]) accepted besides loopback ones ("*": any)', parseList('origin'))
     .option('--shutdown-grace <ms>', 'after SIGTERM/SIGINT: /health answers 503 at once, requests are still accepted this long, then in-flight ones finish', parseWholeNumber(0), DEFAULT_SHUTDOWN_GRACE_MS)
-    .option('--shutdown-timeout <ms>', 'after SIGTERM/SIGINT: what is still in flight this long after the signal is cut', parseWholeNumber(1), DEFAULT_SHUTDOWN_TIMEOUT_MS);
+    .option('--shutdown-timeout <ms>', 'after SIGTERM/SIGINT: what is still in flight this long after the signal is cut', parseWholeNumber(1), DEFAULT_SHUTDOWN_TIMEOUT_MS)
+    .option('--cert-file <file>', 'serve HTTPS and gRPC over TLS with this PEM certificate (chain); read again at SIGHUP; needs --key-file', parsePemFileName)
+    .option('--key-file <file>', "the PEM private key of --cert-file's certificate", parsePemFileName);
 }
 
 /**
@@ -71,6 +77,10 @@ export function serveNetworkSettings(options: ServeNetworkOptions, valueSource: 
       `--shutdown-grace ${options.shutdownGrace} is not less than --shutdown-timeout ${options.shutdownTimeout}: the timeout counts from the signal and must leave time to finish the requests accepted during the grace`,
     );
   }
+  if ((options.certFile === undefined) !== (options.keyFile === undefined)) {
+    const [given, missing] = options.certFile === undefined ? ['--key-file', '--cert-file'] : ['--cert-file', '--key-file'];
+    throw new ConfigError(`${given} needs ${missing}: TLS takes a certificate and its private key, give both (or neither to serve without TLS)`);
+  }
   return {
     grpcHostname,
     http: {
@@ -80,7 +90,14 @@ export function serveNetworkSettings(options: ServeNetworkOptions, valueSource: 
       allowedOrigins: options.allowedOrigins ?? [],
     },
     shutdown: { graceMs: options.shutdownGrace, timeoutMs: options.shutdownTimeout },
+    tls: options.certFile !== undefined && options.keyFile !== undefined ? { certFile: options.certFile, keyFile: options.keyFile } : null,
   };
+}
+
+/** `--cert-file "$CERT"` with CERT unset would otherwise read as no TLS asked for. */
+function parsePemFileName(value: string): string {
+  if (value === '') throw new InvalidArgumentError('the file name is empty');
+  return value;
 }
 
 /** An integer of at least `min`, in `unit`. */

@@ -9,6 +9,12 @@ export interface ShutdownSettings {
   timeoutMs: number;
 }
 
+/** What SIGHUP reloads (Linux and macOS), e.g. the TLS certificate: `what` names it in the lines on stderr. */
+export interface Reload {
+  what: string;
+  run(): Promise<void>;
+}
+
 /** Where signals come from, and the platform (which signals stop): the process's, unless a test gives its own. */
 export interface SignalEnvironment {
   source?: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
@@ -25,13 +31,21 @@ export interface SignalEnvironment {
  * 3. then the listeners close and what is in flight finishes;
  * 4. `timeoutMs` after the signal, whatever is still open (a client stalled in its request, a slow response) is cut.
  *
- * A second stop signal skips to the cut. SIGHUP on Linux and macOS is ignored with a line on stderr (its default
- * action would end the process with its requests in flight; `serve` has nothing to reload). Resolves once the front
+ * A second stop signal skips to the cut. SIGHUP on Linux and macOS runs `reload` (the TLS certificate), with a line
+ * on stderr saying whether it worked; without one it is ignored with a line on stderr (its default action would end
+ * the process with its requests in flight). Resolves once the front
  * ends have closed; the signal handlers are removed then, so a later signal has its default effect.
  */
-export async function serveUntilStopped(server: RunningServer, settings: ShutdownSettings, io: CliIo, signals: SignalEnvironment = {}): Promise<void> {
+export async function serveUntilStopped(server: RunningServer, settings: ShutdownSettings, io: CliIo, signals: SignalEnvironment = {}, reload?: Reload): Promise<void> {
   const stopIgnoringHup = ignoreSighup(
-    () => io.stderr('SIGHUP: ignored; serve has nothing to reload (SIGTERM or SIGINT stops it)\n'),
+    reload
+      ? () => {
+          reload.run().then(
+            () => io.stderr(`SIGHUP: reloaded ${reload.what}; new connections use it, open ones keep theirs\n`),
+            (error: unknown) => io.stderr(`SIGHUP: ${reload.what} not reloaded, still serving the previous one: ${(error as Error).message}\n`),
+          );
+        }
+      : () => io.stderr('SIGHUP: ignored; serve has nothing to reload (SIGTERM or SIGINT stops it)\n'),
     signals.source,
     signals.platform,
   );

@@ -17,7 +17,8 @@ import type { ThreadScript } from '../shared/thread-script.ts';
 import type { ModelType } from './config.ts';
 import type { PostprocessSettings } from './batch-postprocess.ts';
 import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
-import type { ModelSignature, OnnxModelOptions } from './onnx-model.ts';
+import type { ModelSignature, OnnxModelOptions, SessionSettings } from './onnx-model.ts';
+import { epochMs, setRunTiming } from './request-phases.ts';
 import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
 import type { WorkerReply, WorkerRequest } from './onnx-worker.ts';
 import { Tensor } from './tensor.ts';
@@ -98,6 +99,10 @@ export function soloSessionThreads(workers: number, threads: number | undefined,
 interface PendingRun {
   resolve(output: Tensor): void;
   reject(error: unknown): void;
+  /** When the batch was handed to the worker (epochMs), and its shape, for the run's timing. */
+  dispatchedMs: number;
+  rows: number;
+  sequenceLength: number;
 }
 
 /** One worker thread and its session. */
@@ -124,12 +129,12 @@ class InferenceWorker {
     script: InferenceWorkerScript,
     load: Extract<WorkerRequest, { kind: 'load' }>,
     adopt = false,
-  ): Promise<{ worker: InferenceWorker; signature: ModelSignature }> {
+  ): Promise<{ worker: InferenceWorker; signature: ModelSignature; settings: SessionSettings }> {
     const prestarted = adopt ? script.prestarted?.() : undefined;
     prestarted?.ref(); // it keeps the process alive no longer than its warm-up when nobody takes it
     const thread = prestarted ?? new Worker(script.script, { eval: script.eval ?? false, workerData: script.workerData });
     const worker = new InferenceWorker(thread);
-    const signature = await new Promise<ModelSignature>((resolve, reject) => {
+    const loaded = await new Promise<{ signature: ModelSignature; settings: SessionSettings }>((resolve, reject) => {
       const onError = (error: Error) => reject(new ConfigError(`the inference worker failed to start: ${error.message}`, { cause: error }));
       const onExit = (code: number) => reject(new ConfigError(`the inference worker exited with code ${code} while loading the model`));
       thread.once('error', onError);
@@ -139,7 +144,7 @@ class InferenceWorker {
         thread.off('message', onReply);
         thread.off('error', onError);
         thread.off('exit', onExit);
-        if (reply.kind === 'loaded') resolve(reply.signature);
+        if (reply.kind === 'loaded') resolve({ signature: reply.signature, settings: reply.settings });
         else if (reply.kind === 'failed') reject(errorFromMessage(reply.error));
         else reject(new ConfigError(`the inference worker answered ${reply.kind} to load`));
       };
@@ -151,7 +156,7 @@ class InferenceWorker {
       throw error;
     });
     worker.#listen();
-    return { worker, signature };
+    return { worker, ...loaded };
   }
 
   get busy(): boolean {
@@ -183,7 +188,7 @@ class InferenceWorker {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     const { promise, resolve, reject } = Promise.withResolvers<Tensor>();
-    this.#pending.set(id, { resolve, reject });
+    this.#pending.set(id, { resolve, reject, dispatchedMs: epochMs(), rows: batch.batchSize, sequenceLength: batch.sequenceLength });
     const message: WorkerRequest = { kind: 'run', id, batch, solo: solo && this.#hasSolo };
     try {
       // The padded inputs were made for this run alone: handing their buffers over saves copying them.
@@ -221,8 +226,12 @@ class InferenceWorker {
       const run = reply.id === null ? undefined : this.#pending.get(reply.id);
       if (!run || reply.id === null) return;
       this.#pending.delete(reply.id);
-      if (reply.kind === 'ran') run.resolve(new Tensor(reply.data, reply.dims));
-      else run.reject(errorFromMessage(reply.error));
+      if (reply.kind === 'ran') {
+        const output = new Tensor(reply.data, reply.dims);
+        const { dispatchedMs, rows, sequenceLength } = run;
+        setRunTiming(output, { dispatchedMs, ranFromMs: reply.ranMs[0], ranToMs: reply.ranMs[1], rows, sequenceLength });
+        run.resolve(output);
+      } else run.reject(errorFromMessage(reply.error));
     });
     const die = (error: Error) => {
       if (this.#dead) return;
@@ -244,6 +253,8 @@ class InferenceWorker {
  */
 export class InferenceWorkers {
   readonly signature: ModelSignature;
+  /** The first worker's session settings (every worker's session is made with the same options). */
+  readonly settings: SessionSettings;
   /** The workers asked for; `joined` resolves when they all run. */
   readonly size: number;
   readonly #workers: InferenceWorker[];
@@ -263,12 +274,14 @@ export class InferenceWorkers {
     first: InferenceWorker,
     later: Promise<PromiseSettledResult<{ worker: InferenceWorker }>>[],
     signature: ModelSignature,
+    settings: SessionSettings,
     script: InferenceWorkerScript,
     load: Extract<WorkerRequest, { kind: 'load' }>,
     soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null,
   ) {
     this.#workers = [first];
     this.signature = signature;
+    this.settings = settings;
     this.size = 1 + later.length;
     this.#script = script;
     this.#load = load;
@@ -349,7 +362,7 @@ export class InferenceWorkers {
     );
     const soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null =
       soloThreads === null ? null : { kind: 'load-solo', weights, modelType, options: { ...load.options, threads: soloThreads, spinAfterRun: false } };
-    return new InferenceWorkers(first.worker, later, first.signature, script, load, soloLoad);
+    return new InferenceWorkers(first.worker, later, first.signature, first.settings, script, load, soloLoad);
   }
 
   /**

@@ -179,28 +179,58 @@ function withWeightsData(options: ort.InferenceSession.SessionOptions, dir: stri
   return { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dir } } };
 }
 
+/**
+ * The settings a session was created with, as the server's banner shows them: what the user can set (`serve
+ * --execution-provider`, `--graph-optimization-level`, `--threads`, `--inter-op-threads`) read back from the options
+ * that were passed to onnxruntime, not from the command line.
+ */
+export interface SessionSettings {
+  executionProviders: string[];
+  graphOptimizationLevel: string;
+  /** null: onnxruntime's default (one per physical core). */
+  intraOpThreads: number | null;
+  interOpThreads: number | null;
+  executionMode: string;
+}
+
+function settingsOf(options: ort.InferenceSession.SessionOptions): SessionSettings {
+  const providers = (options.executionProviders ?? ['cpu']).map((provider) => (typeof provider === 'string' ? provider : provider.name));
+  return {
+    executionProviders: providers,
+    graphOptimizationLevel: options.graphOptimizationLevel ?? 'all',
+    intraOpThreads: options.intraOpNumThreads ?? null,
+    interOpThreads: options.interOpNumThreads ?? null,
+    executionMode: options.executionMode ?? 'sequential',
+  };
+}
+
 /** One onnxruntime session and the signature it was validated against. */
 export class OnnxModel {
   readonly signature: ModelSignature;
+  /** The options the session was created with (SessionSettings). */
+  readonly settings: SessionSettings;
   readonly #session: ort.InferenceSession;
   readonly #ort: Onnxruntime;
 
-  private constructor(runtime: Onnxruntime, session: ort.InferenceSession, signature: ModelSignature) {
+  private constructor(runtime: Onnxruntime, session: ort.InferenceSession, signature: ModelSignature, settings: SessionSettings) {
     this.#ort = runtime;
     this.#session = session;
     this.signature = signature;
+    this.settings = settings;
   }
 
   static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
     const runtime = await loadOnnxruntime();
+    const sessionOptions = sessionOptionsFor(options);
     let session: ort.InferenceSession;
     try {
-      session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptionsFor(options), options.weightsDataDir));
+      session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir));
     } catch (error) {
       throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
     }
     try {
-      return new OnnxModel(runtime, session, validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata)));
+      const signature = validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata));
+      return new OnnxModel(runtime, session, signature, settingsOf(sessionOptions));
     } catch (error) {
       await session.release();
       throw error;

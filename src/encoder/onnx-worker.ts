@@ -11,7 +11,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { attentionMaskOf, createPostprocessSteps, needsAttentionMask, postprocessBatch, type PostprocessSettings, type PostprocessSteps } from './batch-postprocess.ts';
 import type { ModelType } from './config.ts';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
-import { OnnxModel, type OnnxModelOptions, warmUpOnnxruntime } from './onnx-model.ts';
+import { OnnxModel, type OnnxModelOptions, type SessionSettings, warmUpOnnxruntime } from './onnx-model.ts';
+import { epochMs } from './request-phases.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 import { serveTokenizer, type WorkerRoleData } from './tokenizer-worker.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -38,8 +39,9 @@ export type WorkerRequest =
   | { kind: 'close' };
 
 export type WorkerReply =
-  | { kind: 'loaded'; signature: OnnxModel['signature'] }
-  | { kind: 'ran'; id: number; data: Float32Array; dims: number[] }
+  | { kind: 'loaded'; signature: OnnxModel['signature']; settings: SessionSettings }
+  /** ranMs: when onnxruntime started and ended the run, epochMs on this thread (request-phases.ts). */
+  | { kind: 'ran'; id: number; data: Float32Array; dims: number[]; ranMs: [number, number] }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' }
   /** The solo session loaded (error: null), or did not (the worker goes on with its one session). */
@@ -91,7 +93,7 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
               }
               if (postprocess.transform) traceStartup('transform ready');
             }
-            port.postMessage({ kind: 'loaded', signature: model.signature } satisfies WorkerReply);
+            port.postMessage({ kind: 'loaded', signature: model.signature, settings: model.settings } satisfies WorkerReply);
           } catch (error) {
             port.postMessage({ kind: 'failed', id: null, error: errorMessageOf(error) } satisfies WorkerReply);
           }
@@ -109,13 +111,15 @@ if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
           try {
             // made before the run, from the batch this worker was handed
             const mask = postprocess && needsAttentionMask(postprocess) ? attentionMaskOf(request.batch) : null;
+            const ranFrom = epochMs();
             let output = await (request.solo && solo ? solo : model!).run(request.batch);
+            const ranMs: [number, number] = [ranFrom, epochMs()];
             if (postprocess) output = postprocessBatch(output, mask, postprocess);
             // Handed over rather than copied: onnxruntime allocates a fresh output per run, and pooling a fresh vector per
             // row. What a transform returned may also be held by its Lua state (a global that keeps the last batch), which
             // a transfer would leave empty: that is copied first, on this thread.
             const data = postprocess?.transform ? output.data.slice() : output.data;
-            port.postMessage({ kind: 'ran', id: request.id, data, dims: [...output.dims] } satisfies WorkerReply, [data.buffer as ArrayBuffer]);
+            port.postMessage({ kind: 'ran', id: request.id, data, dims: [...output.dims], ranMs } satisfies WorkerReply, [data.buffer as ArrayBuffer]);
           } catch (error) {
             port.postMessage({ kind: 'failed', id: request.id, error: errorMessageOf(error) } satisfies WorkerReply);
           }

@@ -15,7 +15,8 @@ import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
 import { InferenceWorkers, type InferenceWorkerScript } from './inference-workers.ts';
-import { OnnxModel, type ModelSignature } from './onnx-model.ts';
+import { OnnxModel, type ModelSignature, type SessionSettings } from './onnx-model.ts';
+import { epochMs, requestPhases, runTimingOf, setRunTiming } from './request-phases.ts';
 import { normalizeInPlace, poolRow } from './pooling.ts';
 import { parsePredictRequest } from './requests.ts';
 import {
@@ -153,6 +154,7 @@ interface RequestLimits {
 /** What runs the model: a session on this thread, or sessions in worker threads. */
 interface ModelRunner {
   readonly signature: ModelSignature;
+  readonly settings: SessionSettings;
   run(batch: PaddedBatch): Promise<Tensor>;
   close(): Promise<void>;
 }
@@ -393,6 +395,11 @@ export class PredictPipeline implements BatchingPredictor {
     return this.#model.signature;
   }
 
+  /** The onnxruntime options the (first) session was created with: provider, graph optimisations, threads. */
+  get sessionSettings(): SessionSettings {
+    return this.#model.settings;
+  }
+
   metadata(): ModelMetadata {
     const metadata: ModelMetadata = { model_id: this.modelId, model_type: this.modelType };
     if (POOLED_MODEL_TYPES.includes(this.modelType)) {
@@ -579,7 +586,9 @@ export class PredictPipeline implements BatchingPredictor {
   async #request<R>(work: TokenizeWork, shape: (placed: ScheduledRow<Tensor>, encoding: Encoding, index: number) => R): Promise<{ shaped: R[]; tokens: number }> {
     if (this.#closing) throw new InternalError('the model is shutting down; the request was not run');
     const running = (async () => {
+      const tokenizing = requestPhases.getStore() ? epochMs() : 0;
       const encodings = await this.#tokenize(work);
+      if (tokenizing) requestPhases.getStore()?.phase('tokenize', tokenizing, epochMs(), { inputs: encodings.length, tokens: tokensOf(encodings) });
       const shaped = await this.#runInPieces(encodings, (placed, index) => shape(placed, encodings[index], index));
       return { shaped, tokens: tokensOf(encodings) };
     })();
@@ -588,9 +597,9 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
-      // a large request's texts were held apart or tokenized on a thread (which collects after it); those tokenized
-      // here, on a predictor without tokenizer threads, left their strings on this heap
-      if (work.units > LARGE_WORK_UNITS && this.#tokenizerThreads === null) releaseMemorySoon();
+      // what a large request left here (its texts, or their held bytes, which the tokenizer thread shares) goes back
+      // to the system once the large work has settled: this heap no longer holds the texts, so the collection is short
+      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon();
     }
   }
 
@@ -636,7 +645,9 @@ export class PredictPipeline implements BatchingPredictor {
       while (next < pieces.length && !failed) {
         const [from, to] = pieces[next++];
         try {
+          const submitted = epochMs();
           const placed = await this.#scheduler.submit(encodings.slice(from, to));
+          recordRun(placed, submitted);
           const rows = await mapInSlices(placed, (row, k) => shape(row, from + k));
           for (let k = 0; k < rows.length; k++) shaped[from + k] = rows[k];
         } catch (error) {
@@ -694,7 +705,12 @@ export class PredictPipeline implements BatchingPredictor {
       if (this.#model instanceof InferenceWorkers) return await this.#model.run(batch, { alone: context.alone });
       const steps = { modelType: this.modelType, pooling: this.#pooling, transform: this.#transform };
       const mask = needsAttentionMask(steps) ? attentionMaskOf(batch) : null;
-      return postprocessBatch(await this.#model.run(batch), mask, steps);
+      const ranFromMs = epochMs();
+      const raw = await this.#model.run(batch);
+      const ranToMs = epochMs();
+      const output = postprocessBatch(raw, mask, steps);
+      setRunTiming(output, { dispatchedMs: ranFromMs, ranFromMs, ranToMs, rows: batch.batchSize, sequenceLength: batch.sequenceLength });
+      return output;
     } catch (error) {
       if (isEncoderError(error)) throw error;
       throw new InternalError(`running the model failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
@@ -742,6 +758,18 @@ async function mapInSlices<T, R>(items: readonly T[], fn: (item: T, index: numbe
     }
   }
   return mapped;
+}
+
+/**
+ * Tells the request's phase recorder (request-phases.ts), if it has one, how long its piece waited for a run and when
+ * that run was: from the submission to the dispatch of the batch, then onnxruntime's run on the worker.
+ */
+function recordRun(placed: readonly ScheduledRow<Tensor>[], submittedMs: number): void {
+  const recorder = requestPhases.getStore();
+  const timing = placed.length > 0 ? runTimingOf(placed[0].output) : undefined;
+  if (!recorder || !timing) return;
+  recorder.phase('queue wait', submittedMs, Math.max(submittedMs, timing.dispatchedMs), { rows: placed.length });
+  recorder.phase('onnxruntime run', timing.ranFromMs, timing.ranToMs, { 'batch.rows': timing.rows, 'batch.sequence_length': timing.sequenceLength });
 }
 
 /** The inputs of one request, as #tokenize takes them. */

@@ -1,10 +1,13 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
+import type { Server as TlsServer } from 'node:tls';
 import { ConfigError } from '../encoder/errors.ts';
 import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { ApiKey } from './api-key.ts';
+import type { RequestTracer } from './tracing/index.ts';
+import type { TlsCertificates } from './tls-certificates.ts';
 import type { GrpcFrontEnd } from './grpc/index.ts';
 import { HttpDrain } from './http/drain.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
@@ -33,12 +36,16 @@ export interface EncoderServerOptions {
   target: string;
   /** The key both front ends require of every call but health checks and metrics (`serve --api-key`). */
   apiKey?: ApiKey;
+  /** Traces requests of both front ends (`serve --enable-otel`); its owner shuts it down. */
+  tracer?: RequestTracer;
+  /** HTTPS and gRPC over TLS with this certificate, which reloads for new connections (`serve --cert-file --key-file`). */
+  tls?: TlsCertificates;
   /** The names the model answers to on the HTTP field APIs (`serve --served-model-name`, `--strict-model-name`). */
   modelNames?: ModelNameOptions;
 }
 
 export interface RunningServer {
-  /** e.g. http://0.0.0.0:8080; null when HTTP is disabled. */
+  /** e.g. http://0.0.0.0:8080 (https:// with TLS); null when HTTP is disabled. */
   httpUrl: string | null;
   /** e.g. [::]:50051; null when gRPC is disabled. */
   grpcAddress: string | null;
@@ -79,6 +86,8 @@ interface FrontEnds {
   metrics: ServerMetrics | null;
   /** Stops recording the predictor's runs into the metrics. */
   unobserve(): void;
+  /** Stop passing reloaded certificates to the HTTPS server. */
+  stopReloads: (() => void)[];
 }
 
 /**
@@ -94,9 +103,9 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
   const metrics = options.http
     ? new ServerMetrics({ modelId: predictor.modelId, modelType: predictor.modelType, serverInfo: info, batchingStats: () => predictor.batchingStats(), httpRequestsInFlight: () => drain.inFlight })
     : null;
-  const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {} };
+  const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: metrics ? predictor.observeBatches((run) => metrics.batchRun(run)) : () => {}, stopReloads: [] };
   try {
-    const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey };
+    const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey, tracer: options.tracer };
     const modelNames = new ServedModelNames(predictor.modelId, options.modelNames);
     if (options.http) {
       const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
@@ -108,6 +117,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
         drain,
         serverInfo: info,
         modelNames,
+        tls: options.tls?.current,
         ...shared,
       });
     }
@@ -120,8 +130,9 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
 }
 
 /** Closes front ends at once, without waiting for calls: they never listened, or only one of them could. */
-async function drop({ http, grpc, metrics, unobserve }: FrontEnds): Promise<void> {
+async function drop({ http, grpc, metrics, unobserve, stopReloads }: FrontEnds): Promise<void> {
   unobserve();
+  for (const stop of stopReloads) stop();
   metrics?.close();
   await http?.close();
   grpc?.server.forceShutdown();
@@ -143,13 +154,19 @@ async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Prom
         throw listenError('HTTP', hostPort(host, port), error, listenFlags);
       });
       traceStartup('HTTP listening');
+      if (options.tls) {
+        const server = http.server as unknown as TlsServer; // https.Server when the app was made with TLS
+        frontEnds.stopReloads.push(options.tls.onReload((pair) => server.setSecureContext(pair)));
+      }
       const address = http.server.address();
       httpPort = typeof address === 'object' && address ? address.port : port;
     }
     if (grpcFrontEnd && options.grpc) {
-      const { ServerCredentials } = await import('@grpc/grpc-js');
+      const { ServerCredentials, experimental } = await import('@grpc/grpc-js');
       const address = hostPort(options.grpc.host, options.grpc.port);
-      grpcPort = await bindGrpc(grpcFrontEnd.server, address, ServerCredentials.createInsecure()).catch((error: unknown) => {
+      // the provider hands grpc-js each reloaded pair, which it sets on its TLS server for new connections
+      const credentials = options.tls ? experimental.createCertificateProviderServerCredentials(options.tls.grpcIdentityProvider(), null, false) : ServerCredentials.createInsecure();
+      grpcPort = await bindGrpc(grpcFrontEnd.server, address, credentials).catch((error: unknown) => {
         throw listenError('gRPC', address, error, '--grpc-port, --grpc-hostname');
       });
       traceStartup('gRPC listening');
@@ -167,7 +184,7 @@ async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Prom
     grpcFrontEnd?.setServing(false);
   };
   return {
-    httpUrl: options.http ? `http://${hostPort(options.http.host, httpPort!)}` : null,
+    httpUrl: options.http ? `${options.tls ? 'https' : 'http'}://${hostPort(options.http.host, httpPort!)}` : null,
     grpcAddress: options.grpc ? hostPort(options.grpc.host, grpcPort!) : null,
     grpcServices: grpcFrontEnd?.services ?? [],
     httpPort,
@@ -193,6 +210,7 @@ async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Prom
         cutNow = () => {};
       }
       frontEnds.unobserve();
+      for (const stop of frontEnds.stopReloads) stop();
       metrics?.close();
       return { cut };
     },

@@ -77,6 +77,7 @@ describe('timeouts, limits, hosts and origins', () => {
       grpcHostname: '::',
       http: { requestTimeoutMs: 30_000, bodyBufferLimitBytes: 16 * 8 * 2 ** 20, allowedHosts: [], allowedOrigins: [] },
       shutdown: { graceMs: DEFAULT_SHUTDOWN_GRACE_MS, timeoutMs: DEFAULT_SHUTDOWN_TIMEOUT_MS },
+      tls: null,
     });
     expect(DEFAULT_SHUTDOWN_GRACE_MS).toBe(5000);
     expect(DEFAULT_SHUTDOWN_TIMEOUT_MS).toBe(25_000);
@@ -96,8 +97,15 @@ describe('timeouts, limits, hosts and origins', () => {
       grpcHostname: '::',
       http: { requestTimeoutMs: 2000, bodyBufferLimitBytes: 16_000, allowedHosts: ['model.internal', '[fd00::1]', '10.0.0.5'], allowedOrigins: ['https://app.example', 'http://localhost:3000'] },
       shutdown: { graceMs: 0, timeoutMs: 1 },
+      tls: null,
     });
     expect((await settingsOf(['--body-buffer-limit', '9000000'])).http.bodyBufferLimitBytes).toBe(9_000_000);
+  });
+
+  it('carry --cert-file and --key-file together (test/serve/tls.test.ts serves with them)', () => {
+    const options = { httpHostname: '0.0.0.0', grpcHostname: '::', bodyLimit: 1000, requestTimeout: 1, shutdownGrace: 0, shutdownTimeout: 1 };
+    expect(serveNetworkSettings({ ...options, certFile: 'server.pem', keyFile: 'server.key' }, () => 'default').tls).toEqual({ certFile: 'server.pem', keyFile: 'server.key' });
+    expect(() => serveNetworkSettings({ ...options, keyFile: 'server.key' }, () => 'default')).toThrow(/^--key-file needs --cert-file: /);
   });
 
   it('refuse a grace that leaves no time before the timeout, and a body buffer smaller than one body', async () => {

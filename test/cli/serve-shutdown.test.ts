@@ -1,7 +1,8 @@
 /**
  * serveUntilStopped (src/cli/serve-shutdown.ts): the order and timing of a shutdown as Kubernetes expects it, on a
  * recording RunningServer and signals emitted by the test: drain at once, close after the grace with the rest of
- * the timeout as its deadline, a second signal cuts, SIGHUP is ignored on Linux and stops on Windows.
+ * the timeout as its deadline, a second signal cuts, SIGHUP is ignored (or reloads what serve was given to reload)
+ * on Linux and stops on Windows.
  */
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
@@ -126,6 +127,36 @@ describe('serveUntilStopped', () => {
     await until(closing);
     finishClose();
     await serving;
+  });
+
+  it('runs the reload at SIGHUP on Linux, says whether it worked, and goes on serving either way', async () => {
+    const { server, events, finishClose, closing } = recordingServer();
+    const source = new EventEmitter();
+    const out = io();
+    let fail = false;
+    let reloads = 0;
+    const reload = {
+      what: 'the TLS certificate',
+      run: async () => {
+        reloads += 1;
+        if (fail) throw new Error('TLS: the private key does not match the certificate');
+      },
+    };
+    const serving = serveUntilStopped(server, { graceMs: 0, timeoutMs: 1000 }, out.io, { source, platform: 'linux' }, reload);
+    source.emit('SIGHUP', 'SIGHUP');
+    await until(() => out.stderr().includes('\n'));
+    expect(out.stderr()).toBe('SIGHUP: reloaded the TLS certificate; new connections use it, open ones keep theirs\n');
+    fail = true;
+    source.emit('SIGHUP', 'SIGHUP');
+    await until(() => out.stderr().split('\n').length > 2);
+    expect(out.stderr().split('\n')[1]).toBe('SIGHUP: the TLS certificate not reloaded, still serving the previous one: TLS: the private key does not match the certificate');
+    expect(reloads).toBe(2);
+    expect(events).toEqual([]);
+    source.emit('SIGTERM', 'SIGTERM');
+    await until(closing);
+    finishClose();
+    await serving;
+    expect(source.listenerCount('SIGHUP')).toBe(0);
   });
 
   it('stops at SIGHUP on Windows (the console closing)', async () => {

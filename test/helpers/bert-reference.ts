@@ -23,7 +23,7 @@ export interface ReferenceOutput {
 
 const LAYER_NORM_EPS = 1e-12;
 
-type Matrix = Float64Array[]; // rows
+export type Matrix = Float64Array[]; // rows
 
 export function bertReferenceForward(
   weights: BertWeights,
@@ -102,7 +102,7 @@ export function bertReferenceForward(
 }
 
 /** y = x W^T + b with W stored [out, in] as in torch.nn.Linear. */
-function linear(x: Matrix, w: { dims: readonly number[]; data: Float32Array }, bias: Float32Array): Matrix {
+export function linear(x: Matrix, w: { dims: readonly number[]; data: Float32Array }, bias: Float32Array): Matrix {
   const [outFeatures, inFeatures] = w.dims;
   return x.map((row) => {
     const out = new Float64Array(outFeatures);
@@ -115,7 +115,7 @@ function linear(x: Matrix, w: { dims: readonly number[]; data: Float32Array }, b
   });
 }
 
-function selfAttention(q: Matrix, k: Matrix, v: Matrix, mask: number[], heads: number): Matrix {
+export function selfAttention(q: Matrix, k: Matrix, v: Matrix, mask: number[], heads: number): Matrix {
   const sequence = q.length;
   const hidden = q[0].length;
   const headSize = hidden / heads;
@@ -141,7 +141,7 @@ function selfAttention(q: Matrix, k: Matrix, v: Matrix, mask: number[], heads: n
   return out;
 }
 
-function layerNorm(x: Matrix, gamma: Float32Array, beta: Float32Array): Matrix {
+export function layerNorm(x: Matrix, gamma: Float32Array, beta: Float32Array): Matrix {
   return x.map((row) => {
     const mean = row.reduce((a, b) => a + b, 0) / row.length;
     const variance = row.reduce((a, b) => a + (b - mean) ** 2, 0) / row.length;
@@ -150,7 +150,7 @@ function layerNorm(x: Matrix, gamma: Float32Array, beta: Float32Array): Matrix {
   });
 }
 
-function add(a: Matrix, b: Matrix): Matrix {
+export function add(a: Matrix, b: Matrix): Matrix {
   return a.map((row, s) => row.map((value, h) => value + b[s][h]));
 }
 
@@ -161,7 +161,7 @@ function flatten(x: Matrix): Float64Array {
 }
 
 /** Exact GELU: x * Phi(x) = x/2 * (1 + erf(x / sqrt 2)). */
-function gelu(x: number): number {
+export function gelu(x: number): number {
   return 0.5 * x * (1 + erf(x / Math.SQRT2));
 }
 

@@ -31,3 +31,10 @@ export async function runCliCaptured(argv: string[], options: { stdin?: string }
   );
   return { code, stdout, stderr };
 }
+
+/** `serve --config <config> args` in-process, expected to be refused as a usage or configuration error (exit 2); its stderr. */
+export async function serveRefusal(config: string, args: string[]): Promise<string> {
+  const { code, stderr } = await runCliCaptured(['serve', '--config', config, '--http-port', '0', '--grpc-port', '0', ...args]);
+  if (code !== 2) throw new Error(`expected exit 2, got ${code}; stderr:\n${stderr}`);
+  return stderr;
+}

@@ -18,10 +18,23 @@ export interface ServedModel extends ListeningExecutable {
  * come last, so a test of the shutdown gives its own.
  */
 export async function serveModel(executable: string, options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
-  const args = ['serve', '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', '--shutdown-grace', '0', ...(options.args ?? [])];
-  const served = await startListening(executable, args, options, /batching: .*\n/);
+  return startServe(executable, ['serve'], options);
+}
+
+/** `file ...command serve` on loopback ports 0, no shutdown grace, `options.args` last; resolves once the banner is out. */
+async function startServe(file: string, command: string[], options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
+  const args = [...command, '--http-hostname', '127.0.0.1', '--http-port', '0', '--grpc-hostname', '127.0.0.1', '--grpc-port', '0', '--shutdown-grace', '0', ...(options.args ?? [])];
+  const served = await startListening(file, args, options, /batching: .*\n/);
   const banner = served.stderr();
-  return { ...served, httpUrl: /HTTP +(http:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };
+  return { ...served, httpUrl: /HTTP +(https?:\/\/\S+)/.exec(banner)?.[1] ?? '', grpcAddress: /gRPC +(\S+)/.exec(banner)?.[1] ?? '' };
+}
+
+/**
+ * `serve` run from the sources (node src/cli/main.ts serve --config), as serveModel runs an executable: for tests of
+ * the server that need no built runtime. The banner's URL is https:// with --cert-file.
+ */
+export async function serveFromSource(config: string, options: { cacheDir: string; args?: string[]; env?: NodeJS.ProcessEnv }): Promise<ServedModel> {
+  return startServe(process.execPath, [path.join(repoRoot, 'src', 'cli', 'main.ts'), 'serve', '--config', config], options);
 }
 
 const packageDefinition = protoLoader.loadSync(path.join(repoRoot, 'proto', 'encoder.proto'), {
@@ -41,9 +54,9 @@ const SERVICE_OF = {
 } as const;
 
 /** A @grpc/grpc-js client of the model type's service, with promise-returning calls (metadata optional). */
-export function grpcClient(address: string, modelType: keyof typeof SERVICE_OF) {
+export function grpcClient(address: string, modelType: keyof typeof SERVICE_OF, credentials = grpc.credentials.createInsecure(), options: grpc.ChannelOptions = {}) {
   const Service = encoderPackage[SERVICE_OF[modelType]] as grpc.ServiceClientConstructor;
-  const client = new Service(address, grpc.credentials.createInsecure());
+  const client = new Service(address, credentials, options);
   const call =
     (method: string) =>
     (request: object, metadata = new grpc.Metadata()): Promise<Record<string, unknown>> =>

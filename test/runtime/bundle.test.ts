@@ -6,7 +6,7 @@ import { asciiOnly, bundleRuntime, entryBundleOf, splitBundleOf } from '../../sc
 import { SPLIT_BUNDLES, type SplitBundleName } from '../../runtime/split-bundles.ts';
 
 describe('the bundled runtime', () => {
-  it('is pure ASCII (the executable uses its main script without decoding it), the gateway, tool server and metrics apart', async () => {
+  it('is pure ASCII (the executable uses its main script without decoding it), the gateway, tool server, metrics and tracing apart', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'bundle-'));
     try {
       const main = path.join(dir, 'main.cjs');
@@ -17,12 +17,12 @@ describe('the bundled runtime', () => {
         expect(bytes.length).toBeGreaterThan(1_000);
         expect(bytes.findIndex((byte) => byte >= 0x80), file).toBe(-1);
       }
-      // the gateway's, the tool server's and serve's metrics' code is in their split bundles, not in the main script; the program is
+      // the gateway's, the tool server's and serve's metrics' and tracing's code is in their split bundles, not in the main script; the program is
       // not in the entry script, which evaluates it from its asset
       const mainCode = readFileSync(main, 'utf8');
       expect(readFileSync(entryBundleOf(main), 'utf8').length).toBeLessThan(mainCode.length / 50);
       expect(mainCode.length).toBeGreaterThan(1_000_000);
-      for (const [name, marker] of [['gateway', 'A budget this key spends from'], ['tools', 'Swagger'], ['metrics', 'encoder_batch_rows']] as const) {
+      for (const [name, marker] of [['gateway', 'A budget this key spends from'], ['tools', 'Swagger'], ['metrics', 'encoder_batch_rows'], ['tracing', 'OTEL_BSP_SCHEDULE_DELAY']] as const) {
         expect(mainCode.includes(marker), `${name}: ${marker}`).toBe(false);
         expect(readFileSync(splitBundleOf(main, name), 'utf8').includes(marker), `${name}: ${marker}`).toBe(true);
       }

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
+import type { RequestTracer } from '../tracing/index.ts';
 import { apiKeyInterceptor } from './api-key-interceptor.ts';
 import { addEncoderServices, type EncoderServiceFamily } from './encoder-services.ts';
 import { encoderfileServiceFamily } from './encoderfile.ts';
@@ -9,6 +10,7 @@ import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts
 import { ENCODER_SERVICE_NAMES, predictBodyOf } from './messages.ts';
 import { parseProtoText } from './proto-text.ts';
 import { addReflection, REFLECTION_SERVICE_NAMES } from './reflection.ts';
+import { tracingInterceptor } from './tracing-interceptor.ts';
 
 export { ENCODER_SERVICE_NAMES } from './messages.ts';
 export { ENCODERFILE_SERVICE_NAMES } from './encoderfile.ts';
@@ -22,6 +24,8 @@ export interface GrpcServerOptions {
   apiKey?: ApiKey;
   /** The largest request message; larger ones are RESOURCE_EXHAUSTED. None: grpc-js's default (4 MiB). */
   maxMessageBytes?: number;
+  /** Traces every call but health's and reflection's (`serve --enable-otel`). */
+  tracer?: RequestTracer;
 }
 
 /** The gRPC front end: a server not yet bound (the caller binds it), and its health status. */
@@ -54,7 +58,8 @@ export function createGrpcServer(predictor: Predictor, options: GrpcServerOption
   const services = [...servedServices, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
   const server = new grpc.Server({
-    interceptors: options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [],
+    // traced first, so that a call refused for its key is traced too
+    interceptors: [...(options.tracer ? [tracingInterceptor(options.tracer)] : []), ...(options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [])],
     ...(options.maxMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxMessageBytes } : {}),
   });
   for (const family of families) addEncoderServices(server, predictor, family, options.metrics);

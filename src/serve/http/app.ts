@@ -21,6 +21,8 @@ import { registerInfinityRoutes } from './infinity.ts';
 import { registerTeiRoutes } from './tei.ts';
 import { registerResponseHeaders, RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './response-headers.ts';
 import { registerModelRoutes } from './routes.ts';
+import { registerTracing } from './tracing-hooks.ts';
+import type { RequestTracer } from '../tracing/index.ts';
 
 export interface HttpAppOptions {
   /** Largest request body accepted; a larger one gets 413. */
@@ -42,6 +44,10 @@ export interface HttpAppOptions {
   hostGuard?: Omit<HostGuardOptions, 'apiKey'>;
   /** Readiness and requests in flight, for a graceful shutdown; one is made when not given. */
   drain?: HttpDrain;
+  /** Traces every request but /health and /metrics (`serve --enable-otel`). */
+  tracer?: RequestTracer;
+  /** Serve HTTPS with this certificate and key (`serve --cert-file --key-file`); the caller swaps them on a reload (setSecureContext). */
+  tls?: { cert: Buffer; key: Buffer };
   /** The model's names on the field's APIs (`serve --served-model-name`, `--strict-model-name`); default: any name, answered as its id. */
   modelNames?: ServedModelNames;
 }
@@ -59,7 +65,9 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   const { bodyLimitBytes } = options;
   const bodyBudget = options.bodyBudget ?? new BodyBudget(options.bodyBufferLimitBytes ?? DEFAULT_BODY_BUFFER_FACTOR * bodyLimitBytes);
   const modelNames = options.modelNames ?? new ServedModelNames(predictor.modelId);
+  // fastify types an HTTPS app apart; it is the same app with an https.Server
   const app = Fastify({
+    ...(options.tls ? { https: options.tls } : {}),
     logger: options.logger ?? false,
     bodyLimit: bodyLimitBytes,
     ...httpTimeoutOptions(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
@@ -92,8 +100,9 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     return sendFailure(request, reply, failure);
   });
 
-  // Below every route, in this order: the headers of every response, readiness and requests in flight, Host and
-  // Origin (403), then the API key (401).
+  // Below every route, in this order: the trace of the request, the headers of every response, readiness and
+  // requests in flight, Host and Origin (403), then the API key (401).
+  if (options.tracer) registerTracing(app, options.tracer);
   registerResponseHeaders(app);
   // an answer that quotes a request's large text (return_documents, texts, metadata, a message) gets the text, not
   // its stand-in (large-texts.ts); free when no text is held
