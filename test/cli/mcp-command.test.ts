@@ -1,16 +1,19 @@
 /**
  * `encoder mcp -c <config>`, encoderfile's `mcp` command run from source in a child process: MCP over Streamable HTTP
  * at /mcp on --hostname/--port, called with the MCP SDK's own client; the tool answers as POST /predict does on the
- * same port. A port in use is a clear error with serve's exit code (2); SIGTERM stops it. The built executable's
+ * same port; over HTTPS with encoderfile's --cert-file/--key-file. A port in use is a clear error with serve's exit code
+ * (2); SIGTERM stops it. The built executable's
  * `mcp`: test/e2e/encoderfile-config-executable.test.ts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runExecutableAsync, startListening, type ListeningExecutable } from '../helpers/executables.ts';
+import { selfSignedCertificate } from '../helpers/certificates.ts';
 import { generateTinySentenceEmbeddingModel } from '../helpers/generated-models.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { mcpClient } from '../helpers/served-model.ts';
@@ -89,6 +92,8 @@ describe('encoder mcp', () => {
     // serve's options that are not about addresses are shared
     expect(help.stdout).toContain('--max-batch-tokens');
     expect(help.stdout).toContain('--shutdown-grace');
+    // and the deployment ones: TLS (encoderfile's mcp has them), onnxruntime's session, OpenTelemetry
+    for (const flag of ['--cert-file', '--key-file', '--graph-optimization-level', '--execution-provider', '--disable-cpu-fallback', '--enable-otel']) expect(help.stdout).toContain(flag);
     expect(help.stdout).not.toContain('--grpc-port');
     const badPort = await runCliCaptured(['mcp', '-c', configFile, '--port', '70000']);
     expect(badPort.code).toBe(2);
@@ -97,6 +102,32 @@ describe('encoder mcp', () => {
     expect(grpcFlag.code).toBe(2);
     expect(grpcFlag.stderr).toContain("unknown option '--grpc-port'");
   });
+
+  it("takes encoderfile's --cert-file and --key-file: MCP over HTTPS to the SDK's client; one without the other exits 2", async () => {
+    const { certFile, cert } = selfSignedCertificate(work, 'mcp');
+    const keyFile = path.join(work, 'mcp.key');
+    const secure = await startListening(
+      process.execPath,
+      [main, 'mcp', '-c', configFile, '--hostname', '127.0.0.1', '--port', '0', '--shutdown-grace', '0', '--workers', '1', '--cert-file', certFile, '--key-file', keyFile],
+      { cacheDir: path.join(work, 'cache') },
+      /MCP +(https:\/\/\S+)\/mcp [\s\S]*batching: .*\n/,
+    );
+    const defaults = tls.getCACertificates('default');
+    tls.setDefaultCACertificates([...defaults, cert.toString()]);
+    try {
+      const secureClient = await mcpClient(secure.address);
+      const result = (await secureClient.callTool({ name: 'run_encoder', arguments: { inputs: ['over TLS'] } })) as CallToolResult;
+      expect((result.structuredContent as { results: unknown[] }).results).toHaveLength(1);
+      await secureClient.close();
+    } finally {
+      tls.setDefaultCACertificates(defaults);
+      expect(await secure.stop()).toBe(0);
+    }
+    expect(secure.stderr()).toContain(`TLS: certificate ${certFile}, key ${keyFile}`);
+    const alone = await runCliCaptured(['mcp', '-c', configFile, '--cert-file', certFile]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('error: --cert-file needs --key-file');
+  }, 90_000);
 
   it('stops at SIGTERM with exit code 0', async () => {
     await client.close();
