@@ -9,8 +9,9 @@ import { traceStartup } from '../shared/startup-trace.ts';
 import { parseFileName, parsePositiveInteger } from './arguments.ts';
 import { addConfigOption, type ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
+import { addSessionOptions, sessionSettingsOf, type SessionCommandOptions } from './serve-session.ts';
 
-export interface InferOptions {
+export interface InferOptions extends SessionCommandOptions {
   config?: string;
   output?: string;
   /** Unset: an embedding model normalises, a sentence_embedding model follows its own setting. */
@@ -30,11 +31,14 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     .addOption(new Option('-f, --format <format>', 'output format').choices(['json']).default('json'))
     .option('--normalize', 'embedding models: scale vectors to unit length (default: token vectors yes, sentence vectors as the model says)')
     .option('--no-normalize', 'embedding models: do not scale vectors to unit length')
-    .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
+    .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger);
+  // onnxruntime's session options, as serve and as encoderfile's infer take them
+  addSessionOptions(command)
     .action(async (texts: string[], options: InferOptions) => {
+      const session = sessionSettingsOf(options);
       const pkg = await source.load(options);
       traceStartup('model package read');
-      const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: options.threads });
+      const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: session.threads, sessionOptions: session.sessionOptions });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
         const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin(await readStdin(io)) : texts;
