@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import * as sea from 'node:sea';
+import { reexecWithMallocTuning } from '../src/shared/malloc-tuning.ts';
 import { traceStartup } from '../src/shared/startup-trace.ts';
 import { evaluateBundleAsset } from './bundle-script.ts';
 import { warmUpOnnxruntimeFor } from './onnxruntime-warm-up.ts';
@@ -22,6 +23,8 @@ function programCodeCache(): Buffer | undefined {
   }
 }
 
+// before anything starts: a serve may re-execute itself with malloc tuned (the same process, from the top)
+reexecWithMallocTuning(process.argv.slice(2));
 warmUpOnnxruntimeFor(process.argv.slice(2));
 
 const writeTo = process.env[WRITE_CODE_CACHE_ENV];

@@ -597,9 +597,9 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
-      // what a large request left here (its texts, or their held bytes, which the tokenizer thread shares) goes back
-      // to the system once the large work has settled: this heap no longer holds the texts, so the collection is short
-      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon();
+      // what a large request left here goes back to the system once the large work has settled: with a tokenizer
+      // thread, only the young wrappers of its held bytes (large-texts.ts); without one, its strings
+      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon(this.#tokenizerThreads === null ? 'full' : 'young');
     }
   }
 
