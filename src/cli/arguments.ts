@@ -37,3 +37,13 @@ export function parseFileName(value: string): string {
   if (value === '') throw new InvalidArgumentError('the output file name is empty');
   return value;
 }
+
+/**
+ * An address to listen on. An IPv6 literal may be written in brackets, as encoderfile's `--grpc-hostname [::]`
+ * default is: the brackets are dropped (Node and grpc-js take the bare address, and add them where a URL needs them).
+ */
+export function parseHostname(value: string): string {
+  const host = /^\[(.*)\]$/.exec(value)?.[1] ?? value;
+  if (host.trim() === '') throw new InvalidArgumentError('the host name is empty');
+  return host;
+}

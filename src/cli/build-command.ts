@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import type { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { CACHE_DIR_ENV } from '../encoder/cache/cache-dir.ts';
@@ -7,14 +9,18 @@ import { DEFAULT_RELEASE_URL, RELEASE_URL_ENV } from '../builder/release.ts';
 import type { BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
 import { parseFileName } from './arguments.ts';
+import { CONFIG_FILE_HELP } from './model-source.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
 
 interface BuildCommandOptions {
   quantize?: Quantization;
   file: string;
   platform?: string;
+  target?: string;
   baseBinaryPath?: string;
   output?: string;
+  outputPath?: string;
+  directory?: string;
   outputDir?: string;
   cacheDir?: string;
   download: boolean;
@@ -26,7 +32,7 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
   program
     .command('build')
     .description('Pack a model directory into one executable that serves it or runs it (spec 2 build steps)')
-    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder, or encoderfile: a mozilla-ai/encoderfile configuration as it is)')
+    .requiredOption('-f, --file <config>', CONFIG_FILE_HELP)
     .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
     .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)
@@ -35,10 +41,19 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
     .option('--no-download', 'never download a base runtime: use --base-binary-path, this executable or the cache')
     .option('--no-build', 'run every check (base runtime, configuration, files, ONNX model, longest input) and write nothing')
     .option('--runtime-version <version>', `base runtime version (this builder packs for ${RUNTIME_VERSION} only)`)
+    // encoderfile 0.7.0's own names (its --help), beside those of its docs above
+    .option('--target <target>', 'the same as --platform (encoderfile\'s name)')
+    .option('--output-path <path>', 'the same as -o (encoderfile\'s name)', parseFileName)
+    .option('--directory <dir>', 'working directory of the build, as encoderfile\'s: an encoderfile: file\'s relative paths, output_path, -o and --output-dir are read from it')
     .addOption(new Option('--quantize <kind>', 'int8: MatMul weights to int8 behind an accuracy gate (default: the configuration\'s quantize, else none)').choices(QUANTIZATIONS))
     .addHelpText('after', () => buildHelpFooter())
     .action(async (options: BuildCommandOptions, command: Command) => {
       requireOwnRuntimeVersion(options.runtimeVersion);
+      const platform = eitherName(['--platform', options.platform], ['--target', options.target]);
+      const output = eitherName(['-o', options.output], ['--output-path', options.outputPath]);
+      if (options.directory !== undefined && !statSync(options.directory, { throwIfNoEntry: false })?.isDirectory()) {
+        throw new ConfigError(`--directory ${options.directory}: no such folder`);
+      }
       // the builder (ONNX rewriting with protobufjs, downloads) loads only when a build runs
       const { BUILD_STEPS, buildModel, formatBytes } = await import('../builder/build-model.ts');
       const stepLine = (index: number, title: string, detail: string) => `[${index}/${BUILD_STEPS.length}] ${title}: ${detail}\n`;
@@ -47,10 +62,10 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
       const built = await buildModel(
         {
           configFile: options.file,
-          platform: options.platform,
+          platform,
           baseBinaryPath: options.baseBinaryPath,
           hostBase: context.hostBase?.(),
-          outputPath: options.output,
+          outputPath: output,
           outputDir: options.outputDir,
           cacheDir: options.cacheDir ?? (command.optsWithGlobals() as { cacheDir?: string }).cacheDir,
           download: options.download,
@@ -58,12 +73,22 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
           quantize: options.quantize,
           runtimeVersion: RUNTIME_VERSION,
           pipelineOptions: { luaWasmPath: context.luaWasmPath },
+          cwd: options.directory === undefined ? undefined : path.resolve(options.directory),
         },
         reporter,
       );
       if (built.written) io.stderr(`built ${built.outputPath} for ${built.target}; run it with: ${built.outputPath} infer "some text"\n`);
       else io.stderr(`checked ${options.file} for ${built.target}; nothing written (--no-build)\n`);
     });
+}
+
+/** The value of an option that has two names (this program's and encoderfile's); both, if they differ, is a usage error. */
+function eitherName(first: [string, string | undefined], second: [string, string | undefined]): string | undefined {
+  const [[firstName, firstValue], [secondName, secondValue]] = [first, second];
+  if (firstValue !== undefined && secondValue !== undefined && firstValue !== secondValue) {
+    throw new ConfigError(`${firstName} ${firstValue} and ${secondName} ${secondValue} are one option under two names; give one`);
+  }
+  return firstValue ?? secondValue;
 }
 
 /**

@@ -7,10 +7,11 @@ import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import { parseFileName, parsePositiveInteger } from './arguments.ts';
-import type { ModelSource } from './model-source.ts';
+import { addConfigOption, type ModelSource } from './model-source.ts';
 import type { CliIo } from './program.ts';
+import { addSessionOptions, sessionSettingsOf, type SessionCommandOptions } from './serve-session.ts';
 
-export interface InferOptions {
+export interface InferOptions extends SessionCommandOptions {
   config?: string;
   output?: string;
   /** Unset: an embedding model normalises, a sentence_embedding model follows its own setting. */
@@ -23,18 +24,21 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     .command('infer')
     .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
     .argument('<texts...>', 'texts to run; `-` alone reads them from standard input: a JSON array, else one per line');
-  if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
+  addConfigOption(command, source);
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
     // encoderfile's flag; JSON is its only format too
     .addOption(new Option('-f, --format <format>', 'output format').choices(['json']).default('json'))
     .option('--normalize', 'embedding models: scale vectors to unit length (default: token vectors yes, sentence vectors as the model says)')
     .option('--no-normalize', 'embedding models: do not scale vectors to unit length')
-    .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)
+    .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger);
+  // onnxruntime's session options, as serve and as encoderfile's infer take them
+  addSessionOptions(command)
     .action(async (texts: string[], options: InferOptions) => {
+      const session = sessionSettingsOf(options);
       const pkg = await source.load(options);
       traceStartup('model package read');
-      const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: options.threads });
+      const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: session.threads, sessionOptions: session.sessionOptions });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
         const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin(await readStdin(io)) : texts;

@@ -3,6 +3,7 @@ import type { AssetSection } from '../../runtime/asset-section.ts';
 import { readPackagedModel } from '../encoder/packaged-model.ts';
 import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
+import { registerMcpCommand } from './mcp-command.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { baseProgram, type CliContext, type CliIo } from './program.ts';
 
@@ -24,6 +25,7 @@ export function createModelProgram(section: AssetSection, io: CliIo, context: Cl
   };
   registerInferCommand(program, io, packaged);
   registerServeCommand(program, io, packaged, context);
+  registerMcpCommand(program, io, packaged, context);
 
   program
     .command('inspect')

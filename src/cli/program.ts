@@ -11,6 +11,7 @@ import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
 import type { SwaggerUiFiles } from '../tools/http/docs-page.ts';
 import type { DashboardFiles } from '../gateway/dashboard/files.ts';
+import { registerMcpCommand } from './mcp-command.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerBuilderTools } from './builder-tools-command.ts';
 import { registerToolsCommand } from './tools-command.ts';
@@ -91,6 +92,7 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   registerBuildCommand(program, io, context);
   registerInferCommand(program, io, fromConfig);
   registerServeCommand(program, io, fromConfig, context);
+  registerMcpCommand(program, io, fromConfig, context);
   registerGatewayCommand(program, io, context);
   registerToolsCommand(program, io, context);
   registerBuilderTools(program, io);

@@ -6,11 +6,12 @@
 import type { Command } from 'commander';
 import { cacheDirFromEnvironment } from '../encoder/cache/cache-dir.ts';
 import { ConfigError } from '../encoder/errors.ts';
-import { resolveBaseRuntime } from '../builder/base-runtime.ts';
-import { listCachedRuntimes, removeCachedRuntime } from '../builder/runtime-cache.ts';
 import { parseTarget } from '../builder/targets.ts';
 import { checkVersion } from '../builder/release.ts';
 import { RUNTIME_VERSION, type CliIo } from './program.ts';
+
+/** The cache's modules, loaded when a runtime command runs: they bring node:zlib, which `infer` and `serve` never need. */
+const runtimeCache = () => import('../builder/runtime-cache.ts');
 
 interface RuntimeOptions {
   runtimeVersion?: string;
@@ -30,7 +31,7 @@ export function registerRuntimeCommand(program: Command, io: CliIo): void {
     .command('list')
     .description('List the cached base runtimes: version, target, and whether the copy is intact')
     .action(async (_options: object, command: Command) => {
-      const cached = await listCachedRuntimes(cacheDirOf(command));
+      const cached = await (await runtimeCache()).listCachedRuntimes(cacheDirOf(command));
       for (const entry of cached) io.stdout(`${entry.version} ${entry.target}${entry.state.state === 'valid' ? '' : ` (${entry.state.note}: downloaded again when used)`}\n`);
       if (cached.length === 0) io.stderr(`no base runtimes in ${cacheDirOf(command)}\n`);
     });
@@ -40,6 +41,7 @@ export function registerRuntimeCommand(program: Command, io: CliIo): void {
     .argument('<target>', 'target triple')
     .option('--runtime-version <version>', `version (default: ${RUNTIME_VERSION}, this builder's)`)
     .action(async (target: string, options: RuntimeOptions, command: Command) => {
+      const { resolveBaseRuntime } = await import('../builder/base-runtime.ts');
       const added = await resolveBaseRuntime({ target: parseTarget(target), version: versionOf(options), cacheDir: cacheDirOf(command) });
       io.stdout(`${added.path}\n`);
       io.stderr(`${added.source === 'cache' ? 'already in the cache' : 'downloaded and verified'}: base runtime ${versionOf(options)} for ${target}\n`);
@@ -50,7 +52,7 @@ export function registerRuntimeCommand(program: Command, io: CliIo): void {
     .argument('<target>', 'target triple')
     .option('--runtime-version <version>', `version (default: ${RUNTIME_VERSION}, this builder's)`)
     .action(async (target: string, options: RuntimeOptions, command: Command) => {
-      const removed = await removeCachedRuntime(cacheDirOf(command), versionOf(options), parseTarget(target));
+      const removed = await (await runtimeCache()).removeCachedRuntime(cacheDirOf(command), versionOf(options), parseTarget(target));
       io.stderr(`removed ${removed}\n`);
     });
 }

@@ -5,24 +5,23 @@ import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
+import { MCP_PATH } from '../serve/http/errors.ts';
 import { modelNamesProblem } from '../serve/model-names.ts';
-import { parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
-import type { ModelSource } from './model-source.ts';
+import { parseHostname, parseNonNegativeInteger, parseNonNegativeNumber, parsePort, parsePositiveInteger } from './arguments.ts';
+import { addConfigOption, type ModelSource } from './model-source.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import { RUNTIME_VERSION, type CliContext, type CliIo } from './program.ts';
-import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions } from './serve-network.ts';
+import { addServeNetworkOptions, serveNetworkSettings, type ServeNetworkOptions, type ServeNetworkSettings } from './serve-network.ts';
 import { addSessionOptions, sessionLine, sessionSettingsOf, type SessionCommandOptions } from './serve-session.ts';
 import { serveUntilStopped } from './serve-shutdown.ts';
 import { addTracingOptions, tracerOf, type TracingCommandOptions } from './serve-tracing.ts';
 
-interface ServeCommandOptions extends ServeNetworkOptions, SessionCommandOptions, TracingCommandOptions {
+/**
+ * The options `serve` and `mcp` share: the model, its limits and batching, its names and key; the network, TLS,
+ * session and tracing ones (addDeploymentOptions).
+ */
+export interface ModelServingOptions extends ServeNetworkOptions, SessionCommandOptions, TracingCommandOptions {
   config?: string;
-  httpPort: number;
-  httpHostname: string;
-  grpcPort: number;
-  grpcHostname: string;
-  disableHttp?: boolean;
-  disableGrpc?: boolean;
   bodyLimit: number;
   maxBatchTokens?: number;
   maxWaitMs?: number;
@@ -37,6 +36,15 @@ interface ServeCommandOptions extends ServeNetworkOptions, SessionCommandOptions
   strictModelName?: boolean;
 }
 
+interface ServeCommandOptions extends ModelServingOptions {
+  httpPort: number;
+  httpHostname: string;
+  grpcPort: number;
+  grpcHostname: string;
+  disableHttp?: boolean;
+  disableGrpc?: boolean;
+}
+
 /**
  * Most tokens a request may hold when its response carries a result per token (`/predict` of embedding and
  * token_classification models). 16,384 is 32 inputs of 512 tokens (what text-embeddings-inference allows by default)
@@ -49,14 +57,41 @@ const DEFAULT_MAX_TOKEN_RESULTS = 16_384;
 /** `serve`: HTTP (REST + MCP) and gRPC front ends over one predict pipeline, until SIGTERM or SIGINT. */
 export function registerServeCommand(program: Command, io: CliIo, source: ModelSource, context: CliContext): void {
   const command = program.command('serve').description('Serve the model over HTTP (REST and MCP at /mcp) and gRPC');
-  if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
+  addConfigOption(command, source);
   command
     .option('--http-port <port>', 'HTTP port', parsePort, 8080)
-    .option('--http-hostname <host>', 'HTTP address to listen on', '0.0.0.0')
+    .option('--http-hostname <host>', 'HTTP address to listen on', parseHostname, '0.0.0.0')
     .option('--grpc-port <port>', 'gRPC port', parsePort, 50051)
-    .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').default('::', '--http-hostname when that is given, else "::"'))
+    .addOption(new Option('--grpc-hostname <host>', 'gRPC address to listen on').argParser(parseHostname).default('::', '--http-hostname when that is given, else "::"'))
     .option('--disable-http', 'do not serve HTTP (REST and MCP)')
-    .option('--disable-grpc', 'do not serve gRPC')
+    .option('--disable-grpc', 'do not serve gRPC');
+  addModelServingOptions(command)
+    .action(async (options: ServeCommandOptions) => {
+      if (options.disableHttp && options.disableGrpc) {
+        throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
+      }
+      const network = serveNetworkSettings(options, (key) => command.getOptionValueSource(key));
+      await serveModel({ io, source, context }, options, network, {
+        http: options.disableHttp ? null : { host: options.httpHostname, port: options.httpPort, flags: '--http-port, --http-hostname' },
+        grpc: options.disableGrpc ? null : { host: network.grpcHostname, port: options.grpcPort },
+      });
+    });
+  addDeploymentOptions(command);
+}
+
+/**
+ * Adds the options `serve` and `mcp` share after their own: timeouts, body memory, Host and Origin, shutdown, TLS
+ * (serve-network.ts); onnxruntime's session (serve-session.ts); OpenTelemetry (serve-tracing.ts).
+ */
+export function addDeploymentOptions(command: Command): Command {
+  addServeNetworkOptions(command);
+  addSessionOptions(command);
+  return addTracingOptions(command);
+}
+
+/** Adds the options `serve` and `mcp` share but serve-network.ts's (ModelServingOptions). */
+export function addModelServingOptions(command: Command): Command {
+  return command
     .option('--body-limit <bytes>', 'largest request: HTTP body (larger: 413) and gRPC message (larger: RESOURCE_EXHAUSTED)', parsePositiveInteger, 8 * 2 ** 20)
     .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
@@ -81,88 +116,98 @@ export function registerServeCommand(program: Command, io: CliIo, source: ModelS
       ),
     )
     .option('--served-model-name <names>', 'names of the model on /v1 and /v2 (comma-separated): the first is answered and listed by /v1/models, all are accepted', parseModelNames)
-    .option('--strict-model-name', 'refuse (404 model_not_found) a "model" other than the served names (default: any name is taken as this model)')
-    .action(async (options: ServeCommandOptions) => {
-      if (options.disableHttp && options.disableGrpc) {
-        throw new ConfigError('--disable-http and --disable-grpc together leave nothing to serve');
-      }
-      const network = serveNetworkSettings(options, (key) => command.getOptionValueSource(key));
-      const session = sessionSettingsOf(options);
-      // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
-      const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
-      // read (and checked) before the model loads: a wrong path fails at once
-      const tls = network.tls ? await (await import('../serve/tls-certificates.ts')).TlsCertificates.load(network.tls.certFile, network.tls.keyFile) : undefined;
-      const pkg = await source.load(options);
-      traceStartup('model package read');
-      const http = !options.disableHttp ? { host: options.httpHostname, port: options.httpPort, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
-      const grpc = !options.disableGrpc ? { host: network.grpcHostname, port: options.grpcPort, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
-      const loading = PredictPipeline.load(pkg, {
-        ...source.pipelineOptions,
-        threads: session.threads,
-        sessionOptions: session.sessionOptions,
-        soloThreads: options.soloThreads,
-        workers: options.workers,
-        inferenceWorker: context.inferenceWorker?.(),
-        maxBatchTokens: options.maxBatchTokens,
-        maxWaitMs: options.maxWaitMs,
-        maxRequestTokens: options.maxRequestTokens,
-        maxRequestInputs: options.maxRequestInputs,
-        maxTokenResults: options.maxTokenResults,
-      });
-      // The front ends (fastify, gRPC) load only when serving (`infer` and `inspect` start without them), and are
-      // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
-      // model has loaded.
-      const predictor = new LatePredictor(pkg.name, pkg.modelType);
-      const notes: string[] = [];
-      // the OpenTelemetry SDK loads (when asked for) beside the front ends
-      const tracing = tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes);
-      tracing.catch(() => {}); // reported where preparing awaits it
-      const stopTracing = () => tracing.then((tracer) => tracer?.shutdown(), () => {}); // exports the spans still buffered
-      const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
-        const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
-        const tracer = (await tracing) ?? undefined;
-        const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames, tls, tracer });
-        traceStartup('front ends ready');
-        return prepared;
-      });
-      preparing.catch(() => {}); // reported where it is awaited, unless the model fails to load first
-      let pipeline: PredictPipeline;
-      try {
-        pipeline = await loading;
-      } catch (error) {
-        await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
-        await stopTracing();
-        throw error;
-      }
-      predictor.bind(pipeline);
-      let server: RunningServer;
-      try {
-        server = await (await preparing).listen();
-      } catch (error) {
-        await pipeline.close();
-        await stopTracing();
-        throw error;
-      }
-      // signals are handled from before the banner, which scripts and tests take as "ready"
-      const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
-      const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
-      for (const note of [...pipeline.notes, ...notes]) io.stderr(`note: ${note}\n`);
-      const tracer = await tracing;
-      const extras = [
-        ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
-        ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),
-      ];
-      io.stderr(banner(pipeline, server, apiKey !== undefined, options, extras));
-      await stopped;
-      await pipeline.close();
-      await stopTracing();
-      io.stderr('stopped\n');
-    });
-  // timeouts, body memory, Host and Origin, shutdown, TLS (serve-network.ts); onnxruntime's session
-  // (serve-session.ts); OpenTelemetry (serve-tracing.ts)
-  addServeNetworkOptions(command);
-  addSessionOptions(command);
-  addTracingOptions(command);
+    .option('--strict-model-name', 'refuse (404 model_not_found) a "model" other than the served names (default: any name is taken as this model)');
+}
+
+/** Where the model is served: HTTP (REST and MCP) and gRPC, either absent. */
+export interface ServedFrontEnds {
+  /** `flags`: the options that set this address, named when it cannot be listened on. */
+  http: { host: string; port: number; flags: string } | null;
+  grpc: { host: string; port: number } | null;
+  /** `mcp`: the banner leads with the MCP endpoint. */
+  mcpFirst?: boolean;
+}
+
+/**
+ * Loads the model and serves it on `frontEnds` until SIGTERM or SIGINT (serve-shutdown.ts), for `serve` and `mcp`:
+ * the banner on stderr says when it is ready.
+ */
+export async function serveModel(
+  { io, source, context }: { io: CliIo; source: ModelSource; context: CliContext },
+  options: ModelServingOptions,
+  network: ServeNetworkSettings,
+  frontEnds: ServedFrontEnds,
+): Promise<void> {
+  const session = sessionSettingsOf(options);
+  // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
+  const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
+  // read (and checked) before the model loads: a wrong path fails at once
+  const tls = network.tls ? await (await import('../serve/tls-certificates.ts')).TlsCertificates.load(network.tls.certFile, network.tls.keyFile) : undefined;
+  const pkg = await source.load(options);
+  traceStartup('model package read');
+  const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
+  const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
+  const loading = PredictPipeline.load(pkg, {
+    ...source.pipelineOptions,
+    threads: session.threads,
+    sessionOptions: session.sessionOptions,
+    soloThreads: options.soloThreads,
+    workers: options.workers,
+    inferenceWorker: context.inferenceWorker?.(),
+    maxBatchTokens: options.maxBatchTokens,
+    maxWaitMs: options.maxWaitMs,
+    maxRequestTokens: options.maxRequestTokens,
+    maxRequestInputs: options.maxRequestInputs,
+    maxTokenResults: options.maxTokenResults,
+  });
+  // The front ends (fastify, gRPC) load only when serving (`infer` and `inspect` start without them), and are
+  // built here while the workers create their onnxruntime sessions on their own threads; they listen once the
+  // model has loaded.
+  const predictor = new LatePredictor(pkg.name, pkg.modelType);
+  const notes: string[] = [];
+  // the OpenTelemetry SDK loads (when asked for) beside the front ends
+  const tracing = tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes);
+  tracing.catch(() => {}); // reported where preparing awaits it
+  const stopTracing = () => tracing.then((tracer) => tracer?.shutdown(), () => {}); // exports the spans still buffered
+  const preparing = import('../serve/encoder-server.ts').then(async ({ prepareEncoderServer }) => {
+    const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
+    const tracer = (await tracing) ?? undefined;
+    const prepared = await prepareEncoderServer(predictor, { http, grpc, target: context.target, apiKey, modelNames, tls, tracer });
+    traceStartup('front ends ready');
+    return prepared;
+  });
+  preparing.catch(() => {}); // reported where it is awaited, unless the model fails to load first
+  let pipeline: PredictPipeline;
+  try {
+    pipeline = await loading;
+  } catch (error) {
+    await preparing.then((prepared) => prepared.discard(), () => {}); // the model's failure is the one to report
+    await stopTracing();
+    throw error;
+  }
+  predictor.bind(pipeline);
+  let server: RunningServer;
+  try {
+    server = await (await preparing).listen();
+  } catch (error) {
+    await pipeline.close();
+    await stopTracing();
+    throw error;
+  }
+  // signals are handled from before the banner, which scripts and tests take as "ready"
+  const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
+  const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
+  for (const note of [...pipeline.notes, ...notes]) io.stderr(`note: ${note}\n`);
+  const tracer = await tracing;
+  const extras = [
+    ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
+    ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),
+  ];
+  io.stderr(banner(pipeline, server, apiKey !== undefined, options, extras, frontEnds.mcpFirst === true));
+  await stopped;
+  await pipeline.close();
+  await stopTracing();
+  io.stderr('stopped\n');
 }
 
 function httpExtras(modelType: ModelType): string {
@@ -179,7 +224,7 @@ function parseModelNames(value: string): string[] {
 }
 
 /** How `model` in /v1 and /v2 bodies is read, for the banner. */
-function modelNamesLine(modelId: string, options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>): string {
+function modelNamesLine(modelId: string, options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>): string {
   const [served, ...others] = options.servedModelName ?? [modelId];
   const also = others.length > 0 ? ` (also ${others.join(', ')})` : '';
   return options.strictModelName ? `  model name: ${served}${also}; any other name gets 404` : `  model name: ${served}${also}; any other name is taken as this model`;
@@ -189,12 +234,14 @@ function banner(
   pipeline: PredictPipeline,
   server: RunningServer,
   apiKey: boolean,
-  options: Pick<ServeCommandOptions, 'servedModelName' | 'strictModelName'>,
+  options: Pick<ModelServingOptions, 'servedModelName' | 'strictModelName'>,
   /** Lines on TLS and tracing, before the limits. */
   extras: string[],
+  mcpFirst: boolean,
 ): string {
   const { modelId, modelType } = pipeline;
   const lines = [`serving ${modelId} (${modelType})`];
+  if (mcpFirst && server.httpUrl) lines.push(`  MCP   ${server.httpUrl}${MCP_PATH}  the model's one tool, run_encoder (Streamable HTTP)`);
   if (server.httpUrl) lines.push(`  HTTP  ${server.httpUrl}  POST /predict ${httpExtras(modelType)}, GET /model /health /openapi.json /v1/models /metrics, MCP at /mcp`);
   if (server.httpUrl) lines.push(modelNamesLine(modelId, options));
   if (server.grpcAddress) lines.push(`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`);

@@ -89,9 +89,20 @@ export function fromEncoderfileSection(document: Record<string, unknown>, source
     model_type: section.model_type as RawEncoderSection['model_type'],
     output_path: section.output_path ?? `${section.name}.encoderfile`,
     ...(libraries !== undefined ? { lua_libs: libraries } : {}),
+    ...(section.model_type === 'sentence_embedding' ? encoderfileSentencePooling(section) : {}),
   } as RawEncoderSection;
   for (const key of ['base_binary_path', 'validate_transform', 'target'] as const) delete (encoder as unknown as Record<string, unknown>)[key];
   return { encoder, extras: { format: 'encoderfile', target: target ?? null, baseBinaryPath: baseBinaryPath ?? null, notes } };
+}
+
+/**
+ * encoderfile's sentence_embedding model without a transform mean-pools and does not normalise (its
+ * `Transform<SentenceEmbedding>` default, and its template's `arr:mean_pool(mask)`), whatever a sentence-transformers
+ * layout beside the model says: an `encoderfile:` file gets those vectors unless it sets this project's own `pooling`
+ * or `normalize`. A request may still ask for unit length (`normalize: true` on /predict).
+ */
+function encoderfileSentencePooling(section: RawEncoderfileSection): Pick<RawEncoderSection, 'pooling' | 'normalize'> {
+  return { pooling: section.pooling ?? 'mean', normalize: section.normalize ?? false };
 }
 
 function pick(section: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -26,6 +26,8 @@ export interface HttpServerOptions {
   /** `--allowed-hosts`, `--allowed-origins` (host-guard.ts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
+  /** The options that set host and port, named when they cannot be listened on; default serve's. */
+  listenFlags?: string;
 }
 
 export interface EncoderServerOptions {
@@ -147,9 +149,9 @@ async function listen(frontEnds: FrontEnds, options: EncoderServerOptions): Prom
   let grpcPort: number | null = null;
   try {
     if (http && options.http) {
-      const { host, port } = options.http;
+      const { host, port, listenFlags = '--http-port, --http-hostname' } = options.http;
       await http.listen({ host, port }).catch((error: unknown) => {
-        throw listenError('HTTP', hostPort(host, port), error, '--http-port, --http-hostname');
+        throw listenError('HTTP', hostPort(host, port), error, listenFlags);
       });
       traceStartup('HTTP listening');
       if (options.tls) {

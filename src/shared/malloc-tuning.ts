@@ -3,9 +3,10 @@
  * threshold to the size of each such block freed (up to 32 MiB), after which blocks of megabytes come from its heaps
  * and stay there. A server given hostile requests of 8 MiB (bodies, texts held apart, messages) measured 376 MiB idle
  * and 537–730 MiB a minute after, for good; with the threshold fixed at 1 MiB, 332 MiB (docs/benchmarks.md,
- * "Hostile inputs"). The threshold is read from the environment when the process starts, so `serve` re-executes
- * itself once (execve: the same process id, nothing forked) with MALLOC_MMAP_THRESHOLD_ set. A value the user set, in
- * that variable or GLIBC_TUNABLES, is kept; other C libraries (musl) and systems are left as they are.
+ * "Hostile inputs"). The threshold is read from the environment when the process starts, so `serve` (and `mcp`,
+ * serve with HTTP only) re-executes itself once (execve: the same process id, nothing forked) with
+ * MALLOC_MMAP_THRESHOLD_ set. A value the user set, in that variable or GLIBC_TUNABLES, is kept; other C libraries
+ * (musl) and systems are left as they are.
  */
 import * as sea from 'node:sea';
 
@@ -14,9 +15,12 @@ export const MMAP_THRESHOLD_BYTES = 2 ** 20;
 
 const VARIABLE = 'MALLOC_MMAP_THRESHOLD_';
 
+/** The commands that run the model server: `serve`, and `mcp` (serve with HTTP only). */
+const SERVING_COMMANDS = ['serve', 'mcp'];
+
 /** Re-executes this process with glibc's mmap threshold fixed, when `argv` (the arguments after the program) is a serve. */
 export function reexecWithMallocTuning(argv: readonly string[]): void {
-  if (argv[0] !== 'serve' || argv.includes('--help') || argv.includes('-h')) return;
+  if (!SERVING_COMMANDS.includes(argv[0]) || argv.includes('--help') || argv.includes('-h')) return;
   if (process.platform !== 'linux' || typeof process.execve !== 'function') return;
   const env = process.env;
   if (env[VARIABLE] !== undefined || env.GLIBC_TUNABLES?.includes('malloc.mmap_threshold')) return;

@@ -5,7 +5,7 @@
  * (version 0.2.0, output `./<name>.encoderfile`, paths from the working directory), the `tokenizer:` block in effect
  * (left truncation, max_length, strategy, stride recorded), and the one line naming what has no effect here.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -171,6 +171,51 @@ describe.skipIf(!hasShared)('encoderfile configurations build as they are', () =
       expect(embedding).toHaveLength(8);
       expect(Math.hypot(...embedding)).toBeCloseTo(1, 5);
     }
+  });
+
+  it("sentence_embedding without a transform: encoderfile's mean pool, not normalised, whatever the folder's layout says", async () => {
+    const cwd = path.join(work, 'sentence');
+    // the model with a sentence-transformers layout asking for cls pooling and a Normalize module; encoderfile reads
+    // neither (its default transform mean-pools and stops there)
+    const model = path.join(cwd, 'model');
+    cpSync(sharedModel('tiny-bert-sentence-embedding'), model, { recursive: true });
+    const modules = [
+      { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+      { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
+      { idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' },
+    ];
+    writeFileSync(path.join(model, 'modules.json'), JSON.stringify(modules));
+    mkdirSync(path.join(model, '1_Pooling'));
+    writeFileSync(path.join(model, '1_Pooling', 'config.json'), JSON.stringify({ word_embedding_dimension: 16, pooling_mode_cls_token: true, pooling_mode_mean_tokens: false }));
+    const base = fakeBaseRuntime('runtime-sentence');
+    const head = (name: string) => `encoderfile:\n  name: ${name}\n  path: ${model}\n  model_type: sentence_embedding\n  base_binary_path: ${base}\n`;
+    const texts = { inputs: ['hello world', 'a second, longer text to pool'] };
+    const vectors = async (yaml: string, name: string, body: object = texts) => {
+      const { result } = await build(yaml, cwd);
+      expect(result).not.toBeInstanceOf(Error);
+      const built = await predictBuilt(path.join(cwd, `${name}.encoderfile`), body);
+      return { model: built.manifest.model, embeddings: (built.response as SentenceEmbeddingResponse).results.map((r) => r.embedding) };
+    };
+
+    const plain = await vectors(head('plain'), 'plain');
+    expect(plain.model).toMatchObject({ pooling: 'mean', normalize: false });
+    // encoderfile's own template transform (`encoderfile new-transform`), which returns its mean pool as it is
+    const template = await vectors(`${head('template')}  transform: "function Postprocess(arr, mask) return arr:mean_pool(mask) end"\n`, 'template');
+    expect(plain.embeddings).toHaveLength(2);
+    plain.embeddings.forEach((vector, i) => {
+      expect(Math.abs(Math.hypot(...vector) - 1)).toBeGreaterThan(1e-3);
+      vector.forEach((value, j) => expect(value).toBeCloseTo(template.embeddings[i][j], 5));
+    });
+    // a request may still ask for unit length: the same vectors, scaled
+    const asked = await vectors(head('plain'), 'plain', { ...texts, normalize: true });
+    asked.embeddings.forEach((vector, i) => {
+      const norm = Math.hypot(...plain.embeddings[i]);
+      vector.forEach((value, j) => expect(value).toBeCloseTo(plain.embeddings[i][j] / norm, 5));
+    });
+    // this project's own keys in the section still decide
+    const own = await vectors(`${head('own')}  normalize: true\n  pooling: cls\n`, 'own');
+    expect(own.model).toMatchObject({ pooling: 'cls', normalize: true });
+    for (const vector of own.embeddings) expect(Math.hypot(...vector)).toBeCloseTo(1, 5);
   });
 
   it('embedding and sequence_classification, with the tokenizer block and this project\'s own keys beside encoderfile\'s', async () => {

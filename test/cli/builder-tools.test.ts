@@ -1,7 +1,8 @@
 /**
  * mozilla-ai/encoderfile's builder commands and flags, as a user of it types them (issue 33): `version`,
  * `new-transform -m`, `inspect <file>`, `runtime list|add|remove`, `build --output-dir --cache-dir --no-download
- * --no-build --runtime-version`, `infer -f json`. Each flag that cannot apply says why and exits 2.
+ * --no-build --runtime-version` (its docs' names) and `--target --output-path --directory` (its 0.7.0 --help's),
+ * `infer -f json`. Each flag that cannot apply says why and exits 2.
  */
 import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -105,6 +106,21 @@ describe('build flags', () => {
     expect(stderr).toContain(`base runtime ${RUNTIME_VERSION} only`);
   });
 
+  it("encoderfile's own names --target and --output-path are the same options; given twice differently, or a --directory that is no folder: exit 2", async () => {
+    const twice = await runCliCaptured(['build', '-f', config, '--platform', 'x86_64-unknown-linux-gnu', '--target', 'aarch64-unknown-linux-gnu', '--no-build']);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain('error: --platform x86_64-unknown-linux-gnu and --target aarch64-unknown-linux-gnu are one option under two names; give one');
+    const outputs = await runCliCaptured(['build', '-f', config, '-o', 'a', '--output-path', 'b', '--no-build']);
+    expect(outputs.code).toBe(2);
+    expect(outputs.stderr).toContain('-o a and --output-path b are one option under two names');
+    const noFolder = await runCliCaptured(['build', '-f', config, '--directory', path.join(work, 'no-such-folder'), '--no-build']);
+    expect(noFolder.code).toBe(2);
+    expect(noFolder.stderr).toContain(`error: --directory ${path.join(work, 'no-such-folder')}: no such folder`);
+    const unknownTarget = await runCliCaptured(['build', '-f', config, '--target', 'x86_64-unknown-linux-musl', '--no-build']);
+    expect(unknownTarget.code).toBe(2);
+    expect(unknownTarget.stderr).toContain('x86_64-unknown-linux-musl');
+  });
+
   it('--no-download with no cached base runtime for the target: exit 2 naming `runtime add`', async () => {
     const other = hostTarget() === 'aarch64-unknown-linux-gnu' ? 'x86_64-unknown-linux-gnu' : 'aarch64-unknown-linux-gnu';
     const { code, stderr } = await runCliCaptured(['build', '-f', config, '--platform', other, '--no-download', '--cache-dir', path.join(work, 'empty-cache')]);
@@ -141,6 +157,20 @@ describe.skipIf(!hasBaseRuntime())('with the base runtime: build --output-dir, i
 
   afterAll(async () => {
     await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it("build --directory --target --output-path, as encoderfile 0.7.0 takes them: relative paths read from the directory", { timeout: 120_000 }, async () => {
+    const project = path.join(work, 'ef-project');
+    mkdirSync(project, { recursive: true });
+    symlinkSync(modelDir, path.join(project, 'model'));
+    const file = path.join(project, 'encoderfile.yml');
+    writeFileSync(file, `encoderfile:\n  name: clf\n  path: ./model\n  model_type: sequence_classification\n`);
+    // from the test's own folder the relative path names nothing: --directory is what makes it read
+    const built = await runCliCaptured(['build', '-f', file, '--directory', project, '--target', hostTarget(), '--output-path', 'clf.bin', '--base-binary-path', baseRuntimePath()]);
+    expect(built.code, built.stderr).toBe(0);
+    expect(statSync(path.join(project, 'clf.bin')).size).toBeGreaterThan(statSync(baseRuntimePath()).size);
+    const without = await runCliCaptured(['build', '-f', file, '--no-build', '--base-binary-path', baseRuntimePath()]);
+    expect(without.code).toBe(2);
   });
 
   it('build --output-dir writes the model there under its name; inspect prints its manifest and config.json', { timeout: 120_000 }, async () => {

@@ -35,6 +35,28 @@ describe('encoder infer', () => {
     expect(alone.results[0].logits[0]).toBeCloseTo(response.results[1].logits[0], 5);
   });
 
+  it("takes onnxruntime's session options, as serve and encoderfile's infer do; ones that cannot apply exit 2", async () => {
+    const plain = JSON.parse((await runCliCaptured(['infer', '--config', config('session'), 'first text', 'second'])).stdout) as JsonOf<SequenceClassificationResponse>;
+    const tuned = await runCliCaptured([
+      'infer', '--config', config('session'), 'first text', 'second',
+      '--graph-optimization-level', 'disable', '--execution-provider', 'cpu', '--inter-op-threads', '2', '--intra-op-threads', '1', '--disable-cpu-fallback', '--with-arena-allocator',
+    ]);
+    expect(tuned.stderr).toBe('');
+    expect(tuned.code).toBe(0);
+    const results = (JSON.parse(tuned.stdout) as JsonOf<SequenceClassificationResponse>).results;
+    results.forEach((result, i) => result.logits.forEach((logit, j) => expect(logit).toBeCloseTo(plain.results[i].logits[j], 4)));
+    for (const [args, reason] of [
+      [['--execution-provider', 'cuda'], 'carries onnxruntime\'s CPU execution provider only'],
+      [['--device-id', '0'], '--device-id tunes the cuda and tensorrt execution providers'],
+      [['--graph-optimization-level', '4'], 'is not a graph optimization level'],
+      [['--threads', '2', '--intra-op-threads', '3'], '--threads 2 and --intra-op-threads 3 disagree'],
+    ] as const) {
+      const refused = await runCliCaptured(['infer', '--config', config('session'), 'x', ...args]);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr).toContain(reason);
+    }
+  });
+
   it('writes the results to the -o file', async () => {
     const out = path.join(work, 'out.json');
     const { code, stdout } = await runCliCaptured(['infer', '-c', config('file'), 'text', '-o', out]);

@@ -1,8 +1,8 @@
 /**
  * `serve` re-executes itself once with glibc's malloc mmap threshold fixed (src/shared/malloc-tuning.ts), so that the
  * megabytes of hostile requests go back to the system (test/serve/hostile-input.test.ts measures the memory). It is
- * the same process (execve), from source as from the single executable; a threshold the user set is kept; other
- * commands are not re-executed.
+ * the same process (execve), from source as from the single executable; a threshold the user set is kept; `mcp`
+ * (serve with HTTP only) is re-executed too, other commands are not.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -56,17 +56,19 @@ describe.runIf(glibc)('serve with glibc', () => {
     expect(environ.get('MALLOC_MMAP_THRESHOLD_')).toBe(String(MMAP_THRESHOLD_BYTES));
   });
 
-  it('only serve is re-executed: not infer, build or serve --help (execve observed, not run)', () => {
+  it('only serve and mcp are re-executed: not infer, build or serve --help (execve observed, not run)', () => {
     type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => void;
     const execve = vi.spyOn(process as unknown as { execve: Execve }, 'execve').mockImplementation(() => undefined);
     const saved = process.env.MALLOC_MMAP_THRESHOLD_;
     delete process.env.MALLOC_MMAP_THRESHOLD_;
     try {
-      for (const argv of [['infer', 'x'], ['build', '-f', 'c.yaml'], ['serve', '--help'], ['gateway', 'serve']]) reexecWithMallocTuning(argv);
+      for (const argv of [['infer', 'x'], ['build', '-f', 'c.yaml'], ['serve', '--help'], ['mcp', '-h'], ['gateway', 'serve']]) reexecWithMallocTuning(argv);
       expect(execve).not.toHaveBeenCalled();
-      reexecWithMallocTuning(['serve', '--config', 'c.yaml']);
+      reexecWithMallocTuning(['mcp', '--port', '9100']);
       expect(execve).toHaveBeenCalledTimes(1);
-      const [file, args, env] = execve.mock.calls[0];
+      reexecWithMallocTuning(['serve', '--config', 'c.yaml']);
+      expect(execve).toHaveBeenCalledTimes(2);
+      const [file, args, env] = execve.mock.calls[1];
       expect(file).toBe(process.execPath);
       expect(args[0]).toBe(process.execPath);
       expect(env.MALLOC_MMAP_THRESHOLD_).toBe(String(MMAP_THRESHOLD_BYTES));

@@ -57,6 +57,13 @@ describe('--grpc-hostname', () => {
     expect((await settingsOf(['--http-hostname', '0.0.0.0'])).grpcHostname).toBe('0.0.0.0');
   });
 
+  it("takes IPv6 literals in brackets, as encoderfile's [::] default is written", async () => {
+    expect((await settingsOf(['--grpc-hostname', '[::]'])).grpcHostname).toBe('::');
+    expect((await settingsOf(['--http-hostname', '[::1]'])).grpcHostname).toBe('::1');
+    expect((await settingsOf(['--grpc-hostname', '::1'])).grpcHostname).toBe('::1');
+    expect((await refusal(['--grpc-hostname', '[]'])).message).toMatch(/host name is empty|argument '\[\]' is invalid/);
+  });
+
   it('is its own when given, with or without --http-hostname', async () => {
     expect((await settingsOf(['--http-hostname', '127.0.0.1', '--grpc-hostname', '0.0.0.0'])).grpcHostname).toBe('0.0.0.0');
     expect((await settingsOf(['--grpc-hostname', '127.0.0.1'])).grpcHostname).toBe('127.0.0.1');

@@ -1,18 +1,23 @@
 /**
  * An encoderfile user's workflow on the built runtime, no flags: `encoder build -f encoderfile.yml` in the folder of an
  * unchanged mozilla-ai/encoderfile configuration (its target and base_binary_path, its tokenizer block, its Matryoshka
- * transform) writes `./<name>.encoderfile`, which then answers `infer` with the configured truncation side.
+ * transform) writes `./<name>.encoderfile`, which then answers `infer` with the configured truncation side, and serves
+ * its MCP tool with encoderfile's `mcp` command.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostTarget } from '../../src/builder/targets.ts';
-import { baseRuntimePath, hasBaseRuntime, runExecutable, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { baseRuntimePath, hasBaseRuntime, runExecutable, runExecutableAsync, startListening, warnIfNoBaseRuntime } from '../helpers/executables.ts';
+import { mcpClient } from '../helpers/served-model.ts';
 import { hasShared, sharedModel } from '../helpers/shared-fixtures.ts';
 
 let work: string;
 let cacheDir: string;
+/** What the first test built and infer answered, for the second. */
+let builtModel: { executable: string; text: string; inferred: unknown } | undefined;
 
 warnIfNoBaseRuntime('encoderfile configurations on the built runtime');
 describe.skipIf(!hasBaseRuntime() || !hasShared)('encoderfile configurations on the built runtime', () => {
@@ -57,5 +62,25 @@ describe.skipIf(!hasBaseRuntime() || !hasShared)('encoderfile configurations on 
     // 12 less [CLS] and [SEP], the last ones of the text
     expect(tokens).toHaveLength(10);
     expect(tokens.at(-1)!.token_info.end).toBe(text.length);
+    builtModel = { executable, text, inferred: JSON.parse(inferred.stdout) as unknown };
   });
+
+  it("serves its tool with encoderfile's `mcp` command, to the MCP SDK's client, as infer answers", async () => {
+    expect(builtModel, 'the build above').toBeDefined();
+    const { executable, text, inferred } = builtModel!;
+    const served = await startListening(executable, ['mcp', '--hostname', '127.0.0.1', '--port', '0', '--shutdown-grace', '0'], { cacheDir }, /MCP +(http:\/\/\S+)\/mcp [\s\S]*batching: .*\n/);
+    try {
+      const client = await mcpClient(served.address);
+      const result = (await client.callTool({ name: 'run_encoder', arguments: { inputs: [text] } })) as CallToolResult;
+      expect(result.structuredContent).toEqual(inferred);
+      await client.close();
+      // the same port refused to a second one: serve's error and exit code
+      const port = new URL(served.address).port;
+      const busy = await runExecutableAsync(executable, ['mcp', '--hostname', '127.0.0.1', '--port', port], { cacheDir });
+      expect(busy.status).toBe(2);
+      expect(busy.stderr).toContain(`error: HTTP cannot listen on 127.0.0.1:${port}: the address is already in use (--port, --hostname)`);
+    } finally {
+      expect(await served.stop()).toBe(0);
+    }
+  }, 120_000);
 });

@@ -29,6 +29,8 @@ export interface InProcessEncoderOptions {
   /** HTTP options added or replaced (timeouts, Host and Origin). */
   http?: Partial<HttpServerOptions>;
   modelNames?: ModelNameOptions;
+  /** The configuration's format: this project's `encoder:` (default) or mozilla-ai/encoderfile's `encoderfile:`. */
+  format?: 'encoder' | 'encoderfile';
 }
 
 /**
@@ -38,7 +40,7 @@ export interface InProcessEncoderOptions {
  */
 export async function serveInProcess(dir: string, name: string, modelType: ModelType, options: InProcessEncoderOptions = {}): Promise<InProcessEncoder> {
   const transform = options.transform === undefined ? '' : `  transform: |\n${options.transform.trimEnd().replace(/^/gm, '    ')}\n`;
-  const config = parseBuildConfig(`encoder:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n${transform}`, { baseDir: dir });
+  const config = parseBuildConfig(`${options.format ?? 'encoder'}:\n  name: ${name}\n  path: ${dir}\n  model_type: ${modelType}\n${transform}`, { baseDir: dir });
   // as `serve --config` reads a folder: with the maximum length its ONNX graph runs
   const pipeline = await PredictPipeline.load(readModelDirectory(config), options.pipeline);
   try {

@@ -131,6 +131,24 @@ describe.skipIf(!hasShared)("encoderfile 0.7.0's gRPC services over the shared m
     expect(norms.some((norm) => Math.abs(norm - 1) > 1e-3)).toBe(true);
   });
 
+  it("sentence_embedding from an encoderfile: file: encoderfile's vectors (mean pool, not normalised) on gRPC and HTTP", async () => {
+    const server = await serveInProcess(sharedModel(CASES.sentence_embedding.model), 'ef-file', 'sentence_embedding', { grpc: true, format: 'encoderfile' });
+    try {
+      const viaGrpc = await unary<{ results: { embedding: number[] }[] }>(serviceClient('sentence_embedding', server.grpcAddress!), 'Predict', { inputs: TEXTS });
+      const viaHttp = await httpPredict(server, { inputs: TEXTS });
+      expectClose(viaGrpc, asEncoderfileMessage('sentence_embedding', viaHttp));
+      // the same vectors as this project's configuration of the model (unit length, its default) before scaling
+      const unit = await httpPredict(servers.sentence_embedding, { inputs: TEXTS });
+      viaGrpc.results.forEach(({ embedding }, i) => {
+        const norm = Math.hypot(...embedding);
+        expect(Math.abs(norm - 1)).toBeGreaterThan(1e-3);
+        expectClose(embedding.map((value) => value / norm), (unit.results as { embedding: number[] }[])[i].embedding, `results[${i}]`);
+      });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('token_classification: each token carries scores (2), label (3) and score (4), no logits, as encoderfile numbers them', async () => {
     const client = serviceClient('token_classification', servers.token_classification.grpcAddress!);
     const response = await unary<{ results: { tokens: Record<string, unknown>[] }[] }>(client, 'Predict', { inputs: ['the cat'] });

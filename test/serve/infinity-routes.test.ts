@@ -132,6 +132,17 @@ describe('POST /embeddings', () => {
   });
 });
 
+describe("what Infinity takes and this server refuses", () => {
+  it('a field Infinity does not know and an empty text are 422 in its detail body (Infinity ignores the one, embeds the other)', async () => {
+    const unknown = await post(sentences, '/embeddings', { input: ['hello'], user_id: 'u1' });
+    expect(unknown.status).toBe(422);
+    expect(JSON.stringify(unknown.body.detail)).toContain('user_id');
+    const emptyText = await post(sentences, '/embeddings', { input: ['hello', ''] });
+    expect(emptyText.status).toBe(422);
+    expect(emptyText.body.detail).toEqual([expect.objectContaining({ loc: expect.arrayContaining(['body']) as unknown })]);
+  });
+});
+
 describe('POST /rerank with Infinity\'s body', () => {
   // Infinity's documented example
   const example = { model: 'mixedbread-ai/mxbai-rerank-xsmall-v1', query: 'Where is Munich?', documents: ['Munich is in Germany.', 'The sky is blue.', 'Berlin is a city.'] };

@@ -60,6 +60,20 @@ describe('POST /embed', () => {
     expect(norm(short[0])).toBeCloseTo(1, 5);
   });
 
+  it('truncates an input longer than the model at its end, truncate: false too (TEI refuses it without --auto-truncate)', async () => {
+    const words = Array.from({ length: 3000 }, (_, i) => `w${i}`);
+    const long = words.join(' ');
+    for (const truncate of [undefined, false, true]) {
+      const answer = await post(sentences, '/embed', { inputs: [long], truncate });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body as number[][]).toHaveLength(1);
+    }
+    // the end is cut: the text and its first half give the same vector
+    const [whole] = (await post(sentences, '/embed', { inputs: [long] })).body as number[][];
+    const [half] = (await post(sentences, '/embed', { inputs: [words.slice(0, 1500).join(' ')] })).body as number[][];
+    whole.forEach((value, i) => expect(value).toBeCloseTo(half[i], 5));
+  });
+
   it("refuses in TEI's error body: an empty batch (400 Empty), a body it cannot read and unsupported options (422 Validation), too many inputs (422)", async () => {
     expect(await post(sentences, '/embed', { inputs: [] })).toMatchObject({ status: 400, body: { error: '`inputs` cannot be empty', error_type: 'Empty' } });
     expect(await post(sentences, '/embed', { input: 'x' })).toMatchObject({ status: 422, body: { error_type: 'Validation' } });
