@@ -38,13 +38,15 @@ interface Measurement {
   errors: number;
   /** CPU the measured process spent per request in the timed window, in µs (when one was named). */
   cpuPerRequest?: number;
+  /** CPU the database server (all its processes) spent per request in the timed window, in µs (when it was named). */
+  databaseCpuPerRequest?: number;
 }
 
 /**
  * Sends the same chat completion for `seconds` with `concurrency` callers on keep-alive connections; with `pid`, also
  * the CPU that process spent per request meanwhile (a figure that moves less than req/s with what else the cores run).
  */
-async function load(url: string, key: string, concurrency: number, seconds: number, model = 'openai:gpt-fake', pid?: number): Promise<Measurement> {
+async function load(url: string, key: string, concurrency: number, seconds: number, model = 'openai:gpt-fake', pid?: number, databasePid?: number): Promise<Measurement> {
   const target = new URL(`${url}/chat/completions`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16 });
@@ -74,6 +76,7 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
   const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
   const cpuBefore = pid === undefined ? 0 : cpuMsOf(pid);
+  const databaseCpuBefore = databasePid === undefined ? 0 : serverCpuMsOf(databasePid);
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
@@ -86,16 +89,39 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpuPerRequest = pid === undefined ? undefined : ((cpuMsOf(pid) - cpuBefore) * 1000) / latencies.length;
+  const databaseCpuPerRequest = databasePid === undefined ? undefined : ((serverCpuMsOf(databasePid) - databaseCpuBefore) * 1000) / latencies.length;
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, cpuPerRequest };
+  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, cpuPerRequest, databaseCpuPerRequest };
 }
+
+/** The fields of /proc/<pid>/stat after the command (index 11, 12: user and system ticks; 13, 14: of waited-for children). */
+const statOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').map(Number);
 
 /** User and system CPU time a process has used, in ms (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
 function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  const fields = statOf(pid);
+  return (fields[11] + fields[12]) * 10;
+}
+
+/**
+ * CPU time a server and its child processes (PostgreSQL's backends, WAL writer, …) have used, in ms: the live
+ * children's own and the ended ones' as counted in the server's. Unlike req/s it hardly moves with what else the
+ * shared cores run, so it shows what the database costs per call.
+ */
+function serverCpuMsOf(pid: number): number {
+  const own = statOf(pid);
+  let ticks = own[11] + own[12] + own[13] + own[14];
+  for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean)) {
+    try {
+      const fields = statOf(Number(child));
+      ticks += fields[11] + fields[12];
+    } catch {
+      // ended since the listing: its time is in the server's children count from now on
+    }
+  }
+  return ticks * 10;
 }
 
 /** Resident and peak resident memory of a process, in MiB (Linux). */
@@ -117,14 +143,14 @@ async function main(): Promise<void> {
     const direct = new Map<number, Measurement>();
     for (const concurrency of CONCURRENCY) direct.set(concurrency, await load(provider.baseURL, 'sk-bench', concurrency, seconds));
 
-    const databases: { name: string; url: string; file?: string }[] = [];
+    const databases: { name: string; url: string; file?: string; pid?: number }[] = [];
     if (only !== 'postgres') databases.push({ name: 'SQLite', url: `sqlite:${path.join(dir, 'gateway.db')}`, file: path.join(dir, 'gateway.db') });
     if (only !== 'sqlite') {
       // Durable settings (fsync on), as a production server would run.
       const postgres = await startPostgres({ durable: process.env.BENCH_PG_FSYNC !== "off" });
       if (postgres.server) {
         cleanups.push(() => postgres.server.stop());
-        databases.push({ name: 'PostgreSQL', url: await postgres.server.createDatabase() });
+        databases.push({ name: 'PostgreSQL', url: await postgres.server.createDatabase(), pid: postgres.server.pid });
       } else {
         console.log(`PostgreSQL skipped: ${postgres.reason}`);
       }
@@ -158,7 +184,7 @@ async function main(): Promise<void> {
         }
         for (const [model, label] of [['openai:gpt-fake', 'provider:model'], [ROUTE, 'route of 2']]) {
           for (const concurrency of CONCURRENCY) {
-            const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds, model, gateway.child.pid);
+            const through = await load(`${gateway.url}/v1`, String(key.key), concurrency, seconds, model, gateway.child.pid, database.pid);
             const base = direct.get(concurrency)!;
             const memory = memoryOf(gateway.child.pid!);
             rows.push([
@@ -171,6 +197,7 @@ async function main(): Promise<void> {
               `${ms(through.p50)} / ${ms(through.p99)}`,
               `${ms(through.p50 - base.p50)} / ${ms(through.p99 - base.p99)}`,
               Math.round(through.cpuPerRequest!),
+              through.databaseCpuPerRequest === undefined ? '' : Math.round(through.databaseCpuPerRequest),
               `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)}`,
               through.errors + base.errors,
             ]);
@@ -184,7 +211,7 @@ async function main(): Promise<void> {
     }
     printTable(
       `Gateway overhead, non-streaming chat completions, ${seconds} s per cell${usageRows > 0 ? `, ${usageRows} usage rows before the first call (SQLite)` : ''} (node ${process.versions.node}, ${os.cpus().length} cores)`,
-      ['database', 'model', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway CPU µs / request', 'gateway RSS / peak MiB', 'errors'],
+      ['database', 'model', 'concurrency', 'direct req/s', 'gateway req/s', 'direct p50 / p99 ms', 'gateway p50 / p99 ms', 'added p50 / p99 ms', 'gateway CPU µs / request', 'PostgreSQL CPU µs / request', 'gateway RSS / peak MiB', 'errors'],
       rows,
     );
   } finally {
