@@ -97,7 +97,9 @@ async function load(url: string, key: string, concurrency: number, seconds: numb
 }
 
 /** The fields of /proc/<pid>/stat after the command (index 11, 12: user and system ticks; 13, 14: of waited-for children). */
-const statOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').map(Number);
+function statOf(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').map(Number);
+}
 
 /** User and system CPU time a process has used, in ms (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
 function cpuMsOf(pid: number): number {
