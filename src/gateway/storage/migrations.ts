@@ -328,6 +328,19 @@ export const MIGRATIONS: Migration[] = [
          IF settled IS NOT NULL THEN PERFORM gateway_settle_holds(settled); END IF;
        END
        $$`,
+      // The common case of finishing calls, one statement (UsageLog.complete): the pending rows deleted, the usage
+      // rows inserted and the holds settled by this, which first checks that every opened call of the batch still had
+      // its pending row; if not (a reap settled one meanwhile) it fails with GW001, the statement is undone and the
+      // batch goes through gateway_complete_calls. gateway_complete_calls alone cost the server half as much again
+      // per call (its locking reads and second pass).
+      `CREATE FUNCTION gateway_settle_opened(settlements TEXT, deleted BIGINT, opened BIGINT) RETURNS VOID LANGUAGE plpgsql VOLATILE AS $$
+       BEGIN
+         IF deleted <> opened THEN
+           RAISE EXCEPTION 'a pending call of the batch was settled meanwhile (% of % found)', deleted, opened USING ERRCODE = 'GW001';
+         END IF;
+         IF settlements <> '[]' THEN PERFORM gateway_settle_holds(settlements); END IF;
+       END
+       $$`,
     ],
   },
 ];
