@@ -72,26 +72,10 @@ const USAGE_COLUMNS = [
 const CALL_COLUMNS = [...USAGE_COLUMNS, 'instance_id', 'holds'] as const;
 /**
  * A call in flight (table pending_calls, migration 12): what its usage row would say if it were settled as
- * interrupted now; the columns not here have a fixed value then (INTERRUPTED_VALUES).
+ * interrupted now; the other columns have a fixed value then (INTERRUPTED_ROWS).
  */
-const PENDING_COLUMNS = [
-  'id',
-  'request_id',
-  'created_at',
-  'user_id',
-  'key_id',
-  'endpoint',
-  'provider',
-  'model',
-  'route',
-  'prompt_tokens',
-  'completion_tokens',
-  'search_units',
-  'cost_nanos',
-  'duration_ms',
-  'instance_id',
-  'holds',
-] as const satisfies readonly (typeof CALL_COLUMNS)[number][];
+const INTERRUPTED_ONLY = new Set<string>(['attempts', 'overshoot_nanos', 'status', 'status_code', 'reason']);
+const PENDING_COLUMNS = CALL_COLUMNS.filter((column) => !INTERRUPTED_ONLY.has(column));
 /**
  * The INSERT that turns the pending calls `cut` (a CTE or table with PENDING_COLUMNS) into usage rows `interrupted`
  * for `reason` (a parameter), charged what they were last recorded at: their hold, or what their stream delivered.
