@@ -18,11 +18,14 @@ export interface GatewayProcess {
   stop(): Promise<void>;
 }
 
-/** `encoder gateway serve` from source (the pinned Node), configured by `configLines` (YAML), on a free port. */
-export async function startGatewayProcess(databaseUrl: string, configLines: string[], dir: string): Promise<GatewayProcess> {
+/**
+ * `encoder gateway serve` from source (the pinned Node), configured by `configLines` (YAML), on a free port; `root`:
+ * the source tree (default: this one).
+ */
+export async function startGatewayProcess(databaseUrl: string, configLines: string[], dir: string, root = repoRoot): Promise<GatewayProcess> {
   const config = path.join(dir, 'gateway.yaml');
   writeFileSync(config, ['log_level: warn', ...configLines, ''].join('\n'));
-  const child = spawn(process.execPath, [path.join(repoRoot, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl], {
+  const child = spawn(process.execPath, [path.join(root, 'src', 'cli', 'main.ts'), 'gateway', 'serve', '--config', config, '--host', '127.0.0.1', '--port', '0', '--database-url', databaseUrl], {
     env: { PATH: process.env.PATH, GATEWAY_MASTER_KEY: MASTER_KEY },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

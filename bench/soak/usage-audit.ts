@@ -23,7 +23,7 @@ export interface UsageAudit {
   spendNanos: bigint;
   rowsCostNanos: bigint;
   reservedNanos: bigint;
-  /** Rows still pending after the gateway stopped (none: a call's row is finished, or settled as interrupted). */
+  /** Calls still pending after the gateway stopped (none: a call's row is written when it ends, or settled as interrupted). */
   pending: number;
   /** Rows settled as interrupted (calls in flight when the gateway was killed). */
   interrupted: number;
@@ -56,7 +56,7 @@ export function auditUsage(databaseFile: string, calls: Billing[], keyId: string
       spendNanos: BigInt(budget.spend_nanos),
       rowsCostNanos: rows.filter((row) => row.key_id === keyId).reduce((sum, row) => sum + BigInt(row.cost_nanos), 0n),
       reservedNanos: BigInt(budget.reserved_nanos),
-      pending: rows.filter((row) => row.status === 'pending').length,
+      pending: Number((database.prepare('SELECT COUNT(*) AS calls FROM pending_calls').get() as { calls: number }).calls),
       interrupted: rows.filter((row) => row.status === 'interrupted').length,
     };
     const sent = new Set<string>();

@@ -73,7 +73,7 @@ export interface ModelRef {
 /** A model call between its budget reservation and its usage row. */
 export interface CallTicket {
   readonly start: CallStart;
-  /** The id of the call's usage row, written `pending` before the provider is called. */
+  /** The id of the call: of its pending_calls row, written before the provider is called, then of its usage row. */
   readonly id: string;
   readonly userId: string | null;
   readonly keyId: string | null;
@@ -232,7 +232,7 @@ export class CallLedger {
       const capped = cost < MAX_RESERVATION_NANOS ? cost : MAX_RESERVATION_NANOS;
       if (capped > estimate) estimate = capped;
     }
-    // Write-ahead: the call's row, pending with its holds, is committed before any provider is called; a gateway that
+    // Write-ahead: the call, pending with its holds (pending_calls), is committed before any provider is called; a gateway that
     // dies from here on leaves it to be settled as interrupted (settleInterrupted, or the reap of its instance).
     const id = newUsageId();
     const reservations: BudgetHold[] = [];

@@ -65,7 +65,7 @@ class GroupCommit<T> {
 }
 
 /**
- * The usage rows of model calls, written in group commits: the `pending` row of each call before its provider is
+ * The usage rows of model calls, written in group commits: the pending row of each call (pending_calls) before its provider is
  * called (`open`), and its outcome with the settlement of its budget holds when it finishes (`complete`; refusals
  * too, as rows that were never opened). The HTTP layer calls the provider only once the pending row is committed and
  * answers only once the outcome is, so a call the provider served always has its row, even if the process is killed

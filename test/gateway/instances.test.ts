@@ -96,6 +96,28 @@ it.skipIf(backend.skipReason)('a pending call of an instance reaped while paused
   expect((await reaper.budgets.get(budget.budget_id))!.spend_nanos).toBe(40n);
 });
 
+it.skipIf(backend.skipReason)('a batch that finishes a still pending call, a call reaped meanwhile and a refusal together settles each once', async () => {
+  const budget = await paused.budgets.create({ max_budget_nanos: 1_000_000n });
+  const start = Date.now();
+  await paused.instances.heartbeat(start - 60_000);
+  const reaped = await openCall(paused, budget.budget_id, 'usage_batch_reaped');
+  await reaper.instances.heartbeat(start);
+  expect(await reaper.instances.reapDead(start - 30_000)).toBe(1);
+  // Registered again, the paused instance opens another call; then both finish in one batch with a refusal.
+  await paused.instances.heartbeat(Date.now());
+  const pending = await openCall(paused, budget.budget_id, 'usage_batch_pending');
+  const refusal: CallRow = { ...usageRecord('usage_batch_refused', { status: 'refused', status_code: 403, cost_nanos: 0n, reason: 'budget_exceeded' }), holds: [], instance_id: null };
+  await paused.usage.complete([finished(pending), finished(reaped), refusal]);
+  // 40 for each call (the reaped one's charge of 100 corrected), both holds back, three rows.
+  expect((await reaper.budgets.get(budget.budget_id))!).toMatchObject({ reserved_nanos: 0n, spend_nanos: 80n });
+  const rows = (await reaper.usage.page({}, undefined, 50)).filter((row) => row.id.startsWith('usage_batch_'));
+  expect(rows.map((row) => [row.id, row.status, row.cost_nanos]).sort()).toEqual([
+    ['usage_batch_pending', 'success', 40n],
+    ['usage_batch_reaped', 'success', 40n],
+    ['usage_batch_refused', 'refused', 0n],
+  ]);
+});
+
 it('SQLite: a pending call settled as interrupted by a restart that overlapped its process is corrected by its late finish', async () => {
   const url = await sqlite.newDatabaseUrl();
   const previous = openStore(url);

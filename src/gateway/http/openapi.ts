@@ -89,7 +89,7 @@ const analyticsQuery = [
 ];
 const aggregateProperties = {
   requests: { type: 'integer' },
-  errors: { type: 'integer', description: 'Calls that did not succeed (error, cancelled, interrupted or refused); pending calls are not counted' },
+  errors: { type: 'integer', description: 'Calls that did not succeed (error, cancelled, interrupted or refused); calls in flight have no row yet' },
   refused: { type: 'integer', description: 'Calls refused before any provider (budget, allowed models, rate limit, …); counted in errors too' },
   prompt_tokens: { type: 'integer' },
   completion_tokens: { type: 'integer' },
@@ -298,9 +298,9 @@ export function gatewayOpenApi(version: string): Schema {
             overshoot: { type: 'number', description: 'US dollars the call cost beyond its budget hold (the provider ignored the output limit it was sent), charged all the same; 0: none' },
             status: {
               enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'],
-              description: 'refused: before any provider; pending: written before the provider is called, until the call ends; interrupted: its gateway died, settled at its hold or what its stream had delivered',
+              description: 'refused: before any provider; interrupted: its gateway died, settled at its hold or what its stream had delivered; pending: no row has it since migration 12 (a call in flight has no row until it ends)',
             },
-            status_code: { type: 'integer', description: 'The status answered; 0 while pending or when interrupted' },
+            status_code: { type: 'integer', description: 'The status answered; 0 when interrupted' },
             duration_ms: { type: 'number' },
             reason: nullable('string', { description: 'Why the call was refused, failed or interrupted (an error code, e.g. budget_exceeded, upstream_timeout, gateway_restarted); null on success' }),
           },

@@ -193,16 +193,8 @@ export class Budgets {
    */
   async settle(settlements: BudgetSettlement[], writes: Statement[] = []): Promise<void> {
     const statements = [...writes];
-    const sums = new Map<string, { budget_id: string; holder: string | null; reserved: bigint; actual: bigint }>();
-    for (const s of settlements) {
-      const holder = this.#shared ? s.holder : null;
-      const key = `${s.budget_id}\u0000${holder ?? ''}`;
-      const sum = sums.get(key) ?? { budget_id: s.budget_id, holder, reserved: 0n, actual: 0n };
-      sum.reserved += s.reserved_nanos;
-      sum.actual += s.actual_nanos;
-      sums.set(key, sum);
-    }
-    if (this.#shared && sums.size > 0) {
+    const sums = settlementSums(settlements, this.#shared);
+    if (this.#shared && sums.length > 0) {
       // One statement: the writes as data-modifying CTEs (run to completion whether read or not) and the
       // settlement in gateway_settle_holds (migration 6), which locks the budget rows and reads each holder's share
       // after the lock: a reap that gave a share back meanwhile leaves nothing to give back twice.
@@ -210,11 +202,11 @@ export class Budgets {
       await this.#driver.run(`${inserts.length > 0 ? `WITH ${inserts.join(', ')} ` : ''}SELECT gateway_settle_holds(CAST(? AS TEXT))`, [
         ...statements.flatMap(({ params }) => params),
         // bigints as JSON strings: json_to_recordset reads a string into a BIGINT column exactly
-        bigintJson([...sums.values()]),
+        bigintJson(sums),
       ]);
       return;
     }
-    for (const { budget_id, reserved, actual } of sums.values()) {
+    for (const { budget_id, reserved, actual } of sums) {
       // Never below zero: a gateway started on the same file clears every hold (it takes them for a killed
       // process's), and a call of the previous process settling afterwards would otherwise leave free headroom.
       statements.push({
@@ -237,6 +229,23 @@ function scheduleOf(row: Row): ResetSchedule {
 function scheduleColumns(schedule: ResetSchedule): [number | null, string | null, string | null] {
   if (schedule === null) return [null, null, null];
   return 'every_seconds' in schedule ? [schedule.every_seconds, null, null] : [null, schedule.alignment, schedule.time_zone];
+}
+
+/**
+ * Settlements added up per budget and holder (`shared`: PostgreSQL, where each instance registration's share of the
+ * holds is kept apart; SQLite: per budget), as gateway_settle_holds takes them: one UPDATE per budget.
+ */
+export function settlementSums(settlements: BudgetSettlement[], shared: boolean): { budget_id: string; holder: string | null; reserved: bigint; actual: bigint }[] {
+  const sums = new Map<string, { budget_id: string; holder: string | null; reserved: bigint; actual: bigint }>();
+  for (const s of settlements) {
+    const holder = shared ? s.holder : null;
+    const key = `${s.budget_id}\u0000${holder ?? ''}`;
+    const sum = sums.get(key) ?? { budget_id: s.budget_id, holder, reserved: 0n, actual: 0n };
+    sum.reserved += s.reserved_nanos;
+    sum.actual += s.actual_nanos;
+    sums.set(key, sum);
+  }
+  return [...sums.values()];
 }
 
 function budgetOf(row: Row, now: number): BudgetRecord {

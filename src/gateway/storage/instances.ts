@@ -1,5 +1,6 @@
 import type { SqlDriver } from './driver.ts';
 import { newId } from './rows.ts';
+import { INTERRUPTED_ROWS } from './usage.ts';
 
 /**
  * This process's row in gateway_instances (PostgreSQL), which its budget holds name. The store owns it and hands it
@@ -92,12 +93,12 @@ export class Instances {
   /**
    * Gives back all holds of one instance, settles its pending calls and removes it (if its heartbeat is still older
    * than `staleBefore`, when given); 1 if it did. One transaction per instance, locking the instance row, then its
-   * pending usage rows (in id order, before any budget, as gateway_complete_calls locks them), then the rows of the
+   * pending calls (in id order, before any budget, as gateway_complete_calls locks them), then the rows of the
    * budgets it holds or its pending calls charge (in budget_id order), then reading its shares: a reservation needs the instance row only
    * when it holds a budget it held nothing on (the foreign key), a budget this transaction does not wait for, so the
    * two cannot deadlock. Two reapers queue on the instance row; the second finds it gone.
    *
-   * A pending call of a dead instance never finishes: its row becomes `interrupted`, charged what it was last
+   * A pending call of a dead instance never finishes: it gets its usage row, `interrupted`, charged what it was last
    * recorded at (its hold, or what its stream had delivered) on each budget it held. If the instance was only paused
    * and finishes the call after all, gateway_complete_calls corrects the row and charges just the difference.
    */
@@ -107,22 +108,22 @@ export class Instances {
     const [reaped] = await this.#driver.transaction([
       { sql: `SELECT instance_id FROM gateway_instances WHERE instance_id = ?${stale} FOR UPDATE`, params: which },
       {
-        sql: `SELECT id FROM usage WHERE instance_id = ? AND status = 'pending' AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}) ORDER BY id FOR UPDATE`,
+        sql: `SELECT id FROM pending_calls WHERE instance_id = ? AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}) ORDER BY id FOR UPDATE`,
         params: [instanceId, ...which],
       },
       {
         sql: `SELECT budget_id FROM budgets WHERE budget_id IN (
                 SELECT r.budget_id FROM budget_reservations r JOIN gateway_instances i USING (instance_id) WHERE i.instance_id = ?${stale}
-                UNION SELECT hs.budget_id FROM usage u, json_to_recordset(CAST(u.holds AS json)) AS hs (budget_id TEXT)
-                  WHERE u.instance_id = ? AND u.status = 'pending' AND u.holds IS NOT NULL AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}))
+                UNION SELECT hs.budget_id FROM pending_calls p, json_to_recordset(CAST(p.holds AS json)) AS hs (budget_id TEXT)
+                  WHERE p.instance_id = ? AND p.holds IS NOT NULL AND EXISTS (SELECT 1 FROM gateway_instances WHERE instance_id = ?${stale}))
               ORDER BY budget_id FOR NO KEY UPDATE`,
         params: [...which, instanceId, ...which],
       },
       {
         sql: `WITH gone AS (DELETE FROM gateway_instances WHERE instance_id = ?${stale} RETURNING instance_id),
               freed AS (DELETE FROM budget_reservations r USING gone WHERE r.instance_id = gone.instance_id RETURNING r.budget_id, r.reserved_nanos),
-              cut AS (UPDATE usage u SET status = 'interrupted', reason = 'instance_reaped' FROM gone
-                      WHERE u.instance_id = gone.instance_id AND u.status = 'pending' RETURNING u.holds, u.cost_nanos),
+              cut AS (DELETE FROM pending_calls p USING gone WHERE p.instance_id = gone.instance_id RETURNING p.*),
+              written AS (${INTERRUPTED_ROWS('cut')}),
               charged AS (SELECT hs.budget_id, cut.cost_nanos FROM cut, json_to_recordset(CAST(COALESCE(cut.holds, '[]') AS json)) AS hs (budget_id TEXT)),
               deltas AS (SELECT budget_id, SUM(freed) AS freed, SUM(charge) AS charge FROM (
                            SELECT budget_id, reserved_nanos AS freed, 0 AS charge FROM freed
@@ -130,7 +131,7 @@ export class Instances {
               given AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos - d.freed, spend_nanos = b.spend_nanos + d.charge
                         FROM deltas d WHERE b.budget_id = d.budget_id RETURNING 1)
               SELECT (SELECT COUNT(*) FROM gone) AS gone, (SELECT COUNT(*) FROM given) AS given, (SELECT COUNT(*) FROM cut) AS cut`,
-        params: which,
+        params: [...which, 'instance_reaped'],
       },
     ]);
     return reaped;

@@ -1,4 +1,4 @@
-import type { Budgets } from './budgets.ts';
+import { settlementSums, type Budgets } from './budgets.ts';
 import type { Row, SqlDriver, SqlValue, Statement, SyncSql } from './driver.ts';
 import type { BudgetSettlement, CallProgress, CallRow, UsageRecord, UsageStatus, UsageTotals } from './records.ts';
 import { bigintJson, nanos } from './rows.ts';
@@ -70,6 +70,19 @@ const USAGE_COLUMNS = [
 ] as const satisfies readonly (keyof UsageRecord)[];
 /** What a call writes besides: its instance and its holds (JSON). */
 const CALL_COLUMNS = [...USAGE_COLUMNS, 'instance_id', 'holds'] as const;
+/**
+ * A call in flight (table pending_calls, migration 12): what its usage row would say if it were settled as
+ * interrupted now; the other columns have a fixed value then (INTERRUPTED_ROWS).
+ */
+const INTERRUPTED_ONLY = new Set<string>(['attempts', 'overshoot_nanos', 'status', 'status_code', 'reason']);
+const PENDING_COLUMNS = CALL_COLUMNS.filter((column) => !INTERRUPTED_ONLY.has(column));
+/**
+ * The INSERT that turns the pending calls `cut` (a CTE or table with PENDING_COLUMNS) into usage rows `interrupted`
+ * for `reason` (a parameter), charged what they were last recorded at: their hold, or what their stream delivered.
+ */
+export const INTERRUPTED_ROWS = (cut: string) =>
+  `INSERT INTO usage (${PENDING_COLUMNS.join(', ')}, attempts, overshoot_nanos, status, status_code, reason)
+   SELECT ${PENDING_COLUMNS.join(', ')}, 1, 0, 'interrupted', 0, CAST(? AS TEXT) FROM ${cut}`;
 const USAGE_ROWS_PER_INSERT = 500;
 
 /** A row's value of a column, as bound. */
@@ -122,18 +135,18 @@ const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
  * selects from the CTE `hold`, so the row is written exactly when the hold is taken, in the same round trip.
  */
 export function pendingRowWithHold(row: CallRow): Statement {
-  return { sql: PENDING_ROW_WITH_HOLD, params: CALL_COLUMNS.map((column) => valueOf(row, column)) };
+  return { sql: PENDING_ROW_WITH_HOLD, params: PENDING_COLUMNS.map((column) => valueOf(row, column)) };
 }
-const PENDING_ROW_WITH_HOLD = `INSERT INTO usage (${CALL_COLUMNS.join(', ')}) SELECT ${CALL_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`;
+const PENDING_ROW_WITH_HOLD = `INSERT INTO pending_calls (${PENDING_COLUMNS.join(', ')}) SELECT ${PENDING_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`;
 
-/** Multi-row INSERTs of `rows` (one per 500 rows) into `columns`. */
-function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][]): Statement[] {
+/** Multi-row INSERTs of `rows` (one per 500 rows) into `columns` of `table`. */
+function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][], table = 'usage'): Statement[] {
   const placeholders = `(${columns.map(() => '?').join(', ')})`;
   const statements: Statement[] = [];
   for (let start = 0; start < rows.length; start += USAGE_ROWS_PER_INSERT) {
     const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
     statements.push({
-      sql: `INSERT INTO usage (${columns.join(', ')}) VALUES ${chunk.map(() => placeholders).join(', ')}`,
+      sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${chunk.map(() => placeholders).join(', ')}`,
       params: chunk.flatMap((row) => columns.map((column) => valueOf(row, column))),
     });
   }
@@ -159,35 +172,58 @@ export class UsageLog {
   }
 
   /**
-   * Write-ahead: the `pending` rows of calls about to reach a provider (their holds already taken), one multi-row
-   * INSERT for a group-commit batch. Committed like the holds (PostgreSQL: without waiting for the WAL flush): a row
-   * lost with its holds in a database crash is written again when its call finishes.
+   * Write-ahead: the calls about to reach a provider (their holds already taken) into pending_calls, one multi-row
+   * INSERT for a group-commit batch (on PostgreSQL a call with a budget writes its own in its hold's statement,
+   * pendingRowWithHold). Committed like the holds (PostgreSQL: without waiting for the WAL flush): a row lost with
+   * its holds in a database crash is written again when its call finishes.
    */
   async open(rows: CallRow[]): Promise<void> {
-    for (const { sql, params } of inserts(rows, CALL_COLUMNS)) await this.#driver.runRelaxed(sql, params);
+    for (const { sql, params } of inserts(rows, PENDING_COLUMNS, 'pending_calls')) await this.#driver.runRelaxed(sql, params);
   }
 
   /**
-   * Finishes calls in one transaction: each row is written with its outcome and its holds settled (what they reserved
-   * given back, what the call cost added to spend). A row still `pending` is updated; a row never written (a refusal)
-   * is inserted; a row a recovery already settled as `interrupted` (its instance was taken for dead while the call
-   * ran) gets its true outcome and only the difference to the charge it was settled at; any other row is left alone.
-   * So a call is counted once, whoever settles it first.
+   * Finishes calls in one transaction: each call's usage row is written with its outcome and its holds settled (what
+   * they reserved given back, what the call cost added to spend). A call still pending has its pending_calls row
+   * deleted and its usage row inserted; a call never opened (a refusal) is inserted; a call a recovery already settled
+   * as `interrupted` (its instance was taken for dead while the call ran) gets its true outcome and only the
+   * difference to the charge it was settled at; any other row is left alone. So a call is counted once, whoever
+   * settles it first.
    */
   async complete(calls: CallRow[]): Promise<void> {
     if (calls.length === 0) return;
     if (!this.#driver.atomically) {
-      await this.#driver.run('SELECT gateway_complete_calls(CAST(? AS TEXT))', [bigintJson(calls)]);
+      // Refusals were never opened; every other call was, and normally still is.
+      const opened = calls.filter((call) => call.status !== 'refused').length;
+      const settlements = settlementSums(
+        calls.flatMap((call) => call.holds.map((hold) => ({ ...hold, actual_nanos: call.cost_nanos }))),
+        true,
+      );
+      // One statement (gateway_settle_opened, migration 12, undoes it if a pending row was missing); the rows as
+      // multi-row INSERTs with parameters, as record() writes them: cheaper for the server than reading them out of JSON.
+      const rows = inserts(calls, CALL_COLUMNS);
+      try {
+        await this.#driver.run(
+          `WITH gone AS (DELETE FROM pending_calls WHERE id = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json)))) RETURNING 1),
+           ${rows.map(({ sql }, i) => `u${i} AS (${sql})`).join(', ')}
+           SELECT gateway_settle_opened(CAST(? AS TEXT), (SELECT COUNT(*) FROM gone), CAST(? AS BIGINT))`,
+          [JSON.stringify(calls.map((call) => call.id)), ...rows.flatMap(({ params }) => params), bigintJson(settlements), opened],
+        );
+      } catch (error) {
+        // A call of the batch was settled as interrupted meanwhile (its pending row gone, or its usage row written)
+        if (!isSettledMeanwhile(error)) throw error;
+        await this.#driver.run('SELECT gateway_complete_calls(CAST(? AS TEXT))', [bigintJson(calls)]);
+      }
       return;
     }
     this.#driver.atomically((sql) => {
       const sums = new Map<string, { reserved: bigint; actual: bigint }>();
       for (const call of calls) {
-        const [prior] = sql.all('SELECT status, cost_nanos FROM usage WHERE id = ?', [call.id]);
+        const opened = sql.run('DELETE FROM pending_calls WHERE id = ?', [call.id]) > 0;
+        const [prior] = opened ? [] : sql.all('SELECT status, cost_nanos FROM usage WHERE id = ?', [call.id]);
         let extra = call.cost_nanos;
         if (!prior) {
           for (const { sql: text, params } of inserts([call], CALL_COLUMNS)) sql.run(text, params);
-        } else if (prior.status === 'pending' || prior.status === 'interrupted') {
+        } else if (prior.status === 'interrupted') {
           sql.run(
             `UPDATE usage SET provider = ?, model = ?, attempts = ?, prompt_tokens = ?, completion_tokens = ?, search_units = ?, cost_nanos = ?,
                overshoot_nanos = ?, status = ?, status_code = ?, duration_ms = ?, reason = ? WHERE id = ?`,
@@ -207,7 +243,7 @@ export class UsageLog {
               call.id,
             ],
           );
-          if (prior.status === 'interrupted') extra -= nanos(prior.cost_nanos);
+          extra -= nanos(prior.cost_nanos);
         } else continue;
         // An interrupted row's holds were cleared by the recovery: nothing left to give back.
         const giveBack = prior?.status !== 'interrupted';
@@ -222,39 +258,41 @@ export class UsageLog {
     });
   }
 
-  /** Records what streams have delivered so far on their pending rows (an interrupted stream is charged that). */
+  /** Records what streams have delivered so far on their pending calls (an interrupted stream is charged that). */
   async progress(updates: CallProgress[]): Promise<void> {
     if (updates.length === 0) return;
-    const set = 'prompt_tokens = ?, completion_tokens = ?, cost_nanos = ?, duration_ms = ?';
     if (!this.#driver.atomically) {
       await this.#driver.runRelaxed(
         `WITH v AS (SELECT * FROM json_to_recordset(CAST(? AS json)) AS x (id TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_nanos BIGINT, duration_ms DOUBLE PRECISION))
-         UPDATE usage u SET prompt_tokens = v.prompt_tokens, completion_tokens = v.completion_tokens, cost_nanos = v.cost_nanos, duration_ms = v.duration_ms
-         FROM v WHERE u.id = ANY (ARRAY(SELECT id FROM v)) AND u.id = v.id AND u.status = 'pending'`,
+         UPDATE pending_calls p SET prompt_tokens = v.prompt_tokens, completion_tokens = v.completion_tokens, cost_nanos = v.cost_nanos, duration_ms = v.duration_ms
+         FROM v WHERE p.id = ANY (ARRAY(SELECT id FROM v)) AND p.id = v.id`,
         [bigintJson(updates)],
       );
       return;
     }
     this.#driver.atomically((sql) => {
-      for (const u of updates) sql.run(`UPDATE usage SET ${set} WHERE id = ? AND status = 'pending'`, [u.prompt_tokens, u.completion_tokens, u.cost_nanos, u.duration_ms, u.id]);
+      for (const u of updates) {
+        sql.run('UPDATE pending_calls SET prompt_tokens = ?, completion_tokens = ?, cost_nanos = ?, duration_ms = ? WHERE id = ?', [u.prompt_tokens, u.completion_tokens, u.cost_nanos, u.duration_ms, u.id]);
+      }
     });
   }
 
   /**
-   * SQLite at start (one gateway per file): every `pending` row is a call of a process that died. Each becomes
-   * `interrupted`, charged what it was last recorded at (its hold, or what its stream had delivered) on the budgets it
-   * held, and every hold is cleared, in one transaction. The number of calls settled.
+   * SQLite at start (one gateway per file): every pending call is a call of a process that died. Each gets its usage
+   * row, `interrupted`, charged what it was last recorded at (its hold, or what its stream had delivered) on the
+   * budgets it held, and every hold is cleared, in one transaction. The number of calls settled.
    */
   async settleInterrupted(): Promise<number> {
     if (!this.#driver.atomically) throw new Error('settleInterrupted is for SQLite; PostgreSQL settles a dead instance when it is reaped');
     return this.#driver.atomically((sql) => {
-      const rows = sql.all("SELECT id, holds, cost_nanos FROM usage WHERE status = 'pending'");
+      const rows = sql.all('SELECT holds, cost_nanos FROM pending_calls');
       const charges = new Map<string, bigint>();
       for (const row of rows) {
         for (const hold of holdsOf(row.holds)) charges.set(hold.budget_id, (charges.get(hold.budget_id) ?? 0n) + nanos(row.cost_nanos));
       }
       for (const [budget, charge] of charges) settleOne(sql, budget, 0n, charge);
-      sql.run("UPDATE usage SET status = 'interrupted', reason = 'gateway_restarted' WHERE status = 'pending'");
+      sql.run(INTERRUPTED_ROWS('pending_calls'), ['gateway_restarted']);
+      sql.run('DELETE FROM pending_calls');
       sql.run('UPDATE budgets SET reserved_nanos = 0 WHERE reserved_nanos <> 0');
       return rows.length;
     });
@@ -343,6 +381,9 @@ export class UsageLog {
     return (await this.#driver.scan(`SELECT * FROM usage ${clause} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`, [...params, limit])).map(usageOf);
   }
 }
+
+/** The fast completion met a call a reap settled meanwhile: its own check (GW001), or the reap's usage row (23505). */
+const isSettledMeanwhile = (error: unknown): boolean => ['GW001', '23505'].includes(String((error as { code?: unknown })?.code));
 
 /** SQLite: gives back `reserved` (never below zero, see Budgets.settle) and adds `actual` to spend. */
 function settleOne(sql: SyncSql, budget: string, reserved: bigint, actual: bigint): void {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +15,8 @@ export interface TestPostgres {
   /** A URL to a new, empty database on the server. */
   createDatabase(): Promise<string>;
   stop(): Promise<void>;
+  /** The server's main process (its postmaster) when started here; undefined for GATEWAY_TEST_DATABASE_URL's. */
+  pid?: number;
 }
 
 export type PostgresStart = { server: TestPostgres; reason?: undefined } | { server: null; reason: string };
@@ -86,8 +88,9 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     if (!options.durable) settings.push('-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off');
     run('pg_ctl', ['-D', data, '-l', path.join(dir, 'log'), '-o', settings.join(' '), '-w', '-t', '60', 'start']);
     let stopped = false;
+    const pid = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
     return {
-      server: serverAt(`postgres://postgres@127.0.0.1:${port}/postgres`, async () => {
+      server: { pid, ...serverAt(`postgres://postgres@127.0.0.1:${port}/postgres`, async () => {
         if (stopped) return;
         stopped = true;
         try {
@@ -95,7 +98,7 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
-      }),
+      }) },
     };
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
