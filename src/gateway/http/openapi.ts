@@ -203,6 +203,25 @@ export function gatewayOpenApi(version: string): Schema {
             updated_at: time,
           },
         },
+        InFlightCall: {
+          type: 'object',
+          required: ['object', 'id', 'request_id', 'created_at', 'age_ms', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'cost', 'instance_id'],
+          properties: {
+            object: { const: 'in_flight_call' },
+            id: { type: 'string', description: 'The id its usage row will keep' },
+            request_id: { type: 'string' },
+            created_at: time,
+            age_ms: { type: 'number', description: 'How long it has run, by the gateway clock' },
+            user_id: nullable('string'),
+            key_id: nullable('string'),
+            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
+            provider: { type: 'string', description: 'The provider of the (first) target' },
+            model: { type: 'string', description: 'The model of the (first) target, without provider' },
+            route: nullable('string', { description: 'The model route the client called; null for a provider:model call' }),
+            cost: { type: 'number', description: 'US dollars it is charged if its gateway dies now: its budget hold, or what its stream has delivered' },
+            instance_id: nullable('string', { description: 'PostgreSQL: the gateway instance making the call; null on SQLite' }),
+          },
+        },
         Usage: {
           type: 'object',
           required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'overshoot', 'status', 'status_code', 'duration_ms', 'reason'],
@@ -386,6 +405,16 @@ export function gatewayOpenApi(version: string): Schema {
           responses: {
             200: ok('A page of rows', listOf('Usage', { has_more: { type: 'boolean' }, next_cursor: nullable('string', { description: 'Pass as cursor for the next page' }) })),
             400: err('Bad query: a malformed time or cursor (invalid_cursor), since not before until (invalid_range), an unknown parameter.'),
+            ...MANAGEMENT_ERRORS,
+          },
+        }),
+      },
+      '/v1/usage/in-flight': {
+        get: managed('The calls in flight (written before their provider was called, not yet finished), oldest first', {
+          parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } }],
+          responses: {
+            200: ok('Calls in flight', listOf('InFlightCall', { has_more: { type: 'boolean', description: 'More calls are in flight than listed' } })),
+            400: err('Bad query: limit out of range, an unknown parameter.'),
             ...MANAGEMENT_ERRORS,
           },
         }),

@@ -47,6 +47,11 @@ export interface UsageQuery {
   limit: number;
 }
 
+/** A call in flight: its pending row, with the gateway instance that is making it (PostgreSQL; null on SQLite). */
+export interface InFlightCall extends UsageRecord {
+  instance_id: string | null;
+}
+
 const USAGE_COLUMNS = [
   'id',
   'request_id',
@@ -328,6 +333,16 @@ export class UsageLog {
       [bucketMs, bucketMs, ...params],
     );
     return rows.map((row) => ({ bucket: Number(row.bucket), ...aggregateOf(row) }));
+  }
+
+  /**
+   * The calls in flight: their `pending` rows (written before the provider is called, finished when the call ends),
+   * oldest first, at most `limit`. The dashboard's live view and GET /v1/usage/in-flight read this and nothing else,
+   * so where pending rows live can change here alone. The partial index usage_pending holds exactly these rows.
+   */
+  async listInFlight(limit: number): Promise<InFlightCall[]> {
+    const rows = await this.#driver.scan(`SELECT * FROM usage WHERE status = 'pending' ORDER BY created_at, id LIMIT ?`, [limit]);
+    return rows.map((row) => ({ ...usageOf(row), instance_id: (row.instance_id as string | null) ?? null }));
   }
 
   /**
