@@ -154,6 +154,8 @@ export interface CreatedKey extends VirtualKey {
 
 export interface Budget {
   budget_id: string;
+  /** Its name, on gateways that have budget names; the page shows the id where there is none. */
+  name?: string | null;
   max_budget: number;
   spend: number;
   reserved: number;
@@ -198,6 +200,10 @@ export interface UsageRow {
   endpoint: string;
   provider: string;
   model: string;
+  /** The model route the client called; null for a provider:model call. */
+  route: string | null;
+  /** Targets tried: more than 1 when a route fell back. */
+  attempts: number;
   prompt_tokens: number;
   completion_tokens: number;
   cost: number;
@@ -211,6 +217,27 @@ export interface UsageRow {
 export interface UsagePage extends List<UsageRow> {
   has_more: boolean;
   next_cursor: string | null;
+}
+
+/** A call in flight (GET /v1/usage/in-flight): its pending usage row and how long it has run. */
+export interface InFlightCall {
+  id: string;
+  request_id: string;
+  created_at: string;
+  age_ms: number;
+  user_id: string | null;
+  key_id: string | null;
+  endpoint: string;
+  provider: string;
+  model: string;
+  route: string | null;
+  /** What it is charged if its gateway dies now: its hold, or what its stream has delivered. */
+  cost: number;
+  instance_id: string | null;
+}
+
+export interface InFlightList extends List<InFlightCall> {
+  has_more: boolean;
 }
 
 export interface Pricing {

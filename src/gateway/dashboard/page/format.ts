@@ -24,6 +24,12 @@ export function utc(value: string | number | null): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
+/** "2026-05-18 12:04" in a column headed as UTC (or "—" for none). */
+export const utcShort = (value: string | number | null): string => (value === null ? '—' : utc(value).slice(0, -' UTC'.length));
+
+/** A model as the tables show it: provider:model; a call refused before any model was chosen has none. */
+export const modelLabel = (provider: string, model: string): string => (provider && model ? `${provider}:${model}` : model || '—');
+
 /** A reset period in words. */
 export function period(seconds: number | null): string {
   if (seconds === null) return 'never';
@@ -51,4 +57,14 @@ export function parseModelList(text: string): string[] | null {
     .map((model) => model.trim())
     .filter(Boolean);
   return models.length === 0 ? null : models;
+}
+
+/** How long something has run: "850 ms", "12 s", "3 min 04 s", "2 h 05 min". */
+export function age(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${String(seconds % 60).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }

@@ -1,7 +1,8 @@
 import { recordPath, type Budget, type List } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
-import { money, percent, period, utc } from '../format.ts';
-import { action, budgetMeter, deleteButton, heading, type Page, type PageContext } from '../page.ts';
+import { money, period, utc } from '../format.ts';
+import { budgetName } from '../names.ts';
+import { action, budgetUse, deleteButton, heading, overspent, overspentBanner, type Page, type PageContext } from '../page.ts';
 
 const PERIODS: [string, string][] = [
   ['', 'never'],
@@ -34,12 +35,14 @@ export const budgetsPage: Page = {
       'div',
       { class: 'page' },
       heading('Budgets', 'Spend limits in US dollars, attached to users and keys. A call is refused (403 budget_exceeded) once its budget is spent.'),
+      overspentBanner(budgets.data),
       create,
       table(
+        'Budgets',
         ['Budget', 'Used', 'Reserved', 'Remaining', 'Resets', 'Next reset', ''],
         budgets.data.map((budget) => [
-          budget.budget_id,
-          budgetMeter(budget.spend, budget.max_budget, `${money(budget.spend)} of ${money(budget.max_budget)} (${percent(budget.max_budget === 0 ? 1 : budget.spend / budget.max_budget)})`),
+          budgetLabel(budget),
+          budgetUse(budget),
           money(budget.reserved),
           money(budget.remaining),
           period(budget.reset_every_seconds),
@@ -52,14 +55,21 @@ export const budgetsPage: Page = {
   },
 };
 
+/** Its name, and under it the id the API takes (when the name is not the id). */
+function budgetLabel(budget: Budget): HTMLElement {
+  const name = budgetName(budget);
+  return h('span', { class: overspent(budget) ? 'record-name overspent' : 'record-name' }, name, name === budget.budget_id ? null : h('code', { class: 'record-id' }, budget.budget_id));
+}
+
 function budgetActions(context: PageContext, budget: Budget): HTMLElement {
   const path = recordPath('budgets', budget.budget_id);
+  const name = budgetName(budget);
   const edit: HTMLFormElement = h(
     'form',
     { class: 'stack', onSubmit: action(context, () => context.api.call('PATCH', path, { max_budget: Number(formValues(edit).max_budget) })) },
     field('Limit (US$)', h('input', { name: 'max_budget', type: 'number', min: 0, step: 'any', value: budget.max_budget, required: true })),
     h('button', { type: 'submit' }, 'Save'),
   );
-  const remove = deleteButton(context, path, `Delete budget ${budget.budget_id}? Users and keys using it are no longer limited by it.`);
-  return h('div', { class: 'actions', 'aria-label': `Actions for ${budget.budget_id}` }, h('details', {}, h('summary', {}, 'Edit'), edit), remove);
+  const remove = deleteButton(context, path, `Delete budget ${name}? Users and keys using it are no longer limited by it.`);
+  return h('div', { class: 'actions', role: 'group', 'aria-label': `Actions for ${name}` }, h('details', {}, h('summary', {}, 'Edit'), edit), remove);
 }

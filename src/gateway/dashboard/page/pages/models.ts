@@ -35,6 +35,7 @@ export const modelsPage: Page = {
       ),
       models instanceof ApiError ? errorBanner(models) : null,
       table(
+        'Models and prices',
         ['Model', 'Provider', 'Route', 'Input per 1M tokens', 'Output per 1M tokens', 'Source'],
         ids.map((id) => {
           const price = prices.get(id);
