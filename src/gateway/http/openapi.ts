@@ -84,6 +84,15 @@ const analyticsQuery = [
   { name: 'provider', in: 'query', schema: { type: 'string' } },
   { name: 'status', in: 'query', schema: { enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'] } },
 ];
+/** What a usage row and a call in flight both say of a call. */
+const callProperties = {
+  id: { type: 'string' },
+  request_id: { type: 'string' },
+  created_at: time,
+  user_id: nullable('string'),
+  key_id: nullable('string'),
+  endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
+};
 const aggregateProperties = {
   requests: { type: 'integer' },
   errors: { type: 'integer', description: 'Calls that did not succeed (error, cancelled, interrupted or refused); pending calls are not counted' },
@@ -208,13 +217,9 @@ export function gatewayOpenApi(version: string): Schema {
           required: ['object', 'id', 'request_id', 'created_at', 'age_ms', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'cost', 'instance_id'],
           properties: {
             object: { const: 'in_flight_call' },
+            ...callProperties,
             id: { type: 'string', description: 'The id its usage row will keep' },
-            request_id: { type: 'string' },
-            created_at: time,
             age_ms: { type: 'number', description: 'How long it has run, by the gateway clock' },
-            user_id: nullable('string'),
-            key_id: nullable('string'),
-            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
             provider: { type: 'string', description: 'The provider of the (first) target' },
             model: { type: 'string', description: 'The model of the (first) target, without provider' },
             route: nullable('string', { description: 'The model route the client called; null for a provider:model call' }),
@@ -227,12 +232,7 @@ export function gatewayOpenApi(version: string): Schema {
           required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'overshoot', 'status', 'status_code', 'duration_ms', 'reason'],
           properties: {
             object: { const: 'usage' },
-            id: { type: 'string' },
-            request_id: { type: 'string' },
-            created_at: time,
-            user_id: nullable('string'),
-            key_id: nullable('string'),
-            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
+            ...callProperties,
             provider: { type: 'string', description: 'The provider of the target that answered (or failed last)' },
             model: { type: 'string', description: 'The model of the target that answered (or failed last), without provider' },
             route: nullable('string', { description: 'The model route the client called (its public name); null for a provider:model call' }),

@@ -219,20 +219,12 @@ export interface UsagePage extends List<UsageRow> {
   next_cursor: string | null;
 }
 
-/** A call in flight (GET /v1/usage/in-flight): its pending usage row and how long it has run. */
-export interface InFlightCall {
-  id: string;
-  request_id: string;
-  created_at: string;
+/**
+ * A call in flight (GET /v1/usage/in-flight): its pending usage row and how long it has run. Its cost is what it is
+ * charged if its gateway dies now: its hold, or what its stream has delivered.
+ */
+export interface InFlightCall extends Pick<UsageRow, 'id' | 'request_id' | 'created_at' | 'user_id' | 'key_id' | 'endpoint' | 'provider' | 'model' | 'route' | 'cost'> {
   age_ms: number;
-  user_id: string | null;
-  key_id: string | null;
-  endpoint: string;
-  provider: string;
-  model: string;
-  route: string | null;
-  /** What it is charged if its gateway dies now: its hold, or what its stream has delivered. */
-  cost: number;
   instance_id: string | null;
 }
 
