@@ -315,10 +315,18 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(await page.locator('.live-status').textContent()).toMatch(/^1 call in flight · read at \d\d:\d\d:\d\d UTC$/);
     const [inFlight] = (await gateway.call('GET', '/v1/usage/in-flight')).json.data;
     expect(cell('Request id')).toBe(inFlight.request_id);
+    expect(await accessibilityViolations(page)).toEqual([]);
     await shoot('live');
 
+    // paused, the page keeps what it showed though the call ends; resumed, it reads again at once
+    await page.getByRole('button', { name: 'Pause updates' }).click();
+    expect(await page.locator('.live-status').textContent()).toMatch(/ · updates paused$/);
     client.abort();
     expect(await held).toBeInstanceOf(Error);
+    await expect.poll(async () => (await gateway.call('GET', '/v1/usage/in-flight')).json.data.length).toBe(0);
+    await page.waitForTimeout(2_500);
+    expect(await row.count()).toBe(1);
+    await page.getByRole('button', { name: 'Resume updates' }).click();
     await page.getByText('No call is in flight.').waitFor({ timeout: 10_000 });
     expect((await gateway.call('GET', '/v1/usage/in-flight')).json.data).toEqual([]);
     await expect.poll(() => fake.abandonedReplies).toBe(1);
