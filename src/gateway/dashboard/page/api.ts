@@ -156,6 +156,9 @@ export interface Budget {
   budget_id: string;
   /** Its name, on gateways that have budget names; the page shows the id where there is none. */
   name?: string | null;
+  /** Its soft limit and whether spend has passed it, on gateways that have soft budgets. */
+  soft_budget?: number | null;
+  soft_budget_exceeded?: boolean;
   max_budget: number;
   spend: number;
   reserved: number;

@@ -96,7 +96,8 @@ export const overspent = (budget: Budget): boolean => budget.spend > budget.max_
 
 /**
  * A budget's use: a meter (green, amber from 80%, red at 100%) with the numbers beside it, and a warning badge once it
- * is used up or overspent, so a budget past its limit reads as a warning and not only as "112%". The meter is hidden
+ * is past its soft limit (gateways with soft budgets), used up or overspent, so a budget past its limit reads as a
+ * warning and not only as "112%". The meter is hidden
  * from screen readers: the text says the same.
  */
 export function budgetUse(budget: Budget): HTMLElement {
@@ -106,7 +107,9 @@ export function budgetUse(budget: Budget): HTMLElement {
     ? h('span', { class: 'badge bad' }, `Overspent by ${money(budget.spend - max)}`)
     : budget.spend === max
       ? h('span', { class: 'badge warn' }, 'Used up')
-      : null;
+      : budget.soft_budget_exceeded
+        ? h('span', { class: 'badge warn' }, `Past soft limit ${money(budget.soft_budget ?? 0)}`)
+        : null;
   return h(
     'span',
     { class: 'budget-use' },
