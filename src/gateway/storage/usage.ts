@@ -47,10 +47,14 @@ export interface UsageQuery {
   limit: number;
 }
 
-/** A call in flight: its pending row, with the gateway instance that is making it (PostgreSQL; null on SQLite). */
-export interface InFlightCall extends UsageRecord {
+/**
+ * A call in flight: what its pending row says of it (its first target; `cost_nanos`: its hold, or what its stream has
+ * delivered so far), and the gateway instance making it (PostgreSQL; null on SQLite).
+ */
+export interface InFlightCall extends Pick<UsageRecord, 'id' | 'request_id' | 'created_at' | 'user_id' | 'key_id' | 'endpoint' | 'provider' | 'model' | 'route' | 'cost_nanos'> {
   instance_id: string | null;
 }
+const IN_FLIGHT_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'cost_nanos', 'instance_id'] as const;
 
 const USAGE_COLUMNS = [
   'id',
@@ -341,8 +345,20 @@ export class UsageLog {
    * so where pending rows live can change here alone. The partial index usage_pending holds exactly these rows.
    */
   async listInFlight(limit: number): Promise<InFlightCall[]> {
-    const rows = await this.#driver.scan(`SELECT * FROM usage WHERE status = 'pending' ORDER BY created_at, id LIMIT ?`, [limit]);
-    return rows.map((row) => ({ ...usageOf(row), instance_id: (row.instance_id as string | null) ?? null }));
+    const rows = await this.#driver.scan(`SELECT ${IN_FLIGHT_COLUMNS.join(', ')} FROM usage WHERE status = 'pending' ORDER BY created_at, id LIMIT ?`, [limit]);
+    return rows.map((row) => ({
+      id: String(row.id),
+      request_id: String(row.request_id),
+      created_at: Number(row.created_at),
+      user_id: (row.user_id as string | null) ?? null,
+      key_id: (row.key_id as string | null) ?? null,
+      endpoint: String(row.endpoint),
+      provider: String(row.provider),
+      model: String(row.model),
+      route: (row.route as string | null) ?? null,
+      cost_nanos: nanos(row.cost_nanos),
+      instance_id: (row.instance_id as string | null) ?? null,
+    }));
   }
 
   /**
