@@ -328,6 +328,14 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(await row.count()).toBe(1);
     await page.getByRole('button', { name: 'Resume updates' }).click();
     await page.getByText('No call is in flight.').waitFor({ timeout: 10_000 });
+
+    // a read that fails is shown, and the next one that succeeds clears it; the page keeps reading meanwhile
+    const failure = { error: { message: 'database is locked', type: 'api_error', code: 'internal_error', param: null } };
+    await page.route('**/v1/usage/in-flight*', (route) => route.fulfill({ status: 500, headers: { 'content-type': 'application/json' }, body: JSON.stringify(failure) }));
+    const alert = page.getByRole('alert').filter({ hasText: 'The gateway answered 500 (internal_error): database is locked' });
+    await alert.waitFor({ timeout: 10_000 });
+    await page.unroute('**/v1/usage/in-flight*');
+    await alert.waitFor({ state: 'detached', timeout: 10_000 });
     expect((await gateway.call('GET', '/v1/usage/in-flight')).json.data).toEqual([]);
     await expect.poll(() => fake.abandonedReplies).toBe(1);
   });
