@@ -346,19 +346,7 @@ export class UsageLog {
    */
   async listInFlight(limit: number): Promise<InFlightCall[]> {
     const rows = await this.#driver.scan(`SELECT ${IN_FLIGHT_COLUMNS.join(', ')} FROM usage WHERE status = 'pending' ORDER BY created_at, id LIMIT ?`, [limit]);
-    return rows.map((row) => ({
-      id: String(row.id),
-      request_id: String(row.request_id),
-      created_at: Number(row.created_at),
-      user_id: (row.user_id as string | null) ?? null,
-      key_id: (row.key_id as string | null) ?? null,
-      endpoint: String(row.endpoint),
-      provider: String(row.provider),
-      model: String(row.model),
-      route: (row.route as string | null) ?? null,
-      cost_nanos: nanos(row.cost_nanos),
-      instance_id: (row.instance_id as string | null) ?? null,
-    }));
+    return rows.map((row) => ({ ...callOf(row), instance_id: (row.instance_id as string | null) ?? null }));
   }
 
   /**
@@ -459,8 +447,8 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   return { clause: where.length > 0 ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 
-/** A row's value for a column; the optional columns have their defaults. */
-function usageOf(row: Row): UsageRecord {
+/** What every row of a call says of it: who made it, when, to which model; and its cost (so far). */
+function callOf(row: Row): Omit<InFlightCall, 'instance_id'> {
   return {
     id: String(row.id),
     request_id: String(row.request_id),
@@ -471,11 +459,18 @@ function usageOf(row: Row): UsageRecord {
     provider: String(row.provider),
     model: String(row.model),
     route: (row.route as string | null) ?? null,
+    cost_nanos: nanos(row.cost_nanos),
+  };
+}
+
+/** A row's value for a column; the optional columns have their defaults. */
+function usageOf(row: Row): UsageRecord {
+  return {
+    ...callOf(row),
     attempts: Number(row.attempts ?? 1),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),
-    cost_nanos: nanos(row.cost_nanos),
     overshoot_nanos: nanos(row.overshoot_nanos ?? 0),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),
