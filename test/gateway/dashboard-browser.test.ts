@@ -336,8 +336,47 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await alert.waitFor({ timeout: 10_000 });
     await page.unroute('**/v1/usage/in-flight*');
     await alert.waitFor({ state: 'detached', timeout: 10_000 });
+
+    // A key made after the page read the names: its call is shown by name (the names are read again). A key deleted
+    // before the page saw its call: shown by its id, and the names are read again once for it, not at every read.
+    // (Updates are paused while the calls start, so that the page sees each as the test means it to.)
+    const pauseUpdates = () => page.getByRole('button', { name: 'Pause updates' }).click();
+    const resumeUpdates = () => page.getByRole('button', { name: 'Resume updates' }).click();
+    const heldCall = async (keyName: string) => {
+      const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: keyName } })).json as { id: string; key: string };
+      fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 60_000, then: PROVIDER_FAILURES.serverError });
+      const client = new AbortController();
+      const call = chat(key.key, 'openai:fake-model-1', client.signal).catch((error: unknown) => error);
+      await expect.poll(async () => (await gateway.call('GET', '/v1/usage/in-flight')).json.data.some((entry: { key_id: string }) => entry.key_id === key.id)).toBe(true);
+      return { id: key.id, end: async () => (client.abort(), call) };
+    };
+    await pauseUpdates();
+    const late = await heldCall('late-key');
+    await resumeUpdates();
+    await page.locator('table.live tbody tr').filter({ hasText: 'late-key' }).waitFor({ timeout: 10_000 });
+    await pauseUpdates();
+    const gone = await heldCall('gone-key');
+    expect((await gateway.call('DELETE', `/v1/keys/${gone.id}`)).status).toBe(200);
+    await resumeUpdates();
+    await page.locator('table.live tbody tr').filter({ hasText: gone.id }).waitFor({ timeout: 10_000 });
+    let keyReads = 0;
+    const countKeyReads = (request: { url(): string }) => {
+      if (new URL(request.url()).pathname === '/v1/keys') keyReads++;
+    };
+    page.on('request', countKeyReads);
+    const readAt = () => page.locator('.live-status').textContent();
+    for (let read = 0; read < 2; read++) {
+      const before = await readAt();
+      await expect.poll(readAt, { timeout: 10_000 }).not.toBe(before);
+    }
+    page.off('request', countKeyReads);
+    expect(keyReads).toBe(0);
+    expect(await late.end()).toBeInstanceOf(Error);
+    expect(await gone.end()).toBeInstanceOf(Error);
+    await gateway.call('DELETE', `/v1/keys/${late.id}`);
+    await page.getByText('No call is in flight.').waitFor({ timeout: 10_000 });
     expect((await gateway.call('GET', '/v1/usage/in-flight')).json.data).toEqual([]);
-    await expect.poll(() => fake.abandonedReplies).toBe(1);
+    await expect.poll(() => fake.abandonedReplies).toBe(3);
   });
 
   it('warns of an overspent budget on the Budgets page and the Overview; its next call is refused and the Usage table says why', async () => {

@@ -37,6 +37,8 @@ export const livePage: Page = {
       if (!paused) void poll();
     });
 
+    /** Ids the names were read again for. */
+    const looked = new Set<string>();
     let failed = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     async function poll(): Promise<void> {
@@ -44,8 +46,14 @@ export const livePage: Page = {
       if (context.signal.aborted || paused) return;
       try {
         const next = await read();
-        // a call of a key or user made since the names were read: read them again
-        if (!names.knows(next.data.map((call) => call.user_id), next.data.map((call) => call.key_id))) names = (await readRecords(context.api)).names;
+        // a call of a key or user made since the names were read: read them again, once per such id (a user the
+        // master key names in its calls need not be a record, and would otherwise be looked up at every read)
+        const users = next.data.map((call) => call.user_id).filter((id) => id !== null && !looked.has(id));
+        const keys = next.data.map((call) => call.key_id).filter((id) => id !== null && !looked.has(id));
+        if (!names.knows(users, keys)) {
+          names = (await readRecords(context.api)).names;
+          for (const id of [...users, ...keys]) looked.add(id!);
+        }
         if (context.signal.aborted) return;
         list = next;
         show();
