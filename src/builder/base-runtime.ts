@@ -71,6 +71,8 @@ export interface ResolveBaseRuntimeOptions {
   fetch?: typeof fetch;
   /** Called as the .gz arrives: first with 0 bytes, then per chunk, last with the full size. */
   onProgress?: (event: BaseRuntimeProgress) => void;
+  /** false (`--no-download`): a base runtime not in the cache is an error instead of a download. */
+  download?: boolean;
 }
 
 export interface HostBaseRuntime {
@@ -131,6 +133,12 @@ export async function resolveBaseRuntime(options: ResolveBaseRuntimeOptions): Pr
   const binaryPath = baseRuntimeCachePath(options.cacheDir, options.version, options.target);
   const cached = await checkCacheEntry(binaryPath);
   if (cached.state === 'valid') return withNote({ path: binaryPath, source: 'cache' });
+  if (options.download === false) {
+    throw new ConfigError(
+      `no base runtime ${options.version} for ${options.target} in the cache (${binaryPath}: ${cached.note}) and downloads are off ` +
+        `(--no-download): run \`encoder runtime add ${options.target}\` first, or pass --base-binary-path`,
+    );
+  }
 
   const location = resolveReleaseLocation({ version: options.version, releaseUrl: options.releaseUrl, env: options.env, defaultUrl: options.defaultReleaseUrl });
   if (location === null) {
@@ -230,10 +238,11 @@ async function readHead(file: string, bytes: number): Promise<Buffer> {
   }
 }
 
-type CacheState = { state: 'valid' } | { state: 'missing' | 'invalid'; note: string };
+export type CacheState = { state: 'valid' } | { state: 'missing' | 'invalid'; note: string };
 
 /** Is there a finished, intact cache entry at `binaryPath`? */
-async function checkCacheEntry(binaryPath: string): Promise<CacheState> {
+/** Whether the cached binary at `binaryPath` is complete and matches its marker (and why not). */
+export async function checkCacheEntry(binaryPath: string): Promise<CacheState> {
   let markerText: string;
   try {
     markerText = await readFile(cacheMarkerPath(binaryPath), 'utf8');

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { writeModelExecutable, type AssetSource } from '../../runtime/asset-section.ts';
 import { cacheDirFromEnvironment } from '../encoder/cache/cache-dir.ts';
@@ -15,6 +15,7 @@ import { readModelDirectory } from './model-directory.ts';
 import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
 import { quantizeInt8 } from './quantize/quantize-int8.ts';
 import { executableExtension, hostTarget, parseTarget, requireBuildableTarget, type Target } from './targets.ts';
+import { ConfigError } from '../encoder/errors.ts';
 
 export interface BuildModelOptions {
   configFile: string;
@@ -25,6 +26,14 @@ export interface BuildModelOptions {
   hostBase?: HostBaseRuntime;
   /** Overrides the configuration's output_path. */
   outputPath?: string;
+  /** `--output-dir`: the output file goes to this folder (its name as output_path or the default gives it). */
+  outputDir?: string;
+  /** `--cache-dir`: overrides the configuration's cache_dir and ENCODER_CACHE_DIR. */
+  cacheDir?: string;
+  /** false (`--no-download`): a base runtime must be local or cached. */
+  download?: boolean;
+  /** false (`--no-build`): every check runs (base runtime, configuration, files, ONNX, max length), nothing is written. */
+  write?: boolean;
   /** Overrides the configuration's quantize (`encoder build --quantize`). */
   quantize?: Quantization;
   runtimeVersion: string;
@@ -43,6 +52,8 @@ export interface BuiltModel {
   outputPath: string;
   target: Target;
   bytes: number;
+  /** false for `--no-build`: checked, not written. */
+  written: boolean;
 }
 
 export const BUILD_STEPS = [
@@ -59,24 +70,30 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
 
-  const target = options.platform ? parseTarget(options.platform) : hostTarget();
-  requireBuildableTarget(target);
   // Read once; a broken configuration is reported in its own step, after the base runtime.
   const loaded = tryLoadBuildConfig(options.configFile, cwd, env);
+  const configured = 'config' in loaded ? loaded.config : null;
+  // the flags win over an encoderfile configuration's target and base_binary_path
+  const target = options.platform ? parseTarget(options.platform) : configured?.target ? configuredTarget(configured.target) : hostTarget();
+  requireBuildableTarget(target);
   const base = await resolveBaseRuntime({
     target,
     version: options.runtimeVersion,
-    cacheDir: 'config' in loaded ? loaded.config.cacheDir : cacheDirFromEnvironment(env),
-    baseBinaryPath: options.baseBinaryPath,
+    cacheDir: options.cacheDir ?? configured?.cacheDir ?? cacheDirFromEnvironment(env),
+    baseBinaryPath: options.baseBinaryPath ?? configured?.baseBinaryPath ?? undefined,
     hostBase: options.hostBase,
     env,
+    download: options.download,
     onProgress: (event) => reporter.progress('download', event.doneBytes, event.totalBytes),
+  }).catch((error: unknown) => {
+    // a broken configuration may be why (its target or base_binary_path unread): it is the first thing to fix
+    throw 'error' in loaded ? loaded.error : error;
   });
   reporter.step(1, BUILD_STEPS[0], `${target}, ${describeBase(base)}${base.note ? ` (${base.note})` : ''}`);
 
   if ('error' in loaded) throw loaded.error;
   const { config } = loaded;
-  reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})`);
+  reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})${describeFormat(config)}`);
 
   const pkg = readModelDirectory(config);
   reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
@@ -111,21 +128,29 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
       `${describeMaxLength(pkg.maxLength)}, run once at that length${quantized ? `; ${quantized.detail}` : ''}; graph optimized`,
   );
 
-  const outputPath = options.outputPath !== undefined
+  let outputPath = options.outputPath !== undefined
     ? path.resolve(cwd, options.outputPath)
     : (config.outputPath ?? defaultOutputPath(config.name, cwd, executableExtension(target)));
+  if (options.outputDir !== undefined) outputPath = path.resolve(cwd, options.outputDir, path.basename(outputPath));
+  // a folder named by --output-dir is made, as encoderfile makes it; an output_path or -o must name an existing one
+  if (options.outputDir !== undefined && options.write !== false) mkdirSync(path.dirname(outputPath), { recursive: true });
+  if (options.write === false) {
+    reporter.step(5, BUILD_STEPS[4], 'skipped (--no-build)');
+    reporter.step(6, BUILD_STEPS[5], `skipped (--no-build): would be ${outputPath}`);
+    return { outputPath, target, bytes: 0, written: false };
+  }
   const manifest = await writeModelExecutable({
     baseBinaryPath: base.path,
     outputPath,
     assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weightAssets : [asset])),
-    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength) },
+    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength, pkg.truncation) },
     onProgress: (done, total) => reporter.progress('append', done, total),
   });
   reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));
 
   const bytes = statSync(outputPath).size;
   reporter.step(6, BUILD_STEPS[5], `${outputPath} (${formatBytes(bytes)})`);
-  return { outputPath, target, bytes };
+  return { outputPath, target, bytes, written: true };
 }
 
 
@@ -143,6 +168,21 @@ async function quantizeChecked(pkg: ModelPackage, fp32: PredictPipeline, config:
     return { weights: model, detail: `${rewritten}, ${formatBytes(report.bytesBefore)} → ${formatBytes(report.bytesAfter)}; ${describeGate(result)}` };
   } finally {
     await int8.close();
+  }
+}
+
+/** An encoderfile configuration says so; the keys that do nothing here follow, each with why (one line). */
+function describeFormat(config: BuildConfig): string {
+  const format = config.format === 'encoderfile' ? ', a mozilla-ai/encoderfile configuration' : '';
+  return `${format}${config.notes.length > 0 ? `; accepted without effect here: ${config.notes.join('; ')}` : ''}`;
+}
+
+/** An encoderfile configuration's `target`, as `--platform` takes it. */
+function configuredTarget(value: string): Target {
+  try {
+    return parseTarget(value);
+  } catch (error) {
+    throw new ConfigError(`"encoderfile.target" ${(error as Error).message.replace(/^unknown platform/, 'names an unknown target')}`, { cause: error });
   }
 }
 

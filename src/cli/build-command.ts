@@ -2,6 +2,7 @@ import type { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { CACHE_DIR_ENV } from '../encoder/cache/cache-dir.ts';
 import { QUANTIZATIONS, type Quantization } from '../encoder/config.ts';
+import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_RELEASE_URL, RELEASE_URL_ENV } from '../builder/release.ts';
 import type { BuildReporter } from '../builder/build-model.ts';
 import { TARGETS } from '../builder/targets.ts';
@@ -14,19 +15,30 @@ interface BuildCommandOptions {
   platform?: string;
   baseBinaryPath?: string;
   output?: string;
+  outputDir?: string;
+  cacheDir?: string;
+  download: boolean;
+  build: boolean;
+  runtimeVersion?: string;
 }
 
 export function registerBuildCommand(program: Command, io: CliIo, context: CliContext): void {
   program
     .command('build')
     .description('Pack a model directory into one executable that serves it or runs it (spec 2 build steps)')
-    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder)')
+    .requiredOption('-f, --file <config>', 'build configuration (YAML, top-level key encoder, or encoderfile: a mozilla-ai/encoderfile configuration as it is)')
     .option('--platform <target>', `target triple (default: this machine): ${TARGETS.join(', ')}`)
     .option('--base-binary-path <path>', 'use this base runtime (from `npm run build:runtime`) instead of a release download')
     .option('-o, --output <path>', 'output file (default: output_path of the configuration, else ./<name>)', parseFileName)
+    .option('--output-dir <dir>', 'write the output file into this folder (its name from -o, output_path or the model name)')
+    .option('--cache-dir <dir>', 'cache of base runtimes (overrides cache_dir and ENCODER_CACHE_DIR)')
+    .option('--no-download', 'never download a base runtime: use --base-binary-path, this executable or the cache')
+    .option('--no-build', 'run every check (base runtime, configuration, files, ONNX model, longest input) and write nothing')
+    .option('--runtime-version <version>', `base runtime version (this builder packs for ${RUNTIME_VERSION} only)`)
     .addOption(new Option('--quantize <kind>', 'int8: MatMul weights to int8 behind an accuracy gate (default: the configuration\'s quantize, else none)').choices(QUANTIZATIONS))
     .addHelpText('after', () => buildHelpFooter())
-    .action(async (options: BuildCommandOptions) => {
+    .action(async (options: BuildCommandOptions, command: Command) => {
+      requireOwnRuntimeVersion(options.runtimeVersion);
       // the builder (ONNX rewriting with protobufjs, downloads) loads only when a build runs
       const { BUILD_STEPS, buildModel, formatBytes } = await import('../builder/build-model.ts');
       const stepLine = (index: number, title: string, detail: string) => `[${index}/${BUILD_STEPS.length}] ${title}: ${detail}\n`;
@@ -39,14 +51,29 @@ export function registerBuildCommand(program: Command, io: CliIo, context: CliCo
           baseBinaryPath: options.baseBinaryPath,
           hostBase: context.hostBase?.(),
           outputPath: options.output,
+          outputDir: options.outputDir,
+          cacheDir: options.cacheDir ?? (command.optsWithGlobals() as { cacheDir?: string }).cacheDir,
+          download: options.download,
+          write: options.build,
           quantize: options.quantize,
           runtimeVersion: RUNTIME_VERSION,
           pipelineOptions: { luaWasmPath: context.luaWasmPath },
         },
         reporter,
       );
-      io.stderr(`built ${built.outputPath} for ${built.target}; run it with: ${built.outputPath} infer "some text"\n`);
+      if (built.written) io.stderr(`built ${built.outputPath} for ${built.target}; run it with: ${built.outputPath} infer "some text"\n`);
+      else io.stderr(`checked ${options.file} for ${built.target}; nothing written (--no-build)\n`);
     });
+}
+
+/**
+ * `--runtime-version`: a model executable is a base runtime with this builder's asset section appended, which only
+ * the runtime of the builder's own version is known to read; any other version cannot apply (exit 2).
+ */
+export function requireOwnRuntimeVersion(version: string | undefined): void {
+  if (version !== undefined && version !== RUNTIME_VERSION) {
+    throw new ConfigError(`--runtime-version ${version}: this builder packs models for base runtime ${RUNTIME_VERSION} only (the asset section is read by the runtime of the same version); use the builder of version ${version} to build for it`);
+  }
 }
 
 /** What `build --help` ends with: the environment variables it reads, and the target without a base runtime. */

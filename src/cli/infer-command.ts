@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { open, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { ConfigError, InputError } from '../encoder/errors.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
@@ -26,6 +26,8 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
   if (source.configOption) command.requiredOption('-c, --config <file>', 'build configuration (YAML, top-level key encoder)');
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
+    // encoderfile's flag; JSON is its only format too
+    .addOption(new Option('-f, --format <format>', 'output format').choices(['json']).default('json'))
     .option('--normalize', 'embedding models: scale vectors to unit length (default: token vectors yes, sentence vectors as the model says)')
     .option('--no-normalize', 'embedding models: do not scale vectors to unit length')
     .option('--threads <n>', 'onnxruntime threads (default: all cores)', parsePositiveInteger)

@@ -12,6 +12,7 @@ import type { ModelSource } from './model-source.ts';
 import type { SwaggerUiFiles } from '../tools/http/docs-page.ts';
 import type { DashboardFiles } from '../gateway/dashboard/files.ts';
 import { registerServeCommand } from './serve-command.ts';
+import { registerBuilderTools } from './builder-tools-command.ts';
 import { registerToolsCommand } from './tools-command.ts';
 
 /** Where a command writes; tests pass their own. */
@@ -85,11 +86,14 @@ export function createProgram(io: CliIo, context: CliContext): Command {
     load: async (options) => (await import('../builder/model-directory.ts')).readModelDirectory(loadBuildConfig(options.config!)),
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
   };
+  // encoderfile's global option; build and runtime read it (before or after the command's name)
+  program.option('--cache-dir <dir>', 'cache of base runtimes (default: ENCODER_CACHE_DIR, else the platform\'s cache)');
   registerBuildCommand(program, io, context);
   registerInferCommand(program, io, fromConfig);
   registerServeCommand(program, io, fromConfig, context);
   registerGatewayCommand(program, io, context);
   registerToolsCommand(program, io, context);
+  registerBuilderTools(program, io);
   return program;
 }
 

@@ -8,6 +8,8 @@ import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
 import { cacheDirFromEnvironment } from './cache/cache-dir.ts';
 import { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName, type ModelType } from './config-names.ts';
+import { ENCODERFILE_MODEL_TYPES, fromEncoderfileSection } from './encoderfile-config.ts';
+import type { TruncationDirection, TruncationStrategy } from './tokenizer/truncation.ts';
 
 export { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES } from './config-names.ts';
 export type { LuaLibraryName, ModelType } from './config-names.ts';
@@ -36,6 +38,21 @@ export const DEFAULT_QUANTIZE_GATE: Readonly<QuantizeGate> = Object.freeze({ che
 export const POOLED_MODEL_TYPES: readonly ModelType[] = ['embedding', 'sentence_embedding'];
 
 export const DEFAULT_MODEL_VERSION = '0.1.0';
+
+/**
+ * The `tokenizer:` block (mozilla-ai/encoderfile's TokenizerBuildConfig, same keys and meaning); null: not set, the
+ * model's own (tokenizer_config.json for an encoderfile configuration, else right, longest_first, stride 0).
+ */
+export interface TokenizerBlock {
+  padStrategy: 'batch_longest' | { fixed: number } | null;
+  truncationSide: TruncationDirection | null;
+  truncationStrategy: TruncationStrategy | null;
+  /** Tokens of one input, special tokens included; never above what the model runs (max-length.ts). */
+  maxLength: number | null;
+  stride: number | null;
+}
+
+export const NO_TOKENIZER_BLOCK: Readonly<TokenizerBlock> = Object.freeze({ padStrategy: null, truncationSide: null, truncationStrategy: null, maxLength: null, stride: null });
 
 /** Where the model's files are; every path absolute. */
 export interface ModelPaths {
@@ -66,9 +83,52 @@ export interface BuildConfig {
   rerankLabel: string | null;
   quantize: Quantization;
   quantizeGate: QuantizeGate;
+  tokenizer: TokenizerBlock;
+  /** Which format the file was written in: this project's `encoder:` or mozilla-ai/encoderfile's `encoderfile:`. */
+  format: 'encoder' | 'encoderfile';
+  /** encoderfile's `target`: the target triple to build for when `build --platform` does not say; null: this machine's. */
+  target: string | null;
+  /** encoderfile's `base_binary_path` (absolute): the base runtime to use when `build --base-binary-path` does not say. */
+  baseBinaryPath: string | null;
+  /** Keys accepted without effect here, each with why: `build` prints them on its configuration line. */
+  notes: string[];
 }
 
 const stringField = { type: 'string', minLength: 1 } as const;
+
+/** The `tokenizer:` block, in both formats (encoderfile's keys; its pad_strategy is null or `{fixed: n}`). */
+const TOKENIZER_BLOCK_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    pad_strategy: {
+      oneOf: [
+        { type: 'null' },
+        { type: 'string', enum: ['batch_longest'] },
+        { type: 'object', required: ['fixed'], additionalProperties: false, properties: { fixed: { type: 'integer', minimum: 0 } } },
+      ],
+    },
+    truncation_side: { type: 'string', enum: ['right', 'left'] },
+    truncation_strategy: { type: 'string', enum: ['longest_first', 'only_first', 'only_second'] },
+    max_length: { type: 'integer', minimum: 1 },
+    stride: { type: 'integer', minimum: 0 },
+  },
+} as const;
+
+/** `path`: a model directory, or its files one by one (an encoderfile file may name `extra` ones too). */
+function modelPathSchema<E extends Record<string, typeof stringField>>(extra: E) {
+  return {
+    oneOf: [
+      stringField,
+      {
+        type: 'object',
+        required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
+        additionalProperties: false,
+        properties: { model_config_path: stringField, model_weights_path: stringField, tokenizer_path: stringField, tokenizer_config_path: stringField, ...extra },
+      },
+    ],
+  } as const;
+}
 
 /** JSON schema of the YAML file; messages are rewritten by `describeSchemaError`. */
 export const CONFIG_SCHEMA = {
@@ -84,21 +144,7 @@ export const CONFIG_SCHEMA = {
         // Not "." or "..": the name is the default output file, which would then be a directory.
         name: { type: 'string', minLength: 1, pattern: '^(?!\\.{1,2}$)[A-Za-z0-9._-]+$' },
         version: stringField,
-        path: {
-          oneOf: [
-            stringField,
-            {
-              type: 'object',
-              required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
-              additionalProperties: false,
-              properties: {
-                model_config_path: stringField,
-                model_weights_path: stringField,
-                tokenizer_path: stringField,
-              },
-            },
-          ],
-        },
+        path: modelPathSchema({}),
         model_type: { type: 'string', enum: MODEL_TYPES },
         output_path: stringField,
         cache_dir: stringField,
@@ -116,6 +162,36 @@ export const CONFIG_SCHEMA = {
         quantize_check_texts: { type: 'array', minItems: 1, items: stringField },
         quantize_min_cosine: { type: 'number', minimum: -1, maximum: 1 },
         quantize_min_label_agreement: { type: 'number', minimum: 0, maximum: 1 },
+        tokenizer: TOKENIZER_BLOCK_SCHEMA,
+      },
+    },
+  },
+} as const;
+
+const ENCODER_PROPERTIES = CONFIG_SCHEMA.properties.encoder.properties;
+
+/**
+ * mozilla-ai/encoderfile's configuration (0.7.0 `EncoderfileConfig` under `encoderfile:`): its keys with its types, this
+ * project's own keys beside them, and, as there, other keys ignored (encoderfile-config.ts says which in a note).
+ */
+export const ENCODERFILE_SCHEMA = {
+  type: 'object',
+  required: ['encoderfile'],
+  properties: {
+    encoderfile: {
+      type: 'object',
+      required: ['name', 'path', 'model_type'],
+      properties: {
+        ...ENCODER_PROPERTIES,
+        // encoderfile takes any name (a Hugging Face id such as org/model too); the default output file is then
+        // ./org/model.encoderfile, as encoderfile writes it
+        name: { type: 'string', minLength: 1, pattern: '^[^\\u0000-\\u001f]+$' },
+        path: modelPathSchema({ preprocessor_config_path: stringField }),
+        model_type: { type: 'string', enum: ENCODERFILE_MODEL_TYPES },
+        lua_libs: { type: 'array', items: { type: 'string', enum: [...LUA_LIBRARIES, 'debug'] } },
+        base_binary_path: stringField,
+        validate_transform: { type: 'boolean' },
+        target: stringField,
       },
     },
   },
@@ -123,6 +199,7 @@ export const CONFIG_SCHEMA = {
 
 /** Compiled on first use: a model executable never reads a configuration file, and start-up should not pay for it. */
 let validateConfigDocument: ValidateFunction | undefined;
+let validateEncoderfileDocument: ValidateFunction | undefined;
 
 /** Reads and validates a build configuration file; relative paths are relative to the file's folder. */
 export function loadBuildConfig(file: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): BuildConfig {
@@ -135,7 +212,10 @@ export function loadBuildConfig(file: string, options: { cwd?: string; env?: Nod
   return parseBuildConfig(text, { ...options, baseDir: path.dirname(path.resolve(file)), source: file });
 }
 
-/** Validates YAML text of a build configuration. `baseDir` anchors relative paths. */
+/**
+ * Validates YAML text of a build configuration. `baseDir` anchors relative paths of an `encoder:` file; those of an
+ * `encoderfile:` file are relative to the working directory, as encoderfile reads them.
+ */
 export function parseBuildConfig(
   text: string,
   options: { baseDir: string; cwd?: string; env?: NodeJS.ProcessEnv; source?: string },
@@ -148,22 +228,48 @@ export function parseBuildConfig(
     throw new ConfigError(`${source}: invalid YAML${line ? ` at line ${line}` : ''}: ${first.message.split('\n')[0]}`);
   }
   const raw: unknown = document.toJS();
+  const cwd = options.cwd ?? process.cwd();
+  if (isEncoderfileDocument(raw)) {
+    validateEncoderfileDocument ??= compileBuiltInSchema(ENCODERFILE_SCHEMA, { allErrors: false, verbose: true });
+    if (!validateEncoderfileDocument(raw)) {
+      throw new ConfigError(`${source}: ${describeSchemaError(validateEncoderfileDocument.errors ?? [], raw)}`);
+    }
+    const translated = fromEncoderfileSection(raw as Record<string, unknown>, source);
+    const config = fromEncoderSection(translated.encoder, source, cwd, cwd, options.env);
+    const { baseBinaryPath, notes } = translated.extras;
+    return {
+      ...config,
+      ...translated.extras,
+      baseBinaryPath: baseBinaryPath === null ? null : path.resolve(cwd, expandHome(baseBinaryPath)),
+      notes: [...notes, ...config.notes],
+    };
+  }
+  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw) && !('encoder' in raw)) {
+    throw new ConfigError(`${source}: missing required key "encoder" (this program's format) or "encoderfile" (mozilla-ai/encoderfile's)`);
+  }
   validateConfigDocument ??= compileBuiltInSchema(CONFIG_SCHEMA, { allErrors: false, verbose: true });
   if (!validateConfigDocument(raw)) {
     throw new ConfigError(`${source}: ${describeSchemaError(validateConfigDocument.errors ?? [], raw)}`);
   }
-  const encoder = (raw as { encoder: RawEncoderSection }).encoder;
-  checkFieldsFitModelType(encoder, source);
-  const resolve = (p: string) => path.resolve(options.baseDir, expandHome(p));
-  const cwd = options.cwd ?? process.cwd();
+  return fromEncoderSection((raw as { encoder: RawEncoderSection }).encoder, source, options.baseDir, cwd, options.env);
+}
 
+/** An `encoderfile:` document: that key at the top and no `encoder:` (a file with both is refused as an encoder file). */
+function isEncoderfileDocument(raw: unknown): boolean {
+  return raw !== null && typeof raw === 'object' && !Array.isArray(raw) && 'encoderfile' in raw && !('encoder' in raw);
+}
+
+/** The BuildConfig of a validated `encoder:` section; relative paths from `baseDir`, output_path from `cwd`. */
+function fromEncoderSection(encoder: RawEncoderSection, source: string, baseDir: string, cwd: string, env: NodeJS.ProcessEnv | undefined): BuildConfig {
+  checkFieldsFitModelType(encoder, source);
+  const resolve = (p: string) => path.resolve(baseDir, expandHome(p));
   return {
     name: encoder.name,
     version: encoder.version ?? DEFAULT_MODEL_VERSION,
     modelType: encoder.model_type,
     paths: resolveModelPaths(encoder.path, resolve),
     outputPath: encoder.output_path ? path.resolve(cwd, expandHome(encoder.output_path)) : null,
-    cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : cacheDirFromEnvironment(options.env ?? process.env),
+    cacheDir: encoder.cache_dir ? resolve(encoder.cache_dir) : cacheDirFromEnvironment(env ?? process.env),
     transform: readTransform(encoder.transform, resolve),
     luaLibs: encoder.lua_libs ? [...encoder.lua_libs] : [...DEFAULT_LUA_LIBRARIES],
     pooling: encoder.pooling ?? null,
@@ -175,6 +281,30 @@ export function parseBuildConfig(
       minCosine: encoder.quantize_min_cosine ?? DEFAULT_QUANTIZE_GATE.minCosine,
       minLabelAgreement: encoder.quantize_min_label_agreement ?? DEFAULT_QUANTIZE_GATE.minLabelAgreement,
     },
+    tokenizer: tokenizerBlockOf(encoder.tokenizer),
+    format: 'encoder',
+    target: null,
+    baseBinaryPath: null,
+    notes: tokenizerNotes(encoder.tokenizer),
+  };
+}
+
+/** The keys of the tokenizer block that cannot act here, with why. */
+function tokenizerNotes(raw: RawTokenizerBlock | undefined): string[] {
+  const pad = raw?.pad_strategy;
+  if (pad === undefined || pad === null || pad === 'batch_longest') return [];
+  return [`tokenizer.pad_strategy fixed ${pad.fixed}: no effect on results, batches are padded to their longest input (padding is masked, so every output is the same)`];
+}
+
+function tokenizerBlockOf(raw: RawTokenizerBlock | undefined): TokenizerBlock {
+  if (raw === undefined) return { ...NO_TOKENIZER_BLOCK };
+  const pad = raw.pad_strategy;
+  return {
+    padStrategy: pad === undefined || pad === null ? null : pad === 'batch_longest' ? 'batch_longest' : { fixed: pad.fixed },
+    truncationSide: raw.truncation_side ?? null,
+    truncationStrategy: raw.truncation_strategy ?? null,
+    maxLength: raw.max_length ?? null,
+    stride: raw.stride ?? null,
   };
 }
 
@@ -191,10 +321,20 @@ function checkFieldsFitModelType(encoder: RawEncoderSection, source: string): vo
   }
 }
 
-interface RawEncoderSection {
+/** The `tokenizer:` block as written. */
+export interface RawTokenizerBlock {
+  pad_strategy?: null | 'batch_longest' | { fixed: number };
+  truncation_side?: TruncationDirection;
+  truncation_strategy?: TruncationStrategy;
+  max_length?: number;
+  stride?: number;
+}
+
+/** The `encoder:` section as written (after validation). */
+export interface RawEncoderSection {
   name: string;
   version?: string;
-  path: string | { model_config_path: string; model_weights_path: string; tokenizer_path: string };
+  path: string | { model_config_path: string; model_weights_path: string; tokenizer_path: string; tokenizer_config_path?: string };
   model_type: ModelType;
   output_path?: string;
   cache_dir?: string;
@@ -207,6 +347,7 @@ interface RawEncoderSection {
   quantize_check_texts?: string[];
   quantize_min_cosine?: number;
   quantize_min_label_agreement?: number;
+  tokenizer?: RawTokenizerBlock;
 }
 
 function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string) => string): ModelPaths {
@@ -224,7 +365,7 @@ function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string)
     modelConfigPath: resolve(spec.model_config_path),
     modelWeightsPath: resolve(spec.model_weights_path),
     tokenizerPath,
-    tokenizerConfigPath: path.join(path.dirname(tokenizerPath), 'tokenizer_config.json'),
+    tokenizerConfigPath: spec.tokenizer_config_path ? resolve(spec.tokenizer_config_path) : path.join(path.dirname(tokenizerPath), 'tokenizer_config.json'),
   };
 }
 
@@ -277,6 +418,7 @@ function describeSchemaError(errors: ErrorObject[], raw: unknown): string {
     case 'maximum':
       return `"${key}" must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${(error.params as { limit: number }).limit}, got ${JSON.stringify(error.data)}`;
     case 'pattern':
+      if (key === 'encoderfile.name') return `"${key}" must not hold control characters, got ${JSON.stringify(error.data)}`;
       return `"${key}" may only contain letters, digits, ".", "_" and "-", and may not be "." or ".." (it names the output file), got ${JSON.stringify(error.data)}`;
     case 'uniqueItems':
       return `"${key}" lists a value twice`;
@@ -305,16 +447,19 @@ function valueAt(raw: unknown, pointer: string): unknown {
   return node;
 }
 
+/** By key within the section (`encoder` or `encoderfile`). */
 const TYPE_DESCRIPTIONS: Record<string, string> = {
-  'encoder.path': 'a directory path or an object with model_config_path, model_weights_path, tokenizer_path',
-  'encoder.transform': 'an inline Lua script or an object with path',
-  'encoder.lua_libs': `a list of ${LUA_LIBRARIES.join(', ')}`,
-  encoder: 'a mapping',
+  path: 'a directory path or an object with model_config_path, model_weights_path, tokenizer_path',
+  transform: 'an inline Lua script or an object with path',
+  lua_libs: `a list of ${LUA_LIBRARIES.join(', ')}`,
+  'tokenizer.pad_strategy': 'batch_longest, null or an object with fixed (a length)',
+  '': 'a mapping',
 };
 
 function describeType(key: string, error: ErrorObject): string {
-  if (TYPE_DESCRIPTIONS[key]) return TYPE_DESCRIPTIONS[key];
-  if (/^encoder\.lua_libs\[\d+\]$/.test(key)) return `one of ${LUA_LIBRARIES.join(', ')}`;
+  const inSection = key.replace(/^encoder(file)?\.?/, '');
+  if (TYPE_DESCRIPTIONS[inSection]) return TYPE_DESCRIPTIONS[inSection];
+  if (/^lua_libs\[\d+\]$/.test(inSection)) return `one of ${LUA_LIBRARIES.join(', ')}`;
   const expected = (error.params as { type?: string }).type;
   return expected === 'object' ? 'a mapping' : `a ${expected ?? 'valid value'}`;
 }

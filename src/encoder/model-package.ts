@@ -4,6 +4,8 @@ import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelTy
 import { ConfigError } from './errors.ts';
 import { resolveMaxLength, type GraphLimits, type ModelMaxLength } from './max-length.ts';
 import { readSentenceTransformersLayout } from './sentence-transformers.ts';
+import type { TextTruncation } from './tokenizer/index.ts';
+import type { TruncationDirection, TruncationStrategy } from './tokenizer/truncation.ts';
 
 /** The `config.json` fields this program reads; the file holds more. */
 export interface ModelConfigJson {
@@ -47,6 +49,8 @@ export interface ModelPackage {
    * absent in the manifest of an executable built before it was recorded: the tokenizer's own length applies.
    */
   maxLength?: ModelMaxLength;
+  /** How texts longer than maxLength are cut (the `tokenizer:` block); absent: right, longest_first, stride 0. */
+  truncation?: TextTruncation;
 }
 
 /** Pooling and normalisation as served: the configuration's, else the sentence-transformers layout's, else mean and true. */
@@ -85,13 +89,47 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
     rerankLabel: config.rerankLabel,
     quantization: 'none',
     maxLength: maxLengthOf(config, modelConfig, tokenizerConfig, null),
+    ...truncationField(resolveTruncation(config, tokenizerConfig)),
+  };
+}
+
+export const DEFAULT_TRUNCATION: Readonly<TextTruncation> = Object.freeze({ direction: 'right', strategy: 'longest_first', stride: 0 });
+
+/** `{ truncation }` when it is not the default, else nothing (a package without it cuts as before). */
+export function truncationField(truncation: TextTruncation): { truncation?: TextTruncation } {
+  const isDefault = truncation.direction === 'right' && truncation.strategy === 'longest_first' && truncation.stride === 0;
+  return isDefault ? {} : { truncation };
+}
+
+const DIRECTIONS: readonly string[] = ['right', 'left'];
+const STRATEGIES: readonly string[] = ['longest_first', 'only_first', 'only_second'];
+
+/**
+ * How the server cuts long texts: the `tokenizer:` block's side, strategy and stride; each one it leaves out is, for an
+ * encoderfile configuration, tokenizer_config.json's `truncation_side` / `truncation_strategy` / `stride` (encoderfile
+ * reads them there), else right, longest_first, 0.
+ */
+export function resolveTruncation(config: Pick<BuildConfig, 'tokenizer' | 'format'>, tokenizerConfig: unknown): TextTruncation {
+  const file = config.format === 'encoderfile' && tokenizerConfig !== null && typeof tokenizerConfig === 'object' ? (tokenizerConfig as Record<string, unknown>) : {};
+  const fileSide = DIRECTIONS.includes(file.truncation_side as string) ? (file.truncation_side as TruncationDirection) : null;
+  const fileStrategy = STRATEGIES.includes(file.truncation_strategy as string) ? (file.truncation_strategy as TruncationStrategy) : null;
+  const fileStride = Number.isSafeInteger(file.stride) && (file.stride as number) >= 0 ? (file.stride as number) : null;
+  return {
+    direction: config.tokenizer.truncationSide ?? fileSide ?? DEFAULT_TRUNCATION.direction,
+    strategy: config.tokenizer.truncationStrategy ?? fileStrategy ?? DEFAULT_TRUNCATION.strategy,
+    stride: config.tokenizer.stride ?? fileStride ?? DEFAULT_TRUNCATION.stride,
   };
 }
 
 /** The maximum length of a model folder's files and, when read, its graph's limits (max-length.ts). */
-export function maxLengthOf(config: Pick<BuildConfig, 'paths'>, modelConfig: ModelConfigJson, tokenizerConfig: unknown, graph: GraphLimits | null): ModelMaxLength {
+export function maxLengthOf(config: Pick<BuildConfig, 'paths' | 'tokenizer'>, modelConfig: ModelConfigJson, tokenizerConfig: unknown, graph: GraphLimits | null): ModelMaxLength {
   const { paths } = config;
-  return resolveMaxLength({ graph, weightsFile: path.basename(paths.modelWeightsPath), modelConfig, modelConfigFile: path.basename(paths.modelConfigPath), tokenizerConfig });
+  const model = resolveMaxLength({ graph, weightsFile: path.basename(paths.modelWeightsPath), modelConfig, modelConfigFile: path.basename(paths.modelConfigPath), tokenizerConfig });
+  const configured = config.tokenizer.maxLength;
+  if (configured === null || configured === model.tokens) return model;
+  // shorter than the model runs: texts are cut there; longer: it cannot be, the model's length stays (and says so)
+  if (configured < model.tokens) return { tokens: configured, reason: `tokenizer.max_length of the configuration; the model runs ${model.tokens}: ${model.reason}` };
+  return { tokens: model.tokens, reason: `${model.reason}; the configuration's tokenizer.max_length ${configured} is above what the model runs` };
 }
 
 /** The label names of a classification model, by index, from `config.json` `id2label`. */

@@ -7,6 +7,7 @@ import { cacheRoots, extractedEntry } from './cache/extracted-entry.ts';
 import { ConfigError } from './errors.ts';
 import type { ModelMaxLength } from './max-length.ts';
 import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
+import type { TextTruncation } from './tokenizer/index.ts';
 
 /**
  * The model package of a built executable: the same `ModelPackage` that `readModelPackage` makes from the
@@ -14,7 +15,7 @@ import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type Mo
  * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
-  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength } = modelOfManifest(section.manifest.model);
+  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength, truncation } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
   }
@@ -42,6 +43,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     quantization,
     // recorded at build (the graph is not parsed again at start); absent in older executables: the tokenizer's length
     ...(maxLength ? { maxLength } : {}),
+    ...(truncation ? { truncation } : {}),
   };
 }
 
@@ -83,13 +85,15 @@ export function packageAssets(config: BuildConfig): AssetSource[] {
  * configuration or the sentence-transformers layout, which the executable does not carry); `rerank_label` only when set;
  * the maximum length (`max_length`, and `max_length_reason` for `inspect`) as the build reconciled it.
  */
-export function manifestModelOf(config: BuildConfig, quantization: Quantization = 'none', maxLength?: ModelMaxLength): ManifestModel {
+export function manifestModelOf(config: BuildConfig, quantization: Quantization = 'none', maxLength?: ModelMaxLength, truncation?: TextTruncation): ManifestModel {
   const model: ManifestModel = { name: config.name, version: config.version, model_type: config.modelType, lua_libs: [...config.luaLibs] };
   if (quantization !== 'none') model.quantization = quantization;
   if (maxLength) Object.assign(model, { max_length: maxLength.tokens, max_length_reason: maxLength.reason });
   const { pooling, normalize } = resolvePooling(config);
   if (POOLED_MODEL_TYPES.includes(config.modelType)) Object.assign(model, { pooling, normalize });
   if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
+  // only when not the default: an executable without it cuts texts on the right, as every one did before
+  if (truncation) model.truncation = { side: truncation.direction, strategy: truncation.strategy, stride: truncation.stride };
   return model;
 }
 
@@ -103,6 +107,7 @@ interface ModelOfManifest {
   rerankLabel: string | null;
   quantization: Quantization;
   maxLength: ModelMaxLength | null;
+  truncation: TextTruncation | null;
 }
 
 function modelOfManifest(model: ManifestModel): ModelOfManifest {
@@ -136,7 +141,23 @@ function modelOfManifest(model: ManifestModel): ModelOfManifest {
     rerankLabel,
     quantization: quantization as Quantization,
     maxLength: maxLengthOfManifest(model),
+    truncation: truncationOfManifest(model.truncation),
   };
+}
+
+/** `truncation` of the manifest (side, strategy, stride); null when absent (right, longest_first, 0). */
+function truncationOfManifest(value: unknown): TextTruncation | null {
+  if (value === undefined) return null;
+  const t = value as { side?: unknown; strategy?: unknown; stride?: unknown };
+  const valid =
+    value !== null &&
+    typeof value === 'object' &&
+    (t.side === 'right' || t.side === 'left') &&
+    (t.strategy === 'longest_first' || t.strategy === 'only_first' || t.strategy === 'only_second') &&
+    Number.isSafeInteger(t.stride) &&
+    (t.stride as number) >= 0;
+  if (!valid) throw new ConfigError(`packaged model: truncation must be {side: right|left, strategy: longest_first|only_first|only_second, stride: integer >= 0}, got ${JSON.stringify(value)}`);
+  return { direction: t.side as TextTruncation['direction'], strategy: t.strategy as TextTruncation['strategy'], stride: t.stride as number };
 }
 
 /** `max_length` (and its reason) of the manifest; null when absent (built before it was recorded). */

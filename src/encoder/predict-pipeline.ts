@@ -50,6 +50,7 @@ import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/i
 import { startsOf, unpackEncoding } from './tokenizer/packed-encodings.ts';
 import { TokenizerWorkers, type TokenizeJob } from './tokenizer-workers.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
+import { textOf, unitsOfText } from './large-texts.ts';
 import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
 
 /** Longest the tokenizing or the shaping of one request's results holds the event loop at a time (mapInSlices). */
@@ -302,10 +303,10 @@ export class PredictPipeline implements BatchingPredictor {
         ? OnnxModel.load(pkg.weights, pkg.modelType, modelOptions)
         : InferenceWorkers.load(pkg.weights, pkg.modelType, { ...modelOptions, workers, soloThreads: options.soloThreads, worker: worker!, postprocess });
     // started beside the model's workers; they load the tokenizer while this thread does the same
-    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig, maxLength: pkg.maxLength?.tokens }, tokenizerThreadCount) : null;
+    const tokenizerThreads = tokenizerThreadCount > 0 ? new TokenizerWorkers(worker!, { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig, maxLength: pkg.maxLength?.tokens, truncation: pkg.truncation }, tokenizerThreadCount) : null;
     let tokenizer: EncoderTokenizer;
     try {
-      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig, { maxLength: pkg.maxLength?.tokens });
+      tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig, { maxLength: pkg.maxLength?.tokens, truncation: pkg.truncation });
       traceStartup('tokenizer ready');
     } catch (error) {
       await Promise.all([loading.then((model) => model.close(), () => {}), tokenizerThreads?.close()]);
@@ -421,7 +422,7 @@ export class PredictPipeline implements BatchingPredictor {
         }),
         encodeHere: (index) => {
           const input = inputs[index];
-          return typeof input === 'string' ? this.tokenizer.encode(input) : this.tokenizer.encodePair(input[0], input[1]);
+          return typeof input === 'string' ? this.tokenizer.encode(textOf(input)) : this.tokenizer.encodePair(textOf(input[0]), textOf(input[1]));
         },
         maxTokens: perToken ? this.#limits.tokenResults : this.#limits.tokens,
       },
@@ -456,7 +457,7 @@ export class PredictPipeline implements BatchingPredictor {
         job: texts ? () => ({ texts, pairs: null, tokens: false }) : null,
         encodeHere: (index) => {
           const input = inputs[index];
-          return typeof input === 'string' ? this.tokenizer.encode(input) : this.#encodeIds(input, index);
+          return typeof input === 'string' ? this.tokenizer.encode(textOf(input)) : this.#encodeIds(input, index);
         },
         maxTokens: this.#limits.tokens,
       },
@@ -479,27 +480,28 @@ export class PredictPipeline implements BatchingPredictor {
 
   /**
    * Each document tokenized as the pair (query, document); its score is the sigmoid of a one-logit model's logit, or
-   * the softmax probability of the rerank label (default: the last label).
+   * the softmax probability of the rerank label (default: the last label); with `raw`, that logit itself.
    */
   async rerank(request: RerankRequest): Promise<RerankResult> {
     if (this.modelType !== 'sequence_classification') {
       throw new InputError(`this server serves a ${this.modelType} model; rerank needs a sequence_classification (cross-encoder) model`);
     }
-    const { query, documents } = request;
+    const { query, documents, raw = false } = request;
     const { shaped: scores, tokens } = await this.#request(
       {
         field: 'documents',
         count: documents.length,
-        units: query.length * documents.length + unitsOf(documents),
+        units: unitsOf([query]) * documents.length + unitsOf(documents),
         job: () => ({ texts: documents.map(() => query), pairs: documents, tokens: false }),
-        encodeHere: (index) => this.tokenizer.encodePair(query, documents[index]),
+        encodeHere: (index) => this.tokenizer.encodePair(textOf(query), textOf(documents[index])),
         maxTokens: this.#limits.tokens,
       },
       ({ output, row }, _encoding, index) =>
         this.#finite(index, () => {
           const width = output.dims[1];
           const logits = output.data.subarray(row * width, (row + 1) * width);
-          const score = width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + (this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex)];
+          const label = width === 1 ? 0 : this.#rerankIndex < 0 ? width - 1 : this.#rerankIndex;
+          const score = raw ? logits[label] : width === 1 ? 1 / (1 + Math.exp(-logits[0])) : this.#scoresOf(output).data[row * width + label];
           return requireFinite(Float32Array.of(score))[0];
         }),
     );
@@ -517,13 +519,15 @@ export class PredictPipeline implements BatchingPredictor {
       throw new InputError(`the request holds ${inputs.length} inputs, more than the limit of ${this.#limits.inputs} inputs per request; send fewer inputs per request`, { field: 'inputs' });
     }
     const maxChars = this.tokenizer.maxLength * MAX_CHARS_PER_TOKEN;
+    // a code point is one or two UTF-16 units: a text of more than twice the bound is refused without reading it
     inputs.forEach((text, index) => {
-      const chars = text.length > maxChars ? [...text].length : 0;
-      if (chars > maxChars) throw new InputError(`inputs[${index}] holds ${chars} characters, more than ${maxChars}`, { field: 'inputs' });
+      const units = unitsOfText(text);
+      const chars = units > 2 * maxChars ? Math.ceil(units / 2) : units > maxChars ? [...textOf(text)].length : 0;
+      if (chars > maxChars) throw new InputError(`inputs[${index}] holds ${units > 2 * maxChars ? 'more than ' : ''}${chars} characters, more than ${maxChars}`, { field: 'inputs' });
     });
     let tokens = 0;
     return mapInSlices(inputs, (text) => {
-      const encoding = this.tokenizer.encodeWith(text, { truncation: null, padding: null });
+      const encoding = this.tokenizer.encodeWith(textOf(text), { truncation: null, padding: null });
       tokens += encoding.ids.length;
       if (tokens > this.#limits.tokens) throw tooManyTokens(`more than ${this.#limits.tokens} tokens`, 'inputs', this.#limits.tokens);
       const spans: TokenSpan[] = [];
@@ -584,7 +588,9 @@ export class PredictPipeline implements BatchingPredictor {
       return await running;
     } finally {
       this.#inFlight.delete(running);
-      if (work.units > LARGE_WORK_UNITS) releaseMemorySoon();
+      // a large request's texts were held apart or tokenized on a thread (which collects after it); those tokenized
+      // here, on a predictor without tokenizer threads, left their strings on this heap
+      if (work.units > LARGE_WORK_UNITS && this.#tokenizerThreads === null) releaseMemorySoon();
     }
   }
 
@@ -699,7 +705,7 @@ export class PredictPipeline implements BatchingPredictor {
   #shape(request: PredictRequest, output: Tensor, row: number, encoding: Encoding): PredictResponse['results'][number] {
     switch (this.modelType) {
       case 'embedding':
-        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize);
+        return embeddingResult(output, row, encoding, (request as EmbeddingRequest).normalize ?? false);
       case 'sentence_embedding':
         return sentenceEmbeddingResult(output, row, (request as SentenceEmbeddingRequest).normalize ?? this.#normalize);
       case 'sequence_classification':

@@ -65,11 +65,14 @@ const sequenceClassificationRequestSchema = {
 export const REQUEST_SCHEMAS = {
   embedding: {
     type: 'object',
-    required: ['inputs', 'normalize'],
+    required: ['inputs'],
     additionalProperties: false,
     properties: {
       inputs: inputsSchema,
-      normalize: { type: 'boolean', description: 'true scales every token embedding to unit L2 length.' },
+      normalize: {
+        type: 'boolean',
+        description: 'true scales every token embedding to unit L2 length; default false (the vectors as the model gives them, as encoderfile answers).',
+      },
       metadata: metadataSchema,
     },
   },
@@ -220,7 +223,8 @@ export interface TokenInfo {
 
 export interface EmbeddingRequest {
   inputs: string[];
-  normalize: boolean;
+  /** Default false (spec 2 requires it; encoderfile's request has no such field and never normalises). */
+  normalize?: boolean;
   metadata?: Record<string, string>;
 }
 
@@ -320,6 +324,8 @@ export interface EmbedResult {
 export interface RerankRequest {
   query: string;
   documents: string[];
+  /** The model's logit of the rerank label instead of its probability (Infinity's and TEI's raw_scores); default false. */
+  raw?: boolean;
 }
 
 export interface RerankResult {

@@ -151,7 +151,7 @@ export function resolveAxis(axis: number, rank: number, op: string): number {
 }
 
 /** The tensor seen as [outer, length, inner] around `axis`. */
-function around(dims: readonly number[], axis: number): { outer: number; length: number; inner: number } {
+export function around(dims: readonly number[], axis: number): { outer: number; length: number; inner: number } {
   let outer = 1;
   for (let i = 0; i < axis; i++) outer *= dims[i];
   let inner = 1;
@@ -159,7 +159,7 @@ function around(dims: readonly number[], axis: number): { outer: number; length:
   return { outer, length: dims[axis], inner };
 }
 
-function withoutAxis(dims: readonly number[], axis: number): number[] {
+export function withoutAxis(dims: readonly number[], axis: number): number[] {
   return dims.filter((_, i) => i !== axis);
 }
 

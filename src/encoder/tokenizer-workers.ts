@@ -11,7 +11,8 @@
 import { Worker } from 'node:worker_threads';
 import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
-import type { TokenizerReply, TokenizerRequest, TokenizerSource, WorkerRoleData } from './tokenizer-worker.ts';
+import { adoptHeldTexts, heldText, type HeldText } from './large-texts.ts';
+import type { TextSource, TokenizerReply, TokenizerRequest, TokenizerSource, WorkerRoleData } from './tokenizer-worker.ts';
 import type { PackedEncodings } from './tokenizer/packed-encodings.ts';
 
 /** What to tokenize: `texts[i]` alone, or as the pair (texts[i], pairs[i]) where that is a text. */
@@ -26,6 +27,9 @@ interface PendingJob {
   resolve(result: unknown): void;
   reject(error: unknown): void;
 }
+
+/** A stand-in goes to the thread as its held bytes (shared memory: no copy on this thread). */
+const sourceOf = (text: string): TextSource => heldText(text)?.bytes ?? text;
 
 class TokenizerThread {
   readonly #worker: Worker;
@@ -76,12 +80,19 @@ class TokenizerThread {
   }
 
   encode(job: TokenizeJob): Promise<PackedEncodings> {
-    return this.#send<PackedEncodings>((id) => ({ kind: 'encode', id, ...job }));
+    const texts = job.texts.map(sourceOf);
+    const pairs = job.pairs?.map((pair) => (pair === null ? null : sourceOf(pair))) ?? null;
+    return this.#send<PackedEncodings>((id) => ({ kind: 'encode', id, texts, pairs, tokens: job.tokens }));
   }
 
-  /** JSON.parse of `bytes` (UTF-8), whose buffer is handed over; a SyntaxError as JSON.parse gives it. */
-  parseJson(bytes: Uint8Array): Promise<unknown> {
-    return this.#send((id) => ({ kind: 'parse', id, bytes }), [bytes.buffer as ArrayBuffer]);
+  /**
+   * JSON.parse of `bytes` (UTF-8), whose buffer is handed over; a SyntaxError as JSON.parse gives it. Its large
+   * strings arrive as stand-ins, their texts held by the value (large-texts.ts).
+   */
+  async parseJson(bytes: Uint8Array): Promise<unknown> {
+    const { value, held } = await this.#send<{ value: unknown; held: HeldText[] }>((id) => ({ kind: 'parse', id, bytes }), [bytes.buffer as ArrayBuffer]);
+    if (held.length > 0) adoptHeldTexts(value as object, held);
+    return value;
   }
 
   #send<T>(request: (id: number) => TokenizerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
@@ -116,7 +127,7 @@ class TokenizerThread {
     this.#worker.on('message', (reply: TokenizerReply) => {
       if (reply.kind === 'closed') return this.#closed?.();
       if (reply.kind === 'encoded') this.#settle(reply.id)?.resolve(reply.packed);
-      else if (reply.kind === 'parsed') this.#settle(reply.id)?.resolve(reply.value);
+      else if (reply.kind === 'parsed') this.#settle(reply.id)?.resolve({ value: reply.value, held: reply.held });
       else if (reply.kind === 'unparsable') this.#settle(reply.id)?.reject(new SyntaxError(reply.message));
       else if (reply.kind === 'failed' && reply.id !== null) this.#settle(reply.id)?.reject(errorFromMessage(reply.error));
     });

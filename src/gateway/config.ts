@@ -51,32 +51,38 @@ const AuthThrottle = z.union([
 /** fastify's trustProxy: whose X-Forwarded-For names the client (true: any peer's; a list: those addresses or CIDR ranges). */
 const TrustProxy = z.union([z.boolean(), z.array(z.string().min(1)).max(256)]);
 
-/** A target of a model route; a bare `provider:model` string is short for `{model: "provider:model"}`. */
-const RouteTarget = z.preprocess(
-  (value) => (typeof value === 'string' ? { model: value } : value),
-  z.strictObject({
-    model: z.string().regex(PROVIDER_MODEL, 'a target is provider:model'),
-    /** Share of the calls among the targets of equal priority (default 1). */
-    weight: z.number().int().positive().max(1_000_000).optional(),
-    /** Lower is tried first; targets of equal priority share the load by weight. Given on all targets of a route or none. */
-    priority: z.number().int().min(0).max(1_000_000).optional(),
-    /** This target's own credentials and address, instead of the provider's under `providers`. */
-    api_key: z.string().optional(),
-    api_base: z.string().url().optional(),
-    /** How long one attempt on this target may wait for the answer (a stream: for each event), in seconds. */
-    timeout_seconds: z.number().positive().optional(),
-  }),
-);
+/** The fields of a model route's target (PUT /v1/routes adds one). */
+export const RouteTargetFields = z.strictObject({
+  model: z
+    .string()
+    .regex(PROVIDER_MODEL, 'a target is provider:model')
+    .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters'),
+  /** Share of the calls among the targets of equal priority (default 1). */
+  weight: z.number().int().positive().max(1_000_000).optional(),
+  /** Lower is tried first; targets of equal priority share the load by weight. Given on all targets of a route or none. */
+  priority: z.number().int().min(0).max(1_000_000).optional(),
+  /** This target's own credentials and address, instead of the provider's under `providers`. */
+  api_key: z.string().optional(),
+  api_base: z.string().url().optional(),
+  /** How long one attempt on this target may wait for the answer (a stream: for each event), in seconds. */
+  timeout_seconds: z.number().positive().optional(),
+});
+
+/** A bare `provider:model` string is short for `{model: "provider:model"}`. */
+export const targetShorthand = (value: unknown) => (typeof value === 'string' ? { model: value } : value);
+
+/** A target of a model route. */
+const RouteTarget = z.preprocess(targetShorthand, RouteTargetFields);
+
+/** The fields of a model route (PUT /v1/routes takes them with its own targets). */
+export const ModelRouteFields = z.strictObject({
+  targets: z.array(RouteTarget).min(1).max(32),
+  /** The default of its targets' timeout_seconds. */
+  timeout_seconds: z.number().positive().optional(),
+});
 
 /** A model route; a bare list is short for `{targets: [...]}`. */
-const ModelRoute = z.preprocess(
-  (value) => (Array.isArray(value) ? { targets: value } : value),
-  z.strictObject({
-    targets: z.array(RouteTarget).min(1).max(32),
-    /** The default of its targets' timeout_seconds. */
-    timeout_seconds: z.number().positive().optional(),
-  }),
-);
+const ModelRoute = z.preprocess((value) => (Array.isArray(value) ? { targets: value } : value), ModelRouteFields);
 
 const ConfigFile = z.strictObject({
   master_key: z.string().min(1).optional(),
@@ -214,7 +220,7 @@ export function parseConfigText(text: string, source: string, env: NodeJS.Proces
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
     throw new GatewayConfigError(`${source}: ${problems.join('; ')}`);
   }
-  const problems = routeProblems(parsed.data);
+  const problems = fileRouteProblems(parsed.data);
   if (problems.length > 0) throw new GatewayConfigError(`${source}: ${problems.join('; ')}`);
   return parsed.data;
 }
@@ -294,34 +300,50 @@ export function loadGatewayConfig(overrides: ConfigOverrides, env: NodeJS.Proces
   };
 }
 
+/** One thing wrong with a model route that its schema cannot see; `path` is within the route (`targets.0.model`). */
+export interface RouteProblem {
+  path: string;
+  message: string;
+  code: 'invalid_request' | 'unknown_provider';
+}
+
 /**
- * What the schema cannot say about routes: a target's provider must be configured under `providers` or the target
- * must bring its own `api_key`/`api_base` for a provider Hub knows; `priority` goes on every target or none; a
- * `weight` needs priorities (it shares load among targets of equal priority).
+ * What the schema cannot say about a route: its name is 1 to 256 characters without white space or NUL; a target's
+ * provider must be one of `providers` or the target must bring its own `api_key`/`api_base` for a provider Hub
+ * knows; `priority` goes on every target or none; a `weight` needs priorities (it shares load among targets of equal
+ * priority). The configuration file and PUT /v1/routes check the same rules.
  */
-function routeProblems(file: GatewayConfigFile): string[] {
-  const problems: string[] = [];
-  const configured = new Set(Object.keys(file.providers ?? {}));
-  for (const [name, route] of Object.entries(file.models ?? {})) {
-    if (!/^\S{1,256}$/.test(name) || name.includes('\u0000')) problems.push(`models.${name}: a model name is 1 to 256 characters without white space or NUL`);
-    const withPriority = route.targets.filter((target) => target.priority !== undefined).length;
-    if (withPriority !== 0 && withPriority !== route.targets.length) problems.push(`models.${name}: give priority to every target or to none`);
-    route.targets.forEach((target, i) => {
-      const at = `models.${name}.targets.${i}`;
-      const provider = target.model.slice(0, target.model.indexOf(':'));
-      if (!configured.has(provider)) {
-        if (target.api_key === undefined && target.api_base === undefined) {
-          problems.push(`${at}: provider "${provider}" is not configured under providers (configure it, or give the target its own api_key or api_base)`);
-        } else if (!Object.hasOwn(PROVIDERS, provider)) {
-          problems.push(`${at}: unknown provider "${provider}" (known: ${Object.keys(PROVIDERS).join(', ')})`);
-        }
+export function routeProblems(name: string, route: ModelRouteConfig, providers: ReadonlySet<string>): RouteProblem[] {
+  const problems: RouteProblem[] = [];
+  if (!/^\S{1,256}$/.test(name) || name.includes('\u0000')) problems.push({ path: '', message: 'a model name is 1 to 256 characters without white space or NUL', code: 'invalid_request' });
+  const withPriority = route.targets.filter((target) => target.priority !== undefined).length;
+  if (withPriority !== 0 && withPriority !== route.targets.length) problems.push({ path: 'targets', message: 'give priority to every target or to none', code: 'invalid_request' });
+  route.targets.forEach((target, i) => {
+    const provider = target.model.slice(0, target.model.indexOf(':'));
+    if (!providers.has(provider)) {
+      if (target.api_key === undefined && target.api_base === undefined) {
+        problems.push({
+          path: `targets.${i}.model`,
+          message: `provider "${provider}" is not configured under providers (configure it, or give the target its own api_key or api_base)`,
+          code: 'unknown_provider',
+        });
+      } else if (!Object.hasOwn(PROVIDERS, provider)) {
+        problems.push({ path: `targets.${i}.model`, message: `unknown provider "${provider}" (known: ${Object.keys(PROVIDERS).join(', ')})`, code: 'unknown_provider' });
       }
-      if (target.weight !== undefined && withPriority === 0) {
-        problems.push(`${at}: weight shares the calls among targets of equal priority; give the route's targets a priority`);
-      }
-    });
-  }
+    }
+    if (target.weight !== undefined && withPriority === 0) {
+      problems.push({ path: `targets.${i}.weight`, message: "weight shares the calls among targets of equal priority; give the route's targets a priority", code: 'invalid_request' });
+    }
+  });
   return problems;
+}
+
+/** The routes of a configuration file, each checked against the file's providers. */
+function fileRouteProblems(file: GatewayConfigFile): string[] {
+  const configured = new Set(Object.keys(file.providers ?? {}));
+  return Object.entries(file.models ?? {}).flatMap(([name, route]) =>
+    routeProblems(name, route, configured).map((problem) => `models.${name}${problem.path ? `.${problem.path}` : ''}: ${problem.message}`),
+  );
 }
 
 /** Refuses a master key too short to withstand guessing; `serve` exits with this message (code 2). */

@@ -13,6 +13,8 @@ import { PricingPolicy } from './pricing-policy.ts';
 import { LocalRateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { openStore, type GatewayStore } from './storage/index.ts';
 import { HubUpstream } from './hub-upstream.ts';
+import { RuntimeConfig } from './runtime-config.ts';
+import { seedRuntimeConfig } from './seed-config.ts';
 import type { Upstream } from './upstream.ts';
 import { UsageRecorder } from './usage-recorder.ts';
 
@@ -50,6 +52,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   checkMasterKey(config.masterKey);
   const store = openStore(config.databaseUrl, { sqliteReader: options.sqliteReader });
   let interrupted = 0;
+  let seeded = 0;
   try {
     await store.migrate();
     // With SQLite this process is the only gateway on the file: the pending calls of a killed process are settled as
@@ -60,7 +63,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       await store.instances.heartbeat();
       await store.instances.reapDead(Date.now() - config.instanceLeaseSeconds * 1000);
     }
-    for (const [model, pricing] of Object.entries(config.pricing)) await store.pricing.upsert({ model, ...pricing });
+    seeded = await seedRuntimeConfig(store, config);
   } catch (error) {
     await store.close();
     throw error;
@@ -78,8 +81,16 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   const pricing = new PricingPolicy({ requirePricing: config.requirePricing, bundledPricing: config.bundledPricing });
   const ledger = new CallLedger({ store, recorder, metrics, reserveOutputTokens: config.reserveOutputTokens, rateLimiter, pricingPolicy: pricing });
   const authenticator = new Authenticator(config.masterKey, store);
-  const router = new ModelRouter(config.models, config.providers);
-  const upstream = options.upstream ?? new HubUpstream(config.providers, { timeoutMs: config.upstreamTimeoutSeconds * 1000, connections: router.connections });
+  // Providers and routes come from the database (seeded from the file above), loaded by runtimeConfig.refresh below.
+  const router = new ModelRouter({}, {});
+  const upstream = options.upstream ?? new HubUpstream({}, { timeoutMs: config.upstreamTimeoutSeconds * 1000, connections: router.connections });
+  const runtimeConfig = new RuntimeConfig({ store, router, upstream, ledger });
+  try {
+    await runtimeConfig.refresh();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const context: GatewayContext = {
     store,
     ledger,
@@ -88,6 +99,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     metrics,
     pricing,
     authenticator,
+    runtimeConfig,
   };
   const lifecycle = { shuttingDown: false };
   const app = await createGatewayApp(context, {
@@ -105,12 +117,17 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
           row.status === 'pending' ? 'usage row could not be written; the call was refused before reaching the provider' : 'usage row could not be written; the call was answered',
         )
       : app.log.error({ err: error }, 'could not record what streams have delivered so far');
+  if (seeded > 0) app.log.info({ entries: seeded }, 'wrote the providers, prices and model routes the configuration file added or changed into the database');
+  runtimeConfig.onPollError = (error) => app.log.error({ err: error }, 'could not check the database for configuration changes; serving with the configuration loaded last');
+  runtimeConfig.onPollRecovered = () => app.log.info('checking the database for configuration changes again');
+  runtimeConfig.start();
   if (interrupted > 0) app.log.warn({ interrupted }, 'settled the calls a previous gateway process left pending (status interrupted, charged at their holds)');
   let url = '';
   if (options.listen !== false) {
     try {
       url = await app.listen({ host: config.host, port: config.port });
     } catch (error) {
+      runtimeConfig.stop();
       await app.close();
       await store.close();
       throw error;
@@ -147,6 +164,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       lifecycle.shuttingDown = true;
       if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
       if (heartbeat) clearInterval(heartbeat);
+      runtimeConfig.stop();
       rateLimiter?.close();
       // Requests in flight may finish; a stream that does not end within the grace period is cut (its usage row is
       // still written, as for any client that goes away).

@@ -32,7 +32,7 @@ const FETCH_OPTION_PROVIDERS = new Set([...OPENAI_COMPATIBLE_SERVICES.map((servi
  * as GatewayErrors (see upstreamErrorOf).
  */
 export class HubUpstream implements Upstream {
-  readonly #settings: Record<string, ProviderSettings>;
+  #settings: Record<string, ProviderSettings>;
   readonly #connections: Record<string, Connection>;
   readonly #timeoutMs: number;
   readonly #hubs = new Map<string, Hub>();
@@ -46,6 +46,15 @@ export class HubUpstream implements Upstream {
 
   get providers(): string[] {
     return Object.keys(this.#settings);
+  }
+
+  /**
+   * New provider settings (a change of the runtime configuration; the connections object is the router's, changed in
+   * place). Clients are made again at their next call; calls in flight finish on the client they started with.
+   */
+  reconfigure(settings: Record<string, ProviderSettings>): void {
+    this.#settings = settings;
+    this.#hubs.clear();
   }
 
   #hub(name: string): Hub {

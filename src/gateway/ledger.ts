@@ -1,11 +1,12 @@
 import { randomUUIDv7 } from 'node:crypto';
 import type { Principal } from './auth.ts';
+import { budgetWarningOf, type BudgetWarning } from './budget-warning.ts';
 import { GatewayError, invalidRequest, notFound } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { callNanos, dollars } from './money.ts';
 import { PricingPolicy } from './pricing-policy.ts';
 import type { RateLimiter, RateLimitState } from './rate-limit.ts';
-import { pendingRowWithHold, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type KeyRecord, type PricingRecord, type UsageRecord } from './storage/index.ts';
+import { pendingRowWithHold, type BudgetAdmission, type BudgetHold, type CallProgress, type CallRow, type GatewayStore, type KeyRecord, type PricingRecord, type UsageRecord } from './storage/index.ts';
 import type { UsageRecorder } from './usage-recorder.ts';
 
 /**
@@ -95,6 +96,8 @@ export interface CallTicket {
   readonly outputLimit: number | null;
   /** The key's (or named user's) rate-limit window after this call was counted; null without rate limits. */
   readonly rateLimit: RateLimitState | null;
+  /** The call's budgets that had reached their soft budget when it was admitted (see budget-warning.ts). */
+  readonly budgetWarnings: readonly BudgetWarning[];
 }
 
 export interface CallOutcome {
@@ -233,6 +236,7 @@ export class CallLedger {
     // dies from here on leaves it to be settled as interrupted (settleInterrupted, or the reap of its instance).
     const id = newUsageId();
     const reservations: BudgetHold[] = [];
+    const budgetWarnings: BudgetWarning[] = [];
     const pending = (holds: BudgetHold[]): CallRow => ({
       id,
       request_id: start.requestId,
@@ -261,17 +265,19 @@ export class CallLedger {
     // PostgreSQL: the pending row rides in the statement of the call's last hold (no round trip of its own).
     const carried = budgets.length > 0 && this.#store.budgets.holdsCarryWrites;
     for (const [i, budget] of budgets.entries()) {
-      let reserved: BudgetHold | null;
+      let admitted: BudgetAdmission | null;
       const withRow = carried && i === budgets.length - 1 ? (hold: BudgetHold) => pendingRowWithHold(pending([...reservations, hold])) : undefined;
       try {
-        reserved = await this.#store.budgets.reserve(budget.id, estimate, now, withRow);
+        admitted = await this.#store.budgets.admit(budget.id, estimate, now, withRow);
       } catch (error) {
         // A hold already taken would otherwise stay reserved for good (on PostgreSQL, as long as this instance lives).
         await releaseTaken().catch(() => {});
         throw error;
       }
-      if (reserved) {
-        reservations.push(reserved);
+      if (admitted) {
+        reservations.push(admitted.hold);
+        const warning = budgetWarningOf(admitted, budget.scope);
+        if (warning) budgetWarnings.push(warning);
         continue;
       }
       await releaseTaken();
@@ -315,6 +321,7 @@ export class CallLedger {
       holdNanos: estimate,
       outputLimit: start.maxOutputTokens === null && reservations.length > 0 ? this.#reserveOutputTokens : null,
       rateLimit,
+      budgetWarnings,
     };
     this.#open.add(ticket);
     return ticket;

@@ -1,5 +1,5 @@
-import type { ModelRouteConfig } from './config.ts';
 import { invalidRequest, type GatewayError } from './errors.ts';
+import type { RouteDefinition } from './storage/index.ts';
 import type { ProviderSettings } from './upstream.ts';
 import { upstreamErrorOf } from './upstream.ts';
 
@@ -72,13 +72,22 @@ export function splitModel(value: unknown, providers: readonly string[]): { prov
  * `provider:model` of a configured provider. A name that is both resolves to the route.
  */
 export class ModelRouter {
-  readonly #routes = new Map<string, PriorityGroup[]>();
-  readonly #providers: readonly string[];
-  /** The connections route targets need besides the configured providers, by connection name. */
+  #routes = new Map<string, PriorityGroup[]>();
+  #providers: readonly string[] = [];
+  /**
+   * The connections route targets need besides the configured providers, by connection name. Kept across `load`: a
+   * call planned just before a change still finds the connection it was planned with.
+   */
   readonly connections: Record<string, Connection> = {};
 
-  constructor(routes: Record<string, ModelRouteConfig>, providers: Record<string, ProviderSettings>) {
+  constructor(routes: Record<string, RouteDefinition>, providers: Record<string, ProviderSettings>) {
+    this.load(routes, providers);
+  }
+
+  /** Replaces the routes and providers (a change of the runtime configuration); calls planned already are unaffected. */
+  load(routes: Record<string, RouteDefinition>, providers: Record<string, ProviderSettings>): void {
     this.#providers = Object.keys(providers);
+    const loaded = new Map<string, PriorityGroup[]>();
     for (const [name, route] of Object.entries(routes)) {
       const byPriority = new Map<number, PriorityGroup>();
       route.targets.forEach((config, i) => {
@@ -105,11 +114,12 @@ export class ModelRouter {
         group.total += weight;
         byPriority.set(priority, group);
       });
-      this.#routes.set(
+      loaded.set(
         name,
         [...byPriority.entries()].sort(([a], [b]) => a - b).map(([, group]) => group),
       );
     }
+    this.#routes = loaded;
   }
 
   /** The public model names, in configuration order. */

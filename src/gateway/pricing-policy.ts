@@ -4,8 +4,11 @@ import type { PricingRecord } from './storage/index.ts';
 /** `require_pricing`: one switch for every model, or a switch per `provider:model`, `provider:*` and `*`. */
 export type PricingRequirement = boolean | Readonly<Record<string, boolean>>;
 
-/** A model's prices and where they come from: the gateway's own table (configuration, PUT /v1/pricing) or the bundled one. */
-export type PricedModel = PricingRecord & { source: 'configured' | 'bundled' };
+/**
+ * A model's prices and where they come from: the gateway's own table — written from the configuration file (`config`)
+ * or through PUT /v1/pricing (`api`) — or the bundled one.
+ */
+export type PricedModel = PricingRecord & { source: 'config' | 'api' | 'bundled' };
 
 const BUNDLED_AT = Date.parse(`${BUNDLED_PRICES_DATE}T00:00:00Z`);
 
@@ -49,14 +52,14 @@ export class PricingPolicy {
 
   /** A stored price if there is one, else the bundled one. */
   resolve(stored: PricingRecord | null, model: string): PricedModel | null {
-    return stored ? { ...stored, source: 'configured' } : this.bundled(model);
+    return stored ? { ...stored, source: stored.source ?? 'api' } : this.bundled(model);
   }
 
   /** The stored prices and the bundled ones they do not override, by model name. */
   list(stored: PricingRecord[]): PricedModel[] {
     const own = new Set(stored.map((record) => record.model));
     const bundled = this.#bundled ? Object.keys(BUNDLED_PRICES).filter((model) => !own.has(model)) : [];
-    return [...stored.map((record) => ({ ...record, source: 'configured' as const })), ...bundled.map((model) => this.bundled(model)!)].sort((a, b) =>
+    return [...stored.map((record) => ({ ...record, source: record.source ?? 'api' })), ...bundled.map((model) => this.bundled(model)!)].sort((a, b) =>
       a.model < b.model ? -1 : a.model > b.model ? 1 : 0,
     );
   }

@@ -65,6 +65,8 @@ export interface Upstream {
   responsesStream(provider: string, model: string, body: Record<string, unknown>, signal: AbortSignal): Promise<AsyncIterable<ResponsesStreamEvent>>;
   /** Providers named in the configuration (listed by GET /v1/models). */
   readonly providers: string[];
+  /** Takes the providers' new settings after a change of the runtime configuration (absent: fixed providers). */
+  reconfigure?(settings: Record<string, ProviderSettings>): void;
   /** The chat completions field that limits a provider's output tokens (what its API reads; both mean the same). */
   chatOutputLimitField(provider: string): 'max_tokens' | 'max_completion_tokens';
 }

@@ -21,6 +21,7 @@ import { readPackagedModel } from '../../src/encoder/packaged-model.ts';
 import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
 import type { EmbeddingResponse } from '../../src/encoder/schemas.ts';
 import { EncoderTokenizer } from '../../src/encoder/tokenizer/index.ts';
+import { writeFakeBaseRuntime } from '../helpers/fake-base-runtime.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
@@ -57,14 +58,8 @@ function configFile(dir: string, name: string): string {
   return file;
 }
 
-/** An x86_64 Linux ELF header: all `build` checks of a base runtime before appending to it. */
 function fakeBaseRuntime(): string {
-  const file = path.join(work, 'base-runtime');
-  const header = Buffer.alloc(64);
-  header.set([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1], 0);
-  header.writeUInt16LE(62, 18);
-  writeFileSync(file, header);
-  return file;
+  return writeFakeBaseRuntime(path.join(work, 'base-runtime'));
 }
 
 /** Runs `build` in-process; the step lines it printed, and the result or the error. */

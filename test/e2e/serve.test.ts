@@ -3,13 +3,16 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import * as grpcJs from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelType } from '../../src/encoder/config.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable, startListening, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { sample } from '../helpers/prometheus-text.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
 import { grpcClient, mcpClient, serveModel, type ServedModel } from '../helpers/served-model.ts';
 
 const GRPC_INVALID_ARGUMENT = 3;
@@ -190,6 +193,30 @@ describe.skipIf(!hasBaseRuntime())('serve from a built model executable', () => 
         expect(grpcMetadata.model_id).toBe(metadata.model_id);
         expect(grpcMetadata.model_type).toBe(modelType.toUpperCase());
         if (modelType !== 'embedding') expect(grpcMetadata.id2label).toEqual(metadata.id2label);
+      });
+
+      it("answers encoderfile 0.7.0's gRPC service as its own: the same results, in encoderfile's messages", async () => {
+        // a client from encoderfile's .proto files (test/fixtures), as an encoderfile user has it
+        const pkg = { embedding: 'embedding', sequence_classification: 'sequence_classification', token_classification: 'token_classification' }[modelType];
+        const service = { embedding: 'EmbeddingInference', sequence_classification: 'SequenceClassificationInference', token_classification: 'TokenClassificationInference' }[modelType];
+        const definition = loadSync(`proto/${pkg}.proto`, { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [path.join(repoRoot, 'test/fixtures/encoderfile-0.7.0')] });
+        const Client = ((grpcJs.loadPackageDefinition(definition).encoderfile as grpcJs.GrpcObject)[pkg] as grpcJs.GrpcObject)[service] as grpcJs.ServiceClientConstructor;
+        const client = new Client(served.grpcAddress, grpcJs.credentials.createInsecure());
+        try {
+          const request = { inputs: body.inputs, metadata: body.metadata };
+          const answer = await new Promise<Record<string, unknown>>((resolve, reject) =>
+            (client.Predict as (r: object, cb: (e: ServiceError | null, v: Record<string, unknown>) => void) => void).call(client, request, (error, value) => (error ? reject(error) : resolve(value))),
+          );
+          const http = (await (await postPredict(served, modelType === 'embedding' ? { ...request, normalize: false } : request)).json()) as { results: unknown[] };
+          expect(answer.model_id).toBe(`served-${modelType}`);
+          expect(answer.metadata).toEqual({ request: '1' });
+          expect((answer.results as unknown[]).length).toBe(http.results.length);
+          // the predicted class or label of each result is HTTP's (the numbers are compared in test/serve/grpc-encoderfile.test.ts)
+          const pick = (result: unknown) => JSON.stringify(result, ['predicted_index', 'predicted_label', 'tokens', 'label', 'embeddings', 'token_info', 'token']);
+          expect((answer.results as unknown[]).map(pick)).toEqual(http.results.map(pick));
+        } finally {
+          client.close();
+        }
       });
 
       it('answers health and the OpenAPI document', async () => {

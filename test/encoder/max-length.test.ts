@@ -166,6 +166,17 @@ describe('the maximum length in a model package and a built executable', () => {
     await expect(packaged({ ...manifestModelOf(configFor(modelDir)), max_length: 10, max_length_reason: 3 })).rejects.toThrow('max_length_reason must be a string');
   });
 
+  it("reads the manifest's truncation (the tokenizer block) back, and refuses one that is not valid", async () => {
+    const recorded = await packaged({ ...manifestModelOf(configFor(modelDir)), truncation: { side: 'left', strategy: 'only_first', stride: 3 } });
+    expect(recorded.truncation).toEqual({ direction: 'left', strategy: 'only_first', stride: 3 });
+    expect((await packaged(manifestModelOf(configFor(modelDir)))).truncation).toBeUndefined();
+    for (const bad of [{ side: 'up', strategy: 'only_first', stride: 0 }, { side: 'left', strategy: 'longest_first', stride: -1 }, 'left', null]) {
+      await expect(packaged({ ...manifestModelOf(configFor(modelDir)), truncation: bad })).rejects.toThrow(
+        `packaged model: truncation must be {side: right|left, strategy: longest_first|only_first|only_second, stride: integer >= 0}, got ${JSON.stringify(bad)}`,
+      );
+    }
+  });
+
   it('the tokenizer truncates to the length it is given, and refuses a length that is not one', () => {
     const json = readFileSync(path.join(modelDir, 'tokenizer.json'), 'utf8');
     const config = { model_max_length: 64 };

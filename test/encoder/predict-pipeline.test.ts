@@ -201,7 +201,7 @@ describe.each([
 
   it('rejects bad requests with InputError and reports transform failures as InternalError', async () => {
     const pipeline = await pipelineFor(embeddingDir, 'embedding');
-    await expect(pipeline.predict({ inputs: ['a'] })).rejects.toThrow(new InputError('missing required field "normalize"'));
+    await expect(pipeline.predict({ inputs: ['a'], normalize: 1 })).rejects.toThrow(new InputError('normalize must be a boolean, got number'));
     await expect(pipeline.predict({ inputs: [], normalize: true })).rejects.toThrow('Invalid input: inputs must not be empty');
 
     // The load-time check runs on a batch of 2, so this script passes it and fails on a batch of 1.

@@ -3,6 +3,7 @@
  * the long ones, and runs in pieces of about one batch so that a request arriving meanwhile is not queued behind all
  * of a large one's rows, and the outputs held are those of a few batches.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
@@ -116,6 +117,22 @@ describe('the tokenizer thread', () => {
       await threads.close();
     }
     await expect(threads.encode({ texts: ['closed'], pairs: null, tokens: false })).rejects.toThrow(/closed/);
+  });
+
+  it.runIf(process.platform === 'linux')('runs below the event loop: its thread has a nice value of 10, the loop keeps its own', async () => {
+    const config = parseBuildConfig(`encoder:\n  name: t\n  path: ${embeddingDir}\n  model_type: embedding\n`, { baseDir: embeddingDir });
+    const pkg = readModelPackage(config);
+    const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
+    const before = new Set(readdirSync('/proc/self/task'));
+    const threads = new TokenizerWorkers(sourceInferenceWorker(), { tokenizerJson: pkg.tokenizerJson, tokenizerConfig: pkg.tokenizerConfig });
+    try {
+      await threads.ready();
+      const added = readdirSync('/proc/self/task').filter((tid) => !before.has(tid));
+      expect(added.map(niceOf)).toContain(10);
+      expect(niceOf(String(process.pid))).toBe(0);
+    } finally {
+      await threads.close();
+    }
   });
 
   it('refuses a tokenizer the thread cannot load with a ConfigError at start', async () => {

@@ -23,8 +23,8 @@ describe('prediction requests', () => {
     expect(parsePredictRequest('token_classification', { inputs: ['a'], metadata: {} })).toEqual({ inputs: ['a'], metadata: {} });
   });
 
-  it('requires normalize on an embedding model only', () => {
-    expect(reason('embedding', { inputs: ['a'] })).toBe('Invalid input: missing required field "normalize"');
+  it('takes normalize on an embedding model only, optional there (default false, as encoderfile)', () => {
+    expect(parsePredictRequest('embedding', { inputs: ['a'] })).toEqual({ inputs: ['a'] });
     expect(reason('embedding', { inputs: ['a'], normalize: 'yes' })).toBe('Invalid input: normalize must be a boolean, got string');
     expect(reason('sequence_classification', { inputs: ['a'], normalize: true })).toBe('Invalid input: unknown field "normalize"');
   });

@@ -242,9 +242,12 @@ describe('EncoderTokenizer', () => {
     });
 
     it('reports file truncation/padding it cannot reproduce only when asked for them', () => {
-      const t = EncoderTokenizer.fromJson(bertJson({ truncation: { direction: 'Left', max_length: 8, strategy: 'LongestFirst', stride: 0 } }));
+      // Left and a stride are reproduced (tokenizer-windows.test.ts); a direction or strategy HF does not have is not
+      const t = EncoderTokenizer.fromJson(bertJson({ truncation: { direction: 'Middle', max_length: 8, strategy: 'LongestFirst', stride: 0 } }));
       expect(t.encode('hello').ids).toEqual([2, 5, 3]);
       expectConfigError(() => t.fileSettings(), /unsupported truncation/);
+      const left = EncoderTokenizer.fromJson(bertJson({ truncation: { direction: 'Left', max_length: 8, strategy: 'LongestFirst', stride: 2 } }));
+      expect(left.fileSettings().truncation).toEqual({ maxLength: 8, strategy: 'longest_first', direction: 'left', stride: 2 });
     });
   });
 });

@@ -115,7 +115,7 @@ describe('the headers', () => {
     expect(response.status).toBe(401);
     expect(response.headers.get('access-control-allow-origin')).toBe(pageOrigin);
     expect(response.headers.get('access-control-expose-headers')).toBe(
-      'x-request-id, retry-after, x-token-count-estimate, x-ratelimit-limit-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-requests, x-ratelimit-remaining-tokens, x-ratelimit-reset-requests, x-ratelimit-reset-tokens',
+      'x-request-id, retry-after, x-token-count-estimate, x-budget-warning, x-ratelimit-limit-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-requests, x-ratelimit-remaining-tokens, x-ratelimit-reset-requests, x-ratelimit-reset-tokens',
     );
   });
 

@@ -34,11 +34,24 @@ describe('the dashboard builds record paths from encoded segments', () => {
 });
 
 describe('the dashboard shows names, and ids where there are none', () => {
-  const budget = (budget_id: string, name?: string | null): Budget => ({ budget_id, name, max_budget: 1, spend: 0, reserved: 0, remaining: 1, reset_every_seconds: null, next_reset_at: null });
+  const budget = (budget_id: string, name: string | null = null): Budget => ({
+    budget_id,
+    name,
+    max_budget: 1,
+    soft_budget: null,
+    soft_budget_exceeded: false,
+    spend: 0,
+    reserved: 0,
+    remaining: 1,
+    reset_every_seconds: null,
+    reset_alignment: null,
+    reset_time_zone: null,
+    next_reset_at: null,
+  });
   const user = (user_id: string, alias: string) => ({ user_id, alias }) as User;
   const key = (id: string, key_name: string) => ({ id, key_name }) as VirtualKey;
 
-  it('a budget by its name on gateways with budget names, by its id before them (no name field) or when unnamed', () => {
+  it('a budget by its name, by its id when unnamed (null or blank)', () => {
     expect(budgetName(budget('budget_1', 'Team A'))).toBe('Team A');
     expect(budgetName(budget('budget_2'))).toBe('budget_2');
     expect(budgetName(budget('budget_3', null))).toBe('budget_3');

@@ -172,6 +172,7 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
   it('creates a budget, a user (its name shown as text, not markup) and a key whose secret shows once', async () => {
     await go('Budgets');
     const budgetForm = page.getByRole('form', { name: 'Create a budget' });
+    await budgetForm.getByLabel('Name').fill('Team budget');
     await budgetForm.getByLabel('Limit (US$)').fill('1');
     await budgetForm.getByLabel('Starts again').selectOption({ label: 'every day' });
     await budgetForm.getByRole('button', { name: 'Create budget' }).click();
@@ -203,6 +204,8 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect(await page.evaluate(() => (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText())).toBe(secret);
     const stored = (await gateway.call('GET', '/v1/keys')).json.data[0];
     expect(stored).toMatchObject({ key_name: 'alice-app', user_id: 'alice', budget_id: budgetId, status: 'active', allow_user_override: false });
+    // the key's budget by its name, not its id
+    expect(await page.getByRole('row').filter({ hasText: 'alice-app' }).getByRole('cell', { name: 'Team budget', exact: true }).count()).toBe(1);
     await shoot('keys');
 
     await panel.getByRole('button', { name: 'Done' }).click();
@@ -212,9 +215,9 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await go('Keys');
     expect(await page.content()).not.toContain(secret);
     await page.getByRole('cell', { name: `${stored.key_prefix}…` }).waitFor();
-    // the key's owner and budget by name (the budget has none before budget names: its id)
+    // the key's owner and budget by name
     const keyRow = page.getByRole('row').filter({ hasText: 'alice-app' });
-    expect((await keyRow.locator('td').allTextContents()).slice(2, 4)).toEqual([HOSTILE_ALIAS, budgetId]);
+    expect((await keyRow.locator('td').allTextContents()).slice(2, 4)).toEqual([HOSTILE_ALIAS, 'Team budget']);
     expect(await page.locator('img').count()).toBe(0);
 
     // a plainer name for the rest of the test (and the screenshots), set through the user's Edit form
@@ -386,14 +389,14 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await go('Budgets');
     expect(await page.locator('.badge').count()).toBe(0);
     // the limit lowered below what was spent, through the budget's Edit form
-    const actions = page.getByRole('group', { name: `Actions for ${budgetId}` });
+    const actions = page.getByRole('group', { name: 'Actions for Team budget' });
     await actions.getByText('Edit').click();
     await actions.getByLabel('Limit (US$)').fill(String(limit));
     await actions.getByRole('button', { name: 'Save' }).click();
-    const badge = page.getByRole('row').filter({ hasText: budgetId }).locator('.badge.bad');
+    const badge = page.getByRole('row').filter({ hasText: 'Team budget' }).locator('.badge.bad');
     await badge.waitFor();
     expect(await badge.textContent()).toMatch(/^Overspent by \$0\.\d+$/);
-    expect(await page.locator('.banner.warn').textContent()).toContain(`1 budget is overspent: ${budgetId} (`);
+    expect(await page.locator('.banner.warn').textContent()).toContain('1 budget is overspent: Team budget (');
 
     await go('Overview');
     const banner = page.locator('.banner.warn');
@@ -440,8 +443,16 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await go('Users');
     await page.getByRole('cell', { name: 'alice', exact: true }).waitFor();
     await shoot('users');
+    // overspent wins over a soft limit passed; with the limit raised again, the soft limit's badge shows
+    await gateway.call('PATCH', `/v1/budgets/${budgetId}`, { body: { soft_budget: 0.000001 } });
+    await go('Budgets');
+    const budgetRow = page.getByRole('row').filter({ hasText: 'Team budget' });
+    expect(await budgetRow.locator('.badge').allTextContents()).toEqual([expect.stringMatching(/^Overspent by /)]);
+    await gateway.call('PATCH', `/v1/budgets/${budgetId}`, { body: { max_budget: 1 } });
+    await go('Users');
     await go('Budgets');
     expect(await page.locator('meter').count()).toBe(1);
+    expect(await budgetRow.locator('.badge').allTextContents()).toEqual(['Past soft limit $0.000001']);
     await shoot('budgets');
     await go('Models');
     const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'openai:fake-model-1', exact: true }) });

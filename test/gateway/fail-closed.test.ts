@@ -92,7 +92,7 @@ describe.each(backends)('fail-closed defaults on $name', (backend) => {
     }
     expect(doc.components.schemas.VirtualKey.required).toContain('allow_user_override');
     expect(doc.components.schemas.Usage.required).toContain('overshoot');
-    expect(doc.components.schemas.ModelPricing.properties.source.enum).toEqual(['configured', 'bundled']);
+    expect(doc.components.schemas.ModelPricing.properties.source.enum).toEqual(['config', 'api', 'bundled']);
   });
 
   it.skipIf(backend.skipReason)('require_pricing opts out globally, per provider and per model; those calls cost $0', async () => {
@@ -125,12 +125,12 @@ describe.each(backends)('fail-closed defaults on $name', (backend) => {
 
     const list = (await strict.call('GET', '/v1/pricing')).json.data as { model: string; source: string; input_cost_per_million: number }[];
     expect(list.find((entry) => entry.model === 'openai:gpt-4o-mini')).toMatchObject({ source: 'bundled', input_cost_per_million: bundled.input_cost_per_million });
-    expect(list.filter((entry) => entry.model === 'openai:gpt-4o')).toEqual([expect.objectContaining({ source: 'configured', input_cost_per_million: TEST_PRICING.input_cost_per_million })]);
+    expect(list.filter((entry) => entry.model === 'openai:gpt-4o')).toEqual([expect.objectContaining({ source: 'config', input_cost_per_million: TEST_PRICING.input_cost_per_million })]);
     expect((await strict.call('GET', '/v1/pricing/anthropic:claude-sonnet-4-5')).json).toMatchObject({ source: 'bundled', output_cost_per_million: 15 });
     // only a stored price can be deleted; a PUT overrides the bundled one
     expect((await strict.call('DELETE', '/v1/pricing/openai:gpt-4o-mini')).status).toBe(404);
     await strict.call('PUT', '/v1/pricing/openai:gpt-4o-mini', { body: { input_cost_per_million: 7, output_cost_per_million: 9 } });
-    expect((await strict.call('GET', '/v1/pricing/openai:gpt-4o-mini')).json).toMatchObject({ source: 'configured', input_cost_per_million: 7 });
+    expect((await strict.call('GET', '/v1/pricing/openai:gpt-4o-mini')).json).toMatchObject({ source: 'api', input_cost_per_million: 7 });
     await client(strict).chat.completions.create({ model: 'openai:gpt-4o-mini', user, ...ask('again') }, { headers: { 'x-request-id': `override-${backend.name}` } });
     const overridden = (await strict.call('GET', `/v1/users/${user}/usage`)).json.data.find((row: { request_id: string }) => row.request_id === `override-${backend.name}`);
     expect(overridden.cost).toBeCloseTo(costAt({ input_cost_per_million: 7, output_cost_per_million: 9 }), 12);

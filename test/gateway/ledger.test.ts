@@ -13,9 +13,9 @@ it("a database failure while reserving the second budget gives the first budget'
       },
     },
     budgets: {
-      async reserve(id: string, amount: bigint) {
+      async admit(id: string, amount: bigint) {
         if (id === 'user-budget') throw new Error('connection terminated');
-        return { budget_id: id, reserved_nanos: amount, holder: null };
+        return { hold: { budget_id: id, reserved_nanos: amount, holder: null }, spend_nanos: 0n, soft_budget_nanos: null, max_budget_nanos: 10n ** 12n };
       },
       async release(hold: BudgetHold) {
         released.push({ budget: hold.budget_id, amount: hold.reserved_nanos });

@@ -376,10 +376,10 @@ describe('the models: section of the configuration', () => {
   it.each([
     ['a target that is not provider:model', 'models: {fast: [gpt-4o]}', 'models.fast.targets.0.model: a target is provider:model'],
     ['an empty route', 'models: {fast: []}', 'models.fast.targets'],
-    ['a provider not configured and no settings of its own', 'models: {fast: [mistral:small]}', 'models.fast.targets.0: provider "mistral" is not configured under providers'],
+    ['a provider not configured and no settings of its own', 'models: {fast: [mistral:small]}', 'models.fast.targets.0.model: provider "mistral" is not configured under providers'],
     ['an unknown provider with its own address', 'models: {fast: [{model: "nosuch:x", api_base: "http://h/v1"}]}', 'unknown provider "nosuch"'],
-    ['priority on some targets only', 'models: {fast: [{model: openai:a, priority: 0}, openai:b]}', 'models.fast: give priority to every target or to none'],
-    ['a weight without priorities', 'models: {fast: [{model: openai:a, weight: 2}, openai:b]}', 'models.fast.targets.0: weight shares the calls among targets of equal priority'],
+    ['priority on some targets only', 'models: {fast: [{model: openai:a, priority: 0}, openai:b]}', 'models.fast.targets: give priority to every target or to none'],
+    ['a weight without priorities', 'models: {fast: [{model: openai:a, weight: 2}, openai:b]}', 'models.fast.targets.0.weight: weight shares the calls among targets of equal priority'],
     ['a zero weight', 'models: {fast: [{model: openai:a, priority: 0, weight: 0}]}', 'models.fast.targets.0.weight'],
     ['an unknown target field', 'models: {fast: [{model: openai:a, wieght: 2}]}', 'wieght'],
     ['a name with spaces', 'models: {"my model": [openai:a]}', 'a model name is 1 to 256 characters without white space'],

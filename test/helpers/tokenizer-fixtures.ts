@@ -87,10 +87,12 @@ export interface OracleEncoding {
   getTypeIds(): number[];
   getSpecialTokensMask(): number[];
   getAttentionMask(): number[];
+  /** The windows after this one when a truncation cut the text (HF's `overflowing`). */
+  getOverflowing(): OracleEncoding[];
 }
 export interface OracleTokenizer {
   encode(text: string, pair: string | null, options: { addSpecialTokens: boolean }): Promise<OracleEncoding>;
-  setTruncation(maxLength: number, options?: { strategy?: 'LongestFirst' | 'OnlyFirst' | 'OnlySecond' }): void;
+  setTruncation(maxLength: number, options?: { strategy?: 'LongestFirst' | 'OnlyFirst' | 'OnlySecond'; stride?: number; direction?: 'right' | 'left' }): void;
   disableTruncation(): void;
   setPadding(options: { maxLength?: number; padId?: number; padToken?: string; padTypeId?: number; padToMultipleOf?: number }): void;
   disablePadding(): void;

@@ -676,15 +676,20 @@ describe('grpc.health.v1.Health', () => {
     return { stream, received, ended };
   }
 
-  it('Check and List: SERVING for "" and the served service; unknown names are NOT_FOUND', async () => {
+  it('Check and List: SERVING for "" and the served services (ours and encoderfile\'s); unknown names are NOT_FOUND', async () => {
     const stub = new StubPredictor('sequence_classification', () => ({ results: [], model_id: 'm' }));
     const { address } = await serve(stub);
     const c = client(address);
     expect(await unary(c, 'Check', { service: '' })).toEqual({ status: 'SERVING' });
     expect(await unary(c, 'Check', { service: 'encoder.SequenceClassification' })).toEqual({ status: 'SERVING' });
+    expect(await unary(c, 'Check', { service: 'encoderfile.sequence_classification.SequenceClassificationInference' })).toEqual({ status: 'SERVING' });
     await expectStatus(unary(c, 'Check', { service: 'encoder.Embedding' }), grpc.status.NOT_FOUND, 'unknown service "encoder.Embedding"');
     expect(await unary(c, 'List', {})).toEqual({
-      statuses: { '': { status: 'SERVING' }, 'encoder.SequenceClassification': { status: 'SERVING' } },
+      statuses: {
+        '': { status: 'SERVING' },
+        'encoder.SequenceClassification': { status: 'SERVING' },
+        'encoderfile.sequence_classification.SequenceClassificationInference': { status: 'SERVING' },
+      },
     });
   });
 
@@ -830,10 +835,16 @@ describe('server reflection', () => {
     address = (await serve(echo)).address;
   });
 
-  it.each(['v1', 'v1alpha'] as const)('%s: list_services names the served encoder service, health and reflection', async (version) => {
+  it.each(['v1', 'v1alpha'] as const)('%s: list_services names the served encoder services (ours and encoderfile\'s), health and reflection', async (version) => {
     const response = await ask(reflectionClient(version, address), { list_services: '*' });
     const names = response.list_services_response!.service.map((s) => s.name).sort();
-    expect(names).toEqual(['encoder.Embedding', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection']);
+    expect(names).toEqual([
+      'encoder.Embedding',
+      'encoderfile.embedding.EmbeddingInference',
+      'grpc.health.v1.Health',
+      'grpc.reflection.v1.ServerReflection',
+      'grpc.reflection.v1alpha.ServerReflection',
+    ]);
   });
 
   it.each(['v1', 'v1alpha'] as const)('%s: file_containing_symbol gives encoder.proto with its services and snake_case fields', async (version) => {
@@ -877,6 +888,7 @@ describe('server reflection', () => {
     const listed = await ask(c, { list_services: '*' });
     expect(listed.list_services_response!.service.map((s) => s.name).sort()).toEqual([
       'encoder.SentenceEmbedding',
+      'encoderfile.sentence_embedding.SentenceEmbeddingInference',
       'grpc.health.v1.Health',
       'grpc.reflection.v1.ServerReflection',
       'grpc.reflection.v1alpha.ServerReflection',

@@ -212,17 +212,32 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       sequence_classification: ['/rerank'],
       token_classification: [],
     }[metadata.model_type];
+    const infinityRoutes: string[] = {
+      embedding: ['/embeddings'],
+      sentence_embedding: ['/embeddings'],
+      sequence_classification: ['/classify'],
+      token_classification: [],
+    }[metadata.model_type];
     expect(Object.keys(paths).sort()).toEqual(
-      ['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis, '/info', '/tokenize', '/decode', ...teiRoutes].sort(),
+      ['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis, '/info', '/tokenize', '/decode', ...teiRoutes, '/models', ...infinityRoutes].sort(),
     );
-    // TEI's routes: TEI's statuses, every error in TEI's body
+    // TEI's routes: TEI's statuses, every error in TEI's body (/rerank: Infinity's body and its 422 too)
     expect(statuses('/info', 'get')).toEqual(['200']);
+    const schemaOf = (path: string, status: string) => ((paths[path].post.responses[status] as Json).content as Json)['application/json'] as { schema: Json };
     for (const path of ['/tokenize', '/decode', ...teiRoutes]) {
       const errors = teiRoutes.includes(path) ? ['400', '413', '415', '422', '424'] : ['400', '413', '415', '422'];
       expect(statuses(path, 'post'), path).toEqual(['200', ...errors]);
       for (const status of errors) {
-        expect(((paths[path].post.responses[status] as Json).content as Json)['application/json']).toMatchObject({ schema: { $ref: '#/components/schemas/TeiError' } });
+        const tei = { $ref: '#/components/schemas/TeiError' };
+        expect(schemaOf(path, status).schema).toEqual(path === '/rerank' && status === '422' ? { oneOf: [tei, { $ref: '#/components/schemas/InfinityValidationError' }] } : tei);
       }
+    }
+    // Infinity's routes: its statuses and bodies
+    expect(statuses('/models', 'get')).toEqual(['200']);
+    for (const path of infinityRoutes) {
+      expect(statuses(path, 'post'), path).toEqual(['200', '400', '413', '415', '422', '500']);
+      const schemas = { 400: 'InfinityError', 500: 'InfinityError', 413: 'InfinityHttpError', 415: 'InfinityHttpError', 422: 'InfinityValidationError' };
+      for (const [status, schema] of Object.entries(schemas)) expect(schemaOf(path, status).schema, `${path} ${status}`).toEqual({ $ref: `#/components/schemas/${schema}` });
     }
     expect(statuses('/v1/models', 'get')).toEqual(['200']);
     // any model name is this model (no --strict-model-name): no 404 for a name (strict servers: below)
@@ -317,6 +332,34 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
     const models = await app.inject({ method: 'GET', url: '/v1/models/nope' });
     expect(models.statusCode).toBe(200);
     expect(JSON.parse(models.body)).toMatchObject({ id: metadata.model_id, object: 'model' });
+  });
+
+  it("gives the Infinity-shaped errors and answers Infinity's routes really answer", async () => {
+    const app = apps.get(metadata.model_id)!;
+    const paths = documentOf().paths as Record<string, Record<string, { responses: Record<string, Json> }>>;
+    const examplesOf = (route: string, method: string, status: string) =>
+      ((paths[route][method].responses[status].content as Json)['application/json'] as Json).examples as Record<string, { value: unknown }>;
+    const requests: Record<string, Record<string, unknown>> = {
+      '/embeddings': { missing_input: {}, empty_input: { input: [] }, bad_json: '{"inputs": ["hello",]}' },
+      '/classify': { missing_input: {}, a_text: { input: 'I am not having a great day.' }, bad_json: '{"inputs": ["hello",]}' },
+    };
+    for (const [route, byName] of Object.entries(requests)) {
+      if (!(route in paths)) continue;
+      const documented = examplesOf(route, 'post', '422');
+      expect(Object.keys(documented).sort(), route).toEqual(Object.keys(byName).sort());
+      for (const [name, request] of Object.entries(byName)) {
+        const payload = typeof request === 'string' ? request : JSON.stringify(request);
+        const response = await app.inject({ method: 'POST', url: route, payload, headers: { 'content-type': 'application/json' } });
+        expect(response.statusCode, `${route} ${name}`).toBe(422);
+        expect(response.json(), `${route} ${name}`).toEqual(documented[name].value);
+      }
+      const wrongMediaType = await app.inject({ method: 'POST', url: route, payload: '{}', headers: { 'content-type': 'text/plain' } });
+      expect(wrongMediaType.statusCode).toBe(415);
+      expect(wrongMediaType.json()).toEqual(Object.values(examplesOf(route, 'post', '415'))[0].value);
+    }
+    const models = await app.inject({ method: 'GET', url: '/models' });
+    const documentedModels = Object.values(examplesOf('/models', 'get', '200'))[0].value as { data: Record<string, unknown>[] };
+    expect(Object.keys((models.json() as typeof documentedModels).data[0]).sort()).toEqual(Object.keys(documentedModels.data[0]).sort());
   });
 
   it("gives the TEI-shaped errors TEI's routes really answer", async () => {
@@ -525,7 +568,7 @@ describe('the field APIs’ examples are what a real model answers', () => {
       no_documents: { query: 'capital of france', documents: [] },
       empty_document: { query: 'capital of france', documents: ['paris', ''] },
       top_n: { query: 'capital of france', documents: ['paris'], top_n: 0 },
-      raw_scores: { query: 'capital of france', documents: ['paris'], raw_scores: true },
+      raw_scores: { query: 'capital of france', documents: ['paris'], raw_scores: 'yes' },
     };
     const documented = examplesAt(document, route, 'post', '400');
     expect(Object.keys(documented).sort()).toEqual(Object.keys(requestFor).sort());

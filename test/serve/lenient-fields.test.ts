@@ -135,6 +135,13 @@ describe('/v1/rerank and /v2/rerank', () => {
     expect(response.json.model).toBe('cross');
   });
 
+  it("Infinity's and TEI's raw_scores: true scores with the logit, whose sigmoid is the default score (one-logit cross-encoder)", async () => {
+    const probabilities = (await post(cross, '/v2/rerank', { query, documents })).json.results as { index: number; relevance_score: number }[];
+    const raw = (await post(cross, '/v2/rerank', { query, documents, raw_scores: true })).json.results as { index: number; relevance_score: number }[];
+    expect(raw.map((result) => result.index)).toEqual(probabilities.map((result) => result.index));
+    raw.forEach((result, i) => expect(1 / (1 + Math.exp(-result.relevance_score))).toBeCloseTo(probabilities[i].relevance_score, 6));
+  });
+
   it("TEI's return_text: true returns the documents, as return_documents does", async () => {
     const response = await post(cross, '/v1/rerank', { query, documents, return_text: true, top_n: 2 });
     const results = response.json.results as { index: number; document: { text: string } }[];
@@ -159,7 +166,7 @@ describe('/v1/rerank and /v2/rerank', () => {
   });
 
   it.each([
-    ['raw_scores: true (another score than a probability)', { raw_scores: true }, 'raw_scores', /'raw_scores' true is not supported: relevance_score is the model's probability/],
+    ['raw_scores not a boolean', { raw_scores: 'yes' }, 'raw_scores', /'raw_scores' must be true or false/],
     ["TEI's truncation_direction Left", { truncation_direction: 'Left' }, 'truncation_direction', /'truncation_direction' "Left" is not supported: documents are truncated at their end/],
     ['rank_fields naming a field a document lacks', { documents: [{ title: 'x' }], rank_fields: ['title', 'body'] }, 'documents', /'documents\[0\]' has no text field 'body', which rank_fields names/],
     ['an object document without text, without rank_fields', { documents: [{ title: 'x' }] }, 'documents', /'documents\[0\]' must be a non-empty text or an object with a non-empty text field/],
@@ -181,12 +188,17 @@ describe('/predict', () => {
     expect(response.json).not.toHaveProperty('metadata');
   });
 
-  it('embedding: normalize is required there, so null is refused as spec 2 refuses a wrong type (422)', async () => {
-    const response = await post(tokens, '/predict', { inputs: ['hello world'], normalize: null });
-    expect(response.status).toBe(422);
-    expect(response.text).toBe('Invalid input: normalize must be a boolean, got null');
-    const metadata = await post(tokens, '/predict', { inputs: ['hello world'], normalize: true, metadata: null });
-    expect(metadata.status, metadata.text).toBe(200);
+  it('embedding: normalize absent or null is false, as encoderfile answers (its request has no normalize): the vectors as the model gives them', async () => {
+    const raw = await post(tokens, '/predict', { inputs: ['hello world'], normalize: false });
+    const unit = await post(tokens, '/predict', { inputs: ['hello world'], normalize: true });
+    expect(raw.json).not.toEqual(unit.json);
+    for (const body of [{ inputs: ['hello world'] }, { inputs: ['hello world'], normalize: null }, { inputs: ['hello world'], metadata: null }]) {
+      const response = await post(tokens, '/predict', body);
+      expect(response.status, response.text).toBe(200);
+      expect(response.json, JSON.stringify(body)).toEqual(raw.json);
+    }
+    const norms = (unit.json.results as { embeddings: { embedding: number[] }[] }[])[0].embeddings.map((t) => Math.hypot(...t.embedding));
+    for (const norm of norms) expect(norm).toBeCloseTo(1, 5);
   });
 
   it("a text-embeddings-inference /embed body: its options are accepted where they ask for what happens anyway", async () => {

@@ -110,9 +110,17 @@ describe('POST /rerank', () => {
     for (const rank of withText) expect(rank.text).toBe(example.texts[rank.index]);
   });
 
-  it('refuses an empty batch (400 Empty), raw_scores true (422), and answers 424 on a model that is not a re-ranker', async () => {
+  it('raw_scores: true scores with the logit, whose sigmoid is the probability (a one-logit cross-encoder), same order', async () => {
+    const probabilities = (await post(reranker, '/rerank', example)).body as { index: number; score: number }[];
+    const raw = (await post(reranker, '/rerank', { ...example, raw_scores: true })).body as { index: number; score: number }[];
+    expect(raw.map((rank) => rank.index)).toEqual(probabilities.map((rank) => rank.index));
+    raw.forEach((rank, i) => expect(1 / (1 + Math.exp(-rank.score))).toBeCloseTo(probabilities[i].score, 6));
+    expect(raw.map((rank) => rank.score)).not.toEqual(probabilities.map((rank) => rank.score));
+  });
+
+  it('refuses an empty batch (400 Empty), a raw_scores that is not a boolean (422), and answers 424 on a model that is not a re-ranker', async () => {
     expect(await post(reranker, '/rerank', { query: 'q', texts: [] })).toMatchObject({ status: 400, body: { error: '`texts` cannot be empty', error_type: 'Empty' } });
-    expect(await post(reranker, '/rerank', { ...example, raw_scores: true })).toMatchObject({ status: 422, body: { error_type: 'Validation' } });
+    expect(await post(reranker, '/rerank', { ...example, raw_scores: 'yes' })).toMatchObject({ status: 422, body: { error_type: 'Validation' } });
     expect(await post(sentences, '/rerank', example)).toMatchObject({ status: 424, body: { error: 'model is not a re-ranker model', error_type: 'Backend' } });
   });
 });
@@ -181,5 +189,69 @@ describe('GET /info', () => {
     expect(body.max_batch_tokens).toBeGreaterThan(0);
     expect(await info(reranker)).toMatchObject({ model_type: { reranker: { id2label: { 0: 'LABEL_0' }, label2id: { LABEL_0: 0 } } } });
     expect(await info(labeller)).toMatchObject({ model_type: { classifier: { id2label: { 0: 'O', 1: 'B-PER', 2: 'I-PER' } } } });
+  });
+});
+
+describe("POST /predict with text-embeddings-inference's classification bodies", () => {
+  let classifier: InProcessEncoder;
+  const labels = ['negative', 'positive', 'neutral'];
+  beforeAll(async () => {
+    classifier = await serveInProcess(await generateTinyModel({ modelType: 'sequence_classification', labels }), 'sentiment', 'sequence_classification');
+  });
+  afterAll(async () => {
+    await classifier?.close();
+  });
+
+  /** What spec 2's /predict answers for the same items: each label's softmax score (or logit), best first. */
+  async function expectedFor(inputs: (string | string[])[], field: 'scores' | 'logits' = 'scores') {
+    const { body } = await post(classifier, '/predict', { inputs });
+    return (body as { results: Record<string, number[]>[] }).results.map((result) =>
+      labels.map((label, k) => ({ label, score: result[field][k] })).sort((a, b) => b.score - a.score),
+    );
+  }
+
+  function expectPredictions(actual: unknown, expected: { label: string; score: number }[]): void {
+    const list = actual as { label: string; score: number }[];
+    expect(list.map((entry) => entry.label)).toEqual(expected.map((entry) => entry.label));
+    list.forEach((entry, i) => expect(entry.score).toBeCloseTo(expected[i].score, 6));
+  }
+
+  it("answers TEI's example (one text) with every label's score, best first", async () => {
+    const { status, body } = await post(classifier, '/predict', { inputs: 'I like you.' });
+    expect(status).toBe(200);
+    expectPredictions(body, (await expectedFor(['I like you.']))[0]);
+  });
+
+  it("answers TEI's batch example ([text] items), a [text, text_pair] item as a pair, and raw_scores as the logits", async () => {
+    const { status, body } = await post(classifier, '/predict', { inputs: [['I like you.'], ['I hate pineapples']] });
+    expect(status).toBe(200);
+    const expected = await expectedFor(['I like you.', 'I hate pineapples']);
+    (body as unknown[]).forEach((item, i) => expectPredictions(item, expected[i]));
+    const mixed = (await post(classifier, '/predict', { inputs: [['I like you.'], ['what is the capital of france', 'paris']] })).body as unknown[];
+    expectPredictions(mixed[1], (await expectedFor([['what is the capital of france', 'paris']]))[0]);
+    const raw = (await post(classifier, '/predict', { inputs: 'I like you.', raw_scores: true, truncate: true })).body;
+    expectPredictions(raw, (await expectedFor(['I like you.'], 'logits'))[0]);
+  });
+
+  it("keeps spec 2's answer for every body spec 2 accepts (a list of texts is two texts, not TEI's pair)", async () => {
+    const { status, body } = await post(classifier, '/predict', { inputs: ['I like you.', 'I hate pineapples'] });
+    expect(status).toBe(200);
+    expect((body as { results: unknown[] }).results).toHaveLength(2);
+    expect(body).toMatchObject({ model_id: 'sentiment' });
+  });
+
+  it("refuses a TEI body as TEI does (422 Validation, 400 Empty, JSON); spec 2's refusals stay text/plain", async () => {
+    const empty = await post(classifier, '/predict', { inputs: '' });
+    expect(empty).toMatchObject({ status: 422, body: { error_type: 'Validation', error: expect.stringMatching(/^Input validation error: /) } });
+    expect(empty.type).toMatch(/^application\/json/);
+    expect(await post(classifier, '/predict', { inputs: [['a'], ['b', 'c', 'd']] })).toMatchObject({ status: 422, body: { error_type: 'Validation' } });
+    expect(await post(classifier, '/predict', { inputs: 'x', truncation_direction: 'Left' })).toMatchObject({ status: 422, body: { error_type: 'Validation', error: expect.stringMatching(/truncation_direction/) } });
+    const spec = await fetch(`${classifier.httpUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: [] }) });
+    expect(spec.status).toBe(422);
+    expect(spec.headers.get('content-type')).toMatch(/^text\/plain/);
+    // an embedding model has no TEI /predict: its body stays spec 2's 422
+    const notClassifier = await fetch(`${sentences.httpUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: 'x' }) });
+    expect(notClassifier.status).toBe(422);
+    expect(await notClassifier.text()).toBe('Invalid input: inputs must be a list, got string');
   });
 });

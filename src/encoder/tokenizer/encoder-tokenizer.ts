@@ -9,11 +9,13 @@
  *
  * Offsets are Unicode code points of the input string (Rust char indices), never UTF-16 units.
  *
- * What the server uses: `encode` truncates to `maxLength` (the model's, else tokenizer_config.json's) and never
+ * What the server uses: `encode` truncates to `maxLength` (the model's, else tokenizer_config.json's) at the side
+ * and with the strategy of TokenizerOptions.truncation (encoderfile's `tokenizer:` block; default right) and never
  * pads; `encodePair` does the same for a text pair (a cross-encoder's query and document) with the
- * post-processor's pair form; batches are padded by `pad` to their longest member. The truncation
- * and padding stored in tokenizer.json are ignored there, but `encodeWith(text, fileSettings(), pair?)`
- * reproduces them exactly (that is how the golden files' own configuration is checked).
+ * post-processor's pair form; batches are padded by `pad` to their longest member. `encodeWindows` adds HF's
+ * overflowing windows (the stride). The truncation and padding stored in tokenizer.json are ignored there, but
+ * `encodeWith(text, fileSettings(), pair?)` reproduces them exactly (that is how the golden files' own configuration
+ * is checked).
  */
 import { ConfigError, InputError } from '../errors.ts';
 import { AddedVocabulary, type Split } from './added-vocabulary.ts';
@@ -31,11 +33,20 @@ import {
 } from './post-processors.ts';
 import { type PreTokenizer, createPreTokenizer } from './pre-tokenizers.ts';
 import { type TextCuts, lastCut, modelPieceStarts, prefixesAreFinal, textCutsOf } from './text-cuts.ts';
-import { type ContentEncoding, FILE_STRATEGIES, type TruncationStrategy, tokenizeLimit, truncateEncodings } from './truncation.ts';
+import {
+  type ContentEncoding,
+  FILE_DIRECTIONS,
+  FILE_STRATEGIES,
+  type TruncationDirection,
+  type TruncationStrategy,
+  sliceEncoding,
+  tokenizeLimit,
+  truncateEncodings,
+} from './truncation.ts';
 import type { WordTokens } from './models.ts';
 import { library } from './library.ts';
 
-export type { TruncationStrategy } from './truncation.ts';
+export type { TruncationDirection, TruncationStrategy } from './truncation.ts';
 
 export interface Encoding {
   /** token ids including special tokens */
@@ -67,6 +78,20 @@ export interface TruncationSettings {
    * right, except that only_second refuses one that is too long (as HF does).
    */
   strategy?: TruncationStrategy;
+  /** Which end of a text is cut (HF's direction): right (default) keeps the start, left keeps the end. */
+  direction?: TruncationDirection;
+  /**
+   * Tokens each overflowing window repeats from the one before (HF's stride, default 0); the windows are what
+   * `encodeWindows` returns after the first. Must be below max_length less the special tokens when a text is cut.
+   */
+  stride?: number;
+}
+
+/** How the server cuts texts longer than its maximum length (encoderfile's `tokenizer:` block); default right, longest_first, 0. */
+export interface TextTruncation {
+  direction: TruncationDirection;
+  strategy: TruncationStrategy;
+  stride: number;
 }
 
 export interface PaddingSettings {
@@ -89,6 +114,8 @@ export interface TokenizerOptions {
    * tokenizer_config.json), which `encode` truncates to; default: tokenizer_config.json's model_max_length, else 512.
    */
   maxLength?: number;
+  /** How `encode` and `encodePair` cut a text longer than maxLength; default right, longest_first, stride 0. */
+  truncation?: TextTruncation;
 }
 
 /** model_max_length above this is HF's "no limit" sentinel (1e30) or nonsense: the default applies. */
@@ -136,6 +163,8 @@ function hasByteLevel(cfg: unknown): boolean {
 export class EncoderTokenizer {
   /** TokenizerOptions.maxLength, else model_max_length of tokenizer_config.json when it is a sane integer, else 512 */
   readonly maxLength: number;
+  /** How `encode` and `encodePair` cut (TokenizerOptions.truncation). */
+  readonly truncation: TextTruncation;
   private readonly model: TokenModel;
   private readonly normalizer: Normalizer | null;
   private readonly preTokenizer: PreTokenizer | null;
@@ -182,6 +211,11 @@ export class EncoderTokenizer {
       throw new ConfigError(`tokenizer: ${what} ${this.maxLength} leaves no room next to the special tokens`);
     }
     this.padSpec = this.resolvePad(config);
+    this.truncation = options.truncation ?? { direction: 'right', strategy: 'longest_first', stride: 0 };
+    const room = this.maxLength - this.addedTokens();
+    if (!(Number.isSafeInteger(this.truncation.stride) && this.truncation.stride >= 0 && this.truncation.stride < room)) {
+      throw new ConfigError(`tokenizer: stride ${this.truncation.stride} must be at least 0 and below ${room}, the tokens a window holds besides the special tokens (max length ${this.maxLength})`);
+    }
   }
 
   /**
@@ -256,9 +290,17 @@ export class EncoderTokenizer {
     return this.decoder.decode([...ids], { skip_special_tokens: skipSpecialTokens });
   }
 
-  /** With special tokens, truncated to maxLength (content first, then the specials), no padding. */
+  /** With special tokens, truncated to maxLength (content first, then the specials) as `truncation` says, no padding. */
   encode(text: string): Encoding {
-    return this.encodeWith(text, { truncation: { maxLength: this.maxLength }, padding: null });
+    return this.encodeWith(text, { truncation: { maxLength: this.maxLength, ...this.truncation }, padding: null });
+  }
+
+  /**
+   * `encode` with HF's overflowing windows: the encoding, then one per further window of the text (`truncation.stride`
+   * tokens repeated from the window before), each with its special tokens. One element when the text fits.
+   */
+  encodeWindows(text: string): Encoding[] {
+    return this.encodeAll(text, { truncation: { maxLength: this.maxLength, ...this.truncation }, padding: null }, undefined, true);
   }
 
   encodeBatch(texts: string[]): Encoding[] {
@@ -268,19 +310,31 @@ export class EncoderTokenizer {
   /**
    * Two texts as one input, as a cross-encoder reads a query and a document: the post-processor's pair form
    * (`[CLS] A [SEP] B [SEP]` with type ids 0 then 1 for BERT, `<s> A </s></s> B </s>` for RoBERTa, a template's
-   * `pair`), truncated to maxLength with HF's default pair strategy longest_first, no padding. Offsets of the second
+   * `pair`), truncated to maxLength as `truncation` says (HF's default pair strategy longest_first), no padding. Offsets of the second
    * text's tokens are into the second text. ConfigError when the tokenizer has no pair form (`supportsPairs`).
    */
   encodePair(text: string, pair: string): Encoding {
-    return this.encodeWith(text, { truncation: { maxLength: this.maxLength, strategy: 'longest_first' }, padding: null }, pair);
+    return this.encodeWith(text, { truncation: { maxLength: this.maxLength, ...this.truncation }, padding: null }, pair);
   }
 
   /**
    * One text, or a pair, with explicit truncation / padding (Rust's TruncationParams / PaddingParams semantics, right
-   * direction, no stride). InputError when the truncation cannot be met (max_length below the special tokens, a text
-   * too short for only_first / only_second).
+   * padding). InputError when the truncation cannot be met (max_length below the special tokens, a text too short for
+   * only_first / only_second, a stride not below what a window holds).
    */
   encodeWith(text: string, settings: EncodeSettings, pair?: string): Encoding {
+    return this.encodeAll(text, settings, pair, false)[0];
+  }
+
+  /**
+   * `encodeWith` and, for a single text cut by its truncation, its overflowing windows after it (HF's
+   * `getOverflowing()`, with their special tokens and padding). A pair has no windows here.
+   */
+  encodeWithWindows(text: string, settings: EncodeSettings): Encoding[] {
+    return this.encodeAll(text, settings, undefined, true);
+  }
+
+  private encodeAll(text: string, settings: EncodeSettings, pair: string | undefined, withWindows: boolean): Encoding[] {
     if (typeof text !== 'string') throw new InputError('text must be a string');
     if (pair !== undefined && typeof pair !== 'string') throw new InputError('the second text of a pair must be a string');
     const isPair = pair !== undefined;
@@ -288,22 +342,28 @@ export class EncoderTokenizer {
       throw new ConfigError(NO_PAIR_TEMPLATE);
     }
     const t = settings.truncation;
-    const strategy = t?.strategy ?? 'longest_first';
+    const plan = { strategy: t?.strategy ?? 'longest_first', direction: t?.direction ?? 'right', stride: t?.stride ?? 0 } as const;
     const max = t ? t.maxLength - this.addedTokens(isPair) : Infinity;
     if (max < 0) throw new InputError(`truncation max_length ${t?.maxLength} is below the special tokens`);
     // the type ids HF gives each sequence before the post-processor (which may set others)
-    const a = this.encodeContent(text, 0, t ? tokenizeLimit(t.maxLength, strategy, 0) : Infinity, isPair);
-    const b = isPair ? this.encodeContent(pair, 1, t ? tokenizeLimit(t.maxLength, strategy, 1) : Infinity, true) : null;
-    if (t) truncateEncodings(a, b, max, strategy);
-    const e = postProcess(this.postProcessor, b ? [a, b] : [a], true);
+    const limitOf = (index: 0 | 1) => (t ? tokenizeLimit(t.maxLength, plan.strategy, index) : Infinity);
+    // overflowing windows hold the rest of what HF tokenized: its early exit at whole pre-tokens, never a shortcut within one
+    const a = this.encodeContent(text, 0, limitOf(0), isPair || withWindows, plan.direction, withWindows);
+    const b = isPair ? this.encodeContent(pair, 1, limitOf(1), true, plan.direction) : null;
+    const overflowing = t ? truncateEncodings(a, b, max, plan) : [];
+    const encodings = [b ? [a, b] : [a], ...(withWindows ? overflowing.map((window) => [window]) : [])].map((parts) =>
+      postProcess(this.postProcessor, parts, true),
+    );
     const p = settings.padding;
     if (p) {
-      let target = typeof p.strategy === 'object' ? p.strategy.fixed : e.ids.length;
-      const m = p.padToMultipleOf ?? 0;
-      if (m > 0 && target % m !== 0) target += m - (target % m);
-      padTo(e, target, { padId: p.padId, padToken: p.padToken, padTypeId: p.padTypeId });
+      for (const e of encodings) {
+        let target = typeof p.strategy === 'object' ? p.strategy.fixed : e.ids.length;
+        const m = p.padToMultipleOf ?? 0;
+        if (m > 0 && target % m !== 0) target += m - (target % m);
+        padTo(e, target, { padId: p.padId, padToken: p.padToken, padTypeId: p.padTypeId });
+      }
     }
-    return e;
+    return encodings;
   }
 
   /** Pads to the longest encoding with the pad id; attention 0 and type id 0 on padding. */
@@ -339,7 +399,8 @@ export class EncoderTokenizer {
    * whatever its script or shape. `exactCount`: the count at the exit must be HF's (a pair compares the two), which a
    * cut inside HF's one word cannot give: such an encoding is marked as holding more than it counts.
    */
-  private encodeContent(text: string, typeId: number, limit: number, exactCount: boolean): ContentEncoding {
+  private encodeContent(text: string, typeId: number, limit: number, exactCount: boolean, direction: TruncationDirection, wholeWords = false): ContentEncoding {
+    if (direction === 'left' && limit !== Infinity) return this.encodeContentFromEnd(text, typeId, limit, exactCount);
     const cuts = this.cuts;
     if (limit !== Infinity) {
       const first = Math.max(MIN_PREFIX, limit * PREFIX_CHARS_PER_TOKEN);
@@ -349,20 +410,40 @@ export class EncoderTokenizer {
           const cut = lastCut(text, size, searched);
           if (cut < 0) continue;
           const e = emptyEncoding();
-          if (this.tokenizeUpTo(text.slice(0, cut), typeId, limit, exactCount, e, Infinity)) return e;
+          if (this.tokenizeUpTo(text.slice(0, cut), typeId, limit, exactCount, e, Infinity, undefined, wholeWords)) return e;
         }
       }
       if (this.prefixesAreFinal) {
         for (let size = first; size < text.length; size *= 4) {
           const prefix = text.slice(0, isLowSurrogate(text.charCodeAt(size)) ? size - 1 : size);
           const e = emptyEncoding();
-          if (this.tokenizeUpTo(prefix, typeId, limit, exactCount, e, codePointCount(prefix) - PREFIX_MARGIN)) return e;
+          if (this.tokenizeUpTo(prefix, typeId, limit, exactCount, e, codePointCount(prefix) - PREFIX_MARGIN, undefined, wholeWords)) return e;
         }
       }
     }
     const e = emptyEncoding();
-    this.tokenizeUpTo(text, typeId, limit, exactCount, e, Infinity);
+    this.tokenizeUpTo(text, typeId, limit, exactCount, e, Infinity, undefined, wholeWords);
     return e;
+  }
+
+  /**
+   * The content of a text truncated on the left: HF's early exit from the end (`tokenize_with_limit`, direction Left)
+   * keeps the pre-tokens from the last one back to the first that brings the count to `limit` or more (added tokens
+   * count but never stop it) and drops the ones before. The whole text is tokenized to find them.
+   */
+  private encodeContentFromEnd(text: string, typeId: number, limit: number, exactCount: boolean): ContentEncoding {
+    const e = emptyEncoding();
+    const groups: PreTokenEnd[] = [];
+    this.tokenizeUpTo(text, typeId, Infinity, exactCount, e, Infinity, groups);
+    let total = 0;
+    let first = groups.length;
+    for (let g = groups.length - 1; g >= 0; g--) {
+      total += groups[g].end - (g > 0 ? groups[g - 1].end : 0);
+      first = g;
+      if (!groups[g].added && total >= limit) break;
+    }
+    const start = first > 0 ? groups[first - 1].end : 0;
+    return start === 0 ? e : { ...sliceEncoding(e, start, e.ids.length) };
   }
 
   /**
@@ -370,7 +451,7 @@ export class EncoderTokenizer {
    * input: then the exit counts only at a pre-token that is not the prefix's last and ends by `finalEnd` (code points
    * of the input), since the ones after it may change as the input goes on.
    */
-  private tokenizeUpTo(text: string, typeId: number, limit: number, exactCount: boolean, e: ContentEncoding, finalEnd: number): boolean {
+  private tokenizeUpTo(text: string, typeId: number, limit: number, exactCount: boolean, e: ContentEncoding, finalEnd: number, groups?: PreTokenEnd[], wholeWords = false): boolean {
     const root = NormalizedString.fromString(text);
     if (root.length === 0) return false;
     const first: Split[] = [];
@@ -392,6 +473,7 @@ export class EncoderTokenizer {
         const ns = s.ns;
         const r = ns.originalRange(0, ns.length) as [number, number];
         this.pushToken(e, s.token.id, ns.toString(), r[0], r[1], typeId);
+        groups?.push({ end: e.ids.length, added: true });
         // HF stops only at a tokenized pre-token, which matters for a pair's counts; a single text truncated to the
         // limit keeps these tokens whatever follows (a run of added whitespace tokens would else be read to its end)
         if (!exactCount && e.ids.length >= limit && (finalEnd === Infinity || (si < splits.length - 1 && r[1] <= finalEnd))) return true;
@@ -404,7 +486,7 @@ export class EncoderTokenizer {
         // the prefix's last pre-token, which may go on in the text: a long one is cut or the prefix grows
         const open = last && finalEnd !== Infinity;
         if (modelCuts === null) {
-          const read = this.tokenizeWord(w, typeId, e, limit, open);
+          const read = this.tokenizeWord(w, typeId, e, wholeWords ? Infinity : limit, open);
           if (read !== 'whole') return read === 'capped' && this.capped(e, exactCount);
         } else {
           // one word of any length: BPE of its pieces is BPE of the word (text-cuts.ts), and much faster
@@ -413,11 +495,12 @@ export class EncoderTokenizer {
           for (let p = 0; p < ends.length; p++) {
             const piece = w.slice(from, ends[p]);
             from = ends[p];
-            const read = this.tokenizeWord(piece, typeId, e, limit, open && p === ends.length - 1);
+            const read = this.tokenizeWord(piece, typeId, e, wholeWords ? Infinity : limit, open && p === ends.length - 1);
             if (read !== 'whole') return read === 'capped' && this.capped(e, exactCount);
             if (!exactCount && e.ids.length >= limit && isFinal(piece, last && p === ends.length - 1)) return true;
           }
         }
+        groups?.push({ end: e.ids.length, added: false });
         // added tokens count toward the limit but only a tokenized pre-token stops it, as in HF
         if (e.ids.length >= limit) return isFinal(w, last);
       }
@@ -500,13 +583,13 @@ export class EncoderTokenizer {
     if (!Number.isInteger(o.max_length) || (o.max_length as number) < 0) {
       throw new ConfigError('tokenizer: truncation.max_length must be a non-negative integer');
     }
-    const direction = o.direction ?? 'Right';
+    const direction = FILE_DIRECTIONS[String(o.direction ?? 'Right')];
     const strategy = FILE_STRATEGIES[String(o.strategy ?? 'LongestFirst')];
     const stride = o.stride ?? 0;
-    if (direction !== 'Right' || strategy === undefined || stride !== 0) {
-      throw new ConfigError('tokenizer: unsupported truncation (only right truncation without stride is reproduced)');
+    if (direction === undefined || strategy === undefined || !(Number.isSafeInteger(stride) && (stride as number) >= 0)) {
+      throw new ConfigError('tokenizer: unsupported truncation (direction Right or Left, strategy LongestFirst, OnlyFirst or OnlySecond, stride a non-negative integer)');
     }
-    return { maxLength: o.max_length as number, strategy };
+    return { maxLength: o.max_length as number, strategy, direction, stride: stride as number };
   }
 
   private parsePadding(p: unknown): PaddingSettings | null {
@@ -557,6 +640,12 @@ function codePointCount(text: string): number {
   let count = text.length;
   for (let i = 0; i < text.length; i++) if (isLowSurrogate(text.charCodeAt(i))) count--;
   return count;
+}
+
+/** Where a split ends in the content tokens (their count after it), and whether it was an added token. */
+interface PreTokenEnd {
+  end: number;
+  added: boolean;
 }
 
 function emptyEncoding(): ContentEncoding {

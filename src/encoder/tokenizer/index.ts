@@ -4,6 +4,7 @@ export {
   type Encoding,
   type PaddedBatch,
   type PaddingSettings,
+  type TextTruncation,
   type TokenizerOptions,
   type TruncationSettings,
   type TruncationStrategy,

@@ -1,6 +1,7 @@
 /**
- * Truncation of one sequence or a pair, as HF's `truncate_encodings` (tokenizers/src/utils/truncation.rs), right
- * direction without stride, applied to the content tokens before the post-processor adds the special ones.
+ * Truncation of one sequence or a pair, as HF's `truncate_encodings` (tokenizers/src/utils/truncation.rs) and
+ * `Encoding::truncate` (tokenizer/encoding.rs): right or left, with the overflowing windows a stride makes, applied to
+ * the content tokens before the post-processor adds the special ones.
  */
 import { InputError } from '../errors.ts';
 import type { WorkEncoding } from './post-processors.ts';
@@ -14,6 +15,12 @@ export interface ContentEncoding extends WorkEncoding {
   countsMore?: boolean;
 }
 
+/** Which end of a text loses tokens (HF's TruncationDirection): right keeps the start, left keeps the end. */
+export type TruncationDirection = 'right' | 'left';
+
+/** tokenizer.json's names of the directions. */
+export const FILE_DIRECTIONS: Readonly<Record<string, TruncationDirection>> = { Right: 'right', Left: 'left' };
+
 /** Which sequence of a pair loses tokens (HF's TruncationStrategy). */
 export type TruncationStrategy = 'longest_first' | 'only_first' | 'only_second';
 
@@ -24,15 +31,80 @@ export const FILE_STRATEGIES: Readonly<Record<string, TruncationStrategy>> = {
   OnlySecond: 'only_second',
 };
 
-/** Right truncation of one sequence to `max` tokens (stride 0). */
-export function truncate(e: WorkEncoding, max: number): void {
+/** Truncation of one sequence to `max` tokens, keeping its start (right) or its end (left); no windows. */
+export function truncate(e: WorkEncoding, max: number, direction: TruncationDirection = 'right'): void {
   if (e.ids.length <= max) return;
-  e.ids.length = max;
-  e.tokens.length = max;
-  e.offsets.length = max;
-  e.typeIds.length = max;
-  e.specialTokensMask.length = max;
-  e.attentionMask.length = max;
+  const [start, stop] = direction === 'right' ? [0, max] : [e.ids.length - max, e.ids.length];
+  e.ids = e.ids.slice(start, stop);
+  e.tokens = e.tokens.slice(start, stop);
+  e.offsets = e.offsets.slice(start, stop);
+  e.typeIds = e.typeIds.slice(start, stop);
+  e.specialTokensMask = e.specialTokensMask.slice(start, stop);
+  e.attentionMask = e.attentionMask.slice(start, stop);
+}
+
+/**
+ * The [start, stop) token ranges of HF's `Encoding::truncate(max, stride, direction)` on `length` tokens: windows of
+ * `max` tokens, each overlapping the one before by `stride`, from the start (right) or from the end (left); the first is
+ * the truncated sequence, the others its overflowing windows. `max` 0 gives no window (the whole sequence overflows).
+ * InputError when stride is not below `max`, where HF panics.
+ */
+export function windowRanges(length: number, max: number, stride: number, direction: TruncationDirection): [number, number][] {
+  if (max >= length) return [[0, length]];
+  if (max === 0) return [];
+  if (stride >= max) {
+    throw new InputError(`truncation stride ${stride} must be below the ${max} tokens a window holds besides the special tokens`);
+  }
+  const step = max - stride;
+  const ranges: [number, number][] = [];
+  if (direction === 'right') {
+    for (let start = 0; ; start += step) {
+      const stop = Math.min(start + max, length);
+      ranges.push([start, stop]);
+      if (stop === length) break;
+    }
+  } else {
+    for (let stop = length; ; stop -= step) {
+      const start = Math.max(stop - max, 0);
+      ranges.push([start, stop]);
+      if (start === 0) break;
+    }
+  }
+  return ranges;
+}
+
+/** The tokens [start, stop) of `e`, as a new encoding. */
+export function sliceEncoding(e: WorkEncoding, start: number, stop: number): WorkEncoding {
+  return {
+    ids: e.ids.slice(start, stop),
+    tokens: e.tokens.slice(start, stop),
+    // copied: the post-processor trims offsets in place, and windows share the tokens of their stride
+    offsets: e.offsets.slice(start, stop).map(([a, b]) => [a, b]),
+    typeIds: e.typeIds.slice(start, stop),
+    specialTokensMask: e.specialTokensMask.slice(start, stop),
+    attentionMask: e.attentionMask.slice(start, stop),
+  };
+}
+
+/** Truncates `e` in place to the first window of `windowRanges` and returns the overflowing ones (HF's order). */
+function truncateWithWindows(e: WorkEncoding, max: number, stride: number, direction: TruncationDirection): WorkEncoding[] {
+  const ranges = windowRanges(e.ids.length, max, stride, direction);
+  if (ranges.length === 0) {
+    const whole = sliceEncoding(e, 0, e.ids.length);
+    truncate(e, 0);
+    return [whole];
+  }
+  const overflowing = ranges.slice(1).map(([start, stop]) => sliceEncoding(e, start, stop));
+  const [start, stop] = ranges[0];
+  Object.assign(e, sliceEncoding(e, start, stop));
+  return overflowing;
+}
+
+/** How a sequence (or pair) is cut: HF's TruncationParams less max_length, which the caller gives in tokens of content. */
+export interface TruncationPlan {
+  strategy: TruncationStrategy;
+  direction: TruncationDirection;
+  stride: number;
 }
 
 /**
@@ -47,29 +119,35 @@ export function tokenizeLimit(maxLength: number, strategy: TruncationStrategy, i
 
 /**
  * Truncates the content of `a` (and `b`) in place to `max` tokens in all, `max` being max_length less the special
- * tokens. A single sequence is cut on the right. A pair: longest_first keeps the shorter text whole when the longer
- * one can give up enough, else cuts both to max / 2, the odd token going to the longer one (the second on a tie);
- * only_first / only_second cut that text alone and fail, as HF does, when it is too short to lose enough.
- * `max` 0 empties both whatever the strategy (HF's first case).
+ * tokens, and returns the overflowing windows of a single sequence (HF's `overflowing`; a pair's are not made). A single
+ * sequence is cut at `direction`'s end. A pair: longest_first keeps the shorter text whole when the longer one can give
+ * up enough, else cuts both to max / 2, the odd token going to the longer one (the second on a tie); only_first /
+ * only_second cut that text alone and fail, as HF does, when it is too short to lose enough. `max` 0 empties both
+ * whatever the strategy (HF's first case).
  */
-export function truncateEncodings(a: ContentEncoding, b: ContentEncoding | null, max: number, strategy: TruncationStrategy): void {
+export function truncateEncodings(a: ContentEncoding, b: ContentEncoding | null, max: number, plan: TruncationPlan): WorkEncoding[] {
+  const { strategy, direction, stride } = plan;
   if (max === 0) {
-    truncate(a, 0);
-    if (b) truncate(b, 0);
-    return;
+    if (b) {
+      truncate(a, 0);
+      truncate(b, 0);
+      return [];
+    }
+    return truncateWithWindows(a, 0, stride, direction);
   }
   const total = a.ids.length + (b?.ids.length ?? 0);
-  if (total <= max) return;
+  if (total <= max) return [];
   const toRemove = total - max;
   if (strategy === 'longest_first') {
     if (b) {
       const [first, second] = longestFirstLengths(countOf(a), countOf(b), max);
-      truncate(a, first);
-      truncate(b, second);
-    } else {
-      truncate(a, max);
+      checkStride(a, first, stride);
+      checkStride(b, second, stride);
+      truncate(a, first, direction);
+      truncate(b, second, direction);
+      return [];
     }
-    return;
+    return truncateWithWindows(a, max, stride, direction);
   }
   const target = strategy === 'only_first' ? a : b;
   if (!target) {
@@ -83,7 +161,15 @@ export function truncateEncodings(a: ContentEncoding, b: ContentEncoding | null,
       `the text pair does not fit in ${max} tokens besides the special tokens by truncating only the ${which} text (${strategy}): it is too short to lose enough`,
     );
   }
-  truncate(target, target.ids.length - toRemove);
+  if (!b) return truncateWithWindows(target, target.ids.length - toRemove, stride, direction);
+  checkStride(target, target.ids.length - toRemove, stride);
+  truncate(target, target.ids.length - toRemove, direction);
+  return [];
+}
+
+/** HF panics when a sequence that is cut to `keep` tokens has a stride that is not below it; this says why instead. */
+function checkStride(e: WorkEncoding, keep: number, stride: number): void {
+  if (e.ids.length > keep && keep > 0) windowRanges(e.ids.length, keep, stride, 'right');
 }
 
 function countOf(e: ContentEncoding): number {

@@ -24,6 +24,7 @@ export const LUA_TNIL = 0;
 export const LUA_TNUMBER = 3;
 export const LUA_TSTRING = 4;
 export const LUA_TTABLE = 5;
+export const LUA_TFUNCTION = 6;
 export const LUA_REGISTRYINDEX = -1_000_000 - 1000;
 export const LUA_MASKCOUNT = 8;
 
@@ -203,8 +204,9 @@ export class LuaModule {
       try {
         return body(L);
       } catch (error) {
-        // Lua's own errors unwind as a thrown non-Error (emscripten longjmp) and must pass through.
-        if (!(error instanceof Error)) throw error;
+        // Lua's own errors unwind as a thrown non-Error (emscripten longjmp) and must pass through; so must the stop of
+        // a script that escaped its deadline, when it ran inside a Lua callback of a method (fold_axis, map_axis).
+        if (!(error instanceof Error) || error instanceof TransformDeadlineEscaped) throw error;
         const message = error.message.startsWith(`${name}:`) ? error.message : `${name}: ${error.message}`;
         lua.luaL_where(L, 1);
         lua.lua_pushstring(L, message);

@@ -6,6 +6,7 @@
  *   arr:softmax(axis?)  arr:argmax(axis?)  arr:lp_normalize(p?, axis?)     (default: last axis, p = 2)
  *   arr:sum_axis(axis)  arr:mean_axis(axis)  arr:max_axis(axis)  arr:min_axis(axis)
  *   arr:mean_pool(mask)  arr:exp()  arr:transpose()  arr:truncate_axis(axis, length)
+ *   arr:layer_norm(axis, eps?)  arr:clamp(min?, max?)  arr:std(ddof?)  arr:fold_axis(axis, acc, f)  arr:map_axis(axis, f)
  *   arr:shape()  arr:ndim()  arr:sum()  arr:mean()  arr:max()  arr:min()  arr:get(i, j, ...)
  *   #arr  tostring(arr)  arr == other  -arr  arr + x  arr - x  arr * x  arr / x  (x: number or tensor)
  *   Tensor.new(nested_table) / Tensor(nested_table)
@@ -36,11 +37,14 @@ import {
   truncateAxis,
 } from '../tensor.ts';
 import type { Operand } from '../tensor.ts';
+import { clamp, layerNorm, sliceAt, stack, std } from '../tensor-stats.ts';
 import type { CFunctionBody, LuaModule, LuaState } from './lua-module.ts';
-import { LUA_TNIL, LUA_TNONE, LUA_TNUMBER, LUA_TTABLE, TENSOR_METATABLE } from './lua-module.ts';
+import { LUA_TFUNCTION, LUA_TNIL, LUA_TNONE, LUA_TNUMBER, LUA_TTABLE, TENSOR_METATABLE } from './lua-module.ts';
 
 /** Nested tables deeper than this are refused by Tensor.new (and cycles end here too). */
 const MAX_NESTING = 32;
+/** layer_norm's eps when a script leaves it out (encoderfile requires it; its examples and torch use 1e-5). */
+const DEFAULT_LAYER_NORM_EPS = 1e-5;
 
 export class TensorApi {
   readonly #module: LuaModule;
@@ -100,8 +104,83 @@ export class TensorApi {
       const t = self(L);
       const axis = this.#axis(L, 2, t, false);
       const length = this.#checkInteger(L, 3, 'length');
-      if (length < 0 || length > t.dims[axis]) throw new Error(`length ${length} is outside 0..${t.dims[axis]}`);
-      return pushTensor(L, truncateAxis(t, axis, length));
+      if (length < 0) throw new Error(`length ${length} is below 0`);
+      // more than the axis holds keeps it whole, as encoderfile's truncate_axis does (a Matryoshka size above the model's)
+      return pushTensor(L, truncateAxis(t, axis, Math.min(length, t.dims[axis])));
+    });
+    define(this.#methods, 'layer_norm', (L) => {
+      const t = self(L);
+      const axis = this.#axis(L, 2, t, false);
+      const eps = this.#optNumber(L, 3, DEFAULT_LAYER_NORM_EPS, 'eps');
+      if (!(eps >= 0)) throw new Error(`eps must be >= 0, got ${eps}`);
+      return pushTensor(L, layerNorm(t, axis, eps));
+    });
+    define(this.#methods, 'clamp', (L) => {
+      const t = self(L);
+      const bound = (index: number, what: string): number | null => {
+        const type = lua.lua_type(L, index);
+        return type === LUA_TNONE || type === LUA_TNIL ? null : this.#optNumber(L, index, NaN, what);
+      };
+      return pushTensor(L, clamp(t, bound(2, 'min'), bound(3, 'max')));
+    });
+    define(this.#methods, 'std', (L) => {
+      const t = self(L);
+      const ddof = this.#optNumber(L, 2, 0, 'ddof');
+      if (!(ddof >= 0 && ddof <= t.size)) throw new Error(`ddof ${ddof} is outside 0..${t.size} (the element count)`);
+      return pushNumber(L, std(t, ddof));
+    });
+    // encoderfile's fold_axis: for each index along the axis, f(acc, x) over the slice's elements in row-major order,
+    // starting from `acc` each time; a rank-1 tensor of the results.
+    define(this.#methods, 'fold_axis', (L) => {
+      const t = self(L);
+      const axis = this.#axis(L, 2, t, false);
+      if (lua.lua_type(L, 3) !== LUA_TNUMBER) throw new Error(`bad argument #3 (acc: number expected, got ${module.typeName(L, 3)})`);
+      const initial = lua.lua_tonumberx(L, 3, null);
+      this.#checkFunction(L, 4);
+      const results = new Float32Array(t.dims[axis]);
+      for (let index = 0; index < results.length; index++) {
+        const slice = sliceAt(t, axis, index).data;
+        let acc = initial;
+        for (let k = 0; k < slice.length; k++) {
+          lua.lua_pushvalue(L, 4);
+          lua.lua_pushnumber(L, acc);
+          lua.lua_pushnumber(L, slice[k]);
+          lua.lua_callk(L, 2, 1, 0, null);
+          if (lua.lua_type(L, -1) !== LUA_TNUMBER) {
+            throw new Error(`the function must return a number, it returned ${module.typeName(L, -1)}`);
+          }
+          acc = lua.lua_tonumberx(L, -1, null);
+          lua.lua_settop(L, -2);
+        }
+        results[index] = acc;
+      }
+      return pushTensor(L, new Tensor(results, [results.length]));
+    });
+    // encoderfile's map_axis: f receives each slice along the axis as a tensor (the axis removed) and returns a tensor
+    // (or nested table) of one shape for all; the results are stacked back along the same axis.
+    define(this.#methods, 'map_axis', (L) => {
+      const t = self(L);
+      const axis = this.#axis(L, 2, t, false);
+      this.#checkFunction(L, 3);
+      const parts: Tensor[] = [];
+      for (let index = 0; index < t.dims[axis]; index++) {
+        lua.lua_pushvalue(L, 3);
+        module.pushTensor(L, sliceAt(t, axis, index));
+        lua.lua_callk(L, 1, 1, 0, null);
+        const type = lua.lua_type(L, -1);
+        const part = type === LUA_TTABLE ? this.#fromLua(L, lua.lua_gettop(L)) : module.toTensor(L, -1);
+        if (part === undefined) throw new Error(`the function must return a tensor, it returned ${module.typeName(L, -1)}`);
+        if (parts.length > 0 && (part.rank !== parts[0].rank || part.dims.some((d, k) => d !== parts[0].dims[k]))) {
+          throw new Error(`the function returned dims [${part.dims.join(', ')}] for index ${index + 1} and [${parts[0].dims.join(', ')}] for index 1; every slice must map to one shape`);
+        }
+        parts.push(part);
+        lua.lua_settop(L, -2);
+      }
+      if (parts.length === 0) throw new Error(`axis ${axis + 1} is empty: there is nothing to map`);
+      if (axis > parts[0].rank) {
+        throw new Error(`the function returned rank-${parts[0].rank} tensors, which cannot be stacked back along axis ${axis + 1}`);
+      }
+      return pushTensor(L, stack(parts, axis));
     });
     define(this.#methods, 'exp', (L) => pushTensor(L, exp(self(L))));
     define(this.#methods, 'transpose', (L) => pushTensor(L, transpose(self(L))));
@@ -207,8 +286,9 @@ export class TensorApi {
     }
   }
 
+  /** A tensor argument; past the first (the tensor a method is called on), a nested table too, as encoderfile takes it. */
   #checkTensor(L: LuaState, index: number, what = 'tensor'): Tensor {
-    const tensor = this.#module.toTensor(L, index);
+    const tensor = this.#module.toTensor(L, index) ?? (index > 1 && this.#module.lua.lua_type(L, index) === LUA_TTABLE ? this.#fromLua(L, index) : undefined);
     if (tensor === undefined) {
       throw new Error(`bad argument #${index} (${what}: tensor expected, got ${this.#module.typeName(L, index)})`);
     }
@@ -217,9 +297,15 @@ export class TensorApi {
 
   #operand(L: LuaState, index: number): Operand {
     if (this.#module.lua.lua_type(L, index) === LUA_TNUMBER) return this.#module.lua.lua_tonumberx(L, index, null);
-    const tensor = this.#module.toTensor(L, index);
+    const tensor = this.#module.toTensor(L, index) ?? (this.#module.lua.lua_type(L, index) === LUA_TTABLE ? this.#fromLua(L, index) : undefined);
     if (tensor === undefined) throw new Error(`tensor or number expected, got ${this.#module.typeName(L, index)}`);
     return tensor;
+  }
+
+  #checkFunction(L: LuaState, index: number): void {
+    if (this.#module.lua.lua_type(L, index) !== LUA_TFUNCTION) {
+      throw new Error(`bad argument #${index} (function expected, got ${this.#module.typeName(L, index)})`);
+    }
   }
 
   #optNumber(L: LuaState, index: number, fallback: number, what: string): number {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { AuthThrottle } from '../auth-throttle.ts';
+import { BUDGET_WARNING_HEADER } from '../budget-warning.ts';
 import { GatewayError } from '../errors.ts';
 import type { FrontDoorSettings } from '../front-door-settings.ts';
 import type { GatewayContext } from './context.ts';
@@ -87,6 +88,7 @@ export async function createGatewayApp(context: GatewayContext, options: Gateway
         'x-request-id',
         'retry-after',
         'x-token-count-estimate',
+        BUDGET_WARNING_HEADER,
         ...['limit', 'remaining', 'reset'].flatMap((part) => [`x-ratelimit-${part}-requests`, `x-ratelimit-${part}-tokens`]),
       ],
       maxAge: 600,

@@ -3,6 +3,7 @@ import type { CallLedger } from '../ledger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRouter } from '../model-router.ts';
 import type { PricingPolicy } from '../pricing-policy.ts';
+import type { RuntimeConfig } from '../runtime-config.ts';
 import type { GatewayStore } from '../storage/index.ts';
 import type { Upstream } from '../upstream.ts';
 
@@ -18,4 +19,6 @@ export interface GatewayContext {
   pricing: PricingPolicy;
   /** Used by the front door (front-door.ts) before a body is read; routes read `principalOf(request)`. */
   authenticator: Authenticator;
+  /** Providers, model routes and prices editable at run time, shared through the database. */
+  runtimeConfig: RuntimeConfig;
 }

@@ -3,30 +3,38 @@ import { GatewayError, invalidRequest, notFound } from '../errors.ts';
 import { displayPrefix, generateVirtualKey, hashSecret } from '../keys.ts';
 import { nanosOf } from '../money.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
+import { budgetChanges } from './budget-body.ts';
 import type { GatewayContext } from './context.ts';
 import {
   CreateBudgetBody,
   CreateKeyBody,
   CreateUserBody,
   KeyListQuery,
-  PricingBody,
   RotateKeyBody,
   UpdateBudgetBody,
   UpdateKeyBody,
   UpdateUserBody,
   UsageQuery,
 } from './management-schemas.ts';
-import { budgetResource, keyResource, pricingResource, usageResource, usageTotals, userResource } from './resources.ts';
+import { registerConfigRoutes } from './config-routes.ts';
+import { budgetResource, keyResource, usageResource, usageTotals, userResource } from './resources.ts';
 import { parseWith } from './validation.ts';
 
 type Params = { id: string; '*': string };
 
+/** What every management route is registered with: the master key, a small body limit, no NUL in path parameters. */
+export interface ManagementRouteOptions {
+  bodyLimit: number;
+  config: { credential: 'master' };
+  preHandler: (request: FastifyRequest) => Promise<void>;
+}
+
 /**
- * Users, virtual keys, budgets, pricing and usage: master key only (checked before the body is read, front-door.ts),
+ * Users, virtual keys, budgets, usage, and the runtime configuration (config-routes.ts): master key only (checked before the body is read, front-door.ts),
  * with a small body limit: none of these bodies needs more than a few KiB.
  */
 export function registerManagementRoutes(app: FastifyInstance, context: GatewayContext, bodyLimit: number): void {
-  const { store, ledger, pricing: pricingPolicy } = context;
+  const { store } = context;
 
   /** A list entry without ':' can only be a model route's public name; any other is a typo (the schema allows both). */
   function checkRouteNames(allowed: string[] | null | undefined): void {
@@ -43,7 +51,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
       if (value.includes('\u0000')) throw new GatewayError(404, 'not_found_error', 'not_found', 'No record has an id containing a NUL character');
     }
   };
-  const master = { bodyLimit, config: { credential: 'master' }, preHandler: noNulInPath } as const;
+  const master: ManagementRouteOptions = { bodyLimit, config: { credential: 'master' }, preHandler: noNulInPath };
 
   const budgetMustExist = async (budgetId: string | null | undefined, param: string) => {
     if (budgetId && !(await store.budgets.get(budgetId))) throw invalidRequest(`No budget with id "${budgetId}"`, param, 'budget_not_found');
@@ -167,7 +175,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.post('/v1/budgets', master, async (request, reply) => {
     const body = parseWith(CreateBudgetBody, request.body);
-    const budget = await store.budgets.create({ max_budget_nanos: nanosOf(body.max_budget), reset_every_seconds: body.reset_every_seconds, metadata: body.metadata });
+    const budget = await store.budgets.create({ ...budgetChanges(body, null), max_budget_nanos: nanosOf(body.max_budget) });
     return reply.code(201).send(budgetResource(budget));
   });
 
@@ -181,13 +189,11 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
 
   app.patch<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
     const body = parseWith(UpdateBudgetBody, request.body);
-    if (!(await store.budgets.get(request.params.id))) throw notFound('budget', request.params.id);
-    const budget = await store.budgets.update(request.params.id, {
-      max_budget_nanos: body.max_budget === undefined ? undefined : nanosOf(body.max_budget),
-      reset_every_seconds: body.reset_every_seconds,
-      metadata: body.metadata,
-    });
-    return budgetResource(budget!);
+    const stored = await store.budgets.get(request.params.id);
+    if (!stored) throw notFound('budget', request.params.id);
+    const budget = await store.budgets.update(request.params.id, budgetChanges(body, stored));
+    if (!budget) throw notFound('budget', request.params.id);
+    return budgetResource(budget);
   });
 
   app.delete<{ Params: Params }>('/v1/budgets/:id', master, async (request) => {
@@ -195,38 +201,7 @@ export function registerManagementRoutes(app: FastifyInstance, context: GatewayC
     return { object: 'budget', budget_id: request.params.id, deleted: true };
   });
 
-  // Pricing (model names contain ':' and may contain '/', hence the wildcard)
-
-  // The gateway's own prices (configuration, PUT) and, below them, the bundled ones (source: "bundled").
-  app.get('/v1/pricing', master, async () => ({ object: 'list', data: pricingPolicy.list(await store.pricing.list()).map(pricingResource) }));
-
-  app.get<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
-    const model = modelParam(request.params['*']);
-    const pricing = pricingPolicy.resolve(await store.pricing.get(model), model);
-    if (!pricing) throw notFound('pricing for model', request.params['*'], 'pricing_not_found');
-    return pricingResource(pricing);
-  });
-
-  app.put<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
-    const model = modelParam(request.params['*']);
-    const body = parseWith(PricingBody, request.body);
-    const pricing = await store.pricing.upsert({ model, ...body });
-    ledger.forgetPricing(model);
-    return pricingResource(pricing);
-  });
-
-  app.delete<{ Params: Params }>('/v1/pricing/*', master, async (request) => {
-    const model = modelParam(request.params['*']);
-    if (!(await store.pricing.delete(model))) throw notFound('pricing for model', model, 'pricing_not_found');
-    ledger.forgetPricing(model);
-    return { object: 'model_pricing', model, deleted: true };
-  });
-}
-
-/** The wildcard parameter arrives decoded (find-my-way decodes it once); decoding again broke names with '%'. */
-function modelParam(model: string): string {
-  if (!/^[^:\s]+:.+$/.test(model)) throw invalidRequest(`Pricing is per provider:model, got "${model}"`, 'model');
-  return model;
+  registerConfigRoutes(app, context, master);
 }
 
 async function usageListing(context: GatewayContext, subject: { user_id?: string; key_id?: string }, rawQuery: unknown) {

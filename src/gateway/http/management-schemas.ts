@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { RESET_ALIGNMENTS } from '../budget-periods.ts';
+import { ModelRouteFields, RouteTargetFields, targetShorthand } from '../config.ts';
 
 /** Request bodies of the management endpoints; also the source of their OpenAPI schemas. */
 /** How deep metadata may nest: far beyond any real use, far below what JSON.stringify survives when answering. */
@@ -100,15 +102,33 @@ export const UpdateKeyBody = z.strictObject({
   allow_user_override: AllowUserOverride.optional(),
 });
 
+const BudgetName = Name.nullable().describe('A label for people (not unique); null: none');
+const SoftBudget = Dollars.nullable().describe('Spend in US dollars from which calls are answered with an x-budget-warning header (still served); below max_budget; null: none');
+const ResetAlignmentField = z
+  .enum(RESET_ALIGNMENTS)
+  .nullable()
+  .describe('Spend starts again from 0 at the start of each day, ISO week (Monday) or month in reset_time_zone; exclusive with reset_every_seconds; null: none');
+/** Checked and made canonical (Intl's spelling) by the route; any IANA zone name Node knows, or a fixed offset such as +01:00. */
+const TimeZone = z.string().min(1).max(64).nullable().describe('IANA time zone of reset_alignment, e.g. Europe/Berlin (default UTC)');
+
 export const CreateBudgetBody = z.strictObject({
+  name: BudgetName.optional(),
   max_budget: Dollars.describe('Spend limit in US dollars per period'),
-  reset_every_seconds: ResetSeconds.nullable().optional().describe('Spend starts again from 0 every N seconds; null: never'),
+  soft_budget: SoftBudget.optional(),
+  reset_every_seconds: ResetSeconds.nullable().optional().describe('Spend starts again from 0 every N seconds after the last reset; exclusive with reset_alignment; null: never'),
+  reset_alignment: ResetAlignmentField.optional(),
+  reset_time_zone: TimeZone.optional(),
   metadata: Metadata.optional(),
 });
 
+/** Fields left out keep their value; the schedule that results (stored fields and given ones) must hold together. */
 export const UpdateBudgetBody = z.strictObject({
+  name: BudgetName.optional(),
   max_budget: Dollars.optional(),
+  soft_budget: SoftBudget.optional(),
   reset_every_seconds: ResetSeconds.nullable().optional(),
+  reset_alignment: ResetAlignmentField.optional(),
+  reset_time_zone: TimeZone.optional(),
   metadata: Metadata.optional(),
 });
 
@@ -174,3 +194,42 @@ export const RotateKeyBody = z.strictObject({
 });
 
 export const KeyListQuery = z.strictObject({ user_id: Id.optional() });
+
+/** PUT /v1/providers/{name}: fields left out keep their value (none when the provider is new), null clears one. */
+export const ProviderBody = z.strictObject({
+  api_key: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((text) => !text.includes('\u0000'), 'must not contain NUL characters')
+    .nullable()
+    .optional()
+    .describe('The provider API key; write-only (answers say only api_key_set)'),
+  api_base: z.string().url().max(2048).nullable().optional().describe("The provider's base address, e.g. https://eu.example.com/v1 (null: the provider's default)"),
+});
+
+/** A target of PUT /v1/routes/{name}: the configuration file's fields, and api_key_set to keep a stored key. */
+const RouteTargetBody = z.preprocess(
+  targetShorthand,
+  RouteTargetFields.extend({
+    api_key_set: z
+      .boolean()
+      .optional()
+      .describe('true without api_key: keep the key of the stored target with the same model and api_base (what GET answers, sent back unchanged)'),
+  }),
+);
+
+/** PUT /v1/routes/{name}: the whole route, as the configuration file's `models.<name>` (the targets in trial order). */
+export const RouteBody = ModelRouteFields.extend({
+  targets: z.array(RouteTargetBody).min(1).max(32),
+  timeout_seconds: z.number().positive().nullable().optional().describe("Default of the targets' timeout_seconds (null or absent: none)"),
+});
+
+export const AuditQuery = z.strictObject({
+  kind: z.enum(['pricing', 'provider', 'route']).optional().describe('Only changes of this kind of entry'),
+  name: z.string().min(1).max(512).optional().describe('Only changes of this entry (a provider:model for pricing)'),
+  since: Timestamp.optional().describe('Changes at or after this time'),
+  until: Timestamp.optional().describe('Changes before this time'),
+  limit: z.coerce.number().int().min(1).max(1000).optional().describe('Changes per page (default 100)'),
+  cursor: z.string().min(1).max(600).optional().describe('next_cursor of the previous page: the changes before it, newest first'),
+});

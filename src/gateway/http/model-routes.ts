@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth.ts';
 import { GatewayError, invalidRequest } from '../errors.ts';
 import { keyModelRefusal, modelAllowed, type CallStart, type CallTicket } from '../ledger.ts';
+import { BUDGET_WARNING_HEADER, budgetWarningHeader } from '../budget-warning.ts';
 import { rateLimitHeaders } from '../rate-limit.ts';
 import { callWithFallback, splitModel, type CallPlan, type CallTarget } from '../model-router.ts';
 import { CALL_OPTION_FIELDS, upstreamErrorOf, type AnthropicStreamEvent, type ChatCompletionChunk, type ResponsesStreamEvent } from '../upstream.ts';
@@ -136,6 +137,8 @@ export function registerModelRoutes(app: FastifyInstance, context: GatewayContex
     const ticket = await ledger.begin({ ...start, ...targetsOf(plan), requestId: request.id });
     // a rate-limited key's window, on the answer whatever it is (a refusal's 429 carries them in its error)
     if (ticket.rateLimit) reply.headers(rateLimitHeaders(ticket.rateLimit, Date.now()));
+    // a budget past its soft budget: the call goes ahead, the client is told
+    if (ticket.budgetWarnings.length > 0) reply.header(BUDGET_WARNING_HEADER, budgetWarningHeader(ticket.budgetWarnings));
     return { request, reply, plan, ticket, controller: clientSignal(reply) };
   }
 

@@ -4,7 +4,9 @@ import {
   CreateKeyBody,
   CreateUserBody,
   PricingBody,
+  ProviderBody,
   RotateKeyBody,
+  RouteBody,
   UpdateBudgetBody,
   UpdateKeyBody,
   UpdateUserBody,
@@ -17,6 +19,7 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const bodySchema = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Schema;
 const nullable = (type: string, extra: Schema = {}) => ({ type: [type, 'null'], ...extra });
 const allowedModels = { type: ['array', 'null'], items: { type: 'string' }, description: 'provider:model names, provider:* or model route names (null: every model)' };
+const configSource = { enum: ['config', 'api'], description: 'config: written from the configuration file; api: written (or last changed) through the API' };
 const time = { type: 'string', description: 'ISO 8601, UTC, no zone designator', examples: ['2026-05-18T12:00:00.000'] };
 
 const err = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
@@ -121,7 +124,7 @@ export function gatewayOpenApi(version: string): Schema {
       description:
         'An LLM gateway in front of model providers (spec 1). Credentials: X-Hub-Key: Bearer <key> (wins), Authorization: Bearer <key>, or x-api-key: <key> (as Anthropic clients send it; last); ' +
         'the master key for everything, virtual keys for model calls. Errors are {"error":{"message","type","code","param"}} ' +
-        '(on /v1/messages with "type":"error" added for Anthropic clients). With rate_limits configured, model calls answer OpenAI\'s x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers. Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
+        '(on /v1/messages with "type":"error" added for Anthropic clients). With rate_limits configured, model calls answer OpenAI\'s x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers; a call whose budget has reached its soft_budget answers x-budget-warning. Timestamps are ISO 8601 UTC without zone designator; money is US dollars. ' +
         'Deprecated: the gateway bundled with the client library is scheduled for removal on 2026-05-18.',
     },
     components: {
@@ -183,15 +186,23 @@ export function gatewayOpenApi(version: string): Schema {
         CreatedVirtualKey: { allOf: [ref('VirtualKey'), { type: 'object', required: ['key'], properties: { key: { type: 'string', description: 'The secret (gw-…); returned only here' } } }] },
         Budget: {
           type: 'object',
-          required: ['object', 'budget_id', 'max_budget', 'spend', 'reserved', 'remaining', 'reset_every_seconds', 'period_started_at', 'next_reset_at', 'metadata', 'created_at', 'updated_at'],
+          required: [
+            'object', 'budget_id', 'name', 'max_budget', 'soft_budget', 'soft_budget_exceeded', 'spend', 'reserved', 'remaining', 'reset_every_seconds',
+            'reset_alignment', 'reset_time_zone', 'period_started_at', 'next_reset_at', 'metadata', 'created_at', 'updated_at',
+          ],
           properties: {
             object: { const: 'budget' },
             budget_id: { type: 'string' },
+            name: nullable('string', { description: 'A label for people (not unique)' }),
             max_budget: { type: 'number' },
+            soft_budget: nullable('number', { description: 'Spend from which model calls carry an x-budget-warning header' }),
+            soft_budget_exceeded: { type: 'boolean', description: 'spend ≥ soft_budget in this period' },
             spend: { type: 'number', description: 'Settled spend in this period' },
             reserved: { type: 'number', description: 'Held by calls in flight' },
             remaining: { type: 'number' },
             reset_every_seconds: nullable('integer'),
+            reset_alignment: { enum: ['daily', 'weekly', 'monthly', null], description: 'Calendar periods in reset_time_zone (weeks start on Monday)' },
+            reset_time_zone: nullable('string', { description: 'IANA time zone of reset_alignment (null without one)' }),
             period_started_at: time,
             next_reset_at: nullable('string'),
             metadata: { type: 'object' },
@@ -208,7 +219,10 @@ export function gatewayOpenApi(version: string): Schema {
             input_cost_per_million: { type: 'number' },
             output_cost_per_million: { type: 'number' },
             search_unit_cost_per_thousand: { type: 'number', description: 'Rerank billed per search unit: US dollars per thousand (0: not)' },
-            source: { enum: ['configured', 'bundled'], description: "configured: the gateway's own (configuration file or PUT); bundled: the table that ships with the gateway, below its own" },
+            source: {
+              enum: ['config', 'api', 'bundled'],
+              description: "config: the gateway's own, written from the configuration file; api: the gateway's own, written (or last changed) by PUT; bundled: the table that ships with the gateway, below its own",
+            },
             updated_at: time,
           },
         },
@@ -225,6 +239,64 @@ export function gatewayOpenApi(version: string): Schema {
             route: nullable('string', { description: 'The model route the client called; null for a provider:model call' }),
             cost: { type: 'number', description: 'US dollars it is charged if its gateway dies now: its budget hold, or what its stream has delivered' },
             instance_id: nullable('string', { description: 'PostgreSQL: the gateway instance making the call; null on SQLite' }),
+          },
+        },
+        Provider: {
+          type: 'object',
+          required: ['object', 'name', 'api_base', 'api_key_set', 'source', 'created_at', 'updated_at'],
+          properties: {
+            object: { const: 'provider' },
+            name: { type: 'string', description: 'A provider Hub knows (openai, anthropic, mistral, …): the prefix of provider:model' },
+            api_base: nullable('string', { description: "The provider's base address (null: its default)" }),
+            api_key_set: { type: 'boolean', description: 'Whether a key is stored; the key itself is write-only' },
+            source: configSource,
+            created_at: time,
+            updated_at: time,
+          },
+        },
+        ModelRoute: {
+          type: 'object',
+          required: ['object', 'name', 'targets', 'timeout_seconds', 'source', 'created_at', 'updated_at'],
+          properties: {
+            object: { const: 'model_route' },
+            name: { type: 'string', description: 'The public model name clients call' },
+            targets: {
+              type: 'array',
+              description: 'In the order they are tried (by priority, then list order)',
+              items: {
+                type: 'object',
+                required: ['model', 'api_key_set'],
+                properties: {
+                  model: { type: 'string', description: 'provider:model' },
+                  weight: { type: 'integer', minimum: 1 },
+                  priority: { type: 'integer', minimum: 0 },
+                  api_base: { type: 'string' },
+                  api_key_set: { type: 'boolean', description: "Whether the target has its own key (write-only); send the target back with api_key_set true to keep it" },
+                  timeout_seconds: { type: 'number' },
+                },
+              },
+            },
+            timeout_seconds: nullable('number', { description: "Default of the targets' timeout_seconds" }),
+            source: configSource,
+            created_at: time,
+            updated_at: time,
+          },
+        },
+        ConfigChange: {
+          type: 'object',
+          required: ['object', 'id', 'created_at', 'actor', 'client', 'request_id', 'action', 'kind', 'name', 'before', 'after'],
+          properties: {
+            object: { const: 'config_change' },
+            id: { type: 'string' },
+            created_at: time,
+            actor: { enum: ['master_key', 'config_file'], description: 'master_key: an API call; config_file: written at start from the configuration file' },
+            client: nullable('string', { description: 'The client address of the API call' }),
+            request_id: nullable('string', { description: 'x-request-id of the API call' }),
+            action: { enum: ['create', 'update', 'delete'] },
+            kind: { enum: ['pricing', 'provider', 'route'] },
+            name: { type: 'string', description: 'provider:model (pricing), the provider name, or the route name' },
+            before: { type: ['object', 'null'], description: 'The entry before the change, as GET shows it without object and times (keys only as api_key_set); null when created' },
+            after: { type: ['object', 'null'], description: 'The entry after the change; null when deleted' },
           },
         },
         Usage: {
@@ -482,6 +554,58 @@ export function gatewayOpenApi(version: string): Schema {
         get: managed('Get the pricing of a model', { responses: { 200: ok('Pricing', ref('ModelPricing')), 400: err('Not provider:model.'), ...MANAGEMENT_ERRORS, 404: err('No pricing for this model.') } }),
         put: managed('Set the pricing of a model', { requestBody: json(PricingBody), responses: { 200: ok('Pricing', ref('ModelPricing')), ...BODY_ERRORS, ...MANAGEMENT_ERRORS } }),
         delete: managed('Remove the pricing of a model (its calls then cost 0)', { responses: { 200: ok('Deleted', deleted('model_pricing', 'model')), 400: err('Not provider:model.'), ...MANAGEMENT_ERRORS, 404: err('No pricing for this model.') } }),
+      },
+      '/v1/providers': { get: managed('List the providers and their settings (keys only as api_key_set)', { responses: { 200: ok('Providers', listOf('Provider')), ...MANAGEMENT_ERRORS } }) },
+      '/v1/providers/{name}': {
+        parameters: [id('name', 'The provider, e.g. openai')],
+        get: managed('Get a provider', { responses: { 200: ok('The provider', ref('Provider')), ...MANAGEMENT_ERRORS, 404: err('No such provider (provider_not_found).') } }),
+        put: managed('Create or change a provider (fields left out keep their value, null clears one); every instance uses it within a second', {
+          requestBody: json(ProviderBody),
+          responses: {
+            200: ok('The provider', ref('Provider')),
+            ...BODY_ERRORS,
+            400: err('Invalid JSON (invalid_json), a provider Hub does not know (unknown_provider, param "name"), or a bad field (param names it).'),
+            ...MANAGEMENT_ERRORS,
+            409: err('Other changes kept landing while this one was retried (concurrent_change); send it again.'),
+          },
+        }),
+        delete: managed('Delete a provider', {
+          responses: {
+            200: ok('Deleted', deleted('provider', 'name')),
+            ...MANAGEMENT_ERRORS,
+            404: err('No such provider (provider_not_found).'),
+            409: err('A model route sends calls to it with its settings (provider_in_use; the message names the routes).'),
+          },
+        }),
+      },
+      '/v1/routes': { get: managed('List the model routes', { responses: { 200: ok('Model routes', listOf('ModelRoute')), ...MANAGEMENT_ERRORS } }) },
+      '/v1/routes/{name}': {
+        parameters: [id('name', 'The public model name')],
+        get: managed('Get a model route', { responses: { 200: ok('The route', ref('ModelRoute')), ...MANAGEMENT_ERRORS, 404: err('No such route (route_not_found).') } }),
+        put: managed('Create or replace a model route; every instance uses it within a second', {
+          requestBody: json(RouteBody),
+          responses: {
+            200: ok('The route', ref('ModelRoute')),
+            ...BODY_ERRORS,
+            400: err('Invalid JSON (invalid_json); a target of a provider that is not configured and has no api_key/api_base of its own, or that Hub does not know (unknown_provider, param targets.N.model); a weight or priority out of range, a weight without priorities, priority on some targets only, api_key_set with no stored key to keep (param names the field).'),
+            ...MANAGEMENT_ERRORS,
+            409: err('Other changes kept landing while this one was retried (concurrent_change); send it again.'),
+          },
+        }),
+        delete: managed('Delete a model route', { responses: { 200: ok('Deleted', deleted('model_route', 'name')), ...MANAGEMENT_ERRORS, 404: err('No such route (route_not_found).') } }),
+      },
+      '/v1/audit': {
+        get: managed('Changes of prices, providers and model routes, newest first', {
+          parameters: [
+            { name: 'kind', in: 'query', schema: { enum: ['pricing', 'provider', 'route'] } },
+            { name: 'name', in: 'query', schema: { type: 'string' }, description: 'Only changes of this entry' },
+            { name: 'since', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; changes at or after' },
+            { name: 'until', in: 'query', schema: { type: 'string' }, description: 'ISO 8601; changes before' },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+            { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor of the previous page' },
+          ],
+          responses: { 200: ok('Changes', listOf('ConfigChange', { next_cursor: nullable('string', { description: 'Pass as cursor for the next (older) page; null: no more' }) })), 400: err('Bad query.'), ...MANAGEMENT_ERRORS },
+        }),
       },
       '/v1/chat/completions': {
         post: managed('OpenAI chat completion through the provider named in model (provider:model) or the targets of a model route', {

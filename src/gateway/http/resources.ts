@@ -1,5 +1,7 @@
 import { keyStatus } from '../auth.ts';
-import type { BudgetRecord, KeyRecord, PricingRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
+import type { PricedModel } from '../pricing-policy.ts';
+import { publicPricing, publicProvider, publicRoute } from '../runtime-config.ts';
+import type { BudgetRecord, ConfigChangeRecord, KeyRecord, ProviderRecord, RouteRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
 import type { InFlightCall } from '../storage/usage.ts';
 import { dollars } from '../money.ts';
 import { isoTime, isoTimeOrNull } from '../time.ts';
@@ -39,32 +41,54 @@ export function keyResource(key: KeyRecord, now = Date.now()) {
 }
 
 export function budgetResource(budget: BudgetRecord) {
-  const nextReset = budget.reset_every_seconds === null ? null : budget.period_started_at + budget.reset_every_seconds * 1000;
   return {
     object: 'budget' as const,
     budget_id: budget.budget_id,
+    name: budget.name,
     max_budget: dollars(budget.max_budget_nanos),
+    soft_budget: budget.soft_budget_nanos === null ? null : dollars(budget.soft_budget_nanos),
+    soft_budget_exceeded: budget.soft_budget_nanos !== null && budget.spend_nanos >= budget.soft_budget_nanos,
     spend: dollars(budget.spend_nanos),
     reserved: dollars(budget.reserved_nanos),
     remaining: dollars(budget.max_budget_nanos > budget.spend_nanos ? budget.max_budget_nanos - budget.spend_nanos : 0n),
     reset_every_seconds: budget.reset_every_seconds,
+    reset_alignment: budget.reset_alignment,
+    reset_time_zone: budget.reset_time_zone,
     period_started_at: isoTime(budget.period_started_at),
-    next_reset_at: isoTimeOrNull(nextReset),
+    next_reset_at: isoTimeOrNull(budget.period_ends_at),
     metadata: budget.metadata,
     created_at: isoTime(budget.created_at),
     updated_at: isoTime(budget.updated_at),
   };
 }
 
-export function pricingResource(pricing: PricingRecord & { source?: 'configured' | 'bundled' }) {
+export function pricingResource(pricing: PricedModel) {
+  return { object: 'model_pricing' as const, ...publicPricing(pricing), source: pricing.source, updated_at: isoTime(pricing.updated_at) };
+}
+
+/** A provider as the API shows it: its key only as `api_key_set`. */
+export function providerResource(provider: ProviderRecord) {
+  return { object: 'provider' as const, ...publicProvider(provider), created_at: isoTime(provider.created_at), updated_at: isoTime(provider.updated_at) };
+}
+
+/** A model route as the API shows it: each target's key only as `api_key_set`. */
+export function routeResource(route: RouteRecord) {
+  return { object: 'model_route' as const, ...publicRoute(route.name, route.definition, route.source), created_at: isoTime(route.created_at), updated_at: isoTime(route.updated_at) };
+}
+
+export function configChangeResource(change: ConfigChangeRecord) {
   return {
-    object: 'model_pricing' as const,
-    model: pricing.model,
-    input_cost_per_million: pricing.input_cost_per_million,
-    output_cost_per_million: pricing.output_cost_per_million,
-    search_unit_cost_per_thousand: pricing.search_unit_cost_per_thousand,
-    source: pricing.source ?? 'configured',
-    updated_at: isoTime(pricing.updated_at),
+    object: 'config_change' as const,
+    id: change.id,
+    created_at: isoTime(change.created_at),
+    actor: change.actor,
+    client: change.client,
+    request_id: change.request_id,
+    action: change.action,
+    kind: change.kind,
+    name: change.name,
+    before: change.before,
+    after: change.after,
   };
 }
 

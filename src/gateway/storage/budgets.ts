@@ -1,15 +1,41 @@
+import { periodAt, type ResetAlignment, type ResetSchedule } from '../budget-periods.ts';
 import type { Row, SqlDriver, Statement } from './driver.ts';
 import type { InstanceRegistration } from './instances.ts';
-import type { BudgetHold, BudgetRecord, BudgetSettlement, Metadata } from './records.ts';
+import type { BudgetAdmission, BudgetHold, BudgetRecord, BudgetSettlement, Metadata } from './records.ts';
 import { assignments, bigintJson, isForeignKeyViolation, json, nanos, newId, num, parseJson } from './rows.ts';
 
-/** The condition "this budget's period is over": spend starts again from 0 in the same statement. */
-const PERIOD_OVER = `(reset_every_seconds IS NOT NULL AND ? >= period_started_at + reset_every_seconds * 1000)`;
+/** What a budget is made with; `schedule` null or absent: its spend never starts again. */
+export interface BudgetFields {
+  name?: string | null;
+  max_budget_nanos: bigint;
+  soft_budget_nanos?: bigint | null;
+  schedule?: ResetSchedule;
+  metadata?: Metadata;
+}
+
+/**
+ * A hold: `amount` more reserved if the budget's current period has not ended and it has that much left (spend +
+ * reserved + amount ≤ limit, and spend + reserved < limit, so that an exhausted budget refuses even a free call).
+ * One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock makes a concurrent UPDATE re-check the
+ * condition on the new row). Its RETURNING is what the call's soft budget warning is made of.
+ */
+const HOLD = `UPDATE budgets SET reserved_nanos = reserved_nanos + ?
+  WHERE budget_id = ? AND (period_ends_at IS NULL OR ? < period_ends_at)
+    AND spend_nanos + reserved_nanos < max_budget_nanos AND spend_nanos + reserved_nanos + ? <= max_budget_nanos`;
+const HELD = 'spend_nanos, soft_budget_nanos, max_budget_nanos';
+
+/** Rounds of "hold, else start the next period": after a reset the period ends in the future, so two suffice (more if a PATCH moves it meanwhile). */
+const HOLD_ROUNDS = 4;
 
 /**
  * Budgets (table budgets) and the holds on them: a call reserves its estimated cost before it runs and settles it
  * when its usage is recorded. On PostgreSQL each hold is also kept under this instance's registration, in
  * budget_reservations (see GatewayStore).
+ *
+ * Periods: each budget stores when its current period ends (period_ends_at, computed here from its schedule: a
+ * calendar boundary in a time zone cannot be computed in SQLite's SQL). A hold is refused once that instant has
+ * passed; the refused caller then starts the next period (spend 0) with a compare-and-set on period_ends_at, so that
+ * of several instances (or calls) seeing the end at once exactly one resets, and holds again.
  */
 export class Budgets {
   readonly #driver: SqlDriver;
@@ -22,16 +48,19 @@ export class Budgets {
     this.#registration = registration;
   }
 
-  async create(budget: { max_budget_nanos: bigint; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord> {
+  async create(budget: BudgetFields, now = Date.now()): Promise<BudgetRecord> {
     const id = newId('budget');
+    const schedule = budget.schedule ?? null;
+    const period = periodAt(schedule, now);
     await this.#driver.run(
-      'INSERT INTO budgets (budget_id, max_budget_nanos, reset_every_seconds, period_started_at, spend_nanos, reserved_nanos, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)',
-      [id, budget.max_budget_nanos, budget.reset_every_seconds ?? null, now, json(budget.metadata), now, now],
+      `INSERT INTO budgets (budget_id, name, max_budget_nanos, soft_budget_nanos, reset_every_seconds, reset_alignment, reset_time_zone, period_started_at,
+         period_ends_at, spend_nanos, reserved_nanos, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?)`,
+      [id, budget.name ?? null, budget.max_budget_nanos, budget.soft_budget_nanos ?? null, ...scheduleColumns(schedule), period.start, period.end, json(budget.metadata), now, now],
     );
-    return (await this.get(id))!;
+    return (await this.get(id, now))!;
   }
 
-  /** The budget as of `now`: a period that is over reads as spend 0 even before the next reservation resets it. */
+  /** The budget as of `now`: a period that is over reads as the next one (spend 0) even before a reservation starts it. */
   async get(id: string, now = Date.now()): Promise<BudgetRecord | null> {
     const rows = await this.#driver.all('SELECT * FROM budgets WHERE budget_id = ?', [id]);
     return rows[0] ? budgetOf(rows[0], now) : null;
@@ -41,12 +70,33 @@ export class Budgets {
     return (await this.#driver.all('SELECT * FROM budgets ORDER BY created_at, budget_id')).map((row) => budgetOf(row, now));
   }
 
-  async update(id: string, patch: { max_budget_nanos?: bigint; reset_every_seconds?: number | null; metadata?: Metadata }, now = Date.now()): Promise<BudgetRecord | null> {
-    const { sets, params } = assignments({
+  /**
+   * `schedule` (undefined: unchanged) ends a period that is already over first, then keeps the spend and puts the
+   * budget in the period the new schedule gives: rolling, counted from the start of the current period; calendar,
+   * the day, week or month containing `now`; null, one that never ends.
+   */
+  async update(id: string, patch: Partial<BudgetFields>, now = Date.now()): Promise<BudgetRecord | null> {
+    const columns: Record<string, string | number | bigint | null | undefined> = {
+      name: patch.name,
       max_budget_nanos: patch.max_budget_nanos,
-      reset_every_seconds: patch.reset_every_seconds,
+      soft_budget_nanos: patch.soft_budget_nanos,
       metadata: patch.metadata === undefined ? undefined : json(patch.metadata),
-    });
+    };
+    if (patch.schedule !== undefined) {
+      await this.#startNextPeriod(id, now);
+      const current = await this.get(id, now);
+      if (!current) return null;
+      const schedule = patch.schedule;
+      const period =
+        schedule !== null && 'every_seconds' in schedule
+          ? { start: current.period_started_at, end: current.period_started_at + schedule.every_seconds * 1000 }
+          : schedule === null
+            ? { start: current.period_started_at, end: null }
+            : periodAt(schedule, now);
+      const [every, alignment, zone] = scheduleColumns(schedule);
+      Object.assign(columns, { reset_every_seconds: every, reset_alignment: alignment, reset_time_zone: zone, period_started_at: period.start, period_ends_at: period.end });
+    }
+    const { sets, params } = assignments(columns);
     await this.#driver.run(`UPDATE budgets SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE budget_id = ?`, [...params, now, id]);
     return this.get(id, now);
   }
@@ -61,43 +111,53 @@ export class Budgets {
     return changes[2] > 0;
   }
 
-  /**
-   * Takes `amount` nano-dollars of headroom if the budget has that much left (spend + reserved + amount ≤ limit, and
-   * spend + reserved < limit, so that an exhausted budget refuses even a free call), resetting the period first when
-   * it is over. One statement: atomic on SQLite (one writer) and on PostgreSQL (the row lock makes a concurrent UPDATE
-   * re-check the condition on the new row). Null when the budget cannot hold it.
-   */
   /** PostgreSQL: a hold's statement can carry another write (`also` of reserve), a call's pending usage row. */
   get holdsCarryWrites(): boolean {
     return this.#shared;
   }
 
+  /** Takes `amount` nano-dollars of headroom (see admit); null when the budget cannot hold it. */
+  async reserve(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
+    return (await this.admit(id, amount, now, also))?.hold ?? null;
+  }
+
   /**
+   * Takes `amount` nano-dollars of headroom if the budget can hold it (HOLD), starting its next period first when the
+   * current one is over. Null when the budget cannot hold it (or does not exist).
+   *
    * `also` (PostgreSQL only, see holdsCarryWrites): a write done in the hold's statement exactly when the hold is
    * taken, made from the hold (its holder is known only then); it may select from the CTE `hold`.
    */
-  async reserve(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
-    const hold = `UPDATE budgets SET
-        spend_nanos = CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END,
-        period_started_at = CASE WHEN ${PERIOD_OVER} THEN ? ELSE period_started_at END,
-        reserved_nanos = reserved_nanos + ?
-      WHERE budget_id = ? AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos < max_budget_nanos
-        AND (CASE WHEN ${PERIOD_OVER} THEN 0 ELSE spend_nanos END) + reserved_nanos + ? <= max_budget_nanos`;
-    const params = [now, now, now, amount, id, now, now, amount];
-    if (!this.#shared) return (await this.#driver.runRelaxed(hold, params)) > 0 ? { budget_id: id, reserved_nanos: amount, holder: null } : null;
+  async admit(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetAdmission | null> {
+    for (let round = 0; round < HOLD_ROUNDS; round++) {
+      const admitted = await this.#hold(id, amount, now, also);
+      if (admitted) return admitted;
+      if (!(await this.#startNextPeriod(id, now))) return null;
+    }
+    return null;
+  }
+
+  async #hold(id: string, amount: bigint, now: number, also?: (hold: BudgetHold) => Statement): Promise<BudgetAdmission | null> {
+    const params = [amount, id, now, amount];
+    const admission = (taken: BudgetHold, rows: Row[]): BudgetAdmission | null =>
+      rows[0]
+        ? { hold: taken, spend_nanos: nanos(rows[0].spend_nanos), soft_budget_nanos: rows[0].soft_budget_nanos === null ? null : nanos(rows[0].soft_budget_nanos), max_budget_nanos: nanos(rows[0].max_budget_nanos) }
+        : null;
+    if (!this.#shared) return admission({ budget_id: id, reserved_nanos: amount, holder: null }, await this.#driver.allRelaxed(`${HOLD} RETURNING ${HELD}`, params));
     for (let attempt = 1; ; attempt++) {
       const seen = this.#registration.count;
       const holder = this.#registration.id;
       const taken: BudgetHold = { budget_id: id, reserved_nanos: amount, holder };
       const carried = also?.(taken);
       try {
-        const changed = await this.#driver.runRelaxed(
-          `WITH hold AS (${hold} RETURNING budget_id)${carried ? `, carried AS (${carried.sql})` : ''}
-           INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
-           ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos`,
+        const rows = await this.#driver.allRelaxed(
+          `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${carried ? `, carried AS (${carried.sql})` : ''},
+           share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
+             ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
+           SELECT ${HELD} FROM hold`,
           [...params, ...(carried?.params ?? []), holder, amount],
         );
-        return changed > 0 ? taken : null;
+        return admission(taken, rows);
       } catch (error) {
         // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was
         // undone. Register (again) and hold under the registration that now exists (a few times: a reaper may take
@@ -106,6 +166,20 @@ export class Budgets {
         await this.#registration.register(seen, Date.now());
       }
     }
+  }
+
+  /**
+   * Starts the budget's next period (spend 0) if its current one ended by `now`: a compare-and-set on the end it read,
+   * so that when several instances see the end at once only the first resets (the others find the new period). False
+   * when the period has not ended (or the budget is gone): a refused hold was a refusal.
+   */
+  async #startNextPeriod(id: string, now: number): Promise<boolean> {
+    const [row] = await this.#driver.all('SELECT reset_every_seconds, reset_alignment, reset_time_zone, period_ends_at FROM budgets WHERE budget_id = ?', [id]);
+    const ends = row ? num(row.period_ends_at) : null;
+    if (ends === null || now < ends) return false;
+    const next = periodAt(scheduleOf(row), now);
+    await this.#driver.run('UPDATE budgets SET spend_nanos = 0, period_started_at = ?, period_ends_at = ? WHERE budget_id = ? AND period_ends_at = ?', [next.start, next.end, id, ends]);
+    return true;
   }
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
@@ -152,15 +226,35 @@ export class Budgets {
   }
 }
 
+function scheduleOf(row: Row): ResetSchedule {
+  const every = num(row.reset_every_seconds);
+  if (every !== null) return { every_seconds: every };
+  if (typeof row.reset_alignment === 'string') return { alignment: row.reset_alignment as ResetAlignment, time_zone: String(row.reset_time_zone ?? 'UTC') };
+  return null;
+}
+
+/** The schedule as its columns: reset_every_seconds, reset_alignment, reset_time_zone. */
+function scheduleColumns(schedule: ResetSchedule): [number | null, string | null, string | null] {
+  if (schedule === null) return [null, null, null];
+  return 'every_seconds' in schedule ? [schedule.every_seconds, null, null] : [null, schedule.alignment, schedule.time_zone];
+}
+
 function budgetOf(row: Row, now: number): BudgetRecord {
-  const reset = num(row.reset_every_seconds);
-  const started = Number(row.period_started_at);
-  const over = reset !== null && now >= started + reset * 1000;
+  const schedule = scheduleOf(row);
+  const ends = num(row.period_ends_at);
+  const over = ends !== null && now >= ends;
+  const period = over ? periodAt(schedule, now) : { start: Number(row.period_started_at), end: ends };
+  const [every, alignment, zone] = scheduleColumns(schedule);
   return {
     budget_id: String(row.budget_id),
+    name: row.name === null || row.name === undefined ? null : String(row.name),
     max_budget_nanos: nanos(row.max_budget_nanos),
-    reset_every_seconds: reset,
-    period_started_at: over ? now : started,
+    soft_budget_nanos: row.soft_budget_nanos === null || row.soft_budget_nanos === undefined ? null : nanos(row.soft_budget_nanos),
+    reset_every_seconds: every,
+    reset_alignment: alignment as ResetAlignment | null,
+    reset_time_zone: zone,
+    period_started_at: period.start,
+    period_ends_at: period.end,
     spend_nanos: over ? 0n : nanos(row.spend_nanos),
     reserved_nanos: nanos(row.reserved_nanos),
     metadata: parseJson(row.metadata),

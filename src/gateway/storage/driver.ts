@@ -52,6 +52,8 @@ export interface SqlDriver {
    * fsync. SQLite runs it like `run`.
    */
   runRelaxed(sql: string, params?: SqlValue[]): Promise<number>;
+  /** `runRelaxed` for a statement that returns rows (an UPDATE … RETURNING): its rows. */
+  allRelaxed(sql: string, params?: SqlValue[]): Promise<Row[]>;
   /** Runs statements in one transaction; the rows changed by each. */
   transaction(statements: Statement[]): Promise<number[]>;
   /**

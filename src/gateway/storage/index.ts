@@ -8,6 +8,7 @@ export { GatewayStore } from './store.ts';
 export { newId } from './rows.ts';
 export { pendingRowWithHold } from './usage.ts';
 export type * from './records.ts';
+export type { BudgetFields } from './budgets.ts';
 
 export const DEFAULT_DATABASE_URL = 'sqlite:gateway.db';
 

@@ -238,6 +238,68 @@ export const MIGRATIONS: Migration[] = [
       'ALTER TABLE virtual_keys ADD COLUMN allow_user_override INTEGER NOT NULL DEFAULT 0',
     ],
   },
+  {
+    version: 13,
+    name: 'budgets: names, calendar resets (the end of the current period, stored), soft budgets',
+    statements: [
+      'ALTER TABLE budgets ADD COLUMN name TEXT',
+      // daily | weekly | monthly (NULL: none), and the IANA zone whose calendar it follows
+      'ALTER TABLE budgets ADD COLUMN reset_alignment TEXT',
+      'ALTER TABLE budgets ADD COLUMN reset_time_zone TEXT',
+      // When the current period ends (NULL: never): a reservation at or after it starts the next period first.
+      'ALTER TABLE budgets ADD COLUMN period_ends_at BIGINT',
+      'UPDATE budgets SET period_ends_at = period_started_at + reset_every_seconds * 1000 WHERE reset_every_seconds IS NOT NULL',
+      'ALTER TABLE budgets ADD COLUMN soft_budget_nanos BIGINT',
+    ],
+  },
+  {
+    version: 14,
+    name: 'runtime configuration: providers and model routes in the database, where each entry came from, the file entries seeded, an audit of changes, a change counter',
+    statements: [
+      // 'config': written from the configuration file; 'api': written (or last edited) through the API
+      "ALTER TABLE model_pricing ADD COLUMN source TEXT NOT NULL DEFAULT 'api'",
+      `CREATE TABLE gateway_providers (
+        name TEXT PRIMARY KEY,
+        api_key TEXT,
+        api_base TEXT,
+        source TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      // definition: JSON {targets: [{model, weight?, priority?, api_key?, api_base?, timeout_seconds?}], timeout_seconds?}
+      `CREATE TABLE model_routes (
+        name TEXT PRIMARY KEY,
+        definition TEXT NOT NULL,
+        source TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      )`,
+      // What the configuration file said of each entry when it was last written from it (a SHA-256 of the entry)
+      `CREATE TABLE config_seeds (
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        PRIMARY KEY (kind, name)
+      )`,
+      // before_value, after_value: JSON of the entry without its secrets (api_key: only whether one is set)
+      `CREATE TABLE config_audit (
+        id TEXT PRIMARY KEY,
+        created_at BIGINT NOT NULL,
+        actor TEXT NOT NULL,
+        client TEXT,
+        request_id TEXT,
+        action TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        before_value TEXT,
+        after_value TEXT
+      )`,
+      'CREATE INDEX config_audit_created ON config_audit (created_at, id)',
+      // One row, raised by every change of providers, routes or pricing: what instances poll to reload
+      'CREATE TABLE config_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)',
+      'INSERT INTO config_version (id, version) VALUES (1, 0)',
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

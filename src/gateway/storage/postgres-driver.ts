@@ -70,6 +70,10 @@ export class PostgresDriver implements SqlDriver {
     return (await this.#relaxedPool.query(this.#query(sql, params))).rowCount ?? 0;
   }
 
+  async allRelaxed(sql: string, params: SqlValue[] = []): Promise<Row[]> {
+    return (await this.#relaxedPool.query(this.#query(sql, params))).rows as Row[];
+  }
+
   async transaction(statements: Statement[]): Promise<number[]> {
     if (statements.length === 1) return [await this.run(statements[0].sql, statements[0].params)];
     if (statements.every(({ sql }) => DML.test(sql))) return this.#oneStatement(statements);

@@ -1,3 +1,5 @@
+import type { ResetAlignment } from '../budget-periods.ts';
+
 /** What the store keeps, as the store returns it: times in epoch milliseconds, money in nano-dollars (BigInt: see money.ts). */
 export type Metadata = Record<string, unknown>;
 
@@ -32,9 +34,19 @@ export interface KeyRecord {
 
 export interface BudgetRecord {
   budget_id: string;
+  /** A label for people (dashboards, listings); not unique, null: none. */
+  name: string | null;
   max_budget_nanos: bigint;
+  /** Spend at or above which calls are answered with a warning (still admitted); below max_budget; null: none. */
+  soft_budget_nanos: bigint | null;
+  /** Rolling periods; exclusive with reset_alignment. */
   reset_every_seconds: number | null;
+  /** Calendar periods (daily, weekly, monthly) in reset_time_zone; exclusive with reset_every_seconds. */
+  reset_alignment: ResetAlignment | null;
+  reset_time_zone: string | null;
   period_started_at: number;
+  /** When the current period ends and spend starts again from 0; null: never. */
+  period_ends_at: number | null;
   spend_nanos: bigint;
   reserved_nanos: bigint;
   metadata: Metadata;
@@ -48,6 +60,11 @@ export interface PricingRecord {
   output_cost_per_million: number;
   /** Rerank models billed per search unit (Cohere): US dollars per thousand search units; 0 otherwise. */
   search_unit_cost_per_thousand: number;
+  /**
+   * Written from the configuration file, or through the API; `bundled`: from the table that ships with the gateway
+   * (pricing-policy.ts), never stored.
+   */
+  source?: ConfigSource | 'bundled';
   updated_at: number;
 }
 
@@ -124,7 +141,74 @@ export interface BudgetHold {
   holder: string | null;
 }
 
+/** A hold just taken, with its budget as the hold left it (what soft budget warnings are made of). */
+export interface BudgetAdmission {
+  hold: BudgetHold;
+  /** The budget's spend this period, before this call. */
+  spend_nanos: bigint;
+  soft_budget_nanos: bigint | null;
+  max_budget_nanos: bigint;
+}
+
 /** A hold settled with the call's actual cost after the call. */
 export interface BudgetSettlement extends BudgetHold {
   actual_nanos: bigint;
+}
+
+/** Where a runtime configuration entry (price, provider, model route) was last written from. */
+export type ConfigSource = 'config' | 'api';
+
+/** A provider's connection settings (table gateway_providers); `api_key` never leaves the gateway. */
+export interface ProviderRecord {
+  name: string;
+  api_key: string | null;
+  api_base: string | null;
+  source: ConfigSource;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One target of a model route, as the configuration file and PUT /v1/routes give it. */
+export interface RouteTargetDefinition {
+  model: string;
+  weight?: number;
+  priority?: number;
+  api_key?: string;
+  api_base?: string;
+  timeout_seconds?: number;
+}
+
+export interface RouteDefinition {
+  targets: RouteTargetDefinition[];
+  timeout_seconds?: number;
+}
+
+/** A model route (table model_routes): a public model name and its targets. */
+export interface RouteRecord {
+  name: string;
+  definition: RouteDefinition;
+  source: ConfigSource;
+  created_at: number;
+  updated_at: number;
+}
+
+export type ConfigKind = 'pricing' | 'provider' | 'route';
+
+/** One change of the runtime configuration, as the audit keeps it: `before`/`after` without secrets (null: none). */
+export interface ConfigChange {
+  kind: ConfigKind;
+  name: string;
+  action: 'create' | 'update' | 'delete';
+  /** Who: `master_key` (an API call) or `config_file` (written at start from the configuration file). */
+  actor: string;
+  /** The client address of an API call. */
+  client: string | null;
+  request_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export interface ConfigChangeRecord extends ConfigChange {
+  id: string;
+  created_at: number;
 }

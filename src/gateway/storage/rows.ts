@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { SqlValue } from './driver.ts';
-import type { Metadata } from './records.ts';
+import type { ConfigSource, Metadata } from './records.ts';
 
 // Helpers shared by the store's aggregates: values to and from their SQL columns, and database errors.
 
@@ -48,3 +48,6 @@ export function modelList(models: string[] | null | undefined): string | null {
 export function modelListOf(value: unknown): string[] | null {
   return typeof value === 'string' ? (JSON.parse(value) as string[]) : null;
 }
+
+/** A runtime configuration entry's source column: rows older than migration 14 were written through the API. */
+export const sourceOf = (value: unknown): ConfigSource => (value === 'config' ? 'config' : 'api');

@@ -53,6 +53,10 @@ export class SqliteDriver implements SqlDriver {
     return this.run(sql, params);
   }
 
+  allRelaxed(sql: string, params: SqlValue[] = []): Promise<Row[]> {
+    return this.all(sql, params);
+  }
+
   async transaction(statements: Statement[]): Promise<number[]> {
     return this.atomically((sql) => statements.map(({ sql: text, params }) => sql.run(text, params)));
   }

@@ -1,10 +1,14 @@
+import { ConfigAudit } from './audit.ts';
 import { Budgets } from './budgets.ts';
+import { ConfigSeeds } from './config-seeds.ts';
 import type { SqlDriver } from './driver.ts';
 import { InstanceRegistration, Instances } from './instances.ts';
 import { VirtualKeys } from './keys.ts';
 import { MIGRATIONS, SCHEMA_MIGRATIONS_TABLE } from './migrations.ts';
 import { Pricing } from './pricing.ts';
+import { Providers } from './providers.ts';
 import { RateWindows } from './rate-windows.ts';
+import { Routes } from './routes.ts';
 import { UsageLog } from './usage.ts';
 import { Users } from './users.ts';
 
@@ -30,6 +34,10 @@ export class GatewayStore {
   readonly budgets: Budgets;
   readonly instances: Instances;
   readonly pricing: Pricing;
+  readonly providers: Providers;
+  readonly routes: Routes;
+  readonly audit: ConfigAudit;
+  readonly seeds: ConfigSeeds;
   readonly usage: UsageLog;
   readonly rateWindows: RateWindows;
 
@@ -43,6 +51,10 @@ export class GatewayStore {
     this.budgets = new Budgets(driver, shared, this.#registration);
     this.instances = new Instances(driver, shared, this.#registration);
     this.pricing = new Pricing(driver);
+    this.providers = new Providers(driver);
+    this.routes = new Routes(driver);
+    this.audit = new ConfigAudit(driver);
+    this.seeds = new ConfigSeeds(driver);
     this.usage = new UsageLog(driver, this.budgets);
     this.rateWindows = new RateWindows(driver);
   }
@@ -56,14 +68,14 @@ export class GatewayStore {
     return this.driver.dialect;
   }
 
-  /** Applies the migrations this database lacks; the versions applied now. */
-  async migrate(now = Date.now()): Promise<number[]> {
+  /** Applies the migrations this database lacks (up to version `through`: tests make older schemas); the versions applied now. */
+  async migrate(now = Date.now(), through = Infinity): Promise<number[]> {
     return this.driver.withMigrationLock(async () => {
       await this.driver.run(SCHEMA_MIGRATIONS_TABLE);
       const applied = new Set((await this.driver.all('SELECT version FROM schema_migrations')).map((row) => Number(row.version)));
       const done: number[] = [];
       for (const migration of MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
+        if (applied.has(migration.version) || migration.version > through) continue;
         const statements = [
           ...(migration.onlyOn === undefined || migration.onlyOn === this.dialect ? migration.statements : []),
           ...(this.dialect === 'postgres' ? (migration.postgresStatements ?? []) : []),

@@ -7,8 +7,10 @@ import descriptorJson from 'protobufjs/google/protobuf/descriptor.json' with { t
  * protoc writes in ways that break reflection clients: grpcurl refuses a map field whose entry message is not
  * named `<FieldName>Entry` ("is an invalid map: incorrect implicit map entry name", fullstorydev/grpcurl#519),
  * type references are relative (`TokenInfo`, not `.encoder.TokenInfo`), proto3 `optional` fields lack the
- * proto3_optional flag, so they read as a oneof, and json_name is missing. `protocLikeDefinition` rewrites the descriptors the way protoc
- * would write them; the messages and their wire format are untouched.
+ * proto3_optional flag, so they read as a oneof, json_name is missing, and a file that uses another file's types
+ * (encoderfile's packages use `encoderfile.token.TokenInfo`) does not list it as a dependency, without which a
+ * reflection client cannot resolve them. `protocLikeDefinition` rewrites the descriptors the way protoc would write
+ * them; the messages and their wire format are untouched.
  */
 
 const descriptorTypes = protobuf.Root.fromJSON(descriptorJson as protobuf.INamespace);
@@ -32,7 +34,9 @@ interface MessageDescriptor {
 }
 
 interface FileDescriptor {
+  name?: string;
   package?: string;
+  dependency?: string[];
   messageType?: MessageDescriptor[];
   enumType?: { name: string }[];
   service?: { method?: { inputType?: string; outputType?: string }[] }[];
@@ -69,19 +73,26 @@ function protocLikeDefinition(definition: PackageDefinition): PackageDefinition 
 
 function protocLikeFiles(encoded: readonly Buffer[]): Buffer[] {
   const files = encoded.map((bytes) => FileDescriptorProto.toObject(FileDescriptorProto.decode(bytes)) as FileDescriptor);
-  const typeNames = new Set<string>();
+  // every type's full name, and the file that declares it
+  const fileOfType = new Map<string, string>();
   for (const file of files) {
     const scope = file.package ? `.${file.package}` : '';
-    for (const enumType of file.enumType ?? []) typeNames.add(`${scope}.${enumType.name}`);
-    for (const message of file.messageType ?? []) collectTypeNames(message, scope, typeNames);
+    const names = new Set<string>();
+    for (const enumType of file.enumType ?? []) names.add(`${scope}.${enumType.name}`);
+    for (const message of file.messageType ?? []) collectTypeNames(message, scope, names);
+    for (const name of names) fileOfType.set(name, file.name ?? '');
   }
+  const typeNames = new Set(fileOfType.keys());
   return files.map((file) => {
     const scope = file.package ? `.${file.package}` : '';
-    for (const message of file.messageType ?? []) rewriteMessage(message, scope, typeNames);
+    const used = new Set<string>();
+    for (const message of file.messageType ?? []) rewriteMessage(message, scope, typeNames, used);
     for (const method of (file.service ?? []).flatMap((service) => service.method ?? [])) {
-      if (method.inputType) method.inputType = qualified(method.inputType, [scope], typeNames);
-      if (method.outputType) method.outputType = qualified(method.outputType, [scope], typeNames);
+      if (method.inputType) used.add((method.inputType = qualified(method.inputType, [scope], typeNames)));
+      if (method.outputType) used.add((method.outputType = qualified(method.outputType, [scope], typeNames)));
     }
+    const dependencies = new Set([...used].map((name) => fileOfType.get(name)).filter((name) => name !== undefined && name !== file.name));
+    if (dependencies.size > 0) file.dependency = [...dependencies] as string[];
     return Buffer.from(FileDescriptorProto.encode(FileDescriptorProto.fromObject(file)).finish());
   });
 }
@@ -93,13 +104,14 @@ function collectTypeNames(message: MessageDescriptor, scope: string, names: Set<
   for (const nested of message.nestedType ?? []) collectTypeNames(nested, fullName, names);
 }
 
-function rewriteMessage(message: MessageDescriptor, scope: string, typeNames: Set<string>): void {
+/** Qualifies `message`'s type references (adding each to `used`), names its map entries and flags its optional fields. */
+function rewriteMessage(message: MessageDescriptor, scope: string, typeNames: Set<string>, used: Set<string>): void {
   const fullName = `${scope}.${message.name}`;
   // Enclosing scopes, innermost first: protobuf's rule for resolving a relative type name.
   const scopes = fullName.split('.').map((_, i, parts) => parts.slice(0, parts.length - i).join('.'));
   const fields = message.field ?? [];
   for (const field of fields) {
-    if (field.typeName) field.typeName = qualified(field.typeName, scopes, typeNames);
+    if (field.typeName) used.add((field.typeName = qualified(field.typeName, scopes, typeNames)));
     field.jsonName ??= jsonName(field.name);
   }
   for (const nested of message.nestedType ?? []) {
@@ -114,7 +126,7 @@ function rewriteMessage(message: MessageDescriptor, scope: string, typeNames: Se
     const members = fields.filter((f) => f.oneofIndex === index);
     if (members.length === 1 && oneof.name === `_${members[0].name}`) members[0].proto3Optional = true;
   });
-  for (const nested of message.nestedType ?? []) rewriteMessage(nested, fullName, typeNames);
+  for (const nested of message.nestedType ?? []) rewriteMessage(nested, fullName, typeNames, used);
 }
 
 function qualified(typeName: string, scopes: readonly string[], typeNames: Set<string>): string {

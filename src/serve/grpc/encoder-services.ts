@@ -5,10 +5,8 @@ import { isEncoderError } from '../../encoder/errors.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import {
-  ENCODER_SERVICE_NAMES,
   grpcModelMetadataOf,
   grpcPredictResponseOf,
-  predictBodyOf,
   type GrpcModelMetadata,
   type GrpcPredictRequest,
   type GrpcPredictResponse,
@@ -23,23 +21,38 @@ const ENCODER_METHODS = ['Predict', 'GetModelMetadata'] as const;
  * parsed with keepCase), as in the HTTP bodies.
  */
 const ENCODER_MESSAGE_SHAPE = { longs: String, enums: String, defaults: true, oneofs: false } as const;
-const MODEL_TYPES = Object.keys(ENCODER_SERVICE_NAMES) as ModelType[];
 
 /**
- * Registers spec 2's three services on `server`: the one of the predictor's model type answers, the other two
- * answer every call with UNIMPLEMENTED naming the model type that is served (grpc-js's default handler would
- * only say "not implemented", which does not tell a caller which service to use instead).
+ * One set of encoder services with Predict and GetModelMetadata per model type: spec 2's `encoder.*` (messages.ts), or
+ * a peer's with the same methods (encoderfile.ts). Their messages carry the predictor's field names; what differs is
+ * the services' names, the fields each message has (protobuf leaves out the others) and how a request becomes the
+ * predictor's body.
  */
-export function addEncoderServices(server: grpc.Server, predictor: Predictor, proto: protobuf.Root, label: string, metrics?: ServerMetrics): void {
-  for (const modelType of MODEL_TYPES) {
-    const service = grpcServiceDefinition(proto, ENCODER_SERVICE_NAMES[modelType], ENCODER_METHODS, ENCODER_MESSAGE_SHAPE, label);
+export interface EncoderServiceFamily {
+  /** Names the proto in errors. */
+  label: string;
+  proto: protobuf.Root;
+  serviceNames: Readonly<Record<ModelType, string>>;
+  /** The predictor's body for a decoded Predict request; may throw InputError. */
+  predictBodyOf(modelType: ModelType, request: GrpcPredictRequest): Record<string, unknown>;
+}
+
+/**
+ * Registers a family's services on `server`: the one of the predictor's model type answers, the others answer every
+ * call with UNIMPLEMENTED naming the model type that is served (grpc-js's default handler would only say "not
+ * implemented", which does not tell a caller which service to use instead).
+ */
+export function addEncoderServices(server: grpc.Server, predictor: Predictor, family: EncoderServiceFamily, metrics?: ServerMetrics): void {
+  for (const modelType of Object.keys(family.serviceNames) as ModelType[]) {
+    const name = family.serviceNames[modelType];
+    const service = grpcServiceDefinition(family.proto, name, ENCODER_METHODS, ENCODER_MESSAGE_SHAPE, family.label);
     if (modelType === predictor.modelType) {
       server.addService(service, {
-        Predict: counted(predictHandler(predictor), metrics),
+        Predict: counted(predictHandler(predictor, family), metrics),
         GetModelMetadata: counted(modelMetadataHandler(predictor), metrics),
       });
     } else {
-      const unimplemented = counted(unimplementedHandler(ENCODER_SERVICE_NAMES[modelType], predictor.modelType), metrics);
+      const unimplemented = counted(unimplementedHandler(name, predictor.modelType, family.serviceNames[predictor.modelType]), metrics);
       server.addService(service, { Predict: unimplemented, GetModelMetadata: unimplemented });
     }
   }
@@ -57,9 +70,9 @@ function counted<Request, Response>(handler: grpc.handleUnaryCall<Request, Respo
   };
 }
 
-function predictHandler(predictor: Predictor): grpc.handleUnaryCall<GrpcPredictRequest, GrpcPredictResponse> {
+function predictHandler(predictor: Predictor, family: EncoderServiceFamily): grpc.handleUnaryCall<GrpcPredictRequest, GrpcPredictResponse> {
   return (call, callback) => {
-    void answer(callback, async () => grpcPredictResponseOf(await predictor.predict(predictBodyOf(predictor.modelType, call.request))));
+    void answer(callback, async () => grpcPredictResponseOf(await predictor.predict(family.predictBodyOf(predictor.modelType, call.request))));
   };
 }
 
@@ -69,8 +82,8 @@ function modelMetadataHandler(predictor: Predictor): grpc.handleUnaryCall<object
   };
 }
 
-function unimplementedHandler(service: string, served: ModelType): grpc.handleUnaryCall<object, never> {
-  const details = `${service} is not served: this server serves a ${served} model; call ${ENCODER_SERVICE_NAMES[served]}`;
+function unimplementedHandler(service: string, served: ModelType, servedService: string): grpc.handleUnaryCall<object, never> {
+  const details = `${service} is not served: this server serves a ${served} model; call ${servedService}`;
   return (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details });
 }
 

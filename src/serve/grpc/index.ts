@@ -3,13 +3,15 @@ import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import type { ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import { apiKeyInterceptor } from './api-key-interceptor.ts';
-import { addEncoderServices } from './encoder-services.ts';
+import { addEncoderServices, type EncoderServiceFamily } from './encoder-services.ts';
+import { encoderfileServiceFamily } from './encoderfile.ts';
 import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';
-import { ENCODER_SERVICE_NAMES } from './messages.ts';
+import { ENCODER_SERVICE_NAMES, predictBodyOf } from './messages.ts';
 import { parseProtoText } from './proto-text.ts';
 import { addReflection, REFLECTION_SERVICE_NAMES } from './reflection.ts';
 
 export { ENCODER_SERVICE_NAMES } from './messages.ts';
+export { ENCODERFILE_SERVICE_NAMES } from './encoderfile.ts';
 
 export interface GrpcServerOptions {
   /** The text of proto/encoder.proto: read from disk when running from source, from a SEA asset in the executable. */
@@ -25,36 +27,42 @@ export interface GrpcServerOptions {
 /** The gRPC front end: a server not yet bound (the caller binds it), and its health status. */
 export interface GrpcFrontEnd {
   server: grpc.Server;
-  /** What the server answers: the model type's encoder service, health, reflection v1 and v1alpha. */
+  /** What the server answers: the model type's encoder service and encoderfile's, health, reflection v1 and v1alpha. */
   services: string[];
   /**
-   * Health status of "" and of the encoder service. `false` (at shutdown, before `tryShutdown`) also ends open
+   * Health status of "" and of the two encoder services. `false` (at shutdown, before `tryShutdown`) also ends open
    * Watch streams, which would otherwise keep a graceful shutdown waiting.
    */
   setServing(serving: boolean): void;
 }
 
 /**
- * Spec 2's gRPC interface over one predictor: encoder.Embedding, encoder.SequenceClassification and
- * encoder.TokenClassification (only the model type's answers; the others say UNIMPLEMENTED), plus
- * grpc.health.v1.Health and server reflection so that grpcurl and grpc_cli can list and call it.
+ * Spec 2's gRPC interface over one predictor: encoder.Embedding, encoder.SentenceEmbedding,
+ * encoder.SequenceClassification and encoder.TokenClassification (only the model type's answers; the others say
+ * UNIMPLEMENTED); beside them mozilla-ai/encoderfile's `encoderfile.<type>.<Type>Inference` services on the same
+ * predictor (encoderfile.ts), so that encoderfile's clients call it unchanged; plus grpc.health.v1.Health and server
+ * reflection so that grpcurl and grpc_cli can list and call it.
  * A `protoText` that does not parse or lacks a service or method is a ConfigError.
  */
 export function createGrpcServer(predictor: Predictor, options: GrpcServerOptions): GrpcFrontEnd {
   const encoderProto = parseProtoText(options.protoText, 'encoder.proto');
-  const encoderService = ENCODER_SERVICE_NAMES[predictor.modelType];
-  const services = [encoderService, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
+  const families: EncoderServiceFamily[] = [
+    { label: 'encoder.proto', proto: encoderProto, serviceNames: ENCODER_SERVICE_NAMES, predictBodyOf },
+    encoderfileServiceFamily(),
+  ];
+  const servedServices = families.map((family) => family.serviceNames[predictor.modelType]);
+  const services = [...servedServices, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
 
   const server = new grpc.Server({
     interceptors: options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [],
     ...(options.maxMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxMessageBytes } : {}),
   });
-  addEncoderServices(server, predictor, encoderProto, 'encoder.proto', options.metrics);
+  for (const family of families) addEncoderServices(server, predictor, family, options.metrics);
   const healthServiceProto = healthProto();
-  const health = new HealthStatusBoard([encoderService]);
+  const health = new HealthStatusBoard(servedServices);
   health.addTo(server, healthServiceProto);
-  // The two encoder services that only say UNIMPLEMENTED are left out of list_services; their symbols still resolve.
-  addReflection(server, [encoderProto, healthServiceProto], services);
+  // The encoder services that only say UNIMPLEMENTED are left out of list_services; their symbols still resolve.
+  addReflection(server, [...families.map((family) => family.proto), healthServiceProto], services);
 
   return { server, services, setServing: (serving) => health.setServing(serving) };
 }

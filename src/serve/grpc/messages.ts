@@ -29,7 +29,7 @@ const GRPC_MODEL_TYPES = {
   token_classification: 'TOKEN_CLASSIFICATION',
 } as const satisfies Record<ModelType, GrpcModelType>;
 
-/** The Predict requests as decoded (defaults filled in, except proto3 `optional` fields, which stay absent when unset). */
+/** The Predict requests as decoded (defaults filled in, except proto3 `optional` fields, which stay absent when unset); encoderfile's too. */
 export interface GrpcPredictRequest {
   inputs: string[];
   /** EmbeddingRequest (a plain bool) and SentenceEmbeddingRequest (optional). */
@@ -53,7 +53,7 @@ export type GrpcPredictResponse = Omit<JsonOf<PredictResponse>, 'metadata'> & { 
 
 /**
  * The predictor's request body. A protobuf map cannot be absent, so an empty `metadata` map means "no metadata"
- * and is left out; `normalize` is a proto3 bool, so unset means false (HTTP requires it; gRPC cannot tell).
+ * and is left out; `normalize` is a proto3 bool, so unset means false (HTTP's default too, as encoderfile's).
  * Validation (empty inputs, empty strings) is the predictor's, so every front end says the same thing.
  */
 export function predictBodyOf(modelType: ModelType, request: GrpcPredictRequest): Record<string, unknown> {

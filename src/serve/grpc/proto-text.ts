@@ -1,16 +1,20 @@
 import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { ConfigError } from '../../encoder/errors.ts';
+import { adoptHeldTexts, LARGE_TEXT_UNITS, resolveHeldTexts } from '../../encoder/large-texts.ts';
+import { HoldingReader } from './holding-reader.ts';
 
 /**
  * The text of a .proto file, parsed without touching the file system: the single executable carries the text (a SEA
- * asset or a constant), never a path to read. `keepCase` keeps the field names as written (else camelCase); it is
- * decided at parse time, since the parsed names are what messages and descriptors carry. `label` names the text in
- * errors: one that does not parse or names an unknown type is a ConfigError.
+ * asset or a constant), never a path to read. Several texts (one per package, as separate files would hold them) are
+ * parsed into one root, where their references to each other's types resolve. `keepCase` keeps the field names as
+ * written (else camelCase); it is decided at parse time, since the parsed names are what messages and descriptors
+ * carry. `label` names the text in errors: one that does not parse or names an unknown type is a ConfigError.
  */
-export function parseProtoText(protoText: string, label: string, keepCase = true): protobuf.Root {
+export function parseProtoText(protoText: string | readonly string[], label: string, keepCase = true): protobuf.Root {
   try {
-    const { root } = protobuf.parse(protoText, { keepCase });
+    const root = new protobuf.Root();
+    for (const text of [protoText].flat()) protobuf.parse(text, root, { keepCase });
     root.resolveAll();
     return root;
   } catch (error) {
@@ -59,11 +63,19 @@ export function grpcServiceDefinition(
 function serializer(type: protobuf.Type): (value: object) => Buffer {
   return (value) => {
     if (Array.isArray(value)) throw new Error(`cannot serialize an array as ${type.name}`);
-    const bytes = type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+    // an answer that quotes a request's large text (its metadata) gets the text, not its stand-in
+    const bytes = type.encode(type.fromObject(resolveHeldTexts(value as Record<string, unknown>))).finish();
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   };
 }
 
+/** A message of at least LARGE_TEXT_UNITS bytes is decoded with its large strings held apart (holding-reader.ts). */
 function deserializer(type: protobuf.Type, shape: protobuf.IConversionOptions): (bytes: Buffer) => object {
-  return (bytes) => type.toObject(type.decode(bytes), shape);
+  return (bytes) => {
+    if (bytes.length < LARGE_TEXT_UNITS) return type.toObject(type.decode(bytes), shape);
+    const reader = new HoldingReader(bytes);
+    const message = type.toObject(type.decode(reader), shape);
+    adoptHeldTexts(message, reader.held);
+    return message;
+  };
 }

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { resolveHeldTextsInJson } from '../../encoder/large-texts.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
@@ -16,6 +17,7 @@ import type { McpServerFactory } from './mcp-server.ts';
 import { DEFAULT_BODY_BUFFER_FACTOR, DEFAULT_REQUEST_TIMEOUT_MS, httpTimeoutOptions } from './network-limits.ts';
 import { registerOpenAiRoutes } from './openai-embeddings.ts';
 import { registerRerankRoutes } from './rerank.ts';
+import { registerInfinityRoutes } from './infinity.ts';
 import { registerTeiRoutes } from './tei.ts';
 import { registerResponseHeaders, RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './response-headers.ts';
 import { registerModelRoutes } from './routes.ts';
@@ -47,7 +49,8 @@ export interface HttpAppOptions {
 /**
  * The HTTP front end of one predictor: /health, /model, /openapi.json, /predict, MCP at /mcp, the field's APIs
  * (/v1/embeddings, /v1/models, /v1/embed, /v2/embed, /v1/rerank, /v2/rerank), text-embeddings-inference's routes
- * (/embed, /embed_all, /rerank, /tokenize, /decode, /info) and, given metrics, /metrics. Returned
+ * (/embed, /embed_all, /rerank, /tokenize, /decode, /info, and its classification bodies on /predict), Infinity's
+ * (/embeddings, /rerank with `documents`, /classify, /models) and, given metrics, /metrics. Returned
  * ready but not listening; the caller calls `listen` and `close`.
  * Every error leaves as text/plain (JSON-RPC on /mcp, OpenAI's error body under /v1 and /v2), never as fastify's
  * JSON error bodies.
@@ -92,6 +95,9 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
   // Below every route, in this order: the headers of every response, readiness and requests in flight, Host and
   // Origin (403), then the API key (401).
   registerResponseHeaders(app);
+  // an answer that quotes a request's large text (return_documents, texts, metadata, a message) gets the text, not
+  // its stand-in (large-texts.ts); free when no text is held
+  app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? resolveHeldTextsInJson(payload) : payload));
   (options.drain ?? new HttpDrain()).register(app);
   new HostGuard({ ...options.hostGuard, apiKey: options.apiKey !== undefined }).register(app);
   if (options.apiKey) requireApiKey(app, options.apiKey);
@@ -119,11 +125,12 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     const { openApiDocument } = await import('./openapi.ts');
     return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined, modelNames }));
   });
-  registerModelRoutes(app, predictor, openApiJson);
+  registerModelRoutes(app, predictor, modelNames, openApiJson);
   registerOpenAiRoutes(app, predictor, modelNames);
   registerCohereEmbedRoutes(app, predictor, modelNames);
   registerRerankRoutes(app, predictor, modelNames);
   registerTeiRoutes(app, predictor, modelNames, options.serverInfo);
+  registerInfinityRoutes(app, predictor, modelNames);
   registerMcpRoute(app, mcp);
   if (options.metrics) registerMetrics(app, options.metrics);
   await app.ready();

@@ -82,6 +82,26 @@ export function isOpenAiPath(path: string): boolean {
 /** text-embeddings-inference's own routes: their errors are TEI's body (tei.ts). */
 export const TEI_PATHS: ReadonlySet<string> = new Set(['/embed', '/embed_all', '/rerank', '/tokenize', '/decode', '/info']);
 
+/** Infinity's own routes: their errors are Infinity's bodies (infinity.ts). `/rerank` is TEI's unless its body is Infinity's. */
+export const INFINITY_PATHS: ReadonlySet<string> = new Set(['/embeddings', '/classify', '/models']);
+
+/** The peers whose error bodies a request may be answered in, beside spec 2's text/plain. */
+export type ErrorDialect = 'tei' | 'infinity';
+
+const requestDialects = new WeakMap<FastifyRequest, ErrorDialect>();
+
+/**
+ * Where two APIs share a path (`/predict`: spec 2's and TEI's; `/rerank`: TEI's and Infinity's), the route tells, once
+ * it has seen the body's shape, whose error bodies the request's failures take; the path decides otherwise.
+ */
+export function answerErrorsAs(request: FastifyRequest, dialect: ErrorDialect): void {
+  requestDialects.set(request, dialect);
+}
+
+function dialectOf(request: FastifyRequest, path: string): ErrorDialect | null {
+  return requestDialects.get(request) ?? (TEI_PATHS.has(path) ? 'tei' : INFINITY_PATHS.has(path) ? 'infinity' : null);
+}
+
 const TEI_TYPES = new Set(['Unhealthy', 'Backend', 'Overloaded', 'Validation', 'Tokenizer', 'Empty']);
 
 /**
@@ -97,6 +117,32 @@ export function teiError(failure: HttpFailure): { status: number; body: string }
   return { status, body: JSON.stringify({ error: message, error_type: type }) };
 }
 
+/** The HttpError codes of the failures Infinity answers in its OpenAI-like 400 body (ModelNotDeployedError, an unknown model). */
+const INFINITY_MODEL_CODES = new Set(['model_not_deployed', 'model_not_found']);
+
+/**
+ * Infinity's error bodies: a request it cannot read is FastAPI's 422 `{"detail": [{type, loc, msg}]}`; a model that
+ * cannot do what is asked is its 400 `{"error": {message, type, param, code: 400}}`, as is a failure of the model (500,
+ * `InternalServerError: …`); FastAPI's own refusals (401, 404, 405, 413, 415, 503) are `{"detail": "<message>"}`.
+ */
+export function infinityError(failure: HttpFailure): { status: number; body: string } {
+  const message = failure.message.replace(/^Invalid input: /, '');
+  const openAiLike = (status: number, text: string) => ({ status, body: JSON.stringify({ error: { message: text, type: null, param: null, code: status } }) });
+  if (failure.code && INFINITY_MODEL_CODES.has(failure.code)) return openAiLike(400, message);
+  if (failure.status >= 500 && failure.status !== 503) return openAiLike(failure.status, `InternalServerError: ${message}`);
+  if (failure.status === 400 || failure.status === 422) {
+    const type = /^Missing required parameter/.test(message)
+      ? 'missing'
+      : /^Unrecognized request argument/.test(message)
+        ? 'extra_forbidden'
+        : /^Invalid JSON body/.test(message)
+          ? 'json_invalid'
+          : 'value_error';
+    return { status: 422, body: JSON.stringify({ detail: [{ type, loc: failure.param ? ['body', failure.param] : ['body'], msg: message }] }) };
+  }
+  return { status: failure.status, body: JSON.stringify({ detail: message }) };
+}
+
 /**
  * OpenAI's error body, `{error: {message, type, param, code}}`, which OpenAI-compatible clients read and show. An input
  * error is a 400 there (OpenAI's status for a request it refuses), not spec 2's 422.
@@ -110,8 +156,8 @@ function openAiError(failure: HttpFailure): { status: number; body: string } {
 
 /**
  * Sends a failure in the dialect of the path: a JSON-RPC error object on /mcp, OpenAI's error body under /v1 and /v2,
- * TEI's on TEI's routes (TEI_PATHS),
- * spec 2's text/plain elsewhere.
+ * TEI's on TEI's routes (TEI_PATHS), Infinity's on Infinity's (INFINITY_PATHS), or the one its route chose for a path
+ * two APIs share (answerErrorsAs); spec 2's text/plain elsewhere.
  */
 export function sendFailure(request: FastifyRequest, reply: FastifyReply, failure: HttpFailure): FastifyReply {
   const path = pathOf(request.url);
@@ -119,8 +165,9 @@ export function sendFailure(request: FastifyRequest, reply: FastifyReply, failur
     const body = { jsonrpc: '2.0', error: { code: jsonRpcCodeOf(failure.status), message: failure.message, data: null }, id: null };
     return reply.code(failure.status).type(JSON_TYPE).send(JSON.stringify(body));
   }
-  if (isOpenAiPath(path) || TEI_PATHS.has(path)) {
-    const { status, body } = TEI_PATHS.has(path) ? teiError(failure) : openAiError(failure);
+  const dialect = dialectOf(request, path);
+  if (dialect !== null || isOpenAiPath(path)) {
+    const { status, body } = dialect === 'tei' ? teiError(failure) : dialect === 'infinity' ? infinityError(failure) : openAiError(failure);
     return reply.code(status).type(JSON_TYPE).send(body);
   }
   return reply.code(failure.status).type(PLAIN_TEXT).send(failure.message);

@@ -53,7 +53,6 @@ export function predictExamples(metadata: ModelMetadata): PredictExamples {
 
   const valid = { inputs: ['hello world'], ...normalize };
   const invalid: Record<string, Example<unknown>> = {
-    ...(embedding ? { missing_normalize: { summary: 'normalize is required for an embedding model', value: { inputs: ['hello world'] } } } : {}),
     missing_inputs: { summary: 'inputs is required', value: { ...normalize } },
     empty_inputs: { summary: 'inputs must not be empty', value: { ...valid, inputs: [] } },
     empty_string: { summary: 'every input must be a non-empty string', value: { ...valid, inputs: ['hello', ''] } },

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { FastifyReply } from 'fastify';
+import { resolveHeldTexts } from '../../encoder/large-texts.ts';
 import { jsonPieces } from '../../shared/float32-json.ts';
 import { JSON_TYPE } from './errors.ts';
 
@@ -27,7 +28,7 @@ export function sendJson(reply: FastifyReply, value: unknown): FastifyReply {
 
 /** sendJson's body: the JSON text when it is at most WHOLE_PIECES pieces, else a stream of its pieces. */
 export function jsonBody(value: unknown): string | Readable {
-  const pieces = jsonPieces(value, PIECE_CHARS);
+  const pieces = jsonPieces(resolveHeldTexts(value), PIECE_CHARS);
   const first: string[] = [];
   for (let next = pieces.next(); !next.done; next = pieces.next()) {
     first.push(next.value);

@@ -5,7 +5,7 @@ import type { EmbedResult } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import { float32Base64 } from './embedding-encodings.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
-import { fieldApiBodyParser, orNull } from './field-api-body.ts';
+import { fieldApiBodyParser, orNull, type FieldMessages } from './field-api-body.ts';
 import { sendJson } from './json-reply.ts';
 import { requireServedModel } from './model-name.ts';
 
@@ -36,22 +36,25 @@ export const EMBEDDINGS_REQUEST_SCHEMA = {
   },
 } as const;
 
-interface EmbeddingsRequest {
+export interface EmbeddingsRequest {
   input: string | string[] | number[] | number[][];
   model?: string;
   encoding_format?: 'float' | 'base64';
   dimensions?: number;
 }
 
-const parseEmbeddingsRequest = fieldApiBodyParser<EmbeddingsRequest>(EMBEDDINGS_REQUEST_SCHEMA, {
+/** The 400 messages of the embeddings body's fields (Infinity's /embeddings words them the same). */
+export const EMBEDDINGS_FIELD_MESSAGES: FieldMessages = {
   input: inputProblem,
   encoding_format: () => "'encoding_format' must be 'float' or 'base64'",
   dimensions: (value) => `'dimensions' must be an integer of at least 1, got ${JSON.stringify(value)}`,
   modality: (value) => `'modality' ${JSON.stringify(value)} is not served: this server embeds texts only ('text')`,
-});
+};
+
+const parseEmbeddingsRequest = fieldApiBodyParser<EmbeddingsRequest>(EMBEDDINGS_REQUEST_SCHEMA, EMBEDDINGS_FIELD_MESSAGES);
 
 /** When the server started, as `created` of its one model (OpenAI gives the model's creation time). */
-const CREATED = Math.floor(Date.now() / 1000);
+export const CREATED = Math.floor(Date.now() / 1000);
 
 /** The one model of /v1/models, under its served name. */
 export function modelObject(names: ServedModelNames) {
@@ -69,10 +72,15 @@ export function registerOpenAiRoutes(app: FastifyInstance, predictor: Predictor,
     requireEmbeddingModel(predictor, '/v1/embeddings');
     const body = parseEmbeddingsRequest(request.body);
     requireServedModel(names, body.model);
-    const inputs = typeof body.input === 'string' || typeof body.input[0] === 'number' ? [body.input as string | number[]] : (body.input as (string | number[])[]);
-    const result = await predictor.embed({ inputs, dimensions: body.dimensions });
-    return sendJson(reply, embeddingsResponse(result, body.encoding_format ?? 'float', names.served));
+    return sendJson(reply, await embeddingsAnswer(predictor, body, names.served));
   });
+}
+
+/** The embeddings of a parsed body, as OpenAI's response body (`model`: the served name). */
+export async function embeddingsAnswer(predictor: Predictor, body: EmbeddingsRequest, served: string): Promise<object> {
+  const inputs = typeof body.input === 'string' || typeof body.input[0] === 'number' ? [body.input as string | number[]] : (body.input as (string | number[])[]);
+  const result = await predictor.embed({ inputs, dimensions: body.dimensions });
+  return embeddingsResponse(result, body.encoding_format ?? 'float', served);
 }
 
 /** Embedding routes are served by embedding and sentence_embedding models; another model type answers 404 saying why. */

@@ -398,7 +398,7 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
           'first. ' +
           modelRule +
           " Cohere's max_tokens_per_doc, max_chunks_per_doc and priority, and TEI's truncate, are accepted and ignored (documents are truncated to " +
-          "the model's length with the query); raw_scores must be false; rank_fields (Cohere v1) ranks object documents by the named fields.",
+          "the model's length with the query); raw_scores (Infinity, TEI) true scores with the model's logit; rank_fields (Cohere v1) ranks object documents by the named fields.",
         requestBody: {
           required: true,
           ...json('A query and the documents to rank.', ref('RerankRequest'), {
@@ -429,10 +429,7 @@ export function fieldApiPaths(metadata: ModelMetadata, bodyLimitBytes: number, b
             no_documents: example('No documents', openAiError("'documents' must be a non-empty list of texts", 'documents')),
             empty_document: example('An empty document', openAiError("'documents[1]' must be a non-empty text or an object with a non-empty text field", 'documents')),
             top_n: example('top_n of 0', openAiError("'top_n' must be an integer of at least 1", 'top_n')),
-            raw_scores: example(
-              'raw_scores: true (Infinity, TEI)',
-              openAiError("'raw_scores' true is not supported: relevance_score is the model's probability (its logits are on POST /predict)", 'raw_scores'),
-            ),
+            raw_scores: example('raw_scores that is not a boolean', openAiError("'raw_scores' must be true or false", 'raw_scores')),
           }),
           ...modelNotFound('`model` names another model.', otherModel('rerank-v3.5')),
           ...transportErrors,

@@ -241,7 +241,7 @@ export function teiPaths(metadata: ModelMetadata, bodyLimitBytes: number, badJso
     paths['/rerank'] = operation(
       'teiRerank',
       "text-embeddings-inference's /rerank: texts scored against a query, best first",
-      `Scores are probabilities (the sigmoid of a one-logit model, else the rerank label's softmax probability); raw_scores must be false. ${lenient}`,
+      `Scores are probabilities (the sigmoid of a one-logit model, else the rerank label's softmax probability), or with raw_scores the logits. ${lenient}`,
       'TeiRerankRequest',
       {
         example: example("TEI's example, with the texts", { query: 'What is Deep Learning?', texts: ['Deep Learning is not...', 'Deep learning is...'], return_text: true }),
@@ -250,10 +250,7 @@ export function teiPaths(metadata: ModelMetadata, bodyLimitBytes: number, badJso
       { example: example('Best first', [{ index: 1, text: 'Deep learning is...', score: 0.9731 }, { index: 0, text: 'Deep Learning is not...', score: 0.0208 }]) },
       {
         400: errorResponse('An empty batch, or a body that is not JSON.', { empty: empty('texts'), bad_json: badJson }),
-        422: errorResponse('A field TEI would refuse, an unsupported option, or too many texts.', {
-          too_many: tooMany,
-          raw_scores: example('raw_scores true', body(422, '`raw_scores` true is not supported: scores are probabilities (the logits are on POST /predict)', 'Validation')),
-        }),
+        422: errorResponse('A field TEI would refuse, an unsupported option, or too many texts.', { too_many: tooMany }),
         424: backend,
       },
     );

@@ -5,11 +5,12 @@ import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES } from '../api-key.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { DRAINING_MESSAGE } from './drain.ts';
-import { bodyTooLargeMessage, invalidJsonMessage, isOpenAiPath, MCP_PATH, TEI_PATHS, teiError, unsupportedMediaTypeMessage } from './errors.ts';
+import { bodyTooLargeMessage, INFINITY_PATHS, infinityError, invalidJsonMessage, isOpenAiPath, MCP_PATH, TEI_PATHS, teiError, unsupportedMediaTypeMessage } from './errors.ts';
 import { predictExamples, type Example } from './examples.ts';
 import { HostGuard } from './host-guard.ts';
 import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
 import { fieldApiPaths, fieldApiSchemas } from './openapi-field-apis.ts';
+import { addInfinityRerank, infinityPaths, infinitySchemas } from './openapi-infinity.ts';
 import { teiPaths, teiSchemas } from './openapi-tei.ts';
 import { toOpenApiSchema, type OpenApiSchema } from './openapi-schema.ts';
 
@@ -174,6 +175,7 @@ export function openApiDocument(options: {
       },
       ...fieldApiPaths(metadata, bodyLimitBytes, badJson, options.modelNames),
       ...teiPaths(metadata, bodyLimitBytes, badJson),
+      ...infinityPaths(metadata, bodyLimitBytes, badJson),
     },
     components: {
       schemas: {
@@ -182,10 +184,12 @@ export function openApiDocument(options: {
         ModelMetadata: toOpenApiSchema(MODEL_METADATA_SCHEMA),
         ...Object.fromEntries(Object.entries(fieldApiSchemas(metadata)).map(([name, schema]) => [name, toOpenApiSchema(schema)])),
         ...Object.fromEntries(Object.entries(teiSchemas(metadata)).map(([name, schema]) => [name, toOpenApiSchema(schema)])),
+        ...Object.fromEntries(Object.entries(infinitySchemas(metadata)).map(([name, schema]) => [name, toOpenApiSchema(schema)])),
         ...JSON_RPC_SCHEMAS,
       },
     },
   };
+  addInfinityRerank(document.paths, metadata);
   if (options.apiKey) requireBearer(document.paths, document.components, mcpError);
   return document;
 }
@@ -207,9 +211,10 @@ function requireBearer(paths: Record<string, object>, components: Record<string,
         invalid: { summary: 'Another key', value: body(API_KEY_MESSAGES.invalid) },
       });
     }
-    if (TEI_PATHS.has(path)) {
-      const body = (message: string) => JSON.parse(teiError({ status: 401, message }).body) as object;
-      return json(description, ref('TeiError'), {
+    if (TEI_PATHS.has(path) || INFINITY_PATHS.has(path)) {
+      const infinity = INFINITY_PATHS.has(path);
+      const body = (message: string) => JSON.parse((infinity ? infinityError : teiError)({ status: 401, message }).body) as object;
+      return json(description, ref(infinity ? 'InfinityHttpError' : 'TeiError'), {
         missing: { summary: 'No key', value: body(API_KEY_MESSAGES.missing) },
         invalid: { summary: 'Another key', value: body(API_KEY_MESSAGES.invalid) },
       });
@@ -235,14 +240,18 @@ const PREDICT_LENIENCY =
 function predictDescription(metadata: ModelMetadata): string {
   switch (metadata.model_type) {
     case 'embedding':
-      return 'One vector per token of each text, with its token and span; normalize (required) scales each to unit length.';
+      return 'One vector per token of each text, with its token and span; normalize: true scales each to unit length (default false, as encoderfile).';
     case 'sentence_embedding':
       return (
         `One vector per text: its token vectors ${metadata.pooling ?? 'mean'}-pooled (as sentence-transformers pools them). ` +
         `Without normalize the model's setting applies (here ${String(metadata.normalize ?? true)}, GET /model).`
       );
     case 'sequence_classification':
-      return 'Logits, softmax scores and the predicted class of each text. An item [text, text_pair] is tokenized as a pair, as a cross-encoder reads a query and a document.';
+      return (
+        'Logits, softmax scores and the predicted class of each text. An item [text, text_pair] is tokenized as a pair, as a cross-encoder reads a query and a document. ' +
+        "A text-embeddings-inference body that this schema refuses (inputs one text, or a batch with a [text] item) is answered as TEI's /predict: " +
+        "each text's labels with their scores, best first (raw_scores: the logits), errors in TEI's body."
+      );
     case 'token_classification':
       return 'Logits, softmax scores and the predicted label of every token of each text, with its token and span.';
   }

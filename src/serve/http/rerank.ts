@@ -12,8 +12,9 @@ import { requireServedModel } from './model-name.ts';
  * by score. Only sequence-classification servers serve it; the others answer 404 saying why.
  *
  * The clients' other fields are accepted where what they ask for is what happens anyway (documents are truncated to
- * the model's length with the query, whatever Cohere's max_tokens_per_doc or TEI's truncate say) and refused where
- * they would ask for another result (Infinity's and TEI's raw_scores: true, TEI's truncation_direction Left).
+ * the model's length with the query, whatever Cohere's max_tokens_per_doc or TEI's truncate say), honoured where they
+ * can be (Infinity's and TEI's raw_scores: true scores with the model's logit) and refused where they would ask for
+ * another result (TEI's truncation_direction Left).
  */
 
 const nonEmptyText = { type: 'string', minLength: 1 } as const;
@@ -44,7 +45,7 @@ export const RERANK_REQUEST_SCHEMA = {
     max_chunks_per_doc: orNull({ ...positiveInteger, description: "Cohere v1: accepted and ignored; documents are not chunked but truncated to the model's length." }),
     priority: orNull({ type: 'integer', description: 'Cohere v2: accepted and ignored; requests are batched in arrival order.' }),
     return_text: orNull({ type: 'boolean', description: 'TEI: true is return_documents: true.' }),
-    raw_scores: orNull({ type: 'boolean', enum: [false], description: 'Infinity and TEI: false (their default) only; scores are probabilities (sigmoid or softmax).' }),
+    raw_scores: orNull({ type: 'boolean', description: "Infinity and TEI: true scores with the model's logit (of the rerank label) instead of its probability; default false." }),
     truncate: orNull({ type: 'boolean', description: "TEI: accepted; documents are always truncated to the model's length (false does not make a long one an error)." }),
     truncation_direction: orNull({ type: 'string', enum: ['Right', 'right'], description: 'TEI: Right (its default) only; documents are truncated at their end.' }),
   },
@@ -60,6 +61,7 @@ interface RerankBody {
   return_documents?: boolean;
   return_text?: boolean;
   rank_fields?: string[];
+  raw_scores?: boolean;
 }
 
 const parseRerankBody = fieldApiBodyParser<RerankBody>(RERANK_REQUEST_SCHEMA, {
@@ -71,7 +73,7 @@ const parseRerankBody = fieldApiBodyParser<RerankBody>(RERANK_REQUEST_SCHEMA, {
   top_n: () => "'top_n' must be an integer of at least 1",
   return_documents: () => "'return_documents' must be true or false",
   rank_fields: () => "'rank_fields' must be a non-empty list of field names",
-  raw_scores: () => "'raw_scores' true is not supported: relevance_score is the model's probability (its logits are on POST /predict)",
+  raw_scores: () => "'raw_scores' must be true or false",
   truncation_direction: (value) => `'truncation_direction' ${JSON.stringify(value)} is not supported: documents are truncated at their end ('Right')`,
 });
 
@@ -84,18 +86,24 @@ export function registerRerankRoutes(app: FastifyInstance, predictor: Predictor,
     requireServedModel(names, body.model);
     const rankFields = body.rank_fields ?? ['text'];
     const documents = body.documents.map((document, index) => textOf(document, index, rankFields));
-    const { scores, promptTokens } = await predictor.rerank({ query: body.query, documents });
+    const { scores, promptTokens } = await predictor.rerank({ query: body.query, documents, raw: body.raw_scores });
     const returnDocuments = body.return_documents === true || body.return_text === true;
-    const ranked = scores
-      .map((relevance_score, index) => ({ index, relevance_score }))
-      .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
-      .slice(0, body.top_n ?? scores.length)
-      .map((result) => (returnDocuments ? { ...result, document: documentOf(body.documents[result.index]) } : result));
+    const ranked = rankedByScore(scores, body.top_n).map(({ index, score }) =>
+      returnDocuments ? { index, relevance_score: score, document: documentOf(body.documents[index]) } : { index, relevance_score: score },
+    );
     const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens };
     return reply.type(JSON_TYPE).send(JSON.stringify({ id: randomUUID(), results: ranked, model: names.served, usage, meta: { billed_units: { search_units: 1 } } }));
   };
   app.post('/v1/rerank', handler);
   app.post('/v2/rerank', handler);
+}
+
+/** Documents by score, best first (ties in the documents' order); the best `topN` of them (default: all). */
+export function rankedByScore(scores: readonly number[], topN = scores.length): { index: number; score: number }[] {
+  return scores
+    .map((score, index) => ({ index, score }))
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .slice(0, topN);
 }
 
 function documentProblem(index: number): string {

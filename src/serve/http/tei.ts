@@ -1,16 +1,19 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { Predictor } from '../../encoder/predict-pipeline.ts';
-import type { TokenSpan } from '../../encoder/schemas.ts';
+import type { SequenceClassificationResult, TokenSpan } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
+import { classScoresOf, labelledScores } from './class-scores.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
 import { fieldApiBodyParser, orNull } from './field-api-body.ts';
 import { sendJson } from './json-reply.ts';
+import { rankedByScore } from './rerank.ts';
 
 /**
  * text-embeddings-inference's own routes (design decision 11: a thin front end over the one pipeline): POST /embed,
- * /embed_all, /rerank, /tokenize, /decode and GET /info, with TEI's bodies, answers and error statuses. Their errors
+ * /embed_all, /tokenize, /decode and GET /info, and its bodies on POST /rerank and /predict (paths other APIs share,
+ * registered in routes.ts), with TEI's bodies, answers and error statuses. Their errors
  * leave as TEI's `{"error": "...", "error_type": "Validation"}` (errors.ts, TEI_PATHS): a body TEI cannot read is a
  * 422 Validation, an empty batch a 400 Empty, a route the model type does not serve a 424 Backend, as TEI answers.
  */
@@ -65,8 +68,25 @@ export const TEI_RERANK_REQUEST_SCHEMA = {
     texts,
     truncate,
     truncation_direction: truncationDirection,
-    raw_scores: orNull({ type: 'boolean', enum: [false], description: 'false (TEI\'s default) only: scores are probabilities (sigmoid, or softmax of the rerank label).' }),
+    raw_scores: orNull({ type: 'boolean', description: "true: the model's logit (of the rerank label); default false: its probability (sigmoid, or softmax of the rerank label)." }),
     return_text: orNull({ type: 'boolean', description: 'Include each text in its result; default false.' }),
+  },
+} as const;
+
+const sequence = { type: 'array', items: text, minItems: 1, maxItems: 2 } as const;
+
+export const TEI_PREDICT_REQUEST_SCHEMA = {
+  type: 'object',
+  required: ['inputs'],
+  additionalProperties: false,
+  properties: {
+    inputs: {
+      description: 'A text, or a batch of [text] and [text, text_pair] items (a pair is tokenized together).',
+      anyOf: [text, { type: 'array', items: sequence }],
+    },
+    truncate,
+    truncation_direction: truncationDirection,
+    raw_scores: orNull({ type: 'boolean', description: "true: each label's logit; default false: its softmax probability." }),
   },
 } as const;
 
@@ -112,9 +132,8 @@ function teiParser<T>(schema: object, messages: Parameters<typeof fieldApiBodyPa
 type Input = string | number[];
 const parseEmbed = teiParser<{ inputs: Input | Input[]; normalize?: boolean; dimensions?: number }>(TEI_EMBED_REQUEST_SCHEMA);
 const parseEmbedAll = teiParser<{ inputs: string | string[] }>(TEI_EMBED_ALL_REQUEST_SCHEMA);
-const parseRerank = teiParser<{ query: string; texts: string[]; return_text?: boolean }>(TEI_RERANK_REQUEST_SCHEMA, {
-  raw_scores: () => '`raw_scores` true is not supported: scores are probabilities (the logits are on POST /predict)',
-});
+const parseRerank = teiParser<{ query: string; texts: string[]; return_text?: boolean; raw_scores?: boolean }>(TEI_RERANK_REQUEST_SCHEMA);
+const parsePredict = teiParser<{ inputs: string | string[][]; raw_scores?: boolean }>(TEI_PREDICT_REQUEST_SCHEMA);
 const parseTokenize = teiParser<{ inputs: string | string[]; add_special_tokens?: boolean }>(TEI_TOKENIZE_REQUEST_SCHEMA);
 const parseDecode = teiParser<{ ids: number[] | number[][]; skip_special_tokens?: boolean }>(TEI_DECODE_REQUEST_SCHEMA);
 
@@ -178,6 +197,43 @@ function byteOffsetsOf(codePoints: string[]): (codePoint: number) => number {
   return (codePoint) => offsets[Math.min(codePoint, codePoints.length)];
 }
 
+/**
+ * Whether a POST /predict body is TEI's rather than spec 2's: only a body spec 2 refuses is read as TEI's, so every
+ * spec 2 request keeps its meaning. That is a sequence classification model's body whose `inputs` is one text (TEI's
+ * documented `{"inputs": "I like you."}`) or a batch with a one-text item (`[["I like you."], ["I hate pineapples"]]`).
+ * A list of texts stays spec 2's (TEI would take two texts as one pair); a batch of pairs only, `[[a, b], ...]`, is
+ * spec 2's pairs extension (docs/decisions.md).
+ */
+export function isTeiPredictBody(body: unknown, predictor: Predictor): boolean {
+  if (predictor.modelType !== 'sequence_classification' || body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+  const inputs = (body as { inputs?: unknown }).inputs;
+  return typeof inputs === 'string' || (Array.isArray(inputs) && inputs.some((item) => Array.isArray(item) && item.length === 1));
+}
+
+/**
+ * TEI's /predict answer: for one text, its labels' scores best first; for a batch, one such list per item. Scores are
+ * softmax probabilities, or with raw_scores the logits. The texts join the same batches as spec 2's /predict.
+ */
+export async function teiPredict(body: unknown, predictor: Predictor): Promise<unknown> {
+  const request = parsePredict(body);
+  const single = typeof request.inputs === 'string';
+  const items = single ? [request.inputs as string] : (request.inputs as string[][]).map((item) => (item.length === 1 ? item[0] : item));
+  if (!single) checkBatch(items.length, 'inputs', predictor);
+  const response = await predictor.predict({ inputs: items });
+  const id2label = predictor.metadata().id2label;
+  const answers = (response.results as SequenceClassificationResult[]).map((result) => labelledScores(classScoresOf(result, request.raw_scores === true), id2label));
+  return single ? answers[0] : answers;
+}
+
+/** TEI's /rerank answer (the path is shared with Infinity's body, routes.ts): the texts best first. */
+export async function teiRerank(body: unknown, predictor: Predictor): Promise<unknown> {
+  const request = parseRerank(body);
+  checkBatch(request.texts.length, 'texts', predictor);
+  if (predictor.modelType !== 'sequence_classification') throw teiRefusal('Backend', 'model is not a re-ranker model');
+  const { scores } = await predictor.rerank({ query: request.query, documents: request.texts, raw: request.raw_scores });
+  return rankedByScore(scores).map(({ index, score }) => (request.return_text === true ? { index, text: request.texts[index], score } : { index, score }));
+}
+
 export function registerTeiRoutes(app: FastifyInstance, predictor: Predictor, names: ServedModelNames, serverInfo: ServerInfo): void {
   const pooled = POOLED_MODEL_TYPES.includes(predictor.modelType);
   app.get('/info', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(teiInfo(predictor, names, serverInfo))));
@@ -201,17 +257,6 @@ export function registerTeiRoutes(app: FastifyInstance, predictor: Predictor, na
     const response = await predictor.predict({ inputs, normalize: false });
     const results = response.results as { embeddings: { embedding: Float32Array | number[] }[] }[];
     return sendJson(reply, results.map((result) => result.embeddings.map((token) => token.embedding)));
-  });
-
-  app.post('/rerank', async (request: FastifyRequest, reply) => {
-    const body = parseRerank(request.body);
-    checkBatch(body.texts.length, 'texts', predictor);
-    if (predictor.modelType !== 'sequence_classification') throw teiRefusal('Backend', 'model is not a re-ranker model');
-    const { scores } = await predictor.rerank({ query: body.query, documents: body.texts });
-    const ranked = scores
-      .map((score, index) => (body.return_text === true ? { index, text: body.texts[index], score } : { index, score }))
-      .sort((a, b) => b.score - a.score || a.index - b.index);
-    return reply.type(JSON_TYPE).send(JSON.stringify(ranked));
   });
 
   app.post('/tokenize', async (request: FastifyRequest, reply) => {

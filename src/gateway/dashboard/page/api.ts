@@ -154,16 +154,16 @@ export interface CreatedKey extends VirtualKey {
 
 export interface Budget {
   budget_id: string;
-  /** Its name, on gateways that have budget names; the page shows the id where there is none. */
-  name?: string | null;
-  /** Its soft limit and whether spend has passed it, on gateways that have soft budgets. */
-  soft_budget?: number | null;
-  soft_budget_exceeded?: boolean;
+  name: string | null;
   max_budget: number;
+  soft_budget: number | null;
+  soft_budget_exceeded: boolean;
   spend: number;
   reserved: number;
   remaining: number;
   reset_every_seconds: number | null;
+  reset_alignment: 'daily' | 'weekly' | 'monthly' | null;
+  reset_time_zone: string | null;
   next_reset_at: string | null;
 }
 
@@ -239,7 +239,8 @@ export interface Pricing {
   model: string;
   input_cost_per_million: number;
   output_cost_per_million: number;
-  source: 'configured' | 'bundled';
+  /** config: from the configuration file; api: set through PUT /v1/pricing; bundled: the table shipped with the gateway. */
+  source: 'config' | 'api' | 'bundled';
 }
 
 /** An entry of GET /v1/models; `targets` is what a model route would add (see pages/models.ts). */

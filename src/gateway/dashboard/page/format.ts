@@ -30,6 +30,11 @@ export const utcShort = (value: string | number | null): string => (value === nu
 /** A model as the tables show it: provider:model; a call refused before any model was chosen has none. */
 export const modelLabel = (provider: string, model: string): string => (provider && model ? `${provider}:${model}` : model || '—');
 
+/** When a budget starts again, in words: its calendar alignment (and zone) or its period. */
+export function resetSchedule(budget: { reset_every_seconds: number | null; reset_alignment: string | null; reset_time_zone: string | null }): string {
+  return budget.reset_alignment === null ? period(budget.reset_every_seconds) : `${budget.reset_alignment} (${budget.reset_time_zone ?? 'UTC'})`;
+}
+
 /** A reset period in words. */
 export function period(seconds: number | null): string {
   if (seconds === null) return 'never';

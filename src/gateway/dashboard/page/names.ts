@@ -1,8 +1,8 @@
 import type { Api, Budget, List, User, VirtualKey } from './api.ts';
 
 /**
- * Names instead of ids: a user's name (alias), a key's name, a budget's name. Where a record has no name (a budget of
- * a gateway without budget names) or is gone (usage rows outlive deleted keys and users) the id is shown instead.
+ * Names instead of ids: a user's name (alias), a key's name, a budget's name. Where a record has no name (a budget
+ * created without one) or is gone (usage rows outlive deleted keys and users) the id is shown instead.
  */
 export class Names {
   readonly #users: Map<string, string>;
@@ -25,7 +25,7 @@ export class Names {
   }
 }
 
-/** A budget's name, or its id on a gateway without budget names. */
+/** A budget's name, or its id when it has none. */
 export const budgetName = (budget: Budget): string => budget.name?.trim() || budget.budget_id;
 
 /** The users, keys and budgets, read together. */

@@ -96,7 +96,7 @@ export const overspent = (budget: Budget): boolean => budget.spend > budget.max_
 
 /**
  * A budget's use: a meter (green, amber from 80%, red at 100%) with the numbers beside it, and a warning badge once it
- * is past its soft limit (gateways with soft budgets), used up or overspent, so a budget past its limit reads as a
+ * is past its soft limit, used up or overspent, so a budget past its limit reads as a
  * warning and not only as "112%". The meter is hidden
  * from screen readers: the text says the same.
  */
