@@ -1,14 +1,14 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleDashboard } from '../../src/gateway/dashboard/bundle.ts';
 import type { DashboardFiles } from '../../src/gateway/dashboard/files.ts';
 import type { UsageRecord } from '../../src/gateway/storage/records.ts';
-import { FakeOpenAIServer } from '../fakes/openai-compatible.ts';
+import { CHAT_USAGE, FakeOpenAIServer } from '../fakes/openai-compatible.ts';
 import { browserSkipReason, launchChromium } from './helpers/browser.ts';
-import { MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBackend, startTestGateway, TEST_PRICING, type TestGateway } from './helpers/gateway.ts';
+import { CHAT_COST, MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBackend, startTestGateway, TEST_PRICING, type TestGateway } from './helpers/gateway.ts';
 
 // The dashboard in headless Chromium against a real gateway (SQLite) and the fake OpenAI provider: sign in, create a
 // budget, a user and a key, make calls with the key (one through a model route that falls back), see them in the
@@ -94,6 +94,17 @@ async function chat(key: string, model = 'openai:fake-model-1', signal?: AbortSi
   return { status: response.status, json: (await response.json()) as { error?: { code: string } } };
 }
 
+/** The text of the field error shown in `form` (a 400 naming one of its fields). */
+const fieldError = (form: Locator) => form.locator('.field-error').textContent({ timeout: 10_000 });
+
+/** The name attribute of the element with keyboard focus. */
+const focusedName = () => page.evaluate('document.activeElement && document.activeElement.getAttribute("name")');
+
+/** The cost of the newest usage row, in dollars. */
+async function newestCost(): Promise<number> {
+  return (await gateway.call('GET', '/v1/usage?limit=1')).json.data[0].cost as number;
+}
+
 const shoot = (name: string, on: Page = page) => on.screenshot({ path: path.join(SCREENSHOTS, `dashboard-${name}.png`), fullPage: true });
 const go = async (route: string, on: Page = page) => {
   await on.getByRole('link', { name: route, exact: true }).click();
@@ -152,6 +163,8 @@ afterAll(async () => {
 describe.skipIf(skipReason)('the dashboard in Chromium', () => {
   let secret = '';
   let budgetId = '';
+  /** A key without a budget, for the calls that check what the configuration pages change. */
+  let configKey = '';
 
   it('refuses a wrong master key with a clear message, then signs in', async () => {
     await page.goto(`${gateway.url}/dashboard`);
@@ -461,9 +474,139 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await shoot('models');
   });
 
+  it('sets a budget calendar reset in a time zone; a zone the API does not know is shown at its field', async () => {
+    await go('Budgets');
+    const form = page.getByRole('form', { name: 'Create a budget' });
+    await form.getByLabel('Name').fill('Paris budget');
+    await form.getByLabel('Limit (US$)').fill('5');
+    await form.getByLabel('Starts again').selectOption({ label: 'monthly, on the 1st at midnight' });
+    const zone = form.getByLabel('Time zone');
+    await zone.fill('Mars/Olympus_Mons');
+    await form.getByRole('button', { name: 'Create budget' }).click();
+    await expect(fieldError(form)).resolves.toContain('unknown time zone "Mars/Olympus_Mons"');
+    expect(await zone.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await zone.fill('Europe/Paris');
+    await form.getByRole('button', { name: 'Create budget' }).click();
+    await page.getByRole('row').filter({ hasText: 'Paris budget' }).getByRole('cell', { name: 'monthly (Europe/Paris)' }).waitFor();
+    const created = (await gateway.call('GET', '/v1/budgets')).json.data.find((budget: { name: string }) => budget.name === 'Paris budget');
+    expect(created).toMatchObject({ reset_alignment: 'monthly', reset_time_zone: 'Europe/Paris', max_budget: 5 });
+  });
+
+  it('edits prices from the dashboard: the next call is billed at the new price; a bad model name is shown at its field', async () => {
+    configKey = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'config-test' } })).json.key as string;
+    expect((await chat(configKey)).status).toBe(200);
+    expect(await newestCost()).toBeCloseTo(CHAT_COST, 9);
+
+    await go('Pricing');
+    // a new price: first without its provider (the API's 400 lands on the Model field), then right
+    const form = page.getByRole('form', { name: 'Set a price' });
+    const model = form.getByLabel('Model');
+    await model.fill('fake-model-3');
+    await form.getByLabel('Input (US$ per 1M tokens)').fill('10');
+    await form.getByLabel('Output (US$ per 1M tokens)').fill('20');
+    await form.getByRole('button', { name: 'Set price' }).click();
+    await expect(fieldError(form)).resolves.toContain('Pricing is per provider:model');
+    expect(await model.getAttribute('aria-invalid')).toBe('true');
+    expect(await focusedName()).toBe('model');
+    await model.fill('openai:fake-model-3');
+    await form.getByRole('button', { name: 'Set price' }).click();
+    await page.getByRole('group', { name: 'Actions for openai:fake-model-3' }).waitFor();
+    expect((await gateway.call('GET', '/v1/pricing/openai:fake-model-3')).json).toMatchObject({ input_cost_per_million: 10, output_cost_per_million: 20, source: 'api' });
+
+    // an existing price changed through its row's Edit form
+    const actions = page.getByRole('group', { name: 'Actions for openai:fake-model-1' });
+    await actions.getByText('Edit').click();
+    await actions.getByLabel('Input (US$ per 1M tokens)').fill('500');
+    await actions.getByLabel('Output (US$ per 1M tokens)').fill('100');
+    await actions.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('row').filter({ hasText: 'openai:fake-model-1' }).getByRole('cell', { name: '$500', exact: true }).waitFor();
+    expect((await chat(configKey)).status).toBe(200);
+    expect(await newestCost()).toBeCloseTo((CHAT_USAGE.prompt_tokens * 500 + CHAT_USAGE.completion_tokens * 100) / 1e6, 9);
+    await shoot('pricing');
+  });
+
+  it('edits a route from the dashboard: the next call goes to the new target; a bad target is shown at its field', async () => {
+    await go('Routes');
+    const actions = page.getByRole('group', { name: `Actions for ${ROUTE}` });
+    await actions.getByText('Edit').click();
+    const form = page.getByRole('form', { name: `Edit route ${ROUTE}` });
+    const first = form.getByRole('group', { name: 'Target 1' }).getByLabel('Model');
+    expect(await first.inputValue()).toBe('openai:fake-model-2');
+    await first.fill('fake-model-3');
+    await form.getByRole('button', { name: 'Save route' }).click();
+    await expect(fieldError(form)).resolves.toMatch(/provider:model/);
+    expect(await first.getAttribute('aria-invalid')).toBe('true');
+    // fixed, the second target removed (by keyboard) and a default timeout set
+    await first.fill('openai:fake-model-3');
+    await form.getByRole('button', { name: 'Remove target 2' }).focus();
+    await page.keyboard.press('Enter');
+    expect(await form.getByRole('group', { name: /^Target / }).count()).toBe(1);
+    await form.getByLabel('Default timeout (s)').fill('30');
+    await form.getByRole('button', { name: 'Save route' }).click();
+    await page.getByRole('region', { name: `Targets of ${ROUTE}` }).getByRole('cell', { name: 'openai:fake-model-3' }).waitFor();
+    expect((await gateway.call('GET', `/v1/routes/${ROUTE}`)).json).toMatchObject({ targets: [{ model: 'openai:fake-model-3', api_key_set: false }], timeout_seconds: 30, source: 'api' });
+
+    const seen = fake.requestsTo(PROVIDER_CHAT_ROUTE).length;
+    expect((await chat(configKey, ROUTE)).status).toBe(200);
+    const sent = fake.requestsTo(PROVIDER_CHAT_ROUTE).slice(seen);
+    expect(sent.map((request) => (request.body as { model: string }).model)).toEqual(['fake-model-3']);
+    // and billed at the price set on the Pricing page
+    expect(await newestCost()).toBeCloseTo((CHAT_USAGE.prompt_tokens * 10 + CHAT_USAGE.completion_tokens * 20) / 1e6, 9);
+
+    // a new route, with two targets in fallback order
+    const add = page.getByRole('form', { name: 'Add a route' });
+    await page.getByText('Add a route', { exact: true }).first().click();
+    await add.getByLabel('Name').fill('cheap');
+    await add.getByRole('group', { name: 'Target 1' }).getByLabel('Model').fill('openai:fake-model-1');
+    await add.getByRole('button', { name: 'Add a target' }).click();
+    await add.getByRole('group', { name: 'Target 2' }).getByLabel('Model').fill('openai:fake-model-3');
+    await add.getByRole('button', { name: 'Add route' }).click();
+    await page.getByRole('group', { name: 'Actions for cheap' }).waitFor();
+    expect((await gateway.call('GET', '/v1/routes/cheap')).json.targets.map((target: { model: string }) => target.model)).toEqual(['openai:fake-model-1', 'openai:fake-model-3']);
+    await shoot('routes');
+    await page.getByRole('group', { name: 'Actions for cheap' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('group', { name: 'Actions for cheap' }).waitFor({ state: 'detached' });
+    expect((await gateway.call('GET', '/v1/routes/cheap')).status).toBe(404);
+  });
+
+  it('adds a provider, sets and clears its base address and key (never shown), and deletes it; the API\'s refusals are shown at their fields', async () => {
+    await go('Providers');
+    const form = page.getByRole('form', { name: 'Add a provider' });
+    await form.getByLabel('Name').fill('nosuchprovider');
+    await form.getByRole('button', { name: 'Add provider' }).click();
+    await expect(fieldError(form)).resolves.toContain('nosuchprovider');
+    expect(await form.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
+    await form.getByLabel('Name').fill('mistral');
+    await form.getByLabel('Base address').fill('not an address');
+    await form.getByRole('button', { name: 'Add provider' }).click();
+    await expect(fieldError(form)).resolves.toMatch(/^api_base/);
+    expect(await form.getByLabel('Name').getAttribute('aria-invalid')).toBeNull();
+    expect(await form.getByLabel('Base address').getAttribute('aria-invalid')).toBe('true');
+    await form.getByLabel('Base address').fill('http://127.0.0.1:9/v1');
+    await form.getByLabel('API key').fill('sk-mistral-secret');
+    await form.getByRole('button', { name: 'Add provider' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'mistral' });
+    await row.getByRole('cell', { name: 'set', exact: true }).waitFor();
+    expect(await page.content()).not.toContain('sk-mistral-secret');
+    expect((await gateway.call('GET', '/v1/providers/mistral')).json).toMatchObject({ api_base: 'http://127.0.0.1:9/v1', api_key_set: true, source: 'api' });
+    await shoot('providers');
+
+    const actions = page.getByRole('group', { name: 'Actions for mistral' });
+    await actions.getByText('Edit').click();
+    await actions.getByLabel('Base address').fill('');
+    await actions.getByLabel('Stored key').selectOption('remove');
+    await actions.getByRole('button', { name: 'Save' }).click();
+    await row.getByRole('cell', { name: 'not set', exact: true }).waitFor();
+    expect((await gateway.call('GET', '/v1/providers/mistral')).json).toMatchObject({ api_base: null, api_key_set: false });
+    await page.getByRole('group', { name: 'Actions for mistral' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('group', { name: 'Actions for mistral' }).waitFor({ state: 'detached' });
+    expect((await gateway.call('GET', '/v1/providers/mistral')).status).toBe(404);
+  });
+
   it('passes axe-core on every page (no serious or critical violation); a skip link takes the keyboard past the navigation, with focus shown', async () => {
     const names = await pageNames(page);
-    expect(names).toEqual(['Overview', 'Live', 'Keys', 'Users', 'Budgets', 'Usage', 'Models']);
+    expect(names).toEqual(['Overview', 'Live', 'Keys', 'Users', 'Budgets', 'Usage', 'Models', 'Pricing', 'Routes', 'Providers']);
     for (const name of names) {
       await go(name);
       expect(await accessibilityViolations(page), name).toEqual([]);

@@ -6,6 +6,9 @@ import { keysPage } from './pages/keys.ts';
 import { livePage } from './pages/live.ts';
 import { modelsPage } from './pages/models.ts';
 import { overviewPage } from './pages/overview.ts';
+import { pricingPage } from './pages/pricing.ts';
+import { providersPage } from './pages/providers.ts';
+import { routesPage } from './pages/routes.ts';
 import { usagePage } from './pages/usage.ts';
 import { usersPage } from './pages/users.ts';
 
@@ -13,7 +16,7 @@ import { usersPage } from './pages/users.ts';
  * The dashboard: sign-in with the master key, then one page per hash route (#/overview, #/keys, …). Every page reads
  * the management API afresh when it is shown.
  */
-const PAGES: Page[] = [overviewPage, livePage, keysPage, usersPage, budgetsPage, usagePage, modelsPage];
+const PAGES: Page[] = [overviewPage, livePage, keysPage, usersPage, budgetsPage, usagePage, modelsPage, pricingPage, routesPage, providersPage];
 
 const root = document.getElementById('app')!;
 

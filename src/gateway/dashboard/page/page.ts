@@ -55,6 +55,54 @@ export function action(context: PageContext, run: () => Promise<unknown>, option
   };
 }
 
+/**
+ * A form's submit (its onSubmit) as an action whose 400 naming a field (`param`) is shown next to that field: the control named
+ * `param` (or the element with data-param="`param`") is marked invalid, described by the message, and focused. An
+ * error naming no field of the form goes to the banner, as `action` does. The marks of the last try are cleared first.
+ */
+export function formAction(context: PageContext, run: () => Promise<unknown>): (event: Event) => void {
+  return (event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    clearFieldErrors(form);
+    const button = form.querySelector<HTMLButtonElement>('button[type=submit]');
+    if (button) button.disabled = true;
+    context.showError(null);
+    run()
+      .then(() => context.refresh())
+      .catch((error: unknown) => {
+        if (error instanceof SessionEnded) return;
+        if (!(error instanceof ApiError && error.param !== null && showFieldError(form, error))) context.showError(error);
+      })
+      .finally(() => {
+        if (button) button.disabled = false;
+      });
+  };
+}
+
+let fieldErrors = 0;
+
+function showFieldError(form: HTMLFormElement, error: ApiError): boolean {
+  const param = error.param!;
+  const target = [...form.querySelectorAll<HTMLElement>('[name], [data-param]')].find((element) => element.getAttribute('name') === param || element.dataset.param === param);
+  if (!target || (target instanceof HTMLInputElement && target.type === 'hidden')) return false;
+  const id = `field-error-${++fieldErrors}`;
+  const message = h('p', { class: 'field-error', id }, `${error.message}${error.requestId ? ` (request id ${error.requestId})` : ''}`);
+  (target.closest('label.field') ?? target).after(message);
+  target.setAttribute('aria-invalid', 'true');
+  target.setAttribute('aria-describedby', id);
+  (target.matches('input, select, textarea') ? target : target.querySelector<HTMLElement>('input, select, textarea'))?.focus();
+  return true;
+}
+
+function clearFieldErrors(form: HTMLFormElement): void {
+  for (const message of form.querySelectorAll('.field-error')) message.remove();
+  for (const element of form.querySelectorAll('[aria-invalid]')) {
+    element.removeAttribute('aria-invalid');
+    element.removeAttribute('aria-describedby');
+  }
+}
+
 /** A Delete button that asks `question` first, then sends DELETE `path` as an action. */
 export function deleteButton(context: PageContext, path: string, question: string): HTMLElement {
   return h(
