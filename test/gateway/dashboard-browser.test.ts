@@ -537,6 +537,7 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await form.getByRole('button', { name: 'Save route' }).click();
     await expect(fieldError(form)).resolves.toMatch(/provider:model/);
     expect(await first.getAttribute('aria-invalid')).toBe('true');
+    await shoot('routes-editing');
     // fixed, the second target removed (by keyboard) and a default timeout set
     await first.fill('openai:fake-model-3');
     await form.getByRole('button', { name: 'Remove target 2' }).focus();
@@ -611,10 +612,21 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
       await go(name);
       expect(await accessibilityViolations(page), name).toEqual([]);
     }
-    // the forms folded into the tables' rows too
+    // the forms folded into the tables' rows and the route cards too, and a field error as it is shown
+    for (const name of ['Keys', 'Budgets', 'Pricing', 'Routes', 'Providers']) {
+      await go(name);
+      for (const summary of await page.locator('summary').all()) await summary.click();
+      expect(await accessibilityViolations(page), `${name} with every form open`).toEqual([]);
+    }
+    await go('Routes');
+    await page.getByRole('group', { name: `Actions for ${ROUTE}` }).getByText('Edit').click();
+    const routeForm = page.getByRole('form', { name: `Edit route ${ROUTE}` });
+    await routeForm.getByRole('group', { name: 'Target 1' }).getByLabel('Weight').fill('2');
+    await routeForm.getByRole('button', { name: 'Save route' }).click();
+    await expect(fieldError(routeForm)).resolves.toContain('weight');
+    expect(await routeForm.getByRole('group', { name: 'Target 1' }).getByLabel('Weight').getAttribute('aria-invalid')).toBe('true');
+    expect(await accessibilityViolations(page), 'Routes with a field error').toEqual([]);
     await go('Keys');
-    for (const summary of await page.locator('table summary').all()) await summary.click();
-    expect(await accessibilityViolations(page), 'Keys with every form open').toEqual([]);
 
     // from the top of the page, Tab reaches the skip link first; it is shown, with a focus ring
     await page.evaluate("document.body.tabIndex = -1; document.body.focus(); document.body.removeAttribute('tabindex')");
@@ -668,6 +680,14 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
         expect(await sidewaysScroll(small), name).toBeLessThanOrEqual(0);
         expect(await accessibilityViolations(small), name).toEqual([]);
         await shoot(`${name.toLowerCase()}-390`, small);
+      }
+      // the editors open: still no sideways scroll
+      for (const name of ['Budgets', 'Pricing', 'Routes', 'Providers']) {
+        await small.getByRole('button', { name: 'Menu' }).click();
+        await go(name, small);
+        for (const summary of await small.locator('summary').all()) await summary.click();
+        expect(await sidewaysScroll(small), `${name} with every form open`).toBeLessThanOrEqual(0);
+        if (name === 'Routes') await shoot('routes-390-editing', small);
       }
       // Escape folds an open menu and gives focus back to its button
       await menu.click();

@@ -13,6 +13,8 @@ export const pricingPage: Page = {
   title: 'Pricing',
   async render(context: PageContext) {
     const pricing = await context.api.call<List<Pricing>>('GET', '/v1/pricing');
+    // the gateway's own prices (the ones an operator edits) above the bundled ones, each part in the API's order
+    const prices = [...pricing.data.filter((price) => price.source !== 'bundled'), ...pricing.data.filter((price) => price.source === 'bundled')];
     return h(
       'div',
       { class: 'page' },
@@ -24,7 +26,7 @@ export const pricingPage: Page = {
       table(
         'Prices',
         ['Model', 'Input per 1M tokens', 'Output per 1M tokens', 'Per 1K search units', 'Source', 'Changed (UTC)', ''],
-        pricing.data.map((price) => [
+        prices.map((price) => [
           h('code', {}, price.model),
           money(price.input_cost_per_million),
           money(price.output_cost_per_million),

@@ -106,7 +106,7 @@ function targetRow(target: RouteTarget | null, renumber: () => void): HTMLFieldS
     { class: 'target' },
     h('legend', {}),
     field('Model', input('model', { required: true, maxlength: 512, placeholder: 'provider:model', spellcheck: 'false', value: target?.model ?? '' })),
-    field('Priority', input('priority', { type: 'number', min: 0, step: 1, value: target?.priority ?? '' }), '0 first'),
+    field('Priority (0 first)', input('priority', { type: 'number', min: 0, step: 1, value: target?.priority ?? '' })),
     field('Weight', input('weight', { type: 'number', min: 1, step: 1, value: target?.weight ?? '' })),
     field('Timeout (s)', input('timeout_seconds', { type: 'number', min: 0, step: 'any', value: target?.timeout_seconds ?? '' })),
     // kept as GET gave them: the API keeps a stored key for api_key_set true
