@@ -562,9 +562,19 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     await add.getByRole('group', { name: 'Target 1' }).getByLabel('Model').fill('openai:fake-model-1');
     await add.getByRole('button', { name: 'Add a target' }).click();
     await add.getByRole('group', { name: 'Target 2' }).getByLabel('Model').fill('openai:fake-model-3');
+    await add.getByRole('button', { name: 'Add a target' }).click();
+    await add.getByRole('group', { name: 'Target 3' }).getByLabel('Model').fill('openai:fake-model-2');
+    // the third moved up by keyboard: it is tried second
+    expect(await add.getByRole('button', { name: 'Move up target 1' }).isDisabled()).toBe(true);
+    await add.getByRole('button', { name: 'Move up target 3' }).focus();
+    await page.keyboard.press('Enter');
+    expect(await add.getByRole('group', { name: 'Target 2' }).getByLabel('Model').inputValue()).toBe('openai:fake-model-2');
+    // focus stays on the button, now the second target's
+    expect(await page.evaluate('document.activeElement.getAttribute("aria-label")')).toBe('Move up target 2');
     await add.getByRole('button', { name: 'Add route' }).click();
     await page.getByRole('group', { name: 'Actions for cheap' }).waitFor();
-    expect((await gateway.call('GET', '/v1/routes/cheap')).json.targets.map((target: { model: string }) => target.model)).toEqual(['openai:fake-model-1', 'openai:fake-model-3']);
+    const cheap = (await gateway.call('GET', '/v1/routes/cheap')).json as { targets: { model: string }[] };
+    expect(cheap.targets.map((target) => target.model)).toEqual(['openai:fake-model-1', 'openai:fake-model-2', 'openai:fake-model-3']);
     await shoot('routes');
     await page.getByRole('group', { name: 'Actions for cheap' }).getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('group', { name: 'Actions for cheap' }).waitFor({ state: 'detached' });

@@ -74,6 +74,9 @@ function routeForm(context: PageContext, route: ModelRoute | null): HTMLFormElem
       row.querySelector('legend')!.textContent = `Target ${i + 1}`;
       for (const control of row.querySelectorAll<HTMLInputElement>('[data-field]')) control.name = `targets.${i}.${control.dataset.field}`;
       row.querySelector('button.remove')!.setAttribute('aria-label', `Remove target ${i + 1}`);
+      const up = row.querySelector<HTMLButtonElement>('button.move-up')!;
+      up.setAttribute('aria-label', `Move up target ${i + 1}`);
+      up.disabled = i === 0;
     });
   for (const target of route?.targets ?? [null]) addTarget(target);
 
@@ -113,6 +116,22 @@ function targetRow(target: RouteTarget | null, renumber: () => void): HTMLFieldS
     target?.api_base ? input('api_base', { type: 'hidden', value: target.api_base }) : null,
     target?.api_key_set ? input('api_key_set', { type: 'hidden', value: 'true' }) : null,
     target?.api_base || target?.api_key_set ? h('p', { class: 'hint' }, `Keeps its own ${[target.api_base ? `address ${target.api_base}` : '', target.api_key_set ? 'key' : ''].filter(Boolean).join(' and ')}.`) : null,
+    // list order is the fallback order of a route without priorities
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary move-up',
+        onClick: (event: Event) => {
+          const before = row.previousElementSibling;
+          if (!before) return;
+          before.before(row);
+          renumber();
+          (event.currentTarget as HTMLButtonElement).focus();
+        },
+      },
+      'Move up',
+    ),
     h(
       'button',
       {
