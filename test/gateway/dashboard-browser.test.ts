@@ -581,6 +581,32 @@ describe.skipIf(skipReason)('the dashboard in Chromium', () => {
     expect((await gateway.call('GET', '/v1/routes/cheap')).status).toBe(404);
   });
 
+  it("keeps a route target's own key when the route is edited; a refusal about a field the form lacks is shown above the page", async () => {
+    const keyed = 'keyed';
+    expect((await gateway.call('PUT', `/v1/routes/${keyed}`, { body: { targets: [{ model: 'openai:fake-model-1', api_key: 'sk-target-secret' }] } })).status).toBe(200);
+    await go('Users');
+    await go('Routes');
+    const actions = page.getByRole('group', { name: `Actions for ${keyed}` });
+    await actions.getByText('Edit').click();
+    const form = page.getByRole('form', { name: `Edit route ${keyed}` });
+    expect(await form.getByText('Keeps its own key.').count()).toBe(1);
+    expect(await page.content()).not.toContain('sk-target-secret');
+    // saved with another timeout: the key stays
+    await form.getByLabel('Default timeout (s)').fill('20');
+    await form.getByRole('button', { name: 'Save route' }).click();
+    await page.getByRole('region', { name: `Route ${keyed}` }).getByText(/^timeout 20 s/).waitFor();
+    expect((await gateway.call('GET', `/v1/routes/${keyed}`)).json).toMatchObject({ targets: [{ model: 'openai:fake-model-1', api_key_set: true }], timeout_seconds: 20 });
+    // another model: the stored key belongs to the old one, and the API names a field the page does not show
+    await page.getByRole('group', { name: `Actions for ${keyed}` }).getByText('Edit').click();
+    await form.getByRole('group', { name: 'Target 1' }).getByLabel('Model').fill('openai:fake-model-2');
+    await form.getByRole('button', { name: 'Save route' }).click();
+    await expect(page.getByRole('alert').textContent({ timeout: 10_000 })).resolves.toMatch(/^The gateway answered 400 \(invalid_request\): targets\.0\.api_key_set/);
+    expect(await form.locator('.field-error').count()).toBe(0);
+    expect((await gateway.call('GET', `/v1/routes/${keyed}`)).json.targets).toEqual([{ model: 'openai:fake-model-1', api_key_set: true }]);
+    expect((await gateway.call('DELETE', `/v1/routes/${keyed}`)).status).toBe(200);
+    await go('Users');
+  });
+
   it('adds a provider, sets and clears its base address and key (never shown), and deletes it; the API\'s refusals are shown at their fields', async () => {
     await go('Providers');
     const form = page.getByRole('form', { name: 'Add a provider' });
