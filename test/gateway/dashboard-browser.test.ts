@@ -13,7 +13,8 @@ import { CHAT_COST, MASTER_KEY, PROVIDER_CHAT_ROUTE, PROVIDER_FAILURES, sqliteBa
 // The dashboard in headless Chromium against a real gateway (SQLite) and the fake OpenAI provider: sign in, create a
 // budget, a user and a key, make calls with the key (one through a model route that falls back), see them in the
 // Overview and the Usage table (names, route, attempts, reasons; and its CSV), see a call held open by a slow provider
-// in the Live view, see an overspent budget warned of, deactivate the key and see the next call refused; a wrong key,
+// in the Live view, see an overspent budget warned of, deactivate the key and see the next call refused; edit prices,
+// a route and providers (the next call's cost and target change; the API's 400s shown at their fields); a wrong key,
 // a 500 and an ended session are shown. Every page passes axe-core (no serious or critical violation) on a desktop
 // and at 390 px, where the page never scrolls sideways. Every page is photographed into SCREENSHOTS, at both widths
 // (DASHBOARD_SCREENSHOTS_DIR=docs/images refreshes the docs' copies, see docs/gateway.md).
