@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Api, ApiError, recordPath } from '../../src/gateway/dashboard/page/api.ts';
+import { Api, ApiError, recordPath, type Budget, type User, type VirtualKey } from '../../src/gateway/dashboard/page/api.ts';
+import { budgetName, Names } from '../../src/gateway/dashboard/page/names.ts';
 import { sqliteBackend, startTestGateway, type TestGateway } from './helpers/gateway.ts';
 
 /** Ids a caller may choose that mean something in a URL. */
@@ -29,6 +30,42 @@ describe('the dashboard builds record paths from encoded segments', () => {
       expect((error as ApiError).code).toBe('unaddressable_path');
     }
     expect(fetch).not.toHaveBeenCalled();
+  });
+});
+
+describe('the dashboard shows names, and ids where there are none', () => {
+  const budget = (budget_id: string, name: string | null = null): Budget => ({
+    budget_id,
+    name,
+    max_budget: 1,
+    soft_budget: null,
+    soft_budget_exceeded: false,
+    spend: 0,
+    reserved: 0,
+    remaining: 1,
+    reset_every_seconds: null,
+    reset_alignment: null,
+    reset_time_zone: null,
+    next_reset_at: null,
+  });
+  const user = (user_id: string, alias: string) => ({ user_id, alias }) as User;
+  const key = (id: string, key_name: string) => ({ id, key_name }) as VirtualKey;
+
+  it('a budget by its name, by its id when unnamed (null or blank)', () => {
+    expect(budgetName(budget('budget_1', 'Team A'))).toBe('Team A');
+    expect(budgetName(budget('budget_2'))).toBe('budget_2');
+    expect(budgetName(budget('budget_3', null))).toBe('budget_3');
+    expect(budgetName(budget('budget_4', '  '))).toBe('budget_4');
+  });
+
+  it('users and keys by name; a deleted record (its usage rows stay) or none by its id or a dash', () => {
+    const names = new Names([user('alice', 'Alice'), user('bob', ' ')], [key('k1', 'alice-app')], [budget('budget_1', 'Team A')]);
+    expect([names.user('alice'), names.user('bob'), names.user('gone'), names.user(null)]).toEqual(['Alice', 'bob', 'gone', '—']);
+    expect([names.key('k1'), names.key('k-deleted'), names.key(null)]).toEqual(['alice-app', 'k-deleted', '—']);
+    expect([names.budget('budget_1'), names.budget('budget_9')]).toEqual(['Team A', 'budget_9']);
+    expect(names.knows(['alice', null], ['k1'])).toBe(true);
+    expect(names.knows(['carol'], [])).toBe(false);
+    expect(names.knows([], ['k2'])).toBe(false);
   });
 });
 

@@ -173,6 +173,13 @@ export const UsageListQuery = UsageAnalyticsQuery.extend({
   cursor: z.string().min(1).max(600).optional().describe('next_cursor of the previous page: the rows after it, newest first'),
 });
 
+/** Calls GET /v1/usage/in-flight lists at most. */
+export const MAX_IN_FLIGHT_LIST = 1000;
+
+export const InFlightQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(MAX_IN_FLIGHT_LIST).optional().describe('Most calls listed, oldest first (default 100)'),
+});
+
 /** Longest grace period of a rotation: a week to roll the new secret out. */
 export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 

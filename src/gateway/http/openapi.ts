@@ -87,6 +87,15 @@ const analyticsQuery = [
   { name: 'provider', in: 'query', schema: { type: 'string' } },
   { name: 'status', in: 'query', schema: { enum: ['success', 'error', 'cancelled', 'refused', 'pending', 'interrupted'] } },
 ];
+/** What a usage row and a call in flight both say of a call. */
+const callProperties = {
+  id: { type: 'string' },
+  request_id: { type: 'string' },
+  created_at: time,
+  user_id: nullable('string'),
+  key_id: nullable('string'),
+  endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
+};
 const aggregateProperties = {
   requests: { type: 'integer' },
   errors: { type: 'integer', description: 'Calls that did not succeed (error, cancelled, interrupted or refused); calls in flight have no row yet' },
@@ -217,6 +226,21 @@ export function gatewayOpenApi(version: string): Schema {
             updated_at: time,
           },
         },
+        InFlightCall: {
+          type: 'object',
+          required: ['object', 'id', 'request_id', 'created_at', 'age_ms', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'cost', 'instance_id'],
+          properties: {
+            object: { const: 'in_flight_call' },
+            ...callProperties,
+            id: { type: 'string', description: 'The id its usage row will keep' },
+            age_ms: { type: 'number', description: 'How long it has run, by the gateway clock' },
+            provider: { type: 'string', description: 'The provider of the (first) target' },
+            model: { type: 'string', description: 'The model of the (first) target, without provider' },
+            route: nullable('string', { description: 'The model route the client called; null for a provider:model call' }),
+            cost: { type: 'number', description: 'US dollars it is charged if its gateway dies now: its budget hold, or what its stream has delivered' },
+            instance_id: nullable('string', { description: 'PostgreSQL: the gateway instance making the call; null on SQLite' }),
+          },
+        },
         Provider: {
           type: 'object',
           required: ['object', 'name', 'api_base', 'api_key_set', 'source', 'created_at', 'updated_at'],
@@ -280,12 +304,7 @@ export function gatewayOpenApi(version: string): Schema {
           required: ['object', 'id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'attempts', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'search_units', 'cost', 'overshoot', 'status', 'status_code', 'duration_ms', 'reason'],
           properties: {
             object: { const: 'usage' },
-            id: { type: 'string' },
-            request_id: { type: 'string' },
-            created_at: time,
-            user_id: nullable('string'),
-            key_id: nullable('string'),
-            endpoint: { enum: ['chat.completions', 'embeddings', 'messages', 'responses', 'rerank'] },
+            ...callProperties,
             provider: { type: 'string', description: 'The provider of the target that answered (or failed last)' },
             model: { type: 'string', description: 'The model of the target that answered (or failed last), without provider' },
             route: nullable('string', { description: 'The model route the client called (its public name); null for a provider:model call' }),
@@ -458,6 +477,16 @@ export function gatewayOpenApi(version: string): Schema {
           responses: {
             200: ok('A page of rows', listOf('Usage', { has_more: { type: 'boolean' }, next_cursor: nullable('string', { description: 'Pass as cursor for the next page' }) })),
             400: err('Bad query: a malformed time or cursor (invalid_cursor), since not before until (invalid_range), an unknown parameter.'),
+            ...MANAGEMENT_ERRORS,
+          },
+        }),
+      },
+      '/v1/usage/in-flight': {
+        get: managed('The calls in flight (written before their provider was called, not yet finished), oldest first', {
+          parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } }],
+          responses: {
+            200: ok('Calls in flight', listOf('InFlightCall', { has_more: { type: 'boolean', description: 'More calls are in flight than listed' } })),
+            400: err('Bad query: limit out of range, an unknown parameter.'),
             ...MANAGEMENT_ERRORS,
           },
         }),

@@ -2,6 +2,7 @@ import { keyStatus } from '../auth.ts';
 import type { PricedModel } from '../pricing-policy.ts';
 import { publicPricing, publicProvider, publicRoute } from '../runtime-config.ts';
 import type { BudgetRecord, ConfigChangeRecord, KeyRecord, ProviderRecord, RouteRecord, UsageRecord, UsageTotals, UserRecord } from '../storage/index.ts';
+import type { InFlightCall } from '../storage/usage.ts';
 import { dollars } from '../money.ts';
 import { isoTime, isoTimeOrNull } from '../time.ts';
 
@@ -114,6 +115,25 @@ export function usageResource(row: UsageRecord) {
     status_code: row.status_code,
     duration_ms: row.duration_ms,
     reason: row.reason ?? null,
+  };
+}
+
+/** A call in flight as GET /v1/usage/in-flight answers it: who, what, since when (its age at `now`). */
+export function inFlightResource(call: InFlightCall, now: number) {
+  return {
+    object: 'in_flight_call' as const,
+    id: call.id,
+    request_id: call.request_id,
+    created_at: isoTime(call.created_at),
+    age_ms: Math.max(0, now - call.created_at),
+    user_id: call.user_id,
+    key_id: call.key_id,
+    endpoint: call.endpoint,
+    provider: call.provider,
+    model: call.model,
+    route: call.route ?? null,
+    cost: dollars(call.cost_nanos),
+    instance_id: call.instance_id,
   };
 }
 

@@ -5,8 +5,8 @@ import { invalidRequest } from '../errors.ts';
 import { emptyAggregate, type UsageAggregate, type UsageCursor, type UsageFilter, type UsageGroup } from '../storage/usage.ts';
 import { isoTime, parseTimestamp } from '../time.ts';
 import type { GatewayContext } from './context.ts';
-import { UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
-import { usageResource, usageTotals } from './resources.ts';
+import { InFlightQuery, UsageAnalyticsQuery, UsageListQuery, UsageSeriesQuery } from './management-schemas.ts';
+import { inFlightResource, usageResource, usageTotals } from './resources.ts';
 import { parseWith } from './validation.ts';
 
 const HOUR = 3_600_000;
@@ -27,8 +27,8 @@ const GROUPS: [UsageGroup, string][] = [
 const aggregate = (totals: UsageAggregate) => ({ ...usageTotals(totals), errors: totals.errors, refused: totals.refused });
 
 /**
- * Usage analytics for operators: the rows, newest first, a page at a time; totals by model, user, key and provider; a
- * time series; every row as CSV. Master key only.
+ * Usage analytics for operators: the rows, newest first, a page at a time; the calls in flight; totals by model, user,
+ * key and provider; a time series; every row as CSV. Master key only.
  */
 export function registerUsageRoutes(app: FastifyInstance, context: GatewayContext, bodyLimit: number): void {
   const { store } = context;
@@ -43,6 +43,14 @@ export function registerUsageRoutes(app: FastifyInstance, context: GatewayContex
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return { object: 'list', data: page.map(usageResource), has_more: rows.length > limit, next_cursor: rows.length > limit && last ? `${last.created_at}.${last.id}` : null };
+  });
+
+  // The calls in flight (their pending rows), oldest first: one more than asked says whether more are running.
+  app.get('/v1/usage/in-flight', master, async (request) => {
+    const limit = parseWith(InFlightQuery, request.query ?? {}, 'query').limit ?? 100;
+    const calls = await store.usage.listInFlight(limit + 1);
+    const now = Date.now();
+    return { object: 'list', data: calls.slice(0, limit).map((call) => inFlightResource(call, now)), has_more: calls.length > limit };
   });
 
   app.get('/v1/usage/summary', master, async (request) => {

@@ -47,6 +47,15 @@ export interface UsageQuery {
   limit: number;
 }
 
+/**
+ * A call in flight: what its pending row says of it (its first target; `cost_nanos`: its hold, or what its stream has
+ * delivered so far), and the gateway instance making it (PostgreSQL; null on SQLite).
+ */
+export interface InFlightCall extends Pick<UsageRecord, 'id' | 'request_id' | 'created_at' | 'user_id' | 'key_id' | 'endpoint' | 'provider' | 'model' | 'route' | 'cost_nanos'> {
+  instance_id: string | null;
+}
+const IN_FLIGHT_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'cost_nanos', 'instance_id'] as const;
+
 const USAGE_COLUMNS = [
   'id',
   'request_id',
@@ -369,6 +378,16 @@ export class UsageLog {
   }
 
   /**
+   * The calls in flight: their `pending` rows (written before the provider is called, finished when the call ends),
+   * oldest first, at most `limit`. The dashboard's live view and GET /v1/usage/in-flight read this and nothing else,
+   * so where pending rows live can change here alone. The partial index usage_pending holds exactly these rows.
+   */
+  async listInFlight(limit: number): Promise<InFlightCall[]> {
+    const rows = await this.#driver.scan(`SELECT ${IN_FLIGHT_COLUMNS.join(', ')} FROM usage WHERE status = 'pending' ORDER BY created_at, id LIMIT ?`, [limit]);
+    return rows.map((row) => ({ ...callOf(row), instance_id: (row.instance_id as string | null) ?? null }));
+  }
+
+  /**
    * One page of the rows a filter covers, oldest first, after the row `after` (keyset pagination: every page is one
    * indexed range query, however far in; rows written meanwhile with later times come in later pages). `newest`
    * turns the order round: newest first, the rows before `after`.
@@ -469,8 +488,8 @@ function usageWhere(filter: UsageFilter, extra?: [string, SqlValue[]]): { clause
   return { clause: where.length > 0 ? `WHERE ${where.join(' AND ')}` : '', params };
 }
 
-/** A row's value for a column; the optional columns have their defaults. */
-function usageOf(row: Row): UsageRecord {
+/** What every row of a call says of it: who made it, when, to which model; and its cost (so far). */
+function callOf(row: Row): Omit<InFlightCall, 'instance_id'> {
   return {
     id: String(row.id),
     request_id: String(row.request_id),
@@ -481,11 +500,18 @@ function usageOf(row: Row): UsageRecord {
     provider: String(row.provider),
     model: String(row.model),
     route: (row.route as string | null) ?? null,
+    cost_nanos: nanos(row.cost_nanos),
+  };
+}
+
+/** A row's value for a column; the optional columns have their defaults. */
+function usageOf(row: Row): UsageRecord {
+  return {
+    ...callOf(row),
     attempts: Number(row.attempts ?? 1),
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     search_units: Number(row.search_units),
-    cost_nanos: nanos(row.cost_nanos),
     overshoot_nanos: nanos(row.overshoot_nanos ?? 0),
     status: row.status as UsageRecord['status'],
     status_code: Number(row.status_code),

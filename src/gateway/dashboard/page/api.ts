@@ -10,12 +10,15 @@ export class ApiError extends Error {
   readonly status: number;
   readonly code: string | null;
   readonly requestId: string | null;
+  /** The field a 400 is about (`targets.0.model`, `api_base`, …), when the API names one. */
+  readonly param: string | null;
 
-  constructor(status: number, message: string, code: string | null, requestId: string | null) {
+  constructor(status: number, message: string, code: string | null, requestId: string | null, param: string | null = null) {
     super(message);
     this.status = status;
     this.code = code;
     this.requestId = requestId;
+    this.param = param;
   }
 }
 
@@ -39,7 +42,7 @@ export function withQuery(path: string, query: Query = {}): string {
  * The path of one record, `/v1/users/<id>` and below: every id is one encoded path segment, so an id holding `/`, `?`,
  * `#` or `%` names that record and nothing else. ("." and ".." stay as they are: see `dotSegment`.)
  */
-export function recordPath(collection: 'users' | 'keys' | 'budgets', id: string, ...rest: string[]): string {
+export function recordPath(collection: 'users' | 'keys' | 'budgets' | 'pricing' | 'providers' | 'routes', id: string, ...rest: string[]): string {
   return [`/v1/${collection}`, id, ...rest].map((segment, i) => (i === 0 ? segment : encodeURIComponent(segment))).join('/');
 }
 
@@ -54,9 +57,10 @@ async function errorOf(response: Response): Promise<ApiError> {
   const requestId = response.headers.get('x-request-id');
   const text = await response.text().catch(() => '');
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown; code?: unknown } };
+    const body = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; param?: unknown } };
     if (body.error && typeof body.error.message === 'string') {
-      return new ApiError(response.status, body.error.message, typeof body.error.code === 'string' ? body.error.code : null, requestId);
+      const { message, code, param } = body.error;
+      return new ApiError(response.status, message, typeof code === 'string' ? code : null, requestId, typeof param === 'string' ? param : null);
     }
   } catch {
     // not JSON: a proxy's error page, say
@@ -203,6 +207,10 @@ export interface UsageRow {
   endpoint: string;
   provider: string;
   model: string;
+  /** The model route the client called; null for a provider:model call. */
+  route: string | null;
+  /** Targets tried: more than 1 when a route fell back. */
+  attempts: number;
   prompt_tokens: number;
   completion_tokens: number;
   cost: number;
@@ -218,12 +226,57 @@ export interface UsagePage extends List<UsageRow> {
   next_cursor: string | null;
 }
 
+/**
+ * A call in flight (GET /v1/usage/in-flight): its pending usage row and how long it has run. Its cost is what it is
+ * charged if its gateway dies now: its hold, or what its stream has delivered.
+ */
+export interface InFlightCall extends Pick<UsageRow, 'id' | 'request_id' | 'created_at' | 'user_id' | 'key_id' | 'endpoint' | 'provider' | 'model' | 'route' | 'cost'> {
+  age_ms: number;
+  instance_id: string | null;
+}
+
+export interface InFlightList extends List<InFlightCall> {
+  has_more: boolean;
+}
+
+/** Where an entry of the runtime configuration was written last: the configuration file or the API. */
+export type ConfigSource = 'config' | 'api';
+
 export interface Pricing {
   model: string;
   input_cost_per_million: number;
   output_cost_per_million: number;
+  search_unit_cost_per_thousand: number;
   /** config: from the configuration file; api: set through PUT /v1/pricing; bundled: the table shipped with the gateway. */
-  source: 'config' | 'api' | 'bundled';
+  source: ConfigSource | 'bundled';
+  updated_at: string | null;
+}
+
+/** A provider (GET /v1/providers); its key is write-only, shown as set or not. */
+export interface Provider {
+  name: string;
+  api_base: string | null;
+  api_key_set: boolean;
+  source: ConfigSource;
+  updated_at: string;
+}
+
+/** A target of a model route, as GET /v1/routes gives it and PUT takes it back. */
+export interface RouteTarget {
+  model: string;
+  priority?: number;
+  weight?: number;
+  api_base?: string;
+  api_key_set: boolean;
+  timeout_seconds?: number;
+}
+
+export interface ModelRoute {
+  name: string;
+  targets: RouteTarget[];
+  timeout_seconds: number | null;
+  source: ConfigSource;
+  updated_at: string;
 }
 
 /** An entry of GET /v1/models; `targets` is what a model route would add (see pages/models.ts). */

@@ -41,12 +41,31 @@ export function formValues(form: HTMLFormElement): Record<string, string> {
   return values;
 }
 
-/** A table: header cells, then one row of cells per entry; an empty list says so. */
-export function table(headers: string[], rows: Child[][], empty: string): HTMLElement {
-  if (rows.length === 0) return h('p', { class: 'empty' }, empty);
+/**
+ * A table named by its caption (read by screen readers, hidden on screen, where the page's heading says it already),
+ * with column headers; a column without a visible header ("") is the row's actions. It sits in a box that scrolls
+ * sideways on a narrow screen, so the page itself never does; the box takes keyboard focus so that it can be scrolled
+ * without a mouse.
+ */
+export function dataTable(caption: string, headers: string[], body: HTMLTableSectionElement, className?: string): HTMLElement {
   return h(
     'div',
-    { class: 'table-wrap' },
-    h('table', {}, h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))), h('tbody', {}, ...rows.map((cells) => h('tr', {}, ...cells.map((cell) => h('td', {}, cell)))))),
+    { class: 'table-wrap', role: 'region', 'aria-label': caption, tabindex: 0 },
+    h(
+      'table',
+      { class: className },
+      h('caption', { class: 'visually-hidden' }, caption),
+      h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header || h('span', { class: 'visually-hidden' }, 'Actions'))))),
+      body,
+    ),
   );
+}
+
+/** A row of cells. */
+export const tableRow = (cells: Child[], className?: string): HTMLTableRowElement => h('tr', { class: className }, ...cells.map((cell) => h('td', {}, cell)));
+
+/** A data table of one row of cells per entry; an empty list says so instead. */
+export function table(caption: string, headers: string[], rows: Child[][], empty: string): HTMLElement {
+  if (rows.length === 0) return h('p', { class: 'empty' }, empty);
+  return dataTable(caption, headers, h('tbody', {}, ...rows.map((cells) => tableRow(cells))));
 }

@@ -24,14 +24,11 @@ export function utc(value: string | number | null): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
-/** How a budget is shown: its name, or its id when it has none. */
-export const budgetLabel = (budget: { budget_id: string; name: string | null }): string => budget.name ?? budget.budget_id;
+/** "2026-05-18 12:04" in a column headed as UTC (or "—" for none). */
+export const utcShort = (value: string | number | null): string => (value === null ? '—' : utc(value).slice(0, -' UTC'.length));
 
-/** A budget id as its label among `budgets` ("—" for none; the id itself for one not listed). */
-export function budgetLabelOf(budgets: readonly { budget_id: string; name: string | null }[]): (id: string | null) => string {
-  const labels = new Map(budgets.map((budget) => [budget.budget_id, budgetLabel(budget)]));
-  return (id) => (id === null ? '—' : (labels.get(id) ?? id));
-}
+/** A model as the tables show it: provider:model; a call refused before any model was chosen has none. */
+export const modelLabel = (provider: string, model: string): string => (provider && model ? `${provider}:${model}` : model || '—');
 
 /** When a budget starts again, in words: its calendar alignment (and zone) or its period. */
 export function resetSchedule(budget: { reset_every_seconds: number | null; reset_alignment: string | null; reset_time_zone: string | null }): string {
@@ -65,4 +62,14 @@ export function parseModelList(text: string): string[] | null {
     .map((model) => model.trim())
     .filter(Boolean);
   return models.length === 0 ? null : models;
+}
+
+/** How long something has run: "850 ms", "12 s", "3 min 04 s", "2 h 05 min". */
+export function age(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${String(seconds % 60).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }

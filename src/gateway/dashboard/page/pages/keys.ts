@@ -1,7 +1,8 @@
-import { recordPath, type Budget, type CreatedKey, type List, type User, type VirtualKey } from '../api.ts';
+import { recordPath, type CreatedKey, type VirtualKey } from '../api.ts';
 import { field, formValues, h, table } from '../dom.ts';
-import { budgetLabel, budgetLabelOf, modelList, parseModelList, utc } from '../format.ts';
-import { action, deleteButton, heading, idSelect, type Page, type PageContext } from '../page.ts';
+import { modelList, parseModelList, utc } from '../format.ts';
+import { readRecords } from '../names.ts';
+import { action, budgetChoices, deleteButton, heading, idSelect, userChoices, type Choice, type Page, type PageContext } from '../page.ts';
 
 /**
  * The secret of a key just created or rotated: handed from the action to the next render, which puts it into one
@@ -20,14 +21,8 @@ export const keysPage: Page = {
   path: 'keys',
   title: 'Keys',
   async render(context: PageContext) {
-    const [keys, users, budgets] = await Promise.all([
-      context.api.call<List<VirtualKey>>('GET', '/v1/keys'),
-      context.api.call<List<User>>('GET', '/v1/users'),
-      context.api.call<List<Budget>>('GET', '/v1/budgets'),
-    ]);
-    const userChoices = users.data.map((user) => ({ value: user.user_id, label: `${user.alias} (${user.user_id})` }));
-    const budgetChoices = budgets.data.map((budget) => ({ value: budget.budget_id, label: `${budgetLabel(budget)} ($${budget.max_budget})` }));
-    const budgetName = budgetLabelOf(budgets.data);
+    const { users, keys, budgets, names } = await readRecords(context.api);
+    const budgetList = budgetChoices(budgets);
     const secret = freshSecret;
     freshSecret = null;
 
@@ -50,8 +45,8 @@ export const keysPage: Page = {
         }),
       },
       field('Name', h('input', { name: 'key_name', required: true, maxlength: 256 })),
-      field('User', idSelect('user_id', userChoices, 'no user')),
-      field('Budget', idSelect('budget_id', budgetChoices, 'no budget')),
+      field('User', idSelect('user_id', userChoices(users), 'no user')),
+      field('Budget', idSelect('budget_id', budgetList, 'no budget')),
       field('Expires (UTC)', h('input', { name: 'expires_at', type: 'datetime-local' })),
       field('Allowed models', h('input', { name: 'allowed_models', placeholder: 'all models', size: 28 }), 'provider:model or provider:*, comma-separated'),
       userOverrideField(false),
@@ -65,17 +60,18 @@ export const keysPage: Page = {
       secret ? secretPanel(secret.title, secret.key) : null,
       create,
       table(
+        'Keys',
         ['Name', 'Key', 'User', 'Budget', 'Status', 'Allowed models', 'Created', 'Expires', ''],
-        keys.data.map((key) => [
+        keys.map((key) => [
           key.key_name,
           h('code', {}, `${key.key_prefix}…`),
-          key.user_id ?? '—',
-          budgetName(key.budget_id),
+          names.user(key.user_id),
+          names.budget(key.budget_id),
           h('span', { class: `status ${key.status}` }, key.status),
           modelList(key.allowed_models),
           utc(key.created_at),
           utc(key.expires_at),
-          keyActions(context, key, budgetChoices),
+          keyActions(context, key, budgetList),
         ]),
         'No keys yet.',
       ),
@@ -112,7 +108,7 @@ function secretPanel(title: string, key: CreatedKey): HTMLElement {
   return panel;
 }
 
-function keyActions(context: PageContext, key: VirtualKey, budgetChoices: { value: string; label: string }[]): HTMLElement {
+function keyActions(context: PageContext, key: VirtualKey, budgetList: Choice[]): HTMLElement {
   const path = recordPath('keys', key.id);
   const toggle = h(
     'button',
@@ -132,7 +128,7 @@ function keyActions(context: PageContext, key: VirtualKey, budgetChoices: { valu
         });
       }),
     },
-    field('Budget', idSelect('budget_id', budgetChoices, 'no budget', key.budget_id)),
+    field('Budget', idSelect('budget_id', budgetList, 'no budget', key.budget_id)),
     field('Allowed models', h('input', { name: 'allowed_models', value: key.allowed_models?.join(', ') ?? '', placeholder: 'all models' })),
     userOverrideField(key.allow_user_override),
     h('button', { type: 'submit' }, 'Save'),
@@ -153,7 +149,7 @@ function keyActions(context: PageContext, key: VirtualKey, budgetChoices: { valu
   const remove = deleteButton(context, path, `Delete key "${key.key_name}"? Calls with it stop at once; its usage rows stay.`);
   return h(
     'div',
-    { class: 'actions', 'aria-label': `Actions for ${key.key_name}` },
+    { class: 'actions', role: 'group', 'aria-label': `Actions for ${key.key_name}` },
     toggle,
     h('details', {}, h('summary', {}, 'Edit'), edit),
     h('details', {}, h('summary', {}, 'Rotate'), rotate),

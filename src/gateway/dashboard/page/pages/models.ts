@@ -31,10 +31,11 @@ export const modelsPage: Page = {
       { class: 'page' },
       heading(
         'Models',
-        'The model routes and the models of the configured providers (GET /v1/models), and their prices (US$ per million tokens; a route costs what the target that answers costs). Calls to a model without a price are refused (402 pricing_missing) unless require_pricing exempts it; then they cost $0.',
+        'The model routes and the models of the configured providers (GET /v1/models), and their prices (US$ per million tokens; a route costs what the target that answers costs). Calls to a model without a price are refused (402 pricing_missing) unless require_pricing exempts it; then they cost $0. Prices, routes and providers are edited on their own pages.',
       ),
       models instanceof ApiError ? errorBanner(models) : null,
       table(
+        'Models and prices',
         ['Model', 'Provider', 'Route', 'Input per 1M tokens', 'Output per 1M tokens', 'Source'],
         ids.map((id) => {
           const price = prices.get(id);

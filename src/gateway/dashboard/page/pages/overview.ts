@@ -1,8 +1,9 @@
-import { withQuery, type Budget, type List, type UsageSeries, type UsageSummary, type VirtualKey } from '../api.ts';
+import { withQuery, type Budget, type UsageSeries, type UsageSummary, type VirtualKey } from '../api.ts';
 import { barList, columnChart } from '../chart.ts';
 import { h, table } from '../dom.ts';
-import { apiTime, budgetLabel, count, money, percent } from '../format.ts';
-import { budgetMeter, heading, type Page, type PageContext } from '../page.ts';
+import { apiTime, count, money, percent } from '../format.ts';
+import { readRecords, type Names } from '../names.ts';
+import { budgetUse, heading, overspentBanner, type Page, type PageContext } from '../page.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -27,13 +28,11 @@ export const overviewPage: Page = {
   async render(context: PageContext) {
     const { buckets, interval, size, label } = RANGES[range];
     const since = new Date((Math.floor(Date.now() / size) - buckets + 1) * size).toISOString();
-    const [summary, series, keys, budgets] = await Promise.all([
+    const [summary, series, { keys, budgets, names }] = await Promise.all([
       context.api.call<UsageSummary>('GET', withQuery('/v1/usage/summary', { since })),
       context.api.call<UsageSeries>('GET', withQuery('/v1/usage/series', { since, interval })),
-      context.api.call<List<VirtualKey>>('GET', '/v1/keys'),
-      context.api.call<List<Budget>>('GET', '/v1/budgets'),
+      readRecords(context.api),
     ]);
-    const keyNames = new Map(keys.data.map((key) => [key.id, key.key_name]));
     const totals = summary.totals;
     const errorRate = totals.requests === 0 ? 0 : totals.errors / totals.requests;
     const per = interval === 'hour' ? 'per hour' : 'per day';
@@ -59,6 +58,7 @@ export const overviewPage: Page = {
       'div',
       { class: 'page overview' },
       h('div', { class: 'page-head-row' }, heading('Overview', `Model calls through this gateway, ${label.toLowerCase()} (UTC).`), picker),
+      overspentBanner(budgets, true),
       h(
         'div',
         { class: 'tiles' },
@@ -82,17 +82,17 @@ export const overviewPage: Page = {
         }),
         barList(
           'Spend by model (US$)',
-          summary.by_model.map((entry) => ({ label: entry.model, value: entry.cost, detail: `${count(entry.requests)} requests` })),
+          summary.by_model.map((entry) => ({ label: entry.model === ':' ? '(refused before a model)' : entry.model, value: entry.cost, detail: `${count(entry.requests)} requests` })),
           money,
         ),
         barList(
           'Spend by user (US$)',
-          summary.by_user.map((entry) => ({ label: entry.user_id ?? '(no user)', value: entry.cost, detail: `${count(entry.requests)} requests` })),
+          summary.by_user.map((entry) => ({ label: entry.user_id === null ? '(no user)' : names.user(entry.user_id), value: entry.cost, detail: `${count(entry.requests)} requests` })),
           money,
         ),
       ),
       h('h2', {}, 'Keys nearest their budget'),
-      nearBudget(keys.data, budgets.data, keyNames),
+      nearBudget(keys, budgets, names),
     );
   },
 };
@@ -102,7 +102,7 @@ function tile(title: string, value: string, detail: string, tone?: string): HTML
 }
 
 /** Active keys with a budget, most used share first. */
-function nearBudget(keys: VirtualKey[], budgets: Budget[], keyNames: Map<string, string>): HTMLElement {
+function nearBudget(keys: VirtualKey[], budgets: Budget[], names: Names): HTMLElement {
   const byId = new Map(budgets.map((budget) => [budget.budget_id, budget]));
   const rows = keys
     .filter((key) => key.status === 'active' && key.budget_id !== null && byId.has(key.budget_id))
@@ -111,12 +111,9 @@ function nearBudget(keys: VirtualKey[], budgets: Budget[], keyNames: Map<string,
     .sort((a, b) => b.used - a.used)
     .slice(0, NEAR_BUDGET);
   return table(
+    'Keys nearest their budget',
     ['Key', 'Budget', 'Used'],
-    rows.map(({ key, budget, used }) => [
-      keyNames.get(key.id) ?? key.id,
-      budgetLabel(budget),
-      budgetMeter(budget.spend, budget.max_budget, `${money(budget.spend)} of ${money(budget.max_budget)} (${percent(used)})`),
-    ]),
+    rows.map(({ key, budget }) => [key.key_name, names.budget(budget.budget_id), budgetUse(budget)]),
     'No active key has a budget.',
   );
 }

@@ -1,7 +1,8 @@
-import { withQuery, type List, type UsagePage, type UsageRow, type User, type VirtualKey } from '../api.ts';
-import { field, formValues, h, type Child } from '../dom.ts';
-import { count, money, utc } from '../format.ts';
-import { action, heading, idSelect, type Page, type PageContext } from '../page.ts';
+import { withQuery, type UsagePage, type UsageRow } from '../api.ts';
+import { dataTable, field, formValues, h, tableRow } from '../dom.ts';
+import { count, modelLabel, money, utcShort } from '../format.ts';
+import { readRecords, type Names } from '../names.ts';
+import { action, heading, idSelect, userChoices, type Page, type PageContext } from '../page.ts';
 
 /** The filters of the table and the CSV, kept while the tab lives. Times are UTC, as in the API. */
 let filters: Record<string, string> = {};
@@ -24,16 +25,11 @@ export const usagePage: Page = {
   path: 'usage',
   title: 'Usage',
   async render(context: PageContext) {
-    const [first, users, keys] = await Promise.all([
-      context.api.call<UsagePage>('GET', withQuery('/v1/usage', { ...query(), limit: PAGE_ROWS })),
-      context.api.call<List<User>>('GET', '/v1/users'),
-      context.api.call<List<VirtualKey>>('GET', '/v1/keys'),
-    ]);
-    const keyNames = new Map(keys.data.map((key) => [key.id, key.key_name]));
+    const [first, { users, keys, names }] = await Promise.all([context.api.call<UsagePage>('GET', withQuery('/v1/usage', { ...query(), limit: PAGE_ROWS })), readRecords(context.api)]);
     const body = h('tbody');
     const more = h('button', { type: 'button', class: 'secondary' }, 'Load more');
     let cursor = first.next_cursor;
-    const append = (rows: UsageRow[]) => body.append(...rows.map((row) => usageRow(row, keyNames)));
+    const append = (rows: UsageRow[]) => body.append(...rows.map((row) => usageRow(row, names)));
     append(first.data);
     more.hidden = !first.has_more;
     more.addEventListener(
@@ -61,8 +57,8 @@ export const usagePage: Page = {
       },
       field('Since (UTC)', h('input', { name: 'since', type: 'datetime-local', value: filters.since ?? '' })),
       field('Until (UTC)', h('input', { name: 'until', type: 'datetime-local', value: filters.until ?? '' })),
-      field('User', idSelect('user_id', users.data.map((user) => ({ value: user.user_id, label: user.user_id })), 'any user', filters.user_id || null)),
-      field('Key', idSelect('key_id', keys.data.map((key) => ({ value: key.id, label: key.key_name })), 'any key', filters.key_id || null)),
+      field('User', idSelect('user_id', userChoices(users), 'any user', filters.user_id || null)),
+      field('Key', idSelect('key_id', keys.map((key) => ({ value: key.id, label: key.key_name })), 'any key', filters.key_id || null)),
       field('Model', h('input', { name: 'model', value: filters.model ?? '', placeholder: 'e.g. openai:gpt-4o-mini' }), 'provider:model as in the table, or a bare name for every provider'),
       field('Provider', h('input', { name: 'provider', value: filters.provider ?? '', size: 10 })),
       field('Status', idSelect('status', STATUSES.map((status) => ({ value: status, label: status })), 'any status', filters.status || null)),
@@ -86,33 +82,40 @@ export const usagePage: Page = {
         'Download CSV',
       ),
     );
-    const headers = ['Time', 'User', 'Key', 'Model', 'Endpoint', 'Prompt tokens', 'Completion tokens', 'Cost', 'Status', 'Reason', 'Duration'];
+    const headers = ['Time (UTC)', 'User', 'Key', 'Model', 'Route', 'Attempts', 'Endpoint', 'Tokens in / out', 'Cost', 'Status', 'Reason', 'Duration'];
     return h(
       'div',
       { class: 'page' },
-      heading('Usage', 'One row per model call, newest first. The CSV holds every row the filters select.'),
+      heading(
+        'Usage',
+        'One row per model call, newest first: the model that answered, the route the client called and how many of its targets were tried (more than one: it fell back), and why a call was refused or failed. The CSV holds every row the filters select.',
+      ),
       form,
       first.data.length === 0
         ? h('p', { class: 'empty' }, 'No calls match these filters.')
-        : h('div', { class: 'table-wrap' }, h('table', { class: 'usage' }, h('thead', {}, h('tr', {}, ...headers.map((header) => h('th', { scope: 'col' }, header)))), body)),
+        : dataTable('Usage rows', headers, body, 'usage'),
       more,
     );
   },
 };
 
-function usageRow(row: UsageRow, keyNames: Map<string, string>): HTMLTableRowElement {
-  const cells: Child[] = [
-    utc(row.created_at),
-    row.user_id ?? '—',
-    row.key_id === null ? '—' : (keyNames.get(row.key_id) ?? row.key_id),
-    `${row.provider}:${row.model}`,
-    row.endpoint,
-    count(row.prompt_tokens),
-    count(row.completion_tokens),
-    money(row.cost),
-    h('span', { class: `status ${row.status}` }, row.status_code === null || row.status_code === 0 ? row.status : `${row.status} (${row.status_code})`),
-    row.reason ?? '—',
-    row.duration_ms === null ? '—' : `${count(row.duration_ms)} ms`,
-  ];
-  return h('tr', {}, ...cells.map((cell) => h('td', {}, cell)));
+function usageRow(row: UsageRow, names: Names): HTMLTableRowElement {
+  const fellBack = row.attempts > 1;
+  return tableRow(
+    [
+      h('span', { class: 'nowrap' }, utcShort(row.created_at)),
+      names.user(row.user_id),
+      names.key(row.key_id),
+      modelLabel(row.provider, row.model),
+      row.route ?? '—',
+      fellBack ? h('span', { class: 'badge warn' }, `${row.attempts}: fell back`) : String(row.attempts),
+      row.endpoint,
+      `${count(row.prompt_tokens)} / ${count(row.completion_tokens)}`,
+      money(row.cost),
+      h('span', { class: `status ${row.status}` }, row.status_code === null || row.status_code === 0 ? row.status : `${row.status} (${row.status_code})`),
+      row.reason ? h('code', {}, row.reason) : '—',
+      row.duration_ms === null ? '—' : `${count(row.duration_ms)} ms`,
+    ],
+    fellBack ? 'fell-back' : undefined,
+  );
 }
