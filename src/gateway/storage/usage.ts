@@ -383,7 +383,7 @@ export class UsageLog {
    * so where pending rows live can change here alone. The partial index usage_pending holds exactly these rows.
    */
   async listInFlight(limit: number): Promise<InFlightCall[]> {
-    const rows = await this.#driver.scan(`SELECT ${IN_FLIGHT_COLUMNS.join(', ')} FROM usage WHERE status = 'pending' ORDER BY created_at, id LIMIT ?`, [limit]);
+    const rows = await this.#driver.scan(`SELECT ${IN_FLIGHT_COLUMNS.join(', ')} FROM pending_calls ORDER BY created_at, id LIMIT ?`, [limit]);
     return rows.map((row) => ({ ...callOf(row), instance_id: (row.instance_id as string | null) ?? null }));
   }
 
