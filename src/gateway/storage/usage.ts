@@ -378,9 +378,9 @@ export class UsageLog {
   }
 
   /**
-   * The calls in flight: their `pending` rows (written before the provider is called, finished when the call ends),
-   * oldest first, at most `limit`. The dashboard's live view and GET /v1/usage/in-flight read this and nothing else,
-   * so where pending rows live can change here alone. The partial index usage_pending holds exactly these rows.
+   * The calls in flight: their pending_calls rows (written before the provider is called, deleted when the call's
+   * usage row is written), oldest first, at most `limit`. The dashboard's live view and GET /v1/usage/in-flight read
+   * this and nothing else.
    */
   async listInFlight(limit: number): Promise<InFlightCall[]> {
     const rows = await this.#driver.scan(`SELECT ${IN_FLIGHT_COLUMNS.join(', ')} FROM pending_calls ORDER BY created_at, id LIMIT ?`, [limit]);
