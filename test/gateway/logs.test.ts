@@ -51,23 +51,23 @@ it('a usage row that cannot be written is logged and counted: before the provide
   const key = (await gateway.call('POST', '/v1/keys', { body: { key_name: 'broken-db' } })).json;
   const client = new OpenAI({ apiKey: key.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
   const ask = () => client.chat.completions.create({ model: 'openai:gpt-fake', messages: [{ role: 'user', content: 'Hi' }] });
-  const unwritable = async <T>(during: () => Promise<T>) => {
-    await gateway.store.driver.run('ALTER TABLE usage RENAME TO usage_moved');
+  const unwritable = async <T>(table: 'pending_calls' | 'usage', during: () => Promise<T>) => {
+    await gateway.store.driver.run(`ALTER TABLE ${table} RENAME TO ${table}_moved`);
     try {
       return await during();
     } finally {
-      await gateway.store.driver.run('ALTER TABLE usage_moved RENAME TO usage');
+      await gateway.store.driver.run(`ALTER TABLE ${table}_moved RENAME TO ${table}`);
     }
   };
-  // The write-ahead row fails: no provider call without it.
+  // The write-ahead row (a call in flight's pending_calls row) fails: no provider call without it.
   const sent = fake.requestsTo(PROVIDER_CHAT_ROUTE).length;
-  await unwritable(() => expect(ask()).rejects.toMatchObject({ status: 503, code: 'usage_unavailable' }));
+  await unwritable('pending_calls', () => expect(ask()).rejects.toMatchObject({ status: 503, code: 'usage_unavailable' }));
   expect(fake.requestsTo(PROVIDER_CHAT_ROUTE)).toHaveLength(sent);
   // The row of an answered call fails: the provider has been paid, the client gets the answer.
   fake.script(PROVIDER_CHAT_ROUTE, { delayMs: 300, then: { json: chatCompletionBody('gpt-fake') } });
   const answered = ask();
   while (fake.requestsTo(PROVIDER_CHAT_ROUTE).length === sent) await new Promise((resolve) => setTimeout(resolve, 10));
-  const completion = await unwritable(() => answered);
+  const completion = await unwritable('usage', () => answered);
   expect(completion.choices[0].message.content).toBe(DEFAULT_COMPLETION_TEXT);
   const metrics = (await gateway.call('GET', '/metrics', { key: null })).json as string;
   expect(metrics).toMatch(/gateway_usage_write_failures_total 2\b/);
