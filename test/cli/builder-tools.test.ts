@@ -4,18 +4,16 @@
  * --no-build --runtime-version` (its docs' names) and `--target --output-path --directory` (its 0.7.0 --help's),
  * `infer -f json`. Each flag that cannot apply says why and exits 2.
  */
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeReleaseAssets } from '../../scripts/release-assets.ts';
 import { hostTarget } from '../../src/builder/targets.ts';
 import { RUNTIME_VERSION } from '../../src/cli/program.ts';
 import { MODEL_TYPES } from '../../src/encoder/config-names.ts';
 import { baseRuntimePath, hasBaseRuntime, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { startReleaseServer, type ReleaseServer } from '../helpers/release-server.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'builder-tools-'));
@@ -132,45 +130,17 @@ describe('build flags', () => {
 
 warnIfNoBaseRuntime('builder tools (inspect, runtime add)');
 describe.skipIf(!hasBaseRuntime())('with the base runtime: build --output-dir, inspect, runtime list|add|remove', () => {
-  let server: Server;
+  let release: ReleaseServer;
   let releaseUrl: string;
-  const requests: string[] = [];
+  let requests: string[];
 
   beforeAll(async () => {
-    const runtimeDir = path.join(work, 'runtime');
-    mkdirSync(path.join(runtimeDir, hostTarget()), { recursive: true });
-    symlinkSync(baseRuntimePath(), path.join(runtimeDir, hostTarget(), 'encoder'));
-    const release = await writeReleaseAssets({ runtimeDir, outDir: path.join(work, 'release') });
-    server = createServer((request, response) => {
-      requests.push(request.url ?? '');
-      const file = path.join(release.releaseDir, path.basename(request.url ?? ''));
-      try {
-        response.writeHead(200, { 'content-length': statSync(file).size });
-        createReadStream(file).pipe(response);
-      } catch {
-        response.writeHead(404).end();
-      }
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    releaseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v{version}`;
+    release = await startReleaseServer(work, [hostTarget()]);
+    ({ url: releaseUrl, requests } = release);
   }, 120_000);
 
   afterAll(async () => {
-    await new Promise((resolve) => server?.close(resolve));
-  });
-
-  it("build --directory --target --output-path, as encoderfile 0.7.0 takes them: relative paths read from the directory", { timeout: 120_000 }, async () => {
-    const project = path.join(work, 'ef-project');
-    mkdirSync(project, { recursive: true });
-    symlinkSync(modelDir, path.join(project, 'model'));
-    const file = path.join(project, 'encoderfile.yml');
-    writeFileSync(file, `encoderfile:\n  name: clf\n  path: ./model\n  model_type: sequence_classification\n`);
-    // from the test's own folder the relative path names nothing: --directory is what makes it read
-    const built = await runCliCaptured(['build', '-f', file, '--directory', project, '--target', hostTarget(), '--output-path', 'clf.bin', '--base-binary-path', baseRuntimePath()]);
-    expect(built.code, built.stderr).toBe(0);
-    expect(statSync(path.join(project, 'clf.bin')).size).toBeGreaterThan(statSync(baseRuntimePath()).size);
-    const without = await runCliCaptured(['build', '-f', file, '--no-build', '--base-binary-path', baseRuntimePath()]);
-    expect(without.code).toBe(2);
+    await release?.close();
   });
 
   it('build --output-dir writes the model there under its name; inspect prints its manifest and config.json', { timeout: 120_000 }, async () => {

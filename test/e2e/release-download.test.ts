@@ -1,15 +1,13 @@
-import { createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeReleaseAssets } from '../../scripts/release-assets.ts';
 import { AssetSection } from '../../runtime/asset-section.ts';
 import type { Target } from '../../src/builder/targets.ts';
 import { RUNTIME_VERSION } from '../../src/cli/program.ts';
 import { baseRuntimePath, hasBaseRuntime, runExecutable, runExecutableAsync, warnIfNoBaseRuntime } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
+import { startReleaseServer, type ReleaseServer } from '../helpers/release-server.ts';
 
 /**
  * The whole download path with the real base runtimes: `npm run release:assets` output served from loopback, and
@@ -22,32 +20,18 @@ warnIfNoBaseRuntime('release download');
 warnIfNoBaseRuntime('release download', OTHER);
 describe.skipIf(!hasBaseRuntime() || !hasBaseRuntime(OTHER))('encoder build with a base runtime from a release', () => {
   let work: string;
-  let server: Server;
+  let release: ReleaseServer;
   let releaseUrl: string;
-  const requests: string[] = [];
+  let requests: string[];
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(os.tmpdir(), 'e2e-release-'));
-    const runtimeDir = path.join(work, 'runtime');
-    mkdirSync(path.join(runtimeDir, OTHER), { recursive: true });
-    symlinkSync(baseRuntimePath(OTHER), path.join(runtimeDir, OTHER, 'encoder'));
-    const release = await writeReleaseAssets({ runtimeDir, outDir: path.join(work, 'release') });
-    server = createServer((request, response) => {
-      requests.push(request.url ?? '');
-      const file = path.join(release.releaseDir, path.basename(request.url ?? ''));
-      try {
-        response.writeHead(200, { 'content-length': statSync(file).size });
-        createReadStream(file).pipe(response);
-      } catch {
-        response.writeHead(404).end();
-      }
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    releaseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v{version}`;
+    release = await startReleaseServer(work, [OTHER]);
+    ({ url: releaseUrl, requests } = release);
   }, 120_000);
 
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await release?.close();
     rmSync(work, { recursive: true, force: true });
   });
 
