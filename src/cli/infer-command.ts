@@ -35,9 +35,10 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
   // onnxruntime's session options, as serve and as encoderfile's infer take them
   addSessionOptions(command)
     .action(async (texts: string[], options: InferOptions) => {
-      const session = sessionSettingsOf(options);
+      sessionSettingsOf(options); // the flags checked before the model loads
       const pkg = await source.load(options);
       traceStartup('model package read');
+      const session = sessionSettingsOf(options, pkg.session);
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: session.threads, sessionOptions: session.sessionOptions });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);

@@ -138,13 +138,14 @@ export async function serveModel(
   network: ServeNetworkSettings,
   frontEnds: ServedFrontEnds,
 ): Promise<void> {
-  const session = sessionSettingsOf(options);
+  sessionSettingsOf(options); // the flags checked before the model loads
   // loaded here, like the front ends, so that `infer` starts without it (and node:crypto)
   const apiKey = options.apiKey === undefined ? undefined : new (await import('../serve/api-key.ts')).ApiKey(options.apiKey);
   // read (and checked) before the model loads: a wrong path fails at once
   const tls = network.tls ? await (await import('../serve/tls-certificates.ts')).TlsCertificates.load(network.tls.certFile, network.tls.keyFile) : undefined;
   const pkg = await source.load(options);
   traceStartup('model package read');
+  const session = sessionSettingsOf(options, pkg.session);
   const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
   const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
   const loading = PredictPipeline.load(pkg, {

@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import type * as ort from 'onnxruntime-node';
 import type { SessionSettings } from '../encoder/onnx-model.ts';
 import { ConfigError } from '../encoder/errors.ts';
+import { parseExecutionProvider, parseGraphOptimizationLevel, SessionOptionError, sessionOptionsOf, type GraphOptimizationLevel, type SessionChoices } from '../encoder/session-options.ts';
 import { parsePositiveInteger } from './arguments.ts';
 
 /** What commander gives for the options of this module (`--threads` is serve's own, read here too). */
@@ -13,29 +14,6 @@ export interface SessionCommandOptions {
   executionProvider?: string;
 }
 
-type GraphOptimizationLevel = NonNullable<ort.InferenceSession.SessionOptions['graphOptimizationLevel']>;
-
-/**
- * `--graph-optimization-level`: encoderfile's values (disable, 1, 2, 3) and onnxruntime's own names. encoderfile's
- * 3 is onnxruntime's "all" (ORT_ENABLE_ALL, its default), as the `ort` crate maps its Level3.
- */
-const GRAPH_OPTIMIZATION_LEVELS: Record<string, GraphOptimizationLevel> = {
-  disable: 'disabled',
-  disabled: 'disabled',
-  '0': 'disabled',
-  '1': 'basic',
-  basic: 'basic',
-  '2': 'extended',
-  extended: 'extended',
-  layout: 'layout',
-  '3': 'all',
-  all: 'all',
-};
-
-/** The one execution provider this executable carries; the others onnxruntime (or encoderfile) knows, and why not here. */
-const AVAILABLE_PROVIDERS = ['cpu'];
-const KNOWN_PROVIDERS = ['cuda', 'tensorrt', 'coreml', 'directml', 'dml', 'webgpu', 'rocm', 'migraphx', 'openvino', 'qnn', 'xnnpack', 'nnapi'];
-
 /** Adds serve's onnxruntime session options (encoderfile's names where it has them). */
 export function addSessionOptions(command: Command): Command {
   return command
@@ -45,8 +23,8 @@ export function addSessionOptions(command: Command): Command {
       'onnxruntime inter-op threads: more than 1 runs independent branches of the graph in parallel (executionMode parallel); default 1, sequential',
       parsePositiveInteger,
     )
-    .option('--graph-optimization-level <level>', 'onnxruntime graph optimisations: disable, 1 (basic), 2 (extended), 3 (all, the default); or basic, extended, layout, all', parseGraphOptimizationLevel)
-    .option('--execution-provider <name>', 'onnxruntime execution provider: cpu (the only one this executable carries)', parseExecutionProvider)
+    .option('--graph-optimization-level <level>', 'onnxruntime graph optimisations: disable, 1 (basic), 2 (extended), 3 (all, the default); or basic, extended, layout, all', commanderParser(parseGraphOptimizationLevel))
+    .option('--execution-provider <name>', 'onnxruntime execution provider: cpu (the only one this executable carries)', commanderParser(parseExecutionProvider))
     // encoderfile's other session flags: two that hold here as they are, two that tune providers this build lacks
     .option('--disable-cpu-fallback', 'accepted for encoderfile: with the CPU provider there is nothing to fall back from')
     .option('--with-arena-allocator', "accepted for encoderfile: onnxruntime's CPU memory arena is always on here (measured faster)")
@@ -60,39 +38,37 @@ function refuseGpuOption(flag: string, providers: string): (value: string) => ne
   };
 }
 
-function parseGraphOptimizationLevel(value: string): GraphOptimizationLevel {
-  const level = GRAPH_OPTIMIZATION_LEVELS[value.trim().toLowerCase()];
-  if (!level) throw new InvalidArgumentError(`"${value}" is not a graph optimization level; use disable, 1, 2 or 3 (or basic, extended, layout, all)`);
-  return level;
-}
-
-function parseExecutionProvider(value: string): string {
-  const name = value.trim().toLowerCase();
-  if (AVAILABLE_PROVIDERS.includes(name)) return name;
-  if (KNOWN_PROVIDERS.includes(name)) {
-    throw new InvalidArgumentError(
-      `"${value}" is not available: this executable carries onnxruntime's CPU execution provider only (no GPU or accelerator libraries); use cpu`,
-    );
-  }
-  throw new InvalidArgumentError(`"${value}" is not an execution provider; available: ${AVAILABLE_PROVIDERS.join(', ')}`);
+/** A value parser of commander: the shared one's refusal as commander's error (exit 2, the flag named). */
+function commanderParser<T>(parse: (value: string) => T): (value: string) => T {
+  return (value) => {
+    try {
+      return parse(value);
+    } catch (error) {
+      if (error instanceof SessionOptionError) throw new InvalidArgumentError(error.message);
+      throw error;
+    }
+  };
 }
 
 /**
  * The intra-op threads (`--threads` or `--intra-op-threads`) and the session options that replace the measured
- * defaults of onnx-model.ts (sessionOptionsFor) only where the user gave one.
+ * defaults of onnx-model.ts (sessionOptionsFor) only where the user gave one: each flag given wins over the model's
+ * `session:` choices (its build configuration's, or a built model's manifest's), which win over the defaults.
  */
-export function sessionSettingsOf(options: SessionCommandOptions): { threads?: number; sessionOptions: ort.InferenceSession.SessionOptions } {
+export function sessionSettingsOf(
+  options: SessionCommandOptions,
+  configured: SessionChoices = {},
+): { threads?: number; sessionOptions: ort.InferenceSession.SessionOptions } {
   if (options.threads !== undefined && options.intraOpThreads !== undefined && options.threads !== options.intraOpThreads) {
     throw new ConfigError(`--threads ${options.threads} and --intra-op-threads ${options.intraOpThreads} disagree; they are one setting, give one of them`);
   }
-  const sessionOptions: ort.InferenceSession.SessionOptions = {};
-  if (options.graphOptimizationLevel) sessionOptions.graphOptimizationLevel = options.graphOptimizationLevel;
-  if (options.executionProvider) sessionOptions.executionProviders = [options.executionProvider];
-  if (options.interOpThreads !== undefined) {
-    sessionOptions.interOpNumThreads = options.interOpThreads;
-    sessionOptions.executionMode = options.interOpThreads > 1 ? 'parallel' : 'sequential';
-  }
-  return { threads: options.threads ?? options.intraOpThreads, sessionOptions };
+  const chosen: SessionChoices = {
+    intraOpThreads: options.threads ?? options.intraOpThreads ?? configured.intraOpThreads,
+    interOpThreads: options.interOpThreads ?? configured.interOpThreads,
+    graphOptimizationLevel: options.graphOptimizationLevel ?? configured.graphOptimizationLevel,
+    executionProvider: options.executionProvider ?? configured.executionProvider,
+  };
+  return { threads: chosen.intraOpThreads, sessionOptions: sessionOptionsOf(chosen) };
 }
 
 /** The banner's line on the session: what onnxruntime was given. */

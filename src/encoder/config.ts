@@ -9,6 +9,7 @@ import { keyPathOf } from './schema-path.ts';
 import { cacheDirFromEnvironment } from './cache/cache-dir.ts';
 import { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName, type ModelType } from './config-names.ts';
 import { ENCODERFILE_MODEL_TYPES, fromEncoderfileSection } from './encoderfile-config.ts';
+import { sessionChoicesOf, SessionOptionError, type RawSessionBlock, type SessionChoices } from './session-options.ts';
 import type { TruncationDirection, TruncationStrategy } from './tokenizer/truncation.ts';
 
 export { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES } from './config-names.ts';
@@ -84,6 +85,8 @@ export interface BuildConfig {
   quantize: Quantization;
   quantizeGate: QuantizeGate;
   tokenizer: TokenizerBlock;
+  /** onnxruntime session options of the `session:` block, validated; serve's and infer's flags win over each. */
+  session: SessionChoices;
   /** Which format the file was written in: this project's `encoder:` or mozilla-ai/encoderfile's `encoderfile:`. */
   format: 'encoder' | 'encoderfile';
   /** encoderfile's `target`: the target triple to build for when `build --platform` does not say; null: this machine's. */
@@ -112,6 +115,21 @@ const TOKENIZER_BLOCK_SCHEMA = {
     truncation_strategy: { type: 'string', enum: ['longest_first', 'only_first', 'only_second'] },
     max_length: { type: 'integer', minimum: 1 },
     stride: { type: 'integer', minimum: 0 },
+  },
+} as const;
+
+/**
+ * The `session:` block (serve's session flags, by encoderfile's names); the values of the level and the provider
+ * are checked by session-options.ts, which the flags share.
+ */
+const SESSION_BLOCK_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    intra_op_threads: { type: 'integer', minimum: 1 },
+    inter_op_threads: { type: 'integer', minimum: 1 },
+    graph_optimization_level: { type: ['string', 'integer'] },
+    execution_provider: stringField,
   },
 } as const;
 
@@ -163,6 +181,7 @@ export const CONFIG_SCHEMA = {
         quantize_min_cosine: { type: 'number', minimum: -1, maximum: 1 },
         quantize_min_label_agreement: { type: 'number', minimum: 0, maximum: 1 },
         tokenizer: TOKENIZER_BLOCK_SCHEMA,
+        session: SESSION_BLOCK_SCHEMA,
       },
     },
   },
@@ -235,7 +254,7 @@ export function parseBuildConfig(
       throw new ConfigError(`${source}: ${describeSchemaError(validateEncoderfileDocument.errors ?? [], raw)}`);
     }
     const translated = fromEncoderfileSection(raw as Record<string, unknown>, source);
-    const config = fromEncoderSection(translated.encoder, source, cwd, cwd, options.env);
+    const config = fromEncoderSection(translated.encoder, source, cwd, cwd, options.env, 'encoderfile');
     const { baseBinaryPath, notes } = translated.extras;
     return {
       ...config,
@@ -260,8 +279,16 @@ function isEncoderfileDocument(raw: unknown): boolean {
 }
 
 /** The BuildConfig of a validated `encoder:` section; relative paths from `baseDir`, output_path from `cwd`. */
-function fromEncoderSection(encoder: RawEncoderSection, source: string, baseDir: string, cwd: string, env: NodeJS.ProcessEnv | undefined): BuildConfig {
+function fromEncoderSection(
+  encoder: RawEncoderSection,
+  source: string,
+  baseDir: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv | undefined,
+  section: 'encoder' | 'encoderfile' = 'encoder',
+): BuildConfig {
   checkFieldsFitModelType(encoder, source);
+  const session = sessionBlockOf(encoder.session, `${section}.session`, source);
   const resolve = (p: string) => path.resolve(baseDir, expandHome(p));
   return {
     name: encoder.name,
@@ -282,11 +309,23 @@ function fromEncoderSection(encoder: RawEncoderSection, source: string, baseDir:
       minLabelAgreement: encoder.quantize_min_label_agreement ?? DEFAULT_QUANTIZE_GATE.minLabelAgreement,
     },
     tokenizer: tokenizerBlockOf(encoder.tokenizer),
+    session,
     format: 'encoder',
     target: null,
     baseBinaryPath: null,
     notes: tokenizerNotes(encoder.tokenizer),
   };
+}
+
+/** The `session:` block's choices; a value the flag would refuse is refused naming the key, for the same reason. */
+function sessionBlockOf(raw: RawSessionBlock | undefined, key: string, source: string): SessionChoices {
+  if (raw === undefined) return {};
+  try {
+    return sessionChoicesOf(raw, key);
+  } catch (error) {
+    if (error instanceof SessionOptionError) throw new ConfigError(`${source}: "${error.key ?? key}": ${error.message}`, { cause: error });
+    throw error;
+  }
 }
 
 /** The keys of the tokenizer block that cannot act here, with why. */
@@ -348,6 +387,7 @@ export interface RawEncoderSection {
   quantize_min_cosine?: number;
   quantize_min_label_agreement?: number;
   tokenizer?: RawTokenizerBlock;
+  session?: RawSessionBlock;
 }
 
 function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string) => string): ModelPaths {

@@ -33,7 +33,7 @@ const ENCODERFILE_KEYS = [
 ];
 
 /** This project's own keys, which an `encoderfile:` section may use too, with their meaning here. */
-const OWN_KEYS = ['pooling', 'normalize', 'rerank_label', 'quantize', 'quantize_check_texts', 'quantize_min_cosine', 'quantize_min_label_agreement'];
+const OWN_KEYS = ['session', 'pooling', 'normalize', 'rerank_label', 'quantize', 'quantize_check_texts', 'quantize_min_cosine', 'quantize_min_label_agreement'];
 
 interface RawEncoderfileSection extends Omit<RawEncoderSection, 'model_type' | 'lua_libs' | 'path'> {
   model_type: string;

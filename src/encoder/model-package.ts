@@ -4,6 +4,7 @@ import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelTy
 import { ConfigError } from './errors.ts';
 import { resolveMaxLength, type GraphLimits, type ModelMaxLength } from './max-length.ts';
 import { readSentenceTransformersLayout } from './sentence-transformers.ts';
+import type { SessionChoices } from './session-options.ts';
 import type { TextTruncation } from './tokenizer/index.ts';
 import type { TruncationDirection, TruncationStrategy } from './tokenizer/truncation.ts';
 
@@ -51,6 +52,8 @@ export interface ModelPackage {
   maxLength?: ModelMaxLength;
   /** How texts longer than maxLength are cut (the `tokenizer:` block); absent: right, longest_first, stride 0. */
   truncation?: TextTruncation;
+  /** onnxruntime session options of the `session:` block (serve's and infer's flags win over each); absent: none set. */
+  session?: SessionChoices;
 }
 
 /** Pooling and normalisation as served: the configuration's, else the sentence-transformers layout's, else mean and true. */
@@ -90,6 +93,7 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
     quantization: 'none',
     maxLength: maxLengthOf(config, modelConfig, tokenizerConfig, null),
     ...truncationField(resolveTruncation(config, tokenizerConfig)),
+    session: config.session,
   };
 }
 

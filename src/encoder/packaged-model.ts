@@ -7,6 +7,7 @@ import { cacheRoots, extractedEntry } from './cache/extracted-entry.ts';
 import { ConfigError } from './errors.ts';
 import type { ModelMaxLength } from './max-length.ts';
 import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
+import { rawSessionBlockOf, sessionChoicesOf, SessionOptionError, type RawSessionBlock, type SessionChoices } from './session-options.ts';
 import type { TextTruncation } from './tokenizer/index.ts';
 
 /**
@@ -15,7 +16,7 @@ import type { TextTruncation } from './tokenizer/index.ts';
  * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
-  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength, truncation } = modelOfManifest(section.manifest.model);
+  const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength, truncation, session } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
   }
@@ -44,6 +45,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     // recorded at build (the graph is not parsed again at start); absent in older executables: the tokenizer's length
     ...(maxLength ? { maxLength } : {}),
     ...(truncation ? { truncation } : {}),
+    session,
   };
 }
 
@@ -94,6 +96,9 @@ export function manifestModelOf(config: BuildConfig, quantization: Quantization 
   if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
   // only when not the default: an executable without it cuts texts on the right, as every one did before
   if (truncation) model.truncation = { side: truncation.direction, strategy: truncation.strategy, stride: truncation.stride };
+  // only the options the configuration sets: the executable's serve and infer start with them (their flags win)
+  const session = rawSessionBlockOf(config.session);
+  if (session) model.session = session;
   return model;
 }
 
@@ -108,6 +113,7 @@ interface ModelOfManifest {
   quantization: Quantization;
   maxLength: ModelMaxLength | null;
   truncation: TextTruncation | null;
+  session: SessionChoices;
 }
 
 function modelOfManifest(model: ManifestModel): ModelOfManifest {
@@ -142,6 +148,7 @@ function modelOfManifest(model: ManifestModel): ModelOfManifest {
     quantization: quantization as Quantization,
     maxLength: maxLengthOfManifest(model),
     truncation: truncationOfManifest(model.truncation),
+    session: sessionOfManifest(model.session),
   };
 }
 
@@ -158,6 +165,18 @@ function truncationOfManifest(value: unknown): TextTruncation | null {
     (t.stride as number) >= 0;
   if (!valid) throw new ConfigError(`packaged model: truncation must be {side: right|left, strategy: longest_first|only_first|only_second, stride: integer >= 0}, got ${JSON.stringify(value)}`);
   return { direction: t.side as TextTruncation['direction'], strategy: t.strategy as TextTruncation['strategy'], stride: t.stride as number };
+}
+
+/** `session` of the manifest, checked as the configuration's block is; absent (built without one): nothing set. */
+function sessionOfManifest(value: unknown): SessionChoices {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`packaged model: session must be a mapping, got ${JSON.stringify(value)}`);
+  try {
+    return sessionChoicesOf(value as RawSessionBlock, 'session');
+  } catch (error) {
+    if (error instanceof SessionOptionError) throw new ConfigError(`packaged model: "${error.key}": ${error.message}`, { cause: error });
+    throw error;
+  }
 }
 
 /** `max_length` (and its reason) of the manifest; null when absent (built before it was recorded). */

@@ -43,6 +43,7 @@ describe('build configuration', () => {
       quantize: 'none',
       quantizeGate: { checkTexts: null, minCosine: 0.99, minLabelAgreement: 0.98 },
       tokenizer: { padStrategy: null, truncationSide: null, truncationStrategy: null, maxLength: null, stride: null },
+      session: {},
       format: 'encoder',
       target: null,
       baseBinaryPath: null,
@@ -104,7 +105,7 @@ describe('build configuration', () => {
 
   it('names an unknown key and the allowed keys', () => {
     expect(configError(`${minimal}  modle_type: x\n`)).toBe(
-      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs, pooling, normalize, rerank_label, quantize, quantize_check_texts, quantize_min_cosine, quantize_min_label_agreement, tokenizer',
+      'configuration: unknown key "encoder.modle_type"; allowed keys: name, version, path, model_type, output_path, cache_dir, transform, lua_libs, pooling, normalize, rerank_label, quantize, quantize_check_texts, quantize_min_cosine, quantize_min_label_agreement, tokenizer, session',
     );
     expect(configError(`${minimal}extra: 1\n`)).toBe('configuration: unknown key "extra"; allowed keys: encoder');
     expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, model_weights_path: b, tokenizer_path: c, vocab: d}\n')).toBe(

@@ -68,6 +68,29 @@ describe('packaged model', () => {
     expect(fromExecutable.transform).toBe('return output');
   });
 
+  it('carries the session options of the configuration, and refuses a manifest whose session is not valid', async () => {
+    const config = configFor(modelDir, '  session:\n    intra_op_threads: 3\n    execution_provider: cpu\n');
+    const fromExecutable = await packagedPackageOf(config);
+    expect(fromExecutable.session).toEqual({ intraOpThreads: 3, executionProvider: 'cpu' });
+    expect(fromExecutable).toEqual(readModelPackage(config));
+    const model = manifestModelOf(config);
+    for (const [session, message] of [
+      [{ execution_provider: 'cuda' }, 'packaged model: "session.execution_provider": "cuda" is not available'],
+      [{ inter_op_threads: 0 }, 'packaged model: "session.inter_op_threads": must be a positive integer, got 0'],
+      [{ graph_optimization_level: true }, 'packaged model: "session.graph_optimization_level": must be a string, got true'],
+      ['fast', 'packaged model: session must be a mapping, got "fast"'],
+    ] as const) {
+      const section = await packaged(packageAssets(config), { ...model, session });
+      try {
+        const error = await readPackagedModel(section).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ConfigError);
+        expect((error as Error).message).toContain(message);
+      } finally {
+        await section.close();
+      }
+    }
+  });
+
   it('has no tokenizer config and no transform when the build had none', async () => {
     const copy = mkdtempSync(path.join(os.tmpdir(), 'tiny-copy-'));
     try {
