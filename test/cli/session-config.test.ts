@@ -11,7 +11,6 @@ import { AssetSection } from '../../runtime/asset-section.ts';
 import { buildModel } from '../../src/builder/build-model.ts';
 import { sessionSettingsOf } from '../../src/cli/serve-session.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
-import { ConfigError } from '../../src/encoder/errors.ts';
 import { manifestModelOf, readPackagedModel } from '../../src/encoder/packaged-model.ts';
 import { writeFakeBaseRuntime } from '../helpers/fake-base-runtime.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
@@ -37,43 +36,7 @@ function writeConfig(name: string, yaml: string): string {
   return file;
 }
 
-function configError(yaml: string): string {
-  try {
-    parse(yaml);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
-
-describe('the session: block', () => {
-  it('is read in both formats, with the values the flags take (a YAML integer level too)', () => {
-    const block = '  session:\n    intra_op_threads: 2\n    inter_op_threads: 3\n    graph_optimization_level: 2\n    execution_provider: CPU\n';
-    const expected = { intraOpThreads: 2, interOpThreads: 3, graphOptimizationLevel: 'extended', executionProvider: 'cpu' };
-    expect(parse(encoderYaml(block)).session).toEqual(expected);
-    expect(parse(encoderfileYaml(block)).session).toEqual(expected);
-    expect(parse(encoderYaml('  session:\n    graph_optimization_level: disable\n')).session).toEqual({ graphOptimizationLevel: 'disabled' });
-    expect(parse(encoderYaml('  session:\n    graph_optimization_level: layout\n')).session).toEqual({ graphOptimizationLevel: 'layout' });
-    expect(parse(encoderYaml('')).session).toEqual({});
-    // no "ignored" note for it in an encoderfile configuration: it is this program's own key there
-    expect(parse(encoderfileYaml(block)).notes.join('\n')).not.toMatch(/session/);
-  });
-
-  it('refuses bad values naming the key, for the reasons the flags give', () => {
-    expect(configError(encoderYaml('  session:\n    graph_optimization_level: 4\n'))).toMatch(
-      /"encoder\.session\.graph_optimization_level": "4" is not a graph optimization level; use disable, 1, 2 or 3/,
-    );
-    expect(configError(encoderfileYaml('  session:\n    execution_provider: cuda\n'))).toMatch(
-      /"encoderfile\.session\.execution_provider": "cuda" is not available: this executable carries onnxruntime's CPU execution provider only/,
-    );
-    expect(configError(encoderYaml('  session:\n    execution_provider: quantum\n'))).toMatch(/"quantum" is not an execution provider; available: cpu/);
-    expect(configError(encoderYaml('  session:\n    intra_op_threads: 0\n'))).toMatch(/"encoder\.session\.intra_op_threads" must be at least 1, got 0/);
-    expect(configError(encoderYaml('  session:\n    inter_op_threads: two\n'))).toMatch(/"encoder\.session\.inter_op_threads" must be a integer, got string "two"/);
-    expect(configError(encoderYaml('  session:\n    threads: 2\n'))).toMatch(/unknown key "encoder\.session\.threads"; allowed keys: intra_op_threads, inter_op_threads/);
-    expect(configError(encoderYaml('  session: fast\n'))).toMatch(/"encoder\.session" must be a mapping/);
-  });
-
+describe('the session: choices', () => {
   it('gives way to each flag given, and only to that one', () => {
     const configured = { intraOpThreads: 2, interOpThreads: 3, graphOptimizationLevel: 'basic', executionProvider: 'cpu' } as const;
     expect(sessionSettingsOf({}, configured)).toEqual({

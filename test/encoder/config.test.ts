@@ -291,3 +291,34 @@ describe('where the truncation comes from', () => {
     expect(resolveTruncation(config, tokenizerConfig)).toEqual({ direction: 'right', strategy: 'longest_first', stride: 0 });
   });
 });
+
+describe('the session: block', () => {
+  const encoder = (block: string) => `${minimal}${block}`;
+  const encoderfile = (block: string) => encoder(block).replace('encoder:', 'encoderfile:');
+
+  it('is read in both formats, with the values the flags take (a YAML integer level too)', () => {
+    const block = '  session:\n    intra_op_threads: 2\n    inter_op_threads: 3\n    graph_optimization_level: 2\n    execution_provider: CPU\n';
+    const expected = { intraOpThreads: 2, interOpThreads: 3, graphOptimizationLevel: 'extended', executionProvider: 'cpu' };
+    expect(parseBuildConfig(encoder(block), base).session).toEqual(expected);
+    expect(parseBuildConfig(encoderfile(block), base).session).toEqual(expected);
+    expect(parseBuildConfig(encoder('  session:\n    graph_optimization_level: disable\n'), base).session).toEqual({ graphOptimizationLevel: 'disabled' });
+    expect(parseBuildConfig(encoder('  session:\n    graph_optimization_level: layout\n'), base).session).toEqual({ graphOptimizationLevel: 'layout' });
+    expect(parseBuildConfig(minimal, base).session).toEqual({});
+    // no "ignored" note for it in an encoderfile configuration: it is this program's own key there
+    expect(parseBuildConfig(encoderfile(block), base).notes.join('\n')).not.toMatch(/session/);
+  });
+
+  it('refuses bad values naming the key, for the reasons the flags give', () => {
+    expect(configError(encoder('  session:\n    graph_optimization_level: 4\n'))).toMatch(
+      /"encoder\.session\.graph_optimization_level": "4" is not a graph optimization level; use disable, 1, 2 or 3/,
+    );
+    expect(configError(encoderfile('  session:\n    execution_provider: cuda\n'))).toMatch(
+      /"encoderfile\.session\.execution_provider": "cuda" is not available: this executable carries onnxruntime's CPU execution provider only/,
+    );
+    expect(configError(encoder('  session:\n    execution_provider: quantum\n'))).toMatch(/"quantum" is not an execution provider; available: cpu/);
+    expect(configError(encoder('  session:\n    intra_op_threads: 0\n'))).toMatch(/"encoder\.session\.intra_op_threads" must be at least 1, got 0/);
+    expect(configError(encoder('  session:\n    inter_op_threads: two\n'))).toMatch(/"encoder\.session\.inter_op_threads" must be a integer, got string "two"/);
+    expect(configError(encoder('  session:\n    threads: 2\n'))).toMatch(/unknown key "encoder\.session\.threads"; allowed keys: intra_op_threads, inter_op_threads/);
+    expect(configError(encoder('  session: fast\n'))).toMatch(/"encoder\.session" must be a mapping/);
+  });
+});
