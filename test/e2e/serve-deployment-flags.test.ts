@@ -2,7 +2,8 @@
  * The deployment flags in the single executable (what the bundle carries, not the sources): a model built with the
  * runtime serves HTTPS and gRPC over TLS (--cert-file, --key-file), exports OpenTelemetry traces to a local OTLP/HTTP
  * receiver (--enable-otel, OTEL_EXPORTER_OTLP_ENDPOINT) and creates its session with the options given
- * (--graph-optimization-level, --execution-provider, --inter-op-threads).
+ * (--execution-provider, --inter-op-threads) over those of its configuration's `session:` block, packed into the
+ * executable (its graph optimization level and intra-op threads, which no flag replaces, hold).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,7 +28,10 @@ describe.skipIf(!hasBaseRuntime())('serve deployment flags in the executable', (
     receiver = await startOtlpReceiver();
     const model = await generateTinyModel({ modelType: 'embedding' });
     const config = path.join(work, 'model.yaml');
-    writeFileSync(config, `encoder:\n  name: flags-model\n  path: ${model}\n  model_type: embedding\n`);
+    writeFileSync(
+      config,
+      `encoder:\n  name: flags-model\n  path: ${model}\n  model_type: embedding\n  session:\n    intra_op_threads: 1\n    inter_op_threads: 3\n    graph_optimization_level: layout\n`,
+    );
     const executable = path.join(work, 'flags-model');
     const built = runExecutable(baseRuntimePath(), ['build', '-f', config, '--base-binary-path', baseRuntimePath(), '-o', executable], { cacheDir });
     expect(built.status, built.stderr).toBe(0);
@@ -36,7 +40,7 @@ describe.skipIf(!hasBaseRuntime())('serve deployment flags in the executable', (
       args: [
         ...['--cert-file', certificate.certFile, '--key-file', certificate.certFile.replace(/\.pem$/, '.key')],
         '--enable-otel', // where to: the standard variable (test/serve/otel.test.ts gives --otel-exporter-url)
-        ...['--graph-optimization-level', '2', '--execution-provider', 'cpu', '--inter-op-threads', '2'],
+        ...['--execution-provider', 'cpu', '--inter-op-threads', '2'],
       ],
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' },
     });
@@ -48,9 +52,9 @@ describe.skipIf(!hasBaseRuntime())('serve deployment flags in the executable', (
     rmSync(work, { recursive: true, force: true });
   });
 
-  it('serves HTTPS and gRPC over TLS, traced, with the session options given', async () => {
-    expect(served.stderr()).toContain('onnxruntime: execution provider cpu, graph optimization extended');
-    expect(served.stderr()).toContain('inter-op threads 2 (parallel)');
+  it('serves HTTPS and gRPC over TLS, traced, with the session options given over those it was built with', async () => {
+    // the level (never the default, all) and intra-op threads from the manifest; the flag's 2 inter-op threads over its 3
+    expect(served.stderr()).toContain('onnxruntime: execution provider cpu, graph optimization layout, intra-op threads 1 per worker, inter-op threads 2 (parallel)');
     expect(served.stderr()).toContain(`OpenTelemetry: traces of requests to ${receiver.url}/v1/traces (OTLP/HTTP)`);
     const { traceId, spanId, traceparent } = callerContext();
     const https = await import('node:https');
