@@ -97,6 +97,11 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
 
   // Host and Origin first, on every route (browser-guard.ts); then authentication before anything else: an unknown
   // route answers 401 too, so routes are not probed without a key.
+  // when each request began, for the audit line's duration: before the guard, whose refusals are recorded too
+  const startOf = new WeakMap<FastifyRequest, number>();
+  app.addHook('onRequest', async (request) => {
+    startOf.set(request, performance.now());
+  });
   await new BrowserGuard({ listenHost: options.listenHost, access: options.browserAccess ?? (() => ({})) }).register(app);
   const accessOf = new WeakMap<FastifyRequest, Access>();
   app.addHook('onRequest', async (request) => {
@@ -111,14 +116,17 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     if (!given.allowsServer(name)) throw new ToolsError('forbidden', `key "${given.keyName}" may not use server "${name}"`);
     return upstreams.get(name);
   };
-  app.addHook('onResponse', async (request, reply) => {
+  // Recorded as the answer is sent, not once it has been written (onResponse): a client that goes away first — a
+  // page's form whose answer the browser drops, a beacon — left no audit line of the refusal it was given.
+  app.addHook('onSend', async (request, reply, payload) => {
     // a preflight is the browser's question, not an API request
-    if (!options.observe || OPEN_ROUTES.has(request.routeOptions.url ?? '') || isPreflight(request)) return;
+    if (!options.observe || OPEN_ROUTES.has(request.routeOptions.url ?? '') || isPreflight(request)) return payload;
     const given = accessOf.get(request);
     const operation = operationOf(request);
     // Names in the path of a request that was refused before authentication (Host, Origin, key) are the client's
     // choice, not a server or tool of this configuration: recorded without them (bounded metrics, see metrics.ts).
-    options.observe(given ? operation : { operation: operation.operation, server: null, name: null }, given?.keyName ?? null, reply.statusCode, reply.elapsedTime);
+    options.observe(given ? operation : { operation: operation.operation, server: null, name: null }, given?.keyName ?? null, reply.statusCode, performance.now() - (startOf.get(request) ?? performance.now()));
+    return payload;
   });
   const forbid = (request: FastifyRequest, what: string, server: string): never => {
     throw new ToolsError('forbidden', `key "${access(request).keyName}" may not use ${what} of server "${server}"`);
