@@ -25,8 +25,9 @@ export function reexecWithMallocTuning(argv: readonly string[]): void {
   const env = process.env;
   if (env[VARIABLE] !== undefined || env.GLIBC_TUNABLES?.includes('malloc.mmap_threshold')) return;
   if (!isGlibc()) return;
-  // a CPU profiler's interval timer outlives execve and its signal would end the new image ("Profiling timer expired")
-  if ([...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((option) => /^--(cpu-prof|prof)\b/.test(option))) return;
+  // A CPU profiler's interval timer outlives execve and its signal would end the new image ("Profiling timer
+  // expired"); a debugger (or a test) attached to the inspector of the first image would lose it.
+  if ([...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((option) => /^--(cpu-prof|prof|inspect)/.test(option))) return;
   // a single executable's own arguments are its argv without the second copy of its path that Node inserts; from
   // source, node's options and the script come first
   const args = sea.isSea() ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
