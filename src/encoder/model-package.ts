@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling, type Quantization } from './config.ts';
+import { isImageModelType, POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling, type Quantization } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { resolveMaxLength, type GraphLimits, type ModelMaxLength } from './max-length.ts';
 import { readSentenceTransformersLayout } from './sentence-transformers.ts';
@@ -69,6 +69,7 @@ export function resolvePooling(config: Pick<BuildConfig, 'modelType' | 'pooling'
  * stays out of a model executable's start-up.
  */
 export function readModelPackage(config: BuildConfig): ModelPackage {
+  if (isImageModelType(config.modelType)) throw imageModelNotServed(config.modelType);
   const { paths } = config;
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
@@ -78,7 +79,7 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
   return {
     name: config.name,
     version: config.version,
-    modelType: config.modelType,
+    modelType: config.modelType as ModelType,
     weights: readFileSync(paths.modelWeightsPath),
     tokenizerJson: readJsonFile(paths.tokenizerPath, 'tokenizer'),
     tokenizerConfig,
@@ -154,11 +155,19 @@ export function checkModelConfig(modelConfig: unknown, source: string): ModelCon
   return modelConfig as ModelConfigJson;
 }
 
+/**
+ * What the text pipeline's front ends (serve, infer, mcp) say of an image model: it builds (src/builder), and is not
+ * served yet (docs/image-models.md, what is left).
+ */
+export function imageModelNotServed(modelType: string): ConfigError {
+  return new ConfigError(`${modelType} models are built, not served yet: serve, infer and mcp run text models (docs/image-models.md)`);
+}
+
 export function requireFile(file: string, what: string): void {
   if (!existsSync(file) || !statSync(file).isFile()) throw new ConfigError(`${what} not found: ${file}`);
 }
 
-function readJsonFile(file: string, what: string): unknown {
+export function readJsonFile(file: string, what: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {

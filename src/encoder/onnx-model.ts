@@ -85,7 +85,7 @@ let onnxruntime: Promise<Onnxruntime> | undefined;
  * onnxruntime is loaded on first use, not at start-up: loading its native library costs time that commands such
  * as `--version` or `inspect` should not pay (and in a single executable it is dlopened from extracted assets).
  */
-function loadOnnxruntime(): Promise<Onnxruntime> {
+export function loadOnnxruntime(): Promise<Onnxruntime> {
   if (!onnxruntime) {
     disableOnnxruntimeTelemetry();
     onnxruntime = import('onnxruntime-node');
@@ -173,7 +173,7 @@ export function sessionOptionsFor(options: OnnxModelOptions = {}): ort.Inference
  * Session options that find external initializers in `dir`: a session made from bytes has no file beside which to
  * look for them. onnxruntime maps that file into memory instead of copying it.
  */
-function withWeightsData(options: ort.InferenceSession.SessionOptions, dir: string | undefined): ort.InferenceSession.SessionOptions {
+export function withWeightsData(options: ort.InferenceSession.SessionOptions, dir: string | undefined): ort.InferenceSession.SessionOptions {
   if (dir === undefined) return options;
   const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
   return { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dir } } };
@@ -193,7 +193,7 @@ export interface SessionSettings {
   executionMode: string;
 }
 
-function settingsOf(options: ort.InferenceSession.SessionOptions): SessionSettings {
+export function settingsOf(options: ort.InferenceSession.SessionOptions): SessionSettings {
   const providers = (options.executionProviders ?? ['cpu']).map((provider) => (typeof provider === 'string' ? provider : provider.name));
   return {
     executionProviders: providers,
@@ -261,16 +261,16 @@ export class OnnxModel {
   }
 }
 
-function toValueInfo(metadata: readonly ort.InferenceSession.ValueMetadata[]): ValueInfo[] {
+export function toValueInfo(metadata: readonly ort.InferenceSession.ValueMetadata[]): ValueInfo[] {
   return metadata.map((value) =>
     value.isTensor ? { name: value.name, type: value.type, shape: value.shape } : { name: value.name, type: 'non-tensor', shape: [] },
   );
 }
 
-function describeShape(shape: readonly (number | string)[]): string {
+export function describeShape(shape: readonly (number | string)[]): string {
   return `[${shape.join(', ')}]`;
 }
 
-function describeValues(values: readonly ValueInfo[]): string {
+export function describeValues(values: readonly ValueInfo[]): string {
   return values.length === 0 ? '(none)' : values.map((v) => `${v.name} ${v.type} ${describeShape(v.shape)}`).join('; ');
 }

@@ -1,12 +1,14 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
-import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
+import { isImageModelType, LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
 import type { BuildConfig, LuaLibraryName, ModelType, Pooling, Quantization } from './config.ts';
 import { cacheRoots, extractedEntry } from './cache/extracted-entry.ts';
 import { ConfigError } from './errors.ts';
 import type { ModelMaxLength } from './max-length.ts';
-import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
+import { parseImageProcessorConfig } from './image/preprocessor-config.ts';
+import { imageLabelsOf, type ImageModelPackage } from './image-model-package.ts';
+import { checkModelConfig, imageModelNotServed, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 import type { TextTruncation } from './tokenizer/index.ts';
 
 /**
@@ -15,6 +17,7 @@ import type { TextTruncation } from './tokenizer/index.ts';
  * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
+  if (isImageModelType(section.manifest.model.model_type)) throw imageModelNotServed(section.manifest.model.model_type);
   const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength, truncation } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
@@ -47,6 +50,32 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
   };
 }
 
+/** The image model package of a built executable (ImageModelPackage), checked as its model directory was at build. */
+export async function readPackagedImageModel(section: AssetSection): Promise<ImageModelPackage> {
+  const { name, version, model_type: modelType } = section.manifest.model;
+  if (!isImageModelType(modelType)) throw new ConfigError(`packaged model: ${modelType} is not an image model type`);
+  for (const required of ['model_weights', 'model_config', 'preprocessor_config']) {
+    if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
+  }
+  const [weights, modelConfig, preprocessor] = await Promise.all([
+    section.read('model_weights'),
+    readJsonAsset(section, 'model_config'),
+    readJsonAsset(section, 'preprocessor_config'),
+  ]);
+  const checked = checkModelConfig(modelConfig, 'asset model_config');
+  return {
+    name,
+    version,
+    modelType,
+    weights,
+    ...(section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {}),
+    modelConfig: checked,
+    labels: imageLabelsOf(checked, 'asset model_config'),
+    preprocessor: parseImageProcessorConfig(preprocessor, 'asset preprocessor_config'),
+    quantization: 'none',
+  };
+}
+
 /**
  * The folder holding the executable's `model_data` asset as MODEL_DATA_FILE, for onnxruntime to map: extracted once
  * into `<cache>/models/<its SHA-256>/` (checked against that hash as it is written), then found there by later starts,
@@ -69,6 +98,15 @@ export function packageAssets(config: BuildConfig): AssetSource[] {
   const { paths } = config;
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
+  if (isImageModelType(config.modelType)) {
+    // preprocessor_config.json takes the tokenizer's place: an image model has no tokenizer and no transform
+    requireFile(paths.preprocessorConfigPath, 'preprocessor config (preprocessor_config.json)');
+    return [
+      { name: 'model_weights', path: paths.modelWeightsPath },
+      { name: 'model_config', path: paths.modelConfigPath },
+      { name: 'preprocessor_config', path: paths.preprocessorConfigPath },
+    ];
+  }
   requireFile(paths.tokenizerPath, 'tokenizer');
   const assets: AssetSource[] = [
     { name: 'model_weights', path: paths.modelWeightsPath },
