@@ -1,0 +1,199 @@
+/**
+ * The path of an image classification model from request to labels: decode and preprocess each image (on an image
+ * thread when the pipeline has them, image-workers.ts; else here, as `infer` does), merge the images of all waiting
+ * requests into onnxruntime runs with the same BatchScheduler as text (one image is one row; images of one
+ * preprocessed size share a run), softmax the logits, and give each image its labels with scores, best first,
+ * `top_k` of them. docs/image-models.md.
+ */
+import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchStats } from './batch-scheduler.ts';
+import type { ImageModelType } from './config.ts';
+import { ConfigError, InternalError, isEncoderError } from './errors.ts';
+import { DEFAULT_IMAGE_LIMITS, preprocessImage, type ImageLimits, type PixelValues } from './image/index.ts';
+import { codecsOf, type CodecFiles } from './image-codecs.ts';
+import { ImageOnnxModel } from './image-model.ts';
+import { preprocessedSize, type ImageModelPackage } from './image-model-package.ts';
+import { parseImageClassificationBody, type ImageClassificationRequest } from './image-requests.ts';
+import { ImageWorkers } from './image-workers.ts';
+import type { ImageModelLoad } from './image-worker.ts';
+import type { InferenceWorkerScript } from './inference-workers.ts';
+import type { OnnxModelOptions } from './onnx-model.ts';
+import { softmax, Tensor } from './tensor.ts';
+
+/** Images per onnxruntime run by default: a ViT-base image is ~200 of a text's tokens of work, so runs stay short. */
+export const DEFAULT_MAX_BATCH_IMAGES = 16;
+
+export interface ImagePipelineOptions {
+  /** Image threads (each decodes and holds a session); 0: everything on the calling thread (`infer`, tests). */
+  workers?: number;
+  /** How to start a thread (required with workers > 0): the inference worker's script, run with the role `image`. */
+  inferenceWorker?: InferenceWorkerScript;
+  threads?: number;
+  sessionOptions?: OnnxModelOptions['sessionOptions'];
+  /** Most images in one onnxruntime run. */
+  maxBatchImages?: number;
+  maxWaitMs?: number;
+  /** Most images in one request. */
+  maxRequestInputs?: number;
+  limits?: ImageLimits;
+  codecFiles?: CodecFiles;
+}
+
+export interface LabelScore {
+  label: string;
+  score: number;
+}
+
+/** encoderfile's ImageClassificationResponse: per image, its labels with scores. */
+export interface ImageClassificationResponse {
+  results: { labels: LabelScore[] }[];
+  model_id: string;
+  metadata?: Record<string, string>;
+}
+
+/** One image waiting for a run: one row, as the scheduler counts (`ids.length` 1). */
+interface ImageRow {
+  readonly ids: { readonly length: number };
+  readonly pixels: PixelValues;
+}
+
+const ONE = { length: 1 } as const;
+
+/** Runs pixels and preprocesses images: a session here, or the image threads. */
+interface ImageRunner {
+  preprocess(bytes: Uint8Array, index: number, field: string): Promise<PixelValues>;
+  run(pixels: PixelValues): Promise<Tensor>;
+  close(): Promise<void>;
+}
+
+export class ImagePipeline {
+  readonly modelId: string;
+  readonly modelType: ImageModelType;
+  readonly labels: readonly string[];
+  readonly #runner: ImageRunner;
+  readonly #scheduler: BatchScheduler<ImageRow, Tensor>;
+  readonly #maxInputs: number;
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #closing: Promise<void> | undefined;
+
+  private constructor(pkg: ImageModelPackage, runner: ImageRunner, batching: BatchSchedulerOptions, maxInputs: number) {
+    this.modelId = pkg.name;
+    this.modelType = pkg.modelType;
+    this.labels = pkg.labels;
+    this.#runner = runner;
+    this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), batching);
+    this.#maxInputs = maxInputs;
+  }
+
+  static async load(pkg: ImageModelPackage, options: ImagePipelineOptions = {}): Promise<ImagePipeline> {
+    const workers = options.workers ?? 0;
+    if (!(Number.isInteger(workers) && workers >= 0)) throw new ConfigError(`workers must be an integer >= 0, got ${String(options.workers)}`);
+    if (workers > 0 && options.inferenceWorker === undefined) throw new ConfigError('workers > 0 needs inferenceWorker: how to start the worker script');
+    const maxImages = options.maxBatchImages ?? DEFAULT_MAX_BATCH_IMAGES;
+    // one image is one row of one "token": the token budget is the images per run, never grouped by length
+    const batching: BatchSchedulerOptions = { maxRunsInFlight: Math.max(1, workers), maxBatchTokens: maxImages, maxWaitMs: options.maxWaitMs, groupByLength: false };
+    resolveBatchSettings(batching);
+    const maxInputs = options.maxRequestInputs ?? Infinity;
+    if (!(maxInputs >= 1)) throw new ConfigError(`maxRequestInputs must be at least 1, got ${maxInputs}`);
+    const load: ImageModelLoad = {
+      weights: pkg.weights,
+      options: { threads: options.threads, sessionOptions: options.sessionOptions, weightsDataDir: pkg.weightsDataDir },
+      expected: { labels: pkg.labels.length, size: preprocessedSize(pkg.preprocessor) },
+      preprocessor: pkg.preprocessor,
+      limits: options.limits ?? DEFAULT_IMAGE_LIMITS,
+      ...(options.codecFiles ? { codecFiles: options.codecFiles } : {}),
+    };
+    const runner = workers > 0 ? await ImageWorkers.load(options.inferenceWorker!, workers, load) : await inlineRunner(load);
+    return new ImagePipeline(pkg, runner, batching, maxInputs);
+  }
+
+  metadata(): { model_id: string; model_type: ImageModelType; id2label: Record<string, string> } {
+    return { model_id: this.modelId, model_type: this.modelType, id2label: Object.fromEntries(this.labels.map((label, index) => [String(index), label])) };
+  }
+
+  batchingStats(): BatchStats {
+    return this.#scheduler.stats();
+  }
+
+  /** `POST /predict` in JSON: images in base64 or data URLs (image-requests.ts). */
+  async predict(body: unknown): Promise<ImageClassificationResponse> {
+    return this.classify(parseImageClassificationBody(body, this.#maxInputs));
+  }
+
+  /** Images as bytes (multipart, `infer`); `field` names them in errors (`inputs`, `files`). */
+  async classify(request: ImageClassificationRequest, field = 'inputs'): Promise<ImageClassificationResponse> {
+    if (this.#closing) throw new InternalError('the model is shutting down; the request was not run');
+    const running = (async () => {
+      const { images, topK } = request;
+      const pixels = await Promise.all(images.map((bytes, index) => this.#runner.preprocess(bytes, index, field)));
+      const placed = await this.#scheduler.submit(pixels.map((p) => ({ ids: ONE, pixels: p })));
+      return placed.map(({ output, row }) => ({ labels: this.#labelsOf(output, row, topK) }));
+    })();
+    this.#inFlight.add(running);
+    try {
+      const results = await running;
+      return { results, model_id: this.modelId, ...(request.metadata !== undefined ? { metadata: request.metadata } : {}) };
+    } finally {
+      this.#inFlight.delete(running);
+    }
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#scheduler.hurry();
+      await Promise.allSettled([...this.#inFlight]);
+      await this.#scheduler.close();
+      await this.#runner.close();
+    })();
+    return this.#closing;
+  }
+
+  /** Softmax of the row's logits; labels by score, best first (ties by index), the first top_k. */
+  #labelsOf(probabilities: Tensor, row: number, topK: number | undefined): LabelScore[] {
+    const width = probabilities.dims[1];
+    const scores = probabilities.data.subarray(row * width, (row + 1) * width);
+    const order = Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a] || a - b);
+    const labels = order.slice(0, topK ?? width).map((index) => ({ label: this.labels[index], score: scores[index] }));
+    for (const { score } of labels) if (!Number.isFinite(score)) throw new InternalError(`the model's scores hold ${score}, which is not a number JSON can carry`);
+    return labels;
+  }
+
+  /**
+   * One merged run: the rows' pixels stacked into one batch per preprocessed size (one for a fixed size), run, and
+   * the softmax of the logits put back in row order.
+   */
+  async #runBatch(rows: readonly ImageRow[]): Promise<Tensor> {
+    try {
+      const groups = new Map<string, number[]>();
+      rows.forEach((row, index) => {
+        const key = row.pixels.dims.slice(1).join('x');
+        groups.set(key, [...(groups.get(key) ?? []), index]);
+      });
+      let out: Float32Array | null = null;
+      let width = 0;
+      for (const indices of groups.values()) {
+        const [, channels, height, imageWidth] = rows[indices[0]].pixels.dims;
+        const plane = channels * height * imageWidth;
+        const data = new Float32Array(indices.length * plane);
+        indices.forEach((index, k) => data.set(rows[index].pixels.data, k * plane));
+        const scores = softmax(await this.#runner.run({ dims: [indices.length, channels, height, imageWidth], data }), -1);
+        width = scores.dims[1];
+        out ??= new Float32Array(rows.length * width);
+        indices.forEach((index, k) => out!.set(scores.data.subarray(k * width, (k + 1) * width), index * width));
+      }
+      return new Tensor(out!, [rows.length, width]);
+    } catch (error) {
+      if (isEncoderError(error)) throw error;
+      throw new InternalError(`running the model failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+  }
+}
+
+/** Without threads: the session and the codecs on this thread. */
+async function inlineRunner(load: ImageModelLoad): Promise<ImageRunner> {
+  const [model, wasm] = await Promise.all([ImageOnnxModel.load(load.weights, load.expected, load.options), codecsOf(load.codecFiles)]);
+  return {
+    preprocess: (bytes, index, field) => preprocessImage(bytes, load.preprocessor, { index, field, limits: load.limits, wasm }),
+    run: (pixels) => model.run(pixels),
+    close: () => model.close(),
+  };
+}
