@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { ImageModelPackage } from '../encoder/image-model-package.ts';
 import type { ModelPackage } from '../encoder/model-package.ts';
 import type { PipelineOptions } from '../encoder/predict-pipeline.ts';
 
@@ -6,7 +7,8 @@ import type { PipelineOptions } from '../encoder/predict-pipeline.ts';
 export interface ModelSource {
   /** `--config <file>` is required (running from a model directory) rather than absent (a built model). */
   configOption: boolean;
-  load: (options: { config?: string }) => ModelPackage | Promise<ModelPackage>;
+  /** A text model's package, or an image model's (isImageModelPackage tells them apart). */
+  load: (options: { config?: string }) => ModelPackage | ImageModelPackage | Promise<ModelPackage | ImageModelPackage>;
   pipelineOptions?: PipelineOptions;
 }
 

@@ -4,7 +4,7 @@ import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isEncoderError } from '../encoder/errors.ts';
-import { loadBuildConfig } from '../encoder/config.ts';
+import { isImageModelType, loadBuildConfig } from '../encoder/config.ts';
 import { registerBuildCommand } from './build-command.ts';
 import { registerGatewayCommand } from './gateway-command.ts';
 import { registerInferCommand } from './infer-command.ts';
@@ -84,7 +84,11 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   const fromConfig: ModelSource = {
     configOption: true,
     // the builder's reader adds what the ONNX graph shows (its maximum length); loaded only when a folder is run
-    load: async (options) => (await import('../builder/model-directory.ts')).readModelDirectory(loadBuildConfig(options.config!)),
+    load: async (options) => {
+      const config = loadBuildConfig(options.config!);
+      if (isImageModelType(config.modelType)) return (await import('../encoder/image-model-package.ts')).readImageModelPackage(config);
+      return (await import('../builder/model-directory.ts')).readModelDirectory(config);
+    },
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
   };
   // encoderfile's global option; build and runtime read it (before or after the command's name)

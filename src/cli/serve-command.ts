@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { defaultWorkerCount } from '../encoder/inference-workers.ts';
+import { isImageModelPackage } from '../encoder/image-model-package.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
@@ -146,6 +147,10 @@ export async function serveModel(
   const pkg = await source.load(options);
   traceStartup('model package read');
   const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
+  if (isImageModelPackage(pkg)) {
+    await (await import('./serve-image.ts')).serveImageModel({ io, context }, pkg, options, network, frontEnds, { http, apiKey, tls });
+    return;
+  }
   const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
   const loading = PredictPipeline.load(pkg, {
     ...source.pipelineOptions,

@@ -24,6 +24,11 @@ export interface ImageModelPackage {
   quantization: Quantization;
 }
 
+/** An image model's package, told apart from a text model's (ModelPackage), which has a tokenizer instead. */
+export function isImageModelPackage(pkg: object): pkg is ImageModelPackage {
+  return 'preprocessor' in pkg;
+}
+
 /** The model directory's files of an image model's build configuration, read and checked. */
 export function readImageModelPackage(config: BuildConfig): ImageModelPackage {
   const { paths } = config;

@@ -5,7 +5,7 @@
  * preprocessed size share a run), softmax the logits, and give each image its labels with scores, best first,
  * `top_k` of them. docs/image-models.md.
  */
-import { BatchScheduler, resolveBatchSettings, type BatchSchedulerOptions, type BatchStats } from './batch-scheduler.ts';
+import { BatchScheduler, resolveBatchSettings, type BatchRunListener, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
 import type { ImageModelType } from './config.ts';
 import { ConfigError, InternalError, isEncoderError } from './errors.ts';
 import { DEFAULT_IMAGE_LIMITS, preprocessImage, type ImageLimits, type PixelValues } from './image/index.ts';
@@ -16,7 +16,7 @@ import { parseImageClassificationBody, type ImageClassificationRequest } from '.
 import { ImageWorkers } from './image-workers.ts';
 import type { ImageModelLoad } from './image-worker.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
-import type { OnnxModelOptions } from './onnx-model.ts';
+import { sessionOptionsFor, settingsOf, type OnnxModelOptions, type SessionSettings } from './onnx-model.ts';
 import { softmax, Tensor } from './tensor.ts';
 
 /** Images per onnxruntime run by default: a ViT-base image is ~200 of a text's tokens of work, so runs stay short. */
@@ -69,13 +69,16 @@ export class ImagePipeline {
   readonly modelId: string;
   readonly modelType: ImageModelType;
   readonly labels: readonly string[];
+  /** The options every session was created with (each thread's, or this thread's). */
+  readonly sessionSettings: SessionSettings;
   readonly #runner: ImageRunner;
   readonly #scheduler: BatchScheduler<ImageRow, Tensor>;
   readonly #maxInputs: number;
   readonly #inFlight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
 
-  private constructor(pkg: ImageModelPackage, runner: ImageRunner, batching: BatchSchedulerOptions, maxInputs: number) {
+  private constructor(pkg: ImageModelPackage, runner: ImageRunner, batching: BatchSchedulerOptions, maxInputs: number, sessionSettings: SessionSettings) {
+    this.sessionSettings = sessionSettings;
     this.modelId = pkg.name;
     this.modelType = pkg.modelType;
     this.labels = pkg.labels;
@@ -103,7 +106,7 @@ export class ImagePipeline {
       ...(options.codecFiles ? { codecFiles: options.codecFiles } : {}),
     };
     const runner = workers > 0 ? await ImageWorkers.load(options.inferenceWorker!, workers, load) : await inlineRunner(load);
-    return new ImagePipeline(pkg, runner, batching, maxInputs);
+    return new ImagePipeline(pkg, runner, batching, maxInputs, settingsOf(sessionOptionsFor(load.options)));
   }
 
   metadata(): { model_id: string; model_type: ImageModelType; id2label: Record<string, string> } {
@@ -112,6 +115,19 @@ export class ImagePipeline {
 
   batchingStats(): BatchStats {
     return this.#scheduler.stats();
+  }
+
+  observeBatches(listener: BatchRunListener): () => void {
+    return this.#scheduler.observe(listener);
+  }
+
+  /** How runs are formed (for the banner): images per run (the token budget, one "token" per image), wait bound. */
+  get batchingSettings(): Readonly<BatchSettings> {
+    return this.#scheduler.settings;
+  }
+
+  get maxRequestInputs(): number {
+    return this.#maxInputs;
   }
 
   /** `POST /predict` in JSON: images in base64 or data URLs (image-requests.ts). */

@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import type { Server as TlsServer } from 'node:tls';
 import { ConfigError } from '../encoder/errors.ts';
+import type { ImagePipeline } from '../encoder/image-pipeline.ts';
 import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -127,6 +128,43 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
     throw error;
   }
   return { listen: () => listen(frontEnds, options), discard: () => drop(frontEnds) };
+}
+
+/**
+ * The HTTP front end of an image model (image-app.ts), with metrics, not listening yet: what prepareEncoderServer is
+ * for text models. gRPC and MCP do not serve image models yet (docs/image-models.md).
+ */
+export async function prepareImageServer(
+  pipeline: ImagePipeline,
+  options: Omit<EncoderServerOptions, 'grpc' | 'http'> & { http: HttpServerOptions; maxImageBytes: number },
+): Promise<PreparedServer> {
+  const { createImageHttpApp } = await import('./http/image-app.ts');
+  const info = serverInfo({ target: options.target });
+  const drain = new HttpDrain();
+  const metrics = new ServerMetrics({ modelId: pipeline.modelId, modelType: pipeline.modelType, serverInfo: info, batchingStats: () => pipeline.batchingStats(), httpRequestsInFlight: () => drain.inFlight });
+  const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: pipeline.observeBatches((run) => metrics.batchRun(run)), stopReloads: [] };
+  const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
+  try {
+    frontEnds.http = await createImageHttpApp(pipeline, {
+      bodyLimitBytes,
+      requestTimeoutMs,
+      bodyBufferLimitBytes,
+      hostGuard: { listenHost: host, allowedHosts, allowedOrigins },
+      drain,
+      serverInfo: info,
+      tls: options.tls?.current,
+      metrics,
+      apiKey: options.apiKey,
+      tracer: options.tracer,
+      maxRequestInputs: pipeline.maxRequestInputs,
+      maxImageBytes: options.maxImageBytes,
+    });
+  } catch (error) {
+    await drop(frontEnds);
+    throw error;
+  }
+  const serving = { ...options, grpc: null };
+  return { listen: () => listen(frontEnds, serving), discard: () => drop(frontEnds) };
 }
 
 /** Closes front ends at once, without waiting for calls: they never listened, or only one of them could. */

@@ -1,0 +1,84 @@
+/**
+ * An image classification model on the command line (issue 36): `infer --config vit.yml a.png b.jpg` prints each
+ * image's labels, and `serve --config` (run from the sources, as a user runs it) answers the same images through
+ * POST /predict (base64) and POST /predict/multipart with the same scores; unreadable and undecodable files are
+ * errors naming them; `mcp` says it does not serve image models yet.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ImageClassificationResponse } from '../../src/encoder/image-pipeline.ts';
+import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
+import { runCliCaptured } from '../helpers/run-cli.ts';
+import { serveFromSource } from '../helpers/served-model.ts';
+
+let work: string;
+let config: string;
+let files: { png: string; jpeg: string; broken: string };
+
+beforeAll(async () => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'image-cli-'));
+  await writeVitModelDirectory(path.join(work, 'vit'));
+  config = path.join(work, 'vit.yml');
+  writeFileSync(config, 'encoder:\n  name: tiny-vit\n  path: vit\n  model_type: image_classification\n');
+  const pixels = Buffer.from(Array.from({ length: 45 * 35 * 3 }, (_, i) => (i * 13 + (i % 7) * 29) % 256));
+  files = { png: path.join(work, 'a.png'), jpeg: path.join(work, 'b.jpg'), broken: path.join(work, 'c.jpg') };
+  await sharp(pixels, { raw: { width: 45, height: 35, channels: 3 } }).png().toFile(files.png);
+  const jpeg = await sharp(pixels, { raw: { width: 35, height: 45, channels: 3 } }).jpeg().toBuffer();
+  writeFileSync(files.jpeg, jpeg);
+  writeFileSync(files.broken, jpeg.subarray(0, jpeg.length / 2));
+}, 60_000);
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const cli = (args: string[]) => runCliCaptured(args);
+
+describe('image models on the command line', () => {
+  it('infer, serve over JSON base64 and over multipart give the same labels and scores', async () => {
+    const inferred = await cli(['infer', '--config', config, files.png, files.jpeg]);
+    expect(inferred.stderr).toBe('');
+    expect(inferred.code).toBe(0);
+    const fromInfer = JSON.parse(inferred.stdout) as ImageClassificationResponse;
+    expect(fromInfer.model_id).toBe('tiny-vit');
+    expect(fromInfer.results).toHaveLength(2);
+    for (const result of fromInfer.results) expect(result.labels.map((l) => l.label).sort()).toEqual([...TINY_VIT.labels].sort());
+
+    const served = await serveFromSource(config, { cacheDir: path.join(work, 'cache'), args: ['--workers', '1'] });
+    try {
+      expect(served.stderr()).toMatch(/serving tiny-vit \(image_classification\)\n {2}HTTP {2}http:\/\/127\.0\.0\.1:\d+ {2}POST \/predict \/predict\/multipart/);
+      expect(served.stderr()).toContain('note: gRPC does not serve image_classification models yet');
+      const bytes = [files.png, files.jpeg].map((file) => readFileSync(file));
+      const json = (await fetch(`${served.httpUrl}/predict`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: bytes.map((b) => b.toString('base64')) }),
+      }).then((r) => r.json())) as ImageClassificationResponse;
+      const form = new FormData();
+      form.append('payload', '{}');
+      bytes.forEach((b, i) => form.append('files', new Blob([Uint8Array.from(b)]), `image-${i}`));
+      const multipart = (await fetch(`${served.httpUrl}/predict/multipart`, { method: 'POST', body: form }).then((r) => r.json())) as ImageClassificationResponse;
+      // one server, the same batch: the same bytes out
+      expect(multipart.results).toEqual(json.results);
+      json.results.forEach((result, i) => {
+        expect(result.labels.map((l) => l.label)).toEqual(fromInfer.results[i].labels.map((l) => l.label));
+        result.labels.forEach((l, k) => expect(l.score).toBeCloseTo(fromInfer.results[i].labels[k].score, 6));
+      });
+    } finally {
+      expect(await served.stop()).toBe(0);
+    }
+  }, 90_000);
+
+  it('names the file that cannot be read or decoded, and refuses mcp for an image model', async () => {
+    const broken = await cli(['infer', '--config', config, files.png, files.broken]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(new RegExp(`paths\\[1\\]: the JPEG data is corrupt or truncated.*\\(${files.broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)`));
+    const missing = await cli(['infer', '--config', config, path.join(work, 'nope.png')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`cannot read image ${path.join(work, 'nope.png')}`);
+    const mcp = await cli(['mcp', '--config', config, '--hostname', '127.0.0.1', '--port', '0']);
+    expect(mcp.code).toBe(2);
+    expect(mcp.stderr).toContain('MCP image content for image_classification models is not implemented yet');
+  });
+});
