@@ -7,18 +7,7 @@
 import type * as ort from 'onnxruntime-node';
 import { ConfigError, InternalError } from './errors.ts';
 import type { PixelValues } from './image/preprocess.ts';
-import {
-  describeShape,
-  describeValues,
-  loadOnnxruntime,
-  sessionOptionsFor,
-  settingsOf,
-  toValueInfo,
-  withWeightsData,
-  type OnnxModelOptions,
-  type SessionSettings,
-  type ValueInfo,
-} from './onnx-model.ts';
+import { createSession, describeShape, describeValues, settingsOf, toValueInfo, type OnnxModelOptions, type SessionSettings, type ValueInfo } from './onnx-model.ts';
 import { Tensor } from './tensor.ts';
 
 export const PIXEL_VALUES_INPUT = 'pixel_values';
@@ -86,14 +75,7 @@ export class ImageOnnxModel {
     expected: { labels: number; size: { height: number; width: number } | null },
     options: OnnxModelOptions = {},
   ): Promise<ImageOnnxModel> {
-    const runtime = await loadOnnxruntime();
-    const sessionOptions = sessionOptionsFor(options);
-    let session: ort.InferenceSession;
-    try {
-      session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir));
-    } catch (error) {
-      throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
-    }
+    const { runtime, session, sessionOptions } = await createSession(weights, options);
     try {
       const signature = validateImageSignature(toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata), expected.labels, expected.size);
       return new ImageOnnxModel(runtime, session, signature, settingsOf(sessionOptions));

@@ -4,13 +4,13 @@
  * with the fewest jobs waiting. A thread that fails or exits fails its jobs with an InternalError and is not used
  * again; when none is left, every job fails (the server's health then says so through its errors).
  */
-import { Worker } from 'node:worker_threads';
-import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
+import type { Worker } from 'node:worker_threads';
+import { errorFromMessage, InternalError } from './errors.ts';
 import type { PixelValues } from './image/index.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
 import type { ImageJob, ImageModelLoad, ImageWorkerReply, ImageWorkerRequest } from './image-worker.ts';
 import { Tensor } from './tensor.ts';
-import type { WorkerRoleData } from './tokenizer-worker.ts';
+import { startRoleThread } from './role-thread.ts';
 
 interface Pending {
   resolve(reply: { data: Float32Array; dims: number[] }): void;
@@ -29,28 +29,8 @@ class ImageThread {
   }
 
   static async start(script: InferenceWorkerScript, load: ImageModelLoad): Promise<ImageThread> {
-    const data = { ...(script.workerData as object | undefined), role: 'image' } satisfies WorkerRoleData;
-    const worker = new Worker(script.script, { eval: script.eval ?? false, workerData: data });
+    const worker = await startRoleThread(script, 'image', { kind: 'load', load } satisfies ImageWorkerRequest, { thread: 'an image thread', loading: 'the model' });
     const thread = new ImageThread(worker);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onError = (error: Error) => reject(new ConfigError(`an image thread failed to start: ${error.message}`, { cause: error }));
-        const onExit = (code: number) => reject(new ConfigError(`an image thread exited with code ${code} while loading the model`));
-        worker.once('error', onError);
-        worker.once('exit', onExit);
-        worker.once('message', (reply: ImageWorkerReply) => {
-          worker.off('error', onError);
-          worker.off('exit', onExit);
-          if (reply.kind === 'loaded') resolve();
-          else if (reply.kind === 'failed') reject(errorFromMessage(reply.error));
-          else reject(new ConfigError(`an image thread answered ${reply.kind} to load`));
-        });
-        worker.postMessage({ kind: 'load', load } satisfies ImageWorkerRequest);
-      });
-    } catch (error) {
-      await worker.terminate();
-      throw error;
-    }
     thread.#listen();
     return thread;
   }

@@ -85,7 +85,7 @@ let onnxruntime: Promise<Onnxruntime> | undefined;
  * onnxruntime is loaded on first use, not at start-up: loading its native library costs time that commands such
  * as `--version` or `inspect` should not pay (and in a single executable it is dlopened from extracted assets).
  */
-export function loadOnnxruntime(): Promise<Onnxruntime> {
+function loadOnnxruntime(): Promise<Onnxruntime> {
   if (!onnxruntime) {
     disableOnnxruntimeTelemetry();
     onnxruntime = import('onnxruntime-node');
@@ -173,7 +173,7 @@ export function sessionOptionsFor(options: OnnxModelOptions = {}): ort.Inference
  * Session options that find external initializers in `dir`: a session made from bytes has no file beside which to
  * look for them. onnxruntime maps that file into memory instead of copying it.
  */
-export function withWeightsData(options: ort.InferenceSession.SessionOptions, dir: string | undefined): ort.InferenceSession.SessionOptions {
+function withWeightsData(options: ort.InferenceSession.SessionOptions, dir: string | undefined): ort.InferenceSession.SessionOptions {
   if (dir === undefined) return options;
   const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
   return { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dir } } };
@@ -204,6 +204,20 @@ export function settingsOf(options: ort.InferenceSession.SessionOptions): Sessio
   };
 }
 
+/** A session of the weights with the options (sessionOptionsFor); weights onnxruntime cannot load are a ConfigError. */
+export async function createSession(
+  weights: Uint8Array,
+  options: OnnxModelOptions,
+): Promise<{ runtime: Onnxruntime; session: ort.InferenceSession; sessionOptions: ort.InferenceSession.SessionOptions }> {
+  const runtime = await loadOnnxruntime();
+  const sessionOptions = sessionOptionsFor(options);
+  try {
+    return { runtime, session: await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir)), sessionOptions };
+  } catch (error) {
+    throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 /** One onnxruntime session and the signature it was validated against. */
 export class OnnxModel {
   readonly signature: ModelSignature;
@@ -220,14 +234,7 @@ export class OnnxModel {
   }
 
   static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
-    const runtime = await loadOnnxruntime();
-    const sessionOptions = sessionOptionsFor(options);
-    let session: ort.InferenceSession;
-    try {
-      session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir));
-    } catch (error) {
-      throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
-    }
+    const { runtime, session, sessionOptions } = await createSession(weights, options);
     try {
       const signature = validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata));
       return new OnnxModel(runtime, session, signature, settingsOf(sessionOptions));

@@ -34,7 +34,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     version,
     modelType,
     weights,
-    ...(section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {}),
+    ...weightsDataOf(section),
     tokenizerJson,
     tokenizerConfig,
     modelConfig: checkModelConfig(modelConfig, 'asset model_config'),
@@ -68,12 +68,17 @@ export async function readPackagedImageModel(section: AssetSection): Promise<Ima
     version,
     modelType,
     weights,
-    ...(section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {}),
+    ...weightsDataOf(section),
     modelConfig: checked,
     labels: imageLabelsOf(checked, 'asset model_config'),
     preprocessor: parseImageProcessorConfig(preprocessor, 'asset preprocessor_config'),
     quantization: 'none',
   };
+}
+
+/** `weightsDataDir` when the executable packs its large initializers apart (`model_data`), else nothing. */
+function weightsDataOf(section: AssetSection): { weightsDataDir?: string } {
+  return section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {};
 }
 
 /**

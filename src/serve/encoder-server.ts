@@ -13,7 +13,8 @@ import type { GrpcFrontEnd } from './grpc/index.ts';
 import { HttpDrain } from './http/drain.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
 import { ServedModelNames, type ModelNameOptions } from './model-names.ts';
-import { serverInfo } from './server-info.ts';
+import { serverInfo, type ServerInfo } from './server-info.ts';
+import type { HttpAppOptions } from './http/app.ts';
 
 /** HTTP's address and limits; the optional ones have createHttpApp's defaults. */
 export interface HttpServerOptions {
@@ -109,18 +110,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
     const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey, tracer: options.tracer };
     const modelNames = new ServedModelNames(predictor.modelId, options.modelNames);
     if (options.http) {
-      const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
-      frontEnds.http = await httpModule!.createHttpApp(predictor, {
-        bodyLimitBytes,
-        requestTimeoutMs,
-        bodyBufferLimitBytes,
-        hostGuard: { listenHost: host, allowedHosts, allowedOrigins },
-        drain,
-        serverInfo: info,
-        modelNames,
-        tls: options.tls?.current,
-        ...shared,
-      });
+      frontEnds.http = await httpModule!.createHttpApp(predictor, { ...httpAppOptionsOf(options.http, options, drain, info), modelNames, ...shared });
     }
     if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
   } catch (error) {
@@ -143,16 +133,9 @@ export async function prepareImageServer(
   const drain = new HttpDrain();
   const metrics = new ServerMetrics({ modelId: pipeline.modelId, modelType: pipeline.modelType, serverInfo: info, batchingStats: () => pipeline.batchingStats(), httpRequestsInFlight: () => drain.inFlight });
   const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: pipeline.observeBatches((run) => metrics.batchRun(run)), stopReloads: [] };
-  const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
   try {
     frontEnds.http = await createImageHttpApp(pipeline, {
-      bodyLimitBytes,
-      requestTimeoutMs,
-      bodyBufferLimitBytes,
-      hostGuard: { listenHost: host, allowedHosts, allowedOrigins },
-      drain,
-      serverInfo: info,
-      tls: options.tls?.current,
+      ...httpAppOptionsOf(options.http, options, drain, info),
       metrics,
       apiKey: options.apiKey,
       tracer: options.tracer,
@@ -165,6 +148,12 @@ export async function prepareImageServer(
   }
   const serving = { ...options, grpc: null };
   return { listen: () => listen(frontEnds, serving), discard: () => drop(frontEnds) };
+}
+
+/** What both HTTP apps are given of serve's HTTP settings. */
+function httpAppOptionsOf(http: HttpServerOptions, options: Pick<EncoderServerOptions, 'tls'>, drain: HttpDrain, info: ServerInfo): HttpAppOptions {
+  const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = http;
+  return { bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, hostGuard: { listenHost: host, allowedHosts, allowedOrigins }, drain, serverInfo: info, tls: options.tls?.current };
 }
 
 /** Closes front ends at once, without waiting for calls: they never listened, or only one of them could. */
