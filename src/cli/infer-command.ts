@@ -41,7 +41,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       const pkg = await source.load(options);
       traceStartup('model package read');
       if (isImageModelPackage(pkg)) {
-        const json = await inferImages(pkg, texts, { threads: session.threads, sessionOptions: session.sessionOptions });
+        const json = await inferImages(pkg, texts, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
         return;
@@ -69,7 +69,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
  * results as /predict answers them. A file that cannot be read is a ConfigError naming it; an image that cannot be
  * decoded an InputError naming it by its position (`paths[i]`) and path.
  */
-async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions'>): Promise<string> {
+async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>): Promise<string> {
   if (paths.length === 1 && paths[0] === '-') throw new InputError('an image model reads its images from files: give their paths (`-` reads texts only)');
   const images = await Promise.all(
     paths.map((file) =>
@@ -78,7 +78,7 @@ async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pic
       }),
     ),
   );
-  const pipeline = await ImagePipeline.load(pkg, { threads: session.threads, sessionOptions: session.sessionOptions });
+  const pipeline = await ImagePipeline.load(pkg, session);
   try {
     const response = await pipeline.classify({ images }, 'paths').catch((error: unknown) => {
       // the position says which input; the path says it to a person

@@ -1,5 +1,6 @@
 import type { HostBaseRuntime } from '../builder/base-runtime.ts';
 import type { ThreadScript } from '../shared/thread-script.ts';
+import type { CodecFiles } from '../encoder/image-codecs.ts';
 import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -32,6 +33,8 @@ export interface CliIo {
  */
 export interface CliContext {
   luaWasmPath?: string;
+  /** The image codecs' .wasm files in the single executable (extracted); absent: the installed packages'. */
+  imageCodecFiles?: CodecFiles;
   /** How `serve` starts its inference workers; absent: src/encoder/onnx-worker.ts (running from source). */
   inferenceWorker?: () => InferenceWorkerScript;
   /** The text of proto/encoder.proto (the gRPC contract). */

@@ -7,6 +7,7 @@
  */
 import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_IMAGE_LIMITS } from '../encoder/image/index.ts';
+import type { CodecFiles } from '../encoder/image-codecs.ts';
 import type { ImageModelPackage } from '../encoder/image-model-package.ts';
 import { ImagePipeline } from '../encoder/image-pipeline.ts';
 import type { ApiKey } from '../serve/api-key.ts';
@@ -24,7 +25,7 @@ export async function serveImageModel(
   options: ModelServingOptions,
   network: ServeNetworkSettings,
   frontEnds: ServedFrontEnds,
-  served: { http: HttpServerOptions | null; apiKey?: ApiKey; tls?: TlsCertificates },
+  served: { http: HttpServerOptions | null; apiKey?: ApiKey; tls?: TlsCertificates; codecFiles?: CodecFiles },
 ): Promise<void> {
   if (frontEnds.mcpFirst) throw new ConfigError(`mcp serves text models; MCP image content for ${pkg.modelType} models is not implemented yet: use serve (docs/image-models.md)`);
   if (served.http === null) throw new ConfigError(`a ${pkg.modelType} model is served over HTTP only (gRPC image services are not implemented yet); leave HTTP enabled`);
@@ -37,6 +38,7 @@ export async function serveImageModel(
     sessionOptions: session.sessionOptions,
     maxWaitMs: options.maxWaitMs,
     maxRequestInputs: options.maxRequestInputs,
+    codecFiles: served.codecFiles,
   });
   const { apiKey, tls } = served;
   const maxImageBytes = Math.min(DEFAULT_IMAGE_LIMITS.maxBytes, served.http.bodyLimitBytes);

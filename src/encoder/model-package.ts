@@ -69,7 +69,7 @@ export function resolvePooling(config: Pick<BuildConfig, 'modelType' | 'pooling'
  * stays out of a model executable's start-up.
  */
 export function readModelPackage(config: BuildConfig): ModelPackage {
-  if (isImageModelType(config.modelType)) throw imageModelNotServed(config.modelType);
+  if (isImageModelType(config.modelType)) throw notATextModel(config.modelType);
   const { paths } = config;
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
@@ -156,11 +156,11 @@ export function checkModelConfig(modelConfig: unknown, source: string): ModelCon
 }
 
 /**
- * What the text pipeline's front ends (serve, infer, mcp) say of an image model: it builds (src/builder), and is not
- * served yet (docs/image-models.md, what is left).
+ * A text model's reader given an image model: its package has no tokenizer and is read by readImageModelPackage or
+ * readPackagedImageModel (image-model-package.ts), which the command line picks by the model type.
  */
-export function imageModelNotServed(modelType: string): ConfigError {
-  return new ConfigError(`${modelType} models are built, not served yet: serve, infer and mcp run text models (docs/image-models.md)`);
+export function notATextModel(modelType: string): ConfigError {
+  return new ConfigError(`${modelType} is an image model, read without a tokenizer as an image model package (docs/image-models.md)`);
 }
 
 export function requireFile(file: string, what: string): void {

@@ -8,7 +8,7 @@ import { ConfigError } from './errors.ts';
 import type { ModelMaxLength } from './max-length.ts';
 import { parseImageProcessorConfig } from './image/preprocessor-config.ts';
 import { imageLabelsOf, type ImageModelPackage } from './image-model-package.ts';
-import { checkModelConfig, imageModelNotServed, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
+import { checkModelConfig, notATextModel, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 import type { TextTruncation } from './tokenizer/index.ts';
 
 /**
@@ -17,7 +17,7 @@ import type { TextTruncation } from './tokenizer/index.ts';
  * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
-  if (isImageModelType(section.manifest.model.model_type)) throw imageModelNotServed(section.manifest.model.model_type);
+  if (isImageModelType(section.manifest.model.model_type)) throw notATextModel(section.manifest.model.model_type);
   const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength, truncation } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);

@@ -109,8 +109,8 @@ describe('building an image classification model', () => {
       const pkg = await readPackagedImageModel(section);
       expect(pkg.labels).toEqual(TINY_VIT.labels);
       expect(pkg.preprocessor.resize?.target).toEqual({ height: 32, width: 32 });
-      // the text runtime says what it does not do yet, rather than failing on a missing tokenizer
-      await expect(readPackagedModel(section)).rejects.toThrow('image_classification models are built, not served yet');
+      // the text model's reader says what the package is, rather than failing on a missing tokenizer
+      await expect(readPackagedModel(section)).rejects.toThrow('image_classification is an image model, read without a tokenizer as an image model package');
 
       // the packed (optimized) graph and the folder's give the same logits on the same pixels
       const pixels = { dims: [2, 3, 32, 32] as [number, number, number, number], data: Float32Array.from({ length: 2 * 3 * 32 * 32 }, (_, i) => Math.sin(i) * 0.9) };
