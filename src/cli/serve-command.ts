@@ -148,7 +148,8 @@ export async function serveModel(
   traceStartup('model package read');
   const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
   if (isImageModelPackage(pkg)) {
-    await (await import('./serve-image.ts')).serveImageModel({ io, context }, pkg, options, network, frontEnds, { http, apiKey, tls, codecFiles: source.imageCodecFiles });
+    const grpc = frontEnds.grpc ? { ...frontEnds.grpc, maxMessageBytes: options.bodyLimit } : null;
+    await (await import('./serve-image.ts')).serveImageModel({ io, context }, pkg, options, network, frontEnds, { http, grpc, apiKey, tls, codecFiles: source.imageCodecFiles });
     return;
   }
   const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;

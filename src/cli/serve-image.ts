@@ -1,9 +1,9 @@
 /**
- * `serve` of an image classification model: its pipeline (image threads that decode, preprocess and run the model) and
- * its HTTP front end (POST /predict with base64 images, POST /predict/multipart as encoderfile has it), until SIGTERM
- * or SIGINT, with the same network, TLS, API key and shutdown options as a text model. gRPC's image services, MCP
- * image content and tracing of image requests are not there yet (docs/image-models.md): asked for, they are said to
- * be missing rather than silently dropped.
+ * `serve` of an image classification model: its pipeline (image threads that decode, preprocess and run the model),
+ * HTTP (POST /predict with base64 images, POST /predict/multipart as encoderfile has it) and gRPC (encoderfile's
+ * ImageClassificationInference), until SIGTERM or SIGINT, with the same network, TLS, API key and shutdown options as a
+ * text model. MCP image content and tracing of image requests are not there yet (docs/image-models.md): asked for,
+ * they are said to be missing rather than silently dropped.
  */
 import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_IMAGE_LIMITS } from '../encoder/image/index.ts';
@@ -25,10 +25,15 @@ export async function serveImageModel(
   options: ModelServingOptions,
   network: ServeNetworkSettings,
   frontEnds: ServedFrontEnds,
-  served: { http: HttpServerOptions | null; apiKey?: ApiKey; tls?: TlsCertificates; codecFiles?: CodecFiles },
+  served: {
+    http: HttpServerOptions | null;
+    grpc: { host: string; port: number; maxMessageBytes?: number } | null;
+    apiKey?: ApiKey;
+    tls?: TlsCertificates;
+    codecFiles?: CodecFiles;
+  },
 ): Promise<void> {
   if (frontEnds.mcpFirst) throw new ConfigError(`mcp serves text models; MCP image content for ${pkg.modelType} models is not implemented yet: use serve (docs/image-models.md)`);
-  if (served.http === null) throw new ConfigError(`a ${pkg.modelType} model is served over HTTP only (gRPC image services are not implemented yet); leave HTTP enabled`);
   if (options.enableOtel) throw new ConfigError(`--enable-otel: tracing of ${pkg.modelType} requests is not implemented yet`);
   const session = sessionSettingsOf(options);
   const pipeline = await ImagePipeline.load(pkg, {
@@ -41,27 +46,27 @@ export async function serveImageModel(
     codecFiles: served.codecFiles,
   });
   const { apiKey, tls } = served;
-  const maxImageBytes = Math.min(DEFAULT_IMAGE_LIMITS.maxBytes, served.http.bodyLimitBytes);
+  const maxImageBytes = Math.min(DEFAULT_IMAGE_LIMITS.maxBytes, options.bodyLimit);
   let server;
   try {
     const { prepareImageServer } = await import('../serve/encoder-server.ts');
-    server = await (await prepareImageServer(pipeline, { http: served.http, target: context.target, apiKey, tls, maxImageBytes })).listen();
+    server = await (await prepareImageServer(pipeline, { http: served.http, grpc: served.grpc, target: context.target, apiKey, tls, maxImageBytes })).listen();
   } catch (error) {
     await pipeline.close();
     throw error;
   }
   const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
   const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
-  if (frontEnds.grpc) io.stderr(`note: gRPC does not serve ${pkg.modelType} models yet (encoderfile's image services are not implemented); HTTP only\n`);
   const settings = pipeline.batchingSettings;
   const lines = [
     `serving ${pipeline.modelId} (${pipeline.modelType})`,
-    `  HTTP  ${server.httpUrl}  POST /predict /predict/multipart, GET /model /health /metrics`,
+    ...(server.httpUrl ? [`  HTTP  ${server.httpUrl}  POST /predict /predict/multipart, GET /model /health /metrics`] : []),
+    ...(server.grpcAddress ? [`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`] : []),
     ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
     `  limits: ${pipeline.maxRequestInputs} images per request, ${maxImageBytes} bytes and ${DEFAULT_IMAGE_LIMITS.maxPixels} pixels per image`,
     sessionLine(pipeline.sessionSettings),
     `  batching: up to ${settings.maxBatchTokens} images per onnxruntime run on ${options.workers} image thread(s), waiting up to ${settings.maxWaitMs} ms for more requests`,
-    ...(apiKey ? ['  API key: required (Authorization: Bearer <key>) on every call but GET /health and GET /metrics'] : []),
+    ...(apiKey ? ['  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health'] : []),
   ];
   io.stderr(`${lines.join('\n')}\n`);
   await stopped;

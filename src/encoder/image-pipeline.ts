@@ -12,7 +12,7 @@ import { DEFAULT_IMAGE_LIMITS, preprocessImage, type ImageLimits, type PixelValu
 import { codecsOf, type CodecFiles } from './image-codecs.ts';
 import { ImageOnnxModel } from './image-model.ts';
 import { preprocessedSize, type ImageModelPackage } from './image-model-package.ts';
-import { parseImageClassificationBody, type ImageClassificationRequest } from './image-requests.ts';
+import { checkImageCount, parseImageClassificationBody, type ImageClassificationRequest } from './image-requests.ts';
 import { ImageWorkers } from './image-workers.ts';
 import type { ImageModelLoad } from './image-worker.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
@@ -140,6 +140,7 @@ export class ImagePipeline {
     if (this.#closing) throw new InternalError('the model is shutting down; the request was not run');
     const running = (async () => {
       const { images, topK } = request;
+      checkImageCount(images.length, this.#maxInputs, field);
       const pixels = await Promise.all(images.map((bytes, index) => this.#runner.preprocess(bytes, index, field)));
       const placed = await this.#scheduler.submit(pixels.map((p) => ({ ids: ONE, pixels: p })));
       return placed.map(({ output, row }) => ({ labels: this.#labelsOf(output, row, topK) }));

@@ -41,14 +41,18 @@ export function parseImageClassificationBody(body: unknown, maxInputs: number): 
   if (inputs === undefined) throw new InputError('missing required field "inputs"', { field: 'inputs' });
   if (!Array.isArray(inputs)) throw new InputError('inputs must be a list of images (base64 strings or data URLs)', { field: 'inputs' });
   if (inputs.length === 0) throw new InputError('inputs must not be empty', { field: 'inputs' });
-  if (inputs.length > maxInputs) {
-    throw new InputError(`the request holds ${inputs.length} inputs, more than the limit of ${maxInputs} inputs per request; send fewer inputs per request`, { field: 'inputs' });
-  }
+  checkImageCount(inputs.length, maxInputs, 'inputs');
   const images = inputs.map((input, index) => {
     if (typeof input !== 'string') throw new InputError(`inputs[${index}] must be a string (base64 or a data URL)`, { field: 'inputs' });
     return imageBytesOf(input, index);
   });
   return { images, ...checkTopK(topK), ...checkMetadata(metadata) };
+}
+
+/** At least one image, at most `maxInputs`. */
+export function checkImageCount(count: number, maxInputs: number, field: string): void {
+  if (count === 0) throw new InputError(`${field} must not be empty`, { field });
+  if (count > maxInputs) throw new InputError(`the request holds ${count} inputs, more than the limit of ${maxInputs} inputs per request; send fewer inputs per request`, { field });
 }
 
 export function checkTopK(topK: unknown): { topK?: number } {

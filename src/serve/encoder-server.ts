@@ -121,32 +121,32 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
 }
 
 /**
- * The HTTP front end of an image model (image-app.ts), with metrics, not listening yet: what prepareEncoderServer is
- * for text models. gRPC and MCP do not serve image models yet (docs/image-models.md).
+ * The front ends of an image model, not listening yet: HTTP (image-app.ts) with metrics, gRPC with encoderfile's
+ * image service (grpc/image-services.ts); what prepareEncoderServer is for text models. MCP does not serve image
+ * models yet (docs/image-models.md).
  */
 export async function prepareImageServer(
   pipeline: ImagePipeline,
-  options: Omit<EncoderServerOptions, 'grpc' | 'http'> & { http: HttpServerOptions; maxImageBytes: number },
+  options: Omit<EncoderServerOptions, 'grpc' | 'http'> & { http: HttpServerOptions | null; grpc: { host: string; port: number; maxMessageBytes?: number } | null; maxImageBytes: number },
 ): Promise<PreparedServer> {
-  const { createImageHttpApp } = await import('./http/image-app.ts');
+  const [{ createImageHttpApp }, { createImageGrpcServer }] = await Promise.all([import('./http/image-app.ts'), import('./grpc/image-services.ts')]);
   const info = serverInfo({ target: options.target });
   const drain = new HttpDrain();
   const metrics = new ServerMetrics({ modelId: pipeline.modelId, modelType: pipeline.modelType, serverInfo: info, batchingStats: () => pipeline.batchingStats(), httpRequestsInFlight: () => drain.inFlight });
   const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: pipeline.observeBatches((run) => metrics.batchRun(run)), stopReloads: [] };
+  const shared = { metrics, apiKey: options.apiKey, tracer: options.tracer };
   try {
-    frontEnds.http = await createImageHttpApp(pipeline, {
-      ...httpAppOptionsOf(options.http, options, drain, info),
-      metrics,
-      apiKey: options.apiKey,
-      tracer: options.tracer,
-      maxRequestInputs: pipeline.maxRequestInputs,
-      maxImageBytes: options.maxImageBytes,
-    });
+    if (options.http) {
+      const http = httpAppOptionsOf(options.http, options, drain, info);
+      frontEnds.http = await createImageHttpApp(pipeline, { ...http, ...shared, maxRequestInputs: pipeline.maxRequestInputs, maxImageBytes: options.maxImageBytes });
+    }
+    if (options.grpc) frontEnds.grpc = createImageGrpcServer(pipeline, { maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
   } catch (error) {
     await drop(frontEnds);
     throw error;
   }
-  const serving = { ...options, grpc: null };
+  // listen() binds gRPC from options.grpc, which needs no proto text here
+  const serving = { ...options, grpc: options.grpc ? { ...options.grpc, protoText: '' } : null };
   return { listen: () => listen(frontEnds, serving), discard: () => drop(frontEnds) };
 }
 

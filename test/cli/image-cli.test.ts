@@ -1,12 +1,15 @@
 /**
  * An image classification model on the command line (issue 36): `infer --config vit.yml a.png b.jpg` prints each
  * image's labels, and `serve --config` (run from the sources, as a user runs it) answers the same images through
- * POST /predict (base64) and POST /predict/multipart with the same scores; unreadable and undecodable files are
- * errors naming them; `mcp` says it does not serve image models yet.
+ * POST /predict (base64), POST /predict/multipart and gRPC (a @grpc/grpc-js client from .proto files written as
+ * encoderfile 0.7 publishes image_classification.proto, image_types.proto and metadata.proto) with the same scores;
+ * unreadable and undecodable files are errors naming them; `mcp` says it does not serve image models yet.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImageClassificationResponse } from '../../src/encoder/image-pipeline.ts';
@@ -35,8 +38,76 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const cli = (args: string[]) => runCliCaptured(args);
 
+/** encoderfile 0.7's proto files (encoderfile/proto/), as a client generated from them sees the service. */
+const ENCODERFILE_PROTOS: Record<string, string> = {
+  'proto/metadata.proto': `syntax = "proto3";
+package encoderfile.metadata;
+message GetModelMetadataRequest {}
+message GetModelMetadataResponse {
+  string model_id = 1;
+  ModelType model_type = 2;
+  map<uint32, string> id2label = 3;
+}
+enum ModelType {
+  MODEL_TYPE_UNSPECIFIED = 0;
+  EMBEDDING = 1;
+  SEQUENCE_CLASSIFICATION = 2;
+  TOKEN_CLASSIFICATION = 3;
+  SENTENCE_EMBEDDING = 4;
+  IMAGE_CLASSIFICATION = 21;
+}
+`,
+  'proto/image_types.proto': `syntax = "proto3";
+package encoderfile.image_types;
+message ImageInput {
+  bytes image = 1;
+}
+message ImageLabelScore {
+  string label = 1;
+  optional float score = 2;
+}
+message ImageLabels {
+  repeated ImageLabelScore labels = 1;
+}
+`,
+  'proto/image_classification.proto': `syntax = "proto3";
+package encoderfile.image_classification;
+import "proto/metadata.proto";
+import "proto/image_types.proto";
+service ImageClassificationInference {
+  rpc Predict(ImageClassificationRequest) returns (ImageClassificationResponse);
+  rpc GetModelMetadata(encoderfile.metadata.GetModelMetadataRequest) returns (encoderfile.metadata.GetModelMetadataResponse);
+}
+message ImageClassificationRequest {
+  repeated encoderfile.image_types.ImageInput inputs = 1;
+  map<string, string> metadata = 11;
+}
+message ImageClassificationResponse {
+  repeated encoderfile.image_types.ImageLabels results = 1;
+  map<string, string> metadata = 11;
+}
+`,
+};
+
+type Unary = (request: object, callback: (error: grpc.ServiceError | null, value: Record<string, unknown>) => void) => void;
+
+/** A client of encoderfile's ImageClassificationInference, with promise-returning calls. */
+function imageClient(address: string) {
+  const dir = path.join(work, 'protos');
+  for (const [file, text] of Object.entries(ENCODERFILE_PROTOS)) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), text);
+  }
+  const definition = protoLoader.loadSync('proto/image_classification.proto', { includeDirs: [dir], keepCase: true, enums: String, defaults: true });
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as { encoderfile: { image_classification: { ImageClassificationInference: grpc.ServiceClientConstructor } } };
+  const client = new pkg.encoderfile.image_classification.ImageClassificationInference(address, grpc.credentials.createInsecure());
+  const call = (method: string) => (request: object) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => (client[method] as Unary).call(client, request, (error, value) => (error ? reject(error) : resolve(value))));
+  return { predict: call('Predict'), metadata: call('GetModelMetadata'), close: () => client.close() };
+}
+
 describe('image models on the command line', () => {
-  it('infer, serve over JSON base64 and over multipart give the same labels and scores', async () => {
+  it('infer, serve over JSON base64, multipart and gRPC give the same labels and scores', async () => {
     const inferred = await cli(['infer', '--config', config, files.png, files.jpeg]);
     expect(inferred.stderr).toBe('');
     expect(inferred.code).toBe(0);
@@ -48,7 +119,7 @@ describe('image models on the command line', () => {
     const served = await serveFromSource(config, { cacheDir: path.join(work, 'cache'), args: ['--workers', '1'] });
     try {
       expect(served.stderr()).toMatch(/serving tiny-vit \(image_classification\)\n {2}HTTP {2}http:\/\/127\.0\.0\.1:\d+ {2}POST \/predict \/predict\/multipart/);
-      expect(served.stderr()).toContain('note: gRPC does not serve image_classification models yet');
+      expect(served.stderr()).toContain(`gRPC  ${served.grpcAddress}  encoderfile.image_classification.ImageClassificationInference, grpc.health.v1.Health`);
       const bytes = [files.png, files.jpeg].map((file) => readFileSync(file));
       const json = (await fetch(`${served.httpUrl}/predict`, {
         method: 'POST',
@@ -65,6 +136,31 @@ describe('image models on the command line', () => {
         expect(result.labels.map((l) => l.label)).toEqual(fromInfer.results[i].labels.map((l) => l.label));
         result.labels.forEach((l, k) => expect(l.score).toBeCloseTo(fromInfer.results[i].labels[k].score, 6));
       });
+
+      const client = imageClient(served.grpcAddress);
+      try {
+        const reply = (await client.predict({ inputs: bytes.map((image) => ({ image })), metadata: { trace: 't1' } })) as {
+          results: { labels: { label: string; score: number }[] }[];
+          metadata: Record<string, string>;
+        };
+        expect(reply.metadata).toEqual({ trace: 't1' });
+        // float on the wire: the same scores to float32 precision
+        reply.results.forEach((result, i) => {
+          expect(result.labels.map((l) => l.label)).toEqual(json.results[i].labels.map((l) => l.label));
+          result.labels.forEach((l, k) => expect(l.score).toBeCloseTo(json.results[i].labels[k].score, 6));
+        });
+        expect(await client.metadata({})).toEqual({ model_id: 'tiny-vit', model_type: 'IMAGE_CLASSIFICATION', id2label: { 0: 'cat', 1: 'dog', 2: 'bird' } });
+        const refused = await client.predict({ inputs: [{ image: bytes[0] }, { image: Buffer.from('not an image') }] }).then(
+          () => null,
+          (error: grpc.ServiceError) => error,
+        );
+        expect(refused?.code).toBe(grpc.status.INVALID_ARGUMENT);
+        expect(refused?.details).toBe('Invalid input: inputs[1]: not a PNG, JPEG, WebP or GIF image');
+        const empty = await client.predict({ inputs: [] }).then(() => null, (error: grpc.ServiceError) => error);
+        expect(empty?.details).toBe('Invalid input: inputs must not be empty');
+      } finally {
+        client.close();
+      }
     } finally {
       expect(await served.stop()).toBe(0);
     }
