@@ -51,6 +51,8 @@ describe.skipIf(!hasBaseRuntime())('image models on the built runtime', () => {
 
     const served = await serveModel(executable, { cacheDir, args: ['--workers', '1'] });
     try {
+      expect(served.grpcAddress).not.toBe('');
+      expect(served.stderr()).toContain('encoderfile.image_classification.ImageClassificationInference');
       const json = (await fetch(`${served.httpUrl}/predict`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
