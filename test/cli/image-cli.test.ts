@@ -5,7 +5,7 @@
  * encoderfile 0.7 publishes image_classification.proto, image_types.proto and metadata.proto) with the same scores;
  * unreadable and undecodable files are errors naming them; `mcp` says it does not serve image models yet.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -16,6 +16,7 @@ import type { ImageClassificationResponse } from '../../src/encoder/image-pipeli
 import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { serveFromSource } from '../helpers/served-model.ts';
+import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 let work: string;
 let config: string;
@@ -38,67 +39,14 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const cli = (args: string[]) => runCliCaptured(args);
 
-/** encoderfile 0.7's proto files (encoderfile/proto/), as a client generated from them sees the service. */
-const ENCODERFILE_PROTOS: Record<string, string> = {
-  'proto/metadata.proto': `syntax = "proto3";
-package encoderfile.metadata;
-message GetModelMetadataRequest {}
-message GetModelMetadataResponse {
-  string model_id = 1;
-  ModelType model_type = 2;
-  map<uint32, string> id2label = 3;
-}
-enum ModelType {
-  MODEL_TYPE_UNSPECIFIED = 0;
-  EMBEDDING = 1;
-  SEQUENCE_CLASSIFICATION = 2;
-  TOKEN_CLASSIFICATION = 3;
-  SENTENCE_EMBEDDING = 4;
-  IMAGE_CLASSIFICATION = 21;
-}
-`,
-  'proto/image_types.proto': `syntax = "proto3";
-package encoderfile.image_types;
-message ImageInput {
-  bytes image = 1;
-}
-message ImageLabelScore {
-  string label = 1;
-  optional float score = 2;
-}
-message ImageLabels {
-  repeated ImageLabelScore labels = 1;
-}
-`,
-  'proto/image_classification.proto': `syntax = "proto3";
-package encoderfile.image_classification;
-import "proto/metadata.proto";
-import "proto/image_types.proto";
-service ImageClassificationInference {
-  rpc Predict(ImageClassificationRequest) returns (ImageClassificationResponse);
-  rpc GetModelMetadata(encoderfile.metadata.GetModelMetadataRequest) returns (encoderfile.metadata.GetModelMetadataResponse);
-}
-message ImageClassificationRequest {
-  repeated encoderfile.image_types.ImageInput inputs = 1;
-  map<string, string> metadata = 11;
-}
-message ImageClassificationResponse {
-  repeated encoderfile.image_types.ImageLabels results = 1;
-  map<string, string> metadata = 11;
-}
-`,
-};
+/** encoderfile 0.7's proto files, as its published encoderfile/proto/*.proto define them (test/fixtures). */
+const ENCODERFILE_PROTOS = path.join(repoRoot, 'test', 'fixtures', 'encoderfile-0.7.0');
 
 type Unary = (request: object, callback: (error: grpc.ServiceError | null, value: Record<string, unknown>) => void) => void;
 
 /** A client of encoderfile's ImageClassificationInference, with promise-returning calls. */
 function imageClient(address: string) {
-  const dir = path.join(work, 'protos');
-  for (const [file, text] of Object.entries(ENCODERFILE_PROTOS)) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    writeFileSync(path.join(dir, file), text);
-  }
-  const definition = protoLoader.loadSync('proto/image_classification.proto', { includeDirs: [dir], keepCase: true, enums: String, defaults: true });
+  const definition = protoLoader.loadSync('proto/image_classification.proto', { includeDirs: [ENCODERFILE_PROTOS], keepCase: true, enums: String, defaults: true });
   const pkg = grpc.loadPackageDefinition(definition) as unknown as { encoderfile: { image_classification: { ImageClassificationInference: grpc.ServiceClientConstructor } } };
   const client = new pkg.encoderfile.image_classification.ImageClassificationInference(address, grpc.credentials.createInsecure());
   const call = (method: string) => (request: object) =>
