@@ -2,12 +2,13 @@
  * `serve` of an image classification model: its pipeline (image threads that decode, preprocess and run the model),
  * HTTP (POST /predict with base64 images, POST /predict/multipart as encoderfile has it) and gRPC (encoderfile's
  * ImageClassificationInference), until SIGTERM or SIGINT, with the same network, TLS, API key and shutdown options as a
- * text model. MCP image content and tracing of image requests are not there yet (docs/image-models.md): asked for,
- * they are said to be missing rather than silently dropped.
+ * text model, and MCP (run_encoder taking image content blocks) at /mcp and for `mcp`. Tracing of image requests is
+ * not there yet (docs/image-models.md): asked for, it is refused rather than silently dropped.
  */
 import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_IMAGE_LIMITS } from '../encoder/image/index.ts';
 import type { CodecFiles } from '../encoder/image-codecs.ts';
+import { MCP_PATH } from '../serve/http/errors.ts';
 import type { ImageModelPackage } from '../encoder/image-model-package.ts';
 import { ImagePipeline } from '../encoder/image-pipeline.ts';
 import type { ApiKey } from '../serve/api-key.ts';
@@ -33,7 +34,6 @@ export async function serveImageModel(
     codecFiles?: CodecFiles;
   },
 ): Promise<void> {
-  if (frontEnds.mcpFirst) throw new ConfigError(`mcp serves text models; MCP image content for ${pkg.modelType} models is not implemented yet: use serve (docs/image-models.md)`);
   if (options.enableOtel) throw new ConfigError(`--enable-otel: tracing of ${pkg.modelType} requests is not implemented yet`);
   const session = sessionSettingsOf(options);
   const pipeline = await ImagePipeline.load(pkg, {
@@ -60,7 +60,8 @@ export async function serveImageModel(
   const settings = pipeline.batchingSettings;
   const lines = [
     `serving ${pipeline.modelId} (${pipeline.modelType})`,
-    ...(server.httpUrl ? [`  HTTP  ${server.httpUrl}  POST /predict /predict/multipart, GET /model /health /metrics`] : []),
+    ...(frontEnds.mcpFirst && server.httpUrl ? [`  MCP   ${server.httpUrl}${MCP_PATH}  the model's one tool, run_encoder, taking image content blocks (Streamable HTTP)`] : []),
+    ...(server.httpUrl ? [`  HTTP  ${server.httpUrl}  POST /predict /predict/multipart, GET /model /health /metrics, MCP at /mcp`] : []),
     ...(server.grpcAddress ? [`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`] : []),
     ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
     `  limits: ${pipeline.maxRequestInputs} images per request, ${maxImageBytes} bytes and ${DEFAULT_IMAGE_LIMITS.maxPixels} pixels per image`,

@@ -3,7 +3,7 @@
  * image's labels, and `serve --config` (run from the sources, as a user runs it) answers the same images through
  * POST /predict (base64), POST /predict/multipart and gRPC (a @grpc/grpc-js client from .proto files written as
  * encoderfile 0.7 publishes image_classification.proto, image_types.proto and metadata.proto) with the same scores;
- * unreadable and undecodable files are errors naming them; `mcp` says it does not serve image models yet.
+ * unreadable and undecodable files are errors naming them.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -114,15 +114,12 @@ describe('image models on the command line', () => {
     }
   }, 90_000);
 
-  it('names the file that cannot be read or decoded, and refuses mcp for an image model', async () => {
+  it('names the file that cannot be read or decoded', async () => {
     const broken = await cli(['infer', '--config', config, files.png, files.broken]);
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(new RegExp(`paths\\[1\\]: the JPEG data is corrupt or truncated.*\\(${files.broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)`));
     const missing = await cli(['infer', '--config', config, path.join(work, 'nope.png')]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(`cannot read image ${path.join(work, 'nope.png')}`);
-    const mcp = await cli(['mcp', '--config', config, '--hostname', '127.0.0.1', '--port', '0']);
-    expect(mcp.code).toBe(2);
-    expect(mcp.stderr).toContain('MCP image content for image_classification models is not implemented yet');
   });
 });

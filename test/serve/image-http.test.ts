@@ -1,8 +1,8 @@
 /**
  * An image classification model over HTTP (issue 36): the tiny ViT through POST /predict with base64 and data URLs
  * and through POST /predict/multipart as encoderfile 0.7 sends it (a JSON part `payload`, parts `files`), with the
- * same scores both ways, sent by Node's fetch and FormData; and every bad image or form refused with the status and
- * the text that names it.
+ * same scores both ways, sent by Node's fetch and FormData; MCP's run_encoder with image content blocks; and every bad
+ * image or form refused with the status and the text that names it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,6 +17,8 @@ import { ImagePipeline, type ImageClassificationResponse } from '../../src/encod
 import { createImageHttpApp } from '../../src/serve/http/image-app.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';
 import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
+import { ErrorCode, type CallToolResult, type McpError } from '@modelcontextprotocol/sdk/types.js';
+import { mcpClient } from '../helpers/served-model.ts';
 
 const MAX_IMAGE_BYTES = 200_000;
 let work: string;
@@ -89,6 +91,34 @@ describe('image classification over HTTP', () => {
 
     const model = await fetch(`${url}/model`).then((r) => r.json());
     expect(model).toEqual({ model_id: 'tiny-vit', model_type: 'image_classification', id2label: { 0: 'cat', 1: 'dog', 2: 'bird' } });
+  });
+
+  it('serves run_encoder over MCP, taking image content blocks, to the MCP SDK client, with the scores of /predict', async () => {
+    const client = await mcpClient(url);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(['run_encoder']);
+      const blocks = [
+        { type: 'image', data: png.toString('base64'), mimeType: 'image/png' },
+        { type: 'image', data: jpeg.toString('base64'), mimeType: 'image/jpeg' },
+      ];
+      const result = (await client.callTool({ name: 'run_encoder', arguments: { images: blocks, top_k: 2 } })) as CallToolResult;
+      const viaHttp = (await post('/predict', { inputs: [png.toString('base64'), jpeg.toString('base64')], top_k: 2 })).json();
+      expect(result.structuredContent).toEqual(JSON.parse(JSON.stringify(viaHttp)));
+      const refused = await client.callTool({ name: 'run_encoder', arguments: { images: [blocks[0], { type: 'image', data: Buffer.from('no image').toString('base64') }] } }).then(
+        () => null,
+        (error: McpError) => error,
+      );
+      expect(refused?.code).toBe(ErrorCode.InvalidRequest);
+      expect(refused?.message).toContain('Invalid input: images[1]: not a PNG, JPEG, WebP or GIF image');
+      const text = await client.callTool({ name: 'run_encoder', arguments: { images: [{ type: 'text', text: 'a cat' }] } }).then(
+        () => null,
+        (error: McpError) => error,
+      );
+      expect(text?.message).toContain('images[0] must be an image content block');
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses bad images with a 422 naming the input, and bad forms with 400, 413, 415 or 422', async () => {

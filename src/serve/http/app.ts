@@ -68,7 +68,10 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
 
   // The MCP SDK (and zod) and the OpenAPI document are the slowest parts of start-up to load and build, and most
   // servers are never asked for them: both load at their first request.
-  const mcp = once(async (): Promise<McpServerFactory> => new (await import('./mcp-server.ts')).McpServerFactory(predictor, options.serverInfo));
+  const mcp = once(async (): Promise<McpServerFactory> => {
+    const { McpServerFactory, toolModelOf } = await import('./mcp-server.ts');
+    return new McpServerFactory(toolModelOf(predictor), options.serverInfo);
+  });
   const openApiJson = once(async () => {
     const { openApiDocument } = await import('./openapi.ts');
     return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined, modelNames }));
@@ -188,7 +191,7 @@ function registerMetrics(app: FastifyInstance, metrics: ServerMetrics): void {
 }
 
 /** `make` on the first call; the same promise afterwards (a failure is retried at the next call). */
-function once<T>(make: () => Promise<T>): () => Promise<T> {
+export function once<T>(make: () => Promise<T>): () => Promise<T> {
   let made: Promise<T> | undefined;
   return () => {
     made ??= make().catch((error: unknown) => {

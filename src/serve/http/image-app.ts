@@ -1,7 +1,7 @@
 /**
  * The HTTP front end of an image classification model: GET /health, /livez, /model, POST /predict (JSON, images in
- * base64 or data URLs) and POST /predict/multipart as mozilla-ai/encoderfile 0.7 has it (a JSON part `payload`, the
- * images as parts `files`), plus /metrics given metrics. Errors are text/plain as on every route: an image that is
+ * base64 or data URLs), POST /predict/multipart as mozilla-ai/encoderfile 0.7 has it (a JSON part `payload`, the
+ * images as parts `files`), MCP at /mcp (image-mcp.ts), plus /metrics given metrics. Errors are text/plain as on every route: an image that is
  * empty, corrupt, truncated, too large or not an image is a 422 naming it (`files[i]`, `inputs[i]`), a body that is
  * not multipart as it should be a 400. docs/image-models.md, docs/http-api.md.
  */
@@ -10,7 +10,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InputError, isEncoderError } from '../../encoder/errors.ts';
 import type { ImagePipeline } from '../../encoder/image-pipeline.ts';
 import { checkMetadata, checkTopK, type ImageClassificationRequest } from '../../encoder/image-requests.ts';
-import { createHttpShell, finishHttpApp, type HttpAppOptions } from './app.ts';
+import { createHttpShell, finishHttpApp, once, type HttpAppOptions } from './app.ts';
+import { registerMcpRoute } from './mcp-route.ts';
 import { bodyTooLargeMessage, HttpError } from './errors.ts';
 import { sendJson } from './json-reply.ts';
 import { registerHealthRoutes } from './routes.ts';
@@ -31,6 +32,14 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
   const app = createHttpShell(options);
   registerHealthRoutes(app, () => pipeline.metadata());
   app.post('/predict', async (request, reply) => sendJson(reply, await pipeline.predict(request.body)));
+  // the SDK loads at the first MCP request, as for text models
+  registerMcpRoute(
+    app,
+    once(async () => {
+      const [{ McpServerFactory }, { imageToolModel }] = await Promise.all([import('./mcp-server.ts'), import('./image-mcp.ts')]);
+      return new McpServerFactory(imageToolModel(pipeline), options.serverInfo);
+    }),
+  );
   // the multipart parser only where the form is read: /predict stays JSON-only (a form there is a 415)
   await app.register(async (scope) => {
     await scope.register(multipart, {
