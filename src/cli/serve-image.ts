@@ -2,10 +2,9 @@
  * `serve` of an image classification model: its pipeline (image threads that decode, preprocess and run the model),
  * HTTP (POST /predict with base64 images, POST /predict/multipart as encoderfile has it) and gRPC (encoderfile's
  * ImageClassificationInference), until SIGTERM or SIGINT, with the same network, TLS, API key and shutdown options as a
- * text model, and MCP (run_encoder taking image content blocks) at /mcp and for `mcp`. Tracing of image requests is
- * not there yet (docs/image-models.md): asked for, it is refused rather than silently dropped.
+ * text model (`--enable-otel`: a span per request), and MCP (run_encoder taking image content blocks) at /mcp and for
+ * `mcp`.
  */
-import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_IMAGE_LIMITS } from '../encoder/image/index.ts';
 import type { CodecFiles } from '../encoder/image-codecs.ts';
 import { MCP_PATH } from '../serve/http/errors.ts';
@@ -19,6 +18,8 @@ import type { ModelServingOptions, ServedFrontEnds } from './serve-command.ts';
 import type { ServeNetworkSettings } from './serve-network.ts';
 import { sessionLine, sessionSettingsOf } from './serve-session.ts';
 import { serveUntilStopped } from './serve-shutdown.ts';
+import { tracerOf } from './serve-tracing.ts';
+import { RUNTIME_VERSION } from './program.ts';
 
 export async function serveImageModel(
   { io, context }: { io: CliIo; context: CliContext },
@@ -34,7 +35,9 @@ export async function serveImageModel(
     codecFiles?: CodecFiles;
   },
 ): Promise<void> {
-  if (options.enableOtel) throw new ConfigError(`--enable-otel: tracing of ${pkg.modelType} requests is not implemented yet`);
+  const notes: string[] = [];
+  // a span per request (HTTP, gRPC); the pipeline's own phases (decode, queue, run) are not recorded as spans yet
+  const tracer = (await tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes)) ?? undefined;
   const session = sessionSettingsOf(options);
   const pipeline = await ImagePipeline.load(pkg, {
     workers: options.workers,
@@ -50,13 +53,15 @@ export async function serveImageModel(
   let server;
   try {
     const { prepareImageServer } = await import('../serve/encoder-server.ts');
-    server = await (await prepareImageServer(pipeline, { http: served.http, grpc: served.grpc, target: context.target, apiKey, tls, maxImageBytes })).listen();
+    server = await (await prepareImageServer(pipeline, { http: served.http, grpc: served.grpc, target: context.target, apiKey, tls, tracer, maxImageBytes })).listen();
   } catch (error) {
     await pipeline.close();
+    await tracer?.shutdown();
     throw error;
   }
   const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
   const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
+  for (const note of notes) io.stderr(`note: ${note}\n`);
   const settings = pipeline.batchingSettings;
   const lines = [
     `serving ${pipeline.modelId} (${pipeline.modelType})`,
@@ -64,6 +69,7 @@ export async function serveImageModel(
     ...(server.httpUrl ? [`  HTTP  ${server.httpUrl}  POST /predict /predict/multipart, GET /model /health /metrics, MCP at /mcp`] : []),
     ...(server.grpcAddress ? [`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`] : []),
     ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
+    ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),
     `  limits: ${pipeline.maxRequestInputs} images per request, ${maxImageBytes} bytes and ${DEFAULT_IMAGE_LIMITS.maxPixels} pixels per image`,
     sessionLine(pipeline.sessionSettings),
     `  batching: up to ${settings.maxBatchTokens} images per onnxruntime run on ${options.workers} image thread(s), waiting up to ${settings.maxWaitMs} ms for more requests`,
@@ -72,5 +78,6 @@ export async function serveImageModel(
   io.stderr(`${lines.join('\n')}\n`);
   await stopped;
   await pipeline.close();
+  await tracer?.shutdown(); // exports the spans still buffered
   io.stderr('stopped\n');
 }

@@ -1,6 +1,7 @@
 /**
  * An image classification model on the command line (issue 36): `infer --config vit.yml a.png b.jpg` prints each
- * image's labels, and `serve --config` (run from the sources, as a user runs it) answers the same images through
+ * image's labels, and `serve --config --enable-otel` (run from the sources, as a user runs it; its request spans reach a
+ * collector) answers the same images through
  * POST /predict (base64), POST /predict/multipart and gRPC (a @grpc/grpc-js client from .proto files written as
  * encoderfile 0.7 publishes image_classification.proto, image_types.proto and metadata.proto) with the same scores;
  * unreadable and undecodable files are errors naming them.
@@ -16,6 +17,7 @@ import type { ImageClassificationResponse } from '../../src/encoder/image-pipeli
 import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
 import { runCliCaptured } from '../helpers/run-cli.ts';
 import { serveFromSource } from '../helpers/served-model.ts';
+import { callerContext, SPAN_KIND_SERVER, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 let work: string;
@@ -64,14 +66,20 @@ describe('image models on the command line', () => {
     expect(fromInfer.results).toHaveLength(2);
     for (const result of fromInfer.results) expect(result.labels.map((l) => l.label).sort()).toEqual([...TINY_VIT.labels].sort());
 
-    const served = await serveFromSource(config, { cacheDir: path.join(work, 'cache'), args: ['--workers', '1'] });
+    const receiver = await startOtlpReceiver();
+    const served = await serveFromSource(config, {
+      cacheDir: path.join(work, 'cache'),
+      args: ['--workers', '1', '--enable-otel', '--otel-exporter-url', receiver.url],
+      env: { OTEL_BSP_SCHEDULE_DELAY: '50' },
+    });
     try {
       expect(served.stderr()).toMatch(/serving tiny-vit \(image_classification\)\n {2}HTTP {2}http:\/\/127\.0\.0\.1:\d+ {2}POST \/predict \/predict\/multipart/);
       expect(served.stderr()).toContain(`gRPC  ${served.grpcAddress}  encoderfile.image_classification.ImageClassificationInference, grpc.health.v1.Health`);
       const bytes = [files.png, files.jpeg].map((file) => readFileSync(file));
+      const caller = callerContext();
       const json = (await fetch(`${served.httpUrl}/predict`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', traceparent: caller.traceparent },
         body: JSON.stringify({ inputs: bytes.map((b) => b.toString('base64')) }),
       }).then((r) => r.json())) as ImageClassificationResponse;
       const form = new FormData();
@@ -84,6 +92,10 @@ describe('image models on the command line', () => {
         expect(result.labels.map((l) => l.label)).toEqual(fromInfer.results[i].labels.map((l) => l.label));
         result.labels.forEach((l, k) => expect(l.score).toBeCloseTo(fromInfer.results[i].labels[k].score, 6));
       });
+
+      // the request's span, a child of the caller's, exported to the collector
+      await expect.poll(() => receiver.spans().filter((span) => span.traceId === caller.traceId && span.kind === SPAN_KIND_SERVER).length, { timeout: 15_000, interval: 50 }).toBe(1);
+      expect(receiver.spans().find((span) => span.traceId === caller.traceId)?.parentSpanId).toBe(caller.spanId);
 
       const client = imageClient(served.grpcAddress);
       try {
@@ -111,6 +123,7 @@ describe('image models on the command line', () => {
       }
     } finally {
       expect(await served.stop()).toBe(0);
+      await receiver.close();
     }
   }, 90_000);
 
