@@ -19,6 +19,8 @@ import { serverInfo } from '../../src/serve/server-info.ts';
 import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
 import { ErrorCode, type CallToolResult, type McpError } from '@modelcontextprotocol/sdk/types.js';
 import { mcpClient } from '../helpers/served-model.ts';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv } from 'ajv';
 
 const MAX_IMAGE_BYTES = 200_000;
 let work: string;
@@ -91,6 +93,23 @@ describe('image classification over HTTP', () => {
 
     const model = await fetch(`${url}/model`).then((r) => r.json());
     expect(model).toEqual({ model_id: 'tiny-vit', model_type: 'image_classification', id2label: { 0: 'cat', 1: 'dog', 2: 'bird' } });
+  });
+
+  it('describes itself in a valid OpenAPI 3.0 document whose schemas the real responses meet', async () => {
+    const document = (await fetch(`${url}/openapi.json`).then((r) => r.json())) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>> };
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(document) as unknown as Parameters<Validator["validate"]>[0]);
+    expect(result.errors).toBeUndefined();
+    expect(validator.version).toBe('3.0');
+    expect(Object.keys(document.paths).sort()).toEqual(['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/predict/multipart']);
+    const ajv = new Ajv({ strict: false });
+    const responseSchema = document.paths['/predict'].post.responses['200'].content!['application/json'].schema;
+    const answered = await post('/predict', { inputs: [png.toString('base64')], top_k: 2, metadata: { a: 'b' } });
+    expect(ajv.validate(responseSchema, answered.json()), JSON.stringify(ajv.errors)).toBe(true);
+    // and it is not a schema anything meets
+    expect(ajv.validate(responseSchema, { results: [{ labels: [{ label: 'cat' }] }], model_id: 'm' })).toBe(false);
+    const modelSchema = document.paths['/model'].get.responses['200'].content!['application/json'].schema;
+    expect(ajv.validate(modelSchema, await fetch(`${url}/model`).then((r) => r.json()))).toBe(true);
   });
 
   it('serves run_encoder over MCP, taking image content blocks, to the MCP SDK client, with the scores of /predict', async () => {

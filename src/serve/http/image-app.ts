@@ -12,7 +12,7 @@ import type { ImagePipeline } from '../../encoder/image-pipeline.ts';
 import { checkMetadata, checkTopK, type ImageClassificationRequest } from '../../encoder/image-requests.ts';
 import { createHttpShell, finishHttpApp, once, type HttpAppOptions } from './app.ts';
 import { registerMcpRoute } from './mcp-route.ts';
-import { bodyTooLargeMessage, HttpError } from './errors.ts';
+import { bodyTooLargeMessage, HttpError, JSON_TYPE } from './errors.ts';
 import { sendJson } from './json-reply.ts';
 import { registerHealthRoutes } from './routes.ts';
 
@@ -31,6 +31,13 @@ export interface ImageHttpOptions extends HttpAppOptions {
 export async function createImageHttpApp(pipeline: ImagePipeline, options: ImageHttpOptions): Promise<FastifyInstance> {
   const app = createHttpShell(options);
   registerHealthRoutes(app, () => pipeline.metadata());
+  const openApiJson = once(async () => {
+    const { imageOpenApiDocument } = await import('./openapi-image.ts');
+    const { bodyLimitBytes, maxImageBytes, maxRequestInputs } = options;
+    const document = imageOpenApiDocument({ metadata: pipeline.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, maxImageBytes, maxRequestInputs, metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined });
+    return JSON.stringify(document);
+  });
+  app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => sendJson(reply, await pipeline.predict(request.body)));
   // the SDK loads at the first MCP request, as for text models
   registerMcpRoute(
