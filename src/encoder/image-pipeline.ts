@@ -36,6 +36,8 @@ export interface ImagePipelineOptions {
   maxRequestInputs?: number;
   limits?: ImageLimits;
   codecFiles?: CodecFiles;
+  /** An image thread that decoded an image of more pixels is replaced, to give its memory back (DEFAULT_RECYCLE_AFTER_PIXELS). */
+  recycleAfterPixels?: number;
 }
 
 export interface LabelScore {
@@ -105,7 +107,7 @@ export class ImagePipeline {
       limits: options.limits ?? DEFAULT_IMAGE_LIMITS,
       ...(options.codecFiles ? { codecFiles: options.codecFiles } : {}),
     };
-    const runner = workers > 0 ? await ImageWorkers.load(options.inferenceWorker!, workers, load) : await inlineRunner(load);
+    const runner = workers > 0 ? await ImageWorkers.load(options.inferenceWorker!, workers, load, options.recycleAfterPixels) : await inlineRunner(load);
     return new ImagePipeline(pkg, runner, batching, maxInputs, settingsOf(sessionOptionsFor(load.options)));
   }
 
@@ -128,6 +130,11 @@ export class ImagePipeline {
 
   get maxRequestInputs(): number {
     return this.#maxInputs;
+  }
+
+  /** Image threads replaced after a large image (0 without threads). */
+  get threadsRecycled(): number {
+    return this.#runner instanceof ImageWorkers ? this.#runner.recycled : 0;
   }
 
   /** `POST /predict` in JSON: images in base64 or data URLs (image-requests.ts). */

@@ -7,7 +7,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
-import { preprocessImage, type ImageLimits, type ImageProcessorConfig } from './image/index.ts';
+import { decodeImage, pixelValues, type ImageLimits, type ImageProcessorConfig } from './image/index.ts';
 import { ImageOnnxModel } from './image-model.ts';
 import type { OnnxModelOptions } from './onnx-model.ts';
 import { codecsOf, type CodecFiles } from './image-codecs.ts';
@@ -29,7 +29,8 @@ export type ImageWorkerRequest = { kind: 'load'; load: ImageModelLoad } | (Image
 
 export type ImageWorkerReply =
   | { kind: 'loaded' }
-  | { kind: 'done'; id: number; data: Float32Array; dims: number[] }
+  /** decodedPixels: the decoded image's width × height (preprocess only), which tells the pool when to recycle this thread. */
+  | { kind: 'done'; id: number; data: Float32Array; dims: number[]; decodedPixels?: number }
   | { kind: 'failed'; id: number | null; error: ErrorMessage }
   | { kind: 'closed' };
 
@@ -52,8 +53,9 @@ export function serveImages(port: MessagePort): void {
         case 'preprocess':
           try {
             const { index, field } = request;
-            const pixels = await preprocessImage(request.bytes, load!.preprocessor, { index, field, limits: load!.limits, wasm: await codecsOf(load!.codecFiles) });
-            reply({ kind: 'done', id: request.id, data: pixels.data, dims: pixels.dims }, [pixels.data.buffer as ArrayBuffer]);
+            const image = await decodeImage(request.bytes, { index, field, limits: load!.limits, wasm: await codecsOf(load!.codecFiles) });
+            const pixels = pixelValues([image], load!.preprocessor, field);
+            reply({ kind: 'done', id: request.id, data: pixels.data, dims: pixels.dims, decodedPixels: image.width * image.height }, [pixels.data.buffer as ArrayBuffer]);
           } catch (error) {
             reply({ kind: 'failed', id: request.id, error: errorMessageOf(error) });
           }

@@ -106,6 +106,28 @@ describe('image classification pipeline', () => {
     expect(threaded.batchingStats().runs - before).toBeLessThan(4);
   });
 
+  it('replaces an image thread after a large image, and answers the same from the fresh one', async () => {
+    // "large" is 1,000 pixels here, so that the 50×41 PNG is one
+    const recycling = await ImagePipeline.load(pkg, { workers: 1, inferenceWorker: sourceInferenceWorker(), recycleAfterPixels: 1000 });
+    try {
+      const body = { inputs: [images.png.toString('base64')] };
+      const first = await recycling.predict(body);
+      await expect.poll(() => recycling.threadsRecycled, { timeout: 20_000, interval: 20 }).toBe(1);
+      const second = await recycling.predict(body);
+      expect(second.results).toEqual(first.results);
+      // a small image (below the bound) leaves the thread in place
+      const small = await ImagePipeline.load(pkg, { workers: 1, inferenceWorker: sourceInferenceWorker(), recycleAfterPixels: 1_000_000 });
+      try {
+        await small.predict(body);
+        expect(small.threadsRecycled).toBe(0);
+      } finally {
+        await small.close();
+      }
+    } finally {
+      await recycling.close();
+    }
+  }, 60_000);
+
   it('refuses each bad input with an InputError naming it, and answers the next request', async () => {
     const refusal = async (pipeline: ImagePipeline, body: unknown) => {
       const error = await pipeline.predict(body).then(() => null, (e: unknown) => e);
