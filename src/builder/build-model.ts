@@ -10,7 +10,7 @@ import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
 import { splitExternalData } from './external-data.ts';
-import { checkImageModel } from './image-model-check.ts';
+import { checkImageModel, quantizeImageModel } from './image-model-check.ts';
 import { checkMaxLength } from './max-length-check.ts';
 import { readModelDirectory } from './model-directory.ts';
 import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
@@ -170,12 +170,17 @@ async function checkTextModel(config: BuildConfig, options: BuildModelOptions, r
   };
 }
 
-/** Steps 3 and 4 of an image model (image-model-check.ts); `--quantize int8` is refused, not ignored. */
+/** Steps 3 and 4 of an image model (image-model-check.ts), int8 behind the gate on check images if asked. */
 async function checkImageModelStep(config: BuildConfig, options: BuildModelOptions, reporter: BuildReporter): Promise<CheckedModel> {
-  if ((options.quantize ?? config.quantize) !== 'none') throw new ConfigError(`quantize int8 is not supported for ${config.modelType} models yet (docs/image-models.md)`);
-  const { pkg, detail } = await checkImageModel(config, { threads: options.pipelineOptions?.threads, sessionOptions: options.pipelineOptions?.sessionOptions });
+  const sessions = { threads: options.pipelineOptions?.threads, sessionOptions: options.pipelineOptions?.sessionOptions };
+  const checked = await checkImageModel(config, sessions);
   reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
-  return { weights: pkg.weights, detail, manifestModel: manifestModelOf(config) };
+  const quantized = (options.quantize ?? config.quantize) === 'int8' ? await quantizeImageModel(checked, config.quantizeGate, sessions) : null;
+  return {
+    weights: quantized?.weights ?? checked.pkg.weights,
+    detail: `${checked.detail}${quantized ? `; ${quantized.detail}` : ''}`,
+    manifestModel: manifestModelOf(config, quantized ? 'int8' : 'none'),
+  };
 }
 
 /**

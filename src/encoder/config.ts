@@ -325,8 +325,8 @@ function checkFieldsFitModelType(encoder: RawEncoderSection, source: string): vo
   }
   if (image) {
     // what acts on tokens or needs a text pipeline has no meaning (yet) for an image model: refused, not ignored
-    for (const key of ['transform', 'tokenizer', 'quantize'] as const) {
-      if (encoder[key] !== undefined && !(key === 'quantize' && encoder.quantize === 'none')) {
+    for (const key of ['transform', 'tokenizer', 'quantize_check_texts'] as const) {
+      if (encoder[key] !== undefined) {
         throw new ConfigError(`${source}: "${key}" is not supported for ${encoder.model_type} models (docs/image-models.md)`);
       }
     }

@@ -76,11 +76,13 @@ export class ImagePipeline {
   readonly #runner: ImageRunner;
   readonly #scheduler: BatchScheduler<ImageRow, Tensor>;
   readonly #maxInputs: number;
+  readonly #quantization: ImageModelPackage['quantization'];
   readonly #inFlight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
 
   private constructor(pkg: ImageModelPackage, runner: ImageRunner, batching: BatchSchedulerOptions, maxInputs: number, sessionSettings: SessionSettings) {
     this.sessionSettings = sessionSettings;
+    this.#quantization = pkg.quantization;
     this.modelId = pkg.name;
     this.modelType = pkg.modelType;
     this.labels = pkg.labels;
@@ -111,8 +113,9 @@ export class ImagePipeline {
     return new ImagePipeline(pkg, runner, batching, maxInputs, settingsOf(sessionOptionsFor(load.options)));
   }
 
-  metadata(): { model_id: string; model_type: ImageModelType; id2label: Record<string, string> } {
-    return { model_id: this.modelId, model_type: this.modelType, id2label: Object.fromEntries(this.labels.map((label, index) => [String(index), label])) };
+  metadata(): { model_id: string; model_type: ImageModelType; id2label: Record<string, string>; quantization?: 'int8' } {
+    const id2label = Object.fromEntries(this.labels.map((label, index) => [String(index), label]));
+    return { model_id: this.modelId, model_type: this.modelType, id2label, ...(this.#quantization === 'int8' ? { quantization: this.#quantization } : {}) };
   }
 
   batchingStats(): BatchStats {

@@ -72,7 +72,8 @@ export async function readPackagedImageModel(section: AssetSection): Promise<Ima
     modelConfig: checked,
     labels: imageLabelsOf(checked, 'asset model_config'),
     preprocessor: parseImageProcessorConfig(preprocessor, 'asset preprocessor_config'),
-    quantization: 'none',
+    // the weights as built: int8 behind the gate (image-model-check.ts), else as given
+    quantization: section.manifest.model.quantization === 'int8' ? 'int8' : 'none',
   };
 }
 

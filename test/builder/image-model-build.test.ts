@@ -3,7 +3,7 @@
  * whose assets are the graph, config.json and preprocessor_config.json (no tokenizer), read back and run with the
  * same logits, and every way the folder can be wrong refused at build with a ConfigError naming it.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,7 +73,7 @@ describe('image_classification configurations', () => {
     expect(theirs.notes).toEqual([]);
   });
 
-  it('a text model still needs tokenizer_path; an image model refuses transform, tokenizer and quantize', () => {
+  it('a text model still needs tokenizer_path; an image model refuses transform, tokenizer and check texts', () => {
     const fail = (yaml: string) => {
       try {
         parseBuildConfig(yaml, base);
@@ -89,7 +89,9 @@ describe('image_classification configurations', () => {
     const head = 'encoder:\n  name: v\n  path: vit\n  model_type: image_classification\n';
     expect(fail(`${head}  transform: "function Postprocess(x) return x end"\n`)).toBe('configuration: "transform" is not supported for image_classification models (docs/image-models.md)');
     expect(fail(`${head}  tokenizer:\n    max_length: 8\n`)).toBe('configuration: "tokenizer" is not supported for image_classification models (docs/image-models.md)');
-    expect(fail(`${head}  quantize: int8\n`)).toBe('configuration: "quantize" is not supported for image_classification models (docs/image-models.md)');
+    expect(fail(`${head}  quantize: int8\n  quantize_check_texts: [a]\n`)).toBe(
+      'configuration: "quantize_check_texts" is not supported for image_classification models (docs/image-models.md)',
+    );
     expect(fail(`${head}  pooling: mean\n`)).toContain('"encoder.pooling" applies to embedding and sentence_embedding models, not image_classification');
   });
 });
@@ -124,6 +126,36 @@ describe('building an image classification model', () => {
         expect(a.data.slice(0, 3)).not.toEqual(a.data.slice(3, 6));
       } finally {
         await Promise.all([packed.close(), original.close()]);
+      }
+    } finally {
+      await section.close();
+    }
+  });
+
+  it('quantizes to int8 behind the label-agreement gate on check images', async () => {
+    // the tiny random ViT's labels flip on some check images: the default floor (98%) refuses it, nothing is written
+    const refused = await build(`encoder:\n  name: q\n  path: ${vit}\n  model_type: image_classification\n  quantize: int8\n`, 'int8-refused');
+    expect(refused.result).toBeInstanceOf(ConfigError);
+    expect((refused.result as Error).message).toMatch(/^int8 quantization fails the accuracy gate: \d+\.\d% of the predicted labels are unchanged, below quantize_min_label_agreement 0\.98; nothing was written/);
+    expect(existsSync(path.join(refused.cwd, 'q'))).toBe(false);
+
+    const { lines, result, cwd } = await build(
+      `encoder:\n  name: q\n  path: ${vit}\n  model_type: image_classification\n  quantize: int8\n  quantize_min_label_agreement: 0.5\n`,
+      'int8',
+    );
+    expect(result).not.toBeInstanceOf(Error);
+    expect(lines[3]).toMatch(/; \d+ MatMul\/Gemm → int8 DynamicQuantizeMatMul; \d+\.\d% of 16 labels unchanged, largest score difference [\d.]+ on 16 check images; graph optimized$/);
+    const section = (await AssetSection.open(path.join(cwd, 'q')))!;
+    try {
+      expect(section.manifest.model.quantization).toBe('int8');
+      const pkg = await readPackagedImageModel(section);
+      expect(pkg.quantization).toBe('int8');
+      const model = await ImageOnnxModel.load(pkg.weights, { labels: 3, size: { height: 32, width: 32 } }, { weightsDataDir: pkg.weightsDataDir });
+      try {
+        const logits = await model.run({ dims: [1, 3, 32, 32], data: new Float32Array(3 * 32 * 32).fill(0.25) });
+        expect(logits.dims).toEqual([1, 3]);
+      } finally {
+        await model.close();
       }
     } finally {
       await section.close();
