@@ -36,7 +36,7 @@ export async function serveImageModel(
   },
 ): Promise<void> {
   const notes: string[] = [];
-  // a span per request (HTTP, gRPC); the pipeline's own phases (decode, queue, run) are not recorded as spans yet
+  // a span per request (HTTP, gRPC), its phases (decode and preprocess, queue wait, onnxruntime run) under it
   const tracer = (await tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes)) ?? undefined;
   const session = sessionSettingsOf(options);
   const pipeline = await ImagePipeline.load(pkg, {

@@ -17,6 +17,7 @@ import { ImageWorkers } from './image-workers.ts';
 import type { ImageModelLoad } from './image-worker.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
 import { sessionOptionsFor, settingsOf, type OnnxModelOptions, type SessionSettings } from './onnx-model.ts';
+import { epochMs, requestPhases, runTimingOf, setRunTiming } from './request-phases.ts';
 import { softmax, Tensor } from './tensor.ts';
 
 /** Images per onnxruntime run by default: a ViT-base image is ~200 of a text's tokens of work, so runs stay short. */
@@ -151,8 +152,17 @@ export class ImagePipeline {
     const running = (async () => {
       const { images, topK } = request;
       checkImageCount(images.length, this.#maxInputs, field);
+      const recorder = requestPhases.getStore();
+      const decoding = epochMs();
       const pixels = await Promise.all(images.map((bytes, index) => this.#runner.preprocess(bytes, index, field)));
+      const submitted = epochMs();
+      recorder?.phase('decode and preprocess', decoding, submitted, { inputs: images.length });
       const placed = await this.#scheduler.submit(pixels.map((p) => ({ ids: ONE, pixels: p })));
+      const timing = placed.length > 0 ? runTimingOf(placed[0].output) : undefined;
+      if (recorder && timing) {
+        recorder.phase('queue wait', submitted, Math.max(submitted, timing.dispatchedMs), { rows: placed.length });
+        recorder.phase('onnxruntime run', timing.ranFromMs, timing.ranToMs, { 'batch.rows': timing.rows });
+      }
       return placed.map(({ output, row }) => ({ labels: this.#labelsOf(output, row, topK) }));
     })();
     this.#inFlight.add(running);
@@ -189,6 +199,7 @@ export class ImagePipeline {
    * the softmax of the logits put back in row order.
    */
   async #runBatch(rows: readonly ImageRow[]): Promise<Tensor> {
+    const dispatchedMs = epochMs();
     try {
       const groups = new Map<string, number[]>();
       rows.forEach((row, index) => {
@@ -207,7 +218,10 @@ export class ImagePipeline {
         out ??= new Float32Array(rows.length * width);
         indices.forEach((index, k) => out!.set(scores.data.subarray(k * width, (k + 1) * width), index * width));
       }
-      return new Tensor(out!, [rows.length, width]);
+      const output = new Tensor(out!, [rows.length, width]);
+      // timed here, around the thread's run and its messages (the text workers time onnxruntime on their thread)
+      setRunTiming(output, { dispatchedMs, ranFromMs: dispatchedMs, ranToMs: epochMs(), rows: rows.length, sequenceLength: 1 });
+      return output;
     } catch (error) {
       if (isEncoderError(error)) throw error;
       throw new InternalError(`running the model failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });

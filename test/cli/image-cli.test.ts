@@ -94,8 +94,17 @@ describe('image models on the command line', () => {
       });
 
       // the request's span, a child of the caller's, exported to the collector
-      await expect.poll(() => receiver.spans().filter((span) => span.traceId === caller.traceId && span.kind === SPAN_KIND_SERVER).length, { timeout: 15_000, interval: 50 }).toBe(1);
-      expect(receiver.spans().find((span) => span.traceId === caller.traceId)?.parentSpanId).toBe(caller.spanId);
+      await expect.poll(() => receiver.spans().filter((span) => span.traceId === caller.traceId).length, { timeout: 15_000, interval: 50 }).toBe(4);
+      const spans = receiver.spans().filter((span) => span.traceId === caller.traceId);
+      const request = spans.find((span) => span.kind === SPAN_KIND_SERVER)!;
+      expect(request.parentSpanId).toBe(caller.spanId);
+      // the pipeline's phases, children of the request's span, in order and within it
+      const phases = spans.filter((span) => span !== request).sort((a, b) => Number(BigInt(a.startTimeUnixNano) - BigInt(b.startTimeUnixNano)));
+      expect(phases.map((span) => span.name)).toEqual(['decode and preprocess', 'queue wait', 'onnxruntime run']);
+      for (const phase of phases) {
+        expect(phase.parentSpanId).toBe(request.spanId);
+        expect(BigInt(phase.startTimeUnixNano) >= BigInt(request.startTimeUnixNano) && BigInt(phase.endTimeUnixNano) <= BigInt(request.endTimeUnixNano)).toBe(true);
+      }
 
       const client = imageClient(served.grpcAddress);
       try {
