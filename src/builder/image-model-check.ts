@@ -6,12 +6,12 @@
  */
 import type { BuildConfig, QuantizeGate } from '../encoder/config.ts';
 import { pixelValues, type RgbImage } from '../encoder/image/index.ts';
-import { compareLogits } from './quantize/accuracy.ts';
+import { compareEmbeddings, compareLogits } from './quantize/accuracy.ts';
 import { describeGate, enforceGate } from './quantize/accuracy-gate.ts';
 import { quantizeInt8 } from './quantize/quantize-int8.ts';
 import { ConfigError } from '../encoder/errors.ts';
-import { ImageOnnxModel } from '../encoder/image-model.ts';
-import { preprocessedSize, readImageModelPackage, type ImageModelPackage } from '../encoder/image-model-package.ts';
+import { ImageOnnxModel, imageVectors } from '../encoder/image-model.ts';
+import { expectationOf, preprocessedSize, readImageModelPackage, type ImageModelPackage } from '../encoder/image-model-package.ts';
 import type { OnnxModelOptions } from '../encoder/onnx-model.ts';
 
 export interface CheckedImageModel {
@@ -26,23 +26,29 @@ const SQUARE_FOR_VARYING_SIZE = (edge: number) => ({ height: edge, width: edge }
 export async function checkImageModel(config: BuildConfig, options: OnnxModelOptions = {}): Promise<CheckedImageModel> {
   const pkg = readImageModelPackage(config);
   const fixed = preprocessedSize(pkg.preprocessor);
-  const model = await ImageOnnxModel.load(pkg.weights, { labels: pkg.labels.length, size: fixed }, options);
+  const model = await ImageOnnxModel.load(pkg.weights, expectationOf(pkg), options);
   try {
     const target = pkg.preprocessor.resize?.target;
     const size = fixed ?? (target && 'shortestEdge' in target ? SQUARE_FOR_VARYING_SIZE(target.shortestEdge) : null);
     if (size === null) throw new ConfigError('preprocessor_config.json neither resizes nor crops images to a size; the model could not be checked at one');
     const batch = 2;
-    const logits = await model.run({ dims: [batch, 3, size.height, size.width], data: new Float32Array(batch * 3 * size.height * size.width) }).catch((error: unknown) => {
+    const output = await model.run({ dims: [batch, 3, size.height, size.width], data: new Float32Array(batch * 3 * size.height * size.width) }).catch((error: unknown) => {
       throw new ConfigError(`the model does not run on pixel_values [${batch}, 3, ${size.height}, ${size.width}]: ${(error as Error).message}`, { cause: error });
     });
-    if (logits.dims.length !== 2 || logits.dims[0] !== batch || logits.dims[1] !== pkg.labels.length) {
-      throw new ConfigError(`the model's logits are [${logits.dims.join(', ')}] for ${batch} images; they must be [${batch}, ${pkg.labels.length}] (one per label of config.json id2label)`);
+    const { input, output: read } = model.signature;
+    const ran = `run once at ${size.width}×${size.height}; ${pkg.preprocessor.processorType}`;
+    if (pkg.modelType === 'image_embedding') {
+      const vectors = imageVectors(output, pkg.pooling);
+      if (output.dims[0] !== batch || !(vectors.dims[1] > 0)) throw new ConfigError(`the model's "${read.name}" is [${output.dims.join(', ')}] for ${batch} images`);
+      const how = pkg.pooling === null ? 'as the vectors' : `${pkg.pooling}-pooled`;
+      return { pkg, detail: `input "${input.name}" [${input.shape.join(', ')}], output "${read.name}" [${read.shape.join(', ')}] ${how} (${vectors.dims[1]} wide), ${ran}` };
     }
-    const { input } = model.signature;
+    if (output.dims.length !== 2 || output.dims[0] !== batch || output.dims[1] !== pkg.labels.length) {
+      throw new ConfigError(`the model's logits are [${output.dims.join(', ')}] for ${batch} images; they must be [${batch}, ${pkg.labels.length}] (one per label of config.json id2label)`);
+    }
     return {
       pkg,
-      detail: `input "${input.name}" [${input.shape.join(', ')}], output "logits" [batch, ${pkg.labels.length}] (${pkg.labels.length} labels), ` +
-        `run once at ${size.width}×${size.height}; ${pkg.preprocessor.processorType}`,
+      detail: `input "${input.name}" [${input.shape.join(', ')}], output "logits" [batch, ${pkg.labels.length}] (${pkg.labels.length} labels), ${ran}`,
     };
   } finally {
     await model.close();
@@ -84,7 +90,7 @@ export function checkImages(count = CHECK_IMAGE_SIZES.length): RgbImage[] {
 export async function quantizeImageModel(checked: CheckedImageModel, gate: QuantizeGate, options: OnnxModelOptions = {}): Promise<{ weights: Uint8Array; detail: string }> {
   const { pkg } = checked;
   const { model, report } = quantizeInt8(pkg.weights);
-  const expected = { labels: pkg.labels.length, size: preprocessedSize(pkg.preprocessor) };
+  const expected = expectationOf(pkg);
   const [fp32, int8] = await Promise.all([ImageOnnxModel.load(pkg.weights, expected, options), ImageOnnxModel.load(model, expected, options)]);
   try {
     // one image a run: a shortest-edge resize without a crop makes each image its own size
@@ -93,11 +99,12 @@ export async function quantizeImageModel(checked: CheckedImageModel, gate: Quant
     for (const image of checkImages()) {
       const pixels = pixelValues([image], pkg.preprocessor);
       const [a, b] = [await fp32.run(pixels), await int8.run(pixels)];
-      fp32Logits.push(a.data);
-      int8Logits.push(b.data);
+      fp32Logits.push(imageVectors(a, pkg.pooling).data);
+      int8Logits.push(imageVectors(b, pkg.pooling).data);
     }
-    const stack = (rows: Float32Array[]) => ({ data: Float32Array.from(rows.flatMap((row) => [...row])), dims: [rows.length, pkg.labels.length] });
-    const result = compareLogits(stack(fp32Logits), stack(int8Logits));
+    const stack = (rows: Float32Array[]) => ({ data: Float32Array.from(rows.flatMap((row) => [...row])), dims: [rows.length, rows[0].length] });
+    // a classifier's labels must agree (quantize_min_label_agreement), an embedding's vectors point alike (quantize_min_cosine)
+    const result = pkg.modelType === 'image_embedding' ? compareEmbeddings(stack(fp32Logits), stack(int8Logits)) : compareLogits(stack(fp32Logits), stack(int8Logits));
     enforceGate(result, gate);
     const rewritten = `${report.rewritten.MatMul + report.rewritten.Gemm} MatMul/Gemm → int8 DynamicQuantizeMatMul`;
     return { weights: model, detail: `${rewritten}; ${describeGate(result)} on ${fp32Logits.length} check images` };

@@ -80,7 +80,7 @@ async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pic
   );
   const pipeline = await ImagePipeline.load(pkg, session);
   try {
-    const response = await pipeline.classify({ images }, 'paths').catch((error: unknown) => {
+    const response = await pipeline.predictImages({ images }, 'paths').catch((error: unknown) => {
       // the position says which input; the path says it to a person
       const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
       throw at ? new InputError(`${(error as InputError).reason} (${paths[Number(at[1])]})`, { field: 'paths' }) : error;

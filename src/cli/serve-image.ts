@@ -5,6 +5,7 @@
  * text model (`--enable-otel`: a span per request), and MCP (run_encoder taking image content blocks) at /mcp and for
  * `mcp`.
  */
+import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_IMAGE_LIMITS } from '../encoder/image/index.ts';
 import type { CodecFiles } from '../encoder/image-codecs.ts';
 import { MCP_PATH } from '../serve/http/errors.ts';
@@ -35,6 +36,9 @@ export async function serveImageModel(
     codecFiles?: CodecFiles;
   },
 ): Promise<void> {
+  if (served.http === null && pkg.modelType !== 'image_classification') {
+    throw new ConfigError(`a ${pkg.modelType} model is served over HTTP only (gRPC has no service for it); leave HTTP enabled`);
+  }
   const notes: string[] = [];
   // a span per request (HTTP, gRPC), its phases (decode and preprocess, queue wait, onnxruntime run) under it
   const tracer = (await tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes)) ?? undefined;
@@ -53,7 +57,8 @@ export async function serveImageModel(
   let server;
   try {
     const { prepareImageServer } = await import('../serve/encoder-server.ts');
-    server = await (await prepareImageServer(pipeline, { http: served.http, grpc: served.grpc, target: context.target, apiKey, tls, tracer, maxImageBytes })).listen();
+    const modelNames = { aliases: options.servedModelName, strict: options.strictModelName };
+    server = await (await prepareImageServer(pipeline, { http: served.http, grpc: served.grpc, target: context.target, apiKey, tls, tracer, modelNames, maxImageBytes })).listen();
   } catch (error) {
     await pipeline.close();
     await tracer?.shutdown();
@@ -61,12 +66,13 @@ export async function serveImageModel(
   }
   const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
   const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
+  if (served.grpc && !server.grpcAddress) notes.push(`gRPC: no service for ${pkg.modelType} models (encoderfile's image service is a classifier's); HTTP only`);
   for (const note of notes) io.stderr(`note: ${note}\n`);
   const settings = pipeline.batchingSettings;
   const lines = [
     `serving ${pipeline.modelId} (${pipeline.modelType})`,
     ...(frontEnds.mcpFirst && server.httpUrl ? [`  MCP   ${server.httpUrl}${MCP_PATH}  the model's one tool, run_encoder, taking image content blocks (Streamable HTTP)`] : []),
-    ...(server.httpUrl ? [`  HTTP  ${server.httpUrl}  POST /predict /predict/multipart, GET /model /health /metrics, MCP at /mcp`] : []),
+    ...(server.httpUrl ? [`  HTTP  ${server.httpUrl}  POST /predict /predict/multipart${pkg.modelType === 'image_embedding' ? ' /v1/embeddings' : ''}, GET /model /health /openapi.json /metrics, MCP at /mcp`] : []),
     ...(server.grpcAddress ? [`  gRPC  ${server.grpcAddress}  ${server.grpcServices.join(', ')}`] : []),
     ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
     ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),

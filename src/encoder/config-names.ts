@@ -11,7 +11,7 @@ export type ModelType = (typeof MODEL_TYPES)[number];
  * Model types whose inputs are images: no tokenizer, a preprocessor_config.json instead (docs/image-models.md). Apart
  * from MODEL_TYPES, which the text pipeline and its front ends (gRPC services, MCP tools, OpenAPI schemas) cover each.
  */
-export const IMAGE_MODEL_TYPES = ['image_classification'] as const;
+export const IMAGE_MODEL_TYPES = ['image_classification', 'image_embedding'] as const;
 export type ImageModelType = (typeof IMAGE_MODEL_TYPES)[number];
 /** Every model type a build configuration may name. */
 export const BUILD_MODEL_TYPES = [...MODEL_TYPES, ...IMAGE_MODEL_TYPES] as const;

@@ -34,8 +34,10 @@ export interface QuantizeGate {
 
 export const DEFAULT_QUANTIZE_GATE: Readonly<QuantizeGate> = Object.freeze({ checkTexts: null, minCosine: 0.99, minLabelAgreement: 0.98 });
 
-/** Model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
+/** Text model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
 export const POOLED_MODEL_TYPES: readonly BuildModelType[] = ['embedding', 'sentence_embedding'];
+/** Every model type that takes `pooling` and `normalize`: the pooled text types and image_embedding. */
+const POOLING_MODEL_TYPES: readonly BuildModelType[] = [...POOLED_MODEL_TYPES, 'image_embedding'];
 
 export const DEFAULT_MODEL_VERSION = '0.1.0';
 
@@ -331,10 +333,10 @@ function checkFieldsFitModelType(encoder: RawEncoderSection, source: string): vo
       }
     }
   }
-  const pooled = POOLED_MODEL_TYPES.includes(encoder.model_type);
+  const pooled = POOLING_MODEL_TYPES.includes(encoder.model_type);
   for (const key of ['pooling', 'normalize'] as const) {
     if (encoder[key] !== undefined && !pooled) {
-      throw new ConfigError(`${source}: "encoder.${key}" applies to ${POOLED_MODEL_TYPES.join(' and ')} models, not ${encoder.model_type}`);
+      throw new ConfigError(`${source}: "encoder.${key}" applies to ${POOLING_MODEL_TYPES.join(', ')} models, not ${encoder.model_type}`);
     }
   }
   if (encoder.rerank_label !== undefined && encoder.model_type !== 'sequence_classification') {

@@ -6,11 +6,11 @@
  * with why, in `notes` (build prints them); keys encoderfile itself does not know are ignored, as encoderfile ignores
  * them, and named too. Only type imports from config.ts: config.ts imports this file.
  */
-import { BUILD_MODEL_TYPES, isImageModelType, LUA_LIBRARIES, type LuaLibraryName } from './config-names.ts';
+import { isImageModelType, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName } from './config-names.ts';
 import type { RawEncoderSection } from './config.ts';
 
-/** encoderfile's model types (0.7.0): its four text types and image_classification, the same as ours. */
-export const ENCODERFILE_MODEL_TYPES = BUILD_MODEL_TYPES;
+/** encoderfile's model types (0.7.0): its four text types and image_classification (image_embedding is ours only). */
+export const ENCODERFILE_MODEL_TYPES = [...MODEL_TYPES, 'image_classification'] as const;
 
 /** encoderfile's default `version` (its `DEFAULT_VERSION`; its docs and JSON schema still say 0.1.0). */
 export const ENCODERFILE_DEFAULT_VERSION = '0.2.0';

@@ -4,10 +4,11 @@
  * files the same way, so that a broken preprocessor_config.json or id2label fails the build, not a request.
  */
 import { readFileSync } from 'node:fs';
-import type { BuildConfig, ImageModelType, Quantization } from './config.ts';
+import type { BuildConfig, ImageModelType, Pooling, Quantization } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { parseImageProcessorConfig, type ImageProcessorConfig } from './image/preprocessor-config.ts';
 import { checkModelConfig, readJsonFile, requireFile, type ModelConfigJson } from './model-package.ts';
+import type { ImageModelExpectation } from './image-model.ts';
 
 export interface ImageModelPackage {
   name: string;
@@ -17,8 +18,15 @@ export interface ImageModelPackage {
   /** As ModelPackage.weightsDataDir. */
   weightsDataDir?: string;
   modelConfig: ModelConfigJson;
-  /** The labels by index, from config.json id2label (every index from 0, none missing). */
+  /** image_classification: the labels by index, from config.json id2label (every index from 0, none missing); else []. */
   labels: string[];
+  /**
+   * image_embedding: how the vector is made. null: the graph's pooled output (`image_embeds`, else `pooler_output`);
+   * a mode: that pooling over `last_hidden_state`'s tokens (cls: the first).
+   */
+  pooling: Pooling | null;
+  /** image_embedding: vectors scaled to unit length when a request does not say (default true). */
+  normalize: boolean;
   /** preprocessor_config.json as parsed and checked. */
   preprocessor: ImageProcessorConfig;
   quantization: Quantization;
@@ -42,7 +50,9 @@ export function readImageModelPackage(config: BuildConfig): ImageModelPackage {
     modelType: config.modelType as ImageModelType,
     weights: readFileSync(paths.modelWeightsPath),
     modelConfig,
-    labels: imageLabelsOf(modelConfig, `model config ${paths.modelConfigPath}`),
+    labels: config.modelType === 'image_classification' ? imageLabelsOf(modelConfig, `model config ${paths.modelConfigPath}`) : [],
+    pooling: config.pooling,
+    normalize: config.normalize ?? true,
     preprocessor: parseImageProcessorConfig(readJsonFile(paths.preprocessorConfigPath, 'preprocessor config'), paths.preprocessorConfigPath),
     quantization: 'none',
   };
@@ -59,6 +69,12 @@ export function imageLabelsOf(modelConfig: ModelConfigJson, source: string): str
     labels[at] = label;
   }
   return labels;
+}
+
+/** What the graph must show for this package (image-model.ts). */
+export function expectationOf(pkg: ImageModelPackage): ImageModelExpectation {
+  const size = preprocessedSize(pkg.preprocessor);
+  return pkg.modelType === 'image_embedding' ? { size, embedding: { pooling: pkg.pooling } } : { size, labels: pkg.labels.length };
 }
 
 /** The height and width every image comes out of preprocessing at; null when a shortest-edge resize without a crop keeps each image's aspect. */

@@ -7,12 +7,13 @@
  */
 import { BatchScheduler, resolveBatchSettings, type BatchRunListener, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
 import type { ImageModelType } from './config.ts';
-import { ConfigError, InternalError, isEncoderError } from './errors.ts';
+import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { DEFAULT_IMAGE_LIMITS, preprocessImage, type ImageLimits, type PixelValues } from './image/index.ts';
 import { codecsOf, type CodecFiles } from './image-codecs.ts';
-import { ImageOnnxModel } from './image-model.ts';
-import { preprocessedSize, type ImageModelPackage } from './image-model-package.ts';
-import { checkImageCount, parseImageClassificationBody, type ImageClassificationRequest } from './image-requests.ts';
+import { ImageOnnxModel, imageVectors } from './image-model.ts';
+import { normalizeInPlace } from './pooling.ts';
+import { expectationOf, type ImageModelPackage } from './image-model-package.ts';
+import { checkImageCount, parseImageBody, type ImageRequest } from './image-requests.ts';
 import { ImageWorkers } from './image-workers.ts';
 import type { ImageModelLoad } from './image-worker.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
@@ -53,6 +54,15 @@ export interface ImageClassificationResponse {
   metadata?: Record<string, string>;
 }
 
+/** An image_embedding model's /predict response: one vector per image, as a sentence_embedding model's. */
+export interface ImageEmbeddingResponse {
+  results: { embedding: Float32Array }[];
+  model_id: string;
+  metadata?: Record<string, string>;
+}
+
+export type ImagePredictResponse = ImageClassificationResponse | ImageEmbeddingResponse;
+
 /** One image waiting for a run: one row, as the scheduler counts (`ids.length` 1). */
 interface ImageRow {
   readonly ids: { readonly length: number };
@@ -78,12 +88,16 @@ export class ImagePipeline {
   readonly #scheduler: BatchScheduler<ImageRow, Tensor>;
   readonly #maxInputs: number;
   readonly #quantization: ImageModelPackage['quantization'];
+  readonly #pooling: ImageModelPackage['pooling'];
+  readonly #normalize: boolean;
   readonly #inFlight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
 
   private constructor(pkg: ImageModelPackage, runner: ImageRunner, batching: BatchSchedulerOptions, maxInputs: number, sessionSettings: SessionSettings) {
     this.sessionSettings = sessionSettings;
     this.#quantization = pkg.quantization;
+    this.#pooling = pkg.pooling;
+    this.#normalize = pkg.normalize;
     this.modelId = pkg.name;
     this.modelType = pkg.modelType;
     this.labels = pkg.labels;
@@ -105,7 +119,7 @@ export class ImagePipeline {
     const load: ImageModelLoad = {
       weights: pkg.weights,
       options: { threads: options.threads, sessionOptions: options.sessionOptions, weightsDataDir: pkg.weightsDataDir },
-      expected: { labels: pkg.labels.length, size: preprocessedSize(pkg.preprocessor) },
+      expected: expectationOf(pkg),
       preprocessor: pkg.preprocessor,
       limits: options.limits ?? DEFAULT_IMAGE_LIMITS,
       ...(options.codecFiles ? { codecFiles: options.codecFiles } : {}),
@@ -142,15 +156,38 @@ export class ImagePipeline {
   }
 
   /** `POST /predict` in JSON: images in base64 or data URLs (image-requests.ts). */
-  async predict(body: unknown): Promise<ImageClassificationResponse> {
-    return this.classify(parseImageClassificationBody(body, this.#maxInputs));
+  async predict(body: unknown): Promise<ImagePredictResponse> {
+    return this.predictImages(parseImageBody(body, this.#maxInputs, this.modelType));
   }
 
-  /** Images as bytes (multipart, `infer`); `field` names them in errors (`inputs`, `files`). */
-  async classify(request: ImageClassificationRequest, field = 'inputs'): Promise<ImageClassificationResponse> {
+  /** Images as bytes (multipart, gRPC, MCP, `infer`); `field` names them in errors (`inputs`, `files`). */
+  async predictImages(request: ImageRequest, field = 'inputs'): Promise<ImagePredictResponse> {
+    const results = await this.#rows(request, field, (output, row) =>
+      this.modelType === 'image_embedding' ? { embedding: this.#vectorOf(output, row, request.normalize ?? this.#normalize) } : { labels: this.#labelsOf(output, row, request.topK) },
+    );
+    return { results, model_id: this.modelId, ...(request.metadata !== undefined ? { metadata: request.metadata } : {}) } as ImagePredictResponse;
+  }
+
+  /**
+   * /v1/embeddings of an image_embedding model: one vector per image; with `dimensions` the first n components, then
+   * always unit length (Matryoshka, as for text); else as the model normalises.
+   */
+  async embedImages(images: Uint8Array[], options: { dimensions?: number; field?: string } = {}): Promise<Float32Array[]> {
+    if (this.modelType !== 'image_embedding') throw new InputError(`this server serves a ${this.modelType} model, which gives no embeddings`);
+    const { dimensions } = options;
+    return this.#rows({ images }, options.field ?? 'input', (output, row) => {
+      const width = output.dims[1];
+      if (dimensions !== undefined && dimensions > width) throw new InputError(`dimensions ${dimensions} is more than the model's ${width}`, { field: 'dimensions' });
+      const vector = this.#vectorOf(output, row, false).slice(0, dimensions ?? width);
+      return dimensions !== undefined || this.#normalize ? normalizeInPlace(vector) : vector;
+    });
+  }
+
+  /** One request's images decoded, run in merged batches, and each row shaped by `shape`. */
+  async #rows<R>(request: Pick<ImageRequest, 'images'>, field: string, shape: (output: Tensor, row: number) => R): Promise<R[]> {
     if (this.#closing) throw new InternalError('the model is shutting down; the request was not run');
     const running = (async () => {
-      const { images, topK } = request;
+      const { images } = request;
       checkImageCount(images.length, this.#maxInputs, field);
       const recorder = requestPhases.getStore();
       const decoding = epochMs();
@@ -163,15 +200,23 @@ export class ImagePipeline {
         recorder.phase('queue wait', submitted, Math.max(submitted, timing.dispatchedMs), { rows: placed.length });
         recorder.phase('onnxruntime run', timing.ranFromMs, timing.ranToMs, { 'batch.rows': timing.rows });
       }
-      return placed.map(({ output, row }) => ({ labels: this.#labelsOf(output, row, topK) }));
+      return placed.map(({ output, row }) => shape(output, row));
     })();
     this.#inFlight.add(running);
     try {
-      const results = await running;
-      return { results, model_id: this.modelId, ...(request.metadata !== undefined ? { metadata: request.metadata } : {}) };
+      return await running;
     } finally {
       this.#inFlight.delete(running);
     }
+  }
+
+  /** A row's vector, a copy; scaled to unit length when asked. */
+  #vectorOf(vectors: Tensor, row: number, unitLength: boolean): Float32Array {
+    const width = vectors.dims[1];
+    const vector = vectors.data.slice(row * width, (row + 1) * width);
+    if (unitLength) normalizeInPlace(vector);
+    if (!vector.every(Number.isFinite)) throw new InternalError("the model's vector holds a value that is not a number JSON can carry");
+    return vector;
   }
 
   close(): Promise<void> {
@@ -213,7 +258,9 @@ export class ImagePipeline {
         const plane = channels * height * imageWidth;
         const data = new Float32Array(indices.length * plane);
         indices.forEach((index, k) => data.set(rows[index].pixels.data, k * plane));
-        const scores = softmax(await this.#runner.run({ dims: [indices.length, channels, height, imageWidth], data }), -1);
+        const raw = await this.#runner.run({ dims: [indices.length, channels, height, imageWidth], data });
+        // a classifier's probabilities, or an embedding model's vectors [rows, dim]
+        const scores = this.modelType === 'image_embedding' ? imageVectors(raw, this.#pooling) : softmax(raw, -1);
         width = scores.dims[1];
         out ??= new Float32Array(rows.length * width);
         indices.forEach((index, k) => out!.set(scores.data.subarray(k * width, (k + 1) * width), index * width));

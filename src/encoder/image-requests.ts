@@ -1,16 +1,31 @@
 /**
- * The request of an image classification model, as `POST /predict` takes it in JSON: `inputs`, each image's bytes in
- * base64 or as a data URL (`data:image/png;base64,…`), with `top_k` and `metadata` (docs/image-models.md). The
- * multipart form and `infer` hand bytes directly (ImagePipeline.classify). Every problem is an InputError that names
- * the field, and the input by its index.
+ * The request of an image model, as `POST /predict` takes it in JSON: `inputs`, each image's bytes in base64 or as a
+ * data URL (`data:image/png;base64,…`), with `metadata`, and `top_k` (image_classification) or `normalize`
+ * (image_embedding) (docs/image-models.md). The multipart form, gRPC, MCP and `infer` hand bytes directly
+ * (ImagePipeline.predictImages). Every problem is an InputError that names the field, and the input by its index.
  */
 import { InputError } from './errors.ts';
 
-export interface ImageClassificationRequest {
+export interface ImageRequest {
   images: Uint8Array[];
-  /** Labels per image, best first; absent: every label. */
+  /** image_classification: labels per image, best first; absent: every label. */
   topK?: number;
+  /** image_embedding: unit-length vectors; absent: the model's setting. */
+  normalize?: boolean;
   metadata?: Record<string, string>;
+}
+
+/** The options a request may carry besides its images, by model type. */
+export const IMAGE_REQUEST_OPTIONS: Readonly<Record<string, readonly string[]>> = { image_classification: ['top_k', 'metadata'], image_embedding: ['normalize', 'metadata'] };
+
+/** `top_k`, `normalize` and `metadata` of a body, checked; a key the model type does not take is an InputError. */
+export function imageRequestOptions(fields: Record<string, unknown>, modelType: string): Pick<ImageRequest, 'topK' | 'normalize' | 'metadata'> {
+  const allowed = IMAGE_REQUEST_OPTIONS[modelType] ?? ['metadata'];
+  const extra = Object.keys(fields).find((key) => !allowed.includes(key));
+  if (extra !== undefined) throw new InputError(`unknown field "${extra}"${['top_k', 'normalize'].includes(extra) ? ` (not taken by ${modelType} models)` : ''}`, { field: extra });
+  const { top_k: topK, normalize, metadata } = fields;
+  if (normalize !== undefined && normalize !== null && typeof normalize !== 'boolean') throw new InputError(`normalize must be true or false, got ${JSON.stringify(normalize)}`, { field: 'normalize' });
+  return { ...checkTopK(topK), ...(typeof normalize === 'boolean' ? { normalize } : {}), ...checkMetadata(metadata) };
 }
 
 const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*?);base64,/i;
@@ -33,11 +48,10 @@ export function imageBytesOf(text: string, index: number, field = 'inputs'): Uin
 }
 
 /** The JSON body → the request; `maxInputs` bounds the images of one request. */
-export function parseImageClassificationBody(body: unknown, maxInputs: number): ImageClassificationRequest {
+export function parseImageBody(body: unknown, maxInputs: number, modelType: string): ImageRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InputError('request body must be a JSON object');
-  const { inputs, top_k: topK, metadata, ...rest } = body as Record<string, unknown>;
-  const extra = Object.keys(rest)[0];
-  if (extra !== undefined) throw new InputError(`unknown field "${extra}"`, { field: extra });
+  const { inputs, ...fields } = body as Record<string, unknown>;
+  const options = imageRequestOptions(fields, modelType);
   if (inputs === undefined) throw new InputError('missing required field "inputs"', { field: 'inputs' });
   if (!Array.isArray(inputs)) throw new InputError('inputs must be a list of images (base64 strings or data URLs)', { field: 'inputs' });
   if (inputs.length === 0) throw new InputError('inputs must not be empty', { field: 'inputs' });
@@ -46,7 +60,7 @@ export function parseImageClassificationBody(body: unknown, maxInputs: number): 
     if (typeof input !== 'string') throw new InputError(`inputs[${index}] must be a string (base64 or a data URL)`, { field: 'inputs' });
     return imageBytesOf(input, index);
   });
-  return { images, ...checkTopK(topK), ...checkMetadata(metadata) };
+  return { images, ...options };
 }
 
 /** At least one image, at most `maxInputs`. */

@@ -8,14 +8,14 @@
 import type { MessagePort } from 'node:worker_threads';
 import { errorMessageOf, type ErrorMessage } from './errors.ts';
 import { decodeImage, pixelValues, type ImageLimits, type ImageProcessorConfig } from './image/index.ts';
-import { ImageOnnxModel } from './image-model.ts';
+import { ImageOnnxModel, type ImageModelExpectation } from './image-model.ts';
 import type { OnnxModelOptions } from './onnx-model.ts';
 import { codecsOf, type CodecFiles } from './image-codecs.ts';
 
 export interface ImageModelLoad {
   weights: Uint8Array;
   options: OnnxModelOptions;
-  expected: { labels: number; size: { height: number; width: number } | null };
+  expected: ImageModelExpectation;
   preprocessor: ImageProcessorConfig;
   limits: ImageLimits;
   /** Where the codecs' .wasm files are (the single executable's extracted assets); absent: the installed packages. */

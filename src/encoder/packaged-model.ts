@@ -70,11 +70,23 @@ export async function readPackagedImageModel(section: AssetSection): Promise<Ima
     weights,
     ...weightsDataOf(section),
     modelConfig: checked,
-    labels: imageLabelsOf(checked, 'asset model_config'),
+    labels: modelType === 'image_classification' ? imageLabelsOf(checked, 'asset model_config') : [],
+    ...imagePoolingOfManifest(section.manifest.model),
     preprocessor: parseImageProcessorConfig(preprocessor, 'asset preprocessor_config'),
     // the weights as built: int8 behind the gate (image-model-check.ts), else as given
     quantization: section.manifest.model.quantization === 'int8' ? 'int8' : 'none',
   };
+}
+
+/** image_embedding's pooling (absent: the graph's pooled output) and normalize (absent: true), checked. */
+function imagePoolingOfManifest(model: ManifestModel): Pick<ImageModelPackage, 'pooling' | 'normalize'> {
+  const pooling = model.pooling ?? null;
+  if (pooling !== null && !(POOLING_MODES as readonly unknown[]).includes(pooling)) {
+    throw new ConfigError(`packaged model: unknown pooling ${JSON.stringify(pooling)}; this runtime knows ${POOLING_MODES.join(', ')}`);
+  }
+  const normalize = model.normalize ?? true;
+  if (typeof normalize !== 'boolean') throw new ConfigError('packaged model: normalize must be true or false');
+  return { pooling: pooling as Pooling | null, normalize };
 }
 
 /** `weightsDataDir` when the executable packs its large initializers apart (`model_data`), else nothing. */
@@ -135,6 +147,8 @@ export function manifestModelOf(config: BuildConfig, quantization: Quantization 
   if (maxLength) Object.assign(model, { max_length: maxLength.tokens, max_length_reason: maxLength.reason });
   const { pooling, normalize } = resolvePooling(config);
   if (POOLED_MODEL_TYPES.includes(config.modelType)) Object.assign(model, { pooling, normalize });
+  // an image embedding model's pooling only when set (absent: the graph's pooled output)
+  if (config.modelType === 'image_embedding') Object.assign(model, { normalize: config.normalize ?? true, ...(config.pooling ? { pooling: config.pooling } : {}) });
   if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
   // only when not the default: an executable without it cuts texts on the right, as every one did before
   if (truncation) model.truncation = { side: truncation.direction, strategy: truncation.strategy, stride: truncation.stride };

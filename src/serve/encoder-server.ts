@@ -122,7 +122,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
 
 /**
  * The front ends of an image model, not listening yet: HTTP (image-app.ts) with metrics, gRPC with encoderfile's
- * image service (grpc/image-services.ts); what prepareEncoderServer is for text models. MCP does not serve image
+ * image service (grpc/image-services.ts) for a classifier; what prepareEncoderServer is for text models. MCP does not serve image
  * models yet (docs/image-models.md).
  */
 export async function prepareImageServer(
@@ -138,15 +138,17 @@ export async function prepareImageServer(
   try {
     if (options.http) {
       const http = httpAppOptionsOf(options.http, options, drain, info);
-      frontEnds.http = await createImageHttpApp(pipeline, { ...http, ...shared, maxRequestInputs: pipeline.maxRequestInputs, maxImageBytes: options.maxImageBytes });
+      const modelNames = new ServedModelNames(pipeline.modelId, options.modelNames);
+      frontEnds.http = await createImageHttpApp(pipeline, { ...http, ...shared, modelNames, maxRequestInputs: pipeline.maxRequestInputs, maxImageBytes: options.maxImageBytes });
     }
-    if (options.grpc) frontEnds.grpc = createImageGrpcServer(pipeline, { maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
+    // encoderfile's image service is a classifier's; an image embedding model has none (docs/image-models.md)
+    if (options.grpc && pipeline.modelType === 'image_classification') frontEnds.grpc = createImageGrpcServer(pipeline, { maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
   } catch (error) {
     await drop(frontEnds);
     throw error;
   }
   // listen() binds gRPC from options.grpc, which needs no proto text here
-  const serving = { ...options, grpc: options.grpc ? { ...options.grpc, protoText: '' } : null };
+  const serving = { ...options, grpc: options.grpc && frontEnds.grpc ? { ...options.grpc, protoText: '' } : null };
   return { listen: () => listen(frontEnds, serving), discard: () => drop(frontEnds) };
 }
 

@@ -92,7 +92,7 @@ describe('image_classification configurations', () => {
     expect(fail(`${head}  quantize: int8\n  quantize_check_texts: [a]\n`)).toBe(
       'configuration: "quantize_check_texts" is not supported for image_classification models (docs/image-models.md)',
     );
-    expect(fail(`${head}  pooling: mean\n`)).toContain('"encoder.pooling" applies to embedding and sentence_embedding models, not image_classification');
+    expect(fail(`${head}  pooling: mean\n`)).toContain('"encoder.pooling" applies to embedding, sentence_embedding, image_embedding models, not image_classification');
   });
 });
 

@@ -116,7 +116,7 @@ describe('build configuration', () => {
 
   it('names a bad enum value and the allowed values', () => {
     expect(configError(minimal.replace('embedding', 'embeddings'))).toBe(
-      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sentence_embedding, sequence_classification, token_classification, image_classification',
+      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sentence_embedding, sequence_classification, token_classification, image_classification, image_embedding',
     );
     expect(configError(`${minimal}  lua_libs: [math, debug]\n`)).toBe(
       'configuration: invalid value "debug" for "encoder.lua_libs[1]"; allowed values: coroutine, table, io, os, string, utf8, math, package',

@@ -68,6 +68,9 @@ async function expectedLabels(bytes: Uint8Array): Promise<{ label: string; score
   return exps.map((e, index) => ({ label: TINY_VIT.labels[index], score: e / sum })).sort((a, b) => b.score - a.score);
 }
 
+/** /predict of the classifier, typed as its response. */
+const classify = async (pipeline: ImagePipeline, body: unknown) => (await pipeline.predict(body)) as ImageClassificationResponse;
+
 function expectClose(actual: ImageClassificationResponse['results'][number], expected: { label: string; score: number }[]) {
   expect(actual.labels.map((l) => l.label)).toEqual(expected.map((l) => l.label));
   actual.labels.forEach((l, i) => expect(l.score).toBeCloseTo(expected[i].score, 5));
@@ -76,7 +79,7 @@ function expectClose(actual: ImageClassificationResponse['results'][number], exp
 describe('image classification pipeline', () => {
   it('gives each image its labels, best first, as a reference forward pass does, for PNG, JPEG and WebP', async () => {
     const body = { inputs: [images.png.toString('base64'), `data:image/jpeg;base64,${images.jpeg.toString('base64')}`, images.webp.toString('base64')], metadata: { trace: 'x' } };
-    const response = await inline.predict(body);
+    const response = await classify(inline, body);
     expect(response.model_id).toBe('tiny-vit');
     expect(response.metadata).toEqual({ trace: 'x' });
     expect(response.results).toHaveLength(3);
@@ -88,14 +91,14 @@ describe('image classification pipeline', () => {
   });
 
   it('top_k keeps the best k; the threaded pipeline gives the same scores, merging concurrent requests into runs', async () => {
-    const top = await inline.predict({ inputs: [images.png.toString('base64')], top_k: 2 });
+    const top = await classify(inline, { inputs: [images.png.toString('base64')], top_k: 2 });
     expect(top.results[0].labels).toHaveLength(2);
-    const full = await inline.predict({ inputs: [images.png.toString('base64')] });
+    const full = await classify(inline, { inputs: [images.png.toString('base64')] });
     expect(top.results[0].labels).toEqual(full.results[0].labels.slice(0, 2));
 
     const before = threaded.batchingStats().runs;
     const bodies = ['png', 'jpeg', 'webp', 'png'].map((name) => ({ inputs: [images[name].toString('base64')] }));
-    const [threadedResults, inlineResults] = await Promise.all([Promise.all(bodies.map((b) => threaded.predict(b))), Promise.all(bodies.map((b) => inline.predict(b)))]);
+    const [threadedResults, inlineResults] = await Promise.all([Promise.all(bodies.map((b) => classify(threaded, b))), Promise.all(bodies.map((b) => classify(inline, b)))]);
     threadedResults.forEach((response, i) => {
       response.results[0].labels.forEach((l, k) => {
         expect(l.label).toBe(inlineResults[i].results[0].labels[k].label);

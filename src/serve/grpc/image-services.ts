@@ -37,10 +37,10 @@ message ImageLabels {
   `syntax = "proto3";
 package encoderfile.image_classification;
 service ImageClassificationInference {
-  rpc Predict(ImageClassificationRequest) returns (ImageClassificationResponse);
+  rpc Predict(ImageRequest) returns (ImageClassificationResponse);
   rpc GetModelMetadata(encoderfile.metadata.GetModelMetadataRequest) returns (encoderfile.metadata.GetModelMetadataResponse);
 }
-message ImageClassificationRequest {
+message ImageRequest {
   repeated encoderfile.image_types.ImageInput inputs = 1;
   map<string, string> metadata = 11;
 }
@@ -72,7 +72,7 @@ export function createImageGrpcServer(pipeline: ImagePipeline, options: Omit<Grp
     void answer(callback, async () => {
       const { inputs, metadata } = call.request;
       const given = Object.keys(metadata).length > 0 ? checkMetadata(metadata) : {};
-      const response = await pipeline.classify({ images: inputs.map((input) => input.image), ...given });
+      const response = await pipeline.predictImages({ images: inputs.map((input) => input.image), ...given });
       return { results: response.results, metadata: response.metadata ?? {} };
     });
   };

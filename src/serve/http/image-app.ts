@@ -9,9 +9,11 @@ import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InputError, isEncoderError } from '../../encoder/errors.ts';
 import type { ImagePipeline } from '../../encoder/image-pipeline.ts';
-import { checkMetadata, checkTopK, type ImageClassificationRequest } from '../../encoder/image-requests.ts';
+import { IMAGE_REQUEST_OPTIONS, imageRequestOptions, type ImageRequest } from '../../encoder/image-requests.ts';
 import { createHttpShell, finishHttpApp, once, type HttpAppOptions } from './app.ts';
 import { registerMcpRoute } from './mcp-route.ts';
+import { registerImageEmbeddingRoutes } from './image-embeddings.ts';
+import { ServedModelNames } from '../model-names.ts';
 import { bodyTooLargeMessage, HttpError, JSON_TYPE } from './errors.ts';
 import { sendJson } from './json-reply.ts';
 import { registerHealthRoutes } from './routes.ts';
@@ -39,6 +41,7 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
   });
   app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => sendJson(reply, await pipeline.predict(request.body)));
+  if (pipeline.modelType === 'image_embedding') registerImageEmbeddingRoutes(app, pipeline, options.modelNames ?? new ServedModelNames(pipeline.modelId));
   // the SDK loads at the first MCP request, as for text models
   registerMcpRoute(
     app,
@@ -52,7 +55,7 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
     await scope.register(multipart, {
       limits: { files: options.maxRequestInputs, fileSize: options.maxImageBytes, fieldSize: options.bodyLimitBytes, parts: options.maxRequestInputs + 16 },
     });
-    scope.post(MULTIPART_PREDICT_PATH, async (request, reply) => sendJson(reply, await pipeline.classify(await readForm(request, options), FILES_PART)));
+    scope.post(MULTIPART_PREDICT_PATH, async (request, reply) => sendJson(reply, await pipeline.predictImages(await readForm(request, options, pipeline.modelType), FILES_PART)));
   });
   return finishHttpApp(app, options);
 }
@@ -62,7 +65,7 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
  * `top_k` and `metadata`, or, as encoderfile reads it, a flat object of strings that is the metadata. Parts of other
  * names are skipped, as encoderfile skips them.
  */
-async function readForm(request: FastifyRequest, options: ImageHttpOptions): Promise<ImageClassificationRequest> {
+async function readForm(request: FastifyRequest, options: ImageHttpOptions, modelType: string): Promise<ImageRequest> {
   let payload: unknown;
   let hasPayload = false;
   const images: Uint8Array[] = [];
@@ -89,19 +92,17 @@ async function readForm(request: FastifyRequest, options: ImageHttpOptions): Pro
   }
   if (!hasPayload) throw new InputError(`missing required multipart field "${PAYLOAD_PART}" (a JSON object; {} for none)`, { field: PAYLOAD_PART });
   if (images.length === 0) throw new InputError(`no images: send each image as a file part named "${FILES_PART}"`, { field: FILES_PART });
-  return { images, ...payloadOptions(payload) };
+  return { images, ...payloadOptions(payload, modelType) };
 }
 
-/** `{top_k?, metadata?}`, or encoderfile's flat object of strings (the metadata). */
-function payloadOptions(payload: unknown): Pick<ImageClassificationRequest, 'topK' | 'metadata'> {
+/** `{top_k?, normalize?, metadata?}` as the model type takes them, or encoderfile's flat object of strings (the metadata). */
+function payloadOptions(payload: unknown, modelType: string): Pick<ImageRequest, 'topK' | 'normalize' | 'metadata'> {
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new InputError(`the "${PAYLOAD_PART}" part must be a JSON object`, { field: PAYLOAD_PART });
   const entries = Object.entries(payload);
-  if (entries.every(([key]) => key === 'top_k' || key === 'metadata')) {
-    const { top_k: topK, metadata } = payload as Record<string, unknown>;
-    return { ...checkTopK(topK), ...checkMetadata(metadata) };
-  }
+  const options = IMAGE_REQUEST_OPTIONS[modelType] ?? [];
+  if (entries.every(([key]) => options.includes(key))) return imageRequestOptions(payload as Record<string, unknown>, modelType);
   if (entries.every(([, value]) => typeof value === 'string')) return { metadata: payload as Record<string, string> };
-  throw new InputError(`the "${PAYLOAD_PART}" part holds top_k and metadata, or an object of strings (the metadata)`, { field: PAYLOAD_PART });
+  throw new InputError(`the "${PAYLOAD_PART}" part holds ${options.join(' and ')}, or an object of strings (the metadata)`, { field: PAYLOAD_PART });
 }
 
 /** What went wrong reading the form, as the client should read it: its own errors kept, the parser's a 400 or 413. */

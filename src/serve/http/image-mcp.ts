@@ -1,13 +1,13 @@
 /**
  * The MCP tool of an image classification model (at /mcp, and `mcp`): `run_encoder` takes the images as MCP image
  * content blocks, `{"type": "image", "data": <base64>, "mimeType": "image/png"}` (what a client holds when a user
- * attached a picture, or another tool returned one), with `top_k` and `metadata` as on /predict; its result is the
+ * attached a picture, or another tool returned one), with `top_k` or `normalize` and `metadata` as on /predict; its result is the
  * /predict response. A block that is not an image, or whose data does not decode, is an InputError naming it
  * (`images[i]`), which MCP answers as INVALID_REQUEST.
  */
 import { InputError } from '../../encoder/errors.ts';
 import type { ImagePipeline } from '../../encoder/image-pipeline.ts';
-import { checkImageCount, checkMetadata, checkTopK, imageBytesOf, type ImageClassificationRequest } from '../../encoder/image-requests.ts';
+import { checkImageCount, imageBytesOf, imageRequestOptions, type ImageRequest } from '../../encoder/image-requests.ts';
 import type { McpToolModel } from './mcp-server.ts';
 
 const IMAGES_FIELD = 'images';
@@ -31,10 +31,17 @@ const INPUT_SCHEMA = {
         },
       },
     },
-    top_k: { type: 'integer', minimum: 1, description: 'Keep the best k labels of each image (default: all).' },
     metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'Free-form string pairs, echoed in the result.' },
   },
 } as const;
+
+/** Each model type's own option beside the images. */
+const OPTION_SCHEMAS = {
+  image_classification: { top_k: { type: 'integer', minimum: 1, description: 'Keep the best k labels of each image (default: all).' } },
+  image_embedding: { normalize: { type: 'boolean', description: "Scale each vector to unit length (default: the model's setting)." } },
+} as const;
+
+const EMBEDDING_RESULTS = { type: 'array', items: { type: 'object', required: ['embedding'], properties: { embedding: { type: 'array', items: { type: 'number' } } } } } as const;
 
 const OUTPUT_SCHEMA = {
   type: 'object',
@@ -59,22 +66,25 @@ const OUTPUT_SCHEMA = {
 } as const;
 
 export function imageToolModel(pipeline: ImagePipeline): McpToolModel {
+  const { modelType } = pipeline;
+  const embedding = modelType === 'image_embedding';
   return {
     metadata: () => pipeline.metadata(),
-    description:
-      'Classifies each image (MCP image content blocks: type "image", base64 data, mimeType): its labels with ' +
-      'softmax scores, best first, top_k of them when given. One result per image, in order.',
-    inputSchema: INPUT_SCHEMA,
-    outputSchema: OUTPUT_SCHEMA,
-    run: (args) => pipeline.classify(imageToolRequest(args, pipeline.maxRequestInputs), IMAGES_FIELD),
+    description: embedding
+      ? 'Embeds each image (MCP image content blocks: type "image", base64 data, mimeType): one vector per image, in ' +
+        "order, at unit length when normalize (default: the model's setting)."
+      : 'Classifies each image (MCP image content blocks: type "image", base64 data, mimeType): its labels with ' +
+        'softmax scores, best first, top_k of them when given. One result per image, in order.',
+    inputSchema: { ...INPUT_SCHEMA, properties: { ...INPUT_SCHEMA.properties, ...OPTION_SCHEMAS[modelType] } },
+    outputSchema: embedding ? { ...OUTPUT_SCHEMA, properties: { ...OUTPUT_SCHEMA.properties, results: EMBEDDING_RESULTS } } : OUTPUT_SCHEMA,
+    run: (args) => pipeline.predictImages(imageToolRequest(args, pipeline.maxRequestInputs, modelType), IMAGES_FIELD),
   };
 }
 
 /** The tool's arguments → the pipeline's request; every problem an InputError naming the field. */
-export function imageToolRequest(args: Record<string, unknown>, maxInputs: number): ImageClassificationRequest {
-  const { [IMAGES_FIELD]: images, top_k: topK, metadata, ...rest } = args;
-  const extra = Object.keys(rest)[0];
-  if (extra !== undefined) throw new InputError(`unknown field "${extra}"; the tool takes ${IMAGES_FIELD}, top_k and metadata`, { field: extra });
+export function imageToolRequest(args: Record<string, unknown>, maxInputs: number, modelType: string): ImageRequest {
+  const { [IMAGES_FIELD]: images, ...fields } = args;
+  const options = imageRequestOptions(fields, modelType);
   if (!Array.isArray(images)) throw new InputError(`${IMAGES_FIELD} must be a list of image content blocks ({"type": "image", "data": <base64>, "mimeType"})`, { field: IMAGES_FIELD });
   checkImageCount(images.length, maxInputs, IMAGES_FIELD);
   const bytes = images.map((block: unknown, index) => {
@@ -87,5 +97,5 @@ export function imageToolRequest(args: Record<string, unknown>, maxInputs: numbe
     }
     return imageBytesOf(data, index, IMAGES_FIELD);
   });
-  return { images: bytes, ...checkTopK(topK), ...checkMetadata(metadata) };
+  return { images: bytes, ...options };
 }

@@ -44,9 +44,28 @@ const LABELS_RESPONSE = {
   },
 };
 
+const EMBEDDING_RESPONSE = {
+  type: 'object',
+  required: ['results', 'model_id'],
+  properties: {
+    results: {
+      type: 'array',
+      description: 'One vector per image, in order.',
+      items: { type: 'object', required: ['embedding'], properties: { embedding: { type: 'array', items: { type: 'number' } } } },
+    },
+    model_id: { type: 'string' },
+    metadata: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+};
+
 export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocument {
   const { metadata, bodyLimitBytes, maxImageBytes, maxRequestInputs } = options;
-  const topK = { type: 'integer', minimum: 1, description: 'Keep the best k labels of each image (default: all).' };
+  const embedding = metadata.model_type === 'image_embedding';
+  // each model type's option beside the images, and its response
+  const option = embedding
+    ? { normalize: { type: 'boolean', description: "Scale each vector to unit length (default: the model's setting)." } }
+    : { top_k: { type: 'integer', minimum: 1, description: 'Keep the best k labels of each image (default: all).' } };
+  const response = embedding ? EMBEDDING_RESPONSE : LABELS_RESPONSE;
   const echoed = { type: 'object', additionalProperties: { type: 'string' }, description: 'Free-form string pairs, echoed in the response.' };
   const imageErrors = plainText(
     'An image (named `inputs[i]` or `files[i]`) is empty, corrupt, truncated, not a PNG, JPEG, WebP or GIF, larger than ' +
@@ -87,12 +106,12 @@ export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocum
             additionalProperties: false,
             properties: {
               inputs: { type: 'array', minItems: 1, maxItems: maxRequestInputs, items: { type: 'string', description: 'Base64 bytes, or a data URL.' } },
-              top_k: topK,
+              ...option,
               metadata: echoed,
             },
           }),
         },
-        responses: { 200: json('One result per image, in order.', LABELS_RESPONSE), 400: plainText('The body is not valid JSON.'), 415: plainText('The body is not application/json.'), 422: imageErrors, ...common },
+        responses: { 200: json('One result per image, in order.', response), 400: plainText('The body is not valid JSON.'), 415: plainText('The body is not application/json.'), 422: imageErrors, ...common },
       },
     },
     '/predict/multipart': {
@@ -109,8 +128,8 @@ export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocum
                 properties: {
                   payload: {
                     type: 'object',
-                    description: '{"top_k", "metadata"}, or a flat object of strings (the metadata, as encoderfile reads it); {} for none.',
-                    properties: { top_k: topK, metadata: echoed },
+                    description: `{${Object.keys(option).map((key) => `"${key}"`).join(', ')}, "metadata"}, or a flat object of strings (the metadata, as encoderfile reads it); {} for none.`,
+                    properties: { ...option, metadata: echoed },
                   },
                   files: { type: 'array', items: { type: 'string', format: 'binary' }, description: 'One part per image, in order.' },
                 },
@@ -120,7 +139,7 @@ export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocum
           },
         },
         responses: {
-          200: json('One result per image, in order.', LABELS_RESPONSE),
+          200: json('One result per image, in order.', response),
           400: plainText('The body is not a readable multipart/form-data body.'),
           415: plainText('The body is not multipart/form-data.'),
           422: imageErrors,
@@ -137,6 +156,33 @@ export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocum
       },
     },
   };
+  if (embedding) {
+    paths['/v1/embeddings'] = {
+      post: {
+        operationId: 'embeddings',
+        summary: "OpenAI's embeddings API: each input an image in base64 or a data URL",
+        requestBody: {
+          required: true,
+          ...json('The images and options.', {
+            type: 'object',
+            required: ['input'],
+            properties: {
+              input: { oneOf: [{ type: 'string' }, { type: 'array', minItems: 1, maxItems: maxRequestInputs, items: { type: 'string' } }] },
+              model: { type: 'string', nullable: true },
+              encoding_format: { type: 'string', enum: ['float', 'base64'], nullable: true },
+              dimensions: { type: 'integer', minimum: 1, nullable: true },
+              user: { type: 'string', nullable: true },
+            },
+          }),
+        },
+        responses: {
+          200: json("OpenAI's list of embeddings; usage counts 0 tokens (images have none).", { type: 'object', required: ['object', 'data', 'model', 'usage'] }),
+          400: json("OpenAI's error body: a bad field or image, named.", { type: 'object', required: ['error'] }),
+          404: json("OpenAI's error body: a model name not served (--strict-model-name).", { type: 'object', required: ['error'] }),
+        },
+      },
+    };
+  }
   if (options.metrics) {
     paths['/metrics'] = { get: { operationId: 'metrics', summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } } } } };
   }
