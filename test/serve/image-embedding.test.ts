@@ -28,6 +28,8 @@ import { TINY_VIT_EMBEDDING, writeVitModelDirectory } from '../../scripts/model-
 import { mcpClient } from '../helpers/served-model.ts';
 import { writeFakeBaseRuntime } from '../helpers/fake-base-runtime.ts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv } from 'ajv';
 
 let work: string;
 let vit: string;
@@ -143,6 +145,17 @@ describe('image_embedding models', () => {
     const error = await client.embeddings.create({ model: 'any', input: [inputs[0], 'aGVsbG8='] }).then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('input[1]: not a PNG, JPEG, WebP or GIF image');
+  });
+
+  it('describes /predict and /v1/embeddings in a valid OpenAPI document that its answers meet', async () => {
+    const document = (await fetch(`${url}/openapi.json`).then((r) => r.json())) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>> };
+    const validator = new Validator();
+    expect((await validator.validate(structuredClone(document) as unknown as Parameters<Validator['validate']>[0])).errors).toBeUndefined();
+    expect(Object.keys(document.paths)).toContain('/v1/embeddings');
+    const schema = document.paths['/predict'].post.responses['200'].content!['application/json'].schema;
+    const ajv = new Ajv({ strict: false });
+    expect(ajv.validate(schema, JSON.parse((await post('/predict', { inputs: [png.toString('base64')] })).text))).toBe(true);
+    expect(ajv.validate(schema, { results: [{ labels: [] }], model_id: 'm' })).toBe(false);
   });
 
   it('serves run_encoder over MCP with image content blocks', async () => {
