@@ -8,7 +8,7 @@
 import type * as ort from 'onnxruntime-node';
 import { ConfigError, InternalError } from './errors.ts';
 import type { PixelValues } from './image/preprocess.ts';
-import { createSession, describeShape, describeValues, settingsOf, toValueInfo, type OnnxModelOptions, type SessionSettings, type ValueInfo } from './onnx-model.ts';
+import { createSession, describeShape, describeValues, type OnnxModelOptions, type SessionSettings, type ValueInfo } from './onnx-model.ts';
 import { Tensor } from './tensor.ts';
 import type { Pooling } from './config.ts';
 import { poolRow } from './pooling.ts';
@@ -112,14 +112,8 @@ export class ImageOnnxModel {
   }
 
   static async load(weights: Uint8Array, expected: ImageModelExpectation, options: OnnxModelOptions = {}): Promise<ImageOnnxModel> {
-    const { runtime, session, sessionOptions } = await createSession(weights, options);
-    try {
-      const signature = validateImageSignature(toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata), expected);
-      return new ImageOnnxModel(runtime, session, signature, settingsOf(sessionOptions));
-    } catch (error) {
-      await session.release();
-      throw error;
-    }
+    const { runtime, session, signature, settings } = await createSession(weights, options, (inputs, outputs) => validateImageSignature(inputs, outputs, expected));
+    return new ImageOnnxModel(runtime, session, signature, settings);
   }
 
   /** The signature's output (logits, a pooled output or token states) of a `pixel_values` batch. */

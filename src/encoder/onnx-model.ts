@@ -204,17 +204,29 @@ export function settingsOf(options: ort.InferenceSession.SessionOptions): Sessio
   };
 }
 
-/** A session of the weights with the options (sessionOptionsFor); weights onnxruntime cannot load are a ConfigError. */
-export async function createSession(
+/**
+ * A session of the weights with the options (sessionOptionsFor), its inputs and outputs held to `validate` (which
+ * throws a ConfigError naming what does not fit; the session is then released). Weights onnxruntime cannot load are a
+ * ConfigError too.
+ */
+export async function createSession<S>(
   weights: Uint8Array,
   options: OnnxModelOptions,
-): Promise<{ runtime: Onnxruntime; session: ort.InferenceSession; sessionOptions: ort.InferenceSession.SessionOptions }> {
+  validate: (inputs: ValueInfo[], outputs: ValueInfo[]) => S,
+): Promise<{ runtime: Onnxruntime; session: ort.InferenceSession; signature: S; settings: SessionSettings }> {
   const runtime = await loadOnnxruntime();
   const sessionOptions = sessionOptionsFor(options);
+  let session: ort.InferenceSession;
   try {
-    return { runtime, session: await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir)), sessionOptions };
+    session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir));
   } catch (error) {
     throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    return { runtime, session, signature: validate(toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata)), settings: settingsOf(sessionOptions) };
+  } catch (error) {
+    await session.release();
+    throw error;
   }
 }
 
@@ -234,14 +246,8 @@ export class OnnxModel {
   }
 
   static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
-    const { runtime, session, sessionOptions } = await createSession(weights, options);
-    try {
-      const signature = validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata));
-      return new OnnxModel(runtime, session, signature, settingsOf(sessionOptions));
-    } catch (error) {
-      await session.release();
-      throw error;
-    }
+    const { runtime, session, signature, settings } = await createSession(weights, options, (inputs, outputs) => validateSignature(modelType, inputs, outputs));
+    return new OnnxModel(runtime, session, signature, settings);
   }
 
   /** Runs one padded batch and returns the signature's output. */
@@ -268,7 +274,7 @@ export class OnnxModel {
   }
 }
 
-export function toValueInfo(metadata: readonly ort.InferenceSession.ValueMetadata[]): ValueInfo[] {
+function toValueInfo(metadata: readonly ort.InferenceSession.ValueMetadata[]): ValueInfo[] {
   return metadata.map((value) =>
     value.isTensor ? { name: value.name, type: value.type, shape: value.shape } : { name: value.name, type: 'non-tensor', shape: [] },
   );

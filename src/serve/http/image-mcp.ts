@@ -9,6 +9,7 @@ import { InputError } from '../../encoder/errors.ts';
 import type { ImagePipeline } from '../../encoder/image-pipeline.ts';
 import { checkImageCount, imageBytesOf, imageRequestOptions, type ImageRequest } from '../../encoder/image-requests.ts';
 import type { McpToolModel } from './mcp-server.ts';
+import { IMAGE_METADATA_SCHEMA, IMAGE_OPTION_SCHEMAS, IMAGE_RESPONSE_SCHEMAS } from '../../encoder/image-schemas.ts';
 
 const IMAGES_FIELD = 'images';
 
@@ -31,37 +32,7 @@ const INPUT_SCHEMA = {
         },
       },
     },
-    metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'Free-form string pairs, echoed in the result.' },
-  },
-} as const;
-
-/** Each model type's own option beside the images. */
-const OPTION_SCHEMAS = {
-  image_classification: { top_k: { type: 'integer', minimum: 1, description: 'Keep the best k labels of each image (default: all).' } },
-  image_embedding: { normalize: { type: 'boolean', description: "Scale each vector to unit length (default: the model's setting)." } },
-} as const;
-
-const EMBEDDING_RESULTS = { type: 'array', items: { type: 'object', required: ['embedding'], properties: { embedding: { type: 'array', items: { type: 'number' } } } } } as const;
-
-const OUTPUT_SCHEMA = {
-  type: 'object',
-  required: ['results', 'model_id'],
-  properties: {
-    results: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['labels'],
-        properties: {
-          labels: {
-            type: 'array',
-            items: { type: 'object', required: ['label', 'score'], properties: { label: { type: 'string' }, score: { type: 'number' } } },
-          },
-        },
-      },
-    },
-    model_id: { type: 'string' },
-    metadata: { type: 'object', additionalProperties: { type: 'string' } },
+    metadata: IMAGE_METADATA_SCHEMA,
   },
 } as const;
 
@@ -75,8 +46,8 @@ export function imageToolModel(pipeline: ImagePipeline): McpToolModel {
         "order, at unit length when normalize (default: the model's setting)."
       : 'Classifies each image (MCP image content blocks: type "image", base64 data, mimeType): its labels with ' +
         'softmax scores, best first, top_k of them when given. One result per image, in order.',
-    inputSchema: { ...INPUT_SCHEMA, properties: { ...INPUT_SCHEMA.properties, ...OPTION_SCHEMAS[modelType] } },
-    outputSchema: embedding ? { ...OUTPUT_SCHEMA, properties: { ...OUTPUT_SCHEMA.properties, results: EMBEDDING_RESULTS } } : OUTPUT_SCHEMA,
+    inputSchema: { ...INPUT_SCHEMA, properties: { ...INPUT_SCHEMA.properties, ...IMAGE_OPTION_SCHEMAS[modelType] } },
+    outputSchema: IMAGE_RESPONSE_SCHEMAS[modelType],
     run: (args) => pipeline.predictImages(imageToolRequest(args, pipeline.maxRequestInputs, modelType), IMAGES_FIELD),
   };
 }

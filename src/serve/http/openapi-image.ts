@@ -4,11 +4,13 @@
  * given metrics. The text models' document is openapi.ts; this one describes only what an image server answers.
  */
 import { MCP_PATH } from './errors.ts';
+import type { ImageModelType } from '../../encoder/config.ts';
+import { IMAGE_METADATA_SCHEMA, IMAGE_OPTION_SCHEMAS, IMAGE_RESPONSE_SCHEMAS } from '../../encoder/image-schemas.ts';
 import type { OpenApiDocument } from './openapi.ts';
 import type { ServerInfo } from '../server-info.ts';
 
 export interface ImageOpenApiOptions {
-  metadata: { model_id: string; model_type: string; id2label: Record<string, string> };
+  metadata: { model_id: string; model_type: ImageModelType; id2label: Record<string, string> };
   serverInfo: ServerInfo;
   bodyLimitBytes: number;
   maxImageBytes: number;
@@ -20,53 +22,14 @@ export interface ImageOpenApiOptions {
 const plainText = (description: string) => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } });
 const json = (description: string, schema: object) => ({ description, content: { 'application/json': { schema } } });
 
-const LABELS_RESPONSE = {
-  type: 'object',
-  required: ['results', 'model_id'],
-  properties: {
-    results: {
-      type: 'array',
-      description: 'One result per image, in order.',
-      items: {
-        type: 'object',
-        required: ['labels'],
-        properties: {
-          labels: {
-            type: 'array',
-            description: 'Labels with softmax scores, best first (top_k of them when asked).',
-            items: { type: 'object', required: ['label', 'score'], properties: { label: { type: 'string' }, score: { type: 'number' } } },
-          },
-        },
-      },
-    },
-    model_id: { type: 'string' },
-    metadata: { type: 'object', additionalProperties: { type: 'string' } },
-  },
-};
-
-const EMBEDDING_RESPONSE = {
-  type: 'object',
-  required: ['results', 'model_id'],
-  properties: {
-    results: {
-      type: 'array',
-      description: 'One vector per image, in order.',
-      items: { type: 'object', required: ['embedding'], properties: { embedding: { type: 'array', items: { type: 'number' } } } },
-    },
-    model_id: { type: 'string' },
-    metadata: { type: 'object', additionalProperties: { type: 'string' } },
-  },
-};
-
 export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocument {
   const { metadata, bodyLimitBytes, maxImageBytes, maxRequestInputs } = options;
-  const embedding = metadata.model_type === 'image_embedding';
+  const modelType = metadata.model_type as ImageModelType;
+  const embedding = modelType === 'image_embedding';
   // each model type's option beside the images, and its response
-  const option = embedding
-    ? { normalize: { type: 'boolean', description: "Scale each vector to unit length (default: the model's setting)." } }
-    : { top_k: { type: 'integer', minimum: 1, description: 'Keep the best k labels of each image (default: all).' } };
-  const response = embedding ? EMBEDDING_RESPONSE : LABELS_RESPONSE;
-  const echoed = { type: 'object', additionalProperties: { type: 'string' }, description: 'Free-form string pairs, echoed in the response.' };
+  const option = IMAGE_OPTION_SCHEMAS[modelType];
+  const response = IMAGE_RESPONSE_SCHEMAS[modelType];
+  const echoed = IMAGE_METADATA_SCHEMA;
   const imageErrors = plainText(
     'An image (named `inputs[i]` or `files[i]`) is empty, corrupt, truncated, not a PNG, JPEG, WebP or GIF, larger than ' +
       `${maxImageBytes} bytes or declares too many pixels; or a field is wrong (more than ${maxRequestInputs} images, top_k, payload).`,
