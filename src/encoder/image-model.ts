@@ -5,10 +5,9 @@
  * [batch, tokens, hidden]), and runs of a `pixel_values` batch. The text models' session is onnx-model.ts; the
  * session options are the same (sessionOptionsFor).
  */
-import type * as ort from 'onnxruntime-node';
-import { ConfigError, InternalError } from './errors.ts';
+import { ConfigError } from './errors.ts';
 import type { PixelValues } from './image/preprocess.ts';
-import { createSession, describeShape, describeValues, type OnnxModelOptions, type SessionSettings, type ValueInfo } from './onnx-model.ts';
+import { createSession, describeShape, describeValues, SessionModel, type OnnxModelOptions, type ValueInfo } from './onnx-model.ts';
 import { Tensor } from './tensor.ts';
 import type { Pooling } from './config.ts';
 import { poolRow } from './pooling.ts';
@@ -97,39 +96,14 @@ export function imageVectors(output: Tensor, pooling: Pooling | null): Tensor {
   return new Tensor(data, [batch, width]);
 }
 
-/** One onnxruntime session of an image model. */
-export class ImageOnnxModel {
-  readonly signature: ImageModelSignature;
-  readonly settings: SessionSettings;
-  readonly #session: ort.InferenceSession;
-  readonly #ort: typeof ort;
-
-  private constructor(runtime: typeof ort, session: ort.InferenceSession, signature: ImageModelSignature, settings: SessionSettings) {
-    this.#ort = runtime;
-    this.#session = session;
-    this.signature = signature;
-    this.settings = settings;
-  }
-
+/** One onnxruntime session of an image model: `pixel_values` in. */
+export class ImageOnnxModel extends SessionModel<ImageModelSignature> {
   static async load(weights: Uint8Array, expected: ImageModelExpectation, options: OnnxModelOptions = {}): Promise<ImageOnnxModel> {
-    const { runtime, session, signature, settings } = await createSession(weights, options, (inputs, outputs) => validateImageSignature(inputs, outputs, expected));
-    return new ImageOnnxModel(runtime, session, signature, settings);
+    return new ImageOnnxModel(await createSession(weights, options, (inputs, outputs) => validateImageSignature(inputs, outputs, expected)));
   }
 
   /** The signature's output (logits, a pooled output or token states) of a `pixel_values` batch. */
   async run(pixels: PixelValues): Promise<Tensor> {
-    const name = this.signature.output.name;
-    let result: ort.InferenceSession.OnnxValueMapType;
-    try {
-      result = await this.#session.run({ [PIXEL_VALUES_INPUT]: new this.#ort.Tensor('float32', pixels.data, pixels.dims) }, [name]);
-    } catch (error) {
-      throw new InternalError(`onnxruntime failed: ${(error as Error).message}`, { cause: error });
-    }
-    const output = result[name];
-    return new Tensor(output.data as Float32Array, output.dims.map(Number));
-  }
-
-  async close(): Promise<void> {
-    await this.#session.release();
+    return this.runFeeds({ [PIXEL_VALUES_INPUT]: new this.Tensor('float32', pixels.data, pixels.dims) });
   }
 }

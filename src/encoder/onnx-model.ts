@@ -230,34 +230,24 @@ export async function createSession<S>(
   }
 }
 
-/** One onnxruntime session and the signature it was validated against. */
-export class OnnxModel {
-  readonly signature: ModelSignature;
+/** An onnxruntime session and the signature it was validated against (createSession); subclasses feed it. */
+export abstract class SessionModel<S extends { output: ValueInfo }> {
+  readonly signature: S;
   /** The options the session was created with (SessionSettings). */
   readonly settings: SessionSettings;
   readonly #session: ort.InferenceSession;
-  readonly #ort: Onnxruntime;
+  /** The runtime's Tensor class, for the feeds. */
+  protected readonly Tensor: Onnxruntime['Tensor'];
 
-  private constructor(runtime: Onnxruntime, session: ort.InferenceSession, signature: ModelSignature, settings: SessionSettings) {
-    this.#ort = runtime;
-    this.#session = session;
-    this.signature = signature;
-    this.settings = settings;
+  protected constructor(created: { runtime: Onnxruntime; session: ort.InferenceSession; signature: S; settings: SessionSettings }) {
+    this.#session = created.session;
+    this.Tensor = created.runtime.Tensor;
+    this.signature = created.signature;
+    this.settings = created.settings;
   }
 
-  static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
-    const { runtime, session, signature, settings } = await createSession(weights, options, (inputs, outputs) => validateSignature(modelType, inputs, outputs));
-    return new OnnxModel(runtime, session, signature, settings);
-  }
-
-  /** Runs one padded batch and returns the signature's output. */
-  async run(batch: PaddedBatch): Promise<Tensor> {
-    const dims = [batch.batchSize, batch.sequenceLength];
-    const feeds: Record<string, ort.Tensor> = {
-      input_ids: new this.#ort.Tensor('int64', batch.inputIds, dims),
-      attention_mask: new this.#ort.Tensor('int64', batch.attentionMask, dims),
-    };
-    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new this.#ort.Tensor('int64', batch.tokenTypeIds, dims);
+  /** The signature's output for `feeds`; onnxruntime's failure is an InternalError. */
+  protected async runFeeds(feeds: Record<string, ort.Tensor>): Promise<Tensor> {
     const name = this.signature.output.name;
     let result: ort.InferenceSession.OnnxValueMapType;
     try {
@@ -271,6 +261,24 @@ export class OnnxModel {
 
   async close(): Promise<void> {
     await this.#session.release();
+  }
+}
+
+/** A text model's session: token ids, attention mask and (when the graph takes them) token type ids in. */
+export class OnnxModel extends SessionModel<ModelSignature> {
+  static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
+    return new OnnxModel(await createSession(weights, options, (inputs, outputs) => validateSignature(modelType, inputs, outputs)));
+  }
+
+  /** Runs one padded batch and returns the signature's output. */
+  async run(batch: PaddedBatch): Promise<Tensor> {
+    const dims = [batch.batchSize, batch.sequenceLength];
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new this.Tensor('int64', batch.inputIds, dims),
+      attention_mask: new this.Tensor('int64', batch.attentionMask, dims),
+    };
+    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new this.Tensor('int64', batch.tokenTypeIds, dims);
+    return this.runFeeds(feeds);
   }
 }
 
