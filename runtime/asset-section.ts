@@ -82,7 +82,7 @@ const HEADER = {
 const PLACEHOLDER_SHA256 = '0'.repeat(64);
 
 /** Names of the assets a model executable carries. */
-export const ASSET_NAMES = ['model_weights', 'model_data', 'tokenizer', 'model_config', 'tokenizer_config', 'transform'] as const;
+export const ASSET_NAMES = ['model_weights', 'model_data', 'tokenizer', 'model_config', 'tokenizer_config', 'transform', 'preprocessor_config'] as const;
 export type AssetName = (typeof ASSET_NAMES)[number];
 
 /** One asset's place in the file. Offsets are absolute positions in the whole file. */

@@ -40,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
     // wasmoon's glue.wasm, extracted: for the check of a transform at load, and (in their load message) for the Lua
     // runtime of each inference worker, whose bundle cannot find it beside wasmoon's script
     luaWasmPath: native?.luaWasm,
+    imageCodecFiles: native?.imageCodecs,
     // Without model assets this executable is the base runtime of its own target and version: `build` needs nothing else.
     hostBase: () => (section === null ? { path: process.execPath, target: hostTarget(), kind: 'self' } : undefined),
     inferenceWorker: () => ({

@@ -3,6 +3,7 @@ import * as sea from 'node:sea';
 import { writeDurably } from '../src/encoder/cache/cache-entry.ts';
 import { cacheRoots, extractedEntry } from '../src/encoder/cache/extracted-entry.ts';
 import { ConfigError } from '../src/encoder/errors.ts';
+import type { CodecFiles } from '../src/encoder/image-codecs.ts';
 
 /**
  * Native code inside the single executable (design decision 2). `require()` of a `.node` file cannot work from
@@ -31,12 +32,16 @@ export interface NativeManifest {
   /** File names of the roles the runtime needs. */
   onnxruntimeBinding: string;
   luaWasm: string;
+  /** The image codecs' .wasm files (src/encoder/image/wasm-codecs.ts); absent in runtimes built before image models. */
+  imageCodecs?: CodecFiles;
 }
 
 export interface NativeFiles {
   dir: string;
   onnxruntimeBinding: string;
   luaWasm: string;
+  /** Paths of the image codecs' .wasm files, for image threads (image-codecs.ts). */
+  imageCodecs?: CodecFiles;
 }
 
 let extracted: NativeFiles | null | undefined;
@@ -54,6 +59,7 @@ export function nativeFiles(env: NodeJS.ProcessEnv = process.env): NativeFiles |
     dir,
     onnxruntimeBinding: path.join(dir, manifest.onnxruntimeBinding),
     luaWasm: path.join(dir, manifest.luaWasm),
+    ...(manifest.imageCodecs ? { imageCodecs: mapValues(manifest.imageCodecs, (file) => path.join(dir, file)) } : {}),
   });
 }
 
@@ -79,4 +85,8 @@ export function extractNativeFiles(manifest: NativeManifest, roots: readonly str
     if (actual !== manifest.hash) throw new ConfigError(`native assets do not match their manifest (${actual} != ${manifest.hash})`);
     return sha256Of;
   });
+}
+
+function mapValues<K extends string>(record: Record<K, string>, map: (value: string) => string): Record<K, string> {
+  return Object.fromEntries(Object.entries<string>(record).map(([key, value]) => [key, map(value)])) as Record<K, string>;
 }

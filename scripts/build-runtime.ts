@@ -23,6 +23,8 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import * as esbuild from 'esbuild';
 import { TARGETS, executableExtension, hostTarget, parseTarget, platformOf, type PlatformEntry, type Target } from '../src/builder/targets.ts';
+import type { CodecFiles } from '../src/encoder/image-codecs.ts';
+import { WASM_CODEC_FILES, type WasmCodec } from '../src/encoder/image/wasm-codecs.ts';
 import { INFERENCE_WORKER_ASSET, NATIVE_MANIFEST_ASSET, PROTO_ASSET, SQLITE_READER_ASSET, swaggerUiAsset, type NativeManifest } from '../runtime/native-assets.ts';
 import { SPLIT_BUNDLES, splitBundleAsset, type SplitBundleName } from '../runtime/split-bundles.ts';
 import { CODE_CACHE_RUNS, PROGRAM_ASSET, programCodeCacheAsset, WRITE_CODE_CACHE_ENV, type CodeCacheRun } from '../runtime/program-assets.ts';
@@ -222,6 +224,12 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
   const sources: Record<string, string> = {};
   for (const file of [platform.onnxruntime.binding, ...platform.onnxruntime.libraries]) sources[`native/${file}`] = path.join(ortDir, file);
   sources['native/glue.wasm'] = wasm;
+  // the image codecs: extracted beside the others, read by each image thread (it is handed their paths)
+  const imageCodecs = {} as CodecFiles;
+  for (const [codec, file] of Object.entries(WASM_CODEC_FILES) as [WasmCodec, string][]) {
+    imageCodecs[codec] = `image-${codec}-${path.basename(file)}`;
+    sources[`native/${imageCodecs[codec]}`] = require.resolve(file);
+  }
 
   const hash = createHash('sha256');
   const files: Record<string, string> = {};
@@ -234,6 +242,7 @@ function nativeAssets(platform: PlatformEntry, workDir: string, bundle: string):
     files,
     onnxruntimeBinding: platform.onnxruntime.binding,
     luaWasm: 'glue.wasm',
+    imageCodecs,
   };
   const manifestFile = path.join(workDir, NATIVE_MANIFEST_ASSET);
   writeFileSync(manifestFile, JSON.stringify(manifest));

@@ -11,5 +11,5 @@ export { MODEL_DIRECTORY_FILES, modelDirectoryFiles, writeModelDirectory } from 
 export { NORMALIZE_MODULE_FOLDER, SENTENCE_TRANSFORMERS_FILES, sentenceTransformersFiles } from './sentence-transformers-files.ts';
 export type { SentenceTransformersFile } from './sentence-transformers-files.ts';
 export { BASE_VOCABULARY, BASE_VOCABULARY_SIZE, SPECIAL_TOKENS, buildVocabulary } from './vocabulary.ts';
-export { TINY_VIT, VIT_MODEL_DIRECTORY_FILES, buildVitOnnxModel, generateVitWeights, vitConfigJson, vitPreprocessorConfigJson, writeVitModelDirectory } from './vit-onnx-model.ts';
+export { TINY_VIT, TINY_VIT_EMBEDDING, VIT_MODEL_DIRECTORY_FILES, buildVitOnnxModel, generateVitWeights, vitConfigJson, vitPreprocessorConfigJson, writeVitModelDirectory } from './vit-onnx-model.ts';
 export type { VitOptions } from './vit-onnx-model.ts';

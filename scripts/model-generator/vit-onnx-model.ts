@@ -2,7 +2,9 @@
  * A tiny ViT image classifier for tests: the forward pass of HuggingFace's ViTForImageClassification as an ONNX
  * graph (opset 17, standard operators), deterministic random weights named as its state dict, and the config.json
  * and preprocessor_config.json (ViTImageProcessor) that go with it. Input `pixel_values` [batch, 3, size, size]
- * float32; output `logits` [batch, labels].
+ * float32; output `logits` [batch, labels]. With `head: 'embedding'` it is a vision tower instead (ViTModel without a
+ * pooler): outputs `last_hidden_state` [batch, tokens, hidden] and `image_embeds` [batch, hidden], the [CLS] token's
+ * final state, as an image_embedding model reads them.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,10 +25,15 @@ export interface VitOptions {
   heads: number;
   layers: number;
   intermediate: number;
+  /** The classifier's labels (ignored by an embedding model). */
   labels: string[];
+  /** `classifier` (default): ViTForImageClassification; `embedding`: the vision tower's states and [CLS] embedding. */
+  head?: 'classifier' | 'embedding';
 }
 
 export const TINY_VIT: VitOptions = { seed: 36, imageSize: 32, patchSize: 8, hidden: 32, heads: 4, layers: 2, intermediate: 64, labels: ['cat', 'dog', 'bird'] };
+/** The same shape as an image embedding model (vectors 32 wide). */
+export const TINY_VIT_EMBEDDING: VitOptions = { ...TINY_VIT, seed: 37, head: 'embedding' };
 
 const CHANNELS = 3;
 const BATCH = 'batch_size';
@@ -146,15 +153,23 @@ export function buildVitOnnxModel(options: VitOptions, weights: Map<string, Weig
   }
   const final = layerNorm(hiddenStates, 'vit.layernorm');
   const clsOut = g.node('Gather', [final, g.int64Tensor('const.cls_index', [], [0])], 'classifier', { axis: 1 });
-  g.node('Identity', [linear(clsOut, 'classifier')], 'output', {}, 'logits');
-  g.output('logits', TensorDataType.FLOAT, [BATCH, options.labels.length]);
+  if (options.head === 'embedding') {
+    const tokens = (imageSize / patchSize) ** 2 + 1;
+    g.node('Identity', [final], 'output', {}, 'last_hidden_state');
+    g.node('Identity', [clsOut], 'output', {}, 'image_embeds');
+    g.output('last_hidden_state', TensorDataType.FLOAT, [BATCH, tokens, hidden]);
+    g.output('image_embeds', TensorDataType.FLOAT, [BATCH, hidden]);
+  } else {
+    g.node('Identity', [linear(clsOut, 'classifier')], 'output', {}, 'logits');
+    g.output('logits', TensorDataType.FLOAT, [BATCH, options.labels.length]);
+  }
 
   return encodeOnnxModel({
     ir_version: IR_VERSION,
     opset_import: [{ domain: '', version: OPSET_VERSION }],
     producer_name: PRODUCER_NAME,
     producer_version: '1',
-    doc_string: `Random-weight ViT (image_classification) for tests; seed ${options.seed}`,
+    doc_string: `Random-weight ViT (${options.head === 'embedding' ? 'image_embedding' : 'image_classification'}) for tests; seed ${options.seed}`,
     graph: g.build('vit'),
   });
 }
@@ -167,19 +182,20 @@ export function vitConfigJson(options: VitOptions): string {
     id2label[String(id)] = label;
     label2id[label] = id;
   });
+  const embedding = options.head === 'embedding';
   const config: JsonObject = {
-    architectures: ['ViTForImageClassification'],
+    architectures: [embedding ? 'ViTModel' : 'ViTForImageClassification'],
     attention_probs_dropout_prob: 0,
     dtype: 'float32',
     encoder_stride: options.patchSize,
     hidden_act: 'gelu',
     hidden_dropout_prob: 0,
     hidden_size: options.hidden,
-    id2label,
+    ...(embedding ? {} : { id2label }),
     image_size: options.imageSize,
     initializer_range: INITIALIZER_RANGE,
     intermediate_size: options.intermediate,
-    label2id,
+    ...(embedding ? {} : { label2id }),
     layer_norm_eps: LAYER_NORM_EPS,
     model_type: 'vit',
     num_attention_heads: options.heads,

@@ -1,8 +1,8 @@
 import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { writeModelExecutable, type AssetSource } from '../../runtime/asset-section.ts';
+import { writeModelExecutable, type AssetSource, type ManifestModel } from '../../runtime/asset-section.ts';
 import { cacheDirFromEnvironment } from '../encoder/cache/cache-dir.ts';
-import { defaultOutputPath, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
+import { defaultOutputPath, isImageModelType, loadBuildConfig, type BuildConfig, type Quantization } from '../encoder/config.ts';
 import { describeMaxLength } from '../encoder/max-length.ts';
 import type { ModelPackage } from '../encoder/model-package.ts';
 import { optimizeGraph } from '../encoder/onnx-model.ts';
@@ -10,6 +10,7 @@ import { manifestModelOf, packageAssets } from '../encoder/packaged-model.ts';
 import { PredictPipeline, type PipelineOptions } from '../encoder/predict-pipeline.ts';
 import { resolveBaseRuntime, type BaseRuntime, type HostBaseRuntime } from './base-runtime.ts';
 import { splitExternalData } from './external-data.ts';
+import { checkImageModel, quantizeImageModel } from './image-model-check.ts';
 import { checkMaxLength } from './max-length-check.ts';
 import { readModelDirectory } from './model-directory.ts';
 import { compareModels, DEFAULT_CHECK_TEXTS, describeGate, enforceGate } from './quantize/accuracy-gate.ts';
@@ -95,6 +96,52 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   const { config } = loaded;
   reporter.step(2, BUILD_STEPS[1], `${config.name} ${config.version} (${config.modelType})${describeFormat(config)}`);
 
+  const checked = isImageModelType(config.modelType)
+    ? await checkImageModelStep(config, options, reporter)
+    : await checkTextModel(config, options, reporter);
+  // the executable carries only the graph it runs: quantized if asked, optimized ahead of its sessions, and with its
+  // large initializers apart, for onnxruntime to map
+  const optimized = await optimizeGraph(checked.weights);
+  const split = splitExternalData(optimized);
+  const weightAssets: AssetSource[] = split
+    ? [{ name: 'model_weights', data: split.graph }, { name: 'model_data', data: split.data }]
+    : [{ name: 'model_weights', data: optimized }];
+  reporter.step(4, BUILD_STEPS[3], `${checked.detail}; graph optimized`);
+
+  let outputPath = options.outputPath !== undefined
+    ? path.resolve(cwd, options.outputPath)
+    : (config.outputPath ?? defaultOutputPath(config.name, cwd, executableExtension(target)));
+  if (options.outputDir !== undefined) outputPath = path.resolve(cwd, options.outputDir, path.basename(outputPath));
+  // a folder named by --output-dir is made, as encoderfile makes it; an output_path or -o must name an existing one
+  if (options.outputDir !== undefined && options.write !== false) mkdirSync(path.dirname(outputPath), { recursive: true });
+  if (options.write === false) {
+    reporter.step(5, BUILD_STEPS[4], 'skipped (--no-build)');
+    reporter.step(6, BUILD_STEPS[5], `skipped (--no-build): would be ${outputPath}`);
+    return { outputPath, target, bytes: 0, written: false };
+  }
+  const manifest = await writeModelExecutable({
+    baseBinaryPath: base.path,
+    outputPath,
+    assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weightAssets : [asset])),
+    manifest: { runtime_version: options.runtimeVersion, target, model: checked.manifestModel },
+    onProgress: (done, total) => reporter.progress('append', done, total),
+  });
+  reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));
+
+  const bytes = statSync(outputPath).size;
+  reporter.step(6, BUILD_STEPS[5], `${outputPath} (${formatBytes(bytes)})`);
+  return { outputPath, target, bytes, written: true };
+}
+
+/** Step 4's input: the graph to pack (quantized if asked), what the step line says, the manifest's model. */
+interface CheckedModel {
+  weights: Uint8Array;
+  detail: string;
+  manifestModel: ManifestModel;
+}
+
+/** Steps 3 and 4 of a text model: files read, graph run at the longest input, transform checked, int8 if asked. */
+async function checkTextModel(config: BuildConfig, options: BuildModelOptions, reporter: BuildReporter): Promise<CheckedModel> {
   const pkg = readModelDirectory(config);
   reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
 
@@ -114,45 +161,27 @@ export async function buildModel(options: BuildModelOptions, reporter: BuildRepo
   } finally {
     await pipeline.close();
   }
-  // the executable carries only the graph it runs: quantized if asked, optimized ahead of its sessions, and with its
-  // large initializers apart, for onnxruntime to map
-  const optimized = await optimizeGraph(quantized?.weights ?? pkg.weights);
-  const split = splitExternalData(optimized);
-  const weightAssets: AssetSource[] = split
-    ? [{ name: 'model_weights', data: split.graph }, { name: 'model_data', data: split.data }]
-    : [{ name: 'model_weights', data: optimized }];
-  reporter.step(
-    4,
-    BUILD_STEPS[3],
-    `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}; ` +
-      `${describeMaxLength(pkg.maxLength)}, run once at that length${quantized ? `; ${quantized.detail}` : ''}; graph optimized`,
-  );
-
-  let outputPath = options.outputPath !== undefined
-    ? path.resolve(cwd, options.outputPath)
-    : (config.outputPath ?? defaultOutputPath(config.name, cwd, executableExtension(target)));
-  if (options.outputDir !== undefined) outputPath = path.resolve(cwd, options.outputDir, path.basename(outputPath));
-  // a folder named by --output-dir is made, as encoderfile makes it; an output_path or -o must name an existing one
-  if (options.outputDir !== undefined && options.write !== false) mkdirSync(path.dirname(outputPath), { recursive: true });
-  if (options.write === false) {
-    reporter.step(5, BUILD_STEPS[4], 'skipped (--no-build)');
-    reporter.step(6, BUILD_STEPS[5], `skipped (--no-build): would be ${outputPath}`);
-    return { outputPath, target, bytes: 0, written: false };
-  }
-  const manifest = await writeModelExecutable({
-    baseBinaryPath: base.path,
-    outputPath,
-    assets: packageAssets(config).flatMap((asset) => (asset.name === 'model_weights' ? weightAssets : [asset])),
-    manifest: { runtime_version: options.runtimeVersion, target, model: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength, pkg.truncation) },
-    onProgress: (done, total) => reporter.progress('append', done, total),
-  });
-  reporter.step(5, BUILD_STEPS[4], manifest.assets.map((asset) => `${asset.name} ${formatBytes(asset.length)}`).join(', '));
-
-  const bytes = statSync(outputPath).size;
-  reporter.step(6, BUILD_STEPS[5], `${outputPath} (${formatBytes(bytes)})`);
-  return { outputPath, target, bytes, written: true };
+  return {
+    weights: quantized?.weights ?? pkg.weights,
+    detail:
+      `output "${output.name}" [${output.shape.join(', ')}]${pkg.transform !== null ? ', transform checked' : ''}; ` +
+      `${describeMaxLength(pkg.maxLength)}, run once at that length${quantized ? `; ${quantized.detail}` : ''}`,
+    manifestModel: manifestModelOf(config, quantized ? 'int8' : 'none', pkg.maxLength, pkg.truncation),
+  };
 }
 
+/** Steps 3 and 4 of an image model (image-model-check.ts), int8 behind the gate on check images if asked. */
+async function checkImageModelStep(config: BuildConfig, options: BuildModelOptions, reporter: BuildReporter): Promise<CheckedModel> {
+  const sessions = { threads: options.pipelineOptions?.threads, sessionOptions: options.pipelineOptions?.sessionOptions };
+  const checked = await checkImageModel(config, sessions);
+  reporter.step(3, BUILD_STEPS[2], path.dirname(config.paths.modelWeightsPath));
+  const quantized = (options.quantize ?? config.quantize) === 'int8' ? await quantizeImageModel(checked, config.quantizeGate, sessions) : null;
+  return {
+    weights: quantized?.weights ?? checked.pkg.weights,
+    detail: `${checked.detail}${quantized ? `; ${quantized.detail}` : ''}`,
+    manifestModel: manifestModelOf(config, quantized ? 'int8' : 'none'),
+  };
+}
 
 /**
  * Rewrites the weights to int8 and runs the accuracy gate: the fp32 pipeline (already loaded) and an int8 one on the

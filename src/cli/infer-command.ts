@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { open, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { open, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { ConfigError, InputError } from '../encoder/errors.ts';
+import { isImageModelPackage, type ImageModelPackage } from '../encoder/image-model-package.ts';
+import { ImagePipeline, type ImagePipelineOptions } from '../encoder/image-pipeline.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -22,8 +24,8 @@ export interface InferOptions extends SessionCommandOptions {
 export function registerInferCommand(program: Command, io: CliIo, source: ModelSource): void {
   const command = program
     .command('infer')
-    .description('Run the model on one or more texts and print the results as JSON (one result per text, in order)')
-    .argument('<texts...>', 'texts to run; `-` alone reads them from standard input: a JSON array, else one per line');
+    .description('Run the model on one or more texts (or, for an image model, image files) and print the results as JSON (one result per input, in order)')
+    .argument('<texts...>', 'texts to run, or the paths of images for an image model; `-` alone reads texts from standard input: a JSON array, else one per line');
   addConfigOption(command, source);
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
@@ -39,6 +41,12 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       const pkg = await source.load(options);
       traceStartup('model package read');
       const session = sessionSettingsOf(options, pkg.session);
+      if (isImageModelPackage(pkg)) {
+        const json = await inferImages(pkg, texts, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
+        if (options.output !== undefined) await writeOutput(options.output, json);
+        else io.stdout(json);
+        return;
+      }
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: session.threads, sessionOptions: session.sessionOptions });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
@@ -55,6 +63,33 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
         await pipeline.close();
       }
     });
+}
+
+/**
+ * `infer a.png b.jpg` of an image model: each file read and classified (labels with scores, best first), the
+ * results as /predict answers them. A file that cannot be read is a ConfigError naming it; an image that cannot be
+ * decoded an InputError naming it by its position (`paths[i]`) and path.
+ */
+async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>): Promise<string> {
+  if (paths.length === 1 && paths[0] === '-') throw new InputError('an image model reads its images from files: give their paths (`-` reads texts only)');
+  const images = await Promise.all(
+    paths.map((file) =>
+      readFile(file).catch((error: unknown) => {
+        throw new ConfigError(`cannot read image ${file}: ${(error as Error).message}`, { cause: error });
+      }),
+    ),
+  );
+  const pipeline = await ImagePipeline.load(pkg, session);
+  try {
+    const response = await pipeline.predictImages({ images }, 'paths').catch((error: unknown) => {
+      // the position says which input; the path says it to a person
+      const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
+      throw at ? new InputError(`${(error as InputError).reason} (${paths[Number(at[1])]})`, { field: 'paths' }) : error;
+    });
+    return `${stringifyJson(response)}\n`;
+  } finally {
+    await pipeline.close();
+  }
 }
 
 async function readStdin(io: CliIo): Promise<string> {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { AssetSection } from '../../runtime/asset-section.ts';
-import { readPackagedModel } from '../encoder/packaged-model.ts';
+import { isImageModelType } from '../encoder/config-names.ts';
+import { readPackagedImageModel, readPackagedModel } from '../encoder/packaged-model.ts';
 import { registerInferCommand } from './infer-command.ts';
 import type { ModelSource } from './model-source.ts';
 import { registerMcpCommand } from './mcp-command.ts';
@@ -20,8 +21,9 @@ export function createModelProgram(section: AssetSection, io: CliIo, context: Cl
 
   const packaged: ModelSource = {
     configOption: false,
-    load: () => readPackagedModel(section),
+    load: () => (isImageModelType(model.model_type) ? readPackagedImageModel(section) : readPackagedModel(section)),
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
+    imageCodecFiles: context.imageCodecFiles,
   };
   registerInferCommand(program, io, packaged);
   registerServeCommand(program, io, packaged, context);

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import type { CodecFiles } from '../encoder/image-codecs.ts';
+import type { ImageModelPackage } from '../encoder/image-model-package.ts';
 import type { ModelPackage } from '../encoder/model-package.ts';
 import type { PipelineOptions } from '../encoder/predict-pipeline.ts';
 
@@ -6,8 +8,11 @@ import type { PipelineOptions } from '../encoder/predict-pipeline.ts';
 export interface ModelSource {
   /** `--config <file>` is required (running from a model directory) rather than absent (a built model). */
   configOption: boolean;
-  load: (options: { config?: string }) => ModelPackage | Promise<ModelPackage>;
+  /** A text model's package, or an image model's (isImageModelPackage tells them apart). */
+  load: (options: { config?: string }) => ModelPackage | ImageModelPackage | Promise<ModelPackage | ImageModelPackage>;
   pipelineOptions?: PipelineOptions;
+  /** Where image threads find the codecs' .wasm files (the executable's extracted ones); absent: the installed packages. */
+  imageCodecFiles?: CodecFiles;
 }
 
 /** What `build -f` and `--config` read: either format (src/encoder/config.ts). */

@@ -1,10 +1,11 @@
 import type { HostBaseRuntime } from '../builder/base-runtime.ts';
 import type { ThreadScript } from '../shared/thread-script.ts';
+import type { CodecFiles } from '../encoder/image-codecs.ts';
 import type { InferenceWorkerScript } from '../encoder/inference-workers.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isEncoderError } from '../encoder/errors.ts';
-import { loadBuildConfig } from '../encoder/config.ts';
+import { isImageModelType, loadBuildConfig } from '../encoder/config.ts';
 import { registerBuildCommand } from './build-command.ts';
 import { registerGatewayCommand } from './gateway-command.ts';
 import { registerInferCommand } from './infer-command.ts';
@@ -32,6 +33,8 @@ export interface CliIo {
  */
 export interface CliContext {
   luaWasmPath?: string;
+  /** The image codecs' .wasm files in the single executable (extracted); absent: the installed packages'. */
+  imageCodecFiles?: CodecFiles;
   /** How `serve` starts its inference workers; absent: src/encoder/onnx-worker.ts (running from source). */
   inferenceWorker?: () => InferenceWorkerScript;
   /** The text of proto/encoder.proto (the gRPC contract). */
@@ -84,7 +87,11 @@ export function createProgram(io: CliIo, context: CliContext): Command {
   const fromConfig: ModelSource = {
     configOption: true,
     // the builder's reader adds what the ONNX graph shows (its maximum length); loaded only when a folder is run
-    load: async (options) => (await import('../builder/model-directory.ts')).readModelDirectory(loadBuildConfig(options.config!)),
+    load: async (options) => {
+      const config = loadBuildConfig(options.config!);
+      if (isImageModelType(config.modelType)) return (await import('../encoder/image-model-package.ts')).readImageModelPackage(config);
+      return (await import('../builder/model-directory.ts')).readModelDirectory(config);
+    },
     pipelineOptions: { luaWasmPath: context.luaWasmPath },
   };
   // encoderfile's global option; build and runtime read it (before or after the command's name)

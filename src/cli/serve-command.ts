@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { defaultWorkerCount } from '../encoder/inference-workers.ts';
+import { isImageModelPackage } from '../encoder/image-model-package.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
@@ -147,6 +148,11 @@ export async function serveModel(
   traceStartup('model package read');
   const session = sessionSettingsOf(options, pkg.session);
   const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
+  if (isImageModelPackage(pkg)) {
+    const grpc = frontEnds.grpc ? { ...frontEnds.grpc, maxMessageBytes: options.bodyLimit } : null;
+    await (await import('./serve-image.ts')).serveImageModel({ io, context }, pkg, options, network, frontEnds, { http, grpc, apiKey, tls, codecFiles: source.imageCodecFiles });
+    return;
+  }
   const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
   const loading = PredictPipeline.load(pkg, {
     ...source.pipelineOptions,

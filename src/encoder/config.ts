@@ -7,13 +7,13 @@ import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.ts';
 import { keyPathOf } from './schema-path.ts';
 import { cacheDirFromEnvironment } from './cache/cache-dir.ts';
-import { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName, type ModelType } from './config-names.ts';
+import { BUILD_MODEL_TYPES, DEFAULT_LUA_LIBRARIES, isImageModelType, LUA_LIBRARIES, type BuildModelType, type LuaLibraryName } from './config-names.ts';
 import { ENCODERFILE_MODEL_TYPES, fromEncoderfileSection } from './encoderfile-config.ts';
 import { sessionChoicesOf, SessionOptionError, type RawSessionBlock, type SessionChoices } from './session-options.ts';
 import type { TruncationDirection, TruncationStrategy } from './tokenizer/truncation.ts';
 
-export { DEFAULT_LUA_LIBRARIES, LUA_LIBRARIES, MODEL_TYPES } from './config-names.ts';
-export type { LuaLibraryName, ModelType } from './config-names.ts';
+export { BUILD_MODEL_TYPES, DEFAULT_LUA_LIBRARIES, IMAGE_MODEL_TYPES, isImageModelType, LUA_LIBRARIES, MODEL_TYPES } from './config-names.ts';
+export type { BuildModelType, ImageModelType, LuaLibraryName, ModelType } from './config-names.ts';
 
 /** How token vectors become one vector per text (sentence-transformers' pooling modes of the same names). */
 export const POOLING_MODES = ['mean', 'cls', 'max', 'last'] as const;
@@ -35,8 +35,10 @@ export interface QuantizeGate {
 
 export const DEFAULT_QUANTIZE_GATE: Readonly<QuantizeGate> = Object.freeze({ checkTexts: null, minCosine: 0.99, minLabelAgreement: 0.98 });
 
-/** Model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
-export const POOLED_MODEL_TYPES: readonly ModelType[] = ['embedding', 'sentence_embedding'];
+/** Text model types that serve pooled vectors (`/v1/embeddings`), and so take `pooling` and `normalize`. */
+export const POOLED_MODEL_TYPES: readonly BuildModelType[] = ['embedding', 'sentence_embedding'];
+/** Every model type that takes `pooling` and `normalize`: the pooled text types and image_embedding. */
+const POOLING_MODEL_TYPES: readonly BuildModelType[] = [...POOLED_MODEL_TYPES, 'image_embedding'];
 
 export const DEFAULT_MODEL_VERSION = '0.1.0';
 
@@ -62,13 +64,15 @@ export interface ModelPaths {
   tokenizerPath: string;
   /** Optional companion of the tokenizer; looked for beside it. */
   tokenizerConfigPath: string;
+  /** Image models' preprocessing (HuggingFace's preprocessor_config.json); looked for beside config.json. */
+  preprocessorConfigPath: string;
 }
 
 /** The `encoder:` section of a build configuration, validated, with defaults applied and paths resolved. */
 export interface BuildConfig {
   name: string;
   version: string;
-  modelType: ModelType;
+  modelType: BuildModelType;
   paths: ModelPaths;
   /** Absolute; null when the file does not set it (the builder then uses `defaultOutputPath` for its target). */
   outputPath: string | null;
@@ -133,20 +137,27 @@ const SESSION_BLOCK_SCHEMA = {
   },
 } as const;
 
-/** `path`: a model directory, or its files one by one (an encoderfile file may name `extra` ones too). */
-function modelPathSchema<E extends Record<string, typeof stringField>>(extra: E) {
-  return {
-    oneOf: [
-      stringField,
-      {
-        type: 'object',
-        required: ['model_config_path', 'model_weights_path', 'tokenizer_path'],
-        additionalProperties: false,
-        properties: { model_config_path: stringField, model_weights_path: stringField, tokenizer_path: stringField, tokenizer_config_path: stringField, ...extra },
+/**
+ * `path`: a model directory, or its files one by one (encoderfile's keys). `tokenizer_path` is required of text models,
+ * `preprocessor_config_path` read by image models only (fromEncoderSection checks which).
+ */
+const MODEL_PATH_SCHEMA = {
+  oneOf: [
+    stringField,
+    {
+      type: 'object',
+      required: ['model_config_path', 'model_weights_path'],
+      additionalProperties: false,
+      properties: {
+        model_config_path: stringField,
+        model_weights_path: stringField,
+        tokenizer_path: stringField,
+        tokenizer_config_path: stringField,
+        preprocessor_config_path: stringField,
       },
-    ],
-  } as const;
-}
+    },
+  ],
+} as const;
 
 /** JSON schema of the YAML file; messages are rewritten by `describeSchemaError`. */
 export const CONFIG_SCHEMA = {
@@ -162,8 +173,8 @@ export const CONFIG_SCHEMA = {
         // Not "." or "..": the name is the default output file, which would then be a directory.
         name: { type: 'string', minLength: 1, pattern: '^(?!\\.{1,2}$)[A-Za-z0-9._-]+$' },
         version: stringField,
-        path: modelPathSchema({}),
-        model_type: { type: 'string', enum: MODEL_TYPES },
+        path: MODEL_PATH_SCHEMA,
+        model_type: { type: 'string', enum: BUILD_MODEL_TYPES },
         output_path: stringField,
         cache_dir: stringField,
         transform: {
@@ -205,7 +216,6 @@ export const ENCODERFILE_SCHEMA = {
         // encoderfile takes any name (a Hugging Face id such as org/model too); the default output file is then
         // ./org/model.encoderfile, as encoderfile writes it
         name: { type: 'string', minLength: 1, pattern: '^[^\\u0000-\\u001f]+$' },
-        path: modelPathSchema({ preprocessor_config_path: stringField }),
         model_type: { type: 'string', enum: ENCODERFILE_MODEL_TYPES },
         lua_libs: { type: 'array', items: { type: 'string', enum: [...LUA_LIBRARIES, 'debug'] } },
         base_binary_path: stringField,
@@ -253,7 +263,7 @@ export function parseBuildConfig(
     if (!validateEncoderfileDocument(raw)) {
       throw new ConfigError(`${source}: ${describeSchemaError(validateEncoderfileDocument.errors ?? [], raw)}`);
     }
-    const translated = fromEncoderfileSection(raw as Record<string, unknown>, source);
+    const translated = fromEncoderfileSection(raw as Record<string, unknown>);
     const config = fromEncoderSection(translated.encoder, source, cwd, cwd, options.env, 'encoderfile');
     const { baseBinaryPath, notes } = translated.extras;
     return {
@@ -349,10 +359,23 @@ function tokenizerBlockOf(raw: RawTokenizerBlock | undefined): TokenizerBlock {
 
 /** Fields that only mean something for some model types are refused elsewhere, rather than silently ignored. */
 function checkFieldsFitModelType(encoder: RawEncoderSection, source: string): void {
-  const pooled = POOLED_MODEL_TYPES.includes(encoder.model_type);
+  const spec = encoder.path;
+  const image = isImageModelType(encoder.model_type);
+  if (typeof spec !== 'string' && spec.tokenizer_path === undefined && !image) {
+    throw new ConfigError(`${source}: "path.tokenizer_path" is required for a ${encoder.model_type} model (only image models have no tokenizer)`);
+  }
+  if (image) {
+    // what acts on tokens or needs a text pipeline has no meaning (yet) for an image model: refused, not ignored
+    for (const key of ['transform', 'tokenizer', 'quantize_check_texts'] as const) {
+      if (encoder[key] !== undefined) {
+        throw new ConfigError(`${source}: "${key}" is not supported for ${encoder.model_type} models (docs/image-models.md)`);
+      }
+    }
+  }
+  const pooled = POOLING_MODEL_TYPES.includes(encoder.model_type);
   for (const key of ['pooling', 'normalize'] as const) {
     if (encoder[key] !== undefined && !pooled) {
-      throw new ConfigError(`${source}: "encoder.${key}" applies to ${POOLED_MODEL_TYPES.join(' and ')} models, not ${encoder.model_type}`);
+      throw new ConfigError(`${source}: "encoder.${key}" applies to ${POOLING_MODEL_TYPES.join(', ')} models, not ${encoder.model_type}`);
     }
   }
   if (encoder.rerank_label !== undefined && encoder.model_type !== 'sequence_classification') {
@@ -373,8 +396,10 @@ export interface RawTokenizerBlock {
 export interface RawEncoderSection {
   name: string;
   version?: string;
-  path: string | { model_config_path: string; model_weights_path: string; tokenizer_path: string; tokenizer_config_path?: string };
-  model_type: ModelType;
+  path:
+    | string
+    | { model_config_path: string; model_weights_path: string; tokenizer_path?: string; tokenizer_config_path?: string; preprocessor_config_path?: string };
+  model_type: BuildModelType;
   output_path?: string;
   cache_dir?: string;
   transform?: string | { path: string };
@@ -398,14 +423,20 @@ function resolveModelPaths(spec: RawEncoderSection['path'], resolve: (p: string)
       modelWeightsPath: path.join(dir, 'model.onnx'),
       tokenizerPath: path.join(dir, 'tokenizer.json'),
       tokenizerConfigPath: path.join(dir, 'tokenizer_config.json'),
+      preprocessorConfigPath: path.join(dir, 'preprocessor_config.json'),
     };
   }
-  const tokenizerPath = resolve(spec.tokenizer_path);
+  const modelConfigPath = resolve(spec.model_config_path);
+  // an image model names no tokenizer (checkFieldsFitModelType): its place beside config.json, never read
+  const tokenizerPath = spec.tokenizer_path ? resolve(spec.tokenizer_path) : path.join(path.dirname(modelConfigPath), 'tokenizer.json');
   return {
-    modelConfigPath: resolve(spec.model_config_path),
+    modelConfigPath,
     modelWeightsPath: resolve(spec.model_weights_path),
     tokenizerPath,
     tokenizerConfigPath: spec.tokenizer_config_path ? resolve(spec.tokenizer_config_path) : path.join(path.dirname(tokenizerPath), 'tokenizer_config.json'),
+    preprocessorConfigPath: spec.preprocessor_config_path
+      ? resolve(spec.preprocessor_config_path)
+      : path.join(path.dirname(modelConfigPath), 'preprocessor_config.json'),
   };
 }
 
@@ -489,7 +520,7 @@ function valueAt(raw: unknown, pointer: string): unknown {
 
 /** By key within the section (`encoder` or `encoderfile`). */
 const TYPE_DESCRIPTIONS: Record<string, string> = {
-  path: 'a directory path or an object with model_config_path, model_weights_path, tokenizer_path',
+  path: 'a directory path or an object with model_config_path, model_weights_path and (text models) tokenizer_path',
   transform: 'an inline Lua script or an object with path',
   lua_libs: `a list of ${LUA_LIBRARIES.join(', ')}`,
   'tokenizer.pad_strategy': 'batch_longest, null or an object with fixed (a length)',

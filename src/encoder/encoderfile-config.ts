@@ -6,11 +6,10 @@
  * with why, in `notes` (build prints them); keys encoderfile itself does not know are ignored, as encoderfile ignores
  * them, and named too. Only type imports from config.ts: config.ts imports this file.
  */
-import { LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName } from './config-names.ts';
+import { isImageModelType, LUA_LIBRARIES, MODEL_TYPES, type LuaLibraryName } from './config-names.ts';
 import type { RawEncoderSection } from './config.ts';
-import { ConfigError } from './errors.ts';
 
-/** encoderfile's model types: ours, and its image classification, which this program does not serve. */
+/** encoderfile's model types (0.7.0): its four text types and image_classification (image_embedding is ours only). */
 export const ENCODERFILE_MODEL_TYPES = [...MODEL_TYPES, 'image_classification'] as const;
 
 /** encoderfile's default `version` (its `DEFAULT_VERSION`; its docs and JSON schema still say 0.1.0). */
@@ -35,10 +34,9 @@ const ENCODERFILE_KEYS = [
 /** This project's own keys, which an `encoderfile:` section may use too, with their meaning here. */
 const OWN_KEYS = ['session', 'pooling', 'normalize', 'rerank_label', 'quantize', 'quantize_check_texts', 'quantize_min_cosine', 'quantize_min_label_agreement'];
 
-interface RawEncoderfileSection extends Omit<RawEncoderSection, 'model_type' | 'lua_libs' | 'path'> {
+interface RawEncoderfileSection extends Omit<RawEncoderSection, 'model_type' | 'lua_libs'> {
   model_type: string;
   lua_libs?: string[];
-  path: string | (Exclude<RawEncoderSection['path'], string> & { preprocessor_config_path?: string });
   base_binary_path?: string;
   validate_transform?: boolean;
   target?: string;
@@ -50,14 +48,9 @@ export interface EncoderfileTranslation {
 }
 
 /** The `encoder:` section and the extras of a validated `encoderfile:` document. */
-export function fromEncoderfileSection(document: Record<string, unknown>, source: string): EncoderfileTranslation {
+export function fromEncoderfileSection(document: Record<string, unknown>): EncoderfileTranslation {
   const section = document.encoderfile as RawEncoderfileSection & Record<string, unknown>;
   const notes: string[] = [];
-  if (section.model_type === 'image_classification') {
-    throw new ConfigError(
-      `${source}: "encoderfile.model_type" image_classification is not served by this program; it serves text models: ${MODEL_TYPES.join(', ')}`,
-    );
-  }
   const ignored = [
     ...Object.keys(document).filter((key) => key !== 'encoderfile'),
     ...Object.keys(section)
@@ -68,10 +61,10 @@ export function fromEncoderfileSection(document: Record<string, unknown>, source
 
   const { path: modelPath, lua_libs: luaLibs, base_binary_path: baseBinaryPath, validate_transform: validateTransform, target } = section;
   let encoderPath: RawEncoderSection['path'] = typeof modelPath === 'string' ? modelPath : { ...modelPath };
-  if (typeof encoderPath !== 'string' && 'preprocessor_config_path' in encoderPath) {
-    const { preprocessor_config_path: _unused, ...rest } = encoderPath as typeof encoderPath & { preprocessor_config_path?: string };
+  if (typeof encoderPath !== 'string' && encoderPath.preprocessor_config_path !== undefined && !isImageModelType(section.model_type)) {
+    const { preprocessor_config_path: _unused, ...rest } = encoderPath;
     encoderPath = rest;
-    notes.push('path.preprocessor_config_path: no effect, only image models (not served here) read it');
+    notes.push(`path.preprocessor_config_path: no effect, only image models read it, not a ${section.model_type} model`);
   }
   let libraries: LuaLibraryName[] | undefined;
   if (luaLibs !== undefined) {

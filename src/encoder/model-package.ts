@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling, type Quantization } from './config.ts';
+import { isImageModelType, POOLED_MODEL_TYPES, type BuildConfig, type LuaLibraryName, type ModelType, type Pooling, type Quantization } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { resolveMaxLength, type GraphLimits, type ModelMaxLength } from './max-length.ts';
 import { readSentenceTransformersLayout } from './sentence-transformers.ts';
@@ -72,6 +72,7 @@ export function resolvePooling(config: Pick<BuildConfig, 'modelType' | 'pooling'
  * stays out of a model executable's start-up.
  */
 export function readModelPackage(config: BuildConfig): ModelPackage {
+  if (isImageModelType(config.modelType)) throw notATextModel(config.modelType);
   const { paths } = config;
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
@@ -81,7 +82,7 @@ export function readModelPackage(config: BuildConfig): ModelPackage {
   return {
     name: config.name,
     version: config.version,
-    modelType: config.modelType,
+    modelType: config.modelType as ModelType,
     weights: readFileSync(paths.modelWeightsPath),
     tokenizerJson: readJsonFile(paths.tokenizerPath, 'tokenizer'),
     tokenizerConfig,
@@ -158,11 +159,19 @@ export function checkModelConfig(modelConfig: unknown, source: string): ModelCon
   return modelConfig as ModelConfigJson;
 }
 
+/**
+ * A text model's reader given an image model: its package has no tokenizer and is read by readImageModelPackage or
+ * readPackagedImageModel (image-model-package.ts), which the command line picks by the model type.
+ */
+export function notATextModel(modelType: string): ConfigError {
+  return new ConfigError(`${modelType} is an image model, read without a tokenizer as an image model package (docs/image-models.md)`);
+}
+
 export function requireFile(file: string, what: string): void {
   if (!existsSync(file) || !statSync(file).isFile()) throw new ConfigError(`${what} not found: ${file}`);
 }
 
-function readJsonFile(file: string, what: string): unknown {
+export function readJsonFile(file: string, what: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {

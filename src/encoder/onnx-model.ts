@@ -193,7 +193,7 @@ export interface SessionSettings {
   executionMode: string;
 }
 
-function settingsOf(options: ort.InferenceSession.SessionOptions): SessionSettings {
+export function settingsOf(options: ort.InferenceSession.SessionOptions): SessionSettings {
   const providers = (options.executionProviders ?? ['cpu']).map((provider) => (typeof provider === 'string' ? provider : provider.name));
   return {
     executionProviders: providers,
@@ -204,47 +204,50 @@ function settingsOf(options: ort.InferenceSession.SessionOptions): SessionSettin
   };
 }
 
-/** One onnxruntime session and the signature it was validated against. */
-export class OnnxModel {
-  readonly signature: ModelSignature;
+/**
+ * A session of the weights with the options (sessionOptionsFor), its inputs and outputs held to `validate` (which
+ * throws a ConfigError naming what does not fit; the session is then released). Weights onnxruntime cannot load are a
+ * ConfigError too.
+ */
+export async function createSession<S>(
+  weights: Uint8Array,
+  options: OnnxModelOptions,
+  validate: (inputs: ValueInfo[], outputs: ValueInfo[]) => S,
+): Promise<{ runtime: Onnxruntime; session: ort.InferenceSession; signature: S; settings: SessionSettings }> {
+  const runtime = await loadOnnxruntime();
+  const sessionOptions = sessionOptionsFor(options);
+  let session: ort.InferenceSession;
+  try {
+    session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir));
+  } catch (error) {
+    throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    return { runtime, session, signature: validate(toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata)), settings: settingsOf(sessionOptions) };
+  } catch (error) {
+    await session.release();
+    throw error;
+  }
+}
+
+/** An onnxruntime session and the signature it was validated against (createSession); subclasses feed it. */
+export abstract class SessionModel<S extends { output: ValueInfo }> {
+  readonly signature: S;
   /** The options the session was created with (SessionSettings). */
   readonly settings: SessionSettings;
   readonly #session: ort.InferenceSession;
-  readonly #ort: Onnxruntime;
+  /** The runtime's Tensor class, for the feeds. */
+  protected readonly Tensor: Onnxruntime['Tensor'];
 
-  private constructor(runtime: Onnxruntime, session: ort.InferenceSession, signature: ModelSignature, settings: SessionSettings) {
-    this.#ort = runtime;
-    this.#session = session;
-    this.signature = signature;
-    this.settings = settings;
+  protected constructor(created: { runtime: Onnxruntime; session: ort.InferenceSession; signature: S; settings: SessionSettings }) {
+    this.#session = created.session;
+    this.Tensor = created.runtime.Tensor;
+    this.signature = created.signature;
+    this.settings = created.settings;
   }
 
-  static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
-    const runtime = await loadOnnxruntime();
-    const sessionOptions = sessionOptionsFor(options);
-    let session: ort.InferenceSession;
-    try {
-      session = await runtime.InferenceSession.create(weights, withWeightsData(sessionOptions, options.weightsDataDir));
-    } catch (error) {
-      throw new ConfigError(`model weights are not a loadable ONNX model: ${(error as Error).message}`, { cause: error });
-    }
-    try {
-      const signature = validateSignature(modelType, toValueInfo(session.inputMetadata), toValueInfo(session.outputMetadata));
-      return new OnnxModel(runtime, session, signature, settingsOf(sessionOptions));
-    } catch (error) {
-      await session.release();
-      throw error;
-    }
-  }
-
-  /** Runs one padded batch and returns the signature's output. */
-  async run(batch: PaddedBatch): Promise<Tensor> {
-    const dims = [batch.batchSize, batch.sequenceLength];
-    const feeds: Record<string, ort.Tensor> = {
-      input_ids: new this.#ort.Tensor('int64', batch.inputIds, dims),
-      attention_mask: new this.#ort.Tensor('int64', batch.attentionMask, dims),
-    };
-    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new this.#ort.Tensor('int64', batch.tokenTypeIds, dims);
+  /** The signature's output for `feeds`; onnxruntime's failure is an InternalError. */
+  protected async runFeeds(feeds: Record<string, ort.Tensor>): Promise<Tensor> {
     const name = this.signature.output.name;
     let result: ort.InferenceSession.OnnxValueMapType;
     try {
@@ -261,16 +264,34 @@ export class OnnxModel {
   }
 }
 
+/** A text model's session: token ids, attention mask and (when the graph takes them) token type ids in. */
+export class OnnxModel extends SessionModel<ModelSignature> {
+  static async load(weights: Uint8Array, modelType: ModelType, options: OnnxModelOptions = {}): Promise<OnnxModel> {
+    return new OnnxModel(await createSession(weights, options, (inputs, outputs) => validateSignature(modelType, inputs, outputs)));
+  }
+
+  /** Runs one padded batch and returns the signature's output. */
+  async run(batch: PaddedBatch): Promise<Tensor> {
+    const dims = [batch.batchSize, batch.sequenceLength];
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new this.Tensor('int64', batch.inputIds, dims),
+      attention_mask: new this.Tensor('int64', batch.attentionMask, dims),
+    };
+    if (this.signature.hasTokenTypeIds) feeds.token_type_ids = new this.Tensor('int64', batch.tokenTypeIds, dims);
+    return this.runFeeds(feeds);
+  }
+}
+
 function toValueInfo(metadata: readonly ort.InferenceSession.ValueMetadata[]): ValueInfo[] {
   return metadata.map((value) =>
     value.isTensor ? { name: value.name, type: value.type, shape: value.shape } : { name: value.name, type: 'non-tensor', shape: [] },
   );
 }
 
-function describeShape(shape: readonly (number | string)[]): string {
+export function describeShape(shape: readonly (number | string)[]): string {
   return `[${shape.join(', ')}]`;
 }
 
-function describeValues(values: readonly ValueInfo[]): string {
+export function describeValues(values: readonly ValueInfo[]): string {
   return values.length === 0 ? '(none)' : values.map((v) => `${v.name} ${v.type} ${describeShape(v.shape)}`).join('; ');
 }

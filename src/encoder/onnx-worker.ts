@@ -58,6 +58,11 @@ export interface EarlyWorkerData {
 if (parentPort && (workerData as WorkerRoleData | null)?.role === 'tokenizer') {
   // the same script is the tokenizer thread (tokenizer-workers.ts), so that the single executable carries one bundle
   serveTokenizer(parentPort);
+} else if (parentPort && (workerData as WorkerRoleData | null)?.role === 'image') {
+  // and an image model's thread (image-workers.ts); its codecs are loaded only by such a thread
+  const port = parentPort;
+  // the thread's first message (the load) waits in the port until the listener is on
+  void import('./image-worker.ts').then(({ serveImages }) => serveImages(port));
 } else if (parentPort) {
   traceStartup('inference worker running');
   const port = parentPort;

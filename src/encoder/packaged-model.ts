@@ -1,12 +1,14 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { AssetSection, AssetSource, ManifestModel } from '../../runtime/asset-section.ts';
-import { LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
+import { isImageModelType, LUA_LIBRARIES, MODEL_TYPES, POOLED_MODEL_TYPES, POOLING_MODES, QUANTIZATIONS } from './config.ts';
 import type { BuildConfig, LuaLibraryName, ModelType, Pooling, Quantization } from './config.ts';
 import { cacheRoots, extractedEntry } from './cache/extracted-entry.ts';
 import { ConfigError } from './errors.ts';
 import type { ModelMaxLength } from './max-length.ts';
-import { checkModelConfig, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
+import { parseImageProcessorConfig } from './image/preprocessor-config.ts';
+import { imageLabelsOf, type ImageModelPackage } from './image-model-package.ts';
+import { checkModelConfig, notATextModel, MODEL_DATA_FILE, requireFile, resolvePooling, type ModelPackage } from './model-package.ts';
 import { rawSessionBlockOf, sessionChoicesOf, SessionOptionError, type RawSessionBlock, type SessionChoices } from './session-options.ts';
 import type { TextTruncation } from './tokenizer/index.ts';
 
@@ -16,6 +18,7 @@ import type { TextTruncation } from './tokenizer/index.ts';
  * weights' large initializers, when it is first extracted.
  */
 export async function readPackagedModel(section: AssetSection): Promise<ModelPackage> {
+  if (isImageModelType(section.manifest.model.model_type)) throw notATextModel(section.manifest.model.model_type);
   const { name, version, modelType, luaLibs, pooling, normalize, rerankLabel, quantization, maxLength, truncation, session } = modelOfManifest(section.manifest.model);
   for (const required of ['model_weights', 'tokenizer', 'model_config']) {
     if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
@@ -32,7 +35,7 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     version,
     modelType,
     weights,
-    ...(section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {}),
+    ...weightsDataOf(section),
     tokenizerJson,
     tokenizerConfig,
     modelConfig: checkModelConfig(modelConfig, 'asset model_config'),
@@ -47,6 +50,51 @@ export async function readPackagedModel(section: AssetSection): Promise<ModelPac
     ...(truncation ? { truncation } : {}),
     session,
   };
+}
+
+/** The image model package of a built executable (ImageModelPackage), checked as its model directory was at build. */
+export async function readPackagedImageModel(section: AssetSection): Promise<ImageModelPackage> {
+  const { name, version, model_type: modelType } = section.manifest.model;
+  if (!isImageModelType(modelType)) throw new ConfigError(`packaged model: ${modelType} is not an image model type`);
+  for (const required of ['model_weights', 'model_config', 'preprocessor_config']) {
+    if (!section.has(required)) throw new ConfigError(`packaged model has no ${required} asset`);
+  }
+  const [weights, modelConfig, preprocessor] = await Promise.all([
+    section.read('model_weights'),
+    readJsonAsset(section, 'model_config'),
+    readJsonAsset(section, 'preprocessor_config'),
+  ]);
+  const checked = checkModelConfig(modelConfig, 'asset model_config');
+  return {
+    name,
+    version,
+    modelType,
+    weights,
+    ...weightsDataOf(section),
+    modelConfig: checked,
+    labels: modelType === 'image_classification' ? imageLabelsOf(checked, 'asset model_config') : [],
+    ...imagePoolingOfManifest(section.manifest.model),
+    preprocessor: parseImageProcessorConfig(preprocessor, 'asset preprocessor_config'),
+    // the weights as built: int8 behind the gate (image-model-check.ts), else as given
+    quantization: section.manifest.model.quantization === 'int8' ? 'int8' : 'none',
+    session: sessionOfManifest(section.manifest.model.session),
+  };
+}
+
+/** image_embedding's pooling (absent: the graph's pooled output) and normalize (absent: true), checked. */
+function imagePoolingOfManifest(model: ManifestModel): Pick<ImageModelPackage, 'pooling' | 'normalize'> {
+  const pooling = model.pooling ?? null;
+  if (pooling !== null && !(POOLING_MODES as readonly unknown[]).includes(pooling)) {
+    throw new ConfigError(`packaged model: unknown pooling ${JSON.stringify(pooling)}; this runtime knows ${POOLING_MODES.join(', ')}`);
+  }
+  const normalize = model.normalize ?? true;
+  if (typeof normalize !== 'boolean') throw new ConfigError('packaged model: normalize must be true or false');
+  return { pooling: pooling as Pooling | null, normalize };
+}
+
+/** `weightsDataDir` when the executable packs its large initializers apart (`model_data`), else nothing. */
+function weightsDataOf(section: AssetSection): { weightsDataDir?: string } {
+  return section.has('model_data') ? { weightsDataDir: extractedModelData(section) } : {};
 }
 
 /**
@@ -71,6 +119,15 @@ export function packageAssets(config: BuildConfig): AssetSource[] {
   const { paths } = config;
   requireFile(paths.modelWeightsPath, 'model weights');
   requireFile(paths.modelConfigPath, 'model config');
+  if (isImageModelType(config.modelType)) {
+    // preprocessor_config.json takes the tokenizer's place: an image model has no tokenizer and no transform
+    requireFile(paths.preprocessorConfigPath, 'preprocessor config (preprocessor_config.json)');
+    return [
+      { name: 'model_weights', path: paths.modelWeightsPath },
+      { name: 'model_config', path: paths.modelConfigPath },
+      { name: 'preprocessor_config', path: paths.preprocessorConfigPath },
+    ];
+  }
   requireFile(paths.tokenizerPath, 'tokenizer');
   const assets: AssetSource[] = [
     { name: 'model_weights', path: paths.modelWeightsPath },
@@ -93,6 +150,8 @@ export function manifestModelOf(config: BuildConfig, quantization: Quantization 
   if (maxLength) Object.assign(model, { max_length: maxLength.tokens, max_length_reason: maxLength.reason });
   const { pooling, normalize } = resolvePooling(config);
   if (POOLED_MODEL_TYPES.includes(config.modelType)) Object.assign(model, { pooling, normalize });
+  // an image embedding model's pooling only when set (absent: the graph's pooled output)
+  if (config.modelType === 'image_embedding') Object.assign(model, { normalize: config.normalize ?? true, ...(config.pooling ? { pooling: config.pooling } : {}) });
   if (config.rerankLabel !== null) model.rerank_label = config.rerankLabel;
   // only when not the default: an executable without it cuts texts on the right, as every one did before
   if (truncation) model.truncation = { side: truncation.direction, strategy: truncation.strategy, stride: truncation.stride };

@@ -6,7 +6,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-export type RequestPhase = 'tokenize' | 'queue wait' | 'onnxruntime run';
+/** `decode and preprocess`: an image model's images to pixel values (image-pipeline.ts). */
+export type RequestPhase = 'tokenize' | 'decode and preprocess' | 'queue wait' | 'onnxruntime run';
 
 export interface PhaseRecorder {
   /** One phase of the request, between two epochMs readings; attributes in OpenTelemetry's sense. */

@@ -48,7 +48,8 @@ export type TokenizerReply =
 
 /** What role a thread started from the worker script plays; absent: inference. */
 export interface WorkerRoleData {
-  role?: 'tokenizer';
+  /** The tokenizer thread (tokenizer-workers.ts) or an image thread (image-workers.ts); absent: an inference worker. */
+  role?: 'tokenizer' | 'image';
 }
 
 /** A held text's bytes read as text; anything else goes to the tokenizer as it came (which refuses a non-text). */

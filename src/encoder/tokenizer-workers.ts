@@ -8,11 +8,12 @@
  * Jobs go to the thread with the fewest jobs waiting. A thread that dies fails its jobs with an InternalError and is
  * started again for the next job.
  */
-import { Worker } from 'node:worker_threads';
-import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
+import type { Worker } from 'node:worker_threads';
+import { errorFromMessage, InternalError } from './errors.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
 import { adoptHeldTexts, heldText, type HeldText } from './large-texts.ts';
-import type { TextSource, TokenizerReply, TokenizerRequest, TokenizerSource, WorkerRoleData } from './tokenizer-worker.ts';
+import { startRoleThread } from './role-thread.ts';
+import type { TextSource, TokenizerReply, TokenizerRequest, TokenizerSource } from './tokenizer-worker.ts';
 import type { PackedEncodings } from './tokenizer/packed-encodings.ts';
 
 /** What to tokenize: `texts[i]` alone, or as the pair (texts[i], pairs[i]) where that is a text. */
@@ -43,28 +44,9 @@ class TokenizerThread {
   }
 
   static async start(script: InferenceWorkerScript, source: TokenizerSource): Promise<TokenizerThread> {
-    const data = { ...(script.workerData as object | undefined), role: 'tokenizer' } satisfies WorkerRoleData;
-    const worker = new Worker(script.script, { eval: script.eval ?? false, workerData: data });
+    const load = { kind: 'load', source } satisfies TokenizerRequest;
+    const worker = await startRoleThread(script, 'tokenizer', load, { thread: 'the tokenizer thread', loading: 'the tokenizer' });
     const thread = new TokenizerThread(worker);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onError = (error: Error) => reject(new ConfigError(`the tokenizer thread failed to start: ${error.message}`, { cause: error }));
-        const onExit = (code: number) => reject(new ConfigError(`the tokenizer thread exited with code ${code} while loading the tokenizer`));
-        worker.once('error', onError);
-        worker.once('exit', onExit);
-        worker.once('message', (reply: TokenizerReply) => {
-          worker.off('error', onError);
-          worker.off('exit', onExit);
-          if (reply.kind === 'loaded') resolve();
-          else if (reply.kind === 'failed') reject(errorFromMessage(reply.error));
-          else reject(new ConfigError(`the tokenizer thread answered ${reply.kind} to load`));
-        });
-        worker.postMessage({ kind: 'load', source } satisfies TokenizerRequest);
-      });
-    } catch (error) {
-      await worker.terminate();
-      throw error;
-    }
     thread.#listen();
     // An idle tokenizer thread does not keep a process alive that has nothing else to do.
     worker.unref();

@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import type { Server as TlsServer } from 'node:tls';
 import { ConfigError } from '../encoder/errors.ts';
+import type { ImagePipeline } from '../encoder/image-pipeline.ts';
 import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -12,7 +13,8 @@ import type { GrpcFrontEnd } from './grpc/index.ts';
 import { HttpDrain } from './http/drain.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
 import { ServedModelNames, type ModelNameOptions } from './model-names.ts';
-import { serverInfo } from './server-info.ts';
+import { serverInfo, type ServerInfo } from './server-info.ts';
+import type { HttpAppOptions } from './http/app.ts';
 
 /** HTTP's address and limits; the optional ones have createHttpApp's defaults. */
 export interface HttpServerOptions {
@@ -108,18 +110,7 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
     const shared = { metrics: metrics ?? undefined, apiKey: options.apiKey, tracer: options.tracer };
     const modelNames = new ServedModelNames(predictor.modelId, options.modelNames);
     if (options.http) {
-      const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = options.http;
-      frontEnds.http = await httpModule!.createHttpApp(predictor, {
-        bodyLimitBytes,
-        requestTimeoutMs,
-        bodyBufferLimitBytes,
-        hostGuard: { listenHost: host, allowedHosts, allowedOrigins },
-        drain,
-        serverInfo: info,
-        modelNames,
-        tls: options.tls?.current,
-        ...shared,
-      });
+      frontEnds.http = await httpModule!.createHttpApp(predictor, { ...httpAppOptionsOf(options.http, options, drain, info), modelNames, ...shared });
     }
     if (options.grpc) frontEnds.grpc = grpcModule!.createGrpcServer(predictor, { protoText: options.grpc.protoText, maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
   } catch (error) {
@@ -127,6 +118,44 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
     throw error;
   }
   return { listen: () => listen(frontEnds, options), discard: () => drop(frontEnds) };
+}
+
+/**
+ * The front ends of an image model, not listening yet: HTTP (image-app.ts) with metrics, gRPC with encoderfile's
+ * image service (grpc/image-services.ts) for a classifier; what prepareEncoderServer is for text models. MCP does not serve image
+ * models yet (docs/image-models.md).
+ */
+export async function prepareImageServer(
+  pipeline: ImagePipeline,
+  options: Omit<EncoderServerOptions, 'grpc' | 'http'> & { http: HttpServerOptions | null; grpc: { host: string; port: number; maxMessageBytes?: number } | null; maxImageBytes: number },
+): Promise<PreparedServer> {
+  const [{ createImageHttpApp }, { createImageGrpcServer }] = await Promise.all([import('./http/image-app.ts'), import('./grpc/image-services.ts')]);
+  const info = serverInfo({ target: options.target });
+  const drain = new HttpDrain();
+  const metrics = new ServerMetrics({ modelId: pipeline.modelId, modelType: pipeline.modelType, serverInfo: info, batchingStats: () => pipeline.batchingStats(), httpRequestsInFlight: () => drain.inFlight });
+  const frontEnds: FrontEnds = { http: null, drain, grpc: null, metrics, unobserve: pipeline.observeBatches((run) => metrics.batchRun(run)), stopReloads: [] };
+  const shared = { metrics, apiKey: options.apiKey, tracer: options.tracer };
+  try {
+    if (options.http) {
+      const http = httpAppOptionsOf(options.http, options, drain, info);
+      const modelNames = new ServedModelNames(pipeline.modelId, options.modelNames);
+      frontEnds.http = await createImageHttpApp(pipeline, { ...http, ...shared, modelNames, maxRequestInputs: pipeline.maxRequestInputs, maxImageBytes: options.maxImageBytes });
+    }
+    // encoderfile's image service is a classifier's; an image embedding model has none (docs/image-models.md)
+    if (options.grpc && pipeline.modelType === 'image_classification') frontEnds.grpc = createImageGrpcServer(pipeline, { maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
+  } catch (error) {
+    await drop(frontEnds);
+    throw error;
+  }
+  // listen() binds gRPC from options.grpc, which needs no proto text here
+  const serving = { ...options, grpc: options.grpc && frontEnds.grpc ? { ...options.grpc, protoText: '' } : null };
+  return { listen: () => listen(frontEnds, serving), discard: () => drop(frontEnds) };
+}
+
+/** What both HTTP apps are given of serve's HTTP settings. */
+function httpAppOptionsOf(http: HttpServerOptions, options: Pick<EncoderServerOptions, 'tls'>, drain: HttpDrain, info: ServerInfo): HttpAppOptions {
+  const { host, bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, allowedHosts, allowedOrigins } = http;
+  return { bodyLimitBytes, requestTimeoutMs, bodyBufferLimitBytes, hostGuard: { listenHost: host, allowedHosts, allowedOrigins }, drain, serverInfo: info, tls: options.tls?.current };
 }
 
 /** Closes front ends at once, without waiting for calls: they never listened, or only one of them could. */

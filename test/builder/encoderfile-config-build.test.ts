@@ -110,7 +110,7 @@ describe.skipIf(!hasShared)('encoderfile configurations build as they are', () =
     expect(lines[0]).toBe(`[1/6] detect platform and fetch the base runtime: x86_64-unknown-linux-gnu, local: ${base}`);
     expect(lines[1]).toBe(
       '[2/6] load and validate the configuration: my-ner 1.2.3 (token_classification), a mozilla-ai/encoderfile configuration; accepted without effect here: ' +
-        'path.preprocessor_config_path: no effect, only image models (not served here) read it; ' +
+        'path.preprocessor_config_path: no effect, only image models read it, not a token_classification model; ' +
         'lua_libs debug: not opened, a transform never gets the debug library here (it can escape the sandbox); ' +
         'validate_transform false: no effect, the transform is run once on a sample of the output whenever the model loads (at build and at start), so one that fails that run cannot be served; ' +
         'tokenizer.pad_strategy fixed 64: no effect on results, batches are padded to their longest input (padding is masked, so every output is the same)',
@@ -278,9 +278,8 @@ other_top_level: true
       expect(result).toBeInstanceOf(ConfigError);
       return (result as Error).message;
     };
-    expect(await message(`${head}  model_type: image_classification\n`)).toMatch(
-      /"encoderfile\.model_type" image_classification is not served by this program; it serves text models: embedding, sentence_embedding, sequence_classification, token_classification$/,
-    );
+    // a text model's folder named as an image model: no preprocessor_config.json there
+    expect(await message(`${head}  model_type: image_classification\n`)).toBe(`preprocessor config (preprocessor_config.json) not found: ${model}/preprocessor_config.json`);
     expect(await message(`${head}  model_type: embedding\n  target: x86_64-unknown-linux-musl\n`)).toMatch(/^"encoderfile\.target" names an unknown target "x86_64-unknown-linux-musl"; allowed values: /);
     expect(await message(`${head}  model_type: embedding\n  tokenizer:\n    truncation_side: middle\n`)).toMatch(
       /invalid value "middle" for "encoderfile\.tokenizer\.truncation_side"; allowed values: right, left$/,

@@ -32,6 +32,7 @@ describe('build configuration', () => {
         modelWeightsPath: '/models/dir/model.onnx',
         tokenizerPath: '/models/dir/tokenizer.json',
         tokenizerConfigPath: '/models/dir/tokenizer_config.json',
+        preprocessorConfigPath: '/models/dir/preprocessor_config.json',
       },
       outputPath: null,
       cacheDir: defaultCacheDir({ HOME: '/home/u' }),
@@ -83,6 +84,7 @@ describe('build configuration', () => {
       modelWeightsPath: '/abs/model.onnx',
       tokenizerPath: '/models/t/tokenizer.json',
       tokenizerConfigPath: '/models/t/tokenizer_config.json',
+      preprocessorConfigPath: '/models/a/preprocessor_config.json',
     });
     expect(config.outputPath).toBe('/work/out/ner-bin');
     expect(config.cacheDir).toBe('/models/cache');
@@ -109,13 +111,13 @@ describe('build configuration', () => {
     );
     expect(configError(`${minimal}extra: 1\n`)).toBe('configuration: unknown key "extra"; allowed keys: encoder');
     expect(configError('encoder:\n  name: m\n  model_type: embedding\n  path: {model_config_path: a, model_weights_path: b, tokenizer_path: c, vocab: d}\n')).toBe(
-      'configuration: unknown key "encoder.path.vocab"; allowed keys: model_config_path, model_weights_path, tokenizer_path, tokenizer_config_path',
+      'configuration: unknown key "encoder.path.vocab"; allowed keys: model_config_path, model_weights_path, tokenizer_path, tokenizer_config_path, preprocessor_config_path',
     );
   });
 
   it('names a bad enum value and the allowed values', () => {
     expect(configError(minimal.replace('embedding', 'embeddings'))).toBe(
-      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sentence_embedding, sequence_classification, token_classification',
+      'configuration: invalid value "embeddings" for "encoder.model_type"; allowed values: embedding, sentence_embedding, sequence_classification, token_classification, image_classification, image_embedding',
     );
     expect(configError(`${minimal}  lua_libs: [math, debug]\n`)).toBe(
       'configuration: invalid value "debug" for "encoder.lua_libs[1]"; allowed values: coroutine, table, io, os, string, utf8, math, package',
@@ -124,7 +126,7 @@ describe('build configuration', () => {
 
   it('names a wrong type and what the key accepts', () => {
     expect(configError(minimal.replace('./dir', '42'))).toBe(
-      'configuration: "encoder.path" must be a directory path or an object with model_config_path, model_weights_path, tokenizer_path, got number 42',
+      'configuration: "encoder.path" must be a directory path or an object with model_config_path, model_weights_path and (text models) tokenizer_path, got number 42',
     );
     expect(configError(`${minimal}  lua_libs: io\n`)).toBe(
       'configuration: "encoder.lua_libs" must be a list of coroutine, table, io, os, string, utf8, math, package, got string "io"',
@@ -227,6 +229,7 @@ describe('an encoderfile: configuration', () => {
         modelWeightsPath: '/abs/model.onnx',
         tokenizerPath: '/work/m/tokenizer.json',
         tokenizerConfigPath: '/work/other/tokenizer_config.json',
+        preprocessorConfigPath: '/work/m/preprocessor_config.json',
       },
       outputPath: '/work/out/full.bin',
       cacheDir: path.join(os.homedir(), 'cache'),

@@ -70,7 +70,7 @@ describe('the sentence-transformers layout of a model folder', () => {
 
   it('pooling and normalize are refused on a classification model, rerank_label on an embedding model', () => {
     const yaml = (type: string, extra: string) => `encoder:\n  name: m\n  path: ./m\n  model_type: ${type}\n${extra}`;
-    expect(() => parseBuildConfig(yaml('token_classification', '  pooling: mean\n'), { baseDir: '/' })).toThrow('"encoder.pooling" applies to embedding and sentence_embedding models, not token_classification');
+    expect(() => parseBuildConfig(yaml('token_classification', '  pooling: mean\n'), { baseDir: '/' })).toThrow('"encoder.pooling" applies to embedding, sentence_embedding, image_embedding models, not token_classification');
     expect(() => parseBuildConfig(yaml('embedding', '  rerank_label: yes\n'), { baseDir: '/' })).toThrow('"encoder.rerank_label" applies to sequence_classification models (rerank), not embedding');
     expect(() => parseBuildConfig(yaml('embedding', '  pooling: sum\n'), { baseDir: '/' })).toThrow('invalid value "sum" for "encoder.pooling"; allowed values: mean, cls, max, last');
   });

@@ -21,3 +21,8 @@ export async function preprocessImages(inputs: readonly Uint8Array[], config: Im
   for (const [index, bytes] of inputs.entries()) images.push(await decodeImage(bytes, { ...options, index }));
   return pixelValues(images, config, options.field);
 }
+
+/** One encoded image → its `pixel_values` [1, 3, H, W]; errors name it by `options.index` and `options.field`. */
+export async function preprocessImage(bytes: Uint8Array, config: ImageProcessorConfig, options: DecodeImageOptions): Promise<PixelValues> {
+  return pixelValues([await decodeImage(bytes, options)], config, options.field);
+}

@@ -59,7 +59,7 @@ export function addEncoderServices(server: grpc.Server, predictor: Predictor, fa
 }
 
 /** `handler`, with each call's method, status code and time recorded in `metrics` as it is answered. */
-function counted<Request, Response>(handler: grpc.handleUnaryCall<Request, Response>, metrics: ServerMetrics | undefined): grpc.handleUnaryCall<Request, Response> {
+export function counted<Request, Response>(handler: grpc.handleUnaryCall<Request, Response>, metrics: ServerMetrics | undefined): grpc.handleUnaryCall<Request, Response> {
   if (!metrics) return handler;
   return (call, callback) => {
     const start = performance.now();
@@ -88,7 +88,7 @@ function unimplementedHandler(service: string, served: ModelType, servedService:
 }
 
 /** Runs `work` and answers with its value or with the status of its error; the callback runs exactly once. */
-async function answer<T>(callback: grpc.sendUnaryData<T>, work: () => Promise<T>): Promise<void> {
+export async function answer<T>(callback: grpc.sendUnaryData<T>, work: () => Promise<T>): Promise<void> {
   let value: T;
   try {
     value = await work();

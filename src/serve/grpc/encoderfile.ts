@@ -11,10 +11,10 @@ import { parseProtoText } from './proto-text.ts';
  * as encoderfile splits them into files. What differs from spec 2's messages: no `normalize` in any request (an
  * embedding is answered unnormalised, as encoderfile does without a transform), no `pairs`, the per-token message of
  * token classification without `logits` (scores = 2, label = 3, score = 4), and GetModelMetadataResponse without
- * `quantization`. Image classification (encoderfile's vision models) is not served: this server runs text encoders.
+ * `quantization`. Image classification has its own service over the image pipeline (image-services.ts).
  */
-const ENCODERFILE_PROTO_TEXTS = [
-  `syntax = "proto3";
+/** encoderfile's metadata package, which its image services (image-services.ts) use too. */
+export const ENCODERFILE_METADATA_PROTO = `syntax = "proto3";
 package encoderfile.metadata;
 enum ModelType {
   MODEL_TYPE_UNSPECIFIED = 0;
@@ -30,7 +30,10 @@ message GetModelMetadataResponse {
   ModelType model_type = 2;
   map<uint32, string> id2label = 3;
 }
-`,
+`;
+
+const ENCODERFILE_PROTO_TEXTS = [
+  ENCODERFILE_METADATA_PROTO,
   `syntax = "proto3";
 package encoderfile.token;
 message TokenInfo {

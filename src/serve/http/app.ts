@@ -63,8 +63,37 @@ export interface HttpAppOptions {
  */
 export async function createHttpApp(predictor: Predictor, options: HttpAppOptions): Promise<FastifyInstance> {
   const { bodyLimitBytes } = options;
-  const bodyBudget = options.bodyBudget ?? new BodyBudget(options.bodyBufferLimitBytes ?? DEFAULT_BODY_BUFFER_FACTOR * bodyLimitBytes);
   const modelNames = options.modelNames ?? new ServedModelNames(predictor.modelId);
+  const app = createHttpShell(options, predictor.parseJson ? (bytes: Uint8Array) => predictor.parseJson!(bytes) : undefined);
+
+  // The MCP SDK (and zod) and the OpenAPI document are the slowest parts of start-up to load and build, and most
+  // servers are never asked for them: both load at their first request.
+  const mcp = once(async (): Promise<McpServerFactory> => {
+    const { McpServerFactory, toolModelOf } = await import('./mcp-server.ts');
+    return new McpServerFactory(toolModelOf(predictor), options.serverInfo);
+  });
+  const openApiJson = once(async () => {
+    const { openApiDocument } = await import('./openapi.ts');
+    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined, modelNames }));
+  });
+  registerModelRoutes(app, predictor, modelNames, openApiJson);
+  registerOpenAiRoutes(app, predictor, modelNames);
+  registerCohereEmbedRoutes(app, predictor, modelNames);
+  registerRerankRoutes(app, predictor, modelNames);
+  registerTeiRoutes(app, predictor, modelNames, options.serverInfo);
+  registerInfinityRoutes(app, predictor, modelNames);
+  registerMcpRoute(app, mcp);
+  return finishHttpApp(app, options);
+}
+
+/**
+ * What every model's HTTP app has below its routes (createHttpApp, and image-app.ts for image models): JSON bodies
+ * only (a route adds other parsers in its own scope), text/plain errors, tracing, response headers, the drain, Host
+ * and Origin checks, the API key, 404 and 405. `parseLargeJson`: where large JSON bodies are parsed (a thread).
+ */
+export function createHttpShell(options: HttpAppOptions, parseLargeJson?: (bytes: Uint8Array) => Promise<unknown>): FastifyInstance {
+  const { bodyLimitBytes } = options;
+  const bodyBudget = options.bodyBudget ?? new BodyBudget(options.bodyBufferLimitBytes ?? DEFAULT_BODY_BUFFER_FACTOR * bodyLimitBytes);
   // fastify types an HTTPS app apart; it is the same app with an https.Server
   const app = Fastify({
     ...(options.tls ? { https: options.tls } : {}),
@@ -81,7 +110,6 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     },
   });
 
-  const parseLargeJson = predictor.parseJson ? (bytes: Uint8Array) => predictor.parseJson!(bytes) : undefined;
   // Only JSON bodies: fastify's text/plain parser would hand a string to /predict, which should be a 415.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', (request, payload, done) => {
@@ -126,21 +154,11 @@ export async function createHttpApp(predictor: Predictor, options: HttpAppOption
     reply.header('allow', allow);
     return sendFailure(request, reply, { status: 405, message: `Method Not Allowed: ${request.method} ${path}; allowed: ${allow}` });
   });
+  return app;
+}
 
-  // The MCP SDK (and zod) and the OpenAPI document are the slowest parts of start-up to load and build, and most
-  // servers are never asked for them: both load at their first request.
-  const mcp = once(async (): Promise<McpServerFactory> => new (await import('./mcp-server.ts')).McpServerFactory(predictor, options.serverInfo));
-  const openApiJson = once(async () => {
-    const { openApiDocument } = await import('./openapi.ts');
-    return JSON.stringify(openApiDocument({ metadata: predictor.metadata(), serverInfo: options.serverInfo, bodyLimitBytes, mcp: await mcp(), metrics: options.metrics !== undefined, apiKey: options.apiKey !== undefined, modelNames }));
-  });
-  registerModelRoutes(app, predictor, modelNames, openApiJson);
-  registerOpenAiRoutes(app, predictor, modelNames);
-  registerCohereEmbedRoutes(app, predictor, modelNames);
-  registerRerankRoutes(app, predictor, modelNames);
-  registerTeiRoutes(app, predictor, modelNames, options.serverInfo);
-  registerInfinityRoutes(app, predictor, modelNames);
-  registerMcpRoute(app, mcp);
+/** The routes every app ends with (/metrics, given metrics), then ready: routes are fixed from here. */
+export async function finishHttpApp(app: FastifyInstance, options: Pick<HttpAppOptions, 'metrics'>): Promise<FastifyInstance> {
   if (options.metrics) registerMetrics(app, options.metrics);
   await app.ready();
   return app;
@@ -173,7 +191,7 @@ function registerMetrics(app: FastifyInstance, metrics: ServerMetrics): void {
 }
 
 /** `make` on the first call; the same promise afterwards (a failure is retried at the next call). */
-function once<T>(make: () => Promise<T>): () => Promise<T> {
+export function once<T>(make: () => Promise<T>): () => Promise<T> {
   let made: Promise<T> | undefined;
   return () => {
     made ??= make().catch((error: unknown) => {

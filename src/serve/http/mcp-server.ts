@@ -62,13 +62,36 @@ export function jsonRpcErrorOf(error: unknown): JsonRpcError {
  * The structured content is the text read back, so its numbers are the float32 values' shortest decimals, which the
  * SDK's own JSON.stringify prints as in the text.
  */
-export function toolResultOf(response: PredictResponse | JsonOf<PredictResponse>): CallToolResult {
+export function toolResultOf(response: PredictResponse | JsonOf<PredictResponse> | object): CallToolResult {
   const text = stringifyJson(response);
   return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
 }
 
+/** What the one tool runs, and how it is described: a text predictor's /predict (toolModelOf), or an image model's. */
+export interface McpToolModel {
+  /** `model_id` and `model_type` at least; in the initialize result's `_meta`. */
+  metadata(): { model_id: string; model_type: string };
+  description: string;
+  inputSchema: object;
+  outputSchema: object;
+  /** The tool's arguments → its structured result; InputError for bad arguments. */
+  run(args: Record<string, unknown>): Promise<object>;
+}
+
+/** A text predictor's tool: the arguments and result of POST /predict (src/encoder/schemas.ts). */
+export function toolModelOf(predictor: Predictor): McpToolModel {
+  const { modelType } = predictor;
+  return {
+    metadata: () => predictor.metadata(),
+    description: TOOL_DESCRIPTIONS[modelType],
+    inputSchema: REQUEST_SCHEMAS[modelType],
+    outputSchema: RESPONSE_SCHEMAS[modelType],
+    run: (args) => predictor.predict(args),
+  };
+}
+
 /**
- * The MCP face of one predictor. The endpoint is stateless (a fresh transport per HTTP request, as the SDK requires
+ * The MCP face of one model. The endpoint is stateless (a fresh transport per HTTP request, as the SDK requires
  * without sessions), so every request gets a fresh SDK `Server`; what does not change (tool, initialize result,
  * schema validator) is built once here. The low-level `Server` is used because the tool's schemas must be exactly
  * the JSON schemas of src/encoder/schemas.ts, and `McpServer.registerTool` takes zod shapes.
@@ -76,18 +99,18 @@ export function toolResultOf(response: PredictResponse | JsonOf<PredictResponse>
 export class McpServerFactory {
   readonly tool: Tool;
   readonly initializeResult: InitializeResult;
-  readonly #predictor: Predictor;
+  readonly #model: McpToolModel;
   readonly #validator = new AjvJsonSchemaValidator();
 
-  constructor(predictor: Predictor, info: ServerInfo) {
-    this.#predictor = predictor;
-    const { model_id: modelId, model_type: modelType } = predictor.metadata();
+  constructor(model: McpToolModel, info: ServerInfo) {
+    this.#model = model;
+    const { model_id: modelId, model_type: modelType } = model.metadata();
     this.tool = {
       name: RUN_ENCODER_TOOL,
       title: `Run ${modelId}`,
-      description: TOOL_DESCRIPTIONS[modelType],
-      inputSchema: objectSchema(REQUEST_SCHEMAS[modelType]),
-      outputSchema: objectSchema(RESPONSE_SCHEMAS[modelType]),
+      description: model.description,
+      inputSchema: objectSchema(model.inputSchema),
+      outputSchema: objectSchema(model.outputSchema),
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     };
     const { node, onnxruntime, target } = info.build;
@@ -100,7 +123,7 @@ export class McpServerFactory {
       instructions:
         `Runs the ${modelType} model "${modelId}" through one tool, ${RUN_ENCODER_TOOL}, whose arguments and result are ` +
         `those of POST /predict. Server: encoder ${info.version}, Node.js ${node}, onnxruntime ${onnxruntime}, target ${target}.`,
-      _meta: { 'encoder/build': { ...info.build }, 'encoder/model': predictor.metadata() },
+      _meta: { 'encoder/build': { ...info.build }, 'encoder/model': model.metadata() },
     };
   }
 
@@ -119,7 +142,7 @@ export class McpServerFactory {
         throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool "${request.params.name}"; the only tool is ${RUN_ENCODER_TOOL}`);
       }
       try {
-        return toolResultOf(await this.#predictor.predict(request.params.arguments ?? {}));
+        return toolResultOf(await this.#model.run(request.params.arguments ?? {}));
       } catch (error) {
         throw jsonRpcErrorOf(error);
       }

@@ -108,7 +108,7 @@ function inputProblem(input: unknown): string {
  * fewer bytes and half the time of JSON.stringify of the numbers, src/shared/float32-json.ts); `base64` carries each
  * vector's float32 bytes, little-endian, as OpenAI does (embedding-encodings.ts). `model` is the served name.
  */
-function embeddingsResponse(result: EmbedResult, format: 'float' | 'base64', model: string): object {
+export function embeddingsResponse(result: EmbedResult, format: 'float' | 'base64', model: string): object {
   const data = result.vectors.map((vector, index) => ({ object: 'embedding', index, embedding: format === 'base64' ? float32Base64(vector) : vector }));
   return { object: 'list', data, model, usage: { prompt_tokens: result.promptTokens, total_tokens: result.promptTokens } };
 }

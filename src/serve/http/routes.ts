@@ -10,6 +10,13 @@ import type { ServedModelNames } from '../model-names.ts';
 /** Spec 2: `GET /health` answers the JSON string "OK!"; so does `GET /livez`, which a drain leaves at 200 (drain.ts). */
 const HEALTH_BODY = JSON.stringify('OK!');
 
+/** GET /health, GET /livez and GET /model (`metadata`), which every model's app has. */
+export function registerHealthRoutes(app: FastifyInstance, metadata: () => unknown): void {
+  app.get('/health', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
+  app.get('/livez', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
+  app.get('/model', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(metadata())));
+}
+
 /**
  * GET /health, GET /livez, GET /model, GET /openapi.json and POST /predict. /predict also answers text-embeddings-inference's
  * classification bodies where spec 2 would refuse them (tei.ts, isTeiPredictBody). /predict hands the parsed body to the predictor
@@ -19,9 +26,7 @@ const HEALTH_BODY = JSON.stringify('OK!');
  * schema.
  */
 export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, names: ServedModelNames, openApiJson: () => Promise<string>): void {
-  app.get('/health', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
-  app.get('/livez', (_request, reply) => reply.type(JSON_TYPE).send(HEALTH_BODY));
-  app.get('/model', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(predictor.metadata())));
+  registerHealthRoutes(app, () => predictor.metadata());
   app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => {
     // a text-embeddings-inference body that spec 2 would refuse: answered, and refused, as TEI does
