@@ -132,7 +132,7 @@ const SESSION_BLOCK_SCHEMA = {
   properties: {
     intra_op_threads: { type: 'integer', minimum: 1 },
     inter_op_threads: { type: 'integer', minimum: 1 },
-    graph_optimization_level: { type: ['string', 'integer'] },
+    graph_optimization_level: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
     execution_provider: stringField,
   },
 } as const;
