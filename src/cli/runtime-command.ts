@@ -31,9 +31,10 @@ export function registerRuntimeCommand(program: Command, io: CliIo): void {
     .command('list')
     .description('List the cached base runtimes: version, target, and whether the copy is intact')
     .action(async (_options: object, command: Command) => {
-      const cached = await (await runtimeCache()).listCachedRuntimes(cacheDirOf(command));
+      const cacheDir = cacheDirOf(command);
+      const cached = await (await runtimeCache()).listCachedRuntimes(cacheDir);
       for (const entry of cached) io.stdout(`${entry.version} ${entry.target}${entry.state.state === 'valid' ? '' : ` (${entry.state.note}: downloaded again when used)`}\n`);
-      if (cached.length === 0) io.stderr(`no base runtimes in ${cacheDirOf(command)}\n`);
+      if (cached.length === 0) io.stderr(`no base runtimes in ${cacheDir}\n`);
     });
   runtime
     .command('add')
@@ -42,9 +43,10 @@ export function registerRuntimeCommand(program: Command, io: CliIo): void {
     .option('--runtime-version <version>', `version (default: ${RUNTIME_VERSION}, this builder's)`)
     .action(async (target: string, options: RuntimeOptions, command: Command) => {
       const { resolveBaseRuntime } = await import('../builder/base-runtime.ts');
-      const added = await resolveBaseRuntime({ target: parseTarget(target), version: versionOf(options), cacheDir: cacheDirOf(command) });
+      const version = versionOf(options);
+      const added = await resolveBaseRuntime({ target: parseTarget(target), version, cacheDir: cacheDirOf(command) });
       io.stdout(`${added.path}\n`);
-      io.stderr(`${added.source === 'cache' ? 'already in the cache' : 'downloaded and verified'}: base runtime ${versionOf(options)} for ${target}\n`);
+      io.stderr(`${added.source === 'cache' ? 'already in the cache' : 'downloaded and verified'}: base runtime ${version} for ${target}\n`);
     });
   runtime
     .command('remove')

@@ -38,7 +38,8 @@ export function reexecWithMallocTuning(argv: readonly string[]): void {
   }
 }
 
-function isGlibc(): boolean {
+/** Whether this process runs on glibc (the C library whose malloc reads MALLOC_MMAP_THRESHOLD_). */
+export function isGlibc(): boolean {
   const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
   return typeof report?.header?.glibcVersionRuntime === 'string';
 }

@@ -8,12 +8,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MMAP_THRESHOLD_BYTES, reexecWithMallocTuning } from '../../src/shared/malloc-tuning.ts';
+import { isGlibc, MMAP_THRESHOLD_BYTES, reexecWithMallocTuning } from '../../src/shared/malloc-tuning.ts';
 import { baseRuntimePath, hasBaseRuntime, startListening } from '../helpers/executables.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
 
-const glibc = process.platform === 'linux' && typeof (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime === 'string';
+const glibc = process.platform === 'linux' && isGlibc();
 const work = mkdtempSync(path.join(os.tmpdir(), 'serve-malloc-'));
 let config: string;
 
