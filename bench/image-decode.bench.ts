@@ -22,50 +22,25 @@ import { installedWasmCodecs } from '../src/encoder/image/installed-codecs.ts';
 import { parseImageProcessorConfig } from '../src/encoder/image/preprocessor-config.ts';
 import { pixelValues } from '../src/encoder/image/preprocess.ts';
 import { wasmDecoders } from '../src/encoder/image/wasm-codecs.ts';
-import { median, ms, printTable } from './measure.ts';
+import { encodedPicture, interleaved, picture, type ImageFormat } from './images.ts';
+import { ms, printTable } from './measure.ts';
 
 const options = new Command('image-decode-bench')
   .option('--candidates <dir>', 'a node_modules folder holding the candidates that are not dependencies')
   .parse()
   .opts<{ candidates?: string }>();
 
-type Format = 'png' | 'jpeg' | 'webp';
-const FORMATS: Format[] = ['png', 'jpeg', 'webp'];
+const FORMATS: ImageFormat[] = ['png', 'jpeg', 'webp'];
 const SIZES: [number, number][] = [
   [224, 224],
   [640, 480],
   [2000, 1500],
 ];
 
-/** A photo-like RGB picture: two gradients, a few hard edges and seeded noise. */
-function picture(width: number, height: number): Buffer {
-  const pixels = Buffer.alloc(width * height * 3);
-  let state = 12345;
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      state = (state * 1103515245 + 12345) >>> 0;
-      const noise = (state >>> 24) % 24;
-      const edge = (Math.floor(x / (width / 7)) + Math.floor(y / (height / 5))) % 2 ? 40 : 0;
-      const i = (y * width + x) * 3;
-      pixels[i] = Math.min(255, Math.round((255 * x) / width) + noise);
-      pixels[i + 1] = Math.min(255, Math.round((255 * y) / height) + edge);
-      pixels[i + 2] = Math.min(255, 128 + edge + noise);
-    }
-  }
-  return pixels;
-}
-
-async function encode(format: Format, width: number, height: number): Promise<Buffer> {
-  const image = sharp(picture(width, height), { raw: { width, height, channels: 3 } });
-  if (format === 'png') return image.png().toBuffer();
-  if (format === 'jpeg') return image.jpeg({ quality: 90 }).toBuffer();
-  return image.webp({ quality: 90 }).toBuffer();
-}
-
 type Decoder = (bytes: Buffer) => Promise<unknown> | unknown;
 interface Candidate {
   name: string;
-  decoders: Partial<Record<Format, Decoder>>;
+  decoders: Partial<Record<ImageFormat, Decoder>>;
 }
 
 sharp.concurrency(1);
@@ -94,34 +69,11 @@ const scratch = scratchCandidates(options.candidates);
 if (typeof scratch === 'string') console.log(scratch);
 const candidates = [sharpCandidate, jsquashCandidate, ...(typeof scratch === 'string' ? [] : scratch)];
 
-/**
- * Median wall and CPU ms (the process's user + system time, libvips' threads included) of each decoder on `bytes`,
- * the decoders taking turns round by round so that changes of the machine's load hit all alike. On a loaded machine
- * the CPU time is the steadier measure.
- */
-async function interleaved(decoders: Decoder[], bytes: Buffer, rounds: number): Promise<{ wall: number; cpu: number }[]> {
-  const samples = decoders.map(() => ({ wall: [] as number[], cpu: [] as number[] }));
-  for (let round = -2; round < rounds; round++) {
-    for (const [i, decode] of decoders.entries()) {
-      const cpu = process.cpuUsage();
-      const start = performance.now();
-      await decode(bytes);
-      const wall = performance.now() - start;
-      const used = process.cpuUsage(cpu);
-      if (round >= 0) {
-        samples[i].wall.push(wall);
-        samples[i].cpu.push((used.user + used.system) / 1000);
-      }
-    }
-  }
-  return samples.map(({ wall, cpu }) => ({ wall: median(wall), cpu: median(cpu) }));
-}
-
 const rows: string[][] = [];
 for (const [width, height] of SIZES) {
   const rounds = width * height > 1e6 ? 10 : 40;
   for (const format of FORMATS) {
-    const bytes = await encode(format, width, height);
+    const bytes = await encodedPicture(format, width, height);
     const present = candidates.filter((candidate) => candidate.decoders[format]);
     const medians = await interleaved(present.map((candidate) => candidate.decoders[format]!), bytes, rounds);
     rows.push([

@@ -1,5 +1,5 @@
 /**
- * npm run bench:serve [-- --only sentence|token] — the server against what a Node user would otherwise run, on the
+ * npm run bench:serve [-- --only sentence|token|image] — the server against what a Node user would otherwise run, on the
  * MiniLM-shaped model, for requests of 1 and 8 inputs of 8–64 words at concurrency 1, 8 and 32:
  *   (a) raw onnxruntime session.run in one process on the same batches (the server's BatchScheduler), pre-tokenized
  *       (plus mean pooling and normalisation for sentence embeddings): the limit;
@@ -17,25 +17,39 @@
  * GFLOP/s of onnxruntime on one large matrix product of the model's width measured in the same run.
  * Needs the host's base runtime (npm run build:runtime -- --target host).
  */
-import { spawnSync } from 'node:child_process';
-import http from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { hostTarget } from '../src/builder/targets.ts';
 import { parseBuildConfig } from '../src/encoder/config.ts';
 import { readModelPackage } from '../src/encoder/model-package.ts';
-import { BatchScheduler } from '../src/encoder/batch-scheduler.ts';
 import { EncoderTokenizer, type Encoding } from '../src/encoder/tokenizer/index.ts';
 import { normalizeInPlace, poolTokens } from '../src/encoder/pooling.ts';
 import { Tensor } from '../src/encoder/tensor.ts';
-import { grpcClient, serveModel, type ServedModel } from '../test/helpers/served-model.ts';
+import { grpcClient, type ServedModel } from '../test/helpers/served-model.ts';
 import { encoderFlops, encoderShapeOf, matMulRate, type EncoderShape } from './hardware-limit.ts';
 import { median, printTable } from './measure.ts';
+import { imageRows } from './serve-image.ts';
+import {
+  baseRuntime,
+  cell,
+  driveRequests,
+  get,
+  localTransformersPipeline,
+  mergeRounds,
+  p99,
+  post as postPredict,
+  rawWaves,
+  residentMiB,
+  serveBuilt,
+  sleep,
+  takeTurnsAtOne,
+  timed,
+  type Answer,
+  type Result,
+} from './serve-drive.ts';
 import { benchModelDir as modelDir, ensureBenchModel, repoRoot as root, sentence } from './workload.ts';
 
-const base = path.join(root, 'dist', 'runtime', hostTarget(), 'encoder');
 const CONCURRENCY = [1, 8, 32];
 const INPUTS_PER_REQUEST = [1, 8];
 /** Requests per measurement: enough sequences for a stable median on a shared 2-core machine, bounded in time. */
@@ -44,107 +58,18 @@ const requestCount = (concurrency: number, inputs: number) => Math.max(24, Math.
 /** A text of 8–64 words. */
 const textOf = (seed: number) => sentence(8 + (seed % 57), seed);
 
-interface Result {
-  sequencesPerSecond: number;
-  p50: number;
-  p99: number;
-  /** Every request's latency in ms, sorted. */
-  latencies: number[];
-}
-
-function resultOf(sequences: number, seconds: number, latencies: number[]): Result {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { sequencesPerSecond: sequences / seconds, p50: median(sorted), p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))], latencies: sorted };
-}
-
-/** Rounds of one measurement: the median round's sequences/s, the latency percentiles of all rounds' requests. */
-function mergeRounds(rounds: readonly Result[]): Result {
-  const latencies = rounds.flatMap((round) => round.latencies).sort((a, b) => a - b);
-  return { ...resultOf(1, 1, latencies), sequencesPerSecond: median(rounds.map((round) => round.sequencesPerSecond)) };
-}
-
 /** The texts of request `n` with `inputs` inputs, the same for every system. */
 const textsOf = (n: number, inputs: number) => Array.from({ length: inputs }, (_, i) => textOf(n * inputs + i + 1));
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** One way of answering a request at concurrency 1: its latency in ms (for raw onnxruntime, its run alone). */
-type Answer = (texts: string[]) => Promise<number>;
-
-const timed =
-  (send: (texts: string[]) => Promise<unknown>): Answer =>
-  async (texts) => {
-    const started = performance.now();
-    await send(texts);
-    return performance.now() - started;
-  };
-
-/**
- * onnxruntime's intra-op threads spin for ~25 ms after their last work (1 << 20 pause instructions): long enough for a
- * system's threads to take a core from the next system's first requests. Each turn waits this long, then sends
- * TURN_WARM_UP requests that are not counted, which start its own threads as a system serving back to back has them.
- */
-const TURN_PAUSE_MS = 60;
-const TURN_WARM_UP = 3;
-
-/**
- * Concurrency 1, side by side: the systems take turns, `block` requests each, until each has answered `count`; every
- * system answers the same texts. Sequences/s is the inputs answered over the time spent answering them.
- */
-async function alternatingAtOne(systems: readonly Answer[], count: number, inputs: number, block: number): Promise<Result[]> {
-  const latencies = systems.map((): number[] => []);
-  for (let first = 0; first < count; first += block) {
-    for (const [s, answer] of systems.entries()) {
-      await sleep(TURN_PAUSE_MS);
-      for (let k = 0; k < TURN_WARM_UP; k++) await answer(textsOf(first, inputs));
-      for (let n = first; n < Math.min(count, first + block); n++) latencies[s].push(await answer(textsOf(n, inputs)));
-    }
-  }
-  return latencies.map((ms) => resultOf(count * inputs, ms.reduce((sum, value) => sum + value, 0) / 1000, ms));
-}
-
-/** Runs `count` requests through `send` with `concurrency` callers; latency per request, throughput overall. */
-async function drive(count: number, concurrency: number, inputs: number, send: (texts: string[]) => Promise<unknown>): Promise<Result> {
-  const latencies: number[] = [];
-  let next = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let n = next++; n < count; n = next++) {
-        const texts = Array.from({ length: inputs }, (_, i) => textOf(n * inputs + i + 1));
-        const t = performance.now();
-        await send(texts);
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  return resultOf(count * inputs, (performance.now() - start) / 1000, latencies);
-}
-
 type Session = ort.InferenceSession;
 
-/**
- * The HTTP client of (c): node:http with a keep-alive agent, one connection per concurrent caller. fetch (undici)
- * costs the client ~2 ms more per request here, CPU that the server on the same two cores then lacks.
- */
-const keepAlive = new http.Agent({ keepAlive: true });
-function postPredict(baseUrl: string, body: string, route = '/predict'): Promise<void> {
-  const url = new URL(route, baseUrl);
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(Buffer.concat(chunks).toString()))));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
+/** Concurrency 1, side by side (takeTurnsAtOne) on the texts of requests of `inputs` inputs. */
+const alternatingAtOne = (systems: readonly Answer<string[]>[], count: number, inputs: number, block: number) =>
+  takeTurnsAtOne(systems, count, (n) => textsOf(n, inputs), inputs, block);
+
+/** `count` requests of `inputs` texts through `send` with `concurrency` callers (driveRequests). */
+const drive = (count: number, concurrency: number, inputs: number, send: (texts: string[]) => Promise<unknown>) =>
+  driveRequests(count, concurrency, (n) => textsOf(n, inputs), inputs, send);
 
 /**
  * One pre-tokenized session.run of padded rows, plus (for sentence embeddings) mean pooling and normalisation of its
@@ -185,46 +110,18 @@ async function probeHealth<T>(baseUrl: string, work: Promise<T>): Promise<{ resu
   return { result: await finished, probes };
 }
 
-function get(baseUrl: string, route: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    http.get(new URL(route, baseUrl), { agent: keepAlive }, (response) => {
-      response.resume();
-      response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`${route}: ${response.statusCode}`))));
-    }).on('error', reject);
-  });
-}
-
-function p99(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
-}
-
 /**
  * (a): the requests that would be in flight together, pre-tokenized, go through the server's own BatchScheduler
  * (default settings), whose batches run as bare session.run calls; only onnxruntime's time counts. The same
  * batches the server would run when those requests arrive together, without HTTP, JSON, tokenization or shaping.
  */
-async function rawOnnxruntime(tokenizer: EncoderTokenizer, session: Session, concurrency: number, inputs: number, pooled = false): Promise<Result> {
-  const count = requestCount(concurrency, inputs);
-  const latencies: number[] = [];
-  let runMs = 0;
-  const scheduler = new BatchScheduler<Encoding, number>(async (rows) => {
-    runMs += await timedRun(tokenizer, session, rows, pooled);
-    return runMs; // the onnxruntime time spent so far in this wave when this batch finished
-  });
-  for (let first = 0; first < count; first += concurrency) {
-    const requests = Math.min(concurrency, count - first);
-    const waveStart = runMs;
-    const finished = await Promise.all(
-      Array.from({ length: requests }, (_, r) => {
-        const texts = Array.from({ length: inputs }, (_, i) => textOf((first + r) * inputs + i + 1));
-        return scheduler.submit(tokenizer.encodeBatch(texts));
-      }),
-    );
-    for (const rows of finished) latencies.push(Math.max(...rows.map((row) => row.output)) - waveStart);
-  }
-  await scheduler.close();
-  return resultOf(count * inputs, runMs / 1000, latencies);
+function rawOnnxruntime(tokenizer: EncoderTokenizer, session: Session, concurrency: number, inputs: number, pooled = false): Promise<Result> {
+  return rawWaves(
+    requestCount(concurrency, inputs),
+    concurrency,
+    (n) => tokenizer.encodeBatch(textsOf(n, inputs)),
+    (rows) => timedRun(tokenizer, session, rows, pooled),
+  );
 }
 
 /**
@@ -252,15 +149,9 @@ async function batchingCeiling(tokenizer: EncoderTokenizer, session: Session): P
 }
 
 /** Builds the MiniLM-shaped model as `modelType` (once per type and quantization) and serves it (HTTP and gRPC on loopback). */
-async function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding', args: string[] = [], quantize: 'none' | 'int8' = 'none'): Promise<ServedModel> {
-  const executable = path.join(work, `minilm-${modelType}-${quantize}`);
-  if (!existsSync(executable)) {
-    const config = path.join(work, `${modelType}-${quantize}.yaml`);
-    writeFileSync(config, `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: ${modelType}\n  quantize: ${quantize}\n`);
-    const built = spawnSync(base, ['build', '-f', config, '--base-binary-path', base, '-o', executable], { encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(built.stderr);
-  }
-  return serveModel(executable, { cacheDir: path.join(work, 'cache'), args });
+function serveBenchModel(work: string, modelType: 'embedding' | 'sentence_embedding', args: string[] = [], quantize: 'none' | 'int8' = 'none'): Promise<ServedModel> {
+  const config = `encoder:\n  name: minilm\n  path: ${modelDir}\n  model_type: ${modelType}\n  quantize: ${quantize}\n`;
+  return serveBuilt(work, `minilm-${modelType}-${quantize}`, config, args);
 }
 
 /** The solo session loads once every worker has joined: a server measured before that would run lone batches on one thread. */
@@ -271,13 +162,6 @@ async function warmedUp(served: ServedModel): Promise<ServedModel> {
   return served;
 }
 
-/** Resident memory of a process in MiB (Linux). */
-function residentMiB(pid: number | undefined): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
-}
-
-const cell = (r: Result) => `${Math.round(r.sequencesPerSecond)} / ${r.p50.toFixed(r.p50 < 20 ? 1 : 0)} / ${r.p99.toFixed(0)}`;
 const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
 
 /** Rounds of the throughput rows at concurrency 32 (8 at concurrency 8 are one round: no aim rests on them). */
@@ -292,7 +176,7 @@ const ROUNDS_AT_32 = 3;
 async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: Session, extractor: FeatureExtractor): Promise<void> {
   const served = await warmedUp(await serveBenchModel(work, 'sentence_embedding'));
   const grpc = grpcClient(served.grpcAddress, 'sentence_embedding');
-  const rawAnswer: Answer = (texts) => timedRun(tokenizer, session, tokenizer.encodeBatch(texts), true);
+  const rawAnswer: Answer<string[]> = (texts) => timedRun(tokenizer, session, tokenizer.encodeBatch(texts), true);
   const sendB = (texts: string[]) => extractor(texts, { pooling: 'mean', normalize: true });
   const sendC = (texts: string[]) => postPredict(served.httpUrl, JSON.stringify({ input: texts, model: 'minilm', encoding_format: 'float' }), '/v1/embeddings');
   const sendD = (texts: string[]) => grpc.predict({ inputs: texts });
@@ -329,8 +213,8 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
       cell(b),
       cell(c),
       cell(d),
-      (c.sequencesPerSecond / a.sequencesPerSecond).toFixed(2),
-      (c.sequencesPerSecond / b.sequencesPerSecond).toFixed(2),
+      (c.itemsPerSecond / a.itemsPerSecond).toFixed(2),
+      (c.itemsPerSecond / b.itemsPerSecond).toFixed(2),
       (c.p50 / a.p50).toFixed(2),
       concurrency === 32 ? `${p99(probes).toFixed(1)} (${probes.length})` : '',
     ]);
@@ -347,9 +231,9 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
   const aim = (name: string, measure: string, value: number, pass: boolean) => aims.push([name, measure, value, pass]);
   const [one, eightAtOne, atThirtyTwo] = [at('1 1'), at('8 1'), at('8 32')];
   aim('issue 30: a lone query, p50 ≤ 1.15·a', 'c/a p50, 1 input, concurrency 1', one.c.p50 / one.a.p50, one.c.p50 / one.a.p50 <= 1.15);
-  aim('issue 30: throughput under load ≥ 1.5·a', 'c/a sequences/s, 8 inputs, concurrency 32', atThirtyTwo.c.sequencesPerSecond / atThirtyTwo.a.sequencesPerSecond, atThirtyTwo.c.sequencesPerSecond >= 1.5 * atThirtyTwo.a.sequencesPerSecond);
-  aim('issue 12: c ≥ 0.9·a under load', 'c/a sequences/s, 8 inputs, concurrency 32', atThirtyTwo.c.sequencesPerSecond / atThirtyTwo.a.sequencesPerSecond, atThirtyTwo.c.sequencesPerSecond >= 0.9 * atThirtyTwo.a.sequencesPerSecond);
-  aim('issue 12: c ≥ 1.2·b under load', 'c/b sequences/s, 8 inputs, concurrency 32', atThirtyTwo.c.sequencesPerSecond / atThirtyTwo.b.sequencesPerSecond, atThirtyTwo.c.sequencesPerSecond >= 1.2 * atThirtyTwo.b.sequencesPerSecond);
+  aim('issue 30: throughput under load ≥ 1.5·a', 'c/a sequences/s, 8 inputs, concurrency 32', atThirtyTwo.c.itemsPerSecond / atThirtyTwo.a.itemsPerSecond, atThirtyTwo.c.itemsPerSecond >= 1.5 * atThirtyTwo.a.itemsPerSecond);
+  aim('issue 12: c ≥ 0.9·a under load', 'c/a sequences/s, 8 inputs, concurrency 32', atThirtyTwo.c.itemsPerSecond / atThirtyTwo.a.itemsPerSecond, atThirtyTwo.c.itemsPerSecond >= 0.9 * atThirtyTwo.a.itemsPerSecond);
+  aim('issue 12: c ≥ 1.2·b under load', 'c/b sequences/s, 8 inputs, concurrency 32', atThirtyTwo.c.itemsPerSecond / atThirtyTwo.b.itemsPerSecond, atThirtyTwo.c.itemsPerSecond >= 1.2 * atThirtyTwo.b.itemsPerSecond);
   aim('issue 12: p50 ≤ 1.25·a at concurrency 1', 'c/a p50, 8 inputs, concurrency 1', eightAtOne.c.p50 / eightAtOne.a.p50, eightAtOne.c.p50 / eightAtOne.a.p50 <= 1.25);
   aim('issue 13: /health p99 < 20 ms under load', '/health p99 ms while (c) and (d) run at concurrency 32', p99(atThirtyTwo.probes), p99(atThirtyTwo.probes) < 20);
   printTable(
@@ -390,7 +274,7 @@ function printPhysicalLimit(tokenizer: EncoderTokenizer, shape: EncoderShape, ma
         flops += encoderFlops(shape, encoding.ids.length);
       }
     }
-    const perSecond = result.sequencesPerSecond / (count * inputs); // request sets per second
+    const perSecond = result.itemsPerSecond / (count * inputs); // request sets per second
     const gflops = (flops * perSecond) / 1e9;
     rates.push(gflops);
     return [name, Math.round(tokens * perSecond), (flops / tokens / 1e6).toFixed(1), gflops.toFixed(0), `${((100 * gflops) / best).toFixed(0)}%`, `${((100 * gflops) / typical).toFixed(0)}%`];
@@ -417,7 +301,7 @@ async function int8Rows(work: string): Promise<void> {
   }
   const rows = [1, 32].map((concurrency) => {
     const [fp32, int8] = [results[`none ${concurrency}`], results[`int8 ${concurrency}`]];
-    return [concurrency, cell(fp32), cell(int8), (int8.sequencesPerSecond / fp32.sequencesPerSecond).toFixed(2), (int8.p50 / fp32.p50).toFixed(2)];
+    return [concurrency, cell(fp32), cell(int8), (int8.itemsPerSecond / fp32.itemsPerSecond).toFixed(2), (int8.p50 / fp32.p50).toFixed(2)];
   });
   printTable(
     'quantize: int8 against fp32, /v1/embeddings, 8 inputs per request: sequences/s / p50 ms / p99 ms',
@@ -433,7 +317,7 @@ async function int8Rows(work: string): Promise<void> {
  * concurrency 1 (raw onnxruntime, `rawAnswer`, taking its turn too) and in alternating rounds at 32. /v1/embeddings;
  * resident memory after the runs.
  */
-async function workerRows(work: string, rawAnswer: Answer): Promise<void> {
+async function workerRows(work: string, rawAnswer: Answer<string[]>): Promise<void> {
   const configurations = [[], ['--solo-threads', '0'], ['--workers', '1'], ['--workers', '1', '--threads', '1']];
   const servers: ServedModel[] = [];
   for (const args of configurations) servers.push(await warmedUp(await serveBenchModel(work, 'sentence_embedding', args)));
@@ -466,34 +350,31 @@ async function workerRows(work: string, rawAnswer: Answer): Promise<void> {
 type FeatureExtractor = (texts: string[], options: { pooling: 'none' | 'mean'; normalize: boolean }) => Promise<unknown>;
 
 async function main(): Promise<void> {
-  if (!existsSync(base)) throw new Error(`${base} is absent: run npm run build:runtime -- --target host`);
+  if (!existsSync(baseRuntime)) throw new Error(`${baseRuntime} is absent: run npm run build:runtime -- --target host`);
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : 'all';
-  await ensureBenchModel();
+  if (!['all', 'sentence', 'token', 'image'].includes(only)) throw new Error(`--only ${only}: expected sentence, token or image`);
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-serve-'));
   try {
-    // (a): one session with onnxruntime's defaults, our tokenizer
-    const pkg = readModelPackage(parseBuildConfig(`encoder:\n  name: m\n  path: ${modelDir}\n  model_type: embedding\n`, { baseDir: root }));
-    const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
-    const session = await ort.InferenceSession.create(pkg.weights, { graphOptimizationLevel: 'all' });
-
-    // (b): transformers.js reads <dir>/<model>/onnx/model.onnx
-    const local = path.join(work, 'transformers');
-    mkdirSync(path.join(local, 'minilm', 'onnx'), { recursive: true });
-    for (const file of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.txt']) {
-      symlinkSync(path.join(modelDir, file), path.join(local, 'minilm', file));
-    }
-    symlinkSync(path.join(modelDir, 'model.onnx'), path.join(local, 'minilm', 'onnx', 'model.onnx'));
-    const { pipeline, env } = await import('@huggingface/transformers');
-    env.allowRemoteModels = false;
-    env.localModelPath = `${local}/`;
-    const extractor = (await pipeline('feature-extraction', 'minilm', { dtype: 'fp32', device: 'cpu' })) as unknown as FeatureExtractor;
-
-    if (only === 'all' || only === 'sentence') await sentenceRows(work, tokenizer, session, extractor);
-    if (only === 'all' || only === 'token') await tokenRows(work, tokenizer, session, extractor);
-    await session.release();
+    if (only !== 'image') await textRows(work, only);
+    if (only === 'all' || only === 'image') await imageRows(work);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The MiniLM-shaped model's groups: `only` all, sentence or token. */
+async function textRows(work: string, only: string): Promise<void> {
+  await ensureBenchModel();
+  // (a): one session with onnxruntime's defaults, our tokenizer
+  const pkg = readModelPackage(parseBuildConfig(`encoder:\n  name: m\n  path: ${modelDir}\n  model_type: embedding\n`, { baseDir: root }));
+  const tokenizer = EncoderTokenizer.fromJson(pkg.tokenizerJson, pkg.tokenizerConfig);
+  const session = await ort.InferenceSession.create(pkg.weights, { graphOptimizationLevel: 'all' });
+  // (b): transformers.js from a local folder
+  const files = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.txt'];
+  const extractor = (await localTransformersPipeline(work, 'feature-extraction', modelDir, files)) as unknown as FeatureExtractor;
+  if (only === 'all' || only === 'sentence') await sentenceRows(work, tokenizer, session, extractor);
+  if (only === 'all' || only === 'token') await tokenRows(work, tokenizer, session, extractor);
+  await session.release();
 }
 
 /** Per-token embeddings on spec 2's /predict, and the ceiling of batching. */
@@ -515,8 +396,8 @@ async function tokenRows(work: string, tokenizer: EncoderTokenizer, session: Ses
         cell(b),
         cell(c),
         cell(d),
-        (c.sequencesPerSecond / a.sequencesPerSecond).toFixed(2),
-        (c.sequencesPerSecond / b.sequencesPerSecond).toFixed(2),
+        (c.itemsPerSecond / a.itemsPerSecond).toFixed(2),
+        (c.itemsPerSecond / b.itemsPerSecond).toFixed(2),
         (c.p50 / a.p50).toFixed(2),
       ]);
     }
