@@ -67,15 +67,15 @@ const TURN_WARM_UP = 3;
 
 /**
  * Concurrency 1, side by side: the systems take turns, `block` requests each, until each has answered `count`; every
- * system answers the same requests (`requestOf(n)`, of `inputs` inputs each). Inputs/s is the inputs answered over
- * the time spent answering them.
+ * system answers the same requests (`requestOf(n)`, of `inputs` inputs each), after `warmUp` that are not counted.
+ * Inputs/s is the inputs answered over the time spent answering them.
  */
-export async function takeTurnsAtOne<T>(systems: readonly Answer<T>[], count: number, requestOf: (n: number) => T, inputs: number, block: number): Promise<Result[]> {
+export async function takeTurnsAtOne<T>(systems: readonly Answer<T>[], count: number, requestOf: (n: number) => T, inputs: number, block: number, warmUp = TURN_WARM_UP): Promise<Result[]> {
   const latencies = systems.map((): number[] => []);
   for (let first = 0; first < count; first += block) {
     for (const [s, answer] of systems.entries()) {
       await sleep(TURN_PAUSE_MS);
-      for (let k = 0; k < TURN_WARM_UP; k++) await answer(requestOf(first));
+      for (let k = 0; k < warmUp; k++) await answer(requestOf(first));
       for (let n = first; n < Math.min(count, first + block); n++) latencies[s].push(await answer(requestOf(n)));
     }
   }

@@ -47,10 +47,16 @@ const IMAGE_SETS: { name: string; pictures: [ImageFormat, number, number][] }[] 
 ];
 const CONCURRENCY = [1, 8];
 /** Alternating rounds at concurrency 8. */
-const ROUNDS = 3;
+const ROUNDS = 4;
+/**
+ * Turns at concurrency 1: requests per turn, and requests before them that are not counted (one suffices: an image's
+ * run is long enough to wake every onnxruntime thread, and fewer uncounted camera photos keep the group short).
+ */
+const TURN_BLOCK = { small: 4, camera: 2 };
+const TURN_WARM_UP = 1;
 const TOP_K = 5;
 /** Requests per system and measurement: a few seconds of work each on 2 quiet cores, ~3 minutes for the group. */
-const requestCount = (concurrency: number, camera: boolean) => (concurrency === 1 ? (camera ? 9 : 18) : camera ? 24 : 32);
+const requestCount = (concurrency: number, camera: boolean) => (concurrency === 1 ? (camera ? 10 : 20) : camera ? 16 : 24);
 
 interface BenchImage {
   name: string;
@@ -147,7 +153,7 @@ export async function imageRows(work: string): Promise<void> {
         const count = requestCount(concurrency, camera);
         let results: Result[];
         if (concurrency === 1) {
-          results = await takeTurnsAtOne([sendA, timed(sendB), timed(sendC), timed(sendD)], count, (n) => n, 1, camera ? 3 : 6);
+          results = await takeTurnsAtOne([sendA, timed(sendB), timed(sendC), timed(sendD)], count, (n) => n, 1, camera ? TURN_BLOCK.camera : TURN_BLOCK.small, TURN_WARM_UP);
         } else {
           const rounds: Result[][] = [[], [], [], []];
           for (let round = 0; round < ROUNDS; round++) {
