@@ -13,7 +13,8 @@
  * blocks at concurrency 1, alternating rounds at concurrency 8; images/s, p50 and p99 request latency, and the
  * server's images/s over (a)'s and (b)'s. Then, per image, decoding and preprocessing apart from inference: ours and
  * transformers.js's, against one onnxruntime run of one image, and how far transformers.js's pixel_values are from
- * ours (which equal PIL's).
+ * ours (which equal PIL's). Last, the server's image threads with their default onnxruntime threads against
+ * `--threads 1` and `--workers 1`.
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,6 +27,7 @@ import { softmax, Tensor } from '../src/encoder/tensor.ts';
 import { encodedPicture, interleaved, type ImageFormat } from './images.ts';
 import { ms, printTable } from './measure.ts';
 import { cell, driveRequests, localTransformersPipeline, mergeRounds, post, rawWaves, serveBuilt, sleep, takeTurnsAtOne, timed, type Result } from './serve-drive.ts';
+import type { ServedModel } from '../test/helpers/served-model.ts';
 import { BENCH_VIT, ensureBenchVit } from './workload.ts';
 
 const IMAGE_SETS: { name: string; pictures: [ImageFormat, number, number][] }[] = [
@@ -133,7 +135,7 @@ export async function imageRows(work: string): Promise<void> {
   );
   const session = await ort.InferenceSession.create(path.join(modelDir, 'model.onnx'), { graphOptimizationLevel: 'all' });
   const classify = (await localTransformersPipeline(work, 'image-classification', modelDir, ['config.json', 'preprocessor_config.json'])) as ImageClassifier;
-  const served = await serveBuilt(work, 'vit-small', `encoder:\n  name: vit-small\n  path: ${modelDir}\n  model_type: image_classification\n`);
+  const served = await serveBuilt(work, 'vit-small', vitConfig(modelDir));
   const rows: string[][] = [];
   try {
     await checkSameScores(session, served.httpUrl, sets[0].images[0], BENCH_VIT.labels);
@@ -179,7 +181,41 @@ export async function imageRows(work: string): Promise<void> {
     rows,
   );
   await decodeRows(sets.flatMap((set) => set.images), session, classify, decode, config);
+  await threadRows(work, modelDir, sets[0].images, session);
   await session.release();
+}
+
+const vitConfig = (modelDir: string) => `encoder:\n  name: vit-small\n  path: ${modelDir}\n  model_type: image_classification\n`;
+
+/**
+ * How `serve` runs an image model's onnxruntime, side by side on the 224×224 set (/predict, base64 JSON): the default
+ * (two image threads, each session with onnxruntime's default threads), `--threads 1` (the two cores divided between
+ * them, as text workers have it by default) and `--workers 1`; raw onnxruntime takes its turn at concurrency 1.
+ */
+async function threadRows(work: string, modelDir: string, images: readonly BenchImage[], session: ort.InferenceSession): Promise<void> {
+  const configurations = [[], ['--threads', '1'], ['--workers', '1']];
+  const servers: ServedModel[] = [];
+  try {
+    for (const args of configurations) servers.push(await serveBuilt(work, 'vit-small', vitConfig(modelDir), args));
+    await sleep(1000);
+    const sends = servers.map((served) => (n: number) => post(served.httpUrl, images[n % images.length].json));
+    for (const send of sends) for (let n = 0; n < 4; n++) await send(n);
+    const rawAnswer = (n: number) => runPixels(session, [images[n % images.length].pixels]);
+    const [raw, ...one] = await takeTurnsAtOne([rawAnswer, ...sends.map(timed)], requestCount(1, false), (n) => n, 1, TURN_BLOCK.small, TURN_WARM_UP);
+    const loaded = sends.map((): Result[] => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [k, send] of sends.entries()) loaded[k].push(await driveRequests(requestCount(8, false), 8, (n) => n, 1, send));
+    }
+    const rows = configurations.map((args, k) => [args.length === 0 ? '(default)' : args.join(' '), `${cell(one[k])} (${(one[k].p50 / raw.p50).toFixed(2)})`, cell(mergeRounds(loaded[k]))]);
+    rows.push(['raw onnxruntime (its default threads)', cell(raw), '']);
+    printTable(
+      `Image threads: /predict (base64 JSON), 224×224 set, images/s / p50 ms / p99 ms, (p50 against raw onnxruntime in the same turns); all configurations serving at once, measured in turns (load average ${loadAverage()})`,
+      ['serve options', 'concurrency 1', `concurrency 8 (${ROUNDS} rounds)`],
+      rows,
+    );
+  } finally {
+    await Promise.all(servers.map((served) => served.stop()));
+  }
 }
 
 /**
