@@ -292,12 +292,13 @@ describe('encoder services over a predict pipeline', () => {
     if (labels) expect(response).toMatchObject({ id2label: Object.fromEntries(labels.map((l, i) => [String(i), l])) });
   });
 
-  it.each(MODEL_TYPES)('%s: the other two services answer UNIMPLEMENTED naming the served model type', async (modelType) => {
+  it.each(MODEL_TYPES)('%s: the other services, the image ones too, answer UNIMPLEMENTED naming the served model type', async (modelType) => {
     const { address } = served[modelType];
-    for (const other of MODEL_TYPES.filter((type) => type !== modelType)) {
-      const client = clientOf(pkg, SERVICE[other], address);
-      const details = `encoder.${SERVICE[other]} is not served: this server serves a ${modelType} model; call encoder.${SERVICE[modelType]}`;
-      await expectStatus(unary(client, 'Predict', { inputs: ['hello'] }), grpc.status.UNIMPLEMENTED, details);
+    for (const other of [...MODEL_TYPES.filter((type) => type !== modelType).map((type) => SERVICE[type]), 'ImageClassification', 'ImageEmbedding']) {
+      const client = clientOf(pkg, other, address);
+      const details = `encoder.${other} is not served: this server serves a ${modelType} model; call encoder.${SERVICE[modelType]}`;
+      const request = other.startsWith('Image') ? { inputs: [{ image: Buffer.from('a picture') }] } : { inputs: ['hello'] };
+      await expectStatus(unary(client, 'Predict', request), grpc.status.UNIMPLEMENTED, details);
       await expectStatus(unary(client, 'GetModelMetadata', {}), grpc.status.UNIMPLEMENTED, details);
     }
   });
@@ -855,7 +856,7 @@ describe('server reflection', () => {
     expect(files).toHaveLength(1);
     const file = files[0] as unknown as { name: string; package: string; service: { name: string; method: { name: string; inputType: string; outputType: string }[] }[]; messageType: { name: string; field: { name: string; number: number; type: string; label: string }[] }[] };
     expect(file).toMatchObject({ name: 'encoder.proto', package: 'encoder' });
-    expect(file.service.map((s) => s.name)).toEqual(['Embedding', 'SentenceEmbedding', 'SequenceClassification', 'TokenClassification']);
+    expect(file.service.map((s) => s.name)).toEqual(['Embedding', 'SentenceEmbedding', 'SequenceClassification', 'TokenClassification', 'ImageClassification', 'ImageEmbedding']);
     expect(file.service[0].method).toEqual([
       expect.objectContaining({ name: 'Predict', inputType: '.encoder.EmbeddingRequest', outputType: '.encoder.EmbeddingResponse' }),
       expect.objectContaining({ name: 'GetModelMetadata', inputType: '.encoder.GetModelMetadataRequest', outputType: '.encoder.GetModelMetadataResponse' }),
