@@ -14,7 +14,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImageClassificationResponse } from '../../src/encoder/image-pipeline.ts';
 import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
-import { runCliCaptured } from '../helpers/run-cli.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { runCliCaptured, serveRefusal } from '../helpers/run-cli.ts';
 import { encoderfileImageClient, serveFromSource } from '../helpers/served-model.ts';
 import { callerContext, SPAN_KIND_SERVER, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 
@@ -141,4 +142,20 @@ describe('image models on the command line', () => {
     const mixed = await runCliCaptured(['infer', '--config', config, files.png, '-'], { stdin: readFileSync(files.jpeg) });
     expect([mixed.code, mixed.stderr]).toEqual([2, 'error: Invalid input: `-` reads one image from standard input and is then the only argument; give the others as files\n']);
   });
+
+  it("serve refuses the other model kind's batch flag: runs of text models are set in tokens, of image models in images", async () => {
+    expect(await serveRefusal(config, ['--max-batch-tokens', '64'])).toContain(
+      "--max-batch-tokens sets the runs of text models; this image_classification model's runs are set in images: --max-batch-images",
+    );
+    const textModel = await generateTinyModel({ modelType: 'embedding' });
+    const textConfig = path.join(work, 'text.yml');
+    writeFileSync(textConfig, `encoder:\n  name: tiny-text\n  path: ${textModel}\n  model_type: embedding\n`);
+    try {
+      expect(await serveRefusal(textConfig, ['--max-batch-images', '4'])).toContain(
+        "--max-batch-images sets the runs of image models; this embedding model's runs are set in tokens: --max-batch-tokens",
+      );
+    } finally {
+      rmSync(textModel, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
