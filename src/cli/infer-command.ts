@@ -25,7 +25,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
   const command = program
     .command('infer')
     .description('Run the model on one or more texts (or, for an image model, image files) and print the results as JSON (one result per input, in order)')
-    .argument('<texts...>', 'texts to run, or the paths of images for an image model; `-` alone reads texts from standard input: a JSON array, else one per line');
+    .argument('<texts...>', 'texts to run, or the paths of images for an image model; `-` alone reads standard input: texts (a JSON array, else one per line), or one image');
   addConfigOption(command, source);
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
@@ -42,7 +42,8 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       traceStartup('model package read');
       const session = sessionSettingsOf(options, pkg.session);
       if (isImageModelPackage(pkg)) {
-        const json = await inferImages(pkg, texts, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
+        const images = await readImages(texts, io);
+        const json = await inferImages(pkg, images, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
         return;
@@ -50,7 +51,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: session.threads, sessionOptions: session.sessionOptions });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-        const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin(await readStdin(io)) : texts;
+        const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin((await readStdin(io, 'the texts')).toString('utf8')) : texts;
         const body: Record<string, unknown> = { inputs };
         if (pipeline.modelType === 'embedding') body.normalize = options.normalize ?? true;
         if (pipeline.modelType === 'sentence_embedding' && options.normalize !== undefined) body.normalize = options.normalize;
@@ -65,26 +66,42 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     });
 }
 
+/** An image given to `infer`: its bytes, and where they came from (a path, or standard input). */
+interface ImageArgument {
+  bytes: Uint8Array;
+  source: string;
+}
+
 /**
- * `infer a.png b.jpg` of an image model: each file read and classified (labels with scores, best first), the
- * results as /predict answers them. A file that cannot be read is a ConfigError naming it; an image that cannot be
- * decoded an InputError naming it by its position (`paths[i]`) and path.
+ * The images of `infer a.png b.jpg`, or of `infer -`: one image's bytes on standard input, whose format is read from
+ * the bytes as for every image. A file that cannot be read is a ConfigError naming it.
  */
-async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>): Promise<string> {
-  if (paths.length === 1 && paths[0] === '-') throw new InputError('an image model reads its images from files: give their paths (`-` reads texts only)');
-  const images = await Promise.all(
-    paths.map((file) =>
-      readFile(file).catch((error: unknown) => {
+async function readImages(paths: string[], io: CliIo): Promise<ImageArgument[]> {
+  if (paths.length === 1 && paths[0] === '-') return [{ bytes: await readStdin(io, 'the image'), source: 'standard input' }];
+  if (paths.includes('-')) throw new InputError('`-` reads one image from standard input and is then the only argument; give the others as files');
+  return Promise.all(
+    paths.map(async (file) => ({
+      source: file,
+      bytes: await readFile(file).catch((error: unknown) => {
         throw new ConfigError(`cannot read image ${file}: ${(error as Error).message}`, { cause: error });
       }),
-    ),
+    })),
   );
+}
+
+/**
+ * `infer` of an image model: the images classified (labels with scores, best first) or embedded in one request, the
+ * results as /predict answers them. As for texts, a request holds every image given and runs in pieces of the
+ * pipeline's default batch (DEFAULT_MAX_BATCH_IMAGES images per onnxruntime run). An image that cannot be decoded is
+ * an InputError naming it by its position (`paths[i]`) and where it came from.
+ */
+async function inferImages(pkg: ImageModelPackage, images: ImageArgument[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>): Promise<string> {
   const pipeline = await ImagePipeline.load(pkg, session);
   try {
-    const response = await pipeline.predictImages({ images }, 'paths').catch((error: unknown) => {
+    const response = await pipeline.predictImages({ images: images.map((image) => image.bytes) }, 'paths').catch((error: unknown) => {
       // the position says which input; the path says it to a person
       const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
-      throw at ? new InputError(`${(error as InputError).reason} (${paths[Number(at[1])]})`, { field: 'paths' }) : error;
+      throw at ? new InputError(`${(error as InputError).reason} (${images[Number(at[1])].source})`, { field: 'paths' }) : error;
     });
     return `${stringifyJson(response)}\n`;
   } finally {
@@ -92,8 +109,8 @@ async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pic
   }
 }
 
-async function readStdin(io: CliIo): Promise<string> {
-  if (!io.readStdin) throw new InputError('`-` reads the texts from standard input, which this command line does not have');
+async function readStdin(io: CliIo, what: string): Promise<Buffer> {
+  if (!io.readStdin) throw new InputError(`\`-\` reads ${what} from standard input, which this command line does not have`);
   return io.readStdin();
 }
 
