@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { ConfigError, InputError } from '../encoder/errors.ts';
 import { isImageModelPackage, type ImageModelPackage } from '../encoder/image-model-package.ts';
-import { ImagePipeline, type ImagePipelineOptions } from '../encoder/image-pipeline.ts';
+import { ImagePipeline, type ImagePipelineOptions, type ImagePredictResponse } from '../encoder/image-pipeline.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -42,8 +42,9 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       traceStartup('model package read');
       const session = sessionSettingsOf(options, pkg.session);
       if (isImageModelPackage(pkg)) {
-        const images = await readImages(texts, io);
-        const json = await inferImages(pkg, images, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
+        const images = imageArguments(texts, io);
+        const normalize = pkg.modelType === 'image_embedding' ? options.normalize : undefined;
+        const json = await inferImages(pkg, images, normalize, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
         return;
@@ -66,44 +67,64 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     });
 }
 
-/** An image given to `infer`: its bytes, and where they came from (a path, or standard input). */
+/** An image given to `infer`: where it comes from (a path, or standard input), and how to read its bytes. */
 interface ImageArgument {
-  bytes: Uint8Array;
   source: string;
+  read: () => Promise<Uint8Array>;
 }
+
+/**
+ * Images per request of `infer` (a few onnxruntime runs each): files are read a request at a time, so that a folder
+ * of photos is never in memory at once, only its results.
+ */
+export const INFER_IMAGES_PER_REQUEST = 64;
 
 /**
  * The images of `infer a.png b.jpg`, or of `infer -`: one image's bytes on standard input, whose format is read from
- * the bytes as for every image. A file that cannot be read is a ConfigError naming it.
+ * the bytes as for every image. A file that cannot be read is a ConfigError naming it, when its turn comes.
  */
-async function readImages(paths: string[], io: CliIo): Promise<ImageArgument[]> {
-  if (paths.length === 1 && paths[0] === '-') return [{ bytes: await readStdin(io, 'the image'), source: 'standard input' }];
+function imageArguments(paths: string[], io: CliIo): ImageArgument[] {
+  if (paths.length === 1 && paths[0] === '-') return [{ source: 'standard input', read: () => readStdin(io, 'the image') }];
   if (paths.includes('-')) throw new InputError('`-` reads one image from standard input and is then the only argument; give the others as files');
-  return Promise.all(
-    paths.map(async (file) => ({
-      source: file,
-      bytes: await readFile(file).catch((error: unknown) => {
+  return paths.map((file) => ({
+    source: file,
+    read: () =>
+      readFile(file).catch((error: unknown) => {
         throw new ConfigError(`cannot read image ${file}: ${(error as Error).message}`, { cause: error });
       }),
-    })),
-  );
+  }));
 }
 
 /**
- * `infer` of an image model: the images classified (labels with scores, best first) or embedded in one request, the
- * results as /predict answers them. As for texts, a request holds every image given and runs in pieces of the
- * pipeline's default batch (DEFAULT_MAX_BATCH_IMAGES images per onnxruntime run). An image that cannot be decoded is
- * an InputError naming it by its position (`paths[i]`) and where it came from.
+ * `infer` of an image model: the images classified (labels with scores, best first) or embedded, the results as
+ * /predict answers them, in requests of INFER_IMAGES_PER_REQUEST images that run in pieces of the pipeline's default
+ * batch (DEFAULT_MAX_BATCH_IMAGES images per onnxruntime run). `normalize` (image_embedding): unset, the model's
+ * setting. An image that cannot be decoded is an InputError naming it by its position (`paths[i]`) and where it came
+ * from.
  */
-async function inferImages(pkg: ImageModelPackage, images: ImageArgument[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>): Promise<string> {
+async function inferImages(
+  pkg: ImageModelPackage,
+  images: ImageArgument[],
+  normalize: boolean | undefined,
+  session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>,
+): Promise<string> {
   const pipeline = await ImagePipeline.load(pkg, session);
   try {
-    const response = await pipeline.predictImages({ images: images.map((image) => image.bytes) }, 'paths').catch((error: unknown) => {
-      // the position says which input; the path says it to a person
-      const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
-      throw at ? new InputError(`${(error as InputError).reason} (${images[Number(at[1])].source})`, { field: 'paths' }) : error;
-    });
-    return `${stringifyJson(response)}\n`;
+    let response: ImagePredictResponse | undefined;
+    const results: ImagePredictResponse['results'][number][] = [];
+    for (let from = 0; from < images.length; from += INFER_IMAGES_PER_REQUEST) {
+      const given = images.slice(from, from + INFER_IMAGES_PER_REQUEST);
+      const bytes = await Promise.all(given.map((image) => image.read()));
+      response = await pipeline.predictImages({ images: bytes, ...(normalize !== undefined ? { normalize } : {}) }, 'paths').catch((error: unknown) => {
+        // the position among all the paths says which input; the path says it to a person
+        const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
+        if (!at) throw error;
+        const index = from + Number(at[1]);
+        throw new InputError(`paths[${index}]${(error as InputError).reason.slice(at[0].length)} (${images[index].source})`, { field: 'paths' });
+      });
+      results.push(...response.results);
+    }
+    return `${stringifyJson({ ...response, results })}\n`;
   } finally {
     await pipeline.close();
   }

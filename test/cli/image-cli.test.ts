@@ -13,7 +13,8 @@ import * as grpc from '@grpc/grpc-js';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImageClassificationResponse } from '../../src/encoder/image-pipeline.ts';
-import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
+import { TINY_VIT, TINY_VIT_EMBEDDING, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
+import { INFER_IMAGES_PER_REQUEST } from '../../src/cli/infer-command.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { runCliCaptured, serveRefusal } from '../helpers/run-cli.ts';
 import { encoderfileImageClient, serveFromSource } from '../helpers/served-model.ts';
@@ -142,6 +143,36 @@ describe('image models on the command line', () => {
     const mixed = await runCliCaptured(['infer', '--config', config, files.png, '-'], { stdin: readFileSync(files.jpeg) });
     expect([mixed.code, mixed.stderr]).toEqual([2, 'error: Invalid input: `-` reads one image from standard input and is then the only argument; give the others as files\n']);
   });
+
+  it('infer reads the images a request at a time: many paths give what each gives alone, a bad one is named by its place among all', async () => {
+    const paths = Array.from({ length: INFER_IMAGES_PER_REQUEST + 6 }, (_, i) => (i % 2 === 0 ? files.png : files.jpeg));
+    const [alone, many] = await Promise.all([cli(['infer', '--config', config, files.png, files.jpeg]), cli(['infer', '--config', config, ...paths])]);
+    expect([many.code, many.stderr]).toEqual([0, '']);
+    const pair = (JSON.parse(alone.stdout) as ImageClassificationResponse).results;
+    const results = (JSON.parse(many.stdout) as ImageClassificationResponse).results;
+    expect(results).toHaveLength(paths.length);
+    results.forEach((result, i) => expect(result).toEqual(pair[i % 2]));
+    const bad = paths.length - 2; // in the second request
+    const broken = await cli(['infer', '--config', config, ...paths.map((file, i) => (i === bad ? files.broken : file))]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(new RegExp(`^error: Invalid input: paths\\[${bad}\\]: the JPEG data is corrupt or truncated.*\\(${files.broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)\n$`));
+  }, 60_000);
+
+  it('infer --no-normalize gives an image_embedding model\'s raw vectors; by default they are unit length', async () => {
+    await writeVitModelDirectory(path.join(work, 'vit-embedding'), TINY_VIT_EMBEDDING);
+    const embeddingConfig = path.join(work, 'vit-embedding.yml');
+    writeFileSync(embeddingConfig, 'encoder:\n  name: tiny-vit-embedding\n  path: vit-embedding\n  model_type: image_embedding\n');
+    const vectorOf = async (args: string[]) => {
+      const run = await cli(['infer', '--config', embeddingConfig, ...args, files.png]);
+      expect([run.code, run.stderr]).toEqual([0, '']);
+      return (JSON.parse(run.stdout) as { results: { embedding: number[] }[] }).results[0].embedding;
+    };
+    const [unit, raw] = await Promise.all([vectorOf([]), vectorOf(['--no-normalize'])]);
+    const length = (vector: number[]) => Math.hypot(...vector);
+    expect(length(unit)).toBeCloseTo(1, 5);
+    expect(Math.abs(length(raw) - 1)).toBeGreaterThan(1e-3);
+    raw.forEach((value, i) => expect(value / length(raw)).toBeCloseTo(unit[i], 5));
+  }, 60_000);
 
   it("serve refuses the other model kind's batch flag: runs of text models are set in tokens, of image models in images", async () => {
     expect(await serveRefusal(config, ['--max-batch-tokens', '64'])).toContain(
