@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { ConfigError, InputError } from '../encoder/errors.ts';
 import { isImageModelPackage, type ImageModelPackage } from '../encoder/image-model-package.ts';
-import { ImagePipeline, type ImagePipelineOptions } from '../encoder/image-pipeline.ts';
+import { ImagePipeline, type ImagePipelineOptions, type ImagePredictResponse } from '../encoder/image-pipeline.ts';
 import { PredictPipeline } from '../encoder/predict-pipeline.ts';
 import { stringifyJson } from '../shared/float32-json.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
@@ -25,7 +25,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
   const command = program
     .command('infer')
     .description('Run the model on one or more texts (or, for an image model, image files) and print the results as JSON (one result per input, in order)')
-    .argument('<texts...>', 'texts to run, or the paths of images for an image model; `-` alone reads texts from standard input: a JSON array, else one per line');
+    .argument('<texts...>', 'texts to run, or the paths of images for an image model; `-` alone reads standard input: texts (a JSON array, else one per line), or one image');
   addConfigOption(command, source);
   command
     .option('-o, --output <file>', 'write the JSON results to this file instead of standard output', parseFileName)
@@ -42,7 +42,9 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       traceStartup('model package read');
       const session = sessionSettingsOf(options, pkg.session);
       if (isImageModelPackage(pkg)) {
-        const json = await inferImages(pkg, texts, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
+        const images = imageArguments(texts, io);
+        const normalize = pkg.modelType === 'image_embedding' ? options.normalize : undefined;
+        const json = await inferImages(pkg, images, normalize, { threads: session.threads, sessionOptions: session.sessionOptions, codecFiles: source.imageCodecFiles });
         if (options.output !== undefined) await writeOutput(options.output, json);
         else io.stdout(json);
         return;
@@ -50,7 +52,7 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
       const pipeline = await PredictPipeline.load(pkg, { ...source.pipelineOptions, threads: session.threads, sessionOptions: session.sessionOptions });
       try {
         for (const note of pipeline.notes) io.stderr(`note: ${note}\n`);
-        const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin(await readStdin(io)) : texts;
+        const inputs = texts.length === 1 && texts[0] === '-' ? inputsOfStdin((await readStdin(io, 'the texts')).toString('utf8')) : texts;
         const body: Record<string, unknown> = { inputs };
         if (pipeline.modelType === 'embedding') body.normalize = options.normalize ?? true;
         if (pipeline.modelType === 'sentence_embedding' && options.normalize !== undefined) body.normalize = options.normalize;
@@ -65,35 +67,71 @@ export function registerInferCommand(program: Command, io: CliIo, source: ModelS
     });
 }
 
+/** An image given to `infer`: where it comes from (a path, or standard input), and how to read its bytes. */
+interface ImageArgument {
+  source: string;
+  read: () => Promise<Uint8Array>;
+}
+
 /**
- * `infer a.png b.jpg` of an image model: each file read and classified (labels with scores, best first), the
- * results as /predict answers them. A file that cannot be read is a ConfigError naming it; an image that cannot be
- * decoded an InputError naming it by its position (`paths[i]`) and path.
+ * Images per request of `infer` (a few onnxruntime runs each): files are read a request at a time, so that a folder
+ * of photos is never in memory at once, only its results.
  */
-async function inferImages(pkg: ImageModelPackage, paths: string[], session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>): Promise<string> {
-  if (paths.length === 1 && paths[0] === '-') throw new InputError('an image model reads its images from files: give their paths (`-` reads texts only)');
-  const images = await Promise.all(
-    paths.map((file) =>
+export const INFER_IMAGES_PER_REQUEST = 64;
+
+/**
+ * The images of `infer a.png b.jpg`, or of `infer -`: one image's bytes on standard input, whose format is read from
+ * the bytes as for every image. A file that cannot be read is a ConfigError naming it, when its turn comes.
+ */
+function imageArguments(paths: string[], io: CliIo): ImageArgument[] {
+  if (paths.length === 1 && paths[0] === '-') return [{ source: 'standard input', read: () => readStdin(io, 'the image') }];
+  if (paths.includes('-')) throw new InputError('`-` reads one image from standard input and is then the only argument; give the others as files');
+  return paths.map((file) => ({
+    source: file,
+    read: () =>
       readFile(file).catch((error: unknown) => {
         throw new ConfigError(`cannot read image ${file}: ${(error as Error).message}`, { cause: error });
       }),
-    ),
-  );
+  }));
+}
+
+/**
+ * `infer` of an image model: the images classified (labels with scores, best first) or embedded, the results as
+ * /predict answers them, in requests of INFER_IMAGES_PER_REQUEST images that run in pieces of the pipeline's default
+ * batch (DEFAULT_MAX_BATCH_IMAGES images per onnxruntime run). `normalize` (image_embedding): unset, the model's
+ * setting. An image that cannot be decoded is an InputError naming it by its position (`paths[i]`) and where it came
+ * from.
+ */
+async function inferImages(
+  pkg: ImageModelPackage,
+  images: ImageArgument[],
+  normalize: boolean | undefined,
+  session: Pick<ImagePipelineOptions, 'threads' | 'sessionOptions' | 'codecFiles'>,
+): Promise<string> {
   const pipeline = await ImagePipeline.load(pkg, session);
   try {
-    const response = await pipeline.predictImages({ images }, 'paths').catch((error: unknown) => {
-      // the position says which input; the path says it to a person
-      const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
-      throw at ? new InputError(`${(error as InputError).reason} (${paths[Number(at[1])]})`, { field: 'paths' }) : error;
-    });
-    return `${stringifyJson(response)}\n`;
+    let response: ImagePredictResponse | undefined;
+    const results: ImagePredictResponse['results'][number][] = [];
+    for (let from = 0; from < images.length; from += INFER_IMAGES_PER_REQUEST) {
+      const given = images.slice(from, from + INFER_IMAGES_PER_REQUEST);
+      const bytes = await Promise.all(given.map((image) => image.read()));
+      response = await pipeline.predictImages({ images: bytes, ...(normalize !== undefined ? { normalize } : {}) }, 'paths').catch((error: unknown) => {
+        // the position among all the paths says which input; the path says it to a person
+        const at = error instanceof InputError ? /^paths\[(\d+)\]/.exec(error.reason) : null;
+        if (!at) throw error;
+        const index = from + Number(at[1]);
+        throw new InputError(`paths[${index}]${(error as InputError).reason.slice(at[0].length)} (${images[index].source})`, { field: 'paths' });
+      });
+      results.push(...response.results);
+    }
+    return `${stringifyJson({ ...response, results })}\n`;
   } finally {
     await pipeline.close();
   }
 }
 
-async function readStdin(io: CliIo): Promise<string> {
-  if (!io.readStdin) throw new InputError('`-` reads the texts from standard input, which this command line does not have');
+async function readStdin(io: CliIo, what: string): Promise<Buffer> {
+  if (!io.readStdin) throw new InputError(`\`-\` reads ${what} from standard input, which this command line does not have`);
   return io.readStdin();
 }
 

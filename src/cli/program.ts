@@ -23,8 +23,8 @@ export interface CliIo {
   stderr: (text: string) => void;
   /** Whether stderr is a terminal (progress bars only then). */
   isTerminal?: boolean;
-  /** All of standard input as UTF-8 text (`infer -`). */
-  readStdin?: () => Promise<string>;
+  /** All of standard input (`infer -`: texts in UTF-8, or one image's bytes). */
+  readStdin?: () => Promise<Buffer>;
 }
 
 /**
@@ -64,7 +64,7 @@ export const processIo: CliIo = {
   readStdin: async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
+    return Buffer.concat(chunks);
   },
 };
 

@@ -3,6 +3,7 @@ import { POOLED_MODEL_TYPES, type ModelType } from '../encoder/config.ts';
 import { ConfigError } from '../encoder/errors.ts';
 import { defaultWorkerCount } from '../encoder/inference-workers.ts';
 import { isImageModelPackage } from '../encoder/image-model-package.ts';
+import { DEFAULT_MAX_BATCH_IMAGES } from '../encoder/image-pipeline.ts';
 import { LatePredictor } from '../encoder/late-predictor.ts';
 import { DEFAULT_MAX_REQUEST_INPUTS, DEFAULT_MAX_REQUEST_TOKENS, PredictPipeline } from '../encoder/predict-pipeline.ts';
 import type { RunningServer } from '../serve/encoder-server.ts';
@@ -25,6 +26,8 @@ export interface ModelServingOptions extends ServeNetworkOptions, SessionCommand
   config?: string;
   bodyLimit: number;
   maxBatchTokens?: number;
+  /** Image models: most images in one onnxruntime run (ImagePipeline's DEFAULT_MAX_BATCH_IMAGES when absent). */
+  maxBatchImages?: number;
   maxWaitMs?: number;
   maxRequestTokens: number;
   maxRequestInputs: number;
@@ -94,7 +97,8 @@ export function addDeploymentOptions(command: Command): Command {
 export function addModelServingOptions(command: Command): Command {
   return command
     .option('--body-limit <bytes>', 'largest request: HTTP body (larger: 413) and gRPC message (larger: RESOURCE_EXHAUSTED)', parsePositiveInteger, 8 * 2 ** 20)
-    .addOption(new Option('--max-batch-tokens <n>', 'batching: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
+    .addOption(new Option('--max-batch-tokens <n>', 'batching, text models: most tokens (rows x padded length) in one onnxruntime run').argParser(parsePositiveInteger))
+    .addOption(new Option('--max-batch-images <n>', `batching, image models: most images in one onnxruntime run (default ${DEFAULT_MAX_BATCH_IMAGES})`).argParser(parsePositiveInteger))
     .addOption(new Option('--max-wait-ms <ms>', 'batching: longest a request waits for others to share its run').argParser(parseNonNegativeNumber))
     .option('--max-request-inputs <n>', 'most inputs (texts, documents) one request may hold; more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_INPUTS)
     .option('--max-request-tokens <n>', 'most tokens one request may hold (its inputs after tokenization); more get an input error', parsePositiveInteger, DEFAULT_MAX_REQUEST_TOKENS)
@@ -148,12 +152,12 @@ export async function serveModel(
   traceStartup('model package read');
   const session = sessionSettingsOf(options, pkg.session);
   const http = frontEnds.http ? { host: frontEnds.http.host, port: frontEnds.http.port, listenFlags: frontEnds.http.flags, bodyLimitBytes: options.bodyLimit, ...network.http } : null;
+  const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
+  checkBatchOption(options, isImageModelPackage(pkg) ? 'image' : 'text', pkg.modelType);
   if (isImageModelPackage(pkg)) {
-    const grpc = frontEnds.grpc ? { ...frontEnds.grpc, maxMessageBytes: options.bodyLimit } : null;
     await (await import('./serve-image.ts')).serveImageModel({ io, context }, pkg, options, network, frontEnds, { http, grpc, apiKey, tls, codecFiles: source.imageCodecFiles });
     return;
   }
-  const grpc = frontEnds.grpc ? { ...frontEnds.grpc, protoText: context.protoText(), maxMessageBytes: options.bodyLimit } : null;
   const loading = PredictPipeline.load(pkg, {
     ...source.pipelineOptions,
     threads: session.threads,
@@ -259,4 +263,17 @@ function banner(
   lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
   if (apiKey) lines.push('  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health');
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * A run's budget is counted in tokens for a text model and in images for an image model, each with its own flag; the
+ * other model kind's flag is refused (a ConfigError naming the right one) rather than ignored.
+ */
+function checkBatchOption(options: Pick<ModelServingOptions, 'maxBatchTokens' | 'maxBatchImages'>, kind: 'text' | 'image', modelType: string): void {
+  if (kind === 'image' && options.maxBatchTokens !== undefined) {
+    throw new ConfigError(`--max-batch-tokens sets the runs of text models; this ${modelType} model's runs are set in images: --max-batch-images`);
+  }
+  if (kind === 'text' && options.maxBatchImages !== undefined) {
+    throw new ConfigError(`--max-batch-images sets the runs of image models; this ${modelType} model's runs are set in tokens: --max-batch-tokens`);
+  }
 }

@@ -1,11 +1,10 @@
 /**
- * `serve` of an image classification model: its pipeline (image threads that decode, preprocess and run the model),
- * HTTP (POST /predict with base64 images, POST /predict/multipart as encoderfile has it) and gRPC (encoderfile's
- * ImageClassificationInference), until SIGTERM or SIGINT, with the same network, TLS, API key and shutdown options as a
+ * `serve` of an image model: its pipeline (image threads that decode, preprocess and run the model), HTTP (POST
+ * /predict with base64 images, POST /predict/multipart as encoderfile has it) and gRPC (encoder.ImageClassification or
+ * encoder.ImageEmbedding, and encoderfile's ImageClassificationInference for a classifier), until SIGTERM or SIGINT, with the same network, TLS, API key and shutdown options as a
  * text model (`--enable-otel`: a span per request), and MCP (run_encoder taking image content blocks) at /mcp and for
  * `mcp`.
  */
-import { ConfigError } from '../encoder/errors.ts';
 import { DEFAULT_IMAGE_LIMITS } from '../encoder/image/index.ts';
 import type { CodecFiles } from '../encoder/image-codecs.ts';
 import { MCP_PATH } from '../serve/http/errors.ts';
@@ -30,15 +29,12 @@ export async function serveImageModel(
   frontEnds: ServedFrontEnds,
   served: {
     http: HttpServerOptions | null;
-    grpc: { host: string; port: number; maxMessageBytes?: number } | null;
+    grpc: { host: string; port: number; protoText: string; maxMessageBytes?: number } | null;
     apiKey?: ApiKey;
     tls?: TlsCertificates;
     codecFiles?: CodecFiles;
   },
 ): Promise<void> {
-  if (served.http === null && pkg.modelType !== 'image_classification') {
-    throw new ConfigError(`a ${pkg.modelType} model is served over HTTP only (gRPC has no service for it); leave HTTP enabled`);
-  }
   const notes: string[] = [];
   // a span per request (HTTP, gRPC), its phases (decode and preprocess, queue wait, onnxruntime run) under it
   const tracer = (await tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes)) ?? undefined;
@@ -48,6 +44,7 @@ export async function serveImageModel(
     inferenceWorker: context.inferenceWorker?.(),
     threads: session.threads,
     sessionOptions: session.sessionOptions,
+    maxBatchImages: options.maxBatchImages,
     maxWaitMs: options.maxWaitMs,
     maxRequestInputs: options.maxRequestInputs,
     codecFiles: served.codecFiles,
@@ -66,7 +63,6 @@ export async function serveImageModel(
   }
   const reload = tls ? { what: `the TLS certificate (${tls.certFile}, ${tls.keyFile})`, run: () => tls.reload() } : undefined;
   const stopped = serveUntilStopped(server, network.shutdown, io, {}, reload);
-  if (served.grpc && !server.grpcAddress) notes.push(`gRPC: no service for ${pkg.modelType} models (encoderfile's image service is a classifier's); HTTP only`);
   for (const note of notes) io.stderr(`note: ${note}\n`);
   const settings = pipeline.batchingSettings;
   const lines = [

@@ -121,14 +121,11 @@ export async function prepareEncoderServer(predictor: BatchingPredictor, options
 }
 
 /**
- * The front ends of an image model, not listening yet: HTTP (image-app.ts) with metrics, gRPC with encoderfile's
- * image service (grpc/image-services.ts) for a classifier; what prepareEncoderServer is for text models. MCP does not serve image
- * models yet (docs/image-models.md).
+ * The front ends of an image model, not listening yet: HTTP (image-app.ts, with MCP) with metrics, gRPC with our
+ * image services and, for a classifier, encoderfile's (grpc/image-services.ts); what prepareEncoderServer is for text
+ * models.
  */
-export async function prepareImageServer(
-  pipeline: ImagePipeline,
-  options: Omit<EncoderServerOptions, 'grpc' | 'http'> & { http: HttpServerOptions | null; grpc: { host: string; port: number; maxMessageBytes?: number } | null; maxImageBytes: number },
-): Promise<PreparedServer> {
+export async function prepareImageServer(pipeline: ImagePipeline, options: Omit<EncoderServerOptions, 'http'> & { http: HttpServerOptions | null; maxImageBytes: number }): Promise<PreparedServer> {
   const [{ createImageHttpApp }, { createImageGrpcServer }] = await Promise.all([import('./http/image-app.ts'), import('./grpc/image-services.ts')]);
   const info = serverInfo({ target: options.target });
   const drain = new HttpDrain();
@@ -141,15 +138,12 @@ export async function prepareImageServer(
       const modelNames = new ServedModelNames(pipeline.modelId, options.modelNames);
       frontEnds.http = await createImageHttpApp(pipeline, { ...http, ...shared, modelNames, maxRequestInputs: pipeline.maxRequestInputs, maxImageBytes: options.maxImageBytes });
     }
-    // encoderfile's image service is a classifier's; an image embedding model has none (docs/image-models.md)
-    if (options.grpc && pipeline.modelType === 'image_classification') frontEnds.grpc = createImageGrpcServer(pipeline, { maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
+    if (options.grpc) frontEnds.grpc = createImageGrpcServer(pipeline, { protoText: options.grpc.protoText, maxMessageBytes: options.grpc.maxMessageBytes, ...shared });
   } catch (error) {
     await drop(frontEnds);
     throw error;
   }
-  // listen() binds gRPC from options.grpc, which needs no proto text here
-  const serving = { ...options, grpc: options.grpc && frontEnds.grpc ? { ...options.grpc, protoText: '' } : null };
-  return { listen: () => listen(frontEnds, serving), discard: () => drop(frontEnds) };
+  return { listen: () => listen(frontEnds, options), discard: () => drop(frontEnds) };
 }
 
 /** What both HTTP apps are given of serve's HTTP settings. */

@@ -10,15 +10,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImageClassificationResponse } from '../../src/encoder/image-pipeline.ts';
-import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
-import { runCliCaptured } from '../helpers/run-cli.ts';
-import { serveFromSource } from '../helpers/served-model.ts';
+import { TINY_VIT, TINY_VIT_EMBEDDING, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
+import { INFER_IMAGES_PER_REQUEST } from '../../src/cli/infer-command.ts';
+import { generateTinyModel } from '../helpers/generated-models.ts';
+import { runCliCaptured, serveRefusal } from '../helpers/run-cli.ts';
+import { encoderfileImageClient, serveFromSource } from '../helpers/served-model.ts';
 import { callerContext, SPAN_KIND_SERVER, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
-import { repoRoot } from '../helpers/shared-fixtures.ts';
 
 let work: string;
 let config: string;
@@ -41,21 +41,6 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const cli = (args: string[]) => runCliCaptured(args);
 
-/** encoderfile 0.7's proto files, as its published encoderfile/proto/*.proto define them (test/fixtures). */
-const ENCODERFILE_PROTOS = path.join(repoRoot, 'test', 'fixtures', 'encoderfile-0.7.0');
-
-type Unary = (request: object, callback: (error: grpc.ServiceError | null, value: Record<string, unknown>) => void) => void;
-
-/** A client of encoderfile's ImageClassificationInference, with promise-returning calls. */
-function imageClient(address: string) {
-  const definition = protoLoader.loadSync('proto/image_classification.proto', { includeDirs: [ENCODERFILE_PROTOS], keepCase: true, enums: String, defaults: true });
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as { encoderfile: { image_classification: { ImageClassificationInference: grpc.ServiceClientConstructor } } };
-  const client = new pkg.encoderfile.image_classification.ImageClassificationInference(address, grpc.credentials.createInsecure());
-  const call = (method: string) => (request: object) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => (client[method] as Unary).call(client, request, (error, value) => (error ? reject(error) : resolve(value))));
-  return { predict: call('Predict'), metadata: call('GetModelMetadata'), close: () => client.close() };
-}
-
 describe('image models on the command line', () => {
   it('infer, serve over JSON base64, multipart and gRPC give the same labels and scores', async () => {
     const inferred = await cli(['infer', '--config', config, files.png, files.jpeg]);
@@ -74,7 +59,7 @@ describe('image models on the command line', () => {
     });
     try {
       expect(served.stderr()).toMatch(/serving tiny-vit \(image_classification\)\n {2}HTTP {2}http:\/\/127\.0\.0\.1:\d+ {2}POST \/predict \/predict\/multipart/);
-      expect(served.stderr()).toContain(`gRPC  ${served.grpcAddress}  encoderfile.image_classification.ImageClassificationInference, grpc.health.v1.Health`);
+      expect(served.stderr()).toContain(`gRPC  ${served.grpcAddress}  encoder.ImageClassification, encoderfile.image_classification.ImageClassificationInference, grpc.health.v1.Health`);
       const bytes = [files.png, files.jpeg].map((file) => readFileSync(file));
       const caller = callerContext();
       const json = (await fetch(`${served.httpUrl}/predict`, {
@@ -106,7 +91,7 @@ describe('image models on the command line', () => {
         expect(BigInt(phase.startTimeUnixNano) >= BigInt(request.startTimeUnixNano) && BigInt(phase.endTimeUnixNano) <= BigInt(request.endTimeUnixNano)).toBe(true);
       }
 
-      const client = imageClient(served.grpcAddress);
+      const client = encoderfileImageClient(served.grpcAddress);
       try {
         const reply = (await client.predict({ inputs: bytes.map((image) => ({ image })), metadata: { trace: 't1' } })) as {
           results: { labels: { label: string; score: number }[] }[];
@@ -144,4 +129,64 @@ describe('image models on the command line', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(`cannot read image ${path.join(work, 'nope.png')}`);
   });
+
+  it('infer - reads one image from standard input, its format from its bytes; a bad one is named as standard input', async () => {
+    const fromFile = await cli(['infer', '--config', config, files.jpeg]);
+    const fromStdin = await runCliCaptured(['infer', '--config', config, '-'], { stdin: readFileSync(files.jpeg) });
+    expect(fromStdin.stderr).toBe('');
+    expect(fromStdin.code).toBe(0);
+    expect(fromStdin.stdout).toBe(fromFile.stdout);
+    const broken = await runCliCaptured(['infer', '--config', config, '-'], { stdin: readFileSync(files.broken) });
+    expect([broken.code, broken.stderr]).toEqual([2, expect.stringMatching(/^error: Invalid input: paths\[0\]: the JPEG data is corrupt or truncated.* \(standard input\)\n$/)]);
+    const empty = await runCliCaptured(['infer', '--config', config, '-'], { stdin: new Uint8Array(0) });
+    expect([empty.code, empty.stderr]).toEqual([2, 'error: Invalid input: paths[0]: the image is empty (0 bytes) (standard input)\n']);
+    const mixed = await runCliCaptured(['infer', '--config', config, files.png, '-'], { stdin: readFileSync(files.jpeg) });
+    expect([mixed.code, mixed.stderr]).toEqual([2, 'error: Invalid input: `-` reads one image from standard input and is then the only argument; give the others as files\n']);
+  });
+
+  it('infer reads the images a request at a time: many paths give what each gives alone, a bad one is named by its place among all', async () => {
+    const paths = Array.from({ length: INFER_IMAGES_PER_REQUEST + 6 }, (_, i) => (i % 2 === 0 ? files.png : files.jpeg));
+    const [alone, many] = await Promise.all([cli(['infer', '--config', config, files.png, files.jpeg]), cli(['infer', '--config', config, ...paths])]);
+    expect([many.code, many.stderr]).toEqual([0, '']);
+    const pair = (JSON.parse(alone.stdout) as ImageClassificationResponse).results;
+    const results = (JSON.parse(many.stdout) as ImageClassificationResponse).results;
+    expect(results).toHaveLength(paths.length);
+    results.forEach((result, i) => expect(result).toEqual(pair[i % 2]));
+    const bad = paths.length - 2; // in the second request
+    const broken = await cli(['infer', '--config', config, ...paths.map((file, i) => (i === bad ? files.broken : file))]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(new RegExp(`^error: Invalid input: paths\\[${bad}\\]: the JPEG data is corrupt or truncated.*\\(${files.broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)\n$`));
+  }, 60_000);
+
+  it('infer --no-normalize gives an image_embedding model\'s raw vectors; by default they are unit length', async () => {
+    await writeVitModelDirectory(path.join(work, 'vit-embedding'), TINY_VIT_EMBEDDING);
+    const embeddingConfig = path.join(work, 'vit-embedding.yml');
+    writeFileSync(embeddingConfig, 'encoder:\n  name: tiny-vit-embedding\n  path: vit-embedding\n  model_type: image_embedding\n');
+    const vectorOf = async (args: string[]) => {
+      const run = await cli(['infer', '--config', embeddingConfig, ...args, files.png]);
+      expect([run.code, run.stderr]).toEqual([0, '']);
+      return (JSON.parse(run.stdout) as { results: { embedding: number[] }[] }).results[0].embedding;
+    };
+    const [unit, raw] = await Promise.all([vectorOf([]), vectorOf(['--no-normalize'])]);
+    const length = (vector: number[]) => Math.hypot(...vector);
+    expect(length(unit)).toBeCloseTo(1, 5);
+    expect(Math.abs(length(raw) - 1)).toBeGreaterThan(1e-3);
+    raw.forEach((value, i) => expect(value / length(raw)).toBeCloseTo(unit[i], 5));
+  }, 60_000);
+
+  it("serve refuses the other model kind's batch flag: runs of text models are set in tokens, of image models in images", async () => {
+    expect(await serveRefusal(config, ['--max-batch-tokens', '64'])).toContain(
+      "--max-batch-tokens sets the runs of text models; this image_classification model's runs are set in images: --max-batch-images",
+    );
+    const textModel = await generateTinyModel({ modelType: 'embedding' });
+    const textConfig = path.join(work, 'text.yml');
+    writeFileSync(textConfig, `encoder:\n  name: tiny-text\n  path: ${textModel}\n  model_type: embedding\n`);
+    try {
+      expect(await serveRefusal(textConfig, ['--max-batch-images', '4'])).toContain(
+        "--max-batch-images sets the runs of image models; this embedding model's runs are set in tokens: --max-batch-tokens",
+      );
+    } finally {
+      rmSync(textModel, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -28,7 +28,7 @@ export function executableEnv(options: { cacheDir: string; env?: NodeJS.ProcessE
 export function runExecutable(
   file: string,
   args: string[],
-  options: { cacheDir: string; env?: NodeJS.ProcessEnv; cwd?: string; prefix?: string[] },
+  options: { cacheDir: string; env?: NodeJS.ProcessEnv; cwd?: string; prefix?: string[]; input?: Uint8Array },
 ): SpawnSyncReturns<string> {
   const command = options.prefix ? options.prefix[0] : file;
   const commandArgs = options.prefix ? [...options.prefix.slice(1), file, ...args] : args;
@@ -38,6 +38,7 @@ export function runExecutable(
     env: executableEnv(options),
     maxBuffer: 256 * 2 ** 20,
     timeout: 120_000,
+    input: options.input,
   });
 }
 

@@ -12,8 +12,8 @@ export const sourceContext: CliContext = {
   target: hostTarget(),
 };
 
-/** Runs the command line in-process and captures what it prints; `stdin`, when given, is its standard input. */
-export async function runCliCaptured(argv: string[], options: { stdin?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs the command line in-process and captures what it prints; `stdin`, when given, is its standard input (text as UTF-8). */
+export async function runCliCaptured(argv: string[], options: { stdin?: string | Uint8Array } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const code = await runCli(
@@ -25,7 +25,7 @@ export async function runCliCaptured(argv: string[], options: { stdin?: string }
       stderr: (text) => {
         stderr += text;
       },
-      ...(options.stdin !== undefined ? { readStdin: async () => options.stdin! } : {}),
+      ...(options.stdin !== undefined ? { readStdin: async () => Buffer.from(options.stdin!) } : {}),
     },
     sourceContext,
   );

@@ -51,17 +51,33 @@ const SERVICE_OF = {
   sentence_embedding: 'SentenceEmbedding',
   sequence_classification: 'SequenceClassification',
   token_classification: 'TokenClassification',
+  image_classification: 'ImageClassification',
+  image_embedding: 'ImageEmbedding',
 } as const;
 
 /** A @grpc/grpc-js client of the model type's service, with promise-returning calls (metadata optional). */
 export function grpcClient(address: string, modelType: keyof typeof SERVICE_OF, credentials = grpc.credentials.createInsecure(), options: grpc.ChannelOptions = {}) {
   const Service = encoderPackage[SERVICE_OF[modelType]] as grpc.ServiceClientConstructor;
-  const client = new Service(address, credentials, options);
+  return promisedCalls(new Service(address, credentials, options));
+}
+
+/** encoderfile 0.7's proto files, as its published encoderfile/proto/*.proto define them (test/fixtures). */
+const ENCODERFILE_PROTOS = path.join(repoRoot, 'test', 'fixtures', 'encoderfile-0.7.0');
+
+/** A client of encoderfile's ImageClassificationInference, generated from encoderfile's own .proto files. */
+export function encoderfileImageClient(address: string) {
+  const definition = protoLoader.loadSync('proto/image_classification.proto', { includeDirs: [ENCODERFILE_PROTOS], keepCase: true, enums: String, defaults: true });
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as { encoderfile: { image_classification: { ImageClassificationInference: grpc.ServiceClientConstructor } } };
+  return promisedCalls(new pkg.encoderfile.image_classification.ImageClassificationInference(address, grpc.credentials.createInsecure()));
+}
+
+/** Predict and GetModelMetadata of `client` as promises. */
+function promisedCalls(client: grpc.Client) {
   const call =
     (method: string) =>
     (request: object, metadata = new grpc.Metadata()): Promise<Record<string, unknown>> =>
       new Promise((resolve, reject) =>
-        (client[method] as (r: object, m: grpc.Metadata, cb: (e: grpc.ServiceError | null, v: Record<string, unknown>) => void) => void).call(
+        (client[method as keyof grpc.Client] as unknown as (r: object, m: grpc.Metadata, cb: (e: grpc.ServiceError | null, v: Record<string, unknown>) => void) => void).call(
           client,
           request,
           metadata,

@@ -1,18 +1,24 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { fromJSON, loadSync, type Options } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
+import sharp from 'sharp';
 import 'protobufjs/ext/descriptor.js'; // adds Root.fromDescriptor
 import descriptorJson from 'protobufjs/google/protobuf/descriptor.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InputError, InternalError } from '../../src/encoder/errors.ts';
+import { readImageModelPackage } from '../../src/encoder/image-model-package.ts';
+import { ImagePipeline } from '../../src/encoder/image-pipeline.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
 import { PredictPipeline, type Predictor } from '../../src/encoder/predict-pipeline.ts';
 import type { ModelMetadata, PredictResponse } from '../../src/encoder/schemas.ts';
+import { createImageGrpcServer } from '../../src/serve/grpc/image-services.ts';
 import { createGrpcServer, type GrpcFrontEnd } from '../../src/serve/grpc/index.ts';
 import type { JsonOf } from '../../src/shared/float32-json.ts';
+import { TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { predictResponseOf, stubServingLimits } from '../helpers/predict-responses.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';
@@ -73,7 +79,7 @@ async function expectStatus(promise: Promise<unknown>, code: grpc.status, detail
 
 const frontEnds: GrpcFrontEnd[] = [];
 const clients: grpc.Client[] = [];
-const pipelines: PredictPipeline[] = [];
+const pipelines: { close(): Promise<void> }[] = [];
 
 async function serve(predictor: Predictor, maxMessageBytes?: number): Promise<{ frontEnd: GrpcFrontEnd; address: string }> {
   const frontEnd = createGrpcServer(predictor, { protoText, maxMessageBytes });
@@ -292,12 +298,13 @@ describe('encoder services over a predict pipeline', () => {
     if (labels) expect(response).toMatchObject({ id2label: Object.fromEntries(labels.map((l, i) => [String(i), l])) });
   });
 
-  it.each(MODEL_TYPES)('%s: the other two services answer UNIMPLEMENTED naming the served model type', async (modelType) => {
+  it.each(MODEL_TYPES)('%s: the other services, the image ones too, answer UNIMPLEMENTED naming the served model type', async (modelType) => {
     const { address } = served[modelType];
-    for (const other of MODEL_TYPES.filter((type) => type !== modelType)) {
-      const client = clientOf(pkg, SERVICE[other], address);
-      const details = `encoder.${SERVICE[other]} is not served: this server serves a ${modelType} model; call encoder.${SERVICE[modelType]}`;
-      await expectStatus(unary(client, 'Predict', { inputs: ['hello'] }), grpc.status.UNIMPLEMENTED, details);
+    for (const other of [...MODEL_TYPES.filter((type) => type !== modelType).map((type) => SERVICE[type]), 'ImageClassification', 'ImageEmbedding']) {
+      const client = clientOf(pkg, other, address);
+      const details = `encoder.${other} is not served: this server serves a ${modelType} model; call encoder.${SERVICE[modelType]}`;
+      const request = other.startsWith('Image') ? { inputs: [{ image: Buffer.from('a picture') }] } : { inputs: ['hello'] };
+      await expectStatus(unary(client, 'Predict', request), grpc.status.UNIMPLEMENTED, details);
       await expectStatus(unary(client, 'GetModelMetadata', {}), grpc.status.UNIMPLEMENTED, details);
     }
   });
@@ -855,7 +862,7 @@ describe('server reflection', () => {
     expect(files).toHaveLength(1);
     const file = files[0] as unknown as { name: string; package: string; service: { name: string; method: { name: string; inputType: string; outputType: string }[] }[]; messageType: { name: string; field: { name: string; number: number; type: string; label: string }[] }[] };
     expect(file).toMatchObject({ name: 'encoder.proto', package: 'encoder' });
-    expect(file.service.map((s) => s.name)).toEqual(['Embedding', 'SentenceEmbedding', 'SequenceClassification', 'TokenClassification']);
+    expect(file.service.map((s) => s.name)).toEqual(['Embedding', 'SentenceEmbedding', 'SequenceClassification', 'TokenClassification', 'ImageClassification', 'ImageEmbedding']);
     expect(file.service[0].method).toEqual([
       expect.objectContaining({ name: 'Predict', inputType: '.encoder.EmbeddingRequest', outputType: '.encoder.EmbeddingResponse' }),
       expect.objectContaining({ name: 'GetModelMetadata', inputType: '.encoder.GetModelMetadataRequest', outputType: '.encoder.GetModelMetadataResponse' }),
@@ -920,6 +927,57 @@ describe('server reflection', () => {
     const client = clientOf(reflected.encoder as grpc.GrpcObject, 'SentenceEmbedding', served);
     expect(await unary(client, 'Predict', { inputs: ['x'], normalize: false })).toEqual({ results: [{ embedding: [0.5, -0.5] }], model_id: 'm', metadata: {} });
     expect(stub.bodies).toEqual([{ inputs: ['x'], normalize: false }]);
+  });
+
+  it("an image classifier's server lists and describes encoder.ImageClassification, and a client made from the description alone calls it", async () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'grpc-image-'));
+    try {
+      await writeVitModelDirectory(path.join(work, 'vit'));
+      const pkg = readImageModelPackage(parseBuildConfig('encoder:\n  name: tiny-vit\n  path: vit\n  model_type: image_classification\n', { baseDir: work }));
+      const pipeline = await ImagePipeline.load(pkg);
+      pipelines.push(pipeline);
+      const frontEnd = createImageGrpcServer(pipeline, { protoText });
+      frontEnds.push(frontEnd);
+      const served = await new Promise<string>((resolve, reject) =>
+        frontEnd.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(`127.0.0.1:${port}`))),
+      );
+      const c = reflectionClient('v1', served);
+      const listed = await ask(c, { list_services: '*' });
+      expect(listed.list_services_response!.service.map((s) => s.name).sort()).toEqual([
+        'encoder.ImageClassification',
+        'encoderfile.image_classification.ImageClassificationInference',
+        'grpc.health.v1.Health',
+        'grpc.reflection.v1.ServerReflection',
+        'grpc.reflection.v1alpha.ServerReflection',
+      ]);
+      const response = await ask(c, { file_containing_symbol: 'encoder.ImageClassification' });
+      const [bytes] = response.file_descriptor_response!.file_descriptor_proto;
+      const described = FileDescriptorProto.toObject(FileDescriptorProto.decode(bytes), { enums: String });
+      expectProtocShaped(described as unknown as DescribedFile);
+      type Field = { name: string; number: number; type: string; proto3Optional?: boolean };
+      const messages = (described as unknown as { messageType: { name: string; field: Field[] }[] }).messageType;
+      const fields = (name: string) => messages.find((m) => m.name === name)!.field.map((f) => [f.name, f.number, f.type, f.proto3Optional ?? false]);
+      expect(fields('ImageClassificationRequest')).toEqual([
+        ['inputs', 1, 'TYPE_MESSAGE', false],
+        ['top_k', 2, 'TYPE_UINT32', true],
+        ['metadata', 11, 'TYPE_MESSAGE', false],
+      ]);
+      expect(fields('ImageInput')).toEqual([['image', 1, 'TYPE_BYTES', false]]);
+      // as grpcurl would: a client from the description alone, sending the image's bytes
+      const descriptorSet = protobuf.Writer.create();
+      descriptorSet.uint32((1 << 3) | 2).bytes(bytes);
+      const root = protobuf.Root.fromDescriptor(descriptorSet.finish(), { keepCase: true });
+      const reflected = grpc.loadPackageDefinition(fromJSON(root.toJSON() as Parameters<typeof fromJSON>[0], CLIENT_OPTIONS));
+      const client = clientOf(reflected.encoder as grpc.GrpcObject, 'ImageClassification', served);
+      const png = await sharp(Buffer.alloc(20 * 10 * 3, 200), { raw: { width: 20, height: 10, channels: 3 } }).png().toBuffer();
+      const answer = await unary<{ results: { labels: { label: string }[] }[]; model_id: string }>(client, 'Predict', { inputs: [{ image: png }], top_k: 2 });
+      expect(answer.model_id).toBe('tiny-vit');
+      expect(answer.results).toHaveLength(1);
+      expect(answer.results[0].labels).toHaveLength(2);
+      for (const { label } of answer.results[0].labels) expect(TINY_VIT.labels).toContain(label);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it('describes the health service and the unserved encoder services by symbol; unknown symbols are NOT_FOUND', async () => {

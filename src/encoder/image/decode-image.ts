@@ -41,19 +41,23 @@ export async function decodeImage(bytes: Uint8Array, options: DecodeImageOptions
   const refuse = (reason: string) => new InputError(`${field}[${options.index}]: ${reason}`, { field });
   if (bytes.length === 0) throw refuse('the image is empty (0 bytes)');
   if (bytes.length > limits.maxBytes) throw refuse(`the image is ${bytes.length} bytes, more than the limit of ${limits.maxBytes}`);
-  let header;
-  try {
-    header = readImageHeader(bytes);
-  } catch (error) {
-    if (error instanceof ImageHeaderError) throw refuse(error.message);
-    throw error;
-  }
+  // what the header readers find wrong is the input's fault
+  const readOrRefuse = <T>(read: () => T): T => {
+    try {
+      return read();
+    } catch (error) {
+      if (error instanceof ImageHeaderError) throw refuse(error.message);
+      throw error;
+    }
+  };
+  const header = readOrRefuse(() => readImageHeader(bytes));
   const { format, width, height } = header;
   if (width * height > limits.maxPixels) {
     throw refuse(`the ${format.toUpperCase()} image is ${width}×${height} (${width * height} pixels), more than the limit of ${limits.maxPixels} pixels`);
   }
   if (format === 'jpeg') {
-    const { scans, ended } = jpegScans(bytes);
+    // the segments after the frame header, which readImageHeader did not read, may be malformed too
+    const { scans, ended } = readOrRefuse(() => jpegScans(bytes));
     if (scans > MAX_JPEG_SCANS) throw refuse(`the JPEG data has ${scans} scans, more than the limit of ${MAX_JPEG_SCANS}`);
     if (!ended) throw refuse('the JPEG data is corrupt or truncated (no end-of-image marker)');
   }

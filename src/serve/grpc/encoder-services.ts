@@ -37,25 +37,41 @@ export interface EncoderServiceFamily {
   predictBodyOf(modelType: ModelType, request: GrpcPredictRequest): Record<string, unknown>;
 }
 
+/** Services keyed by the model type they serve, in one parsed proto; `label` names the proto in errors. */
+export interface ServiceFamily {
+  label: string;
+  proto: protobuf.Root;
+  serviceNames: Readonly<Partial<Record<string, string>>>;
+}
+
+/** The model a server serves: its type, the service its callers are pointed to, and that service's handlers. */
+export interface ServedModel<Request extends object = object> {
+  modelType: string;
+  /** Named by the UNIMPLEMENTED answer of every other model type's service. */
+  service: string;
+  /** Absent: no service of the family serves this model type (a text model's server and our image services). */
+  handlers?: { Predict: grpc.handleUnaryCall<Request, object>; GetModelMetadata: grpc.handleUnaryCall<object, object> };
+}
+
 /**
- * Registers a family's services on `server`: the one of the predictor's model type answers, the others answer every
- * call with UNIMPLEMENTED naming the model type that is served (grpc-js's default handler would only say "not
- * implemented", which does not tell a caller which service to use instead).
+ * Registers a family's services on `server`: the one of the served model type answers with its handlers, the others
+ * answer every call with UNIMPLEMENTED naming the model type that is served and the service to call (grpc-js's default
+ * handler would only say "not implemented", which does not tell a caller which service to use instead).
  */
-export function addEncoderServices(server: grpc.Server, predictor: Predictor, family: EncoderServiceFamily, metrics?: ServerMetrics): void {
-  for (const modelType of Object.keys(family.serviceNames) as ModelType[]) {
-    const name = family.serviceNames[modelType];
+export function addServices<Request extends object>(server: grpc.Server, family: ServiceFamily, served: ServedModel<Request>, metrics?: ServerMetrics): void {
+  for (const [modelType, name] of Object.entries(family.serviceNames)) {
+    if (name === undefined) continue;
     const service = grpcServiceDefinition(family.proto, name, ENCODER_METHODS, ENCODER_MESSAGE_SHAPE, family.label);
-    if (modelType === predictor.modelType) {
-      server.addService(service, {
-        Predict: counted(predictHandler(predictor, family), metrics),
-        GetModelMetadata: counted(modelMetadataHandler(predictor), metrics),
-      });
-    } else {
-      const unimplemented = counted(unimplementedHandler(name, predictor.modelType, family.serviceNames[predictor.modelType]), metrics);
-      server.addService(service, { Predict: unimplemented, GetModelMetadata: unimplemented });
-    }
+    const unimplemented = unimplementedHandler(name, served);
+    const { Predict, GetModelMetadata } = (modelType === served.modelType ? served.handlers : undefined) ?? { Predict: unimplemented, GetModelMetadata: unimplemented };
+    server.addService(service, { Predict: counted(Predict, metrics), GetModelMetadata: counted(GetModelMetadata, metrics) });
   }
+}
+
+/** A text family's services over `predictor` (addServices). */
+export function addEncoderServices(server: grpc.Server, predictor: Predictor, family: EncoderServiceFamily, metrics?: ServerMetrics): void {
+  const handlers = { Predict: predictHandler(predictor, family), GetModelMetadata: modelMetadataHandler(predictor) };
+  addServices(server, family, { modelType: predictor.modelType, service: family.serviceNames[predictor.modelType], handlers }, metrics);
 }
 
 /** `handler`, with each call's method, status code and time recorded in `metrics` as it is answered. */
@@ -76,14 +92,15 @@ function predictHandler(predictor: Predictor, family: EncoderServiceFamily): grp
   };
 }
 
-function modelMetadataHandler(predictor: Predictor): grpc.handleUnaryCall<object, GrpcModelMetadata> {
+/** GetModelMetadata of a text predictor or an image pipeline. */
+export function modelMetadataHandler(model: { metadata(): Parameters<typeof grpcModelMetadataOf>[0] }): grpc.handleUnaryCall<object, GrpcModelMetadata> {
   return (_call, callback) => {
-    void answer(callback, async () => grpcModelMetadataOf(predictor.metadata()));
+    void answer(callback, async () => grpcModelMetadataOf(model.metadata()));
   };
 }
 
-function unimplementedHandler(service: string, served: ModelType, servedService: string): grpc.handleUnaryCall<object, never> {
-  const details = `${service} is not served: this server serves a ${served} model; call ${servedService}`;
+function unimplementedHandler(service: string, served: Pick<ServedModel, 'modelType' | 'service'>): grpc.handleUnaryCall<object, never> {
+  const details = `${service} is not served: this server serves a ${served.modelType} model; call ${served.service}`;
   return (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details });
 }
 

@@ -1,21 +1,20 @@
 /**
- * gRPC of an image classification model: mozilla-ai/encoderfile 0.7's `encoderfile.image_classification.
- * ImageClassificationInference` (Predict, GetModelMetadata), its messages as encoderfile publishes them
- * (image_classification.proto, image_types.proto: each image's bytes in `ImageInput.image`), over the image pipeline;
- * with grpc.health.v1.Health and reflection as for text models. Scores are the pipeline's (softmax, best first), as
- * on HTTP (docs/image-models.md). Errors: an image that cannot be decoded is INVALID_ARGUMENT naming `inputs[i]`.
+ * gRPC of an image model: our `encoder.ImageClassification` and `encoder.ImageEmbedding` (proto/encoder.proto; the
+ * served model type's answers, the other and the text services say UNIMPLEMENTED), and for a classifier mozilla-ai/
+ * encoderfile 0.7's `encoderfile.image_classification.ImageClassificationInference` (Predict, GetModelMetadata) with
+ * its messages as encoderfile publishes them (image_classification.proto, image_types.proto: each image's bytes in
+ * `ImageInput.image`); encoderfile has no image embedding service. All over the image pipeline, with
+ * grpc.health.v1.Health and reflection as for text models. Scores are the pipeline's (softmax, best first), vectors
+ * normalised as on HTTP (docs/image-models.md). Errors: an image that cannot be decoded is INVALID_ARGUMENT naming
+ * `inputs[i]`.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { ImagePipeline } from '../../encoder/image-pipeline.ts';
-import { checkMetadata } from '../../encoder/image-requests.ts';
-import { apiKeyInterceptor } from './api-key-interceptor.ts';
-import { answer, counted } from './encoder-services.ts';
+import { addServices, answer, modelMetadataHandler, type ServedModel } from './encoder-services.ts';
 import { ENCODERFILE_METADATA_PROTO } from './encoderfile.ts';
-import type { GrpcFrontEnd, GrpcServerOptions } from './index.ts';
-import { HEALTH_SERVICE_NAME, HealthStatusBoard, healthProto } from './health.ts';
-import { grpcServiceDefinition, parseProtoText } from './proto-text.ts';
-import { addReflection, REFLECTION_SERVICE_NAMES } from './reflection.ts';
-import { tracingInterceptor } from './tracing-interceptor.ts';
+import { newGrpcServer, withHealthAndReflection, type GrpcFrontEnd, type GrpcServerOptions } from './index.ts';
+import { ENCODER_IMAGE_SERVICE_NAMES, ENCODER_SERVICE_NAMES, grpcPredictResponseOf, imageRequestOf, type GrpcImageRequest } from './messages.ts';
+import { parseProtoText } from './proto-text.ts';
 
 export const IMAGE_CLASSIFICATION_SERVICE = 'encoderfile.image_classification.ImageClassificationInference';
 
@@ -37,10 +36,10 @@ message ImageLabels {
   `syntax = "proto3";
 package encoderfile.image_classification;
 service ImageClassificationInference {
-  rpc Predict(ImageRequest) returns (ImageClassificationResponse);
+  rpc Predict(ImageClassificationRequest) returns (ImageClassificationResponse);
   rpc GetModelMetadata(encoderfile.metadata.GetModelMetadataRequest) returns (encoderfile.metadata.GetModelMetadataResponse);
 }
-message ImageRequest {
+message ImageClassificationRequest {
   repeated encoderfile.image_types.ImageInput inputs = 1;
   map<string, string> metadata = 11;
 }
@@ -52,37 +51,23 @@ message ImageClassificationResponse {
 ];
 
 const LABEL = "encoderfile's image protos";
-/** Bytes stay bytes (a Buffer), unset repeated fields and maps read as empty. */
-const IMAGE_MESSAGE_SHAPE = { longs: String, enums: String, defaults: true, oneofs: false } as const;
 
-interface ImageRequestMessage {
-  inputs: { image: Uint8Array }[];
-  metadata: Record<string, string>;
-}
-
-export function createImageGrpcServer(pipeline: ImagePipeline, options: Omit<GrpcServerOptions, 'protoText'>): GrpcFrontEnd {
-  const proto = parseProtoText(ENCODERFILE_IMAGE_PROTO_TEXTS, LABEL);
-  const services = [IMAGE_CLASSIFICATION_SERVICE, HEALTH_SERVICE_NAME, ...REFLECTION_SERVICE_NAMES];
-  const server = new grpc.Server({
-    interceptors: [...(options.tracer ? [tracingInterceptor(options.tracer)] : []), ...(options.apiKey ? [apiKeyInterceptor(options.apiKey, options.metrics)] : [])],
-    ...(options.maxMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxMessageBytes } : {}),
-  });
-  const service = grpcServiceDefinition(proto, IMAGE_CLASSIFICATION_SERVICE, ['Predict', 'GetModelMetadata'], IMAGE_MESSAGE_SHAPE, LABEL);
-  const predict: grpc.handleUnaryCall<ImageRequestMessage, object> = (call, callback) => {
-    void answer(callback, async () => {
-      const { inputs, metadata } = call.request;
-      const given = Object.keys(metadata).length > 0 ? checkMetadata(metadata) : {};
-      const response = await pipeline.predictImages({ images: inputs.map((input) => input.image), ...given });
-      return { results: response.results, metadata: response.metadata ?? {} };
-    });
+export function createImageGrpcServer(pipeline: ImagePipeline, options: GrpcServerOptions): GrpcFrontEnd {
+  const encoderProto = parseProtoText(options.protoText, 'encoder.proto');
+  const encoderfileProto = parseProtoText(ENCODERFILE_IMAGE_PROTO_TEXTS, LABEL);
+  const predict: grpc.handleUnaryCall<GrpcImageRequest, object> = (call, callback) => {
+    void answer(callback, async () => grpcPredictResponseOf(await pipeline.predictImages(imageRequestOf(call.request))));
   };
-  const modelMetadata: grpc.handleUnaryCall<object, object> = (_call, callback) => {
-    void answer(callback, async () => ({ model_id: pipeline.modelId, model_type: 'IMAGE_CLASSIFICATION', id2label: pipeline.metadata().id2label }));
+  // encoderfile's messages have no top_k, normalize or model_id: the same handlers answer both (protobuf leaves out the fields a message lacks)
+  const served: ServedModel<GrpcImageRequest> = {
+    modelType: pipeline.modelType,
+    service: ENCODER_IMAGE_SERVICE_NAMES[pipeline.modelType],
+    handlers: { Predict: predict, GetModelMetadata: modelMetadataHandler(pipeline) },
   };
-  server.addService(service, { Predict: counted(predict, options.metrics), GetModelMetadata: counted(modelMetadata, options.metrics) });
-  const healthServiceProto = healthProto();
-  const health = new HealthStatusBoard([IMAGE_CLASSIFICATION_SERVICE]);
-  health.addTo(server, healthServiceProto);
-  addReflection(server, [proto, healthServiceProto], services);
-  return { server, services, setServing: (serving) => health.setServing(serving) };
+  const server = newGrpcServer(options);
+  addServices(server, { label: 'encoder.proto', proto: encoderProto, serviceNames: ENCODER_IMAGE_SERVICE_NAMES }, served, options.metrics);
+  addServices(server, { label: LABEL, proto: encoderfileProto, serviceNames: { image_classification: IMAGE_CLASSIFICATION_SERVICE } }, served, options.metrics);
+  addServices(server, { label: 'encoder.proto', proto: encoderProto, serviceNames: ENCODER_SERVICE_NAMES }, { modelType: served.modelType, service: served.service }, options.metrics);
+  const servedServices = [served.service, ...(pipeline.modelType === 'image_classification' ? [IMAGE_CLASSIFICATION_SERVICE] : [])];
+  return withHealthAndReflection(server, [encoderProto, encoderfileProto], servedServices);
 }

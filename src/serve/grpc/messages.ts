@@ -1,5 +1,6 @@
-import type { ModelType } from '../../encoder/config.ts';
+import type { BuildModelType, ImageModelType, ModelType } from '../../encoder/config.ts';
 import { InputError, InternalError } from '../../encoder/errors.ts';
+import { checkMetadata, checkTopK, type ImageRequest } from '../../encoder/image-requests.ts';
 import type {
   ModelMetadata,
   PredictResponse,
@@ -20,14 +21,29 @@ export const ENCODER_SERVICE_NAMES = {
   token_classification: 'encoder.TokenClassification',
 } as const satisfies Record<ModelType, string>;
 
-export type GrpcModelType = 'MODEL_TYPE_UNSPECIFIED' | 'EMBEDDING' | 'SENTENCE_EMBEDDING' | 'SEQUENCE_CLASSIFICATION' | 'TOKEN_CLASSIFICATION';
+/** Our services of the image model types (proto/encoder.proto; docs/grpc-api.md, "Image models"). */
+export const ENCODER_IMAGE_SERVICE_NAMES = {
+  image_classification: 'encoder.ImageClassification',
+  image_embedding: 'encoder.ImageEmbedding',
+} as const satisfies Record<ImageModelType, string>;
+
+export type GrpcModelType =
+  | 'MODEL_TYPE_UNSPECIFIED'
+  | 'EMBEDDING'
+  | 'SENTENCE_EMBEDDING'
+  | 'SEQUENCE_CLASSIFICATION'
+  | 'TOKEN_CLASSIFICATION'
+  | 'IMAGE_CLASSIFICATION'
+  | 'IMAGE_EMBEDDING';
 
 const GRPC_MODEL_TYPES = {
   embedding: 'EMBEDDING',
   sentence_embedding: 'SENTENCE_EMBEDDING',
   sequence_classification: 'SEQUENCE_CLASSIFICATION',
   token_classification: 'TOKEN_CLASSIFICATION',
-} as const satisfies Record<ModelType, GrpcModelType>;
+  image_classification: 'IMAGE_CLASSIFICATION',
+  image_embedding: 'IMAGE_EMBEDDING',
+} as const satisfies Record<BuildModelType, GrpcModelType>;
 
 /** The Predict requests as decoded (defaults filled in, except proto3 `optional` fields, which stay absent when unset); encoderfile's too. */
 export interface GrpcPredictRequest {
@@ -37,6 +53,17 @@ export interface GrpcPredictRequest {
   metadata: Record<string, string>;
   /** Only in SequenceClassificationRequest. */
   pairs?: { text: string; text_pair: string }[];
+}
+
+/**
+ * An image Predict request as decoded: ours (ImageClassificationRequest, ImageEmbeddingRequest) and encoderfile's
+ * (ImageClassificationRequest without top_k). Bytes stay bytes; proto3 `optional` fields stay absent when unset.
+ */
+export interface GrpcImageRequest {
+  inputs: { image: Uint8Array }[];
+  metadata: Record<string, string>;
+  top_k?: number;
+  normalize?: boolean;
 }
 
 export interface GrpcModelMetadata {
@@ -67,13 +94,31 @@ export function predictBodyOf(modelType: ModelType, request: GrpcPredictRequest)
 }
 
 /**
+ * The image pipeline's request: each input's bytes, `top_k` and `normalize` when set (checked as HTTP checks them; a
+ * `top_k` of 0 is refused, as on HTTP), and an empty metadata map as no metadata. Images are checked by the pipeline,
+ * which names them `inputs[i]`.
+ */
+export function imageRequestOf(request: GrpcImageRequest): ImageRequest {
+  const { inputs, metadata, top_k: topK, normalize } = request;
+  return {
+    images: inputs.map((input) => input.image),
+    ...checkTopK(topK),
+    ...(normalize !== undefined ? { normalize } : {}),
+    ...(Object.keys(metadata).length > 0 ? checkMetadata(metadata) : {}),
+  };
+}
+
+/**
  * The Predict response message. The predictor's result shapes already use the message field names; the metadata
  * map needs a value when absent, and the float vectors must be arrays (proto-loader's fromObject refuses typed
  * arrays; `repeated float` carries the same float32 values). Optional `token_info` and `predicted_label` stay absent.
  */
-export function grpcPredictResponseOf(response: PredictResponse): GrpcPredictResponse {
+export function grpcPredictResponseOf(response: PredictResponse): GrpcPredictResponse;
+/** An image model's response (ImagePipeline.predictImages), as well. */
+export function grpcPredictResponseOf(response: { metadata?: Record<string, string> }): object;
+export function grpcPredictResponseOf(response: { metadata?: Record<string, string> }): object {
   const { metadata, ...rest } = response;
-  return { ...(withArrays(rest) as object), metadata: metadata ?? {} } as GrpcPredictResponse;
+  return { ...(withArrays(rest) as object), metadata: metadata ?? {} };
 }
 
 function withArrays(value: unknown): unknown {
@@ -92,7 +137,7 @@ function withArrays(value: unknown): unknown {
 }
 
 /** GetModelMetadataResponse: the ModelType enum by name and id2label keyed by index (empty for embedding models). */
-export function grpcModelMetadataOf(metadata: ModelMetadata): GrpcModelMetadata {
+export function grpcModelMetadataOf(metadata: Omit<ModelMetadata, 'model_type'> & { model_type: BuildModelType }): GrpcModelMetadata {
   const id2label: Record<string, string> = {};
   for (const [index, label] of Object.entries(metadata.id2label ?? {})) {
     // The key becomes a uint32 on the wire; anything else would be silently mangled by the encoder.

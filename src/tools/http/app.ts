@@ -59,6 +59,24 @@ type NameParams = { Params: { name: string } };
  * problem details; every failure leaves as application/problem+json.
  */
 export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOptions): Promise<FastifyInstance> {
+  // when each request began, for the audit line's duration: before the guard, whose refusals are recorded too
+  const startOf = new WeakMap<FastifyRequest, number>();
+  const accessOf = new WeakMap<FastifyRequest, Access>();
+  const recorded = new WeakSet<FastifyRequest>();
+  /**
+   * The one audit line and metrics count of an API request (docs/tools.md, "Metrics and audit"); a second call for
+   * the same request does nothing, so that the ways an answer can leave (below) never count it twice.
+   */
+  const record = (request: FastifyRequest, status: number): void => {
+    // a preflight is the browser's question, not an API request
+    if (!options.observe || recorded.has(request) || OPEN_ROUTES.has(request.routeOptions.url ?? '') || isPreflight(request)) return;
+    recorded.add(request);
+    const given = accessOf.get(request);
+    const operation = operationOf(request);
+    // Names in the path of a request that was refused before authentication (Host, Origin, key) are the client's
+    // choice, not a server or tool of this configuration: recorded without them (bounded metrics, see metrics.ts).
+    options.observe(given ? operation : { operation: operation.operation, server: null, name: null }, given?.keyName ?? null, status, performance.now() - (startOf.get(request) ?? performance.now()));
+  };
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimitBytes ?? 4 * 2 ** 20,
@@ -67,8 +85,11 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     // 100 answered 414 for valid names. The URL as a whole stays bounded by Node's header size limit.
     // A trailing slash names the same route (`/api/v1/servers/`), as mcpd's router does.
     routerOptions: { maxParamLength: 8192, ignoreTrailingSlash: true },
+    // A path the router cannot read (bad percent-encoding, a name beyond maxParamLength) is answered here, in a
+    // context without the app's hooks: neither the guard nor onSend sees it, so its refusal is recorded here.
     frameworkErrors: (error, request, reply) => {
-      sendProblem(request, reply, problemOf(error));
+      sendProblem(request, reply.header('x-content-type-options', 'nosniff'), problemOf(error));
+      record(request, reply.statusCode);
     },
   });
 
@@ -97,13 +118,17 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
 
   // Host and Origin first, on every route (browser-guard.ts); then authentication before anything else: an unknown
   // route answers 401 too, so routes are not probed without a key.
-  // when each request began, for the audit line's duration: before the guard, whose refusals are recorded too
-  const startOf = new WeakMap<FastifyRequest, number>();
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     startOf.set(request, performance.now());
+    // An answer written past fastify's onSend — /mcp's transport refusing a request itself (406 without an event
+    // stream in Accept, a body that is no JSON-RPC message) after the route hijacked its reply — is recorded once it
+    // closes. Its successes are not: the MCP server records each MCP request it answers.
+    if (!options.observe) return;
+    reply.raw.once('close', () => {
+      if (reply.raw.headersSent && reply.raw.statusCode >= 400) record(request, reply.raw.statusCode);
+    });
   });
   await new BrowserGuard({ listenHost: options.listenHost, access: options.browserAccess ?? (() => ({})) }).register(app);
-  const accessOf = new WeakMap<FastifyRequest, Access>();
   app.addHook('onRequest', async (request) => {
     if (OPEN_ROUTES.has(request.routeOptions.url ?? '')) return;
     const keys = options.keys?.();
@@ -116,16 +141,11 @@ export async function createToolsApp(upstreams: Upstreams, options: ToolsAppOpti
     if (!given.allowsServer(name)) throw new ToolsError('forbidden', `key "${given.keyName}" may not use server "${name}"`);
     return upstreams.get(name);
   };
-  // Recorded as the answer is sent, not once it has been written (onResponse): a client that goes away first — a
-  // page's form whose answer the browser drops, a beacon — left no audit line of the refusal it was given.
+  // Every answer fastify sends — a route's, the guard's refusal from its onRequest hook, a 415 from the content-type
+  // parser, an error — is recorded as it is sent, not once it has been written (onResponse): a client that goes away
+  // first still leaves its line.
   app.addHook('onSend', async (request, reply, payload) => {
-    // a preflight is the browser's question, not an API request
-    if (!options.observe || OPEN_ROUTES.has(request.routeOptions.url ?? '') || isPreflight(request)) return payload;
-    const given = accessOf.get(request);
-    const operation = operationOf(request);
-    // Names in the path of a request that was refused before authentication (Host, Origin, key) are the client's
-    // choice, not a server or tool of this configuration: recorded without them (bounded metrics, see metrics.ts).
-    options.observe(given ? operation : { operation: operation.operation, server: null, name: null }, given?.keyName ?? null, reply.statusCode, performance.now() - (startOf.get(request) ?? performance.now()));
+    record(request, reply.statusCode);
     return payload;
   });
   const forbid = (request: FastifyRequest, what: string, server: string): never => {

@@ -183,6 +183,12 @@ describe('decodeImage', () => {
     await expect(fresh.decodeImage(new Uint8Array(0), { index: 0, wasm: missing })).rejects.toThrow('the image is empty');
   });
 
+  it('refuses a JPEG whose frame header segment has a wrong length (its later segments are unreadable), as the input\'s fault', async () => {
+    const sof = jpegStartOfFrame(SAMPLES.jpeg);
+    const error = await refusal(patched(SAMPLES.jpeg, [[sof - 2, 16, 9]]));
+    expect(error.reason).toBe('inputs[4]: the JPEG data is corrupt (no marker where one must be)');
+  });
+
   it('refuses a PNG whose data does not match its header', async () => {
     const error = await refusal(patched(SAMPLES.png, [[16, 32, WIDTH + 1]]));
     expect(error.reason).toMatch(/^inputs\[4\]: the PNG data is corrupt/);
