@@ -20,6 +20,8 @@
  * `--priority` (root): the bench's session runs at nice -20 in the scheduler's autogroups, so that on a machine shared
  * with other sessions' tests it gets the cores when it wants them (Linux gives each session's autogroup an equal share
  * whatever its processes' nice values; the autogroup's own nice is what weighs).
+ * `--only image`: an image classifier (a ViT-S/16-shaped model) against raw onnxruntime on pre-decoded tensors and
+ * transformers.js's image pipeline, decoding timed apart (bench/serve-image.ts); `all` runs it last.
  * Needs the host's base runtime (npm run build:runtime -- --target host).
  */
 import { spawn } from 'node:child_process';
