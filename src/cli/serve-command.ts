@@ -259,7 +259,7 @@ function banner(
   lines.push(...extras);
   const batching = pipeline.batchingSettings;
   lines.push(`  limits: ${pipeline.maxRequestInputs} inputs and ${pipeline.maxRequestTokens} tokens per request`);
-  lines.push(sessionLine(pipeline.sessionSettings));
+  lines.push(sessionLine(pipeline.sessionSettings, pipeline.soloSessionSettings));
   lines.push(`  batching: up to ${batching.maxBatchTokens} tokens per onnxruntime run, waiting up to ${batching.maxWaitMs} ms for more requests`);
   if (apiKey) lines.push('  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health');
   return `${lines.join('\n')}\n`;

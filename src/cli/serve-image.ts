@@ -38,11 +38,12 @@ export async function serveImageModel(
   const notes: string[] = [];
   // a span per request (HTTP, gRPC), its phases (decode and preprocess, queue wait, onnxruntime run) under it
   const tracer = (await tracerOf(options, { name: pkg.name, version: RUNTIME_VERSION, modelId: pkg.name }, notes)) ?? undefined;
-  const session = sessionSettingsOf(options);
+  const session = sessionSettingsOf(options, pkg.session);
   const pipeline = await ImagePipeline.load(pkg, {
     workers: options.workers,
     inferenceWorker: context.inferenceWorker?.(),
     threads: session.threads,
+    soloThreads: options.soloThreads,
     sessionOptions: session.sessionOptions,
     maxBatchImages: options.maxBatchImages,
     maxWaitMs: options.maxWaitMs,
@@ -73,7 +74,7 @@ export async function serveImageModel(
     ...(tls ? [`  TLS: certificate ${tls.certFile}, key ${tls.keyFile}; SIGHUP reads them again for new connections`] : []),
     ...(tracer ? [`  OpenTelemetry: traces of requests to ${tracer.endpoint} (OTLP/HTTP)`] : []),
     `  limits: ${pipeline.maxRequestInputs} images per request, ${maxImageBytes} bytes and ${DEFAULT_IMAGE_LIMITS.maxPixels} pixels per image`,
-    sessionLine(pipeline.sessionSettings),
+    sessionLine(pipeline.sessionSettings, pipeline.soloSessionSettings),
     `  batching: up to ${settings.maxBatchTokens} images per onnxruntime run on ${options.workers} image thread(s), waiting up to ${settings.maxWaitMs} ms for more requests`,
     ...(apiKey ? ['  API key: required (Authorization: Bearer <key>) on every call but GET /health, GET /metrics and gRPC health'] : []),
   ];

@@ -71,12 +71,15 @@ export function sessionSettingsOf(
   return { threads: chosen.intraOpThreads, sessionOptions: sessionOptionsOf(chosen) };
 }
 
-/** The banner's line on the session: what onnxruntime was given. */
-export function sessionLine(settings: SessionSettings): string {
-  const intra = settings.intraOpThreads === null ? 'onnxruntime default' : String(settings.intraOpThreads);
-  const inter = settings.interOpThreads === null ? 'onnxruntime default' : String(settings.interOpThreads);
+/**
+ * The banner's line on the session: what onnxruntime was given; with a solo session (null: none), its intra-op
+ * threads too.
+ */
+export function sessionLine(settings: SessionSettings, solo: SessionSettings | null = null): string {
+  const threads = (count: number | null) => (count === null ? 'onnxruntime default' : String(count));
   return (
     `  onnxruntime: execution provider ${settings.executionProviders.join(', ')}, graph optimization ${settings.graphOptimizationLevel}, ` +
-    `intra-op threads ${intra} per worker, inter-op threads ${inter} (${settings.executionMode})`
+    `intra-op threads ${threads(settings.intraOpThreads)} per worker, inter-op threads ${threads(settings.interOpThreads)} (${settings.executionMode})` +
+    (solo ? `; a batch that runs alone: the first worker's solo session, intra-op threads ${threads(solo.intraOpThreads)}` : '')
   );
 }

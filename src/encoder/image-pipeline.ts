@@ -5,7 +5,7 @@
  * preprocessed size share a run), softmax the logits, and give each image its labels with scores, best first,
  * `top_k` of them. docs/image-models.md.
  */
-import { BatchScheduler, resolveBatchSettings, type BatchRunListener, type BatchSchedulerOptions, type BatchSettings, type BatchStats } from './batch-scheduler.ts';
+import { BatchScheduler, resolveBatchSettings, type BatchRunListener, type BatchSchedulerOptions, type BatchSettings, type BatchStats, type RunContext } from './batch-scheduler.ts';
 import type { ImageModelType } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { DEFAULT_IMAGE_LIMITS, preprocessImage, type ImageLimits, type PixelValues } from './image/index.ts';
@@ -16,7 +16,7 @@ import { expectationOf, type ImageModelPackage } from './image-model-package.ts'
 import { checkImageCount, parseImageBody, type ImageRequest } from './image-requests.ts';
 import { ImageWorkers } from './image-workers.ts';
 import type { ImageModelLoad } from './image-worker.ts';
-import type { InferenceWorkerScript } from './inference-workers.ts';
+import { soloSessionOptions, soloSessionThreads, threadsPerWorker, type InferenceWorkerScript } from './inference-workers.ts';
 import { sessionOptionsFor, settingsOf, type OnnxModelOptions, type SessionSettings } from './onnx-model.ts';
 import { epochMs, requestPhases, runTimingOf, setRunTiming } from './request-phases.ts';
 import { softmax, Tensor } from './tensor.ts';
@@ -29,7 +29,17 @@ export interface ImagePipelineOptions {
   workers?: number;
   /** How to start a thread (required with workers > 0): the inference worker's script, run with the role `image`. */
   inferenceWorker?: InferenceWorkerScript;
+  /**
+   * Intra-op threads of each thread's session; default: as text workers (threadsPerWorker), onnxruntime's own with one
+   * thread, the cores divided between them with several.
+   */
   threads?: number;
+  /**
+   * Intra-op threads of the solo session, a second session in the first image thread that runs a batch when it is all
+   * the work there is (soloSessionThreads); 0: none. Default: onnxruntime's own with several threads and no `threads`,
+   * else none. Without image threads, ignored.
+   */
+  soloThreads?: number;
   sessionOptions?: OnnxModelOptions['sessionOptions'];
   /** Most images in one onnxruntime run. */
   maxBatchImages?: number;
@@ -74,7 +84,7 @@ const ONE = { length: 1 } as const;
 /** Runs pixels and preprocesses images: a session here, or the image threads. */
 interface ImageRunner {
   preprocess(bytes: Uint8Array, index: number, field: string): Promise<PixelValues>;
-  run(pixels: PixelValues): Promise<Tensor>;
+  run(pixels: PixelValues, options?: { alone?: boolean }): Promise<Tensor>;
   close(): Promise<void>;
 }
 
@@ -84,6 +94,8 @@ export class ImagePipeline {
   readonly labels: readonly string[];
   /** The options every session was created with (each thread's, or this thread's). */
   readonly sessionSettings: SessionSettings;
+  /** The solo session's options, or null when there is none; it may still be loading, or have failed to (soloLoaded). */
+  readonly soloSessionSettings: SessionSettings | null;
   readonly #runner: ImageRunner;
   readonly #scheduler: BatchScheduler<ImageRow, Tensor>;
   readonly #maxInputs: number;
@@ -93,8 +105,16 @@ export class ImagePipeline {
   readonly #inFlight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
 
-  private constructor(pkg: ImageModelPackage, runner: ImageRunner, batching: BatchSchedulerOptions, maxInputs: number, sessionSettings: SessionSettings) {
+  private constructor(
+    pkg: ImageModelPackage,
+    runner: ImageRunner,
+    batching: BatchSchedulerOptions,
+    maxInputs: number,
+    sessionSettings: SessionSettings,
+    soloSessionSettings: SessionSettings | null,
+  ) {
     this.sessionSettings = sessionSettings;
+    this.soloSessionSettings = soloSessionSettings;
     this.#quantization = pkg.quantization;
     this.#pooling = pkg.pooling;
     this.#normalize = pkg.normalize;
@@ -102,7 +122,10 @@ export class ImagePipeline {
     this.modelType = pkg.modelType;
     this.labels = pkg.labels;
     this.#runner = runner;
-    this.#scheduler = new BatchScheduler((rows) => this.#runBatch(rows), batching);
+    this.#scheduler = new BatchScheduler((rows, context) => this.#runBatch(rows, context), {
+      ...batching,
+      soloAvailable: runner instanceof ImageWorkers ? () => runner.soloReady : undefined,
+    });
     this.#maxInputs = maxInputs;
   }
 
@@ -116,16 +139,22 @@ export class ImagePipeline {
     resolveBatchSettings(batching);
     const maxInputs = options.maxRequestInputs ?? Infinity;
     if (!(maxInputs >= 1)) throw new ConfigError(`maxRequestInputs must be at least 1, got ${maxInputs}`);
+    // with threads, each session's threads as text workers have them, and the solo session beside (inference-workers.ts)
+    const threads = workers > 0 ? threadsPerWorker(workers, options.threads) : options.threads;
+    const soloThreads = workers > 0 ? soloSessionThreads(workers, options.threads, options.soloThreads) : null;
     const load: ImageModelLoad = {
       weights: pkg.weights,
-      options: { threads: options.threads, sessionOptions: options.sessionOptions, weightsDataDir: pkg.weightsDataDir },
+      options: { threads, sessionOptions: options.sessionOptions, weightsDataDir: pkg.weightsDataDir },
       expected: expectationOf(pkg),
       preprocessor: pkg.preprocessor,
       limits: options.limits ?? DEFAULT_IMAGE_LIMITS,
       ...(options.codecFiles ? { codecFiles: options.codecFiles } : {}),
     };
-    const runner = workers > 0 ? await ImageWorkers.load(options.inferenceWorker!, workers, load, options.recycleAfterPixels) : await inlineRunner(load);
-    return new ImagePipeline(pkg, runner, batching, maxInputs, settingsOf(sessionOptionsFor(load.options)));
+    const solo = soloThreads === null ? null : soloSessionOptions(load.options, soloThreads);
+    const runner =
+      workers > 0 ? await ImageWorkers.load(options.inferenceWorker!, workers, load, { recycleAfterPixels: options.recycleAfterPixels, solo }) : await inlineRunner(load);
+    const soloSettings = solo === null ? null : settingsOf(sessionOptionsFor(solo));
+    return new ImagePipeline(pkg, runner, batching, maxInputs, settingsOf(sessionOptionsFor(load.options)), soloSettings);
   }
 
   metadata(): { model_id: string; model_type: ImageModelType; id2label: Record<string, string>; quantization?: 'int8' } {
@@ -148,6 +177,16 @@ export class ImagePipeline {
 
   get maxRequestInputs(): number {
     return this.#maxInputs;
+  }
+
+  /** Resolves true once the solo session has loaded; false when there is none (or it did not load). */
+  get soloLoaded(): Promise<boolean> {
+    return this.#runner instanceof ImageWorkers ? this.#runner.soloLoaded : Promise.resolve(false);
+  }
+
+  /** onnxruntime runs on the solo session so far (a merged batch of images of one preprocessed size is one run). */
+  get soloRuns(): number {
+    return this.#runner instanceof ImageWorkers ? this.#runner.soloRuns : 0;
   }
 
   /** Image threads replaced after a large image (0 without threads). */
@@ -243,7 +282,7 @@ export class ImagePipeline {
    * One merged run: the rows' pixels stacked into one batch per preprocessed size (one for a fixed size), run, and
    * the softmax of the logits put back in row order.
    */
-  async #runBatch(rows: readonly ImageRow[]): Promise<Tensor> {
+  async #runBatch(rows: readonly ImageRow[], context: RunContext): Promise<Tensor> {
     const dispatchedMs = epochMs();
     try {
       const groups = new Map<string, number[]>();
@@ -258,7 +297,7 @@ export class ImagePipeline {
         const plane = channels * height * imageWidth;
         const data = new Float32Array(indices.length * plane);
         indices.forEach((index, k) => data.set(rows[index].pixels.data, k * plane));
-        const raw = await this.#runner.run({ dims: [indices.length, channels, height, imageWidth], data });
+        const raw = await this.#runner.run({ dims: [indices.length, channels, height, imageWidth], data }, { alone: context.alone });
         // a classifier's probabilities, or an embedding model's vectors [rows, dim]
         const scores = this.modelType === 'image_embedding' ? imageVectors(raw, this.#pooling) : softmax(raw, -1);
         width = scores.dims[1];

@@ -3,12 +3,17 @@
  * that runs merged batches, so that the event loop only parses requests and shapes results. A job goes to the thread
  * with the fewest jobs waiting. A thread that fails or exits fails its jobs with an InternalError and is not used
  * again; when none is left, every job fails (the server's health then says so through its errors).
+ *
+ * As text workers (inference-workers.ts, soloSessionThreads), the first thread may also hold a solo session with more
+ * intra-op threads, which runs a batch that is all the work there is (the scheduler's `alone`, nothing running here,
+ * nothing waiting on that thread); every other batch runs on the threads' own sessions.
  */
 import type { Worker } from 'node:worker_threads';
 import { errorFromMessage, InternalError } from './errors.ts';
 import type { PixelValues } from './image/index.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
 import type { ImageJob, ImageModelLoad, ImageWorkerReply, ImageWorkerRequest } from './image-worker.ts';
+import type { OnnxModelOptions } from './onnx-model.ts';
 import { Tensor } from './tensor.ts';
 import { startRoleThread } from './role-thread.ts';
 
@@ -37,6 +42,9 @@ class ImageThread {
   #closed: (() => void) | null = null;
   /** Called when the last pending job is answered (drainAndClose). */
   #idle: (() => void) | null = null;
+  /** Set while the solo session loads; resolves to whether it did. */
+  #soloLoading: ((error: Error | null) => void) | null = null;
+  #hasSolo = false;
   /** A replacement is being started: this thread takes no new jobs once it has joined. */
   replacing = false;
 
@@ -55,10 +63,31 @@ class ImageThread {
     return this.#dead ? Infinity : this.#pending.size;
   }
 
+  /** The thread runs and holds a solo session. */
+  get soloReady(): boolean {
+    return this.#hasSolo && this.#dead === null;
+  }
+
+  /** Loads the solo session beside the thread's own; rejects (and the thread goes on without it) when it does not load. */
+  async loadSolo(options: OnnxModelOptions): Promise<void> {
+    if (this.#dead) throw this.#dead;
+    const { promise, resolve } = Promise.withResolvers<Error | null>();
+    this.#soloLoading = resolve;
+    this.#worker.postMessage({ kind: 'load-solo', options } satisfies ImageWorkerRequest);
+    const error = await promise;
+    this.#soloLoading = null;
+    if (error) throw error;
+    this.#hasSolo = true;
+  }
+
   #listen(): void {
     this.#worker.on('message', (reply: ImageWorkerReply) => {
       if (reply.kind === 'closed') {
         this.#closed?.();
+        return;
+      }
+      if (reply.kind === 'solo-loaded') {
+        this.#soloLoading?.(reply.error ? errorFromMessage(reply.error) : null);
         return;
       }
       if (reply.kind === 'loaded' || reply.id === null) return;
@@ -73,6 +102,7 @@ class ImageThread {
       for (const pending of this.#pending.values()) pending.reject(new InternalError(`an image thread stopped: ${error.message}`, { cause: error }));
       this.#pending.clear();
       this.#closed?.();
+      this.#soloLoading?.(error);
     };
     this.#worker.on('error', die);
     this.#worker.on('exit', (code) => die(new Error(`it exited with code ${code}`)));
@@ -95,6 +125,7 @@ class ImageThread {
 
   async close(): Promise<void> {
     if (this.#dead) return;
+    this.#soloLoading?.(new InternalError('the image thread is closed'));
     await new Promise<void>((resolve) => {
       this.#closed = resolve;
       this.#worker.postMessage({ kind: 'close' } satisfies ImageWorkerRequest);
@@ -103,25 +134,40 @@ class ImageThread {
   }
 }
 
+export interface ImageWorkersOptions {
+  /** A thread that decoded an image of more pixels is replaced (DEFAULT_RECYCLE_AFTER_PIXELS). */
+  recycleAfterPixels?: number;
+  /** The solo session's options (soloSessionOptions), loaded by the first thread once every thread has loaded; null or absent: none. */
+  solo?: OnnxModelOptions | null;
+}
+
 export class ImageWorkers {
   readonly #threads: ImageThread[];
   readonly #script: InferenceWorkerScript;
   readonly #load: ImageModelLoad;
   readonly #recycleAfterPixels: number;
+  readonly #soloOptions: OnnxModelOptions | null;
+  readonly #soloLoaded: Promise<boolean>;
   /** Replacements under way, awaited by close(). */
   readonly #replacing = new Set<Promise<void>>();
   #recycled = 0;
   #closed = false;
+  /** Runs handed to threads and not answered. */
+  #running = 0;
+  #soloRuns = 0;
 
-  private constructor(threads: ImageThread[], script: InferenceWorkerScript, load: ImageModelLoad, recycleAfterPixels: number) {
+  private constructor(threads: ImageThread[], script: InferenceWorkerScript, load: ImageModelLoad, options: ImageWorkersOptions) {
     this.#threads = threads;
     this.#script = script;
     this.#load = load;
-    this.#recycleAfterPixels = recycleAfterPixels;
+    this.#recycleAfterPixels = options.recycleAfterPixels ?? DEFAULT_RECYCLE_AFTER_PIXELS;
+    this.#soloOptions = options.solo ?? null;
+    // after every thread has loaded (load awaited them all), so that start-up never waits for it
+    this.#soloLoaded = this.#loadSolo(threads[0]);
   }
 
   /** Starts `count` threads, each loading the model; the first failure is the load's (a ConfigError as at build). */
-  static async load(script: InferenceWorkerScript, count: number, load: ImageModelLoad, recycleAfterPixels = DEFAULT_RECYCLE_AFTER_PIXELS): Promise<ImageWorkers> {
+  static async load(script: InferenceWorkerScript, count: number, load: ImageModelLoad, options: ImageWorkersOptions = {}): Promise<ImageWorkers> {
     const started = await Promise.allSettled(Array.from({ length: count }, () => ImageThread.start(script, load)));
     const threads = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     const failed = started.find((result) => result.status === 'rejected');
@@ -129,7 +175,33 @@ export class ImageWorkers {
       await Promise.all(threads.map((thread) => thread.close()));
       throw failed.reason;
     }
-    return new ImageWorkers(threads, script, load, recycleAfterPixels);
+    return new ImageWorkers(threads, script, load, options);
+  }
+
+  /** Resolves true once the first thread's solo session has loaded; false without one (none asked, or it failed to load, with a warning). */
+  get soloLoaded(): Promise<boolean> {
+    return this.#soloLoaded;
+  }
+
+  /** The first thread holds a solo session and runs: a batch that is all the work there is can use every core. */
+  get soloReady(): boolean {
+    return this.#threads[0].soloReady;
+  }
+
+  /** Batches (onnxruntime runs) that ran on the solo session so far. */
+  get soloRuns(): number {
+    return this.#soloRuns;
+  }
+
+  async #loadSolo(thread: ImageThread): Promise<boolean> {
+    if (this.#soloOptions === null || this.#closed) return false;
+    try {
+      await thread.loadSolo(this.#soloOptions);
+      return true;
+    } catch (error) {
+      if (!this.#closed) process.emitWarning(`the solo session did not load (${(error as Error).message}); a lone batch runs on an image thread's own session`);
+      return false;
+    }
   }
 
   /** Threads replaced so far after a large image. */
@@ -163,6 +235,8 @@ export class ImageWorkers {
     thread.replacing = true;
     const replacing = ImageThread.start(this.#script, this.#load).then(
       async (fresh) => {
+        // the thread that held the solo session hands it on: the fresh one loads its own before taking the place
+        if (this.#threads.indexOf(thread) === 0 && !this.#closed) await this.#loadSolo(fresh);
         const at = this.#threads.indexOf(thread);
         if (this.#closed || at < 0) {
           await fresh.close();
@@ -180,14 +254,29 @@ export class ImageWorkers {
     void replacing.finally(() => this.#replacing.delete(replacing));
   }
 
-  async run(pixels: PixelValues): Promise<Tensor> {
-    const { data, dims } = await this.#leastBusy().send({ kind: 'run', data: pixels.data, dims: [...pixels.dims] }, [pixels.data.buffer as ArrayBuffer]);
-    return new Tensor(data, dims);
+  /**
+   * Runs a batch of pixels, its buffer handed over: on the first thread's solo session when it is all the work there
+   * is (`alone`, as the scheduler knows it, default true), no other run is going here and that thread has no job
+   * waiting (a decode would hold the run back); else on the least busy thread's own session.
+   */
+  async run(pixels: PixelValues, options: { alone?: boolean } = {}): Promise<Tensor> {
+    const first = this.#threads[0];
+    const solo = (options.alone ?? true) && this.#running === 0 && first.soloReady && first.waiting === 0;
+    if (solo) this.#soloRuns++;
+    this.#running++;
+    try {
+      const thread = solo ? first : this.#leastBusy();
+      const { data, dims } = await thread.send({ kind: 'run', data: pixels.data, dims: [...pixels.dims], solo }, [pixels.data.buffer as ArrayBuffer]);
+      return new Tensor(data, dims);
+    } finally {
+      this.#running--;
+    }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.allSettled([...this.#replacing]);
     await Promise.all(this.#threads.map((thread) => thread.close()));
+    await this.#soloLoaded;
   }
 }

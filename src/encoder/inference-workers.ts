@@ -17,7 +17,7 @@ import type { ThreadScript } from '../shared/thread-script.ts';
 import type { ModelType } from './config.ts';
 import type { PostprocessSettings } from './batch-postprocess.ts';
 import { ConfigError, errorFromMessage, InternalError } from './errors.ts';
-import type { ModelSignature, OnnxModelOptions, SessionSettings } from './onnx-model.ts';
+import { sessionOptionsFor, settingsOf, type ModelSignature, type OnnxModelOptions, type SessionSettings } from './onnx-model.ts';
 import { epochMs, setRunTiming } from './request-phases.ts';
 import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
 import type { WorkerReply, WorkerRequest } from './onnx-worker.ts';
@@ -92,8 +92,19 @@ export function threadsPerWorker(workers: number, threads: number | undefined, c
  * asks for it.
  */
 export function soloSessionThreads(workers: number, threads: number | undefined, soloThreads: number | undefined): number | undefined | null {
-  if (soloThreads !== undefined) return soloThreads === 0 ? null : soloThreads;
+  if (soloThreads !== undefined) {
+    if (!(Number.isInteger(soloThreads) && soloThreads >= 0)) throw new ConfigError(`soloThreads must be an integer >= 0, got ${String(soloThreads)}`);
+    return soloThreads === 0 ? null : soloThreads;
+  }
   return workers >= 2 && threads === undefined ? undefined : null;
+}
+
+/**
+ * The solo session's options: the workers' own (graph optimisation, provider, where the weights' data is) with its
+ * threads (soloSessionThreads; undefined: onnxruntime's default), which stop spinning when a run ends.
+ */
+export function soloSessionOptions(workerOptions: OnnxModelOptions, soloThreads: number | undefined): OnnxModelOptions {
+  return { ...workerOptions, threads: soloThreads, spinAfterRun: false };
 }
 
 interface PendingRun {
@@ -264,6 +275,8 @@ export class InferenceWorkers {
   /** The solo session's load message (for the first worker), or null when the pool has none. */
   readonly #soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null;
   readonly #soloLoaded: Promise<boolean>;
+  /** The solo session's options, or null when the pool has none. */
+  readonly soloSettings: SessionSettings | null;
   #closing = false;
   #next = 0;
   /** Runs handed to workers and not finished. */
@@ -286,6 +299,7 @@ export class InferenceWorkers {
     this.#script = script;
     this.#load = load;
     this.#soloLoad = soloLoad;
+    this.soloSettings = soloLoad === null ? null : settingsOf(sessionOptionsFor(soloLoad.options));
     this.#joining = Promise.all(later.map((starting, index) => this.#join(starting, index + 2))).then(() => {});
     // Once every worker runs, so that it takes no core from their start-up (nor the server's first answers): until
     // then a lone batch runs on the first worker's own session.
@@ -341,9 +355,6 @@ export class InferenceWorkers {
     const script = options.worker;
     const threads = threadsPerWorker(count, options.threads);
     const soloThreads = soloSessionThreads(count, options.threads, options.soloThreads);
-    if (soloThreads !== null && soloThreads !== undefined && !(Number.isInteger(soloThreads) && soloThreads >= 1)) {
-      throw new ConfigError(`soloThreads must be an integer >= 0, got ${String(options.soloThreads)}`);
-    }
     const load: Extract<WorkerRequest, { kind: 'load' }> = {
       kind: 'load',
       weights,
@@ -361,7 +372,7 @@ export class InferenceWorkers {
       Promise.allSettled([InferenceWorker.start(script, load)]).then(([settled]) => settled),
     );
     const soloLoad: Extract<WorkerRequest, { kind: 'load-solo' }> | null =
-      soloThreads === null ? null : { kind: 'load-solo', weights, modelType, options: { ...load.options, threads: soloThreads, spinAfterRun: false } };
+      soloThreads === null ? null : { kind: 'load-solo', weights, modelType, options: soloSessionOptions(load.options, soloThreads) };
     return new InferenceWorkers(first.worker, later, first.signature, first.settings, script, load, soloLoad);
   }
 

@@ -372,6 +372,11 @@ export class PredictPipeline implements BatchingPredictor {
     return this.#model instanceof InferenceWorkers ? this.#model.soloRuns : 0;
   }
 
+  /** The solo session's options, or null when there is none (it may still be loading, or have failed to: soloLoaded). */
+  get soloSessionSettings(): SessionSettings | null {
+    return this.#model instanceof InferenceWorkers ? this.#model.soloSettings : null;
+  }
+
   /** Resolves true once the solo session has loaded; false when there is none (or it did not load). */
   get soloLoaded(): Promise<boolean> {
     return this.#model instanceof InferenceWorkers ? this.#model.soloLoaded : Promise.resolve(false);

@@ -174,6 +174,27 @@ describe('image models on the command line', () => {
     raw.forEach((value, i) => expect(value / length(raw)).toBeCloseTo(unit[i], 5));
   }, 60_000);
 
+  it('serve with two image threads: single-threaded sessions and a solo session, which --solo-threads 0 removes; the same scores', async () => {
+    const body = JSON.stringify({ inputs: [readFileSync(files.png).toString('base64')] });
+    const scores = async (args: string[]) => {
+      const served = await serveFromSource(config, { cacheDir: path.join(work, 'cache'), args: ['--workers', '2', '--disable-grpc', ...args] });
+      try {
+        const response = await fetch(`${served.httpUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        expect(response.status).toBe(200);
+        return { stderr: served.stderr(), results: ((await response.json()) as ImageClassificationResponse).results };
+      } finally {
+        await served.stop();
+      }
+    };
+    const [solo, without] = [await scores([]), await scores(['--solo-threads', '0'])];
+    expect(solo.stderr).toContain(
+      "intra-op threads 1 per worker, inter-op threads 1 (sequential); a batch that runs alone: the first worker's solo session, intra-op threads onnxruntime default\n",
+    );
+    expect(without.stderr).toContain('intra-op threads 1 per worker, inter-op threads 1 (sequential)\n');
+    expect(without.stderr).not.toContain('solo session');
+    expect(without.results).toEqual(solo.results);
+  }, 120_000);
+
   it("serve refuses the other model kind's batch flag: runs of text models are set in tokens, of image models in images", async () => {
     expect(await serveRefusal(config, ['--max-batch-tokens', '64'])).toContain(
       "--max-batch-tokens sets the runs of text models; this image_classification model's runs are set in images: --max-batch-images",

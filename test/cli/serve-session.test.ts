@@ -75,7 +75,8 @@ describe('session options', () => {
       args: ['--workers', '1', '--graph-optimization-level', '1', '--execution-provider', 'cpu', '--intra-op-threads', '1', '--inter-op-threads', '2', '--disable-grpc'],
     });
     try {
-      expect(served.stderr()).toContain('onnxruntime: execution provider cpu, graph optimization basic, intra-op threads 1 per worker, inter-op threads 2 (parallel)');
+      expect(served.stderr()).toContain('onnxruntime: execution provider cpu, graph optimization basic, intra-op threads 1 per worker, inter-op threads 2 (parallel)\n');
+      expect(served.stderr()).not.toContain('solo session'); // one worker, whose session has the threads asked for
       const response = await fetch(`${served.httpUrl}/predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: ['hello'], normalize: true }) });
       expect(response.status).toBe(200);
     } finally {
@@ -98,7 +99,7 @@ describe('session options refused (exit 2)', () => {
     expect(await refusal(['--compute-units', 'all'])).toMatch(/--compute-units tunes the coreml execution providers/);
     // taken (no usage error): the run goes on to the TLS check, whose refusal is the one reported
     const taken = await refusal(['--disable-cpu-fallback', '--with-arena-allocator', '--cert-file', path.join(work, 'absent.pem'), '--key-file', path.join(work, 'absent.key')]);
-    expect(taken).toMatch(/TLS: cannot read the certificate/);
+    expect(taken).toMatch(/TLS: cannot read the (certificate|private key)/);
   });
 
   it('a graph optimization level that does not exist', async () => {

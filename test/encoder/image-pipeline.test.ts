@@ -12,10 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
 import { InputError } from '../../src/encoder/errors.ts';
-import { preprocessImage } from '../../src/encoder/image/index.ts';
+import { DEFAULT_IMAGE_LIMITS, preprocessImage } from '../../src/encoder/image/index.ts';
 import { installedWasmCodecs } from '../../src/encoder/image/installed-codecs.ts';
-import { readImageModelPackage, type ImageModelPackage } from '../../src/encoder/image-model-package.ts';
+import { soloSessionOptions } from '../../src/encoder/inference-workers.ts';
+import { ImageOnnxModel } from '../../src/encoder/image-model.ts';
+import { expectationOf, readImageModelPackage, type ImageModelPackage } from '../../src/encoder/image-model-package.ts';
 import { ImagePipeline, type ImageClassificationResponse } from '../../src/encoder/image-pipeline.ts';
+import type { ImageModelLoad } from '../../src/encoder/image-worker.ts';
+import { ImageWorkers } from '../../src/encoder/image-workers.ts';
 import { generateVitWeights, TINY_VIT, writeVitModelDirectory } from '../../scripts/model-generator/index.ts';
 import { vitReferenceForward } from '../helpers/vit-reference.ts';
 
@@ -155,4 +159,97 @@ describe('image classification pipeline', () => {
       expect((await pipeline.predict({ inputs: [good] })).results).toHaveLength(1);
     }
   });
+});
+
+/**
+ * The solo session (src/encoder/image-workers.ts, as text workers have it): with two image threads each session is
+ * single-threaded and the first thread also holds a session with onnxruntime's default threads, which runs a batch
+ * that is all the work there is; concurrent batches run on the threads' own sessions; the outputs are the same.
+ */
+describe('image threads: the solo session', () => {
+  const load = (): ImageModelLoad => ({
+    weights: pkg.weights,
+    options: { threads: 1 },
+    expected: expectationOf(pkg),
+    preprocessor: pkg.preprocessor,
+    limits: DEFAULT_IMAGE_LIMITS,
+  });
+  const pixelsOf = (name: string) => preprocessImage(images[name], pkg.preprocessor, { index: 0, wasm: installedWasmCodecs });
+
+  it('runs a batch that runs alone on the first thread\'s solo session and concurrent ones on the threads\' own, with the same outputs', async () => {
+    const local = await ImageOnnxModel.load(pkg.weights, expectationOf(pkg));
+    const workers = await ImageWorkers.load(sourceInferenceWorker(), 2, load(), { solo: soloSessionOptions(load().options, undefined) });
+    try {
+      const expected = await local.run(await pixelsOf('png'));
+      await expect(workers.soloLoaded).resolves.toBe(true);
+      const alone = await workers.run(await pixelsOf('png'));
+      expect(workers.soloRuns).toBe(1);
+      expect(alone.data).toEqual(expected.data);
+      // three at once: the first finds nothing running and takes the solo session, the others the threads' own
+      const pixels = await Promise.all([pixelsOf('png'), pixelsOf('png'), pixelsOf('png')]);
+      const together = await Promise.all(pixels.map((p) => workers.run(p)));
+      expect(workers.soloRuns).toBe(2);
+      for (const output of together) expect(output.data).toEqual(expected.data);
+      // not alone as the scheduler knows it (more work queued): the threads' own sessions
+      await workers.run(await pixelsOf('png'), { alone: false });
+      expect(workers.soloRuns).toBe(2);
+    } finally {
+      await Promise.all([workers.close(), local.close()]);
+    }
+  }, 60_000);
+
+  it('serves a lone request on the solo session by default with two threads; soloThreads 0, threads or one thread: none; the same scores', async () => {
+    const body = { inputs: [images.jpeg.toString('base64')] };
+    const expected = await inline.predict(body);
+    const solo = await ImagePipeline.load(pkg, { workers: 2, inferenceWorker: sourceInferenceWorker() });
+    try {
+      expect(solo.sessionSettings.intraOpThreads).toBe(1); // the two cores divided between the threads (threadsPerWorker)
+      expect(solo.soloSessionSettings?.intraOpThreads).toBeNull(); // onnxruntime's default
+      await expect(solo.soloLoaded).resolves.toBe(true);
+      expect(await solo.predict(body)).toEqual(expected);
+      expect(solo.soloRuns).toBe(1);
+    } finally {
+      await solo.close();
+    }
+    for (const options of [{ workers: 2, soloThreads: 0 }, { workers: 2, threads: 1 }, { workers: 1 }]) {
+      const without = await ImagePipeline.load(pkg, { ...options, inferenceWorker: sourceInferenceWorker() });
+      try {
+        expect(without.soloSessionSettings).toBeNull();
+        await expect(without.soloLoaded).resolves.toBe(false);
+        expect(await without.predict(body)).toEqual(expected);
+        expect(without.soloRuns).toBe(0);
+      } finally {
+        await without.close();
+      }
+    }
+    // asked for with threads given: 2 threads for the solo session
+    const asked = await ImagePipeline.load(pkg, { workers: 2, threads: 1, soloThreads: 2, inferenceWorker: sourceInferenceWorker() });
+    try {
+      expect(asked.soloSessionSettings?.intraOpThreads).toBe(2);
+      await expect(asked.soloLoaded).resolves.toBe(true);
+      expect(await asked.predict(body)).toEqual(expected);
+      expect(asked.soloRuns).toBe(1);
+    } finally {
+      await asked.close();
+    }
+    await expect(ImagePipeline.load(pkg, { workers: 2, soloThreads: 1.5, inferenceWorker: sourceInferenceWorker() })).rejects.toThrow(/soloThreads must be an integer >= 0/);
+  }, 60_000);
+
+  it('keeps the solo session when the first thread is replaced after a large image', async () => {
+    // "large" is 1,000 pixels here: every image's thread (the first, the least busy when idle) is replaced
+    const recycling = await ImagePipeline.load(pkg, { workers: 2, inferenceWorker: sourceInferenceWorker(), recycleAfterPixels: 1000 });
+    try {
+      await expect(recycling.soloLoaded).resolves.toBe(true);
+      const body = { inputs: [images.png.toString('base64')] };
+      const first = await recycling.predict(body);
+      expect(recycling.soloRuns).toBe(1);
+      await expect.poll(() => recycling.threadsRecycled, { timeout: 20_000, interval: 20 }).toBe(1);
+      // the fresh first thread loaded a solo session before taking the old one's place: a lone request runs on it
+      const second = await recycling.predict(body);
+      expect(recycling.soloRuns).toBe(2);
+      expect(second.results).toEqual(first.results);
+    } finally {
+      await recycling.close();
+    }
+  }, 60_000);
 });
