@@ -13,8 +13,8 @@
  * blocks at concurrency 1, alternating rounds at concurrency 8; images/s, p50 and p99 request latency, and the
  * server's images/s over (a)'s and (b)'s. Then, per image, decoding and preprocessing apart from inference: ours and
  * transformers.js's, against one onnxruntime run of one image, and how far transformers.js's pixel_values are from
- * ours (which equal PIL's). Last, the server's image threads with their default onnxruntime threads against
- * `--threads 1` and `--workers 1`.
+ * ours (which equal PIL's). Last, the server's image threads by default (single-threaded sessions and a solo session
+ * for a lone batch) against `--threads 1`, `--threads <cores>` (the default before the solo session) and `--workers 1`.
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -189,11 +189,14 @@ const vitConfig = (modelDir: string) => `encoder:\n  name: vit-small\n  path: ${
 
 /**
  * How `serve` runs an image model's onnxruntime, side by side on the 224×224 set (/predict, base64 JSON): the default
- * (two image threads, each session with onnxruntime's default threads), `--threads 1` (the two cores divided between
- * them, as text workers have it by default) and `--workers 1`; raw onnxruntime takes its turn at concurrency 1.
+ * (two image threads, the cores divided between their sessions, and a solo session with onnxruntime's default threads
+ * on the first for a batch that runs alone), `--threads 1` (the same without the solo session), `--threads <cores>`
+ * (each thread's session on every core, the default before the solo session) and `--workers 1`; raw onnxruntime takes
+ * its turn at concurrency 1.
  */
 async function threadRows(work: string, modelDir: string, images: readonly BenchImage[], session: ort.InferenceSession): Promise<void> {
-  const configurations = [[], ['--threads', '1'], ['--workers', '1']];
+  const cores = String(os.availableParallelism());
+  const configurations = [[], ['--threads', '1'], ['--threads', cores], ['--workers', '1']];
   const servers: ServedModel[] = [];
   try {
     for (const args of configurations) servers.push(await serveBuilt(work, 'vit-small', vitConfig(modelDir), args));
@@ -206,7 +209,8 @@ async function threadRows(work: string, modelDir: string, images: readonly Bench
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, send] of sends.entries()) loaded[k].push(await driveRequests(requestCount(8, false), 8, (n) => n, 1, send));
     }
-    const rows = configurations.map((args, k) => [args.length === 0 ? '(default)' : args.join(' '), `${cell(one[k])} (${(one[k].p50 / raw.p50).toFixed(2)})`, cell(mergeRounds(loaded[k]))]);
+    const labelOf = (args: string[]) => (args.length === 0 ? '(default)' : args[1] === cores ? `${args.join(' ')} (each thread on every core)` : args.join(' '));
+    const rows = configurations.map((args, k) => [labelOf(args), `${cell(one[k])} (${(one[k].p50 / raw.p50).toFixed(2)})`, cell(mergeRounds(loaded[k]))]);
     rows.push(['raw onnxruntime (its default threads)', cell(raw), '']);
     printTable(
       `Image threads: /predict (base64 JSON), 224×224 set, images/s / p50 ms / p99 ms, (p50 against raw onnxruntime in the same turns); all configurations serving at once, measured in turns (load average ${loadAverage()})`,
