@@ -14,6 +14,7 @@ import type { PixelValues } from './image/index.ts';
 import type { InferenceWorkerScript } from './inference-workers.ts';
 import type { ImageJob, ImageModelLoad, ImageWorkerReply, ImageWorkerRequest } from './image-worker.ts';
 import type { OnnxModelOptions } from './onnx-model.ts';
+import { loadSoloOrWarn, SoloSessionState } from './solo-session.ts';
 import { Tensor } from './tensor.ts';
 import { startRoleThread } from './role-thread.ts';
 
@@ -42,9 +43,7 @@ class ImageThread {
   #closed: (() => void) | null = null;
   /** Called when the last pending job is answered (drainAndClose). */
   #idle: (() => void) | null = null;
-  /** Set while the solo session loads; resolves to whether it did. */
-  #soloLoading: ((error: Error | null) => void) | null = null;
-  #hasSolo = false;
+  readonly #solo = new SoloSessionState();
   /** A replacement is being started: this thread takes no new jobs once it has joined. */
   replacing = false;
 
@@ -65,19 +64,13 @@ class ImageThread {
 
   /** The thread runs and holds a solo session. */
   get soloReady(): boolean {
-    return this.#hasSolo && this.#dead === null;
+    return this.#solo.loaded && this.#dead === null;
   }
 
   /** Loads the solo session beside the thread's own; rejects (and the thread goes on without it) when it does not load. */
   async loadSolo(options: OnnxModelOptions): Promise<void> {
     if (this.#dead) throw this.#dead;
-    const { promise, resolve } = Promise.withResolvers<Error | null>();
-    this.#soloLoading = resolve;
-    this.#worker.postMessage({ kind: 'load-solo', options } satisfies ImageWorkerRequest);
-    const error = await promise;
-    this.#soloLoading = null;
-    if (error) throw error;
-    this.#hasSolo = true;
+    await this.#solo.load(() => this.#worker.postMessage({ kind: 'load-solo', options } satisfies ImageWorkerRequest));
   }
 
   #listen(): void {
@@ -87,7 +80,7 @@ class ImageThread {
         return;
       }
       if (reply.kind === 'solo-loaded') {
-        this.#soloLoading?.(reply.error ? errorFromMessage(reply.error) : null);
+        this.#solo.answered(reply.error);
         return;
       }
       if (reply.kind === 'loaded' || reply.id === null) return;
@@ -102,7 +95,7 @@ class ImageThread {
       for (const pending of this.#pending.values()) pending.reject(new InternalError(`an image thread stopped: ${error.message}`, { cause: error }));
       this.#pending.clear();
       this.#closed?.();
-      this.#soloLoading?.(error);
+      this.#solo.failed(error);
     };
     this.#worker.on('error', die);
     this.#worker.on('exit', (code) => die(new Error(`it exited with code ${code}`)));
@@ -125,7 +118,7 @@ class ImageThread {
 
   async close(): Promise<void> {
     if (this.#dead) return;
-    this.#soloLoading?.(new InternalError('the image thread is closed'));
+    this.#solo.failed(new InternalError('the image thread is closed'));
     await new Promise<void>((resolve) => {
       this.#closed = resolve;
       this.#worker.postMessage({ kind: 'close' } satisfies ImageWorkerRequest);
@@ -193,15 +186,8 @@ export class ImageWorkers {
     return this.#soloRuns;
   }
 
-  async #loadSolo(thread: ImageThread): Promise<boolean> {
-    if (this.#soloOptions === null || this.#closed) return false;
-    try {
-      await thread.loadSolo(this.#soloOptions);
-      return true;
-    } catch (error) {
-      if (!this.#closed) process.emitWarning(`the solo session did not load (${(error as Error).message}); a lone batch runs on an image thread's own session`);
-      return false;
-    }
+  #loadSolo(thread: ImageThread): Promise<boolean> {
+    return loadSoloOrWarn(this.#soloOptions, (options) => thread.loadSolo(options), () => this.#closed, "an image thread's own session");
   }
 
   /** Threads replaced so far after a large image. */

@@ -21,6 +21,7 @@ import { sessionOptionsFor, settingsOf, type ModelSignature, type OnnxModelOptio
 import { epochMs, setRunTiming } from './request-phases.ts';
 import { disableOnnxruntimeTelemetry } from './onnxruntime-environment.ts';
 import type { WorkerReply, WorkerRequest } from './onnx-worker.ts';
+import { loadSoloOrWarn, SoloSessionState } from './solo-session.ts';
 import { Tensor } from './tensor.ts';
 import type { PaddedBatch } from './tokenizer/index.ts';
 
@@ -123,10 +124,7 @@ class InferenceWorker {
   #nextId = 0;
   #dead: Error | null = null;
   #closed: (() => void) | null = null;
-  /** Set while the solo session loads; resolves to whether it did. */
-  #soloLoading: ((error: Error | null) => void) | null = null;
-  /** The worker holds a solo session (load-solo answered). */
-  #hasSolo = false;
+  readonly #solo = new SoloSessionState();
 
   private constructor(worker: Worker) {
     this.#worker = worker;
@@ -179,19 +177,13 @@ class InferenceWorker {
   }
 
   get hasSolo(): boolean {
-    return this.#hasSolo;
+    return this.#solo.loaded;
   }
 
   /** Loads the solo session beside the worker's own; rejects (and the worker goes on without it) when it does not load. */
   async loadSolo(request: Extract<WorkerRequest, { kind: 'load-solo' }>): Promise<void> {
     if (this.#dead) throw this.#dead;
-    const { promise, resolve } = Promise.withResolvers<Error | null>();
-    this.#soloLoading = resolve;
-    this.#worker.postMessage(request);
-    const error = await promise;
-    this.#soloLoading = null;
-    if (error) throw error;
-    this.#hasSolo = true;
+    await this.#solo.load(() => this.#worker.postMessage(request));
   }
 
   /** Runs one padded batch, on the solo session when `solo` and the worker has one. */
@@ -200,7 +192,7 @@ class InferenceWorker {
     const id = this.#nextId++;
     const { promise, resolve, reject } = Promise.withResolvers<Tensor>();
     this.#pending.set(id, { resolve, reject, dispatchedMs: epochMs(), rows: batch.batchSize, sequenceLength: batch.sequenceLength });
-    const message: WorkerRequest = { kind: 'run', id, batch, solo: solo && this.#hasSolo };
+    const message: WorkerRequest = { kind: 'run', id, batch, solo: solo && this.#solo.loaded };
     try {
       // The padded inputs were made for this run alone: handing their buffers over saves copying them.
       this.#worker.postMessage(message, [batch.inputIds.buffer, batch.attentionMask.buffer, batch.tokenTypeIds.buffer] as ArrayBuffer[]);
@@ -215,7 +207,7 @@ class InferenceWorker {
   async close(): Promise<void> {
     if (this.#dead) return;
     this.#dead = new InternalError('the inference worker is closed');
-    this.#soloLoading?.(this.#dead);
+    this.#solo.failed(this.#dead);
     await new Promise<void>((resolve) => {
       this.#closed = resolve;
       this.#worker.postMessage({ kind: 'close' } satisfies WorkerRequest);
@@ -230,7 +222,7 @@ class InferenceWorker {
         return;
       }
       if (reply.kind === 'solo-loaded') {
-        this.#soloLoading?.(reply.error ? errorFromMessage(reply.error) : null);
+        this.#solo.answered(reply.error);
         return;
       }
       if (reply.kind !== 'ran' && reply.kind !== 'failed') return;
@@ -250,7 +242,7 @@ class InferenceWorker {
       for (const run of this.#pending.values()) run.reject(error);
       this.#pending.clear();
       this.#closed?.();
-      this.#soloLoading?.(error);
+      this.#solo.failed(error);
     };
     this.#worker.on('error', (error: Error) => die(new InternalError(`the inference worker failed: ${error.message}`, { cause: error })));
     this.#worker.on('exit', (code) => die(new InternalError(`the inference worker exited (code ${code})`)));
@@ -326,15 +318,8 @@ export class InferenceWorkers {
     return this.#soloRuns;
   }
 
-  async #loadSolo(worker: InferenceWorker): Promise<boolean> {
-    if (this.#soloLoad === null || this.#closing) return false;
-    try {
-      await worker.loadSolo(this.#soloLoad);
-      return true;
-    } catch (error) {
-      if (!this.#closing) process.emitWarning(`the solo session did not load (${(error as Error).message}); a lone batch runs on one worker's own session`);
-      return false;
-    }
+  #loadSolo(worker: InferenceWorker): Promise<boolean> {
+    return loadSoloOrWarn(this.#soloLoad, (request) => worker.loadSolo(request), () => this.#closing, "one worker's own session");
   }
 
   async #join(starting: Promise<PromiseSettledResult<{ worker: InferenceWorker }>>, ordinal: number): Promise<void> {

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
 import { InputError } from '../../src/encoder/errors.ts';
@@ -195,6 +195,22 @@ describe('image threads: the solo session', () => {
       expect(workers.soloRuns).toBe(2);
     } finally {
       await Promise.all([workers.close(), local.close()]);
+    }
+  }, 60_000);
+
+  it('goes on without a solo session that does not load, with a warning, running every batch on the threads\' own', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    // the solo session's options name an execution provider onnxruntime does not have: only its load fails
+    const workers = await ImageWorkers.load(sourceInferenceWorker(), 2, load(), { solo: { threads: 2, sessionOptions: { executionProviders: ['no-such-provider'] } } });
+    try {
+      await expect(workers.soloLoaded).resolves.toBe(false);
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/^the solo session did not load \(.+\); a lone batch runs on an image thread's own session$/));
+      const output = await workers.run(await pixelsOf('png'));
+      expect(output.dims).toEqual([1, TINY_VIT.labels.length]);
+      expect(workers.soloRuns).toBe(0);
+    } finally {
+      warn.mockRestore();
+      await workers.close();
     }
   }, 60_000);
 
