@@ -62,7 +62,7 @@ export const timed =
  * system's threads to take a core from the next system's first requests. Each turn waits this long, then sends
  * TURN_WARM_UP requests that are not counted, which start its own threads as a system serving back to back has them.
  */
-const TURN_PAUSE_MS = 60;
+export const TURN_PAUSE_MS = 60;
 const TURN_WARM_UP = 3;
 
 /**

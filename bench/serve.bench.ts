@@ -51,6 +51,7 @@ import {
   residentMiB,
   serveBuilt,
   sleep,
+  TURN_PAUSE_MS,
   takeTurnsAtOne,
   timed,
   type Answer,
@@ -227,7 +228,9 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
     const probes: number[] = [];
     if (concurrency === 1) {
       [a, b, c, d, e] = await alternatingAtOne([rawAnswer, timed(sendB), timed(sendC), timed(sendD), timed(sendE)], count, inputs, inputs === 1 ? 16 : 4);
-      // the reference of the physical limit, between the rows (the machine's speed drifts)
+      // the reference of the physical limit, between the rows (the machine's speed drifts); after the last turn's
+      // onnxruntime threads (the bare server's, which spin) have stopped
+      await sleep(TURN_PAUSE_MS);
       matMul.push(...(await matMulRate(shape.hidden, shape.intermediate)).samples);
     } else {
       const rounds: Result[][] = [[], [], [], []];
