@@ -114,39 +114,16 @@ function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[numbe
   }
 }
 
-/** PostgreSQL's type of each column (a parameter in a SELECT list has none of its own). */
-const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
-  id: 'TEXT',
-  request_id: 'TEXT',
-  created_at: 'BIGINT',
-  user_id: 'TEXT',
-  key_id: 'TEXT',
-  endpoint: 'TEXT',
-  provider: 'TEXT',
-  model: 'TEXT',
-  route: 'TEXT',
-  attempts: 'INTEGER',
-  prompt_tokens: 'INTEGER',
-  completion_tokens: 'INTEGER',
-  search_units: 'INTEGER',
-  cost_nanos: 'BIGINT',
-  overshoot_nanos: 'BIGINT',
-  status: 'TEXT',
-  status_code: 'INTEGER',
-  duration_ms: 'DOUBLE PRECISION',
-  reason: 'TEXT',
-  instance_id: 'TEXT',
-  holds: 'TEXT',
-};
+/** A call's pending_calls row as JSON (column: value; money as a string), for json_populate_record. */
+export type PendingCallRow = Record<string, SqlValue>;
 
 /**
- * The INSERT of a call's pending row as part of the statement that takes its (last) budget hold on PostgreSQL: it
- * selects from the CTE `hold`, so the row is written exactly when the hold is taken, in the same round trip.
+ * A call's pending row, to be inserted by the statement that takes its (last) budget hold on PostgreSQL
+ * (Budgets.admit): written exactly when the hold is taken, in the same round trip.
  */
-export function pendingRowWithHold(row: CallRow): Statement {
-  return { sql: PENDING_ROW_WITH_HOLD, params: PENDING_COLUMNS.map((column) => valueOf(row, column)) };
+export function pendingRowWithHold(row: CallRow): PendingCallRow {
+  return Object.fromEntries(PENDING_COLUMNS.map((column) => [column, valueOf(row, column)]));
 }
-const PENDING_ROW_WITH_HOLD = `INSERT INTO pending_calls (${PENDING_COLUMNS.join(', ')}) SELECT ${PENDING_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`;
 
 /** Multi-row INSERTs of `rows` (one per 500 rows) into `columns` of `table`. */
 function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][], table = 'usage'): Statement[] {
