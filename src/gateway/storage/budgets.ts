@@ -25,8 +25,18 @@ const HOLD = `UPDATE budgets SET reserved_nanos = reserved_nanos + ?
   WHERE budget_id = ? AND (period_ends_at IS NULL OR ? < period_ends_at)
     AND spend_nanos + reserved_nanos < max_budget_nanos AND spend_nanos + reserved_nanos + ? <= max_budget_nanos`;
 const HELD = 'spend_nanos, soft_budget_nanos, max_budget_nanos';
-/** The call's pending row (JSON, PendingCallRow) inserted by a hold's statement when the hold is taken (CTE `hold`). */
-const PENDING_WITH_HOLD = 'INSERT INTO pending_calls SELECT p.* FROM hold, json_populate_record(NULL::pending_calls, CAST(? AS json)) AS p';
+/**
+ * PostgreSQL: HOLD and this instance's share of it (budget_reservations) in one statement; with the call's pending
+ * row (JSON, PendingCallRow) inserted when the hold is taken, or without.
+ */
+const sharedHold = (opening: boolean) => `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${
+  opening ? ', opened AS (INSERT INTO pending_calls SELECT p.* FROM hold, json_populate_record(NULL::pending_calls, CAST(? AS json)) AS p)' : ''
+},
+  share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
+    ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
+  SELECT ${HELD} FROM hold`;
+const SHARED_HOLD = sharedHold(false);
+const SHARED_HOLD_OPENING = sharedHold(true);
 
 /** Holds of concurrent calls taken in one statement (PostgreSQL), at most this many (a JSON parameter). */
 const HOLDS_PER_STATEMENT = 500;
@@ -179,12 +189,16 @@ export class Budgets {
       holder,
       bigintJson(requests.map(({ id, amount, now, pending }, i) => ({ i, budget_id: id, amount, at_ms: now, pending: pending?.(taken[i]) ?? null }))),
     ]);
-    // A refusal is the budget's own only for the first request refused on it; a later one counted that one's amount.
-    const refused = new Set<string>();
+    // The first request refused on a budget was refused as it would have been alone; a later one counted that one's
+    // amount too, so it is asked again alone unless it asks for at least as much at the same time or later (then it
+    // would not fit either, nor fall in a period the first did not).
+    const firstRefused = new Map<string, HoldRequest>();
     return rows.map((row, i) => {
       if (row.held === true) return admissionOf(taken[i], row);
-      if (refused.has(requests[i].id)) return ALONE;
-      refused.add(requests[i].id);
+      const request = requests[i];
+      const first = firstRefused.get(request.id);
+      if (first === undefined) firstRefused.set(request.id, request);
+      else if (request.amount < first.amount || request.now < first.now) return ALONE;
       return null;
     });
   }
@@ -198,13 +212,7 @@ export class Budgets {
       const taken: BudgetHold = { budget_id: id, reserved_nanos: amount, holder };
       const row = pending?.(taken);
       try {
-        const rows = await this.#driver.allRelaxed(
-          `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${row ? `, opened AS (${PENDING_WITH_HOLD})` : ''},
-           share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
-             ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
-           SELECT ${HELD} FROM hold`,
-          [...params, ...(row ? [bigintJson(row)] : []), holder, amount],
-        );
+        const rows = await this.#driver.allRelaxed(row ? SHARED_HOLD_OPENING : SHARED_HOLD, [...params, ...(row ? [bigintJson(row)] : []), holder, amount]);
         return admissionOf(taken, rows[0]);
       } catch (error) {
         // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was

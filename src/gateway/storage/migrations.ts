@@ -417,7 +417,8 @@ export const MIGRATIONS: Migration[] = [
       // fresh snapshot). A request is held when its budget's period has not ended at its `at_ms` and the budget can hold
       // it together with every earlier request of the batch on that budget, held or not (a running sum): so what is
       // held never exceeds what one statement per request would have held; a request refused after an earlier refusal
-      // on its budget may have been refused for that one's amount, and the caller asks again alone (Budgets).
+      // on its budget may have been refused for that one's amount, and the caller asks again alone if it asked for less
+      // (Budgets).
       `CREATE FUNCTION gateway_hold_calls(holder TEXT, requests TEXT)
          RETURNS TABLE (i INTEGER, held BOOLEAN, spend_nanos BIGINT, soft_budget_nanos BIGINT, max_budget_nanos BIGINT)
          LANGUAGE plpgsql VOLATILE AS $$
