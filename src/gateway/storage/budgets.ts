@@ -35,6 +35,8 @@ const sharedHold = (opening: boolean) => `WITH hold AS (${HOLD} RETURNING budget
   share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
     ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
   SELECT ${HELD} FROM hold`;
+/** SQLite: HOLD alone (one gateway per file: no shares). */
+const LONE_HOLD = `${HOLD} RETURNING ${HELD}`;
 const SHARED_HOLD = sharedHold(false);
 const SHARED_HOLD_OPENING = sharedHold(true);
 
@@ -171,7 +173,7 @@ export class Budgets {
   async #hold(request: HoldRequest): Promise<BudgetAdmission | null> {
     if (!this.#shared) {
       const { id, amount, now } = request;
-      return admissionOf({ budget_id: id, reserved_nanos: amount, holder: null }, (await this.#driver.allRelaxed(`${HOLD} RETURNING ${HELD}`, [amount, id, now, amount]))[0]);
+      return admissionOf({ budget_id: id, reserved_nanos: amount, holder: null }, (await this.#driver.allRelaxed(LONE_HOLD, [amount, id, now, amount]))[0]);
     }
     const held = await this.#holds.add(request);
     return held === ALONE ? this.#holdAlone(request) : held;
