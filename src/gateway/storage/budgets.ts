@@ -162,10 +162,17 @@ export class Budgets {
    * known only then), inserted in the hold's statement exactly when the hold is taken.
    */
   async admit(id: string, amount: bigint, now = Date.now(), pending?: (hold: BudgetHold) => PendingCallRow): Promise<BudgetAdmission | null> {
+    let triedInCurrent = false;
     for (let round = 0; round < HOLD_ROUNDS; round++) {
       const admitted = await this.#hold({ id, amount, now, pending });
       if (admitted) return admitted;
-      if (!(await this.#startNextPeriod(id, now))) return null;
+      const period = await this.#startNextPeriod(id, now);
+      if (period === 'started') continue;
+      // A budget whose period has not ended refuses for good, unless the refusal saw the period before it: another
+      // call or instance started this one between the hold and the read (at a boundary, many calls race so). One
+      // more hold in the current period settles it.
+      if (period === 'none' || triedInCurrent) return null;
+      triedInCurrent = true;
     }
     return null;
   }
@@ -228,16 +235,18 @@ export class Budgets {
 
   /**
    * Starts the budget's next period (spend 0) if its current one ended by `now`: a compare-and-set on the end it read,
-   * so that when several instances see the end at once only the first resets (the others find the new period). False
-   * when the period has not ended (or the budget is gone): a refused hold was a refusal.
+   * so that when several instances see the end at once only the first resets (the others find the new period):
+   * 'started' (by this call or, just now, by another). 'current' when the period has not ended; 'none' when the budget
+   * never resets (or is gone).
    */
-  async #startNextPeriod(id: string, now: number): Promise<boolean> {
+  async #startNextPeriod(id: string, now: number): Promise<'started' | 'current' | 'none'> {
     const [row] = await this.#driver.all('SELECT reset_every_seconds, reset_alignment, reset_time_zone, period_ends_at FROM budgets WHERE budget_id = ?', [id]);
     const ends = row ? num(row.period_ends_at) : null;
-    if (ends === null || now < ends) return false;
+    if (ends === null) return 'none';
+    if (now < ends) return 'current';
     const next = periodAt(scheduleOf(row), now);
     await this.#driver.run('UPDATE budgets SET spend_nanos = 0, period_started_at = ?, period_ends_at = ? WHERE budget_id = ? AND period_ends_at = ?', [next.start, next.end, id, ends]);
-    return true;
+    return 'started';
   }
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
