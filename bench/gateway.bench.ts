@@ -13,7 +13,8 @@
  * table already holds n rows of the bench key before the first call (a gateway that has served for a while; written
  * directly, ids made as the gateway makes them), --compare <dir>[,<dir>…]: also the gateways of these source trees
  * (other checkouts, e.g. `git worktree add ../base <commit>` with node_modules linked), started together with this
- * one's, each on a database (PostgreSQL: a server) of its own, and measured cell by cell in turn, --rounds <n>: every cell n times (the variants' order rotating).
+ * one's, each on a database (PostgreSQL: a server) of its own, and measured cell by cell in turn, --rounds <n>: every cell n times (the variants' order rotating),
+ * --concurrency <n>[,<n>…]: only these (default 1,32,128).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -24,7 +25,7 @@ import { startPostgres } from '../test/gateway/helpers/postgres.ts';
 import { management, prefillUsage, startGatewayProcess, type GatewayProcess } from './gateway-process.ts';
 import { ms, printTable } from './measure.ts';
 
-const CONCURRENCY = [1, 32, 128];
+const DEFAULT_CONCURRENCY = [1, 32, 128];
 /** The model route the second gateway rows call: two targets sharing the calls. */
 const ROUTE = 'bench-route';
 const args = process.argv.slice(2);
@@ -148,6 +149,7 @@ async function main(): Promise<void> {
   const only = option('--only');
   const usageRows = Number(option('--usage-rows') ?? 0);
   const rounds = Number(option('--rounds') ?? 1);
+  const concurrencies = option('--concurrency')?.split(',').map(Number) ?? DEFAULT_CONCURRENCY;
   const compare = option('--compare')?.split(',').filter(Boolean) ?? [];
   const variants: Variant[] = [{ label: compare.length > 0 ? 'this' : '' }, ...compare.map((root) => ({ label: path.basename(path.resolve(root)), root: path.resolve(root) }))];
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gateway-bench-'));
@@ -227,7 +229,7 @@ async function main(): Promise<void> {
         }
         for (let round = 0; round < rounds; round++) {
           for (const [model, label] of [['openai:gpt-fake', 'provider:model'], [ROUTE, 'route of 2']]) {
-            for (const concurrency of CONCURRENCY) {
+            for (const concurrency of concurrencies) {
               // The direct provider just before the gateways: the ratio compares like with like on a busy machine.
               const base = await load(provider.baseURL, 'sk-bench', concurrency, seconds);
               for (let turn = 0; turn < variants.length; turn++) {

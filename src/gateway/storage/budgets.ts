@@ -1,8 +1,10 @@
 import { periodAt, type ResetAlignment, type ResetSchedule } from '../budget-periods.ts';
 import type { Row, SqlDriver, Statement } from './driver.ts';
+import { GroupCommit } from './group-commit.ts';
 import type { InstanceRegistration } from './instances.ts';
 import type { BudgetAdmission, BudgetHold, BudgetRecord, BudgetSettlement, Metadata } from './records.ts';
 import { assignments, bigintJson, isForeignKeyViolation, json, nanos, newId, num, parseJson } from './rows.ts';
+import type { PendingCallRow } from './usage.ts';
 
 /** What a budget is made with; `schedule` null or absent: its spend never starts again. */
 export interface BudgetFields {
@@ -23,6 +25,34 @@ const HOLD = `UPDATE budgets SET reserved_nanos = reserved_nanos + ?
   WHERE budget_id = ? AND (period_ends_at IS NULL OR ? < period_ends_at)
     AND spend_nanos + reserved_nanos < max_budget_nanos AND spend_nanos + reserved_nanos + ? <= max_budget_nanos`;
 const HELD = 'spend_nanos, soft_budget_nanos, max_budget_nanos';
+/**
+ * PostgreSQL: HOLD and this instance's share of it (budget_reservations) in one statement; with the call's pending
+ * row (JSON, PendingCallRow) inserted when the hold is taken, or without.
+ */
+const sharedHold = (opening: boolean) => `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${
+  opening ? ', opened AS (INSERT INTO pending_calls SELECT p.* FROM hold, json_populate_record(NULL::pending_calls, CAST(? AS json)) AS p)' : ''
+},
+  share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
+    ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
+  SELECT ${HELD} FROM hold`;
+/** SQLite: HOLD alone (one gateway per file: no shares). */
+const LONE_HOLD = `${HOLD} RETURNING ${HELD}`;
+const SHARED_HOLD = sharedHold(false);
+const SHARED_HOLD_OPENING = sharedHold(true);
+
+/** Holds of concurrent calls taken in one statement (PostgreSQL), at most this many (a JSON parameter). */
+const HOLDS_PER_STATEMENT = 500;
+
+/** A hold asked for: `amount` on budget `id` at `now`, with the call's pending row when it is the call's last hold. */
+interface HoldRequest {
+  id: string;
+  amount: bigint;
+  now: number;
+  pending?: (hold: BudgetHold) => PendingCallRow;
+}
+
+/** A request a batch may have refused for another's amount (gateway_hold_calls): asked again alone. */
+const ALONE = Symbol('alone');
 
 /** Rounds of "hold, else start the next period": after a reset the period ends in the future, so two suffice (more if a PATCH moves it meanwhile). */
 const HOLD_ROUNDS = 4;
@@ -41,11 +71,14 @@ export class Budgets {
   readonly #driver: SqlDriver;
   readonly #shared: boolean;
   readonly #registration: InstanceRegistration;
+  /** PostgreSQL: the holds of calls that arrive while one is being taken, taken together (gateway_hold_calls). */
+  readonly #holds: GroupCommit<HoldRequest, BudgetAdmission | null | typeof ALONE>;
 
   constructor(driver: SqlDriver, shared: boolean, registration: InstanceRegistration) {
     this.#driver = driver;
     this.#shared = shared;
     this.#registration = registration;
+    this.#holds = new GroupCommit((requests) => this.#holdTogether(requests), HOLDS_PER_STATEMENT);
   }
 
   async create(budget: BudgetFields, now = Date.now()): Promise<BudgetRecord> {
@@ -111,53 +144,85 @@ export class Budgets {
     return changes[2] > 0;
   }
 
-  /** PostgreSQL: a hold's statement can carry another write (`also` of reserve), a call's pending usage row. */
+  /** PostgreSQL: a hold's statement can carry the call's pending row (`pending` of admit). */
   get holdsCarryWrites(): boolean {
     return this.#shared;
   }
 
   /** Takes `amount` nano-dollars of headroom (see admit); null when the budget cannot hold it. */
-  async reserve(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetHold | null> {
-    return (await this.admit(id, amount, now, also))?.hold ?? null;
+  async reserve(id: string, amount: bigint, now = Date.now(), pending?: (hold: BudgetHold) => PendingCallRow): Promise<BudgetHold | null> {
+    return (await this.admit(id, amount, now, pending))?.hold ?? null;
   }
 
   /**
    * Takes `amount` nano-dollars of headroom if the budget can hold it (HOLD), starting its next period first when the
    * current one is over. Null when the budget cannot hold it (or does not exist).
    *
-   * `also` (PostgreSQL only, see holdsCarryWrites): a write done in the hold's statement exactly when the hold is
-   * taken, made from the hold (its holder is known only then); it may select from the CTE `hold`.
+   * `pending` (PostgreSQL only, see holdsCarryWrites): the call's pending_calls row, made from the hold (its holder is
+   * known only then), inserted in the hold's statement exactly when the hold is taken.
    */
-  async admit(id: string, amount: bigint, now = Date.now(), also?: (hold: BudgetHold) => Statement): Promise<BudgetAdmission | null> {
+  async admit(id: string, amount: bigint, now = Date.now(), pending?: (hold: BudgetHold) => PendingCallRow): Promise<BudgetAdmission | null> {
+    let triedInCurrent = false;
     for (let round = 0; round < HOLD_ROUNDS; round++) {
-      const admitted = await this.#hold(id, amount, now, also);
+      const admitted = await this.#hold({ id, amount, now, pending });
       if (admitted) return admitted;
-      if (!(await this.#startNextPeriod(id, now))) return null;
+      const period = await this.#startNextPeriod(id, now);
+      if (period === 'started') continue;
+      // A budget whose period has not ended refuses for good, unless the refusal saw the period before it: another
+      // call or instance started this one between the hold and the read (at a boundary, many calls race so). One
+      // more hold in the current period settles it.
+      if (period === 'none' || triedInCurrent) return null;
+      triedInCurrent = true;
     }
     return null;
   }
 
-  async #hold(id: string, amount: bigint, now: number, also?: (hold: BudgetHold) => Statement): Promise<BudgetAdmission | null> {
+  async #hold(request: HoldRequest): Promise<BudgetAdmission | null> {
+    if (!this.#shared) {
+      const { id, amount, now } = request;
+      return admissionOf({ budget_id: id, reserved_nanos: amount, holder: null }, (await this.#driver.allRelaxed(LONE_HOLD, [amount, id, now, amount]))[0]);
+    }
+    const held = await this.#holds.add(request);
+    return held === ALONE ? this.#holdAlone(request) : held;
+  }
+
+  /**
+   * PostgreSQL: the holds of a group commit, one statement for all (gateway_hold_calls, migration 15), or HOLD alone
+   * for one. Fewer statements and commits than calls under concurrency, and the budget row is locked once per batch.
+   */
+  async #holdTogether(requests: HoldRequest[]): Promise<(BudgetAdmission | null | typeof ALONE)[]> {
+    if (requests.length === 1) return [await this.#holdAlone(requests[0])];
+    const holder = this.#registration.id;
+    const taken = requests.map(({ id, amount }): BudgetHold => ({ budget_id: id, reserved_nanos: amount, holder }));
+    const rows = await this.#driver.allRelaxed('SELECT * FROM gateway_hold_calls(CAST(? AS TEXT), CAST(? AS TEXT))', [
+      holder,
+      bigintJson(requests.map(({ id, amount, now, pending }, i) => ({ i, budget_id: id, amount, at_ms: now, pending: pending?.(taken[i]) ?? null }))),
+    ]);
+    // The first request refused on a budget was refused as it would have been alone; a later one counted that one's
+    // amount too, so it is asked again alone unless it asks for at least as much at the same time or later (then it
+    // would not fit either, nor fall in a period the first did not).
+    const firstRefused = new Map<string, HoldRequest>();
+    return rows.map((row, i) => {
+      if (row.held === true) return admissionOf(taken[i], row);
+      const request = requests[i];
+      const first = firstRefused.get(request.id);
+      if (first === undefined) firstRefused.set(request.id, request);
+      else if (request.amount < first.amount || request.now < first.now) return ALONE;
+      return null;
+    });
+  }
+
+  /** PostgreSQL: one hold in a statement of its own (HOLD, its share in budget_reservations, its pending row). */
+  async #holdAlone({ id, amount, now, pending }: HoldRequest): Promise<BudgetAdmission | null> {
     const params = [amount, id, now, amount];
-    const admission = (taken: BudgetHold, rows: Row[]): BudgetAdmission | null =>
-      rows[0]
-        ? { hold: taken, spend_nanos: nanos(rows[0].spend_nanos), soft_budget_nanos: rows[0].soft_budget_nanos === null ? null : nanos(rows[0].soft_budget_nanos), max_budget_nanos: nanos(rows[0].max_budget_nanos) }
-        : null;
-    if (!this.#shared) return admission({ budget_id: id, reserved_nanos: amount, holder: null }, await this.#driver.allRelaxed(`${HOLD} RETURNING ${HELD}`, params));
     for (let attempt = 1; ; attempt++) {
       const seen = this.#registration.count;
       const holder = this.#registration.id;
       const taken: BudgetHold = { budget_id: id, reserved_nanos: amount, holder };
-      const carried = also?.(taken);
+      const row = pending?.(taken);
       try {
-        const rows = await this.#driver.allRelaxed(
-          `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${carried ? `, carried AS (${carried.sql})` : ''},
-           share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
-             ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
-           SELECT ${HELD} FROM hold`,
-          [...params, ...(carried?.params ?? []), holder, amount],
-        );
-        return admission(taken, rows);
+        const rows = await this.#driver.allRelaxed(row ? SHARED_HOLD_OPENING : SHARED_HOLD, [...params, ...(row ? [bigintJson(row)] : []), holder, amount]);
+        return admissionOf(taken, rows[0]);
       } catch (error) {
         // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was
         // undone. Register (again) and hold under the registration that now exists (a few times: a reaper may take
@@ -170,16 +235,18 @@ export class Budgets {
 
   /**
    * Starts the budget's next period (spend 0) if its current one ended by `now`: a compare-and-set on the end it read,
-   * so that when several instances see the end at once only the first resets (the others find the new period). False
-   * when the period has not ended (or the budget is gone): a refused hold was a refusal.
+   * so that when several instances see the end at once only the first resets (the others find the new period):
+   * 'started' (by this call or, just now, by another). 'current' when the period has not ended; 'none' when the budget
+   * never resets (or is gone).
    */
-  async #startNextPeriod(id: string, now: number): Promise<boolean> {
+  async #startNextPeriod(id: string, now: number): Promise<'started' | 'current' | 'none'> {
     const [row] = await this.#driver.all('SELECT reset_every_seconds, reset_alignment, reset_time_zone, period_ends_at FROM budgets WHERE budget_id = ?', [id]);
     const ends = row ? num(row.period_ends_at) : null;
-    if (ends === null || now < ends) return false;
+    if (ends === null) return 'none';
+    if (now < ends) return 'current';
     const next = periodAt(scheduleOf(row), now);
     await this.#driver.run('UPDATE budgets SET spend_nanos = 0, period_started_at = ?, period_ends_at = ? WHERE budget_id = ? AND period_ends_at = ?', [next.start, next.end, id, ends]);
-    return true;
+    return 'started';
   }
 
   /** Gives back a reservation whose call never happened (another budget refused it). */
@@ -216,6 +283,12 @@ export class Budgets {
     }
     if (statements.length > 0) await this.#driver.transaction(statements);
   }
+}
+
+/** What a hold's statement returned of its budget (HELD), or null when it took no hold. */
+function admissionOf(hold: BudgetHold, row: Row | undefined): BudgetAdmission | null {
+  if (!row) return null;
+  return { hold, spend_nanos: nanos(row.spend_nanos), soft_budget_nanos: row.soft_budget_nanos === null ? null : nanos(row.soft_budget_nanos), max_budget_nanos: nanos(row.max_budget_nanos) };
 }
 
 function scheduleOf(row: Row): ResetSchedule {

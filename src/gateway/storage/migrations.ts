@@ -405,6 +405,48 @@ export const MIGRATIONS: Migration[] = [
       'INSERT INTO config_version (id, version) VALUES (1, 0)',
     ],
   },
+  {
+    version: 15,
+    name: 'PostgreSQL: the budget holds of concurrent calls taken in one statement (group commit), their pending rows with them',
+    onlyOn: 'postgres',
+    statements: [
+      // Holds (a JSON array of {i, budget_id, amount, at_ms, pending}: `pending` a pending_calls row as JSON, or null), in
+      // the order given, all under the instance registration `holder`; one row per request: whether it was held and
+      // what its budget's spend and limits were. The instance row is locked first, then the budget rows in budget_id
+      // order (the order a reap takes them), each read after its lock (in a VOLATILE function every statement takes a
+      // fresh snapshot). A request is held when its budget's period has not ended at its `at_ms` and the budget can hold
+      // it together with every earlier request of the batch on that budget, held or not (a running sum): so what is
+      // held never exceeds what one statement per request would have held; a request refused after an earlier refusal
+      // on its budget may have been refused for that one's amount, and the caller asks again alone if it asked for less
+      // (Budgets).
+      `CREATE FUNCTION gateway_hold_calls(holder TEXT, requests TEXT)
+         RETURNS TABLE (i INTEGER, held BOOLEAN, spend_nanos BIGINT, soft_budget_nanos BIGINT, max_budget_nanos BIGINT)
+         LANGUAGE plpgsql VOLATILE AS $$
+       #variable_conflict use_column
+       BEGIN
+         PERFORM 1 FROM gateway_instances g WHERE g.instance_id = holder FOR KEY SHARE;
+         PERFORM 1 FROM budgets b WHERE b.budget_id = ANY (ARRAY(SELECT x.budget_id FROM json_to_recordset(requests::json) AS x (budget_id TEXT)))
+           ORDER BY b.budget_id FOR NO KEY UPDATE;
+         RETURN QUERY
+         WITH req AS (SELECT * FROM json_to_recordset(requests::json) AS x (i INTEGER, budget_id TEXT, amount BIGINT, at_ms BIGINT, pending JSON)),
+         running AS (SELECT r.*, SUM(r.amount) OVER (PARTITION BY r.budget_id ORDER BY r.i) AS upto FROM req r),
+         decided AS (
+           SELECT r.i, r.budget_id, r.amount, r.pending, b.spend_nanos, b.soft_budget_nanos, b.max_budget_nanos,
+               COALESCE((b.period_ends_at IS NULL OR r.at_ms < b.period_ends_at)
+                 AND b.spend_nanos + b.reserved_nanos + r.upto - r.amount < b.max_budget_nanos
+                 AND b.spend_nanos + b.reserved_nanos + r.upto <= b.max_budget_nanos, FALSE) AS held
+             FROM running r LEFT JOIN budgets b ON b.budget_id = r.budget_id),
+         sums AS (SELECT d.budget_id, SUM(d.amount) AS amount FROM decided d WHERE d.held GROUP BY d.budget_id),
+         taken AS (UPDATE budgets b SET reserved_nanos = b.reserved_nanos + s.amount FROM sums s WHERE b.budget_id = s.budget_id),
+         shared AS (
+           INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT holder, s.budget_id, s.amount FROM sums s
+             ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos),
+         opened AS (INSERT INTO pending_calls SELECT p.* FROM decided d, json_populate_record(NULL::pending_calls, d.pending) AS p WHERE d.held AND d.pending IS NOT NULL)
+         SELECT d.i, d.held, d.spend_nanos, d.soft_budget_nanos, d.max_budget_nanos FROM decided d ORDER BY d.i;
+       END
+       $$`,
+    ],
+  },
 ];
 
 export const SCHEMA_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -114,58 +114,51 @@ function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[numbe
   }
 }
 
-/** PostgreSQL's type of each column (a parameter in a SELECT list has none of its own). */
-const COLUMN_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
-  id: 'TEXT',
-  request_id: 'TEXT',
-  created_at: 'BIGINT',
-  user_id: 'TEXT',
-  key_id: 'TEXT',
-  endpoint: 'TEXT',
-  provider: 'TEXT',
-  model: 'TEXT',
-  route: 'TEXT',
-  attempts: 'INTEGER',
-  prompt_tokens: 'INTEGER',
-  completion_tokens: 'INTEGER',
-  search_units: 'INTEGER',
-  cost_nanos: 'BIGINT',
-  overshoot_nanos: 'BIGINT',
-  status: 'TEXT',
-  status_code: 'INTEGER',
-  duration_ms: 'DOUBLE PRECISION',
-  reason: 'TEXT',
-  instance_id: 'TEXT',
-  holds: 'TEXT',
-};
+/** A call's pending_calls row as JSON (column: value; money as a string), for json_populate_record. */
+export type PendingCallRow = Record<string, SqlValue>;
 
 /**
- * The INSERT of a call's pending row as part of the statement that takes its (last) budget hold on PostgreSQL: it
- * selects from the CTE `hold`, so the row is written exactly when the hold is taken, in the same round trip.
+ * A call's pending row, to be inserted by the statement that takes its (last) budget hold on PostgreSQL
+ * (Budgets.admit): written exactly when the hold is taken, in the same round trip.
  */
-export function pendingRowWithHold(row: CallRow): Statement {
-  return { sql: PENDING_ROW_WITH_HOLD, params: PENDING_COLUMNS.map((column) => valueOf(row, column)) };
+export function pendingRowWithHold(row: CallRow): PendingCallRow {
+  return Object.fromEntries(PENDING_COLUMNS.map((column) => [column, valueOf(row, column)]));
 }
-const PENDING_ROW_WITH_HOLD = `INSERT INTO pending_calls (${PENDING_COLUMNS.join(', ')}) SELECT ${PENDING_COLUMNS.map((column) => `CAST(? AS ${COLUMN_TYPES[column]})`).join(', ')} FROM hold`;
 
 /** Multi-row INSERTs of `rows` (one per 500 rows) into `columns` of `table`. */
 function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][], table = 'usage'): Statement[] {
-  const placeholders = `(${columns.map(() => '?').join(', ')})`;
   const statements: Statement[] = [];
   for (let start = 0; start < rows.length; start += USAGE_ROWS_PER_INSERT) {
     const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
-    statements.push({
-      sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${chunk.map(() => placeholders).join(', ')}`,
-      params: chunk.flatMap((row) => columns.map((column) => valueOf(row, column))),
-    });
+    statements.push({ sql: insertSql(table, columns, chunk.length), params: chunk.flatMap((row) => columns.map((column) => valueOf(row, column))) });
   }
   return statements;
 }
+
+/**
+ * The INSERT of `count` rows into `columns` (one of this module's column lists) of `table`, made once per shape: a
+ * batch's statement is then the same string each time, which the driver's statement caches find without hashing a
+ * new string of a few kilobytes.
+ */
+function insertSql(table: string, columns: readonly string[], count: number): string {
+  let byShape = INSERT_SQL.get(columns);
+  if (!byShape) INSERT_SQL.set(columns, (byShape = new Map()));
+  const shape = `${table} ${count}`;
+  let sql = byShape.get(shape);
+  if (sql === undefined) {
+    const placeholders = `(${columns.map(() => '?').join(', ')})`;
+    byShape.set(shape, (sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array.from({ length: count }, () => placeholders).join(', ')}`));
+  }
+  return sql;
+}
+const INSERT_SQL = new Map<readonly string[], Map<string, string>>();
 
 /** One row per model call (table usage): written with the settlement of the call's budget holds, read by analytics. */
 export class UsageLog {
   readonly #driver: SqlDriver;
   readonly #budgets: Budgets;
+  /** PostgreSQL: the statement that finishes a batch of calls, by the batch's size (see insertSql). */
+  readonly #completions = new Map<number, string>();
 
   constructor(driver: SqlDriver, budgets: Budgets) {
     this.#driver = driver;
@@ -210,13 +203,15 @@ export class UsageLog {
       // One statement (gateway_settle_opened, migration 12, undoes it if a pending row was missing); the rows as
       // multi-row INSERTs with parameters, as record() writes them: cheaper for the server than reading them out of JSON.
       const rows = inserts(calls, CALL_COLUMNS);
+      let sql = this.#completions.get(calls.length);
+      if (sql === undefined) {
+        sql = `WITH gone AS (DELETE FROM pending_calls WHERE id = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json)))) RETURNING 1),
+           ${rows.map(({ sql: insert }, i) => `u${i} AS (${insert})`).join(', ')}
+           SELECT gateway_settle_opened(CAST(? AS TEXT), (SELECT COUNT(*) FROM gone), CAST(? AS BIGINT))`;
+        this.#completions.set(calls.length, sql);
+      }
       try {
-        await this.#driver.run(
-          `WITH gone AS (DELETE FROM pending_calls WHERE id = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json)))) RETURNING 1),
-           ${rows.map(({ sql }, i) => `u${i} AS (${sql})`).join(', ')}
-           SELECT gateway_settle_opened(CAST(? AS TEXT), (SELECT COUNT(*) FROM gone), CAST(? AS BIGINT))`,
-          [JSON.stringify(calls.map((call) => call.id)), ...rows.flatMap(({ params }) => params), bigintJson(settlements), opened],
-        );
+        await this.#driver.run(sql, [JSON.stringify(calls.map((call) => call.id)), ...rows.flatMap(({ params }) => params), bigintJson(settlements), opened]);
       } catch (error) {
         // A call of the batch was settled as interrupted meanwhile (its pending row gone, or its usage row written)
         if (!isSettledMeanwhile(error)) throw error;
