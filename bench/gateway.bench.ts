@@ -14,7 +14,7 @@
  * directly, ids made as the gateway makes them), --compare <dir>[,<dir>…]: also the gateways of these source trees
  * (other checkouts, e.g. `git worktree add ../base <commit>` with node_modules linked), started together with this
  * one's, each on a database (PostgreSQL: a server) of its own, and measured cell by cell in turn, --rounds <n>: every cell n times (the variants' order rotating),
- * --concurrency <n>[,<n>…]: only these (default 1,32,128).
+ * --concurrency <n>[,<n>…]: only these (default 1,32,128), --priority: the bench's session at nice -20 (bench/measure.ts).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -23,7 +23,7 @@ import path from 'node:path';
 import { FakeOpenAIProcess } from '../test/fakes/openai-compatible-process.ts';
 import { startPostgres } from '../test/gateway/helpers/postgres.ts';
 import { management, prefillUsage, startGatewayProcess, type GatewayProcess } from './gateway-process.ts';
-import { ms, printTable } from './measure.ts';
+import { ms, printTable, takePriorityIfAsked } from './measure.ts';
 
 const DEFAULT_CONCURRENCY = [1, 32, 128];
 /** The model route the second gateway rows call: two targets sharing the calls. */
@@ -145,6 +145,7 @@ interface Variant {
 }
 
 async function main(): Promise<void> {
+  takePriorityIfAsked();
   const seconds = Number(option('--seconds') ?? 4);
   const only = option('--only');
   const usageRows = Number(option('--usage-rows') ?? 0);

@@ -17,15 +17,14 @@
  * concurrency 8 and 32 in alternating rounds. Their aims (issues 12, 13 and 30) are printed as PASS/FAIL, with the
  * physical limit: the model's FLOPs per token, from its shape, times the tokens per second reached, against the
  * GFLOP/s of onnxruntime on one large matrix product of the model's width measured in the same run.
- * `--priority` (root): the bench's session runs at nice -20 in the scheduler's autogroups, so that on a machine shared
- * with other sessions' tests it gets the cores when it wants them (Linux gives each session's autogroup an equal share
- * whatever its processes' nice values; the autogroup's own nice is what weighs).
+ * `--priority` (root): the bench's session at nice -20 in the scheduler's autogroups (bench/measure.ts), so that on a
+ * machine shared with other sessions' tests it gets the cores when it wants them.
  * `--only image`: an image classifier (a ViT-S/16-shaped model) against raw onnxruntime on pre-decoded tensors and
  * transformers.js's image pipeline, decoding timed apart (bench/serve-image.ts); `all` runs it last.
  * Needs the host's base runtime (npm run build:runtime -- --target host).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -36,7 +35,7 @@ import { normalizeInPlace, poolTokens } from '../src/encoder/pooling.ts';
 import { Tensor } from '../src/encoder/tensor.ts';
 import { grpcClient, type ServedModel } from '../test/helpers/served-model.ts';
 import { encoderFlops, encoderShapeOf, matMulRate, type EncoderShape } from './hardware-limit.ts';
-import { median, printTable } from './measure.ts';
+import { median, printTable, takePriorityIfAsked } from './measure.ts';
 import { imageRows } from './serve-image.ts';
 import {
   baseRuntime,
@@ -184,17 +183,6 @@ async function startBareServer(): Promise<{ url: string; stop: () => void }> {
     child.once('exit', (code) => reject(new Error(`bare-embeddings-server exited with ${code}`)));
   });
   return { url, stop: () => child.kill('SIGTERM') };
-}
-
-/** `--priority`: this session's autogroup and this process at nice -20 (children inherit both); false where not allowed. */
-function takePriority(): boolean {
-  try {
-    writeFileSync('/proc/self/autogroup', '-20');
-    os.setPriority(-20);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
@@ -400,7 +388,7 @@ async function main(): Promise<void> {
   if (!existsSync(baseRuntime)) throw new Error(`${baseRuntime} is absent: run npm run build:runtime -- --target host`);
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : 'all';
   if (!['all', 'sentence', 'token', 'image'].includes(only)) throw new Error(`--only ${only}: expected sentence, token or image`);
-  if (process.argv.includes('--priority')) console.log(takePriority() ? 'scheduling: this session at nice -20 (--priority)' : 'scheduling: --priority refused (not root?); shared as usual');
+  takePriorityIfAsked();
   const work = mkdtempSync(path.join(os.tmpdir(), 'bench-serve-'));
   try {
     if (only !== 'image') await textRows(work, only);
