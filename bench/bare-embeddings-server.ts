@@ -4,7 +4,7 @@
  * mean pooling and normalisation, JSON.stringify of OpenAI's response. No validation, limits, batching, metrics or
  * anything else a server needs. bench:serve measures it beside raw onnxruntime and `serve` (row (e)) so that the cost
  * of being an HTTP server on this machine at all is measured, apart from the cost of this server's own work.
- * Prints `listening <url>` once its session is loaded.
+ * Prints `listening <url>` on stderr once its session is loaded.
  */
 import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -74,7 +74,7 @@ async function server(modelDir: string): Promise<void> {
   });
   listener.listen(0, '127.0.0.1', () => {
     const address = listener.address() as { port: number };
-    console.log(`listening http://127.0.0.1:${address.port}`);
+    process.stderr.write(`listening http://127.0.0.1:${address.port}\n`);
   });
   process.on('SIGTERM', () => process.exit(0));
 }

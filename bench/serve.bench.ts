@@ -23,7 +23,6 @@
  * transformers.js's image pipeline, decoding timed apart (bench/serve-image.ts); `all` runs it last.
  * Needs the host's base runtime (npm run build:runtime -- --target host).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +32,7 @@ import { readModelPackage } from '../src/encoder/model-package.ts';
 import { EncoderTokenizer, type Encoding } from '../src/encoder/tokenizer/index.ts';
 import { normalizeInPlace, poolTokens } from '../src/encoder/pooling.ts';
 import { Tensor } from '../src/encoder/tensor.ts';
+import { startListening, type ListeningExecutable } from '../test/helpers/executables.ts';
 import { grpcClient, type ServedModel } from '../test/helpers/served-model.ts';
 import { encoderFlops, encoderShapeOf, matMulRate, type EncoderShape } from './hardware-limit.ts';
 import { median, printTable, takePriorityIfAsked } from './measure.ts';
@@ -170,19 +170,9 @@ async function warmedUp(served: ServedModel): Promise<ServedModel> {
   return served;
 }
 
-/** (e): bench/bare-embeddings-server.ts on the bench model; its /v1/embeddings-shaped URL and how to stop it. */
-async function startBareServer(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [path.join(root, 'bench', 'bare-embeddings-server.ts'), modelDir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening (\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`bare-embeddings-server exited with ${code}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM') };
+/** (e): bench/bare-embeddings-server.ts on the bench model, started as the tests start executables; `address`: its base URL. */
+function startBareServer(work: string): Promise<ListeningExecutable> {
+  return startListening(process.execPath, [path.join(root, 'bench', 'bare-embeddings-server.ts'), modelDir], { cacheDir: path.join(work, 'cache') }, /listening (\S+)/);
 }
 
 const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
@@ -203,8 +193,8 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
   const sendB = (texts: string[]) => extractor(texts, { pooling: 'mean', normalize: true });
   const sendC = (texts: string[]) => postPredict(served.httpUrl, JSON.stringify({ input: texts, model: 'minilm', encoding_format: 'float' }), '/v1/embeddings');
   const sendD = (texts: string[]) => grpc.predict({ inputs: texts });
-  const bare = await startBareServer();
-  const sendE = (texts: string[]) => postPredict(bare.url, JSON.stringify({ input: texts, model: 'minilm', encoding_format: 'float' }), '/v1/embeddings');
+  const bare = await startBareServer(work);
+  const sendE = (texts: string[]) => postPredict(bare.address, JSON.stringify({ input: texts, model: 'minilm', encoding_format: 'float' }), '/v1/embeddings');
   const shape = encoderShapeOf(JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')));
   const rows: (string | number)[][] = [];
   const measured = new Map<string, { a: Result; b: Result; c: Result; d: Result; e: Result | null; probes: number[] }>();
@@ -250,7 +240,7 @@ async function sentenceRows(work: string, tokenizer: EncoderTokenizer, session: 
     ]);
   }
   grpc.close();
-  bare.stop();
+  await bare.stop();
   await served.stop();
   printTable(
     `Sentence embeddings, MiniLM-shaped model: sequences/s / p50 ms / p99 ms (inputs of 8–64 words; side by side: turns of blocks at concurrency 1, ${ROUNDS_AT_32} alternating rounds at 32)`,
