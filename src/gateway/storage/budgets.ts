@@ -4,7 +4,7 @@ import { GroupCommit } from './group-commit.ts';
 import type { InstanceRegistration } from './instances.ts';
 import type { BudgetAdmission, BudgetHold, BudgetRecord, BudgetSettlement, Metadata } from './records.ts';
 import { assignments, bigintJson, isForeignKeyViolation, json, nanos, newId, num, parseJson } from './rows.ts';
-import type { PendingCallRow } from './usage.ts';
+import { pendingInsertFrom, pendingRowObject, type PendingCallRow } from './usage-columns.ts';
 
 /** What a budget is made with; `schedule` null or absent: its spend never starts again. */
 export interface BudgetFields {
@@ -27,11 +27,9 @@ const HOLD = `UPDATE budgets SET reserved_nanos = reserved_nanos + ?
 const HELD = 'spend_nanos, soft_budget_nanos, max_budget_nanos';
 /**
  * PostgreSQL: HOLD and this instance's share of it (budget_reservations) in one statement; with the call's pending
- * row (JSON, PendingCallRow) inserted when the hold is taken, or without.
+ * row (PendingCallRow, as parameters) inserted when the hold is taken, or without.
  */
-const sharedHold = (opening: boolean) => `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${
-  opening ? ', opened AS (INSERT INTO pending_calls SELECT p.* FROM hold, json_populate_record(NULL::pending_calls, CAST(? AS json)) AS p)' : ''
-},
+const sharedHold = (opening: boolean) => `WITH hold AS (${HOLD} RETURNING budget_id, ${HELD})${opening ? `, opened AS (${pendingInsertFrom('hold')})` : ''},
   share AS (INSERT INTO budget_reservations (instance_id, budget_id, reserved_nanos) SELECT CAST(? AS TEXT), budget_id, CAST(? AS BIGINT) FROM hold
     ON CONFLICT (instance_id, budget_id) DO UPDATE SET reserved_nanos = budget_reservations.reserved_nanos + excluded.reserved_nanos)
   SELECT ${HELD} FROM hold`;
@@ -196,7 +194,12 @@ export class Budgets {
     const taken = requests.map(({ id, amount }): BudgetHold => ({ budget_id: id, reserved_nanos: amount, holder }));
     const rows = await this.#driver.allRelaxed('SELECT * FROM gateway_hold_calls(CAST(? AS TEXT), CAST(? AS TEXT))', [
       holder,
-      bigintJson(requests.map(({ id, amount, now, pending }, i) => ({ i, budget_id: id, amount, at_ms: now, pending: pending?.(taken[i]) ?? null }))),
+      bigintJson(
+        requests.map(({ id, amount, now, pending }, i) => {
+          const row = pending?.(taken[i]);
+          return { i, budget_id: id, amount, at_ms: now, pending: row ? pendingRowObject(row) : null };
+        }),
+      ),
     ]);
     // The first request refused on a budget was refused as it would have been alone; a later one counted that one's
     // amount too, so it is asked again alone unless it asks for at least as much at the same time or later (then it
@@ -221,7 +224,7 @@ export class Budgets {
       const taken: BudgetHold = { budget_id: id, reserved_nanos: amount, holder };
       const row = pending?.(taken);
       try {
-        const rows = await this.#driver.allRelaxed(row ? SHARED_HOLD_OPENING : SHARED_HOLD, [...params, ...(row ? [bigintJson(row)] : []), holder, amount]);
+        const rows = await this.#driver.allRelaxed(row ? SHARED_HOLD_OPENING : SHARED_HOLD, [...params, ...(row ?? []), holder, amount]);
         return admissionOf(taken, rows[0]);
       } catch (error) {
         // This instance has no row (not registered yet, or reaped since): the whole statement, hold included, was

@@ -7,7 +7,7 @@ import { GatewayStore } from './store.ts';
 export { GatewayStore } from './store.ts';
 export { newId } from './rows.ts';
 export { GroupCommit } from './group-commit.ts';
-export { pendingRowWithHold } from './usage.ts';
+export { pendingRowWithHold } from './usage-columns.ts';
 export type * from './records.ts';
 export type { BudgetFields } from './budgets.ts';
 

@@ -2,6 +2,7 @@ import { settlementSums, type Budgets } from './budgets.ts';
 import type { Row, SqlDriver, SqlValue, Statement, SyncSql } from './driver.ts';
 import type { BudgetSettlement, CallProgress, CallRow, UsageRecord, UsageStatus, UsageTotals } from './records.ts';
 import { bigintJson, nanos } from './rows.ts';
+import { CALL_COLUMNS, PENDING_COLUMNS, USAGE_COLUMNS, valueOf, type CallColumn } from './usage-columns.ts';
 
 /** Which usage rows an analytics query covers; every field narrows it (epoch ms: since inclusive, until exclusive). */
 export interface UsageFilter {
@@ -56,35 +57,6 @@ export interface InFlightCall extends Pick<UsageRecord, 'id' | 'request_id' | 'c
 }
 const IN_FLIGHT_COLUMNS = ['id', 'request_id', 'created_at', 'user_id', 'key_id', 'endpoint', 'provider', 'model', 'route', 'cost_nanos', 'instance_id'] as const;
 
-const USAGE_COLUMNS = [
-  'id',
-  'request_id',
-  'created_at',
-  'user_id',
-  'key_id',
-  'endpoint',
-  'provider',
-  'model',
-  'route',
-  'attempts',
-  'prompt_tokens',
-  'completion_tokens',
-  'search_units',
-  'cost_nanos',
-  'overshoot_nanos',
-  'status',
-  'status_code',
-  'duration_ms',
-  'reason',
-] as const satisfies readonly (keyof UsageRecord)[];
-/** What a call writes besides: its instance and its holds (JSON). */
-const CALL_COLUMNS = [...USAGE_COLUMNS, 'instance_id', 'holds'] as const;
-/**
- * A call in flight (table pending_calls, migration 12): what its usage row would say if it were settled as
- * interrupted now; the other columns have a fixed value then (INTERRUPTED_ROWS).
- */
-const INTERRUPTED_ONLY = new Set<string>(['attempts', 'overshoot_nanos', 'status', 'status_code', 'reason']);
-const PENDING_COLUMNS = CALL_COLUMNS.filter((column) => !INTERRUPTED_ONLY.has(column));
 /**
  * The INSERT that turns the pending calls `cut` (a CTE or table with PENDING_COLUMNS) into usage rows `interrupted`
  * for `reason` (a parameter), charged what they were last recorded at: their hold, or what their stream delivered.
@@ -94,39 +66,8 @@ export const INTERRUPTED_ROWS = (cut: string) =>
    SELECT ${PENDING_COLUMNS.join(', ')}, 1, 0, 'interrupted', 0, CAST(? AS TEXT) FROM ${cut}`;
 const USAGE_ROWS_PER_INSERT = 500;
 
-/** A row's value of a column, as bound. */
-function valueOf(row: UsageRecord | CallRow, column: (typeof CALL_COLUMNS)[number]): SqlValue {
-  switch (column) {
-    case 'route':
-      return row.route ?? null;
-    case 'attempts':
-      return row.attempts ?? 1;
-    case 'overshoot_nanos':
-      return row.overshoot_nanos ?? 0;
-    case 'reason':
-      return row.reason ?? null;
-    case 'instance_id':
-      return 'instance_id' in row ? row.instance_id : null;
-    case 'holds':
-      return 'holds' in row && row.holds.length > 0 ? bigintJson(row.holds) : null;
-    default:
-      return row[column];
-  }
-}
-
-/** A call's pending_calls row as JSON (column: value; money as a string), for json_populate_record. */
-export type PendingCallRow = Record<string, SqlValue>;
-
-/**
- * A call's pending row, to be inserted by the statement that takes its (last) budget hold on PostgreSQL
- * (Budgets.admit): written exactly when the hold is taken, in the same round trip.
- */
-export function pendingRowWithHold(row: CallRow): PendingCallRow {
-  return Object.fromEntries(PENDING_COLUMNS.map((column) => [column, valueOf(row, column)]));
-}
-
 /** Multi-row INSERTs of `rows` (one per 500 rows) into `columns` of `table`. */
-function inserts(rows: (UsageRecord | CallRow)[], columns: readonly (typeof CALL_COLUMNS)[number][], table = 'usage'): Statement[] {
+function inserts(rows: (UsageRecord | CallRow)[], columns: readonly CallColumn[], table = 'usage'): Statement[] {
   const statements: Statement[] = [];
   for (let start = 0; start < rows.length; start += USAGE_ROWS_PER_INSERT) {
     const chunk = rows.slice(start, start + USAGE_ROWS_PER_INSERT);
@@ -202,16 +143,28 @@ export class UsageLog {
       );
       // One statement (gateway_settle_opened, migration 12, undoes it if a pending row was missing); the rows as
       // multi-row INSERTs with parameters, as record() writes them: cheaper for the server than reading them out of JSON.
+      // One call settling one budget (every call at low concurrency) binds its settlement as it is (gateway_settle_one,
+      // migration 16): no JSON to write or read.
       const rows = inserts(calls, CALL_COLUMNS);
-      let sql = this.#completions.get(calls.length);
+      const one = calls.length === 1 && settlements.length === 1;
+      let sql = this.#completions.get(one ? 0 : calls.length);
       if (sql === undefined) {
-        sql = `WITH gone AS (DELETE FROM pending_calls WHERE id = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json)))) RETURNING 1),
-           ${rows.map(({ sql: insert }, i) => `u${i} AS (${insert})`).join(', ')}
-           SELECT gateway_settle_opened(CAST(? AS TEXT), (SELECT COUNT(*) FROM gone), CAST(? AS BIGINT))`;
-        this.#completions.set(calls.length, sql);
+        const inserted = rows.map(({ sql: insert }, i) => `u${i} AS (${insert})`).join(', ');
+        sql = one
+          ? `WITH gone AS (DELETE FROM pending_calls WHERE id = ? RETURNING 1), ${inserted}
+             SELECT gateway_settle_one((SELECT COUNT(*) FROM gone), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))`
+          : `WITH gone AS (DELETE FROM pending_calls WHERE id = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json)))) RETURNING 1), ${inserted}
+             SELECT gateway_settle_opened(CAST(? AS TEXT), (SELECT COUNT(*) FROM gone), CAST(? AS BIGINT))`;
+        this.#completions.set(one ? 0 : calls.length, sql);
       }
+      const rowValues = rows.flatMap(({ params }) => params);
       try {
-        await this.#driver.run(sql, [JSON.stringify(calls.map((call) => call.id)), ...rows.flatMap(({ params }) => params), bigintJson(settlements), opened]);
+        if (one) {
+          const [{ budget_id, holder, reserved, actual }] = settlements;
+          await this.#driver.run(sql, [calls[0].id, ...rowValues, opened, budget_id, holder, reserved, actual]);
+        } else {
+          await this.#driver.run(sql, [JSON.stringify(calls.map((call) => call.id)), ...rowValues, bigintJson(settlements), opened]);
+        }
       } catch (error) {
         // A call of the batch was settled as interrupted meanwhile (its pending row gone, or its usage row written)
         if (!isSettledMeanwhile(error)) throw error;
