@@ -20,7 +20,8 @@ import { DEFAULT_BATCH_SETTINGS } from '../src/encoder/batch-scheduler.ts';
 import { parseBuildConfig } from '../src/encoder/config.ts';
 import { readModelPackage, type ModelPackage } from '../src/encoder/model-package.ts';
 import { OnnxModel } from '../src/encoder/onnx-model.ts';
-import { PredictPipeline, type PipelineOptions } from '../src/encoder/predict-pipeline.ts';
+import { PredictPipeline } from '../src/encoder/predict-pipeline.ts';
+import type { PipelineOptions } from '../src/encoder/pipeline-options.ts';
 import { benchModelDir as modelDir, ensureBenchModel, repoRoot as root, sentence } from './workload.ts';
 import { median, ms, printTable } from './measure.ts';
 

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { CodecFiles } from '../encoder/image-codecs.ts';
 import type { ImageModelPackage } from '../encoder/image-model-package.ts';
 import type { ModelPackage } from '../encoder/model-package.ts';
-import type { PipelineOptions } from '../encoder/predict-pipeline.ts';
+import type { PipelineOptions } from '../encoder/pipeline-options.ts';
 
 /** Where `infer`, `serve` and `mcp` get their model: a build configuration (`--config`) or the executable's own assets. */
 export interface ModelSource {

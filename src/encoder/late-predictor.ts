@@ -2,7 +2,7 @@ import type { BatchRunListener, BatchStats } from './batch-scheduler.ts';
 import type { ModelType } from './config.ts';
 import { InternalError } from './errors.ts';
 import { parseJsonBytes } from '../shared/json-bytes.ts';
-import type { BatchingPredictor } from './predict-pipeline.ts';
+import type { BatchingPredictor } from './predictor.ts';
 import type { DecodeRequest, EmbedRequest, EmbedResult, ModelMetadata, PredictResponse, RerankRequest, RerankResult, ServingLimits, TokenizeRequest, TokenSpan } from './schemas.ts';
 
 /**

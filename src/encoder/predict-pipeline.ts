@@ -1,5 +1,3 @@
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import type * as ort from 'onnxruntime-node';
 import { attentionMaskOf, needsAttentionMask, postprocessBatch, type PostprocessSettings } from './batch-postprocess.ts';
 import {
   BatchScheduler,
@@ -14,9 +12,12 @@ import {
 import { POOLED_MODEL_TYPES, type ModelType, type Pooling } from './config.ts';
 import { ConfigError, InputError, InternalError, isEncoderError } from './errors.ts';
 import { labelsOf, type ModelPackage } from './model-package.ts';
-import { InferenceWorkers, type InferenceWorkerScript } from './inference-workers.ts';
+import { InferenceWorkers } from './inference-workers.ts';
 import { OnnxModel, type ModelSignature, type SessionSettings } from './onnx-model.ts';
-import { epochMs, requestPhases, runTimingOf, setRunTiming } from './request-phases.ts';
+import { epochMs, requestPhases, setRunTiming } from './request-phases.ts';
+import { DEFAULT_INLINE_TOKENIZE_UNITS, requestLimitsOf, type PipelineOptions, type RequestLimits } from './pipeline-options.ts';
+import type { BatchingPredictor } from './predictor.ts';
+import { mapInSlices, runInPieces, tokenizeRequest, tokensOf, tooManyTokens, type TokenizeWork } from './request-pieces.ts';
 import { normalizeInPlace, poolRow } from './pooling.ts';
 import { parsePredictRequest } from './requests.ts';
 import {
@@ -48,108 +49,16 @@ import { releaseMemorySoon } from '../shared/release-memory.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import { softmax, type Tensor } from './tensor.ts';
 import { EncoderTokenizer, type Encoding, type PaddedBatch } from './tokenizer/index.ts';
-import { startsOf, unpackEncoding } from './tokenizer/packed-encodings.ts';
-import { TokenizerWorkers, type TokenizeJob } from './tokenizer-workers.ts';
+import { TokenizerWorkers } from './tokenizer-workers.ts';
 import { checkTransform, DEFAULT_CHECK_TIMEOUT_MS, LuaTransform } from './transform/index.ts';
 import { textOf, unitsOfText } from './large-texts.ts';
 import { LARGE_WORK_UNITS, unitsOf } from './work-size.ts';
-
-/** Longest the tokenizing or the shaping of one request's results holds the event loop at a time (mapInSlices). */
-const SLICE_MS = 4;
-
-/**
- * Requests whose texts are longer than this, in UTF-16 units in all, are tokenized on a tokenizer thread when the
- * pipeline has one (workers > 0). Below it, the worst text measured (CJK through a byte-level BPE) tokenizes in a few
- * milliseconds, less than the round trip to a thread costs a short query (docs/decisions.md).
- */
-export const DEFAULT_INLINE_TOKENIZE_UNITS = 1024;
-
-/** A request this long (UTF-16 units) is handed to the tokenizer thread in an event-loop turn of its own. */
 
 /**
  * An untruncated text (tokenize) may hold this many code points per token of the model's length: text-embeddings-
  * inference's bound (MAX_CHAR_MULTIPLIER), which keeps the tokenizing of one text short.
  */
 const MAX_CHARS_PER_TOKEN = 250;
-
-/** OpenAI's limits per embeddings request, the defaults here: 2,048 inputs and 300,000 tokens. */
-export const DEFAULT_MAX_REQUEST_INPUTS = 2048;
-export const DEFAULT_MAX_REQUEST_TOKENS = 300_000;
-
-export interface PipelineOptions {
-  /**
-   * onnxruntime intra-op threads (per worker); default: onnxruntime's choice (one per physical core), or with several
-   * workers the cores divided between them.
-   */
-  threads?: number;
-  /**
-   * Worker threads that run onnxruntime, each with its own session, so that a batch never holds the event loop
-   * (`serve` uses 1 by default). 0, the default here: the session runs on the calling thread (`infer`, build checks).
-   */
-  workers?: number;
-  /**
-   * Intra-op threads of the solo session, a second session in the first worker that runs a batch when no other batch
-   * is running (inference-workers.ts, soloSessionThreads); 0: none. Default: onnxruntime's own threads with several
-   * workers and `threads` not given, else none. Workers only.
-   */
-  soloThreads?: number;
-  /** How to start an inference worker (required with workers > 0): its file from source, its bundled text in the executable. */
-  inferenceWorker?: InferenceWorkerScript;
-  /**
-   * Largest padded size of one onnxruntime run (rows × longest row, in tokens), over the sequences of all waiting
-   * requests; a single longer sequence runs alone. Default: DEFAULT_BATCH_SETTINGS (measured, docs/decisions.md).
-   */
-  maxBatchTokens?: number;
-  /** Longest the oldest waiting sequence waits for others to join its run while onnxruntime is idle (0: none). */
-  maxWaitMs?: number;
-  /** Largest number of sequences in one run; default: only maxBatchTokens bounds a run. */
-  maxBatchSequences?: number;
-  /**
-   * Most tokens one request may hold (its inputs after tokenization, special tokens included); more is an
-   * InputError. Bounds what a single request can make the process hold: its outputs, and for embeddings a response
-   * of one vector per token. Default: no limit (the command line's `serve` sets one, docs/http-api.md).
-   */
-  maxRequestTokens?: number;
-  /**
-   * Longest the Lua transform may run on one batch before that batch fails with an InternalError; default
-   * DEFAULT_TRANSFORM_TIMEOUT_MS. Lua runs in each inference worker after its session (on the calling thread without
-   * workers), so without a limit a script that never returns (e.g. a loop that depends on the input) would hold that
-   * thread, and every batch sent to it, for good.
-   */
-  transformTimeoutMs?: number;
-  /**
-   * Most bytes the Lua transform's state may hold (its tables and strings; tensors are not counted); default
-   * DEFAULT_MEMORY_LIMIT_BYTES (256 MiB). A batch that needs more fails with an InternalError (docs/transforms.md).
-   */
-  transformMemoryLimitBytes?: number;
-  /** wasmoon's glue.wasm, when it is not beside the wasmoon package (single executable). */
-  luaWasmPath?: string;
-  /** The scheduler's other settings and clock; for benchmarks and tests (the defaults are the measured ones). */
-  schedulerTuning?: Omit<BatchSchedulerOptions, 'maxBatchTokens' | 'maxWaitMs' | 'maxBatchSequences'>;
-  /** Replaces onnxruntime session options; for benchmarks that compare them. */
-  sessionOptions?: ort.InferenceSession.SessionOptions;
-  /** Most inputs one request may hold; more is an InputError. Default: no limit (`serve` sets OpenAI's 2,048). */
-  maxRequestInputs?: number;
-  /**
-   * Most tokens a request may hold when its response carries one result per token (`predict` of embedding and
-   * token_classification models): what bounds the size of such a response. Default: maxRequestTokens.
-   */
-  maxTokenResults?: number;
-  /**
-   * Threads that tokenize large requests (workers > 0 only; they run the inference worker's script). Default 1;
-   * 0: every request is tokenized on the calling thread, in slices.
-   */
-  tokenizerThreads?: number;
-  /** Requests longer than this (UTF-16 units of all their texts) go to a tokenizer thread; default DEFAULT_INLINE_TOKENIZE_UNITS. */
-  inlineTokenizeUnits?: number;
-}
-
-/** The limits one request is held to. */
-interface RequestLimits {
-  inputs: number;
-  tokens: number;
-  tokenResults: number;
-}
 
 /** What runs the model: a session on this thread, or sessions in worker threads. */
 interface ModelRunner {
@@ -161,38 +70,6 @@ interface ModelRunner {
 
 /** The Lua transform's time limit per batch, as for the build-time check of the script. */
 export const DEFAULT_TRANSFORM_TIMEOUT_MS = DEFAULT_CHECK_TIMEOUT_MS;
-
-/** What every front end (CLI, HTTP, gRPC, MCP) calls: one model, its metadata, and predictions. */
-export interface Predictor {
-  readonly modelId: string;
-  readonly modelType: ModelType;
-  metadata(): ModelMetadata;
-  /** Validates the body (InputError `Invalid input: …`) and returns the model type's response; runtime failures are InternalError. */
-  predict(body: unknown): Promise<PredictResponse>;
-  /** One pooled vector per input; embedding and sentence_embedding models only (else InputError). */
-  embed(request: EmbedRequest): Promise<EmbedResult>;
-  /** Cross-encoder scores of documents against a query; sequence_classification models only (else InputError). */
-  rerank(request: RerankRequest): Promise<RerankResult>;
-  /** Each text's tokens as the model's tokenizer gives them, not truncated; any model type. */
-  tokenize(request: TokenizeRequest): Promise<TokenSpan[][]>;
-  /** Token ids back to texts; any model type. InputError for an id outside the vocabulary. */
-  decode(request: DecodeRequest): Promise<string[]>;
-  /** The limits requests are held to and how runs are formed. */
-  servingLimits(): ServingLimits;
-  /**
-   * JSON.parse of a large request body's UTF-8 bytes (their buffer is handed over), on a thread when the predictor
-   * has one: parsing MiBs held the event loop for ~100 ms on a busy machine. A SyntaxError as JSON.parse gives it.
-   */
-  parseJson?(bytes: Uint8Array): Promise<unknown>;
-}
-
-/** A predictor whose batching can be watched, as `serve` does for its metrics. */
-export interface BatchingPredictor extends Predictor {
-  /** Counters of the batch scheduler: runs, sequences, tokens and padded tokens, what is queued now. */
-  batchingStats(): BatchStats;
-  /** Calls `listener` as each onnxruntime run ends; returns the function that stops it. */
-  observeBatches(listener: BatchRunListener): () => void;
-}
 
 /**
  * The one path from a request body to spec 2's response: validate, tokenize, run onnxruntime, apply the Lua
@@ -278,11 +155,7 @@ export class PredictPipeline implements BatchingPredictor {
       maxBatchSequences: options.maxBatchSequences,
     };
     resolveBatchSettings(batching); // a bad setting is a ConfigError before the model loads
-    const limits: RequestLimits = {
-      inputs: atLeastOne('maxRequestInputs', options.maxRequestInputs),
-      tokens: atLeastOne('maxRequestTokens', options.maxRequestTokens),
-      tokenResults: Math.min(atLeastOne('maxTokenResults', options.maxTokenResults), atLeastOne('maxRequestTokens', options.maxRequestTokens)),
-    };
+    const limits = requestLimitsOf(options);
     const tokenizerThreadCount = workers > 0 ? (options.tokenizerThreads ?? 1) : 0;
     if (!(Number.isInteger(tokenizerThreadCount) && tokenizerThreadCount >= 0)) {
       throw new ConfigError(`tokenizerThreads must be an integer >= 0, got ${String(options.tokenizerThreads)}`);
@@ -587,14 +460,14 @@ export class PredictPipeline implements BatchingPredictor {
     return this.#closing;
   }
 
-  /** One request: tokenize its inputs (#tokenize), run them in pieces (#runInPieces), shape each row. */
+  /** One request: tokenize its inputs (tokenizeRequest), run them in pieces (runInPieces), shape each row. */
   async #request<R>(work: TokenizeWork, shape: (placed: ScheduledRow<Tensor>, encoding: Encoding, index: number) => R): Promise<{ shaped: R[]; tokens: number }> {
     if (this.#closing) throw new InternalError('the model is shutting down; the request was not run');
     const running = (async () => {
       const tokenizing = requestPhases.getStore() ? epochMs() : 0;
-      const encodings = await this.#tokenize(work);
+      const encodings = await tokenizeRequest(work, { limits: this.#limits, threads: this.#tokenizerThreads, inlineUnits: this.#inlineTokenizeUnits });
       if (tokenizing) requestPhases.getStore()?.phase('tokenize', tokenizing, epochMs(), { inputs: encodings.length, tokens: tokensOf(encodings) });
-      const shaped = await this.#runInPieces(encodings, (placed, index) => shape(placed, encodings[index], index));
+      const shaped = await runInPieces(this.#scheduler, encodings, (placed, index) => shape(placed, encodings[index], index));
       return { shaped, tokens: tokensOf(encodings) };
     })();
     this.#inFlight.add(running);
@@ -606,63 +479,6 @@ export class PredictPipeline implements BatchingPredictor {
       // thread, only the young wrappers of its held bytes (large-texts.ts); without one, its strings
       if (work.units > LARGE_WORK_UNITS) releaseMemorySoon(this.#tokenizerThreads === null ? 'full' : 'young');
     }
-  }
-
-  /**
-   * Tokenizes the inputs, on a tokenizer thread when the request is long and there is one, else here in slices
-   * (mapInSlices), and holds the request to its limits. Every input is at least one token, so a request with more
-   * inputs than the token limit is refused before tokenizing.
-   */
-  async #tokenize(work: TokenizeWork): Promise<Encoding[]> {
-    const { field, count, maxTokens } = work;
-    if (count > this.#limits.inputs) {
-      throw new InputError(`the request holds ${count} inputs, more than the limit of ${this.#limits.inputs} inputs per request; send fewer inputs per request`, { field });
-    }
-    if (count > maxTokens) throw tooManyTokens(`${count} inputs`, field, maxTokens);
-    const threads = this.#tokenizerThreads;
-    let encodings: Encoding[];
-    if (threads !== null && work.job !== null && work.units > this.#inlineTokenizeUnits) {
-      // handing megabytes of text to the thread copies them: in a turn of their own, not after the body's parsing
-      if (work.units > LARGE_WORK_UNITS) await yieldToEventLoop();
-      const packed = await threads.encode(work.job());
-      const starts = startsOf(packed);
-      encodings = await mapInSlices(Array.from(starts), (start, index) => unpackEncoding(packed, index, start));
-    } else {
-      encodings = await mapInSlices(Array.from({ length: count }, (_, index) => index), (index) => work.encodeHere(index));
-    }
-    const tokens = tokensOf(encodings);
-    if (tokens > maxTokens) throw tooManyTokens(`${tokens} tokens`, field, maxTokens);
-    return encodings;
-  }
-
-  /**
-   * Runs the encodings in pieces of about one batch each, a few pieces queued at a time, and shapes each piece's rows
-   * as soon as they return. A large request thus holds the outputs of a few batches, not of all its rows, and a
-   * request that arrives meanwhile is queued before the large one's later pieces instead of after all of them.
-   */
-  async #runInPieces<R>(encodings: readonly Encoding[], shape: (placed: ScheduledRow<Tensor>, index: number) => R): Promise<R[]> {
-    const { maxBatchTokens, maxRunsInFlight } = this.#scheduler.settings;
-    const pieces = piecesOf(encodings, maxBatchTokens);
-    const shaped = new Array<R>(encodings.length);
-    let next = 0;
-    let failed = false;
-    const lane = async () => {
-      while (next < pieces.length && !failed) {
-        const [from, to] = pieces[next++];
-        try {
-          const submitted = epochMs();
-          const placed = await this.#scheduler.submit(encodings.slice(from, to));
-          recordRun(placed, submitted);
-          const rows = await mapInSlices(placed, (row, k) => shape(row, from + k));
-          for (let k = 0; k < rows.length; k++) shaped[from + k] = rows[k];
-        } catch (error) {
-          failed = true;
-          throw error;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(maxRunsInFlight + 1, pieces.length) }, lane));
-    return shaped;
   }
 
   /** Token ids given as they are: every id must be in the vocabulary, and the sequence no longer than the model takes. */
@@ -745,81 +561,6 @@ export class PredictPipeline implements BatchingPredictor {
     }
     return scores;
   }
-}
-
-/**
- * items.map(fn) with a turn of the event loop whenever SLICE_MS have passed. A request at the token limit takes tens
- * of milliseconds to tokenize (thousands of inputs) and to shape (a vector per token), which `/health` and the other
- * requests' small steps should not wait for.
- */
-async function mapInSlices<T, R>(items: readonly T[], fn: (item: T, index: number) => R): Promise<R[]> {
-  const mapped: R[] = [];
-  let sliceStarted = performance.now();
-  for (let index = 0; index < items.length; index++) {
-    mapped.push(fn(items[index], index));
-    if (index < items.length - 1 && performance.now() - sliceStarted >= SLICE_MS) {
-      await yieldToEventLoop();
-      sliceStarted = performance.now();
-    }
-  }
-  return mapped;
-}
-
-/**
- * Tells the request's phase recorder (request-phases.ts), if it has one, how long its piece waited for a run and when
- * that run was: from the submission to the dispatch of the batch, then onnxruntime's run on the worker.
- */
-function recordRun(placed: readonly ScheduledRow<Tensor>[], submittedMs: number): void {
-  const recorder = requestPhases.getStore();
-  const timing = placed.length > 0 ? runTimingOf(placed[0].output) : undefined;
-  if (!recorder || !timing) return;
-  recorder.phase('queue wait', submittedMs, Math.max(submittedMs, timing.dispatchedMs), { rows: placed.length });
-  recorder.phase('onnxruntime run', timing.ranFromMs, timing.ranToMs, { 'batch.rows': timing.rows, 'batch.sequence_length': timing.sequenceLength });
-}
-
-/** The inputs of one request, as #tokenize takes them. */
-interface TokenizeWork {
-  /** The request field that holds the inputs, for OpenAI-style errors (`input`, `documents`). */
-  field: string;
-  count: number;
-  /** UTF-16 units of all its texts: a long request is tokenized on a tokenizer thread. */
-  units: number;
-  /** The job for a tokenizer thread; null: these inputs are tokenized here (token ids). */
-  job: (() => TokenizeJob) | null;
-  encodeHere(index: number): Encoding;
-  /** The request's token limit. */
-  maxTokens: number;
-}
-
-function tooManyTokens(what: string, field: string, limit: number): InputError {
-  return new InputError(`the request holds ${what}, more than the limit of ${limit} tokens per request; send fewer or shorter inputs`, { field });
-}
-
-/** [from, to) ranges of consecutive encodings of about `tokens` tokens each (at least one encoding). */
-function piecesOf(encodings: readonly Encoding[], tokens: number): [number, number][] {
-  const pieces: [number, number][] = [];
-  let from = 0;
-  let held = 0;
-  encodings.forEach((encoding, index) => {
-    if (index > from && held + encoding.ids.length > tokens) {
-      pieces.push([from, index]);
-      from = index;
-      held = 0;
-    }
-    held += encoding.ids.length;
-  });
-  if (from < encodings.length) pieces.push([from, encodings.length]);
-  return pieces;
-}
-
-function atLeastOne(name: string, value: number | undefined): number {
-  if (value === undefined) return Infinity;
-  if (!(value >= 1)) throw new ConfigError(`${name} must be at least 1, got ${value}`);
-  return value;
-}
-
-function tokensOf(encodings: readonly Encoding[]): number {
-  return encodings.reduce((sum, encoding) => sum + encoding.ids.length, 0);
 }
 
 function tooManyDimensions(dimensions: number, width: number): InputError {

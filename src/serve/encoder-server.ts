@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Server as TlsServer } from 'node:tls';
 import { ConfigError } from '../encoder/errors.ts';
 import type { ImagePipeline } from '../encoder/image-pipeline.ts';
-import type { BatchingPredictor } from '../encoder/predict-pipeline.ts';
+import type { BatchingPredictor } from '../encoder/predictor.ts';
 import { closeHttp } from '../shared/close-http.ts';
 import { traceStartup } from '../shared/startup-trace.ts';
 import type { ApiKey } from './api-key.ts';

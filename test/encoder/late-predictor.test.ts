@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InternalError } from '../../src/encoder/errors.ts';
 import { LatePredictor } from '../../src/encoder/late-predictor.ts';
 import type { BatchRun, BatchRunListener } from '../../src/encoder/batch-scheduler.ts';
-import type { BatchingPredictor } from '../../src/encoder/predict-pipeline.ts';
+import type { BatchingPredictor } from '../../src/encoder/predictor.ts';
 import { stubServingLimits } from '../helpers/predict-responses.ts';
 
 type StubPipeline = BatchingPredictor & { listeners: Set<BatchRunListener> };

@@ -6,7 +6,8 @@ import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InputError, InternalError } from '../../src/encoder/errors.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
+import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import type { PipelineOptions } from '../../src/encoder/pipeline-options.ts';
 import {
   RESPONSE_SCHEMAS,
   type EmbeddingResponse,

@@ -14,7 +14,8 @@ import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
 import { parseBuildConfig } from '../../src/encoder/config.ts';
 import { InternalError } from '../../src/encoder/errors.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline, type PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
+import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import type { PipelineOptions } from '../../src/encoder/pipeline-options.ts';
 import type { SequenceClassificationResponse } from '../../src/encoder/schemas.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 

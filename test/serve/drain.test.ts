@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BatchingPredictor } from '../../src/encoder/predict-pipeline.ts';
+import type { BatchingPredictor } from '../../src/encoder/predictor.ts';
 import type { PredictResponse } from '../../src/encoder/schemas.ts';
 import { startEncoderServer, type RunningServer } from '../../src/serve/encoder-server.ts';
 import { sample } from '../helpers/prometheus-text.ts';

@@ -8,7 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/encoder/errors.ts';
-import type { BatchingPredictor } from '../../src/encoder/predict-pipeline.ts';
+import type { BatchingPredictor } from '../../src/encoder/predictor.ts';
 import { LatePredictor } from '../../src/encoder/late-predictor.ts';
 import { prepareEncoderServer, startEncoderServer } from '../../src/serve/encoder-server.ts';
 import { repoRoot } from '../helpers/shared-fixtures.ts';

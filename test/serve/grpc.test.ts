@@ -13,7 +13,8 @@ import { ConfigError, InputError, InternalError } from '../../src/encoder/errors
 import { readImageModelPackage } from '../../src/encoder/image-model-package.ts';
 import { ImagePipeline } from '../../src/encoder/image-pipeline.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline, type Predictor } from '../../src/encoder/predict-pipeline.ts';
+import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import type { Predictor } from '../../src/encoder/predictor.ts';
 import type { ModelMetadata, PredictResponse } from '../../src/encoder/schemas.ts';
 import { createImageGrpcServer } from '../../src/serve/grpc/image-services.ts';
 import { createGrpcServer, type GrpcFrontEnd } from '../../src/serve/grpc/index.ts';

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBuildConfig, type ModelType } from '../../src/encoder/config.ts';
 import { ConfigError, InputError, InternalError } from '../../src/encoder/errors.ts';
 import { readModelPackage } from '../../src/encoder/model-package.ts';
-import { PredictPipeline, type Predictor } from '../../src/encoder/predict-pipeline.ts';
+import { PredictPipeline } from '../../src/encoder/predict-pipeline.ts';
+import type { Predictor } from '../../src/encoder/predictor.ts';
 import {
   MODEL_METADATA_SCHEMA,
   RESPONSE_SCHEMAS,

@@ -7,7 +7,7 @@
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Predictor } from '../../src/encoder/predict-pipeline.ts';
+import type { Predictor } from '../../src/encoder/predictor.ts';
 import { createHttpApp } from '../../src/serve/http/app.ts';
 import { BodyBudget } from '../../src/serve/http/body-budget.ts';
 import { serverInfo } from '../../src/serve/server-info.ts';

@@ -12,7 +12,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceInferenceWorker } from '../../src/cli/installed-files.ts';
-import type { PipelineOptions } from '../../src/encoder/predict-pipeline.ts';
+import type { PipelineOptions } from '../../src/encoder/pipeline-options.ts';
 import type { EmbeddingResponse } from '../../src/encoder/schemas.ts';
 import { generateTinyModel } from '../helpers/generated-models.ts';
 import { serveInProcess, type InProcessEncoder } from '../helpers/in-process-encoder.ts';

@@ -6,7 +6,7 @@
  */
 import type { QuantizeGate } from '../../encoder/config.ts';
 import { ConfigError } from '../../encoder/errors.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { EmbeddingResponse, SentenceEmbeddingResponse, SequenceClassificationResponse, TokenClassificationResponse } from '../../encoder/schemas.ts';
 import { compareEmbeddings, compareScores, type OutputComparison, type OutputTensor } from './accuracy.ts';
 

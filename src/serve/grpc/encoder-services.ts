@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type protobuf from 'protobufjs';
 import type { ModelType } from '../../encoder/config.ts';
 import { isEncoderError } from '../../encoder/errors.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import {
   grpcModelMetadataOf,

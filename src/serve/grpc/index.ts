@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import type { RequestTracer } from '../tracing/index.ts';

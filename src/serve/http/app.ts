@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { resolveHeldTextsInJson } from '../../encoder/large-texts.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import { API_KEY_MESSAGES, OPEN_HTTP_ROUTES, type ApiKey } from '../api-key.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
 import { ServedModelNames } from '../model-names.ts';

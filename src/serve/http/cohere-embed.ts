@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InputError } from '../../encoder/errors.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { EmbedResult } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import { binaryOf, float32Base64, ubinaryOf } from './embedding-encodings.ts';

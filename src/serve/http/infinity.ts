@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
-import type { BatchingPredictor, Predictor } from '../../encoder/predict-pipeline.ts';
+import type { BatchingPredictor, Predictor } from '../../encoder/predictor.ts';
 import type { SequenceClassificationResult } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import { classScoresOf, labelledScores } from './class-scores.ts';

@@ -11,7 +11,7 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { ModelType } from '../../encoder/config.ts';
 import { isEncoderError } from '../../encoder/errors.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type PredictResponse } from '../../encoder/schemas.ts';
 import { stringifyJson, type JsonOf } from '../../shared/float32-json.ts';
 import type { ServerInfo } from '../server-info.ts';

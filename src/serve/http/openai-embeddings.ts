@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { EmbedResult } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import { float32Base64 } from './embedding-encodings.ts';

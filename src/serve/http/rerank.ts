@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
 import { fieldApiBodyParser, orNull } from './field-api-body.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import { answerErrorsAs, JSON_TYPE } from './errors.ts';
 import { sendJson } from './json-reply.ts';
 import { predictBodyOf } from './predict-body.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
-import type { Predictor } from '../../encoder/predict-pipeline.ts';
+import type { Predictor } from '../../encoder/predictor.ts';
 import type { SequenceClassificationResult, TokenSpan } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
