@@ -28,6 +28,8 @@ export class AuthThrottle {
 
   /** Seconds the client must wait before its credentials are looked at again; 0 when it may try now. */
   retryAfter(address: string, now = Date.now()): number {
+    // No failure remembered (the usual case): no address to normalise on every request.
+    if (this.#clients.size === 0) return 0;
     const failures = this.#clients.get(clientOf(address));
     if (!failures || failures.count < this.#maxFailures) return 0;
     const left = failures.since + this.#windowMs - now;
