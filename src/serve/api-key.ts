@@ -5,7 +5,7 @@ import { ConfigError } from '../encoder/errors.ts';
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /** The HTTP routes a key leaves open: probes and scrapers check them without credentials (as in text-embeddings-inference). */
-export const OPEN_HTTP_ROUTES: ReadonlySet<string> = new Set(['/health', '/livez', '/metrics']);
+export const OPEN_HTTP_ROUTES: ReadonlySet<string> = new Set(['/health', '/ping', '/livez', '/metrics']);
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 

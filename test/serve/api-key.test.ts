@@ -129,7 +129,7 @@ describe('HTTP with an API key', () => {
     expect(document.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const [route, item] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(item)) {
-        const open = route === '/health' || route === '/livez' || route === '/metrics';
+        const open = route === '/health' || route === '/ping' || route === '/livez' || route === '/metrics';
         expect(operation.security, `${method} ${route}`).toEqual(open ? undefined : [{ apiKey: [] }]);
         expect(operation.responses[401] === undefined, `${method} ${route}`).toBe(open);
       }

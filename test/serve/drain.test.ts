@@ -140,17 +140,20 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 }
 
 describe('drain', () => {
-  it('answers /health 503 and gRPC health NOT_SERVING at once, /livez 200, and serves every other request (Connection: close)', async () => {
+  it('answers /health (and /ping) 503 and gRPC health NOT_SERVING at once, /livez 200, and serves every other request (Connection: close)', async () => {
     const predictor = new HeldPredictor();
     const server = await start(predictor);
     const health = healthClient(`127.0.0.1:${server.grpcPort}`);
     expect((await request(server.url, 'GET', '/health')).status).toBe(200);
+    expect(await request(server.url, 'GET', '/ping')).toMatchObject({ status: 200, body: '"OK!"' });
     expect(await healthCheck(health)).toBe('SERVING');
 
     server.drain();
     const draining = await request(server.url, 'GET', '/health');
     expect(draining).toEqual({ status: 503, connection: 'close', body: 'Service Unavailable: the server is shutting down' });
     expect((await request(server.url, 'HEAD', '/health')).status).toBe(503);
+    // SageMaker's health check is readiness too
+    expect(await request(server.url, 'GET', '/ping')).toEqual(draining);
     expect(await healthCheck(health)).toBe('NOT_SERVING');
     // liveness: a drain is no reason for the kubelet to kill the pod
     expect(await request(server.url, 'GET', '/livez')).toEqual({ status: 200, connection: 'close', body: '"OK!"' });

@@ -220,8 +220,18 @@ describe.each(MODELS)('the OpenAPI document of $model_type model $model_id', (me
       token_classification: [],
     }[metadata.model_type];
     expect(Object.keys(paths).sort()).toEqual(
-      ['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis, '/info', '/tokenize', '/decode', ...teiRoutes, '/models', ...infinityRoutes].sort(),
+      ['/health', '/ping', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/v1/models', '/v1/models/{model}', ...fieldApis, '/info', '/tokenize', '/decode', ...teiRoutes, '/', '/invocations', '/models', ...infinityRoutes].sort(),
     );
+    // TEI's default route and SageMaker's: the operation of the route of the model's kind, under their own ids
+    const reranker = metadata.model_type === 'sequence_classification' && Object.keys(metadata.id2label ?? {}).length === 1;
+    const target = teiRoutes.includes('/embed') ? '/embed' : reranker ? '/rerank' : '/predict';
+    for (const [path, operationId] of [['/', 'teiDefault'], ['/invocations', 'sagemakerInvocations']]) {
+      const { operationId: id, summary: _summary, ...operation } = paths[path].post as Json;
+      const { operationId: _id, summary: _targetSummary, ...targetOperation } = paths[target].post as Json;
+      expect(id).toBe(operationId);
+      expect(operation).toEqual(targetOperation);
+    }
+    expect(statuses('/ping', 'get')).toEqual(statuses('/health', 'get'));
     // TEI's routes: TEI's statuses, every error in TEI's body (/rerank: Infinity's body and its 422 too)
     expect(statuses('/info', 'get')).toEqual(['200']);
     const schemaOf = (path: string, status: string) => ((paths[path].post.responses[status] as Json).content as Json)['application/json'] as { schema: Json };

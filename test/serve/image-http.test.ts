@@ -101,7 +101,7 @@ describe('image classification over HTTP', () => {
     const result = await validator.validate(structuredClone(document) as unknown as Parameters<Validator["validate"]>[0]);
     expect(result.errors).toBeUndefined();
     expect(validator.version).toBe('3.0');
-    expect(Object.keys(document.paths).sort()).toEqual(['/health', '/livez', '/mcp', '/model', '/openapi.json', '/predict', '/predict/multipart']);
+    expect(Object.keys(document.paths).sort()).toEqual(['/health', '/livez', '/mcp', '/model', '/openapi.json', '/ping', '/predict', '/predict/multipart']);
     const ajv = new Ajv({ strict: false });
     const responseSchema = document.paths['/predict'].post.responses['200'].content!['application/json'].schema;
     const answered = await post('/predict', { inputs: [png.toString('base64')], top_k: 2, metadata: { a: 'b' } });

@@ -1,14 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { sendFailure } from './errors.ts';
 
-/** The readiness route: 200 while serving, 503 from the moment the server starts draining. */
-const HEALTH_ROUTE = '/health';
+/**
+ * The readiness routes, 200 while serving and 503 from the moment the server starts draining: spec 2's `GET /health`,
+ * and `GET /ping`, the health check SageMaker sends a container (text-embeddings-inference answers it as /health).
+ */
+export const READINESS_ROUTES: ReadonlySet<string> = new Set(['/health', '/ping']);
 
 export const DRAINING_MESSAGE = 'Service Unavailable: the server is shutting down';
 
 /**
  * The HTTP side of a graceful shutdown as Kubernetes expects it (docs/http-api.md, "Shutdown"): once `start()` is
- * called, GET /health answers 503 so that the readiness probe takes the pod out of its Services, while every other
+ * called, GET /health (and /ping) answers 503 so that the readiness probe takes the pod out of its Services, while every other
  * request is still served, each response with `Connection: close` so that clients open their next connection
  * elsewhere. Counts the requests in flight (GET /metrics: encoder_http_requests_in_flight).
  */
@@ -39,7 +42,7 @@ export class HttpDrain {
       });
       if (!this.#draining) return done();
       reply.header('connection', 'close');
-      if (request.routeOptions.url !== HEALTH_ROUTE) return done();
+      if (!READINESS_ROUTES.has(request.routeOptions.url ?? '')) return done();
       sendFailure(request, reply, { status: 503, message: DRAINING_MESSAGE });
     });
   }

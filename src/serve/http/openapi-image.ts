@@ -41,6 +41,7 @@ export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocum
   const health = (operationId: string, summary: string) => ({ get: { operationId, summary, security: [], responses: { 200: json('"OK!"', { type: 'string' }) } } });
   const paths: Record<string, object> = {
     '/health': health('health', 'Readiness: 503 while shutting down'),
+    '/ping': health('ping', "SageMaker's health check: /health's answer (readiness)"),
     '/livez': health('livez', 'Liveness: 200 also while shutting down'),
     '/model': {
       get: {

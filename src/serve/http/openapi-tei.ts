@@ -14,6 +14,7 @@ import {
   TEI_ERROR_STATUS,
   TEI_RERANK_REQUEST_SCHEMA,
   TEI_TOKENIZE_REQUEST_SCHEMA,
+  isTeiReranker,
 } from './tei.ts';
 
 export const TEI_ERROR_SCHEMA = {
@@ -256,4 +257,21 @@ export function teiPaths(metadata: ModelMetadata, bodyLimitBytes: number, badJso
     );
   }
   return paths;
+}
+
+/**
+ * TEI's default route, POST /, and SageMaker's POST /invocations (routes.ts): the operation of the route of the model's
+ * kind (/embed, /rerank or /predict), which they answer as it does; and GET /ping, SageMaker's health check, as /health.
+ * Called once the other paths are complete (the Infinity body of /rerank included).
+ */
+export function addDefaultRoutes(paths: Record<string, object>, metadata: ModelMetadata): void {
+  const target = POOLED_MODEL_TYPES.includes(metadata.model_type) ? '/embed' : isTeiReranker(metadata) ? '/rerank' : '/predict';
+  const of = (path: string, method: 'get' | 'post') => (paths[path] as Record<string, { operationId: string; summary: string }>)[method];
+  for (const [path, operationId, caller] of [
+    ['/', 'teiDefault', "text-embeddings-inference's default route (where the Hugging Face inference clients send an endpoint's requests)"],
+    ['/invocations', 'sagemakerInvocations', "SageMaker's inference route, as text-embeddings-inference answers it"],
+  ] as const) {
+    paths[path] = { post: { ...structuredClone(of(target, 'post')), operationId, summary: `${caller}: ${target}'s request and answer` } };
+  }
+  paths['/ping'] = { get: { ...structuredClone(of('/health', 'get')), operationId: 'ping', summary: "SageMaker's health check: /health's answer (readiness)" } };
 }

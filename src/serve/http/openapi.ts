@@ -11,7 +11,7 @@ import { HostGuard } from './host-guard.ts';
 import { MCP_PROTOCOL_VERSION, RUN_ENCODER_TOOL, jsonRpcErrorOf, toolResultOf, type McpServerFactory } from './mcp-server.ts';
 import { fieldApiPaths, fieldApiSchemas } from './openapi-field-apis.ts';
 import { addInfinityRerank, infinityPaths, infinitySchemas } from './openapi-infinity.ts';
-import { teiPaths, teiSchemas } from './openapi-tei.ts';
+import { addDefaultRoutes, teiPaths, teiSchemas } from './openapi-tei.ts';
 import { toOpenApiSchema, type OpenApiSchema } from './openapi-schema.ts';
 
 export type OpenApiDocument = { openapi: '3.0.3' } & Record<string, unknown>;
@@ -190,6 +190,7 @@ export function openApiDocument(options: {
     },
   };
   addInfinityRerank(document.paths, metadata);
+  addDefaultRoutes(document.paths, metadata);
   if (options.apiKey) requireBearer(document.paths, document.components, mcpError);
   return document;
 }

@@ -1,7 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { POOLED_MODEL_TYPES } from '../../encoder/config.ts';
 import type { Predictor } from '../../encoder/predictor.ts';
-import type { SequenceClassificationResult, TokenSpan } from '../../encoder/schemas.ts';
+import type { ModelMetadata, SequenceClassificationResult, TokenSpan } from '../../encoder/schemas.ts';
 import type { ServedModelNames } from '../model-names.ts';
 import type { ServerInfo } from '../server-info.ts';
 import { classScoresOf, labelledScores } from './class-scores.ts';
@@ -151,17 +151,18 @@ function listOf<T>(inputs: T | T[], single: (value: T | T[]) => boolean): T[] {
 const isText = (value: unknown) => typeof value === 'string';
 const isIds = (value: unknown) => Array.isArray(value) && value.length > 0 && typeof value[0] === 'number';
 
+/** What TEI takes for a re-ranker (its /info says `reranker`): a sequence classifier with one label. */
+export function isTeiReranker(metadata: ModelMetadata): boolean {
+  return metadata.model_type === 'sequence_classification' && Object.keys(metadata.id2label ?? {}).length === 1;
+}
+
 /** TEI's /info: the model and the limits requests are held to, in TEI's fields. */
 export function teiInfo(predictor: Predictor, names: ServedModelNames, serverInfo: ServerInfo): Record<string, unknown> {
   const metadata = predictor.metadata();
   const limits = predictor.servingLimits();
   const id2label = metadata.id2label ?? {};
   const labels = { id2label, label2id: Object.fromEntries(Object.entries(id2label).map(([index, label]) => [label, Number(index)])) };
-  const modelType = metadata.pooling !== undefined
-    ? { embedding: { pooling: metadata.pooling } }
-    : predictor.modelType === 'sequence_classification' && Object.keys(id2label).length === 1
-      ? { reranker: labels }
-      : { classifier: labels };
+  const modelType = metadata.pooling !== undefined ? { embedding: { pooling: metadata.pooling } } : isTeiReranker(metadata) ? { reranker: labels } : { classifier: labels };
   return {
     model_id: predictor.modelId,
     model_sha: null,
@@ -234,18 +235,23 @@ export async function teiRerank(body: unknown, predictor: Predictor): Promise<un
   return rankedByScore(scores).map(({ index, score }) => (request.return_text === true ? { index, text: request.texts[index], score } : { index, score }));
 }
 
-export function registerTeiRoutes(app: FastifyInstance, predictor: Predictor, names: ServedModelNames, serverInfo: ServerInfo): void {
+/** TEI's POST /embed: one pooled vector per input. */
+export function teiEmbedRoute(predictor: Predictor): RouteHandlerMethod {
   const pooled = POOLED_MODEL_TYPES.includes(predictor.modelType);
-  app.get('/info', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(teiInfo(predictor, names, serverInfo))));
-
-  app.post('/embed', async (request: FastifyRequest, reply) => {
+  return async (request, reply) => {
     const body = parseEmbed(request.body);
     if (!pooled) throw teiRefusal('Backend', 'Model is not an embedding model');
     const inputs = listOf<Input>(body.inputs, (value) => isText(value) || isIds(value));
     checkBatch(inputs.length, 'inputs', predictor);
     const result = await predictor.embed({ inputs, dimensions: body.dimensions, normalize: body.normalize ?? true });
     return sendJson(reply, result.vectors);
-  });
+  };
+}
+
+export function registerTeiRoutes(app: FastifyInstance, predictor: Predictor, names: ServedModelNames, serverInfo: ServerInfo): void {
+  app.get('/info', (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(teiInfo(predictor, names, serverInfo))));
+
+  app.post('/embed', teiEmbedRoute(predictor));
 
   app.post('/embed_all', async (request: FastifyRequest, reply) => {
     const body = parseEmbedAll(request.body);

@@ -4,7 +4,7 @@ import type { RequestTracer, ServerSpan } from '../tracing/index.ts';
 import { pathOf } from './errors.ts';
 
 /** Probes and scrapes, every few seconds from every load balancer and Prometheus: not traced, they would drown the rest. */
-const UNTRACED_ROUTES = new Set(['/health', '/metrics']);
+const UNTRACED_ROUTES = new Set(['/health', '/ping', '/metrics']);
 
 /**
  * One SERVER span per request (`serve --enable-otel`), named as OpenTelemetry's HTTP conventions say ("POST
