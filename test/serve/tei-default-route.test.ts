@@ -116,6 +116,24 @@ describe('POST / and POST /invocations: the route of the model’s kind', () => 
     }
   });
 
+  it('the Hugging Face Inference API’s request options (Weaviate’s text2vec-huggingface sends them) change nothing; anything else in them is refused', async () => {
+    const options = { wait_for_model: true, use_cache: true, use_gpu: false };
+    const embedded = await post(sentences, '/embed', JSON.stringify({ inputs: ['a', 'b'] }));
+    for (const route of ['/', '/embed']) expect(await post(sentences, route, JSON.stringify({ inputs: ['a', 'b'], options }))).toEqual(embedded);
+    expect(await post(sentences, '/embed_all', JSON.stringify({ inputs: 'a', options }))).toMatchObject({ status: 424 });
+    const labels = await post(classifier, '/predict', JSON.stringify({ inputs: 'I like you.' }));
+    for (const route of ['/', '/predict']) expect(await post(classifier, route, JSON.stringify({ inputs: 'I like you.', options: { wait_for_model: true } }))).toEqual(labels);
+    // spec 2's body on /predict takes them too
+    const spec2 = await post(classifier, '/predict', JSON.stringify({ inputs: ['I like you.'] }));
+    expect(await post(classifier, '/predict', JSON.stringify({ inputs: ['I like you.'], options }))).toEqual(spec2);
+    const wrong = await post(sentences, '/', JSON.stringify({ inputs: 'a', options: { wait_for_model: 'yes' } }));
+    expect(wrong.status).toBe(422);
+    expect(json(wrong)).toMatchObject({ error_type: 'Validation', error: expect.stringContaining('options') });
+    const unknown = await post(classifier, '/predict', JSON.stringify({ inputs: ['a'], options: { temperature: 1 } }));
+    expect(unknown.status).toBe(422);
+    expect(unknown.text).toContain('wait_for_model, use_cache, use_gpu');
+  });
+
   it('no other method: GET / is 405 with its Allow header', async () => {
     const response = await fetch(`${classifier.httpUrl}/`);
     expect(response.status).toBe(405);

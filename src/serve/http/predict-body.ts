@@ -14,9 +14,22 @@ import { orNull } from './field-api-body.ts';
  *   pointed here (the bodies are alike: `inputs`, `normalize`), are checked and left out where they ask for what
  *   this server does anyway, and refused (422) where they would ask for something else.
  */
+/**
+ * The Hugging Face Inference API's request options, which its clients send along to an endpoint (Weaviate's
+ * text2vec-huggingface with an endpoint URL, among others) and text-embeddings-inference ignores: accepted on TEI's
+ * bodies, with no effect here.
+ */
+export const HF_INFERENCE_OPTIONS = orNull({
+  type: 'object',
+  additionalProperties: false,
+  properties: { wait_for_model: { type: 'boolean' }, use_cache: { type: 'boolean' }, use_gpu: { type: 'boolean' } },
+  description: "The Hugging Face Inference API's request options: accepted, no effect (the model is always loaded, nothing is cached, it runs where it runs).",
+});
+
 export const TEI_PREDICT_FIELDS_SCHEMA = {
   type: 'object',
   properties: {
+    options: HF_INFERENCE_OPTIONS,
     truncate: orNull({ type: 'boolean', description: "TEI: accepted; inputs are always truncated to the model's length (false does not make a long one an error)." }),
     truncation_direction: orNull({ type: 'string', enum: ['Right', 'right'], description: 'TEI: Right (its default) only; inputs are truncated at their end.' }),
     prompt_name: { type: 'null', description: 'TEI: null only; this server applies no prompts (prepend one to the text).' },
@@ -39,9 +52,12 @@ export function predictBodyOf(body: unknown, modelType: ModelType): unknown {
   );
 }
 
-function teiFieldError(field: string, body: Record<string, unknown>): InputError {
+function teiFieldError(path: string, body: Record<string, unknown>): InputError {
+  const [field] = path.split('/');
   const value = JSON.stringify(body[field]);
   switch (field) {
+    case 'options':
+      return new InputError(`options ${value} is not the Hugging Face Inference API's request options: an object of the booleans wait_for_model, use_cache, use_gpu`, { field });
     case 'truncation_direction':
       return new InputError(`truncation_direction ${value} is not supported: inputs are truncated at their end ("Right")`, { field });
     case 'prompt_name':

@@ -8,6 +8,7 @@ import { classScoresOf, labelledScores } from './class-scores.ts';
 import { HttpError, JSON_TYPE } from './errors.ts';
 import { fieldApiBodyParser, orNull } from './field-api-body.ts';
 import { sendJson } from './json-reply.ts';
+import { HF_INFERENCE_OPTIONS } from './predict-body.ts';
 import { rankedByScore } from './rerank.ts';
 
 /**
@@ -44,6 +45,7 @@ export const TEI_EMBED_REQUEST_SCHEMA = {
     truncation_direction: truncationDirection,
     prompt_name: promptName,
     dimensions: orNull({ type: 'integer', minimum: 1, description: 'Keep the first n components (then normalise when normalize).' }),
+    options: HF_INFERENCE_OPTIONS,
   },
 } as const;
 
@@ -56,6 +58,7 @@ export const TEI_EMBED_ALL_REQUEST_SCHEMA = {
     truncate,
     truncation_direction: truncationDirection,
     prompt_name: promptName,
+    options: HF_INFERENCE_OPTIONS,
   },
 } as const;
 
@@ -87,6 +90,7 @@ export const TEI_PREDICT_REQUEST_SCHEMA = {
     truncate,
     truncation_direction: truncationDirection,
     raw_scores: orNull({ type: 'boolean', description: "true: each label's logit; default false: its softmax probability." }),
+    options: HF_INFERENCE_OPTIONS,
   },
 } as const;
 
