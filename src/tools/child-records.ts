@@ -120,7 +120,10 @@ function identityOf(pid: number): Identity | undefined {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       // the command name (field 2) is in parentheses and may hold spaces or ")": count fields after the last ")"
-      const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // a zombie has ended (it has no command line left); where no init reaps orphans it stays one for good
+      if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+      const startTime = fields[19];
       const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
       return { startTime, command };
     } catch {

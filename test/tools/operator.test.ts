@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -235,5 +235,23 @@ describe('stdio servers never outlive the tool server', () => {
     recordWith(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]); // the very process: ended
     expect(await records.sweep()).toBe(1);
     await eventually(() => expect(sleeper.exitCode !== null || sleeper.signalCode !== null).toBe(true));
+  });
+
+  it.runIf(process.platform === 'linux')('takes a recorded server that has ended but was not reaped (a zombie) for gone, not for another process', async () => {
+    // `sleep 0` ends at once and its parent, exec'd into `sleep 30`, never reaps it: a zombie with the recorded pid
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+    spawned.push(parent);
+    const zombie = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
+    await eventually(() => expect(readFileSync(`/proc/${zombie}/stat`, 'utf8')).toMatch(/\) Z /));
+    const stat = readFileSync(`/proc/${zombie}/stat`, 'utf8');
+    const lines: string[] = [];
+    const records = new ChildRecords(path.join(dir, 'zombie-state'), config, (line) => lines.push(line));
+    mkdirSync(path.dirname(records.file), { recursive: true });
+    const owner = { pid: 2 ** 22 + 12345, startTime: '1', command: 'gone' };
+    writeFileSync(records.file, JSON.stringify({ owner, children: [{ pid: zombie, startTime: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19], command: 'sleep 0' }] }));
+    expect(await records.sweep()).toBe(0);
+    expect(lines).toEqual([]);
+    expect(existsSync(records.file)).toBe(false);
+    parent.kill('SIGKILL');
   });
 });
