@@ -11,8 +11,8 @@ export const DRAINING_MESSAGE = 'Service Unavailable: the server is shutting dow
 
 /**
  * The HTTP side of a graceful shutdown as Kubernetes expects it (docs/http-api.md, "Shutdown"): once `start()` is
- * called, GET /health (and /ping) answers 503 so that the readiness probe takes the pod out of its Services, while every other
- * request is still served, each response with `Connection: close` so that clients open their next connection
+ * called, the readiness routes answer 503 so that the readiness probe takes the pod out of its Services, while every
+ * other request is still served, each response with `Connection: close` so that clients open their next connection
  * elsewhere. Counts the requests in flight (GET /metrics: encoder_http_requests_in_flight).
  */
 export class HttpDrain {

@@ -6,15 +6,6 @@ import { compileBuiltInSchema } from '../../shared/built-in-schema.ts';
 import { orNull } from './field-api-body.ts';
 
 /**
- * What POST /predict hands the predictor, which validates spec 2's body itself (422 `Invalid input: …`). Two
- * translations first:
- * - an optional field given as null (`"normalize": null`, `"metadata": null`) is left out: null means "not given";
- *   a required one stays, and is refused by the predictor as the wrong type;
- * - text-embeddings-inference's options, which a TEI client's body brings along when its /embed or /predict path is
- *   pointed here (the bodies are alike: `inputs`, `normalize`), are checked and left out where they ask for what
- *   this server does anyway, and refused (422) where they would ask for something else.
- */
-/**
  * The Hugging Face Inference API's request options, which its clients send along to an endpoint (Weaviate's
  * text2vec-huggingface with an endpoint URL, among others) and text-embeddings-inference ignores: accepted on TEI's
  * bodies, with no effect here.
@@ -26,6 +17,15 @@ export const HF_INFERENCE_OPTIONS = orNull({
   description: "The Hugging Face Inference API's request options: accepted, no effect (the model is always loaded, nothing is cached, it runs where it runs).",
 });
 
+/**
+ * What POST /predict hands the predictor, which validates spec 2's body itself (422 `Invalid input: …`). Two
+ * translations first:
+ * - an optional field given as null (`"normalize": null`, `"metadata": null`) is left out: null means "not given";
+ *   a required one stays, and is refused by the predictor as the wrong type;
+ * - text-embeddings-inference's options, which a TEI client's body brings along when its /embed or /predict path is
+ *   pointed here (the bodies are alike: `inputs`, `normalize`), are checked and left out where they ask for what
+ *   this server does anyway, and refused (422) where they would ask for something else.
+ */
 export const TEI_PREDICT_FIELDS_SCHEMA = {
   type: 'object',
   properties: {

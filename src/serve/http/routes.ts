@@ -37,8 +37,8 @@ export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, 
   app.post('/rerank', rerank);
   // text-embeddings-inference's default route, POST / (and SageMaker's POST /invocations), where the Hugging Face
   // inference clients send an endpoint's requests: the route of the model's kind, answered and refused as that route
-  // is (TEI's errors from the start for /embed and /rerank, whose paths say so; /predict chooses by the body)
-  // (chosen at the first request: a server that is still loading its model knows its labels only then)
+  // is (TEI's errors from the start for /embed and /rerank, whose paths say so; /predict chooses by the body). Chosen
+  // at the first request: a server still loading its model knows its labels only then.
   let target: { route: RouteHandlerMethod; dialect: ErrorDialect | null } | undefined;
   const targetOf = () =>
     (target ??= POOLED_MODEL_TYPES.includes(predictor.modelType)
@@ -58,10 +58,10 @@ export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, 
 }
 
 /** text-embeddings-inference's default routes: its own, and the one SageMaker calls. */
-export const DEFAULT_ROUTES = ['/', '/invocations'] as const;
+const DEFAULT_ROUTES = ['/', '/invocations'] as const;
 
 /** POST /predict: spec 2's, or text-embeddings-inference's classification body where spec 2 would refuse it. */
-export function predictRoute(predictor: Predictor): RouteHandlerMethod {
+function predictRoute(predictor: Predictor): RouteHandlerMethod {
   return async (request, reply) => {
     // a text-embeddings-inference body that spec 2 would refuse: answered, and refused, as TEI does
     if (isTeiPredictBody(request.body, predictor)) {
@@ -75,7 +75,7 @@ export function predictRoute(predictor: Predictor): RouteHandlerMethod {
 }
 
 /** POST /rerank: TEI's body (`texts`) or Infinity's (`documents`), each answered, and refused, as its server does. */
-export function rerankRoute(predictor: Predictor, names: ServedModelNames): RouteHandlerMethod {
+function rerankRoute(predictor: Predictor, names: ServedModelNames): RouteHandlerMethod {
   return async (request, reply) => {
     if (isInfinityRerankBody(request.body)) {
       answerErrorsAs(request, 'infinity');

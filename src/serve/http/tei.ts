@@ -14,7 +14,7 @@ import { rankedByScore } from './rerank.ts';
 /**
  * text-embeddings-inference's own routes (design decision 11: a thin front end over the one pipeline): POST /embed,
  * /embed_all, /tokenize, /decode and GET /info, and its bodies on POST /rerank and /predict (paths other APIs share,
- * registered in routes.ts), with TEI's bodies, answers and error statuses. Their errors
+ * registered in routes.ts, as is its default route POST /), with TEI's bodies, answers and error statuses. Their errors
  * leave as TEI's `{"error": "...", "error_type": "Validation"}` (errors.ts, TEI_PATHS): a body TEI cannot read is a
  * 422 Validation, an empty batch a 400 Empty, a route the model type does not serve a 424 Backend, as TEI answers.
  */
