@@ -49,6 +49,13 @@ describe('anthropic messages', () => {
     expect(message.usage.cache_read_input_tokens).toBe(3);
   });
 
+  it('sends a non-streaming request of a model’s whole output limit (the SDK alone refuses it as too long to wait for): the Hub core owns timeouts', async () => {
+    const long = { ...params, model: 'claude-haiku-4-5', max_tokens: 64_000 };
+    const message = await provider.messages(long, call);
+    expect(bodyOf(fake.server.lastRequest)).toMatchObject({ max_tokens: 64_000, stream: false });
+    expect(message.content[0]).toMatchObject({ type: 'text', text: 'echo: hello there' });
+  });
+
   it('passes provider-specific extra options into the body', async () => {
     await provider.messages(params, { extra: { service_tier: 'standard_only' } });
     expect(bodyOf(fake.server.lastRequest).service_tier).toBe('standard_only');

@@ -31,6 +31,14 @@ export function createAnthropic(options: ProviderOptions): Provider {
   };
 }
 
+/**
+ * The SDK's own timeout of a Messages call: the longest a Node timer takes (about 24.8 days), that is none, because
+ * the Hub core owns timeouts (its signal ends the call). Left to itself the SDK would cut a non-streaming call at 10
+ * minutes, and refuse outright, before sending it, one whose max_tokens it expects to take longer: the Vercel AI SDK
+ * asks for the model's whole output limit (64,000 tokens for Claude Haiku 4.5), so its generateText failed.
+ */
+const SDK_TIMEOUT_MS = 2 ** 31 - 1;
+
 /** The part of an Anthropic client the Messages operations use; the Vertex and Foundry clients have it too. */
 export interface MessagesClient {
   messages: { create: Anthropic['messages']['create'] };
@@ -45,10 +53,10 @@ export function anthropicMessages(client: MessagesClient, metadata: ProviderMeta
   return {
     metadata,
     async messages(params, call) {
-      return client.messages.create({ ...request(params, call), stream: false } as Anthropic.MessageCreateParamsNonStreaming, { signal: call.signal });
+      return client.messages.create({ ...request(params, call), stream: false } as Anthropic.MessageCreateParamsNonStreaming, { signal: call.signal, timeout: SDK_TIMEOUT_MS });
     },
     async *messagesStream(params, call): AsyncIterable<MessagesStreamEvent> {
-      const stream = await client.messages.create({ ...request(params, call), stream: true } as Anthropic.MessageCreateParamsStreaming, { signal: call.signal });
+      const stream = await client.messages.create({ ...request(params, call), stream: true } as Anthropic.MessageCreateParamsStreaming, { signal: call.signal, timeout: SDK_TIMEOUT_MS });
       let stopped = false;
       for await (const event of stream) {
         if (event.type === 'message_stop') stopped = true;
