@@ -21,6 +21,7 @@ import { ErrorCode, type CallToolResult, type McpError } from '@modelcontextprot
 import { mcpClient } from '../helpers/served-model.ts';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv } from 'ajv';
+import { InferenceClient } from '@huggingface/inference';
 
 const MAX_IMAGE_BYTES = 200_000;
 let work: string;
@@ -101,7 +102,7 @@ describe('image classification over HTTP', () => {
     const result = await validator.validate(structuredClone(document) as unknown as Parameters<Validator["validate"]>[0]);
     expect(result.errors).toBeUndefined();
     expect(validator.version).toBe('3.0');
-    expect(Object.keys(document.paths).sort()).toEqual(['/health', '/livez', '/mcp', '/model', '/openapi.json', '/ping', '/predict', '/predict/multipart']);
+    expect(Object.keys(document.paths).sort()).toEqual(['/', '/health', '/invocations', '/livez', '/mcp', '/model', '/openapi.json', '/ping', '/predict', '/predict/multipart']);
     const ajv = new Ajv({ strict: false });
     const responseSchema = document.paths['/predict'].post.responses['200'].content!['application/json'].schema;
     const answered = await post('/predict', { inputs: [png.toString('base64')], top_k: 2, metadata: { a: 'b' } });
@@ -175,5 +176,27 @@ describe('image classification over HTTP', () => {
     expect(await truncated.text()).toMatch(/^Bad Request: the multipart\/form-data body could not be read/);
     // and the server goes on answering
     expect((await post('/predict/multipart', form('{}', [{ bytes: png }]))).status).toBe(200);
+  });
+
+  it('takes one image’s bytes on POST / and /invocations, as the Hugging Face client’s imageClassification sends it, with /predict’s labels', async () => {
+    const { results } = (await post('/predict', { inputs: [png.toString('base64')] })).json();
+    const labels = await new InferenceClient().endpoint(url).imageClassification({ data: new Blob([Uint8Array.from(png)], { type: 'image/png' }) });
+    expect(labels).toEqual(results[0].labels);
+    for (const [route, type, bytes] of [['/invocations', 'image/png', png], ['/', 'application/octet-stream', png], ['/', 'image/jpeg', jpeg]] as const) {
+      const response = await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': type }, body: Uint8Array.from(bytes) });
+      expect(response.status, `${route} ${type}`).toBe(200);
+      const answer = (await response.json()) as { label: string; score: number }[];
+      expect(answer.map(({ label }) => label).sort()).toEqual(['bird', 'cat', 'dog']);
+      expect(answer[0].score).toBeGreaterThanOrEqual(answer[1].score);
+    }
+    const raw = (body: BodyInit, type: string) => fetch(`${url}/`, { method: 'POST', headers: { 'content-type': type }, body });
+    const corrupt = await raw(Uint8Array.from(png.subarray(0, 40)), 'image/png');
+    expect(corrupt.status).toBe(422);
+    expect(await corrupt.text()).toContain('image[0]');
+    const json = await raw(JSON.stringify({ inputs: [png.toString('base64')] }), 'application/json');
+    expect(json.status).toBe(415);
+    expect(await json.text()).toContain("one image's bytes");
+    expect((await raw(new Uint8Array(MAX_IMAGE_BYTES + 1), 'image/png')).status).toBe(413);
+    expect((await raw('x', 'text/plain')).status).toBe(415);
   });
 });

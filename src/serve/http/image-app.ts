@@ -1,7 +1,8 @@
 /**
  * The HTTP front end of an image classification model: GET /health, /livez, /model, POST /predict (JSON, images in
  * base64 or data URLs), POST /predict/multipart as mozilla-ai/encoderfile 0.7 has it (a JSON part `payload`, the
- * images as parts `files`), MCP at /mcp (image-mcp.ts), plus /metrics given metrics. Errors are text/plain as on every route: an image that is
+ * images as parts `files`), one image's bytes on POST / and /invocations (RAW_IMAGE_PATHS), MCP at /mcp
+ * (image-mcp.ts), plus /metrics given metrics. Errors are text/plain as on every route: an image that is
  * empty, corrupt, truncated, too large or not an image is a 422 naming it (`files[i]`, `inputs[i]`), a body that is
  * not multipart as it should be a 400. docs/image-models.md, docs/http-api.md.
  */
@@ -19,6 +20,13 @@ import { sendJson } from './json-reply.ts';
 import { registerHealthRoutes } from './routes.ts';
 
 export const MULTIPART_PREDICT_PATH = '/predict/multipart';
+/**
+ * Where an image classifier takes one image's bytes as the body: the root, where the Hugging Face inference clients
+ * send an endpoint's requests (`imageClassification` with an endpoint URL), and SageMaker's /invocations.
+ */
+export const RAW_IMAGE_PATHS = ['/', '/invocations'] as const;
+/** The body types of one image's bytes there: any image type (the decoder tells them apart), or plain octets. */
+const RAW_IMAGE_TYPES = /^(image\/[\w.+-]+|application\/octet-stream)\s*(;|$)/i;
 /** The part names of encoderfile's form. */
 const PAYLOAD_PART = 'payload';
 const FILES_PART = 'files';
@@ -42,6 +50,7 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
   app.get('/openapi.json', async (_request, reply) => reply.type(JSON_TYPE).send(await openApiJson()));
   app.post('/predict', async (request, reply) => sendJson(reply, await pipeline.predict(request.body)));
   if (pipeline.modelType === 'image_embedding') registerImageEmbeddingRoutes(app, pipeline, options.modelNames ?? new ServedModelNames(pipeline.modelId));
+  if (pipeline.modelType === 'image_classification') await registerRawImageRoutes(app, pipeline, options);
   // the SDK loads at the first MCP request, as for text models
   registerMcpRoute(
     app,
@@ -58,6 +67,22 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
     scope.post(MULTIPART_PREDICT_PATH, async (request, reply) => sendJson(reply, await pipeline.predictImages(await readForm(request, options, pipeline.modelType), FILES_PART)));
   });
   return finishHttpApp(app, options);
+}
+
+/** One image's bytes as the body, answered as the Hugging Face image classification task answers: its labels, best first. */
+async function registerRawImageRoutes(app: FastifyInstance, pipeline: ImagePipeline, options: ImageHttpOptions): Promise<void> {
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(RAW_IMAGE_TYPES, { parseAs: 'buffer', bodyLimit: options.maxImageBytes }, (_request, body, done) => done(null, body));
+    for (const path of RAW_IMAGE_PATHS) {
+      scope.post(path, async (request, reply) => {
+        if (!Buffer.isBuffer(request.body)) {
+          throw new HttpError(415, "Unsupported Media Type: send one image's bytes as the body, with its type (Content-Type: image/png, image/jpeg, …)");
+        }
+        const { results } = await pipeline.predictImages({ images: [request.body] }, 'image');
+        return sendJson(reply, (results[0] as { labels: unknown }).labels);
+      });
+    }
+  });
 }
 
 /**

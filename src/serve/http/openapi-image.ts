@@ -147,6 +147,28 @@ export function imageOpenApiDocument(options: ImageOpenApiOptions): OpenApiDocum
       },
     };
   }
+  if (!embedding) {
+    const labels = (IMAGE_RESPONSE_SCHEMAS.image_classification.properties.results.items as { properties: { labels: object } }).properties.labels;
+    for (const [path, operationId, caller] of [
+      ['/', 'imageClassificationRaw', 'The Hugging Face inference clients’ image classification (their endpoint calls)'],
+      ['/invocations', 'sagemakerInvocations', "SageMaker's inference route"],
+    ] as const) {
+      paths[path] = {
+        post: {
+          operationId,
+          summary: `${caller}: one image's bytes as the body, its labels best first`,
+          requestBody: { required: true, content: { 'image/*': { schema: { type: 'string', format: 'binary' } }, 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+          responses: {
+            200: json("The image's labels with softmax scores, best first (the Hugging Face image classification task's answer).", labels),
+            413: plainText(`The image is larger than ${maxImageBytes} bytes.`),
+            415: plainText('The body is not an image type or application/octet-stream.'),
+            422: plainText('The body is empty, corrupt, truncated, not a PNG, JPEG, WebP or GIF, or declares too many pixels (named `image[0]`).'),
+            500: common[500],
+          },
+        },
+      };
+    }
+  }
   if (options.metrics) {
     paths['/metrics'] = { get: { operationId: 'metrics', summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } } } } };
   }
