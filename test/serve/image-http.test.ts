@@ -189,7 +189,7 @@ describe('image classification over HTTP', () => {
       expect(answer.map(({ label }) => label).sort()).toEqual(['bird', 'cat', 'dog']);
       expect(answer[0].score).toBeGreaterThanOrEqual(answer[1].score);
     }
-    const raw = (body: BodyInit, type: string) => fetch(`${url}/`, { method: 'POST', headers: { 'content-type': type }, body });
+    const raw = (body: Uint8Array | string, type: string) => fetch(`${url}/`, { method: 'POST', headers: { 'content-type': type }, body });
     const corrupt = await raw(Uint8Array.from(png.subarray(0, 40)), 'image/png');
     expect(corrupt.status).toBe(422);
     expect(await corrupt.text()).toContain('image[0]');
