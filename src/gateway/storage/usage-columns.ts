@@ -1,5 +1,6 @@
 import type { SqlValue } from './driver.ts';
-import type { BudgetHold, CallRow, UsageRecord } from './records.ts';
+import type { CallRow, UsageRecord } from './records.ts';
+import { bigintJson } from './rows.ts';
 
 // The columns of a call's rows (usage, and pending_calls while it runs) and their values as bound: shared by the
 // usage log, which writes them, and the budgets, whose hold statement carries a call's pending row on PostgreSQL.
@@ -52,13 +53,6 @@ export const pendingInsertFrom = (source: string) =>
   `INSERT INTO pending_calls (${PENDING_COLUMNS.join(', ')})
    SELECT ${PENDING_COLUMNS.map((column) => `CAST(? AS ${PENDING_TYPES[column] ?? 'TEXT'})`).join(', ')} FROM ${source}`;
 
-/** A call's holds as the `holds` column keeps them: JSON, money as strings (PostgreSQL reads them into BIGINT). */
-export function holdsJson(holds: readonly BudgetHold[]): string {
-  return `[${holds
-    .map((hold) => `{"budget_id":${JSON.stringify(hold.budget_id)},"reserved_nanos":"${hold.reserved_nanos}","holder":${JSON.stringify(hold.holder)}}`)
-    .join(',')}]`;
-}
-
 /** A row's value of a column, as bound. */
 export function valueOf(row: UsageRecord | CallRow, column: CallColumn): SqlValue {
   switch (column) {
@@ -73,7 +67,8 @@ export function valueOf(row: UsageRecord | CallRow, column: CallColumn): SqlValu
     case 'instance_id':
       return 'instance_id' in row ? row.instance_id : null;
     case 'holds':
-      return 'holds' in row && row.holds.length > 0 ? holdsJson(row.holds) : null;
+      // JSON, money as strings (PostgreSQL reads them into BIGINT)
+      return 'holds' in row && row.holds.length > 0 ? bigintJson(row.holds) : null;
     default:
       return row[column];
   }

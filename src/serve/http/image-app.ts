@@ -1,7 +1,7 @@
 /**
  * The HTTP front end of an image classification model: GET /health, /livez, /model, POST /predict (JSON, images in
  * base64 or data URLs), POST /predict/multipart as mozilla-ai/encoderfile 0.7 has it (a JSON part `payload`, the
- * images as parts `files`), one image's bytes on POST / and /invocations (RAW_IMAGE_PATHS), MCP at /mcp
+ * images as parts `files`), one image's bytes on POST / and /invocations (DEFAULT_ROUTES), MCP at /mcp
  * (image-mcp.ts), plus /metrics given metrics. Errors are text/plain as on every route: an image that is
  * empty, corrupt, truncated, too large or not an image is a 422 naming it (`files[i]`, `inputs[i]`), a body that is
  * not multipart as it should be a 400. docs/image-models.md, docs/http-api.md.
@@ -17,15 +17,13 @@ import { registerImageEmbeddingRoutes } from './image-embeddings.ts';
 import { ServedModelNames } from '../model-names.ts';
 import { bodyTooLargeMessage, HttpError, JSON_TYPE } from './errors.ts';
 import { sendJson } from './json-reply.ts';
-import { registerHealthRoutes } from './routes.ts';
+import { DEFAULT_ROUTES, registerHealthRoutes } from './routes.ts';
 
 export const MULTIPART_PREDICT_PATH = '/predict/multipart';
 /**
- * Where an image classifier takes one image's bytes as the body: the root, where the Hugging Face inference clients
- * send an endpoint's requests (`imageClassification` with an endpoint URL), and SageMaker's /invocations.
+ * The body types of one image's bytes on the default routes (routes.ts, DEFAULT_ROUTES): any image type (the decoder
+ * tells them apart), or plain octets.
  */
-export const RAW_IMAGE_PATHS = ['/', '/invocations'] as const;
-/** The body types of one image's bytes there: any image type (the decoder tells them apart), or plain octets. */
 const RAW_IMAGE_TYPES = /^(image\/[\w.+-]+|application\/octet-stream)\s*(;|$)/i;
 /** The part names of encoderfile's form. */
 const PAYLOAD_PART = 'payload';
@@ -73,7 +71,7 @@ export async function createImageHttpApp(pipeline: ImagePipeline, options: Image
 async function registerRawImageRoutes(app: FastifyInstance, pipeline: ImagePipeline, options: ImageHttpOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addContentTypeParser(RAW_IMAGE_TYPES, { parseAs: 'buffer', bodyLimit: options.maxImageBytes }, (_request, body, done) => done(null, body));
-    for (const path of RAW_IMAGE_PATHS) {
+    for (const path of DEFAULT_ROUTES) {
       scope.post(path, async (request, reply) => {
         if (!Buffer.isBuffer(request.body)) {
           throw new HttpError(415, "Unsupported Media Type: send one image's bytes as the body, with its type (Content-Type: image/png, image/jpeg, …)");

@@ -9,6 +9,13 @@ import { infinityRerank, isInfinityRerankBody } from './infinity.ts';
 import { isTeiPredictBody, isTeiReranker, teiEmbedRoute, teiPredict, teiRerank } from './tei.ts';
 import type { ServedModelNames } from '../model-names.ts';
 
+/**
+ * text-embeddings-inference's default route, where the Hugging Face inference clients send an endpoint's requests,
+ * and the one SageMaker calls: each model kind answers them as its own route (a text model: below; an image
+ * classifier: image-app.ts).
+ */
+export const DEFAULT_ROUTES = ['/', '/invocations'] as const;
+
 /** Spec 2: `GET /health` answers the JSON string "OK!"; so do `GET /ping` and `GET /livez`. */
 const HEALTH_BODY = JSON.stringify('OK!');
 
@@ -56,9 +63,6 @@ export function registerModelRoutes(app: FastifyInstance, predictor: Predictor, 
   };
   for (const path of DEFAULT_ROUTES) app.post(path, { onRequest }, defaultRoute);
 }
-
-/** text-embeddings-inference's default routes: its own, and the one SageMaker calls. */
-const DEFAULT_ROUTES = ['/', '/invocations'] as const;
 
 /** POST /predict: spec 2's, or text-embeddings-inference's classification body where spec 2 would refuse it. */
 function predictRoute(predictor: Predictor): RouteHandlerMethod {
